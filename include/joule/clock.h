@@ -1,0 +1,42 @@
+// The one source of time in joule. Real runs use SteadyClock; simulation and
+// tests use VirtualClock, which moves only when told to. Nothing outside this
+// interface reads the system time.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+namespace joule {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Seconds since an arbitrary, fixed origin; never goes backwards.
+  virtual double now_s() const = 0;
+  // True when time only moves by advance(); waits must not block on it.
+  virtual bool is_virtual() const = 0;
+};
+
+// Monotonic wall time (std::chrono::steady_clock), origin at process start.
+class SteadyClock final : public Clock {
+ public:
+  double now_s() const override;
+  bool is_virtual() const override { return false; }
+  // The process-wide instance.
+  static std::shared_ptr<SteadyClock> instance();
+};
+
+// Time that advances only by explicit calls. Thread-safe.
+class VirtualClock final : public Clock {
+ public:
+  explicit VirtualClock(double start_s = 0.0) : now_s_(start_s) {}
+  double now_s() const override { return now_s_.load(std::memory_order_acquire); }
+  bool is_virtual() const override { return true; }
+  void advance_s(double delta_s);
+  void set_s(double time_s);
+
+ private:
+  std::atomic<double> now_s_;
+};
+
+}  // namespace joule

@@ -1,0 +1,50 @@
+// Finds the devices joule measures: NVIDIA GPUs through NVML when a driver is
+// present, simulated GPUs otherwise (labelled as such), and RAPL zones.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "joule/clock.h"
+#include "joule/device/cpu_energy.h"
+#include "joule/device/gpu.h"
+
+namespace joule {
+
+enum class GpuBackend { kAuto, kNvml, kSim };
+
+// "auto" | "nvml" | "sim"; throws UsageError otherwise.
+GpuBackend parse_gpu_backend(const std::string& text);
+
+struct DiscoveryOptions {
+  GpuBackend backend = GpuBackend::kAuto;
+  std::string nvml_library;                  // empty: nvml_library_path()
+  std::string powercap_root;                 // empty: $JOULE_POWERCAP_ROOT or /sys/class/powercap
+  std::string sim_spec;                      // empty: $JOULE_SIM or two idle GPUs
+  std::shared_ptr<const Clock> clock;        // for simulated GPUs; empty: SteadyClock
+};
+
+struct Devices {
+  std::vector<std::shared_ptr<Gpu>> gpus;
+  std::string gpu_backend;         // "nvml" or "sim"
+  std::string gpu_backend_reason;  // why that backend, in words
+  std::string nvml_library;        // what was (or would have been) loaded
+  std::string driver_version;
+  std::vector<std::string> nvml_missing_functions;
+  std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones;
+  std::vector<std::string> cpu_problems;  // why RAPL zones are missing or unreadable
+
+  bool simulated() const { return gpu_backend == "sim"; }
+};
+
+// Throws DeviceError when backend is kNvml and NVML cannot be used, and
+// UsageError for a bad simulated-GPU spec. In kAuto, a missing driver or a
+// machine with no NVIDIA GPU selects the simulated GPUs.
+Devices discover_devices(const DiscoveryOptions& options = {});
+
+// Keeps only the GPUs whose indices are listed (in that order). Throws
+// UsageError naming an index that does not exist.
+void select_gpus(Devices& devices, const std::vector<unsigned>& indices);
+
+}  // namespace joule

@@ -1,0 +1,97 @@
+// The GPU interface every backend implements (nvml, sim). Readings use the
+// units NVML uses natively (mW, mJ, MHz, degrees C, bytes); the measurement
+// layer converts to joules and seconds at its public edge.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace joule {
+
+// Everything a GPU backend may be able to read or change. A backend reports
+// for each whether it works on a given device and, if not, why.
+enum class GpuCapability {
+  kEnergyCounter,     // cumulative energy since driver load (mJ), Volta and newer
+  kPowerUsage,        // power draw as the driver reports it (mW)
+  kInstantPower,      // instantaneous power field, where the driver has one
+  kPowerLimit,        // current power-management limit
+  kLimitConstraints,  // smallest and largest settable limit
+  kDefaultLimit,      // limit the GPU boots with
+  kUtilization,       // GPU (SM) and memory utilisation, percent
+  kSmClock,           // current SM clock
+  kTemperature,       // core temperature
+  kMemoryUsed,        // device memory in use
+  kSetPowerLimit,     // control: set a limit / restore the default
+};
+
+inline constexpr GpuCapability kAllGpuCapabilities[] = {
+    GpuCapability::kEnergyCounter, GpuCapability::kPowerUsage,    GpuCapability::kInstantPower,
+    GpuCapability::kPowerLimit,    GpuCapability::kLimitConstraints, GpuCapability::kDefaultLimit,
+    GpuCapability::kUtilization,   GpuCapability::kSmClock,       GpuCapability::kTemperature,
+    GpuCapability::kMemoryUsed,    GpuCapability::kSetPowerLimit,
+};
+
+const char* to_string(GpuCapability capability);
+
+struct CapabilityStatus {
+  GpuCapability capability;
+  bool available = false;
+  std::string reason;  // empty when available; otherwise why not, in words
+};
+
+struct PowerLimitRange {
+  uint32_t min_mw = 0;
+  uint32_t max_mw = 0;
+};
+
+struct Utilization {
+  uint32_t gpu_percent = 0;
+  uint32_t memory_percent = 0;
+};
+
+// One GPU. Readings throw DeviceError (with the backend's own message) when
+// they fail; probe_capabilities() says in advance which ones work.
+class Gpu {
+ public:
+  virtual ~Gpu() = default;
+
+  virtual unsigned index() const = 0;
+  virtual std::string name() const = 0;
+  virtual std::string uuid() const = 0;
+  virtual std::string architecture() const = 0;  // "Hopper", "Volta", ...
+  virtual std::string backend() const = 0;       // "nvml", "sim"
+  virtual bool simulated() const = 0;
+
+  // Checks every capability once (reads each value; never changes anything).
+  virtual std::vector<CapabilityStatus> probe_capabilities() = 0;
+  // Whether the energy counter works, as found when the device was opened.
+  virtual bool has_energy_counter() const = 0;
+
+  virtual uint64_t total_energy_mj() = 0;
+  // Best power reading available: the instantaneous field when present,
+  // otherwise the driver's power usage.
+  virtual uint32_t power_mw() = 0;
+  virtual uint32_t power_limit_mw() = 0;
+  virtual PowerLimitRange power_limit_range_mw() = 0;
+  virtual uint32_t default_power_limit_mw() = 0;
+  virtual Utilization utilization() = 0;
+  virtual uint32_t sm_clock_mhz() = 0;
+  virtual uint32_t temperature_c() = 0;
+  virtual uint64_t memory_used_bytes() = 0;
+
+  // Control. Limits outside power_limit_range_mw() are refused before any
+  // driver call, with a DeviceError(kInvalidArgument).
+  virtual void set_power_limit_mw(uint32_t limit_mw) = 0;
+  void restore_default_power_limit() { set_power_limit_mw(default_power_limit_mw()); }
+
+  // "gpu0 NVIDIA H100 80GB HBM3 (nvml)" style label used in reports.
+  std::string label() const;
+};
+
+// Throws DeviceError(kInvalidArgument) naming the GPU when limit_mw lies
+// outside range. Shared by every backend so all refuse alike.
+void check_power_limit_in_range(const Gpu& gpu, uint32_t limit_mw, PowerLimitRange range);
+
+}  // namespace joule

@@ -1,0 +1,96 @@
+// Simulated GPUs: a power and throughput model on an injectable clock. They
+// stand in for real GPUs when none is found (and say so in every output), and
+// let tests and simulations run the measurement and control paths without
+// hardware.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "joule/clock.h"
+#include "joule/device/gpu.h"
+
+namespace joule {
+
+// How a simulated GPU draws power and how fast it runs under a power limit.
+// At load u the GPU asks for idle + u * (full_load - idle) watts; a limit
+// below that demand caps the power, and the dynamic part of the speed falls
+// with the cube root of the dynamic power (voltage and frequency scaling).
+struct SimGpuModel {
+  std::string name = "Simulated GPU (H100-like)";
+  uint32_t min_limit_mw = 200'000;
+  uint32_t max_limit_mw = 700'000;
+  uint32_t default_limit_mw = 700'000;
+  double idle_power_w = 70.0;
+  double full_load_power_w = 650.0;
+  uint32_t max_sm_clock_mhz = 1980;
+  uint64_t memory_used_bytes = 1ull << 30;
+
+  // Power drawn at load in [0, 1] under limit_w.
+  double power_w(double load, double limit_w) const;
+  // Throughput relative to the uncapped GPU at the same load, in (0, 1].
+  double relative_speed(double load, double limit_w) const;
+};
+
+class SimGpu final : public Gpu {
+ public:
+  SimGpu(unsigned index, SimGpuModel model, std::shared_ptr<const Clock> clock);
+
+  unsigned index() const override { return index_; }
+  std::string name() const override { return model_.name; }
+  std::string uuid() const override;
+  std::string architecture() const override { return "simulated"; }
+  std::string backend() const override { return "sim"; }
+  bool simulated() const override { return true; }
+
+  std::vector<CapabilityStatus> probe_capabilities() override;
+  bool has_energy_counter() const override { return true; }
+
+  uint64_t total_energy_mj() override;
+  uint32_t power_mw() override;
+  uint32_t power_limit_mw() override;
+  PowerLimitRange power_limit_range_mw() override;
+  uint32_t default_power_limit_mw() override { return model_.default_limit_mw; }
+  Utilization utilization() override;
+  uint32_t sm_clock_mhz() override;
+  uint32_t temperature_c() override;
+  uint64_t memory_used_bytes() override { return model_.memory_used_bytes; }
+  void set_power_limit_mw(uint32_t limit_mw) override;
+
+  // The fraction of the GPU kept busy from now on, in [0, 1].
+  void set_load(double load);
+  double load() const;
+  // Throughput relative to the uncapped GPU, at the current load and limit.
+  double relative_speed() const;
+  // Exact energy since creation, in joules (the counter truncates to mJ).
+  double energy_j() const;
+  const SimGpuModel& model() const { return model_; }
+
+ private:
+  // Accounts the energy drawn since the last change, at the old settings.
+  void advance_locked() const;
+
+  unsigned index_;
+  SimGpuModel model_;
+  std::shared_ptr<const Clock> clock_;
+  mutable std::mutex mutex_;
+  mutable double energy_j_ = 0.0;
+  mutable double accounted_until_s_;
+  double load_ = 0.0;
+  uint32_t limit_mw_;
+};
+
+// What `JOULE_SIM` (or --sim) asks for: "count=4,load=0.6,name=...".
+struct SimSpec {
+  unsigned count = 2;
+  double load = 0.0;
+  SimGpuModel model;
+};
+
+// Parses a comma-separated key=value list (keys: count, load, name, idle_w,
+// full_w, min_w, max_w, default_w). Throws UsageError naming the bad item.
+SimSpec parse_sim_spec(const std::string& text);
+
+}  // namespace joule

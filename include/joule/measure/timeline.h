@@ -1,0 +1,65 @@
+// Samples taken by the Sampler: one row per device per tick. Kept in memory
+// up to a capacity (oldest dropped first) and optionally streamed to CSV as
+// they arrive, so long runs lose nothing.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace joule {
+
+struct TimelineSample {
+  double time_s = 0.0;
+  uint32_t device = 0;  // index into Timeline::device_names()
+  double power_w = 0.0;
+  // Optional fields; negative when not sampled or not readable.
+  int32_t gpu_util_percent = -1;
+  int32_t memory_util_percent = -1;
+  int32_t sm_clock_mhz = -1;
+  int32_t temperature_c = -1;
+  int64_t memory_used_bytes = -1;
+};
+
+class Timeline {
+ public:
+  explicit Timeline(std::vector<std::string> device_names, std::size_t capacity = 1'000'000);
+
+  // Opens path now (so a bad path fails before any work starts), writes the
+  // header, then appends every later sample. Throws Error naming the path.
+  void stream_csv_to(const std::string& path);
+  void flush();
+
+  void add(const TimelineSample& sample);
+  std::vector<TimelineSample> samples() const;
+  std::size_t size() const;
+  // Samples pushed out of memory by the capacity (still in the CSV stream).
+  uint64_t dropped() const;
+  const std::vector<std::string>& device_names() const { return device_names_; }
+
+  // Largest power of device among held samples in (begin_s, end_s] and the
+  // last sample at or before begin_s.
+  std::optional<double> peak_power_w(uint32_t device, double begin_s, double end_s) const;
+
+  static const char* csv_header();
+  void write_csv(std::ostream& out) const;
+  // Writes every held sample to path. Throws Error naming the path.
+  void write_csv(const std::string& path) const;
+
+ private:
+  std::string csv_row(const TimelineSample& sample) const;
+
+  std::vector<std::string> device_names_;
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::deque<TimelineSample> samples_;
+  uint64_t dropped_ = 0;
+  std::ofstream stream_;
+  std::string stream_path_;
+};
+
+}  // namespace joule

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything joule needs to build and test, from Debian bookworm's
+# package repository only. Idempotent: safe to run again on a ready machine.
+set -euo pipefail
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps.sh: run as root (it calls apt-get)" >&2
+  exit 1
+fi
+
+packages=(
+  # toolchain and build
+  build-essential cmake pkg-config git
+  # libraries joule links
+  libfmt-dev libcli11-dev nlohmann-json3-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # python3 for helper scripts (bench/, docs checks)
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps.sh: all ${#packages[@]} packages present"

@@ -1,0 +1,120 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "joule/error.h"
+
+namespace joule::cli {
+
+namespace {
+
+struct GpuInfo {
+  std::shared_ptr<Gpu> gpu;
+  std::vector<CapabilityStatus> capabilities;
+  std::optional<uint32_t> limit_mw, default_mw;
+  std::optional<PowerLimitRange> range_mw;
+};
+
+template <typename T, typename Read>
+std::optional<T> try_read(Read read) {
+  try {
+    return read();
+  } catch (const DeviceError&) {
+    return std::nullopt;
+  }
+}
+
+std::string watts(const std::optional<uint32_t>& mw) {
+  return mw ? fmt::format("{:.1f} W", *mw / 1000.0) : std::string("unreadable");
+}
+
+std::string control_path(const Devices& devices) {
+  if (devices.simulated()) return "simulated GPUs: limits change in the model only";
+  if (geteuid() == 0) return "direct NVML calls (running as root)";
+  return fmt::format("direct NVML calls need root; this process runs as uid {} (read-only)", geteuid());
+}
+
+}  // namespace
+
+int run_info(const CommonOptions& common, const InfoOptions& options) {
+  const Devices devices = common.open_devices();
+  std::vector<GpuInfo> infos;
+  for (const auto& gpu : devices.gpus) {
+    GpuInfo info{gpu, gpu->probe_capabilities(), {}, {}, {}};
+    info.limit_mw = try_read<uint32_t>([&] { return gpu->power_limit_mw(); });
+    info.default_mw = try_read<uint32_t>([&] { return gpu->default_power_limit_mw(); });
+    info.range_mw = try_read<PowerLimitRange>([&] { return gpu->power_limit_range_mw(); });
+    infos.push_back(std::move(info));
+  }
+
+  if (options.json) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const auto& info : infos) {
+      nlohmann::json capabilities = nlohmann::json::object();
+      for (const auto& c : info.capabilities) {
+        capabilities[to_string(c.capability)] = {{"available", c.available}, {"reason", c.reason}};
+      }
+      auto w = [](const std::optional<uint32_t>& mw) { return mw ? nlohmann::json(*mw / 1000.0) : nlohmann::json(); };
+      gpus.push_back({{"index", info.gpu->index()},
+                      {"name", info.gpu->name()},
+                      {"uuid", info.gpu->uuid()},
+                      {"architecture", info.gpu->architecture()},
+                      {"backend", info.gpu->backend()},
+                      {"simulated", info.gpu->simulated()},
+                      {"power_limit_w", w(info.limit_mw)},
+                      {"default_limit_w", w(info.default_mw)},
+                      {"min_limit_w", info.range_mw ? nlohmann::json(info.range_mw->min_mw / 1000.0) : nlohmann::json()},
+                      {"max_limit_w", info.range_mw ? nlohmann::json(info.range_mw->max_mw / 1000.0) : nlohmann::json()},
+                      {"capabilities", capabilities}});
+    }
+    nlohmann::json zones = nlohmann::json::array();
+    for (const auto& zone : devices.cpu_zones) {
+      zones.push_back({{"package", zone->package_index()},
+                       {"name", zone->name()},
+                       {"domain", to_string(zone->domain())},
+                       {"backend", "rapl"}});
+    }
+    const nlohmann::json out = {{"gpu_backend", devices.gpu_backend},
+                                {"gpu_backend_reason", devices.gpu_backend_reason},
+                                {"simulated", devices.simulated()},
+                                {"nvml_library", devices.nvml_library},
+                                {"driver_version", devices.driver_version},
+                                {"nvml_missing_functions", devices.nvml_missing_functions},
+                                {"control_path", control_path(devices)},
+                                {"gpus", gpus},
+                                {"cpu_zones", zones},
+                                {"cpu_problems", devices.cpu_problems}};
+    std::cout << out.dump(2) << '\n';
+    return 0;
+  }
+
+  std::cout << fmt::format("GPU backend: {} ({})\n", devices.gpu_backend, devices.gpu_backend_reason);
+  if (!devices.nvml_missing_functions.empty()) {
+    std::string missing;
+    for (const auto& f : devices.nvml_missing_functions) missing += (missing.empty() ? "" : ", ") + f;
+    std::cout << fmt::format("NVML functions this driver lacks: {}\n", missing);
+  }
+  for (const auto& info : infos) {
+    const Gpu& gpu = *info.gpu;
+    std::cout << fmt::format("\n{}\n  uuid {}, architecture {}, backend {}\n", gpu.label(), gpu.uuid(),
+                             gpu.architecture(), gpu.backend());
+    std::cout << fmt::format("  power limit {} (default {}, range {})\n", watts(info.limit_mw), watts(info.default_mw),
+                             info.range_mw ? fmt::format("{:.1f}-{:.1f} W", info.range_mw->min_mw / 1000.0,
+                                                         info.range_mw->max_mw / 1000.0)
+                                           : std::string("unreadable"));
+    for (const auto& c : info.capabilities) {
+      std::cout << fmt::format("  {:<18} {}{}\n", to_string(c.capability), c.available ? "yes" : "no",
+                               c.available ? "" : "  (" + c.reason + ")");
+    }
+  }
+  std::cout << "\nCPU energy (RAPL):\n";
+  for (const auto& zone : devices.cpu_zones) std::cout << fmt::format("  {}  readable\n", zone->label());
+  for (const auto& problem : devices.cpu_problems) std::cout << fmt::format("  {}\n", problem);
+  std::cout << fmt::format("\nPower-limit control: {}\n", control_path(devices));
+  return 0;
+}
+
+}  // namespace joule::cli

@@ -1,0 +1,90 @@
+// `joule`: measure and lower the energy of deep-learning training on GPUs.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/child_process.h"
+#include "cli/commands.h"
+#include "joule/error.h"
+
+namespace {
+
+void add_common_options(CLI::App& command, joule::cli::CommonOptions& common) {
+  command.add_option("--backend", common.backend, "GPU backend: auto (NVML, else simulated), nvml, sim")
+      ->check(CLI::IsMember({"auto", "nvml", "sim"}));
+  command.add_option("--sim", common.sim_spec,
+                     "simulated GPUs, e.g. count=4,load=0.6 (also $JOULE_SIM); implies nothing unless they are used");
+  command.add_option("--gpus", common.gpus, "comma-separated GPU indices to use, e.g. 0,2 (default: all)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"joule: measure and lower the energy of deep-learning training on GPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "joule 0.1.0");
+
+  joule::cli::CommonOptions common;
+
+  joule::cli::InfoOptions info;
+  CLI::App* info_command = app.add_subcommand("info", "list devices, backends and what each can read or control");
+  add_common_options(*info_command, common);
+  info_command->add_flag("--json", info.json, "print one JSON object");
+
+  joule::cli::MeasureOptions measure;
+  CLI::App* measure_command =
+      app.add_subcommand("measure", "run a command and report its time and energy per device");
+  add_common_options(*measure_command, common);
+  measure_command->add_option("--interval-ms", measure.interval_ms, "power sampling interval (default 100)");
+  measure_command->add_option("--counter-interval-ms", measure.counter_interval_ms,
+                              "GPU energy-counter read interval, for calibration (default 1000; 0: never)");
+  measure_command->add_option("--timeline", measure.timeline_path, "write every sample to this CSV file");
+  measure_command->add_option("--sample", measure.sample_fields,
+                              "extra fields per sample: util, clock, temp, mem (comma-separated)")
+      ->delimiter(',');
+  measure_command->add_flag("--json", measure.json, "print the report as one JSON object on stdout");
+  measure_command->add_option("-o,--output", measure.output_path, "write the report to this file");
+  measure_command->add_option("command", measure.command, "the command to run, after --");
+  measure_command->positionals_at_end();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ExtrasError&) {
+    // Name the first unknown option alone; CLI11's own text also lists the
+    // "--" separator and everything after it.
+    std::string unknown;
+    for (const auto& arg : app.remaining(true)) {
+      if (arg.size() > 1 && arg[0] == '-' && arg != "--") {
+        unknown = arg;
+        break;
+      }
+    }
+    std::cerr << fmt::format("joule: unknown option '{}' (see 'joule --help')\n", unknown);
+    return 2;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << fmt::format("joule: {} (see 'joule --help')\n", e.what());
+    return 2;
+  }
+
+  try {
+    if (*info_command) return joule::cli::run_info(common, info);
+    if (*measure_command) return joule::cli::run_measure(common, measure);
+  } catch (const joule::UsageError& e) {
+    std::cerr << fmt::format("joule: {}\n", e.what());
+    return 2;
+  } catch (const joule::cli::SpawnError& e) {
+    std::cerr << fmt::format("joule: {}\n", e.what());
+    return e.exit_status();
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("joule: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,117 @@
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/child_process.h"
+#include "cli/commands.h"
+#include "cli/report.h"
+#include "joule/error.h"
+#include "joule/measure/monitor.h"
+
+namespace joule::cli {
+
+namespace {
+
+SampledFields parse_fields(const std::vector<std::string>& names) {
+  SampledFields fields;
+  for (const auto& name : names) {
+    if (name == "util") {
+      fields.utilization = true;
+    } else if (name == "clock") {
+      fields.sm_clock = true;
+    } else if (name == "temp") {
+      fields.temperature = true;
+    } else if (name == "mem") {
+      fields.memory_used = true;
+    } else {
+      throw UsageError(fmt::format("--sample: unknown field '{}' (expected util, clock, temp or mem)", name));
+    }
+  }
+  return fields;
+}
+
+std::vector<unsigned> parse_gpu_list(const std::string& text) {
+  std::vector<unsigned> indices;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long value = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || errno != 0 || item[0] == '-' || value > 1024) {
+      throw UsageError(fmt::format("--gpus: '{}' is not a GPU index (expected a list such as 0,2)", item));
+    }
+    indices.push_back(static_cast<unsigned>(value));
+  }
+  if (indices.empty()) throw UsageError("--gpus: empty list (expected indices such as 0,2)");
+  return indices;
+}
+
+}  // namespace
+
+DiscoveryOptions CommonOptions::discovery() const {
+  DiscoveryOptions options;
+  options.backend = parse_gpu_backend(backend);
+  options.sim_spec = sim_spec;
+  return options;
+}
+
+Devices CommonOptions::open_devices() const {
+  Devices devices = discover_devices(discovery());
+  if (!gpus.empty()) select_gpus(devices, parse_gpu_list(gpus));
+  return devices;
+}
+
+int run_measure(const CommonOptions& common, const MeasureOptions& options) {
+  if (options.command.empty()) {
+    throw UsageError("measure: no command given (usage: joule measure [OPTIONS] -- CMD [ARGS...])");
+  }
+  if (!(options.interval_ms >= 1 && options.interval_ms <= 3'600'000)) {
+    throw UsageError(fmt::format("--interval-ms {} is outside 1-3600000", options.interval_ms));
+  }
+  std::ofstream output;
+  if (!options.output_path.empty()) {
+    output.open(options.output_path, std::ios::out | std::ios::trunc);
+    if (!output) {
+      throw UsageError(fmt::format("cannot write report file '{}': {}", options.output_path, std::strerror(errno)));
+    }
+  }
+
+  const Devices devices = common.open_devices();
+  MonitorOptions monitor_options;
+  monitor_options.sampler.interval_s = options.interval_ms / 1000.0;
+  monitor_options.sampler.counter_interval_s = options.counter_interval_ms / 1000.0;
+  monitor_options.sampler.fields = parse_fields(options.sample_fields);
+  Monitor monitor(devices, monitor_options);
+  if (!options.timeline_path.empty()) {
+    try {
+      monitor.timeline().stream_csv_to(options.timeline_path);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
+
+  monitor.begin_window("command");
+  ChildProcess child = ChildProcess::spawn(options.command);
+  const int exit_status = child.wait_forwarding_signals();
+  const Measurement measurement = monitor.end_window("command");
+  monitor.stop();
+
+  const MeasureReport report = build_report(options.command, exit_status, devices, monitor, measurement);
+  const std::string text = options.json ? to_json(report).dump(2) + "\n" : to_text(report);
+  if (output.is_open()) {
+    output << text;
+  } else {
+    // The human report goes to stderr so the command's own stdout stays clean
+    // for pipes; --json is meant for programs and goes to stdout.
+    (options.json ? std::cout : std::cerr) << text;
+  }
+  return exit_status;
+}
+
+}  // namespace joule::cli

@@ -1,0 +1,94 @@
+#include "cli/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace joule::cli {
+
+MeasureReport build_report(const std::vector<std::string>& command, int exit_status, const Devices& devices,
+                           Monitor& monitor, const Measurement& m) {
+  MeasureReport r;
+  r.command = command;
+  r.exit_status = exit_status;
+  r.elapsed_s = m.elapsed_s;
+  r.gpu_backend = devices.gpu_backend;
+  r.gpu_backend_reason = devices.gpu_backend_reason;
+  r.simulated = devices.simulated();
+  r.interval_s = monitor.sampler().options().interval_s;
+  r.notes = devices.cpu_problems;
+  r.warnings = m.warnings;
+  const double end_s = m.begin_s + m.elapsed_s;
+  auto average = [&](double energy_j) { return m.elapsed_s > 0 ? energy_j / m.elapsed_s : 0.0; };
+  auto peak = [&](std::size_t timeline_device) {
+    return monitor.timeline().peak_power_w(static_cast<uint32_t>(timeline_device), m.begin_s, end_s).value_or(0.0);
+  };
+  const auto& gpus = monitor.gpus();
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    r.devices.push_back({fmt::format("gpu{}", gpus[i]->index()), "gpu", gpus[i]->name(), gpus[i]->backend(),
+                         gpus[i]->simulated(), m.gpu_energy_j[i], average(m.gpu_energy_j[i]), peak(i)});
+  }
+  std::size_t package = 0, dram = 0;
+  const auto& zones = monitor.cpu_zones();
+  for (std::size_t i = 0; i < zones.size(); ++i) {
+    const bool is_package = zones[i]->domain() == CpuDomain::kPackage;
+    const double energy_j = is_package ? m.cpu_package_energy_j[package++] : m.dram_energy_j[dram++];
+    r.devices.push_back({fmt::format("cpu{}-{}", zones[i]->package_index(), is_package ? "package" : "dram"),
+                         is_package ? "cpu_package" : "dram", zones[i]->name(), "rapl", false, energy_j,
+                         average(energy_j), peak(gpus.size() + i)});
+  }
+  r.total_energy_j = m.total_energy_j();
+  return r;
+}
+
+nlohmann::json to_json(const MeasureReport& r) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : r.devices) {
+    devices.push_back({{"id", d.id},
+                       {"kind", d.kind},
+                       {"name", d.name},
+                       {"backend", d.backend},
+                       {"simulated", d.simulated},
+                       {"energy_j", d.energy_j},
+                       {"avg_power_w", d.avg_power_w},
+                       {"peak_power_w", d.peak_power_w}});
+  }
+  return {{"command", r.command},
+          {"exit_status", r.exit_status},
+          {"elapsed_s", r.elapsed_s},
+          {"simulated", r.simulated},
+          {"gpu_backend", r.gpu_backend},
+          {"gpu_backend_reason", r.gpu_backend_reason},
+          {"sampling_interval_s", r.interval_s},
+          {"devices", devices},
+          {"total_energy_j", r.total_energy_j},
+          {"notes", r.notes},
+          {"warnings", r.warnings}};
+}
+
+std::string to_text(const MeasureReport& r) {
+  std::string command;
+  for (const auto& arg : r.command) command += (command.empty() ? "" : " ") + arg;
+  std::string out = fmt::format("joule: `{}` exited with status {} after {:.3f} s\n", command, r.exit_status,
+                                r.elapsed_s);
+  if (r.simulated) out += fmt::format("joule: GPUs are SIMULATED ({})\n", r.gpu_backend_reason);
+  std::size_t width = std::string("total").size();
+  std::vector<std::string> labels;
+  for (const auto& d : r.devices) {
+    labels.push_back(fmt::format("{} {}{}", d.id, d.name, d.simulated ? " [SIMULATED]" : ""));
+    width = std::max(width, labels.back().size());
+  }
+  out += fmt::format("  {:<{}}  {:>12}  {:>11}  {:>11}\n", "device", width, "energy", "avg power", "peak power");
+  for (std::size_t i = 0; i < r.devices.size(); ++i) {
+    const auto& d = r.devices[i];
+    out += fmt::format("  {:<{}}  {:>10.3f} J  {:>9.2f} W  {:>9.2f} W\n", labels[i], width, d.energy_j,
+                       d.avg_power_w, d.peak_power_w);
+  }
+  out += fmt::format("  {:<{}}  {:>10.3f} J  {:>9.2f} W\n", "total", width, r.total_energy_j,
+                     r.elapsed_s > 0 ? r.total_energy_j / r.elapsed_s : 0.0);
+  for (const auto& note : r.notes) out += fmt::format("joule: note: {}\n", note);
+  for (const auto& warning : r.warnings) out += fmt::format("joule: warning: {}\n", warning);
+  return out;
+}
+
+}  // namespace joule::cli

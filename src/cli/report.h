@@ -1,0 +1,43 @@
+// Turns a measured command into the text and JSON `joule measure` prints.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "joule/device/discovery.h"
+#include "joule/measure/monitor.h"
+
+namespace joule::cli {
+
+struct DeviceReport {
+  std::string id;    // "gpu0", "cpu0-package", "cpu0-dram"
+  std::string kind;  // "gpu", "cpu_package", "dram"
+  std::string name;
+  std::string backend;
+  bool simulated = false;
+  double energy_j = 0.0;
+  double avg_power_w = 0.0;
+  double peak_power_w = 0.0;  // 0 when no sample fell inside the run
+};
+
+struct MeasureReport {
+  std::vector<std::string> command;
+  int exit_status = 0;
+  double elapsed_s = 0.0;
+  std::string gpu_backend;
+  std::string gpu_backend_reason;
+  bool simulated = false;
+  double interval_s = 0.0;
+  std::vector<DeviceReport> devices;
+  std::vector<std::string> notes;     // why devices are missing (RAPL unreadable, ...)
+  std::vector<std::string> warnings;  // devices that failed during the run
+  double total_energy_j = 0.0;
+};
+
+MeasureReport build_report(const std::vector<std::string>& command, int exit_status, const Devices& devices,
+                           Monitor& monitor, const Measurement& measurement);
+nlohmann::json to_json(const MeasureReport& report);
+std::string to_text(const MeasureReport& report);
+
+}  // namespace joule::cli

@@ -1,0 +1,34 @@
+#include "joule/clock.h"
+
+#include <chrono>
+
+#include "joule/error.h"
+
+namespace joule {
+
+namespace {
+const std::chrono::steady_clock::time_point kProcessStart = std::chrono::steady_clock::now();
+}  // namespace
+
+double SteadyClock::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();
+}
+
+std::shared_ptr<SteadyClock> SteadyClock::instance() {
+  static const auto clock = std::make_shared<SteadyClock>();
+  return clock;
+}
+
+void VirtualClock::advance_s(double delta_s) {
+  if (delta_s < 0) throw Error("VirtualClock::advance_s: time cannot go backwards");
+  double current = now_s_.load();
+  while (!now_s_.compare_exchange_weak(current, current + delta_s)) {
+  }
+}
+
+void VirtualClock::set_s(double time_s) {
+  if (time_s < now_s()) throw Error("VirtualClock::set_s: time cannot go backwards");
+  now_s_.store(time_s, std::memory_order_release);
+}
+
+}  // namespace joule

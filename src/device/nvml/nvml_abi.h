@@ -1,0 +1,96 @@
+// Our own declaration of the subset of the NVML C ABI joule uses, so the build
+// needs no NVIDIA headers. Layouts and values follow NVIDIA's public nvml.h.
+// The loader (nvml_library.cc) only takes decltype() of these prototypes and
+// resolves them with dlsym; the fake library (tests/fake_nvml) defines them.
+#pragma once
+
+extern "C" {
+
+typedef int nvmlReturn_t;  // an enum in nvml.h; int-sized in the ABI
+typedef struct nvmlDevice_st* nvmlDevice_t;
+
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+union nvmlValue_t {
+  double dVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  long long sllVal;
+  int siVal;
+  unsigned short usVal;
+};
+
+struct nvmlFieldValue_t {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  int valueType;
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+};
+
+nvmlReturn_t nvmlInit_v2(void);
+nvmlReturn_t nvmlShutdown(void);
+const char* nvmlErrorString(nvmlReturn_t result);
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length);
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count);
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length);
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length);
+nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch);
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy_mj);
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw);
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t* values);
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int* limit_mw);
+nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int* min_mw,
+                                                          unsigned int* max_mw);
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int* limit_mw);
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization);
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int clock_type, unsigned int* clock_mhz);
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned int* temp_c);
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
+nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit_mw);
+
+}  // extern "C"
+
+namespace joule::nvml {
+
+// Return codes (nvmlReturn_t values) joule distinguishes.
+inline constexpr nvmlReturn_t kSuccess = 0;
+inline constexpr nvmlReturn_t kErrorUninitialized = 1;
+inline constexpr nvmlReturn_t kErrorInvalidArgument = 2;
+inline constexpr nvmlReturn_t kErrorNotSupported = 3;
+inline constexpr nvmlReturn_t kErrorNoPermission = 4;
+inline constexpr nvmlReturn_t kErrorNotFound = 6;
+inline constexpr nvmlReturn_t kErrorInsufficientSize = 7;
+inline constexpr nvmlReturn_t kErrorDriverNotLoaded = 9;
+inline constexpr nvmlReturn_t kErrorTimeout = 10;
+inline constexpr nvmlReturn_t kErrorLibraryNotFound = 12;
+inline constexpr nvmlReturn_t kErrorFunctionNotFound = 13;
+inline constexpr nvmlReturn_t kErrorGpuIsLost = 15;
+inline constexpr nvmlReturn_t kErrorResetRequired = 16;
+inline constexpr nvmlReturn_t kErrorLibRmVersionMismatch = 18;
+inline constexpr nvmlReturn_t kErrorUnknown = 999;
+
+inline constexpr unsigned int kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT, value in mW
+inline constexpr int kClockSm = 1;                       // NVML_CLOCK_SM
+inline constexpr int kTemperatureGpu = 0;                // NVML_TEMPERATURE_GPU
+inline constexpr unsigned int kArchitectureUnknown = 0xffffffff;
+
+// Buffer sizes from nvml.h (NVML_DEVICE_NAME_V2_BUFFER_SIZE, ...UUID_V2...).
+inline constexpr unsigned int kNameBufferSize = 96;
+inline constexpr unsigned int kUuidBufferSize = 96;
+inline constexpr unsigned int kDriverVersionBufferSize = 80;
+
+}  // namespace joule::nvml

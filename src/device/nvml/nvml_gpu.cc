@@ -1,0 +1,213 @@
+#include "device/nvml/nvml_gpu.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <functional>
+
+#include "joule/device/nvml.h"
+
+namespace joule {
+namespace nvml {
+
+namespace {
+
+std::string architecture_name(unsigned int arch) {
+  switch (arch) {
+    case 2: return "Kepler";
+    case 3: return "Maxwell";
+    case 4: return "Pascal";
+    case 5: return "Volta";
+    case 6: return "Turing";
+    case 7: return "Ampere";
+    case 8: return "Ada";
+    case 9: return "Hopper";
+    case 10: return "Blackwell";
+    default: return fmt::format("unknown ({})", arch);
+  }
+}
+
+}  // namespace
+
+NvmlGpu::NvmlGpu(std::shared_ptr<Library> library, unsigned index, nvmlDevice_t handle)
+    : library_(std::move(library)), fn_(library_->fn()), index_(index), handle_(handle) {
+  char buffer[kNameBufferSize] = {};
+  if (fn_.nvmlDeviceGetName && fn_.nvmlDeviceGetName(handle_, buffer, sizeof buffer) == kSuccess) name_ = buffer;
+  char uuid[kUuidBufferSize] = {};
+  if (fn_.nvmlDeviceGetUUID && fn_.nvmlDeviceGetUUID(handle_, uuid, sizeof uuid) == kSuccess) uuid_ = uuid;
+  unsigned int arch = kArchitectureUnknown;
+  if (fn_.nvmlDeviceGetArchitecture && fn_.nvmlDeviceGetArchitecture(handle_, &arch) == kSuccess) {
+    architecture_ = architecture_name(arch);
+  }
+  // Decide once which power and energy sources work, so the sampler's hot
+  // path never pays for a failing call.
+  try {
+    total_energy_mj();
+    has_energy_counter_ = true;
+  } catch (const DeviceError&) {
+  }
+  try {
+    instant_power_mw();
+    has_instant_power_ = true;
+  } catch (const DeviceError&) {
+  }
+}
+
+void NvmlGpu::check(nvmlReturn_t rc, const char* function) const {
+  if (rc == kSuccess) return;
+  throw DeviceError(errc_from_nvml(rc),
+                    fmt::format("gpu{}: {} failed: {} (NVML error {})", index_, function,
+                                library_->error_string(rc), rc));
+}
+
+template <typename Fn>
+Fn NvmlGpu::require(Fn fn, const char* function) const {
+  if (fn == nullptr) {
+    throw DeviceError(DeviceErrc::kNotSupported,
+                      fmt::format("gpu{}: the NVML library '{}' does not export {} (driver too old)", index_,
+                                  library_->path(), function));
+  }
+  return fn;
+}
+
+#define JOULE_NVML_CALL(name, ...) check(require(fn_.name, #name)(handle_, __VA_ARGS__), #name)
+
+uint64_t NvmlGpu::total_energy_mj() {
+  unsigned long long energy_mj = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetTotalEnergyConsumption, &energy_mj);
+  return energy_mj;
+}
+
+uint32_t NvmlGpu::power_usage_mw() {
+  unsigned int power_mw = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetPowerUsage, &power_mw);
+  return power_mw;
+}
+
+uint32_t NvmlGpu::instant_power_mw() {
+  nvmlFieldValue_t field{};
+  field.fieldId = kFieldPowerInstant;
+  JOULE_NVML_CALL(nvmlDeviceGetFieldValues, 1, &field);
+  check(field.nvmlReturn, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)");
+  return field.value.uiVal;
+}
+
+uint32_t NvmlGpu::power_mw() {
+  // On Ampere and newer, nvmlDeviceGetPowerUsage is a trailing one-second
+  // average; the instantaneous field follows load changes without that lag.
+  return has_instant_power_ ? instant_power_mw() : power_usage_mw();
+}
+
+uint32_t NvmlGpu::power_limit_mw() {
+  unsigned int limit_mw = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetPowerManagementLimit, &limit_mw);
+  return limit_mw;
+}
+
+PowerLimitRange NvmlGpu::power_limit_range_mw() {
+  unsigned int min_mw = 0, max_mw = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetPowerManagementLimitConstraints, &min_mw, &max_mw);
+  return {min_mw, max_mw};
+}
+
+uint32_t NvmlGpu::default_power_limit_mw() {
+  unsigned int limit_mw = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetPowerManagementDefaultLimit, &limit_mw);
+  return limit_mw;
+}
+
+Utilization NvmlGpu::utilization() {
+  nvmlUtilization_t rates{};
+  JOULE_NVML_CALL(nvmlDeviceGetUtilizationRates, &rates);
+  return {rates.gpu, rates.memory};
+}
+
+uint32_t NvmlGpu::sm_clock_mhz() {
+  unsigned int mhz = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetClockInfo, kClockSm, &mhz);
+  return mhz;
+}
+
+uint32_t NvmlGpu::temperature_c() {
+  unsigned int celsius = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetTemperature, kTemperatureGpu, &celsius);
+  return celsius;
+}
+
+uint64_t NvmlGpu::memory_used_bytes() {
+  nvmlMemory_t memory{};
+  JOULE_NVML_CALL(nvmlDeviceGetMemoryInfo, &memory);
+  return memory.used;
+}
+
+void NvmlGpu::set_power_limit_mw(uint32_t limit_mw) {
+  require(fn_.nvmlDeviceSetPowerManagementLimit, "nvmlDeviceSetPowerManagementLimit");
+  check_power_limit_in_range(*this, limit_mw, power_limit_range_mw());
+  JOULE_NVML_CALL(nvmlDeviceSetPowerManagementLimit, limit_mw);
+}
+
+#undef JOULE_NVML_CALL
+
+std::vector<CapabilityStatus> NvmlGpu::probe_capabilities() {
+  auto status_of = [](GpuCapability capability, const std::function<void()>& read) {
+    CapabilityStatus status{capability, true, {}};
+    try {
+      read();
+    } catch (const DeviceError& e) {
+      status.available = false;
+      status.reason = fmt::format("{}: {}", to_string(e.code()), e.what());
+    }
+    return status;
+  };
+  std::vector<CapabilityStatus> result;
+  result.push_back(status_of(GpuCapability::kEnergyCounter, [&] { total_energy_mj(); }));
+  result.push_back(status_of(GpuCapability::kPowerUsage, [&] { power_usage_mw(); }));
+  result.push_back(status_of(GpuCapability::kInstantPower, [&] { instant_power_mw(); }));
+  result.push_back(status_of(GpuCapability::kPowerLimit, [&] { power_limit_mw(); }));
+  result.push_back(status_of(GpuCapability::kLimitConstraints, [&] { power_limit_range_mw(); }));
+  result.push_back(status_of(GpuCapability::kDefaultLimit, [&] { default_power_limit_mw(); }));
+  result.push_back(status_of(GpuCapability::kUtilization, [&] { utilization(); }));
+  result.push_back(status_of(GpuCapability::kSmClock, [&] { sm_clock_mhz(); }));
+  result.push_back(status_of(GpuCapability::kTemperature, [&] { temperature_c(); }));
+  result.push_back(status_of(GpuCapability::kMemoryUsed, [&] { memory_used_bytes(); }));
+  // Control cannot be probed without changing the GPU; report whether the
+  // driver has the call, and that the change itself needs privileges.
+  CapabilityStatus control{GpuCapability::kSetPowerLimit, fn_.nvmlDeviceSetPowerManagementLimit != nullptr, {}};
+  if (!control.available) {
+    control.reason = "not supported: the NVML library does not export nvmlDeviceSetPowerManagementLimit";
+  }
+  result.push_back(control);
+  return result;
+}
+
+}  // namespace nvml
+
+std::string nvml_library_path() {
+  const char* path = std::getenv("JOULE_NVML_LIBRARY");
+  return (path != nullptr && *path != '\0') ? path : "libnvidia-ml.so.1";
+}
+
+NvmlDevices open_nvml_gpus(const std::string& library_path) {
+  auto library = nvml::Library::open(library_path);
+  const auto& fn = library->fn();
+  unsigned int count = 0;
+  if (const auto rc = fn.nvmlDeviceGetCount_v2(&count); rc != nvml::kSuccess) {
+    throw DeviceError(nvml::errc_from_nvml(rc),
+                      fmt::format("nvmlDeviceGetCount failed: {}", library->error_string(rc)));
+  }
+  NvmlDevices devices;
+  devices.library_path = library->path();
+  devices.driver_version = library->driver_version();
+  devices.missing_functions = library->missing_functions();
+  for (unsigned int i = 0; i < count; ++i) {
+    nvmlDevice_t handle = nullptr;
+    if (const auto rc = fn.nvmlDeviceGetHandleByIndex_v2(i, &handle); rc != nvml::kSuccess) {
+      throw DeviceError(nvml::errc_from_nvml(rc), fmt::format("gpu{}: nvmlDeviceGetHandleByIndex failed: {}", i,
+                                                              library->error_string(rc)));
+    }
+    devices.gpus.push_back(std::make_shared<nvml::NvmlGpu>(library, i, handle));
+  }
+  return devices;
+}
+
+}  // namespace joule

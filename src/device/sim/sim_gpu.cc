@@ -1,0 +1,181 @@
+#include "joule/device/sim.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "joule/error.h"
+
+namespace joule {
+
+double SimGpuModel::power_w(double load, double limit_w) const {
+  const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
+  return std::min(demand_w, limit_w);
+}
+
+double SimGpuModel::relative_speed(double load, double limit_w) const {
+  const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
+  if (demand_w <= limit_w || demand_w <= idle_power_w) return 1.0;
+  const double dynamic_fraction = std::max(limit_w - idle_power_w, 0.0) / (demand_w - idle_power_w);
+  return std::max(std::cbrt(dynamic_fraction), 1e-3);
+}
+
+SimGpu::SimGpu(unsigned index, SimGpuModel model, std::shared_ptr<const Clock> clock)
+    : index_(index),
+      model_(std::move(model)),
+      clock_(std::move(clock)),
+      accounted_until_s_(clock_->now_s()),
+      limit_mw_(model_.default_limit_mw) {}
+
+std::string SimGpu::uuid() const { return fmt::format("SIM-{:08x}-0000-0000-0000-{:012x}", index_, index_); }
+
+void SimGpu::advance_locked() const {
+  const double now_s = clock_->now_s();
+  if (now_s > accounted_until_s_) {
+    energy_j_ += model_.power_w(load_, limit_mw_ / 1000.0) * (now_s - accounted_until_s_);
+    accounted_until_s_ = now_s;
+  }
+}
+
+double SimGpu::energy_j() const {
+  std::lock_guard lock(mutex_);
+  advance_locked();
+  return energy_j_;
+}
+
+uint64_t SimGpu::total_energy_mj() { return static_cast<uint64_t>(energy_j() * 1000.0); }
+
+uint32_t SimGpu::power_mw() {
+  std::lock_guard lock(mutex_);
+  return static_cast<uint32_t>(std::lround(model_.power_w(load_, limit_mw_ / 1000.0) * 1000.0));
+}
+
+uint32_t SimGpu::power_limit_mw() {
+  std::lock_guard lock(mutex_);
+  return limit_mw_;
+}
+
+PowerLimitRange SimGpu::power_limit_range_mw() { return {model_.min_limit_mw, model_.max_limit_mw}; }
+
+Utilization SimGpu::utilization() {
+  std::lock_guard lock(mutex_);
+  const auto percent = static_cast<uint32_t>(std::lround(load_ * 100.0));
+  return {percent, percent / 2};
+}
+
+uint32_t SimGpu::sm_clock_mhz() {
+  return static_cast<uint32_t>(std::lround(model_.max_sm_clock_mhz * relative_speed()));
+}
+
+uint32_t SimGpu::temperature_c() { return static_cast<uint32_t>(std::lround(30.0 + power_mw() / 1000.0 * 0.08)); }
+
+void SimGpu::set_power_limit_mw(uint32_t limit_mw) {
+  check_power_limit_in_range(*this, limit_mw, power_limit_range_mw());
+  std::lock_guard lock(mutex_);
+  advance_locked();
+  limit_mw_ = limit_mw;
+}
+
+void SimGpu::set_load(double load) {
+  if (!(load >= 0.0 && load <= 1.0)) {
+    throw Error(fmt::format("gpu{}: simulated load {} is outside [0, 1]", index_, load));
+  }
+  std::lock_guard lock(mutex_);
+  advance_locked();
+  load_ = load;
+}
+
+double SimGpu::load() const {
+  std::lock_guard lock(mutex_);
+  return load_;
+}
+
+double SimGpu::relative_speed() const {
+  std::lock_guard lock(mutex_);
+  return model_.relative_speed(load_, limit_mw_ / 1000.0);
+}
+
+std::vector<CapabilityStatus> SimGpu::probe_capabilities() {
+  std::vector<CapabilityStatus> result;
+  for (GpuCapability capability : kAllGpuCapabilities) {
+    const bool available = capability != GpuCapability::kInstantPower;
+    result.push_back({capability, available, available ? "" : "not supported: the simulation has one power reading"});
+  }
+  return result;
+}
+
+namespace {
+
+double parse_number(const std::string& key, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    const double number = std::stod(value, &used);
+    if (used == value.size() && std::isfinite(number)) return number;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("simulated GPU spec: '{}={}' is not a number", key, value));
+}
+
+uint32_t parse_watts_as_mw(const std::string& key, const std::string& value) {
+  const double watts = parse_number(key, value);
+  if (watts <= 0 || watts > 100'000) {
+    throw UsageError(fmt::format("simulated GPU spec: '{}={}' must be a positive number of watts", key, value));
+  }
+  return static_cast<uint32_t>(std::lround(watts * 1000.0));
+}
+
+}  // namespace
+
+SimSpec parse_sim_spec(const std::string& text) {
+  SimSpec spec;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw UsageError(fmt::format("simulated GPU spec: '{}' is not key=value", item));
+    }
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "count") {
+      const double count = parse_number(key, value);
+      if (count < 1 || count > 64 || count != std::floor(count)) {
+        throw UsageError(fmt::format("simulated GPU spec: count={} must be a whole number from 1 to 64", value));
+      }
+      spec.count = static_cast<unsigned>(count);
+    } else if (key == "load") {
+      spec.load = parse_number(key, value);
+      if (spec.load < 0 || spec.load > 1) {
+        throw UsageError(fmt::format("simulated GPU spec: load={} must lie in [0, 1]", value));
+      }
+    } else if (key == "name") {
+      spec.model.name = value;
+    } else if (key == "idle_w") {
+      spec.model.idle_power_w = parse_watts_as_mw(key, value) / 1000.0;
+    } else if (key == "full_w") {
+      spec.model.full_load_power_w = parse_watts_as_mw(key, value) / 1000.0;
+    } else if (key == "min_w") {
+      spec.model.min_limit_mw = parse_watts_as_mw(key, value);
+    } else if (key == "max_w") {
+      spec.model.max_limit_mw = parse_watts_as_mw(key, value);
+    } else if (key == "default_w") {
+      spec.model.default_limit_mw = parse_watts_as_mw(key, value);
+    } else {
+      throw UsageError(fmt::format(
+          "simulated GPU spec: unknown key '{}' (known: count, load, name, idle_w, full_w, min_w, max_w, default_w)",
+          key));
+    }
+  }
+  const auto& m = spec.model;
+  if (!(m.min_limit_mw <= m.default_limit_mw && m.default_limit_mw <= m.max_limit_mw)) {
+    throw UsageError("simulated GPU spec: limits must satisfy min_w <= default_w <= max_w");
+  }
+  if (m.idle_power_w > m.full_load_power_w) {
+    throw UsageError("simulated GPU spec: idle_w must not exceed full_w");
+  }
+  return spec;
+}
+
+}  // namespace joule

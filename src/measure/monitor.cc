@@ -1,0 +1,96 @@
+#include "joule/measure/monitor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "joule/error.h"
+
+namespace joule {
+
+double Measurement::gpu_total_energy_j() const {
+  return std::accumulate(gpu_energy_j.begin(), gpu_energy_j.end(), 0.0);
+}
+
+double Measurement::cpu_total_energy_j() const {
+  return std::accumulate(cpu_package_energy_j.begin(), cpu_package_energy_j.end(), 0.0) +
+         std::accumulate(dram_energy_j.begin(), dram_energy_j.end(), 0.0);
+}
+
+double Measurement::total_energy_j() const { return gpu_total_energy_j() + cpu_total_energy_j(); }
+
+Monitor::Monitor(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
+                 std::shared_ptr<const Clock> clock, MonitorOptions options)
+    : clock_(clock),
+      synchronize_(std::move(options.synchronize)),
+      sampler_(std::move(gpus), std::move(cpu_zones), std::move(clock), options.sampler) {
+  sampler_.start();
+}
+
+Monitor::Monitor(const Devices& devices, MonitorOptions options)
+    : Monitor(devices.gpus, devices.cpu_zones, SteadyClock::instance(), std::move(options)) {}
+
+Monitor::~Monitor() { sampler_.stop(); }
+
+void Monitor::stop() { sampler_.stop(); }
+
+void Monitor::begin_window(const std::string& name) {
+  if (synchronize_) synchronize_();
+  const double now_s = clock_->now_s();
+  std::lock_guard lock(mutex_);
+  for (const auto& window : open_) {
+    if (window.name == name) throw UsageError(fmt::format("measurement window '{}' is already open", name));
+  }
+  open_.push_back({name, now_s});
+  repin_locked();
+}
+
+Measurement Monitor::end_window(const std::string& name) {
+  if (synchronize_) synchronize_();
+  const double end_s = clock_->now_s();
+  double begin_s = 0.0;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = std::find_if(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name; });
+    if (it == open_.end() || it->closing) {
+      throw UsageError(fmt::format("measurement window '{}' is not open", name));
+    }
+    begin_s = it->begin_s;
+    it->closing = true;  // stays in open_ (pinning its history) until computed
+  }
+  Measurement m;
+  m.name = name;
+  m.begin_s = begin_s;
+  m.elapsed_s = end_s - begin_s;
+  auto take = [&](const EnergyEstimate& estimate) {
+    if (estimate.problem) m.warnings.push_back(*estimate.problem);
+    return estimate.energy_j;
+  };
+  for (std::size_t i = 0; i < sampler_.gpus().size(); ++i) {
+    m.gpu_energy_j.push_back(take(sampler_.gpu_energy(i, begin_s, end_s)));
+  }
+  for (std::size_t i = 0; i < sampler_.cpu_zones().size(); ++i) {
+    const double energy_j = take(sampler_.cpu_energy(i, begin_s, end_s));
+    (sampler_.cpu_zones()[i]->domain() == CpuDomain::kPackage ? m.cpu_package_energy_j : m.dram_energy_j)
+        .push_back(energy_j);
+  }
+  std::lock_guard lock(mutex_);
+  open_.erase(std::find_if(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name; }));
+  repin_locked();
+  return m;
+}
+
+bool Monitor::window_open(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  return std::any_of(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name && !w.closing; });
+}
+
+void Monitor::repin_locked() {
+  double oldest_s = std::numeric_limits<double>::infinity();
+  for (const auto& window : open_) oldest_s = std::min(oldest_s, window.begin_s);
+  sampler_.pin_history(oldest_s);
+}
+
+}  // namespace joule

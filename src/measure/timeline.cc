@@ -1,0 +1,101 @@
+#include "joule/measure/timeline.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "joule/error.h"
+
+namespace joule {
+
+Timeline::Timeline(std::vector<std::string> device_names, std::size_t capacity)
+    : device_names_(std::move(device_names)), capacity_(capacity) {}
+
+const char* Timeline::csv_header() {
+  return "time_s,device,power_w,gpu_util_percent,memory_util_percent,sm_clock_mhz,temperature_c,memory_used_bytes";
+}
+
+std::string Timeline::csv_row(const TimelineSample& s) const {
+  auto optional = [](int64_t value) { return value < 0 ? std::string() : std::to_string(value); };
+  return fmt::format("{:.6f},{},{:.3f},{},{},{},{},{}\n", s.time_s,
+                     s.device < device_names_.size() ? device_names_[s.device] : "?", s.power_w,
+                     optional(s.gpu_util_percent), optional(s.memory_util_percent), optional(s.sm_clock_mhz),
+                     optional(s.temperature_c), optional(s.memory_used_bytes));
+}
+
+void Timeline::stream_csv_to(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  stream_.open(path, std::ios::out | std::ios::trunc);
+  if (!stream_) {
+    throw Error(fmt::format("cannot write timeline file '{}': {}", path, std::strerror(errno)));
+  }
+  stream_path_ = path;
+  stream_ << csv_header() << '\n';
+  for (const auto& sample : samples_) stream_ << csv_row(sample);
+}
+
+void Timeline::flush() {
+  std::lock_guard lock(mutex_);
+  if (!stream_.is_open()) return;
+  stream_.flush();
+  if (!stream_) throw Error(fmt::format("error writing timeline file '{}'", stream_path_));
+}
+
+void Timeline::add(const TimelineSample& sample) {
+  std::lock_guard lock(mutex_);
+  if (stream_.is_open()) stream_ << csv_row(sample);
+  samples_.push_back(sample);
+  if (samples_.size() > capacity_) {
+    samples_.pop_front();
+    ++dropped_;
+  }
+}
+
+std::vector<TimelineSample> Timeline::samples() const {
+  std::lock_guard lock(mutex_);
+  return {samples_.begin(), samples_.end()};
+}
+
+std::size_t Timeline::size() const {
+  std::lock_guard lock(mutex_);
+  return samples_.size();
+}
+
+uint64_t Timeline::dropped() const {
+  std::lock_guard lock(mutex_);
+  return dropped_;
+}
+
+std::optional<double> Timeline::peak_power_w(uint32_t device, double begin_s, double end_s) const {
+  std::lock_guard lock(mutex_);
+  // The last sample at or before begin_s stands for the power at the start,
+  // so a window shorter than the sampling interval still has a peak.
+  std::optional<double> peak, at_begin;
+  for (const auto& s : samples_) {
+    if (s.device != device || s.time_s > end_s) continue;
+    if (s.time_s <= begin_s) {
+      at_begin = s.power_w;
+    } else if (!peak || s.power_w > *peak) {
+      peak = s.power_w;
+    }
+  }
+  if (at_begin && (!peak || *at_begin > *peak)) peak = at_begin;
+  return peak;
+}
+
+void Timeline::write_csv(std::ostream& out) const {
+  std::lock_guard lock(mutex_);
+  out << csv_header() << '\n';
+  for (const auto& sample : samples_) out << csv_row(sample);
+}
+
+void Timeline::write_csv(const std::string& path) const {
+  std::ofstream out(path, std::ios::out | std::ios::trunc);
+  if (!out) throw Error(fmt::format("cannot write timeline file '{}': {}", path, std::strerror(errno)));
+  write_csv(out);
+  out.flush();
+  if (!out) throw Error(fmt::format("error writing timeline file '{}'", path));
+}
+
+}  // namespace joule
