@@ -48,6 +48,11 @@ int main(int argc, char** argv) {
   measure_command->add_option("command", measure.command, "the command to run, after --");
   measure_command->positionals_at_end();
 
+  const std::string first = argc > 1 ? argv[1] : "";
+  if (!first.empty() && first[0] != '-' && first != "info" && first != "measure") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info or measure; see 'joule --help')\n", first);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

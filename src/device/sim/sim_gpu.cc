@@ -130,6 +130,7 @@ uint32_t parse_watts_as_mw(const std::string& key, const std::string& value) {
 
 SimSpec parse_sim_spec(const std::string& text) {
   SimSpec spec;
+  bool default_given = false;
   std::stringstream items(text);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -162,12 +163,14 @@ SimSpec parse_sim_spec(const std::string& text) {
       spec.model.max_limit_mw = parse_watts_as_mw(key, value);
     } else if (key == "default_w") {
       spec.model.default_limit_mw = parse_watts_as_mw(key, value);
+      default_given = true;
     } else {
       throw UsageError(fmt::format(
           "simulated GPU spec: unknown key '{}' (known: count, load, name, idle_w, full_w, min_w, max_w, default_w)",
           key));
     }
   }
+  if (!default_given) spec.model.default_limit_mw = spec.model.max_limit_mw;  // GPUs ship at their largest limit
   const auto& m = spec.model;
   if (!(m.min_limit_mw <= m.default_limit_mw && m.default_limit_mw <= m.max_limit_mw)) {
     throw UsageError("simulated GPU spec: limits must satisfy min_w <= default_w <= max_w");

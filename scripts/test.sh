@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds joule and runs the whole test suite (C++ unit, fake-NVML, RAPL
+# fixture and CLI end-to-end tests). Needs scripts/install-deps.sh first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${JOULE_BUILD_DIR:-build}
+jobs=${JOULE_JOBS:-2}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build_dir" -j "$jobs"
+ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure

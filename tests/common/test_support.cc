@@ -1,0 +1,115 @@
+#include "common/test_support.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace joule::testing {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base && *base ? base : "/tmp") + "/joule-test-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
+  std::filesystem::remove_all(path_, ec);
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << content;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+FakeNvml use_fake_nvml(const TempDir& dir, const std::string& config, bool old_driver) {
+  FakeNvml fake;
+  fake.config_path = dir.file("fake_nvml.conf");
+  fake.log_path = dir.file("fake_nvml.log");
+  fake.library_path = old_driver ? JOULE_FAKE_NVML_OLD_DRIVER_PATH : JOULE_FAKE_NVML_PATH;
+  write_file(fake.config_path, config);
+  setenv("JOULE_FAKE_NVML_CONFIG", fake.config_path.c_str(), 1);
+  setenv("JOULE_FAKE_NVML_LOG", fake.log_path.c_str(), 1);
+  return fake;
+}
+
+pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                    const std::string& out_path, const std::string& err_path) {
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    for (const auto& [key, value] : env) {
+      if (value.empty()) {
+        unsetenv(key.c_str());
+      } else {
+        setenv(key.c_str(), value.c_str(), 1);
+      }
+    }
+    FILE* out = std::freopen(out_path.c_str(), "w", stdout);
+    FILE* err = std::freopen(err_path.c_str(), "w", stderr);
+    if (out == nullptr || err == nullptr) _exit(125);
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_process(pid_t pid, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      throw std::runtime_error("process did not finish in time");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+RunResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                      double timeout_s) {
+  TempDir dir;
+  const pid_t pid = start_process(argv, env, dir.file("out"), dir.file("err"));
+  RunResult result;
+  result.exit_code = wait_process(pid, timeout_s);
+  result.out = read_file(dir.file("out"));
+  result.err = read_file(dir.file("err"));
+  return result;
+}
+
+}  // namespace joule::testing

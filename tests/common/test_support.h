@@ -1,0 +1,57 @@
+// Helpers shared by the tests: temporary directories, files, the fake NVML
+// library, and running real processes (the joule binary) to completion.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace joule::testing {
+
+// A fresh directory under $TMPDIR, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void write_file(const std::string& path, const std::string& content);
+std::string read_file(const std::string& path);
+std::vector<std::string> read_lines(const std::string& path);
+
+// Points the fake libnvidia-ml.so.1 at a config (written into dir) and a
+// set-call log; returns the library path to load.
+struct FakeNvml {
+  std::string config_path;
+  std::string log_path;
+  std::string library_path;
+};
+FakeNvml use_fake_nvml(const TempDir& dir, const std::string& config, bool old_driver = false);
+
+struct RunResult {
+  int exit_code = -1;  // as a shell reports it (128 + signal when killed)
+  std::string out;
+  std::string err;
+};
+
+// Runs argv with the current environment plus env (an empty value unsets),
+// waiting at most timeout_s before killing it.
+RunResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+                      double timeout_s = 60.0);
+
+// Starts argv in the background with stdout/stderr to files in dir.
+pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                    const std::string& out_path, const std::string& err_path);
+// Waits for pid; returns the shell-style exit code.
+int wait_process(pid_t pid, double timeout_s = 60.0);
+
+}  // namespace joule::testing

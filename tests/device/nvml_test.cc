@@ -1,0 +1,218 @@
+// The NVML backend against the fake libnvidia-ml.so.1, loaded through dlopen
+// exactly as the real driver library would be.
+#include "joule/device/nvml.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/test_support.h"
+#include "joule/error.h"
+#include "joule/measure/monitor.h"
+
+namespace joule {
+namespace {
+
+using testing::TempDir;
+using testing::use_fake_nvml;
+
+constexpr const char* kTwoH100s = R"(
+driver_version 580.95.05
+device name="NVIDIA H100 80GB HBM3" arch=9 power_w=350 min_limit_w=200 max_limit_w=700 default_limit_w=700 util_gpu=87 util_mem=41 sm_mhz=1980 temp_c=61 mem_used_mib=2048
+device name="NVIDIA H100 80GB HBM3" arch=9 power_w=120 min_limit_w=200 max_limit_w=700 limit_w=500 instant_power=0
+)";
+
+TEST(NvmlTest, ReadsEveryValueThroughTheDriverLibrary) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, kTwoH100s);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  ASSERT_EQ(devices.gpus.size(), 2u);
+  EXPECT_EQ(devices.driver_version, "580.95.05");
+  EXPECT_TRUE(devices.missing_functions.empty());
+  Gpu& gpu = *devices.gpus[0];
+  EXPECT_EQ(gpu.name(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpu.uuid(), "GPU-fake0000-0000-0000-0000-000000000000");
+  EXPECT_EQ(gpu.architecture(), "Hopper");
+  EXPECT_EQ(gpu.backend(), "nvml");
+  EXPECT_FALSE(gpu.simulated());
+  EXPECT_TRUE(gpu.has_energy_counter());
+  EXPECT_EQ(gpu.power_mw(), 350'000u);
+  EXPECT_EQ(gpu.power_limit_mw(), 700'000u);
+  EXPECT_EQ(gpu.default_power_limit_mw(), 700'000u);
+  EXPECT_EQ(gpu.power_limit_range_mw().min_mw, 200'000u);
+  EXPECT_EQ(gpu.power_limit_range_mw().max_mw, 700'000u);
+  EXPECT_EQ(gpu.utilization().gpu_percent, 87u);
+  EXPECT_EQ(gpu.utilization().memory_percent, 41u);
+  EXPECT_EQ(gpu.sm_clock_mhz(), 1980u);
+  EXPECT_EQ(gpu.temperature_c(), 61u);
+  EXPECT_EQ(gpu.memory_used_bytes(), 2048ull << 20);
+  EXPECT_EQ(devices.gpus[1]->power_limit_mw(), 500'000u);
+}
+
+TEST(NvmlTest, EnergyCounterAdvancesWithWallTime) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, kTwoH100s);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  const uint64_t before = devices.gpus[0]->total_energy_mj();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const uint64_t after = devices.gpus[0]->total_energy_mj();
+  // 350 W for at least 0.2 s.
+  EXPECT_GE(after - before, 70'000u);
+  EXPECT_LT(after - before, 350'000u);
+}
+
+TEST(NvmlTest, ProbeSaysWhatWorksAndWhyNot) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, kTwoH100s);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  for (const auto& status : devices.gpus[1]->probe_capabilities()) {
+    if (status.capability == GpuCapability::kInstantPower) {
+      EXPECT_FALSE(status.available);
+      EXPECT_NE(status.reason.find("Not Supported"), std::string::npos) << status.reason;
+    } else {
+      EXPECT_TRUE(status.available) << to_string(status.capability) << ": " << status.reason;
+    }
+  }
+}
+
+TEST(NvmlTest, MissingLibraryIsADriverErrorNamingThePath) {
+  try {
+    open_nvml_gpus("/nonexistent/libnvidia-ml.so.1");
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kDriver);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+  }
+}
+
+TEST(NvmlTest, InitFailureCarriesNvmlsOwnMessage) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, "init_error code=9\n");
+  try {
+    open_nvml_gpus(fake.library_path);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kDriver);
+    EXPECT_NE(std::string(e.what()).find("Driver Not Loaded"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NvmlTest, OldDriverWithoutEnergyCounterDisablesOnlyThat) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, "device name=\"Tesla P100\" power_w=200\n", /*old_driver=*/true);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  ASSERT_EQ(devices.gpus.size(), 1u);
+  Gpu& gpu = *devices.gpus[0];
+  EXPECT_FALSE(gpu.has_energy_counter());
+  EXPECT_EQ(gpu.architecture(), "unknown");
+  EXPECT_EQ(gpu.power_mw(), 200'000u);  // falls back from the instant field to power usage
+  const std::vector<std::string> expected_missing = {"nvmlDeviceGetArchitecture",
+                                                     "nvmlDeviceGetTotalEnergyConsumption",
+                                                     "nvmlDeviceGetFieldValues"};
+  EXPECT_EQ(devices.missing_functions, expected_missing);
+  try {
+    gpu.total_energy_mj();
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kNotSupported);
+    EXPECT_NE(std::string(e.what()).find("does not export nvmlDeviceGetTotalEnergyConsumption"), std::string::npos);
+  }
+}
+
+TEST(NvmlTest, PreVoltaGpuFallsBackToIntegratingPower) {
+  TempDir tmp;
+  // arch 4 = Pascal: the driver has the function but the GPU has no counter.
+  const auto fake = use_fake_nvml(tmp, "device name=\"Tesla P100\" arch=4 power_w=200 energy_call_ms=50\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  EXPECT_FALSE(devices.gpus[0]->has_energy_counter());
+  SamplerOptions options;
+  options.interval_s = 0.01;
+  Monitor monitor(devices.gpus, {}, SteadyClock::instance(), {options, {}});
+  monitor.begin_window("w");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const Measurement m = monitor.end_window("w");
+  EXPECT_NEAR(m.gpu_energy_j[0], 200.0 * m.elapsed_s, 0.02 * 200.0 * m.elapsed_s);
+  EXPECT_EQ(monitor.sampler().stats().counter_reads, 0u);
+}
+
+TEST(NvmlTest, SetLimitReachesTheDriverAndOutOfRangeNeverDoes) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, kTwoH100s);
+  {
+    NvmlDevices devices = open_nvml_gpus(fake.library_path);
+    Gpu& gpu = *devices.gpus[0];
+    gpu.set_power_limit_mw(250'000);
+    EXPECT_EQ(gpu.power_limit_mw(), 250'000u);
+    EXPECT_THROW(gpu.set_power_limit_mw(150'000), DeviceError);
+    EXPECT_THROW(gpu.set_power_limit_mw(800'000), DeviceError);
+    gpu.restore_default_power_limit();
+    EXPECT_EQ(gpu.power_limit_mw(), 700'000u);
+  }
+  const std::vector<std::string> expected = {
+      "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=250000",
+      "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=700000",
+  };
+  EXPECT_EQ(testing::read_lines(fake.log_path), expected);
+}
+
+TEST(NvmlTest, NoPermissionIsTypedAndWorded) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(
+      tmp, std::string(kTwoH100s) + "error function=nvmlDeviceSetPowerManagementLimit code=4\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  try {
+    devices.gpus[1]->set_power_limit_mw(300'000);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kNoPermission);
+    EXPECT_NE(std::string(e.what()).find("gpu1: nvmlDeviceSetPowerManagementLimit failed: Insufficient Permissions"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(devices.gpus[1]->power_limit_mw(), 500'000u);
+}
+
+TEST(NvmlTest, GpuLostMidRunStopsItsEnergyAndSaysSo) {
+  TempDir tmp;
+  // gpu1 answers for 250 ms, then every call fails as a lost GPU does.
+  const auto fake = use_fake_nvml(tmp, std::string(kTwoH100s) + "error function=* device=1 code=15 after_ms=250\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  SamplerOptions options;
+  options.interval_s = 0.01;
+  Monitor monitor(devices.gpus, {}, SteadyClock::instance(), {options, {}});
+  monitor.begin_window("run");
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const Measurement m = monitor.end_window("run");
+  // gpu0 kept going; gpu1's energy covers only the time before the loss.
+  EXPECT_NEAR(m.gpu_energy_j[0], 350.0 * m.elapsed_s, 0.03 * 350.0 * m.elapsed_s);
+  EXPECT_GT(m.gpu_energy_j[1], 120.0 * 0.15);
+  EXPECT_LT(m.gpu_energy_j[1], 120.0 * 0.35);
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_NE(m.warnings[0].find("gpu1"), std::string::npos);
+  EXPECT_NE(m.warnings[0].find("GPU is lost"), std::string::npos) << m.warnings[0];
+}
+
+TEST(NvmlErrorTest, ReturnCodesMapToTypedErrors) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(
+      tmp, std::string(kTwoH100s) + "error function=nvmlDeviceGetTemperature device=0 code=3\n" +
+               "error function=nvmlDeviceGetClockInfo device=0 code=999\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  try {
+    devices.gpus[0]->temperature_c();
+    FAIL();
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kNotSupported);
+  }
+  try {
+    devices.gpus[0]->sm_clock_mhz();
+    FAIL();
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kUnknown);
+    EXPECT_NE(std::string(e.what()).find("Unknown Error"), std::string::npos);
+  }
+  EXPECT_EQ(devices.gpus[1]->temperature_c(), 40u);  // the other GPU is unaffected
+}
+
+}  // namespace
+}  // namespace joule
