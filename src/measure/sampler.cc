@@ -44,6 +44,7 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
       options_(options),
       timeline_(timeline_names(gpus_, cpu_zones_), options.timeline_capacity),
       gpu_tracks_(gpus_.size()),
+      gpu_readers_(gpus_.size()),
       cpu_tracks_(cpu_zones_.size()),
       pinned_since_s_(std::numeric_limits<double>::infinity()) {
   if (!clock_) throw UsageError("Sampler needs a clock");
@@ -54,8 +55,8 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
     throw UsageError("a sampler on a virtual clock cannot run a background thread; call sample_now()");
   }
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    gpu_tracks_[i].fields = options_.fields;
-    gpu_tracks_[i].counter_usable = options_.counter_interval_s > 0 && gpus_[i]->has_energy_counter();
+    gpu_readers_[i].fields = options_.fields;
+    gpu_readers_[i].counter_usable = options_.counter_interval_s > 0 && gpus_[i]->has_energy_counter();
   }
 }
 
@@ -105,7 +106,31 @@ void Sampler::run() {
 
 void Sampler::sample_now() {
   std::lock_guard tick_lock(tick_mutex_);
-  for (std::size_t i = 0; i < gpus_.size(); ++i) sample_gpu(i);
+  // Device calls happen without the track lock; results are then published
+  // under one lock per tick, so readers (end_window) wait at most for that.
+  batch_.clear();
+  for (std::size_t i = 0; i < gpus_.size(); ++i) read_gpu(i);
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& sample : batch_) {
+      GpuTrack& track = gpu_tracks_[sample.device];
+      double integral_j = 0.0;
+      if (!track.points.empty()) {
+        const PowerPoint& last = track.points.back();
+        if (sample.time_s <= last.time_s) continue;  // two ticks in the same instant (virtual clock)
+        integral_j = last.integral_j + 0.5 * (last.power_w + sample.power_w) * (sample.time_s - last.time_s);
+      }
+      track.points.push_back({sample.time_s, sample.power_w, integral_j});
+    }
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      const GpuReader& reader = gpu_readers_[i];
+      if (reader.failure && !gpu_tracks_[i].failure) {
+        gpu_tracks_[i].failure = reader.failure;
+        gpu_tracks_[i].failed_at_s = reader.failed_at_s;
+      }
+    }
+  }
+  timeline_.add(batch_);
   for (std::size_t i = 0; i < cpu_zones_.size(); ++i) sample_cpu(i);
 
   // At most one energy-counter read per tick (round robin), since each costs
@@ -113,14 +138,9 @@ void Sampler::sample_now() {
   const double now_s = clock_->now_s();
   for (std::size_t k = 0; k < gpus_.size(); ++k) {
     const std::size_t i = (next_counter_gpu_ + k) % gpus_.size();
-    bool due;
-    {
-      std::lock_guard lock(mutex_);
-      const GpuTrack& track = gpu_tracks_[i];
-      due = track.counter_usable && !track.failure &&
-            now_s - track.last_counter_read_s >= options_.counter_interval_s;
-    }
-    if (due) {
+    const GpuReader& reader = gpu_readers_[i];
+    if (reader.counter_usable && !reader.failure &&
+        now_s - reader.last_counter_read_s >= options_.counter_interval_s) {
       read_counter(i);
       next_counter_gpu_ = (i + 1) % gpus_.size();
       break;
@@ -133,24 +153,18 @@ void Sampler::sample_now() {
   ticks_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Sampler::sample_gpu(std::size_t i) {
+void Sampler::read_gpu(std::size_t i) {
+  GpuReader& reader = gpu_readers_[i];
+  if (reader.failure) return;
   Gpu& gpu = *gpus_[i];
-  SampledFields fields;
-  {
-    std::lock_guard lock(mutex_);
-    if (gpu_tracks_[i].failure) return;
-    fields = gpu_tracks_[i].fields;
-  }
-  const double time_s = clock_->now_s();
   TimelineSample sample;
-  sample.time_s = time_s;
+  sample.time_s = clock_->now_s();
   sample.device = static_cast<uint32_t>(i);
   try {
     sample.power_w = gpu.power_mw() / 1000.0;
   } catch (const DeviceError& e) {
-    std::lock_guard lock(mutex_);
-    gpu_tracks_[i].failure = e.what();
-    gpu_tracks_[i].failed_at_s = time_s;
+    reader.failure = e.what();
+    reader.failed_at_s = sample.time_s;
     return;
   }
   // An optional field that fails is dropped for this GPU, not retried each tick.
@@ -162,6 +176,7 @@ void Sampler::sample_gpu(std::size_t i) {
       wanted = false;
     }
   };
+  SampledFields& fields = reader.fields;
   optional_read(fields.utilization, [&] {
     const Utilization u = gpu.utilization();
     sample.gpu_util_percent = static_cast<int32_t>(u.gpu_percent);
@@ -170,43 +185,31 @@ void Sampler::sample_gpu(std::size_t i) {
   optional_read(fields.sm_clock, [&] { sample.sm_clock_mhz = static_cast<int32_t>(gpu.sm_clock_mhz()); });
   optional_read(fields.temperature, [&] { sample.temperature_c = static_cast<int32_t>(gpu.temperature_c()); });
   optional_read(fields.memory_used, [&] { sample.memory_used_bytes = static_cast<int64_t>(gpu.memory_used_bytes()); });
-  {
-    std::lock_guard lock(mutex_);
-    GpuTrack& track = gpu_tracks_[i];
-    track.fields = fields;
-    double integral_j = 0.0;
-    if (!track.points.empty()) {
-      const PowerPoint& last = track.points.back();
-      if (time_s <= last.time_s) return;  // two ticks in the same instant (virtual clock)
-      integral_j = last.integral_j + 0.5 * (last.power_w + sample.power_w) * (time_s - last.time_s);
-    }
-    track.points.push_back({time_s, sample.power_w, integral_j});
-  }
-  timeline_.add(sample);
+  batch_.push_back(sample);
 }
 
 void Sampler::read_counter(std::size_t i) {
+  GpuReader& reader = gpu_readers_[i];
   const double before_s = clock_->now_s();
+  reader.last_counter_read_s = before_s;
   uint64_t counter_mj = 0;
   try {
     counter_mj = gpus_[i]->total_energy_mj();
   } catch (const DeviceError& e) {
-    std::lock_guard lock(mutex_);
-    GpuTrack& track = gpu_tracks_[i];
     if (e.code() == DeviceErrc::kDeviceLost) {
-      track.failure = e.what();
-      track.failed_at_s = before_s;
-    } else {
-      track.counter_usable = false;  // keep integrating power, uncalibrated
-      track.scale = 1.0;
+      reader.failure = e.what();
+      reader.failed_at_s = before_s;
+      return;  // published with the next tick's samples
     }
+    reader.counter_usable = false;  // keep integrating power, uncalibrated
+    std::lock_guard lock(mutex_);
+    gpu_tracks_[i].scale = 1.0;
     return;
   }
   const double after_s = clock_->now_s();
   counter_reads_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   GpuTrack& track = gpu_tracks_[i];
-  track.last_counter_read_s = before_s;
   const double read_s = 0.5 * (before_s + after_s);
   track.counters.push_back({integral_at(track.points, read_s), counter_mj / 1000.0, read_s});
   while (!track.counters.empty() && track.counters.front().time_s < read_s - options_.calibration_span_s) {

@@ -44,6 +44,15 @@ void Timeline::flush() {
 
 void Timeline::add(const TimelineSample& sample) {
   std::lock_guard lock(mutex_);
+  add_locked(sample);
+}
+
+void Timeline::add(const std::vector<TimelineSample>& samples) {
+  std::lock_guard lock(mutex_);
+  for (const auto& sample : samples) add_locked(sample);
+}
+
+void Timeline::add_locked(const TimelineSample& sample) {
   if (stream_.is_open()) stream_ << csv_row(sample);
   samples_.push_back(sample);
   if (samples_.size() > capacity_) {

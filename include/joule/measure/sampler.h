@@ -109,13 +109,19 @@ class Sampler {
     double counter_j;
     double time_s;
   };
+  // What readers (end_window) see; guarded by mutex_.
   struct GpuTrack {
     std::deque<PowerPoint> points;
     std::deque<CounterPoint> counters;
     double scale = 1.0;
-    double last_counter_read_s = -1e300;
-    bool counter_usable = false;
+    std::optional<std::string> failure;
+    double failed_at_s = 0.0;
+  };
+  // What only the sampling side touches; guarded by tick_mutex_.
+  struct GpuReader {
     SampledFields fields;  // what still works for this GPU
+    bool counter_usable = false;
+    double last_counter_read_s = -1e300;
     std::optional<std::string> failure;
     double failed_at_s = 0.0;
   };
@@ -131,7 +137,7 @@ class Sampler {
   };
 
   void run();
-  void sample_gpu(std::size_t i);
+  void read_gpu(std::size_t i);
   void read_counter(std::size_t i);
   void sample_cpu(std::size_t i);
   void trim_locked(double now_s);
@@ -146,6 +152,8 @@ class Sampler {
 
   mutable std::mutex mutex_;  // guards the tracks
   std::vector<GpuTrack> gpu_tracks_;
+  std::vector<GpuReader> gpu_readers_;
+  std::vector<TimelineSample> batch_;  // this tick's GPU samples
   std::vector<CpuTrack> cpu_tracks_;
   std::size_t next_counter_gpu_ = 0;
   std::atomic<double> pinned_since_s_;

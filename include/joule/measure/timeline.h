@@ -35,6 +35,7 @@ class Timeline {
   void flush();
 
   void add(const TimelineSample& sample);
+  void add(const std::vector<TimelineSample>& samples);  // one lock for a whole tick
   std::vector<TimelineSample> samples() const;
   std::size_t size() const;
   // Samples pushed out of memory by the capacity (still in the CSV stream).
@@ -52,6 +53,7 @@ class Timeline {
 
  private:
   std::string csv_row(const TimelineSample& sample) const;
+  void add_locked(const TimelineSample& sample);
 
   std::vector<std::string> device_names_;
   std::size_t capacity_;

@@ -46,9 +46,16 @@ NvmlGpu::NvmlGpu(std::shared_ptr<Library> library, unsigned index, nvmlDevice_t 
     has_energy_counter_ = true;
   } catch (const DeviceError&) {
   }
+  // $JOULE_NVML_POWER_SOURCE=average keeps the driver's (averaged) power
+  // usage even where the instantaneous field exists; "auto" (the default)
+  // and "instant" prefer the field.
+  const char* source = std::getenv("JOULE_NVML_POWER_SOURCE");
+  const bool want_instant = source == nullptr || std::string(source) != "average";
   try {
-    instant_power_mw();
-    has_instant_power_ = true;
+    if (want_instant) {
+      instant_power_mw();
+      has_instant_power_ = true;
+    }
   } catch (const DeviceError&) {
   }
 }

@@ -1,0 +1,60 @@
+#include "bench_support.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+#include "joule/clock.h"
+#include "joule/device/nvml.h"
+#include "joule/device/sim.h"
+#include "joule/error.h"
+
+namespace joule::bench {
+
+std::vector<std::shared_ptr<Gpu>> open_bench_gpus(const std::string& backend, unsigned count) {
+  if (backend == "sim") {
+    std::vector<std::shared_ptr<Gpu>> gpus;
+    for (unsigned i = 0; i < count; ++i) {
+      auto gpu = std::make_shared<SimGpu>(i, SimGpuModel{}, SteadyClock::instance());
+      gpu->set_load(0.8);
+      gpus.push_back(gpu);
+    }
+    return gpus;
+  }
+  if (backend == "fake") {
+#ifdef JOULE_FAKE_NVML_PATH
+    const std::string config = fmt::format("/tmp/joule-bench-fake-nvml-{}.conf", count);
+    std::ofstream out(config);
+    for (unsigned i = 0; i < count; ++i) {
+      out << "device name=\"NVIDIA H100 80GB HBM3 (fake)\" power_w=400 min_limit_w=200 max_limit_w=700 "
+             "energy_call_ms=4 energy_update_ms=100\n";
+    }
+    out.close();
+    setenv("JOULE_FAKE_NVML_CONFIG", config.c_str(), 1);
+    return open_nvml_gpus(JOULE_FAKE_NVML_PATH).gpus;
+#else
+    throw Error("this build has no fake NVML library (configure with JOULE_BUILD_TESTS=ON)");
+#endif
+  }
+  if (backend == "nvml") return open_nvml_gpus(nvml_library_path()).gpus;
+  throw Error(fmt::format("unknown bench backend '{}' (sim, fake or nvml)", backend));
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+double process_cpu_s() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
+}  // namespace joule::bench

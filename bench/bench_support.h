@@ -1,0 +1,24 @@
+// Device sets the benchmarks run on: simulated GPUs, the fake NVML library
+// with the latencies measured on an H100 (energy call ~4 ms, counter steps of
+// 100 ms), or the real driver (read-only).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "joule/device/gpu.h"
+
+namespace joule::bench {
+
+// backend: "sim" | "fake" | "nvml". count is ignored for "nvml" (all GPUs).
+// Throws Error when the backend cannot be opened.
+std::vector<std::shared_ptr<Gpu>> open_bench_gpus(const std::string& backend, unsigned count);
+
+// Median of a sample (copied, not modified).
+double median(std::vector<double> values);
+
+// CPU time of the whole process (user + system), seconds.
+double process_cpu_s();
+
+}  // namespace joule::bench

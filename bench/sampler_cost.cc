@@ -1,0 +1,58 @@
+// CPU cost of the sampler thread: N GPUs sampled at a fixed rate for a while,
+// reported as a percentage of one core. Run:
+//   build/bin/joule_bench_sampler_cost --backend fake --gpus 8 --hz 100 --seconds 10
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "bench_support.h"
+#include "joule/measure/sampler.h"
+
+int main(int argc, char** argv) {
+  std::string backend = "fake";
+  unsigned count = 8;
+  double hz = 100, seconds = 10;
+  bool all_fields = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "joule_bench_sampler_cost: {} needs a value\n", arg);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--backend") backend = next();
+    else if (arg == "--gpus") count = static_cast<unsigned>(std::stoul(next()));
+    else if (arg == "--hz") hz = std::stod(next());
+    else if (arg == "--seconds") seconds = std::stod(next());
+    else if (arg == "--all-fields") all_fields = true;
+    else {
+      fmt::print(stderr, "usage: joule_bench_sampler_cost [--backend sim|fake|nvml] [--gpus N] [--hz F] "
+                         "[--seconds S] [--all-fields]\n");
+      return 2;
+    }
+  }
+  const auto gpus = joule::bench::open_bench_gpus(backend, count);
+  joule::SamplerOptions options;
+  options.interval_s = 1.0 / hz;
+  if (all_fields) options.fields = {true, true, true, true};
+  const double cpu_before_s = joule::bench::process_cpu_s();
+  joule::Sampler sampler(gpus, {}, joule::SteadyClock::instance(), options);
+  sampler.start();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const auto stats = sampler.stats();
+  sampler.stop();
+  const double process_cpu_s = joule::bench::process_cpu_s() - cpu_before_s;
+  fmt::print("backend={} gpus={} rate={:.0f} Hz fields={} duration={:.2f} s\n", backend, gpus.size(), hz,
+             all_fields ? "all" : "power", stats.running_s);
+  fmt::print("ticks={} ({:.1f} Hz achieved) counter_reads={}\n", stats.ticks, stats.ticks / stats.running_s,
+             stats.counter_reads);
+  fmt::print("sampler thread CPU: {:.4f} s = {:.3f}% of one core\n", stats.thread_cpu_s,
+             100.0 * stats.thread_cpu_s / stats.running_s);
+  fmt::print("whole process CPU:  {:.4f} s = {:.3f}% of one core\n", process_cpu_s,
+             100.0 * process_cpu_s / stats.running_s);
+  return 0;
+}
