@@ -25,7 +25,17 @@ std::vector<std::shared_ptr<Gpu>> open_bench_gpus(const std::string& backend, un
     return gpus;
   }
   if (backend == "fake") {
+    // $JOULE_BENCH_FAKE_NVML points at a copy of the fake library (e.g. on a
+    // machine the build tree was carried to); else the one this build made.
+    const char* override_path = std::getenv("JOULE_BENCH_FAKE_NVML");
 #ifdef JOULE_FAKE_NVML_PATH
+    const std::string library = override_path ? override_path : JOULE_FAKE_NVML_PATH;
+#else
+    if (override_path == nullptr) {
+      throw Error("this build has no fake NVML library; set JOULE_BENCH_FAKE_NVML or build the tests");
+    }
+    const std::string library = override_path;
+#endif
     const std::string config = fmt::format("/tmp/joule-bench-fake-nvml-{}.conf", count);
     std::ofstream out(config);
     for (unsigned i = 0; i < count; ++i) {
@@ -34,10 +44,7 @@ std::vector<std::shared_ptr<Gpu>> open_bench_gpus(const std::string& backend, un
     }
     out.close();
     setenv("JOULE_FAKE_NVML_CONFIG", config.c_str(), 1);
-    return open_nvml_gpus(JOULE_FAKE_NVML_PATH).gpus;
-#else
-    throw Error("this build has no fake NVML library (configure with JOULE_BUILD_TESTS=ON)");
-#endif
+    return open_nvml_gpus(library).gpus;
   }
   if (backend == "nvml") return open_nvml_gpus(nvml_library_path()).gpus;
   throw Error(fmt::format("unknown bench backend '{}' (sim, fake or nvml)", backend));

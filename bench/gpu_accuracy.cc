@@ -60,6 +60,7 @@ CounterReading wait_for_counter_step(Gpu& gpu, std::vector<double>& call_costs_s
 void sleep_s(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 void summarise(const std::string& what, const std::vector<double>& errors) {
+  if (errors.empty()) return;
   double sum = 0, sum_abs = 0, max_abs = 0;
   for (double e : errors) {
     sum += e;
@@ -155,7 +156,7 @@ int main(int argc, char** argv) {
 
   experiments.push_back("0.1 s, steady-power reference");
   for (auto& c : configs) c.errors.emplace_back();
-  {
+  if (short_windows > 0) {
     std::vector<std::vector<joule::Measurement>> windows;
     const CounterReading a = wait_for_counter_step(*reference_gpu, call_costs_s);
     for (int i = 0; i < short_windows; ++i) {

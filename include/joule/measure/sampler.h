@@ -43,7 +43,7 @@ struct SamplerOptions {
   double interval_s = 0.1;            // 10 Hz; anything from 0.001 (1 kHz) up
   double counter_interval_s = 1.0;    // energy-counter reads per GPU; <= 0 never reads it
   double calibration_span_s = 60.0;   // counter history used for the scale
-  double min_calibration_span_s = 10.0;
+  double min_calibration_span_s = 30.0;  // counter staleness (<= 100 ms) averages out by then
   double history_s = 30.0;            // energy history kept beyond the oldest pinned time
   std::size_t timeline_capacity = 1'000'000;
   SampledFields fields;
