@@ -34,15 +34,22 @@ sleep 8
 "$bin/joule_bench_accuracy" --backend nvml --warmup-s 35 --repeats 8 --short-windows 60 2>&1 | tee -a "$out/accuracy_steady.txt"
 kill $load 2>/dev/null; wait $load 2>/dev/null
 
-echo "== accuracy, pulsed load (0.35 s busy / 0.35 s idle)" | tee "$out/accuracy_pulse.txt"
+echo "== accuracy, fast pulses (0.35 s busy / 0.35 s idle)" | tee "$out/accuracy_pulse.txt"
 python3 bench/gpu_load.py --mode pulse --seconds 150 &
 load=$!
 sleep 8
 "$bin/joule_bench_accuracy" --backend nvml --warmup-s 35 --repeats 8 --short-windows 0 2>&1 | tee -a "$out/accuracy_pulse.txt"
 kill $load 2>/dev/null; wait $load 2>/dev/null
 
+echo "== accuracy, slow pulses (2 s busy / 2 s idle)" | tee "$out/accuracy_slow_pulse.txt"
+python3 bench/gpu_load.py --mode pulse --half-period-s 2 --seconds 150 &
+load=$!
+sleep 8
+"$bin/joule_bench_accuracy" --backend nvml --warmup-s 35 --repeats 8 --short-windows 0 2>&1 | tee -a "$out/accuracy_slow_pulse.txt"
+kill $load 2>/dev/null; wait $load 2>/dev/null
+
 echo "== joule measure of a real PyTorch job"
 "$bin/joule" measure --json --interval-ms 10 --timeline "$out/timeline.csv" --sample util,clock,temp,mem \
-  -- python3 bench/gpu_load.py --mode pulse --seconds 8 > "$out/measure.json"
+  -- python3 bench/gpu_load.py --mode pulse --half-period-s 1 --seconds 8 > "$out/measure.json"
 echo "exit status $?"
 cat "$out/measure.json"

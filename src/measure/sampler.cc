@@ -133,17 +133,21 @@ void Sampler::sample_now() {
   timeline_.add(batch_);
   for (std::size_t i = 0; i < cpu_zones_.size(); ++i) sample_cpu(i);
 
-  // At most one energy-counter read per tick (round robin), since each costs
-  // milliseconds and would otherwise delay the power samples of every GPU.
+  // At most one energy-counter read per counter interval, round robin over
+  // the GPUs: each read costs milliseconds of CPU and delays this thread.
   const double now_s = clock_->now_s();
-  for (std::size_t k = 0; k < gpus_.size(); ++k) {
-    const std::size_t i = (next_counter_gpu_ + k) % gpus_.size();
-    const GpuReader& reader = gpu_readers_[i];
-    if (reader.counter_usable && !reader.failure &&
-        now_s - reader.last_counter_read_s >= options_.counter_interval_s) {
-      read_counter(i);
-      next_counter_gpu_ = (i + 1) % gpus_.size();
-      break;
+  // A fixed schedule (due += interval) keeps the average rate even when ticks
+  // land just before a due time.
+  if (options_.counter_interval_s > 0 && now_s + 1e-9 >= next_counter_due_s_) {
+    next_counter_due_s_ = std::max(next_counter_due_s_ + options_.counter_interval_s, now_s);
+    for (std::size_t k = 0; k < gpus_.size(); ++k) {
+      const std::size_t i = (next_counter_gpu_ + k) % gpus_.size();
+      const GpuReader& reader = gpu_readers_[i];
+      if (reader.counter_usable && !reader.failure) {
+        read_counter(i);
+        next_counter_gpu_ = (i + 1) % gpus_.size();
+        break;
+      }
     }
   }
   {
@@ -191,7 +195,6 @@ void Sampler::read_gpu(std::size_t i) {
 void Sampler::read_counter(std::size_t i) {
   GpuReader& reader = gpu_readers_[i];
   const double before_s = clock_->now_s();
-  reader.last_counter_read_s = before_s;
   uint64_t counter_mj = 0;
   try {
     counter_mj = gpus_[i]->total_energy_mj();

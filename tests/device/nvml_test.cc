@@ -75,6 +75,17 @@ TEST(NvmlTest, ProbeSaysWhatWorksAndWhyNot) {
   }
 }
 
+TEST(NvmlTest, PowerUsageByDefaultInstantFieldOnRequest) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, "device power_w=300 instant_offset_w=25\ndevice power_w=300 instant_power=0\n");
+  EXPECT_EQ(open_nvml_gpus(fake.library_path).gpus[0]->power_mw(), 300'000u);
+  setenv("JOULE_NVML_POWER_SOURCE", "instant", 1);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  unsetenv("JOULE_NVML_POWER_SOURCE");
+  EXPECT_EQ(devices.gpus[0]->power_mw(), 325'000u);
+  EXPECT_EQ(devices.gpus[1]->power_mw(), 300'000u);  // no field: power usage after all
+}
+
 TEST(NvmlTest, MissingLibraryIsADriverErrorNamingThePath) {
   try {
     open_nvml_gpus("/nonexistent/libnvidia-ml.so.1");
@@ -105,7 +116,7 @@ TEST(NvmlTest, OldDriverWithoutEnergyCounterDisablesOnlyThat) {
   Gpu& gpu = *devices.gpus[0];
   EXPECT_FALSE(gpu.has_energy_counter());
   EXPECT_EQ(gpu.architecture(), "unknown");
-  EXPECT_EQ(gpu.power_mw(), 200'000u);  // falls back from the instant field to power usage
+  EXPECT_EQ(gpu.power_mw(), 200'000u);
   const std::vector<std::string> expected_missing = {"nvmlDeviceGetArchitecture",
                                                      "nvmlDeviceGetTotalEnergyConsumption",
                                                      "nvmlDeviceGetFieldValues"};

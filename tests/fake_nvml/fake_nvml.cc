@@ -11,6 +11,7 @@
 //          max_limit_w=700 default_limit_w=700 util_gpu=80 util_mem=40
 //          sm_mhz=1980 temp_c=55 mem_used_mib=1024 instant_power=1
 //          energy_update_ms=100 energy_call_ms=4 pulse_w=500 pulse_period_ms=200
+//          instant_offset_w=20
 //   error function=nvmlDeviceGetPowerUsage device=0 code=15 after_calls=3 after_ms=0
 // A device draws power_w, capped by its limit; with pulse_w it alternates
 // between power_w and pulse_w every half pulse period. The energy counter
@@ -58,6 +59,7 @@ struct Device {
   unsigned util_gpu = 0, util_mem = 0, sm_mhz = 1000, temp_c = 40;
   unsigned long long mem_used = 0, mem_total = 80ull << 30;
   bool instant_power = true;
+  double instant_offset_w = 0.0;  // the instantaneous field reads this much above power usage
   double energy_update_ms = 0.0;
   double energy_call_ms = 0.0;
   // Energy accounting across limit changes.
@@ -177,6 +179,7 @@ void load_config(State& s) {
       d.temp_c = static_cast<unsigned>(num("temp_c", d.temp_c));
       d.mem_used = static_cast<unsigned long long>(num("mem_used_mib", 0)) << 20;
       d.instant_power = num("instant_power", 1) != 0;
+      d.instant_offset_w = num("instant_offset_w", 0);
       d.energy_update_ms = num("energy_update_ms", 0);
       d.energy_call_ms = num("energy_call_ms", 0);
       s.devices.push_back(d);
@@ -372,7 +375,8 @@ FAKE_API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, n
     if (values[i].fieldId == 186 && d->instant_power) {
       values[i].nvmlReturn = 0;
       values[i].valueType = 1;  // unsigned int
-      values[i].value.uiVal = static_cast<unsigned>(std::lround(power_at(*d, seconds_since_init()) * 1000.0));
+      values[i].value.uiVal =
+          static_cast<unsigned>(std::lround((power_at(*d, seconds_since_init()) + d->instant_offset_w) * 1000.0));
     } else {
       values[i].nvmlReturn = 3;
     }

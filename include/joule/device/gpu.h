@@ -70,8 +70,8 @@ class Gpu {
   virtual bool has_energy_counter() const = 0;
 
   virtual uint64_t total_energy_mj() = 0;
-  // Best power reading available: the instantaneous field when present,
-  // otherwise the driver's power usage.
+  // The power reading the sampler integrates (for NVML: the driver's power
+  // usage, or the instantaneous field when $JOULE_NVML_POWER_SOURCE=instant).
   virtual uint32_t power_mw() = 0;
   virtual uint32_t power_limit_mw() = 0;
   virtual PowerLimitRange power_limit_range_mw() = 0;

@@ -4,11 +4,12 @@
 //
 // Energy model, per GPU: power samples are integrated (trapezoids) into a
 // running integral I(t). The GPU's energy counter, where present, is read far
-// less often (it costs ~4 ms per call on an H100 and only advances every
-// ~100 ms) and used to calibrate: a least-squares slope of counter energy
-// against I over the last minute scales the integral, so the counter sets the
-// absolute level while the power samples give the time resolution. Without a
-// counter (pre-Volta) or before enough counter history, the scale is 1.
+// less often (a call costs ~4 ms of CPU on an H100 and the value only steps
+// every ~100 ms) and used to calibrate: a least-squares slope of counter
+// energy against I over the last minute scales the integral, so the counter
+// sets the absolute level while the power samples give the time resolution.
+// Without a counter (pre-Volta) or before 30 s of counter history, the scale
+// is 1. docs/measurement.md gives the reasoning and the measured accuracy.
 // CPU zones (RAPL) are cheap counters: read every tick, unwrapped, and
 // interpolated linearly.
 #pragma once
@@ -41,7 +42,10 @@ struct SampledFields {
 
 struct SamplerOptions {
   double interval_s = 0.1;            // 10 Hz; anything from 0.001 (1 kHz) up
-  double counter_interval_s = 1.0;    // energy-counter reads per GPU; <= 0 never reads it
+  // Time between two energy-counter reads, taken round robin over the GPUs:
+  // a read costs ~4 ms of CPU on an H100, so the budget is shared, not per
+  // GPU (with N GPUs each is read every N intervals). <= 0: never read.
+  double counter_interval_s = 1.0;
   double calibration_span_s = 60.0;   // counter history used for the scale
   double min_calibration_span_s = 30.0;  // counter staleness (<= 100 ms) averages out by then
   double history_s = 30.0;            // energy history kept beyond the oldest pinned time
@@ -121,7 +125,6 @@ class Sampler {
   struct GpuReader {
     SampledFields fields;  // what still works for this GPU
     bool counter_usable = false;
-    double last_counter_read_s = -1e300;
     std::optional<std::string> failure;
     double failed_at_s = 0.0;
   };
@@ -156,6 +159,7 @@ class Sampler {
   std::vector<TimelineSample> batch_;  // this tick's GPU samples
   std::vector<CpuTrack> cpu_tracks_;
   std::size_t next_counter_gpu_ = 0;
+  double next_counter_due_s_ = -1e300;
   std::atomic<double> pinned_since_s_;
 
   std::mutex tick_mutex_;  // one tick at a time (thread, stop(), owners)

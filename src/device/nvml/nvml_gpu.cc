@@ -46,15 +46,17 @@ NvmlGpu::NvmlGpu(std::shared_ptr<Library> library, unsigned index, nvmlDevice_t 
     has_energy_counter_ = true;
   } catch (const DeviceError&) {
   }
-  // $JOULE_NVML_POWER_SOURCE=average keeps the driver's (averaged) power
-  // usage even where the instantaneous field exists; "auto" (the default)
-  // and "instant" prefer the field.
+  // $JOULE_NVML_POWER_SOURCE=instant samples the instantaneous power field
+  // where the driver has one; the default is the driver's power usage. On an
+  // H100 (driver 580) the instantaneous field steps every ~100 ms, spikes past
+  // the limit at load changes and gave 2-4x larger window errors than power
+  // usage against the energy counter (bench/README.md).
   const char* source = std::getenv("JOULE_NVML_POWER_SOURCE");
-  const bool want_instant = source == nullptr || std::string(source) != "average";
+  const bool want_instant = source != nullptr && std::string(source) == "instant";
   try {
     if (want_instant) {
       instant_power_mw();
-      has_instant_power_ = true;
+      use_instant_power_ = true;
     }
   } catch (const DeviceError&) {
   }
@@ -99,11 +101,7 @@ uint32_t NvmlGpu::instant_power_mw() {
   return field.value.uiVal;
 }
 
-uint32_t NvmlGpu::power_mw() {
-  // On Ampere and newer, nvmlDeviceGetPowerUsage is a trailing one-second
-  // average; the instantaneous field follows load changes without that lag.
-  return has_instant_power_ ? instant_power_mw() : power_usage_mw();
-}
+uint32_t NvmlGpu::power_mw() { return use_instant_power_ ? instant_power_mw() : power_usage_mw(); }
 
 uint32_t NvmlGpu::power_limit_mw() {
   unsigned int limit_mw = 0;

@@ -51,7 +51,7 @@ class NvmlGpu final : public Gpu {
   std::string uuid_ = "unknown";
   std::string architecture_ = "unknown";
   bool has_energy_counter_ = false;
-  bool has_instant_power_ = false;
+  bool use_instant_power_ = false;  // sample the instantaneous field, not power usage
 };
 
 }  // namespace joule::nvml
