@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   unsigned count = 8;
   double hz = 100, seconds = 10;
   bool all_fields = false;
+  double counter_interval_s = joule::SamplerOptions{}.counter_interval_s;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string {
@@ -29,15 +30,17 @@ int main(int argc, char** argv) {
     else if (arg == "--hz") hz = std::stod(next());
     else if (arg == "--seconds") seconds = std::stod(next());
     else if (arg == "--all-fields") all_fields = true;
+    else if (arg == "--counter-interval-s") counter_interval_s = std::stod(next());
     else {
       fmt::print(stderr, "usage: joule_bench_sampler_cost [--backend sim|fake|nvml] [--gpus N] [--hz F] "
-                         "[--seconds S] [--all-fields]\n");
+                         "[--seconds S] [--all-fields] [--counter-interval-s S]\n");
       return 2;
     }
   }
   const auto gpus = joule::bench::open_bench_gpus(backend, count);
   joule::SamplerOptions options;
   options.interval_s = 1.0 / hz;
+  options.counter_interval_s = counter_interval_s;
   if (all_fields) options.fields = {true, true, true, true};
   const double cpu_before_s = joule::bench::process_cpu_s();
   joule::Sampler sampler(gpus, {}, joule::SteadyClock::instance(), options);

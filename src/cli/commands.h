@@ -27,7 +27,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options);
 
 struct MeasureOptions {
   double interval_ms = 100.0;
-  double counter_interval_ms = 1000.0;
+  double counter_interval_ms = 5000.0;
   std::string timeline_path;
   std::string output_path;  // report goes here instead of stdout/stderr
   bool json = false;

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   add_common_options(*measure_command, common);
   measure_command->add_option("--interval-ms", measure.interval_ms, "power sampling interval (default 100)");
   measure_command->add_option("--counter-interval-ms", measure.counter_interval_ms,
-                              "time between GPU energy-counter reads, shared round robin by the GPUs (default 1000; 0: never)");
+                              "time between GPU energy-counter reads, shared round robin by the GPUs (default 5000; 0: never)");
   measure_command->add_option("--timeline", measure.timeline_path, "write every sample to this CSV file");
   measure_command->add_option("--sample", measure.sample_fields,
                               "extra fields per sample: util, clock, temp, mem (comma-separated)")

@@ -16,7 +16,7 @@
 // A device draws power_w, capped by its limit; with pulse_w it alternates
 // between power_w and pulse_w every half pulse period. The energy counter
 // steps every energy_update_ms, like real hardware, and each call to it
-// sleeps energy_call_ms. An error rule (function "*" matches all; device -1
+// keeps the CPU busy for energy_call_ms. An error rule (function "*" matches all; device -1
 // all devices) fires after that many successful calls and/or milliseconds,
 // and then keeps firing, as a lost GPU does.
 //
@@ -361,8 +361,13 @@ FAKE_API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, u
     update_ms = d->energy_update_ms;
     snapshot = *d;
   }
-  // Like the real call: slow, and the value only moves at each update tick.
-  if (call_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(call_ms));
+  // Like the real call: slow, busy on the CPU (an H100 spends ~3.8 ms of CPU
+  // per call), and the value only moves at each update tick.
+  if (call_ms > 0) {
+    const auto until = Clock::now() + std::chrono::duration<double, std::milli>(call_ms);
+    while (Clock::now() < until) {
+    }
+  }
   double t = seconds_since_init();
   if (update_ms > 0) t = std::floor(t * 1000.0 / update_ms) * update_ms / 1000.0;
   *energy_mj = static_cast<unsigned long long>(energy_j(snapshot, t) * 1000.0);

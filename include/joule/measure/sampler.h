@@ -44,8 +44,9 @@ struct SamplerOptions {
   double interval_s = 0.1;            // 10 Hz; anything from 0.001 (1 kHz) up
   // Time between two energy-counter reads, taken round robin over the GPUs:
   // a read costs ~4 ms of CPU on an H100, so the budget is shared, not per
-  // GPU (with N GPUs each is read every N intervals). <= 0: never read.
-  double counter_interval_s = 1.0;
+  // GPU (with N GPUs each is read every N intervals). The counter only
+  // calibrates the power integral, which needs few points. <= 0: never read.
+  double counter_interval_s = 5.0;
   double calibration_span_s = 60.0;   // counter history used for the scale
   double min_calibration_span_s = 30.0;  // counter staleness (<= 100 ms) averages out by then
   double history_s = 30.0;            // energy history kept beyond the oldest pinned time
