@@ -22,8 +22,8 @@ JOULE_BENCH_NVML=1 "$bin/joule_bench_monitor" --benchmark_repetitions=5 \
   --benchmark_report_aggregates_only=true 2>&1 | tee -a "$out/monitor_bench.txt"
 
 echo "== sampler CPU cost" | tee "$out/sampler_cost.txt"
-for args in "--backend nvml --hz 100" "--backend nvml --hz 100 --all-fields" "--backend fake --gpus 8 --hz 100" \
-            "--backend sim --gpus 8 --hz 100" "--backend sim --gpus 0 --hz 100" "--backend nvml --hz 1000"; do
+for args in "--backend sim --gpus 0 --hz 100" "--backend nvml --hz 100" "--backend nvml --hz 100 --all-fields" \
+            "--backend fake --gpus 8 --hz 100" "--backend sim --gpus 8 --hz 100" "--backend nvml --hz 1000"; do
   "$bin/joule_bench_sampler_cost" $args --seconds 10 2>&1 | tee -a "$out/sampler_cost.txt"
 done
 
