@@ -27,26 +27,20 @@ for args in "--backend sim --gpus 0 --hz 100" "--backend nvml --hz 100" "--backe
   "$bin/joule_bench_sampler_cost" $args --seconds 10 2>&1 | tee -a "$out/sampler_cost.txt"
 done
 
-echo "== accuracy, steady load" | tee "$out/accuracy_steady.txt"
-python3 bench/gpu_load.py --mode steady --seconds 170 &
-load=$!
-sleep 8
-"$bin/joule_bench_accuracy" --backend nvml --warmup-s 35 --repeats 8 --short-windows 60 2>&1 | tee -a "$out/accuracy_steady.txt"
-kill $load 2>/dev/null; wait $load 2>/dev/null
-
-echo "== accuracy, fast pulses (0.35 s busy / 0.35 s idle)" | tee "$out/accuracy_pulse.txt"
-python3 bench/gpu_load.py --mode pulse --seconds 150 &
-load=$!
-sleep 8
-"$bin/joule_bench_accuracy" --backend nvml --warmup-s 35 --repeats 8 --short-windows 0 2>&1 | tee -a "$out/accuracy_pulse.txt"
-kill $load 2>/dev/null; wait $load 2>/dev/null
-
-echo "== accuracy, slow pulses (2 s busy / 2 s idle)" | tee "$out/accuracy_slow_pulse.txt"
-python3 bench/gpu_load.py --mode pulse --half-period-s 2 --seconds 150 &
-load=$!
-sleep 8
-"$bin/joule_bench_accuracy" --backend nvml --warmup-s 35 --repeats 8 --short-windows 0 2>&1 | tee -a "$out/accuracy_slow_pulse.txt"
-kill $load 2>/dev/null; wait $load 2>/dev/null
+# accuracy TITLE FILE LOAD_ARGS SHORT_WINDOWS: the accuracy tool beside a PyTorch load.
+accuracy() {
+  echo "== accuracy, $1" | tee "$out/$2"
+  python3 bench/gpu_load.py $3 --seconds 170 &
+  local load=$!
+  sleep 8
+  "$bin/joule_bench_accuracy" --backend nvml --warmup-s 35 --repeats 8 --short-windows "$4" 2>&1 | tee -a "$out/$2"
+  kill $load 2>/dev/null
+  wait $load 2>/dev/null
+}
+accuracy "steady load" accuracy_steady.txt "--mode steady" 60
+# Short windows need steady power for their reference, so pulses get aligned windows only.
+accuracy "fast pulses (0.35 s busy / 0.35 s idle)" accuracy_pulse.txt "--mode pulse" 0
+accuracy "slow pulses (2 s busy / 2 s idle)" accuracy_slow_pulse.txt "--mode pulse --half-period-s 2" 0
 
 echo "== joule measure of a real PyTorch job"
 "$bin/joule" measure --json --interval-ms 10 --timeline "$out/timeline.csv" --sample util,clock,temp,mem \

@@ -81,9 +81,10 @@ void select_gpus(Devices& devices, const std::vector<unsigned>& indices) {
   std::vector<std::shared_ptr<Gpu>> selected;
   for (unsigned index : indices) {
     if (index >= devices.gpus.size()) {
+      if (devices.gpus.empty()) throw UsageError(fmt::format("GPU index {} does not exist (no GPU found)", index));
       throw UsageError(fmt::format("GPU index {} does not exist (this machine has {} GPU{}: 0-{})", index,
                                    devices.gpus.size(), devices.gpus.size() == 1 ? "" : "s",
-                                   devices.gpus.empty() ? 0 : devices.gpus.size() - 1));
+                                   devices.gpus.size() - 1));
     }
     for (const auto& already : selected) {
       if (already->index() == index) throw UsageError(fmt::format("GPU index {} is listed twice", index));

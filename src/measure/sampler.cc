@@ -60,7 +60,14 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
   }
 }
 
-Sampler::~Sampler() { stop(); }
+Sampler::~Sampler() {
+  try {
+    stop();
+  } catch (const std::exception&) {
+    // A failing timeline stream must not terminate the process from a
+    // destructor; stop() called explicitly reports it.
+  }
+}
 
 void Sampler::start() {
   if (started_) return;
