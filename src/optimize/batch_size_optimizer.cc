@@ -1,0 +1,179 @@
+#include "joule/optimize/batch_size_optimizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "joule/error.h"
+
+namespace joule {
+
+BatchSizeOptimizer::BatchSizeOptimizer(BatchSizeOptimizerOptions options)
+    : options_(std::move(options)), sampler_(options_.window, options_.prior), rng_(options_.seed) {
+  auto& sizes = options_.batch_sizes;
+  if (sizes.empty()) throw UsageError("batch-size optimizer: no batch sizes");
+  if (!std::is_sorted(sizes.begin(), sizes.end()) || std::adjacent_find(sizes.begin(), sizes.end()) != sizes.end()) {
+    throw UsageError("batch-size optimizer: batch sizes must be strictly increasing");
+  }
+  if (!std::binary_search(sizes.begin(), sizes.end(), options_.default_batch_size)) {
+    throw UsageError(fmt::format("batch-size optimizer: the default batch size {} is not among the choices",
+                                 options_.default_batch_size));
+  }
+  if (!(options_.beta > 1.0)) throw UsageError(fmt::format("early-stopping beta {} must be > 1", options_.beta));
+  for (int b : sizes) sampler_.add_arm(b);
+  b0_ = options_.default_batch_size;
+  start_round(sizes);
+}
+
+void BatchSizeOptimizer::start_round(std::vector<int> set) {
+  ++round_;
+  walk_ = PruningRound(std::move(set), b0_);
+  survivors_.clear();
+  round_costs_.clear();
+}
+
+void BatchSizeOptimizer::finish_round() {
+  if (!round_costs_.empty()) {
+    b0_ = std::min_element(round_costs_.begin(), round_costs_.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; })
+              ->first;
+  }
+  std::vector<int> survivors = survivors_;
+  std::sort(survivors.begin(), survivors.end());
+  if (survivors.empty()) survivors = {b0_};  // nothing converged: keep trying the default
+  if (round_ < 2) {
+    start_round(survivors);
+  } else {
+    phase_ = Phase::kThompson;
+    arms_ = survivors;
+  }
+}
+
+int BatchSizeOptimizer::best_known() const {
+  int best = b0_;
+  double best_mean = std::numeric_limits<double>::infinity();
+  for (int b : candidates()) {
+    const auto& x = sampler_.observations(b);
+    if (x.empty()) continue;
+    double mean = 0;
+    for (double v : x) mean += v;
+    mean /= static_cast<double>(x.size());
+    if (mean < best_mean) {
+      best_mean = mean;
+      best = b;
+    }
+  }
+  return best;
+}
+
+int BatchSizeOptimizer::predict() {
+  if (phase_ == Phase::kThompson) return sampler_.predict(arms_, rng_);
+  if (pending_) return best_known();
+  const auto next = walk_.next();
+  if (!next) return best_known();
+  pending_ = *next;
+  return *next;
+}
+
+void BatchSizeOptimizer::observe(int batch_size, double cost, bool converged) {
+  if (!std::binary_search(options_.batch_sizes.begin(), options_.batch_sizes.end(), batch_size)) {
+    throw UsageError(fmt::format("batch size {} is not one of the optimizer's choices", batch_size));
+  }
+  if (converged && (!has_min_cost_ || cost < min_cost_)) {
+    min_cost_ = cost;
+    has_min_cost_ = true;
+  }
+  // Converged runs are evidence for the arm; a failed run in the Thompson
+  // phase is too (its cost, at least beta times the best, pushes the arm away).
+  if (converged || phase_ == Phase::kThompson) sampler_.observe(batch_size, cost);
+  if (phase_ == Phase::kPruning && pending_ && *pending_ == batch_size) {
+    pending_.reset();
+    if (converged) {
+      survivors_.push_back(batch_size);
+      round_costs_.emplace_back(batch_size, cost);
+    }
+    walk_.report(converged);
+    if (walk_.done()) finish_round();
+  }
+}
+
+double BatchSizeOptimizer::early_stop_threshold_cost() const {
+  return has_min_cost_ ? options_.beta * min_cost_ : std::numeric_limits<double>::infinity();
+}
+
+nlohmann::json BatchSizeOptimizer::to_json() const {
+  nlohmann::json observations = nlohmann::json::object();
+  for (int b : options_.batch_sizes) {
+    const auto& x = sampler_.observations(b);
+    observations[std::to_string(b)] = std::vector<double>(x.begin(), x.end());
+  }
+  std::ostringstream rng;
+  rng << rng_;
+  nlohmann::json j = {
+      {"version", 1},
+      {"options",
+       {{"batch_sizes", options_.batch_sizes},
+        {"default_batch_size", options_.default_batch_size},
+        {"beta", options_.beta},
+        {"window", options_.window ? nlohmann::json(*options_.window) : nlohmann::json()},
+        {"prior", {{"mean", options_.prior.mean}, {"precision", options_.prior.precision}}},
+        {"seed", options_.seed}}},
+      {"phase", phase_ == Phase::kPruning ? "pruning" : "thompson"},
+      {"round", round_},
+      {"b0", b0_},
+      {"round_sizes", walk_.sizes()},
+      {"direction", walk_.direction()},
+      {"cursor", walk_.cursor()},
+      {"arms", arms_},
+      {"pending", pending_ ? nlohmann::json(*pending_) : nlohmann::json()},
+      {"survivors", survivors_},
+      {"round_costs", round_costs_},
+      {"min_cost", has_min_cost_ ? nlohmann::json(min_cost_) : nlohmann::json()},
+      {"observations", observations},
+      {"rng", rng.str()},
+  };
+  return j;
+}
+
+BatchSizeOptimizer BatchSizeOptimizer::from_json(const nlohmann::json& j) {
+  try {
+    if (j.at("version").get<int>() != 1) throw UsageError("optimizer state: unsupported version");
+    const auto& o = j.at("options");
+    BatchSizeOptimizerOptions options;
+    options.batch_sizes = o.at("batch_sizes").get<std::vector<int>>();
+    options.default_batch_size = o.at("default_batch_size").get<int>();
+    options.beta = o.at("beta").get<double>();
+    if (!o.at("window").is_null()) options.window = o.at("window").get<std::size_t>();
+    options.prior = {o.at("prior").at("mean").get<double>(), o.at("prior").at("precision").get<double>()};
+    options.seed = o.at("seed").get<uint64_t>();
+    BatchSizeOptimizer optimizer(options);
+    const std::string phase = j.at("phase").get<std::string>();
+    if (phase != "pruning" && phase != "thompson") throw UsageError("optimizer state: unknown phase '" + phase + "'");
+    optimizer.phase_ = phase == "pruning" ? Phase::kPruning : Phase::kThompson;
+    optimizer.round_ = j.at("round").get<int>();
+    optimizer.b0_ = j.at("b0").get<int>();
+    optimizer.walk_ = PruningRound::restore(j.at("round_sizes").get<std::vector<int>>(), optimizer.b0_,
+                                            j.at("direction").get<int>(), j.at("cursor").get<int>());
+    optimizer.arms_ = j.at("arms").get<std::vector<int>>();
+    if (!j.at("pending").is_null()) optimizer.pending_ = j.at("pending").get<int>();
+    optimizer.survivors_ = j.at("survivors").get<std::vector<int>>();
+    optimizer.round_costs_ = j.at("round_costs").get<std::vector<std::pair<int, double>>>();
+    if (!j.at("min_cost").is_null()) {
+      optimizer.min_cost_ = j.at("min_cost").get<double>();
+      optimizer.has_min_cost_ = true;
+    }
+    for (const auto& [key, costs] : j.at("observations").items()) {
+      for (double cost : costs.get<std::vector<double>>()) optimizer.sampler_.observe(std::stoi(key), cost);
+    }
+    std::istringstream rng(j.at("rng").get<std::string>());
+    rng >> optimizer.rng_;
+    if (rng.fail()) throw UsageError("optimizer state: bad random-generator state");
+    return optimizer;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("optimizer state: {}", e.what()));
+  }
+}
+
+}  // namespace joule

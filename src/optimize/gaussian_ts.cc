@@ -1,0 +1,77 @@
+#include "joule/optimize/gaussian_ts.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "joule/error.h"
+
+namespace joule {
+
+GaussianThompsonSampler::GaussianThompsonSampler(std::optional<std::size_t> window, GaussianPrior prior)
+    : window_(window), prior_(prior) {
+  if (window_ && *window_ == 0) throw UsageError("the observation window must hold at least one observation");
+  if (!(prior_.precision >= 0.0)) throw UsageError("the prior precision must be >= 0");
+}
+
+void GaussianThompsonSampler::add_arm(int arm) { observations_[arm]; }
+
+void GaussianThompsonSampler::observe(int arm, double cost) {
+  auto& list = observations_[arm];
+  list.push_back(cost);
+  if (window_ && list.size() > *window_) list.pop_front();
+}
+
+const std::deque<double>& GaussianThompsonSampler::observations(int arm) const {
+  static const std::deque<double> kNone;
+  auto it = observations_.find(arm);
+  return it == observations_.end() ? kNone : it->second;
+}
+
+std::vector<int> GaussianThompsonSampler::arms() const {
+  std::vector<int> result;
+  for (const auto& [arm, list] : observations_) result.push_back(arm);
+  return result;
+}
+
+ArmBelief GaussianThompsonSampler::belief(int arm) const {
+  const auto& x = observations(arm);
+  const std::size_t n = x.size();
+  if (n == 0) {
+    if (prior_.precision <= 0) throw Error(fmt::format("batch size {} has no observation and the prior is flat", arm));
+    return {prior_.mean, 1.0 / prior_.precision, 0};
+  }
+  double mean = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(n);
+  double variance = 0;
+  for (double v : x) variance += (v - mean) * (v - mean);
+  variance /= static_cast<double>(n);
+  // One observation, or identical ones, say nothing about the spread: assume
+  // a wide spread for one (the arm stays worth sampling) and a narrow floor
+  // for identical costs (deterministic arms) so the update stays defined.
+  if (n == 1) variance = mean * mean;
+  variance = std::max(variance, 1e-12 * mean * mean + std::numeric_limits<double>::min());
+  const double data_precision = static_cast<double>(n) / variance;
+  const double precision = prior_.precision + data_precision;
+  return {(prior_.precision * prior_.mean + data_precision * mean) / precision, 1.0 / precision, n};
+}
+
+int GaussianThompsonSampler::predict(const std::vector<int>& arms, std::mt19937_64& rng) const {
+  if (arms.empty()) throw Error("Thompson sampling needs at least one batch size");
+  int best_arm = arms.front();
+  double best_draw = std::numeric_limits<double>::infinity();
+  for (int arm : arms) {
+    if (observations(arm).empty() && prior_.precision <= 0) return arm;  // never tried: try it
+    const ArmBelief b = belief(arm);
+    const double draw = std::normal_distribution<double>(b.mean, std::sqrt(b.variance))(rng);
+    if (draw < best_draw) {
+      best_draw = draw;
+      best_arm = arm;
+    }
+  }
+  return best_arm;
+}
+
+}  // namespace joule
