@@ -2,6 +2,8 @@
 // command line and hands over typed options.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,5 +37,23 @@ struct MeasureOptions {
   std::vector<std::string> command;
 };
 int run_measure(const CommonOptions& common, const MeasureOptions& options);
+
+struct SimulateOptions {
+  std::string train_trace, power_trace;
+  std::vector<std::string> workloads;  // names, or "all"
+  std::string dataset, network, optimizer;
+  std::optional<double> target;
+  std::optional<int> default_batch_size;
+  double eta = 0.5;
+  double beta = 2.0;
+  uint64_t seed = 1;
+  std::string seeds;   // "1..10" or "1,4,9"; overrides seed
+  std::string policy = "all";
+  std::optional<std::size_t> window;
+  int recurrences = 0;
+  bool strict = false;
+  std::string out_path;
+};
+int run_simulate(const SimulateOptions& options);
 
 }  // namespace joule::cli

@@ -49,10 +49,32 @@ int main(int argc, char** argv) {
   measure_command->positionals_at_end();
 
   const std::string first = argc > 1 ? argv[1] : "";
-  if (!first.empty() && first[0] != '-' && first != "info" && first != "measure") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info or measure; see 'joule --help')\n", first);
+  if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure or simulate; see 'joule --help')\n", first);
     return 2;
   }
+  joule::cli::SimulateOptions simulate;
+  CLI::App* simulate_command = app.add_subcommand(
+      "simulate", "replay a recurring job on Zeus-format traces and compare batch-size/power-limit policies");
+  simulate_command->add_option("--train-trace", simulate.train_trace, "train trace CSV (without: synthetic workloads)");
+  simulate_command->add_option("--power-trace", simulate.power_trace, "power trace CSV of one GPU model");
+  simulate_command->add_option("--workload", simulate.workloads,
+                               "librispeech, squad, sentiment140, imagenet, cifar100, movielens or all (default all)");
+  simulate_command->add_option("--dataset", simulate.dataset, "a workload not in the list: dataset name");
+  simulate_command->add_option("--network", simulate.network, "  ... its network");
+  simulate_command->add_option("--optimizer", simulate.optimizer, "  ... its optimizer");
+  simulate_command->add_option("--target", simulate.target, "  ... its target metric level, as in the trace");
+  simulate_command->add_option("--default-batch-size", simulate.default_batch_size, "  ... its default batch size");
+  simulate_command->add_option("--eta", simulate.eta, "energy (1) vs time (0) trade-off, default 0.5");
+  simulate_command->add_option("--beta", simulate.beta, "early-stopping factor, default 2");
+  simulate_command->add_option("--seed", simulate.seed, "random seed (default 1)");
+  simulate_command->add_option("--seeds", simulate.seeds, "several seeds: 1..10 or 1,4,9");
+  simulate_command->add_option("--policy", simulate.policy, "zeus, grid, default or all (default all)");
+  simulate_command->add_option("--window", simulate.window, "only the last N observations per batch size count");
+  simulate_command->add_option("--recurrences", simulate.recurrences, "default 2 x batch sizes x power limits");
+  simulate_command->add_flag("--strict", simulate.strict, "a batch size missing from one trace is an error");
+  simulate_command->add_option("--out", simulate.out_path, "write one CSV row per recurrence");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -81,6 +103,7 @@ int main(int argc, char** argv) {
   try {
     if (*info_command) return joule::cli::run_info(common, info);
     if (*measure_command) return joule::cli::run_measure(common, measure);
+    if (*simulate_command) return joule::cli::run_simulate(simulate);
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", e.what());
     return 2;

@@ -1,0 +1,75 @@
+// Replays a recurring training job on traces: each recurrence picks a batch
+// size and power limit by a policy, samples one seeded run of that batch size
+// (epochs to target, or a miss), and costs it with the trace's time and power.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "joule/simulate/trace.h"
+
+namespace joule {
+
+enum class Policy {
+  kZeus,        // batch-size optimizer (pruning + Thompson sampling), best limit per batch size
+  kGridSearch,  // one (batch size, limit) per recurrence with pruning, then the best one seen
+  kDefault,     // the default batch size at the largest power limit
+};
+
+const char* to_string(Policy policy);
+Policy parse_policy(const std::string& text);  // throws UsageError
+
+struct SimulationOptions {
+  double eta = 0.5;
+  double beta = 2.0;
+  uint64_t seed = 1;
+  std::optional<std::size_t> window;
+  int recurrences = 0;  // 0: 2 x |batch sizes| x |power limits|
+};
+
+struct Recurrence {
+  int index = 0;
+  int batch_size = 0;
+  double power_limit_w = 0.0;
+  bool converged = false;
+  bool stopped_early = false;
+  double epochs = 0.0;
+  double time_s = 0.0;
+  double energy_j = 0.0;
+  double cost = 0.0;
+  double regret = 0.0;  // cost minus the expected cost of the optimal configuration
+};
+
+struct OptimalConfig {
+  int batch_size = 0;
+  double power_limit_w = 0.0;
+  double expected_cost = 0.0;
+};
+
+// The configuration with the least expected cost: batch sizes whose every
+// run reaches the target, mean epochs times the best epoch cost.
+OptimalConfig optimal_config(const WorkloadTrace& trace, double eta);
+
+struct SimulationResult {
+  std::string workload;
+  Policy policy = Policy::kZeus;
+  uint64_t seed = 0;
+  OptimalConfig optimal;
+  std::vector<Recurrence> recurrences;
+
+  double cumulative_regret() const;
+  // Mean energy and time of the last n recurrences.
+  double mean_energy_last_j(std::size_t n) const;
+  double mean_time_last_s(std::size_t n) const;
+  // The last recurrence's configuration, and the first recurrence from which
+  // every later one used it.
+  int final_batch_size() const;
+  double final_power_limit_w() const;
+  int converged_at() const;
+};
+
+SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const SimulationOptions& options);
+
+}  // namespace joule

@@ -1,0 +1,228 @@
+#include "joule/simulate/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "joule/error.h"
+#include "joule/optimize/batch_size_optimizer.h"
+#include "joule/optimize/pruning.h"
+
+namespace joule {
+
+const char* to_string(Policy policy) {
+  switch (policy) {
+    case Policy::kZeus: return "zeus";
+    case Policy::kGridSearch: return "grid";
+    case Policy::kDefault: return "default";
+  }
+  return "?";
+}
+
+Policy parse_policy(const std::string& text) {
+  if (text == "zeus") return Policy::kZeus;
+  if (text == "grid") return Policy::kGridSearch;
+  if (text == "default") return Policy::kDefault;
+  throw UsageError(fmt::format("unknown policy '{}' (expected zeus, grid or default)", text));
+}
+
+OptimalConfig optimal_config(const WorkloadTrace& trace, double eta) {
+  OptimalConfig best{0, 0.0, std::numeric_limits<double>::infinity()};
+  for (int b : trace.batch_sizes) {
+    const auto& runs = trace.epochs.at(b);
+    if (runs.empty() || std::any_of(runs.begin(), runs.end(), [](const auto& e) { return !e.has_value(); })) continue;
+    double mean_epochs = 0;
+    for (const auto& e : runs) mean_epochs += *e;
+    mean_epochs /= static_cast<double>(runs.size());
+    const PowerChoice choice = optimal_power_limit(trace.power.at(b), eta, trace.max_power_w);
+    const double cost = mean_epochs * choice.epoch_cost;
+    if (cost < best.expected_cost) best = {b, choice.power_limit_w, cost};
+  }
+  if (best.batch_size == 0) {
+    throw Error(fmt::format("workload '{}': no batch size reaches the target in every run", trace.spec.name));
+  }
+  return best;
+}
+
+double SimulationResult::cumulative_regret() const {
+  double sum = 0;
+  for (const auto& r : recurrences) sum += r.regret;
+  return sum;
+}
+
+double SimulationResult::mean_energy_last_j(std::size_t n) const {
+  n = std::min(n, recurrences.size());
+  double sum = 0;
+  for (std::size_t i = recurrences.size() - n; i < recurrences.size(); ++i) sum += recurrences[i].energy_j;
+  return n ? sum / static_cast<double>(n) : 0.0;
+}
+
+double SimulationResult::mean_time_last_s(std::size_t n) const {
+  n = std::min(n, recurrences.size());
+  double sum = 0;
+  for (std::size_t i = recurrences.size() - n; i < recurrences.size(); ++i) sum += recurrences[i].time_s;
+  return n ? sum / static_cast<double>(n) : 0.0;
+}
+
+int SimulationResult::final_batch_size() const { return recurrences.empty() ? 0 : recurrences.back().batch_size; }
+
+double SimulationResult::final_power_limit_w() const {
+  return recurrences.empty() ? 0.0 : recurrences.back().power_limit_w;
+}
+
+int SimulationResult::converged_at() const {
+  int at = static_cast<int>(recurrences.size());
+  for (int i = static_cast<int>(recurrences.size()) - 1; i >= 0; --i) {
+    if (recurrences[i].batch_size != final_batch_size() || recurrences[i].power_limit_w != final_power_limit_w()) break;
+    at = i;
+  }
+  return at;
+}
+
+namespace {
+
+// Chooses (batch size, limit) per recurrence and learns from the outcome.
+class PolicyDriver {
+ public:
+  virtual ~PolicyDriver() = default;
+  virtual std::pair<int, double> choose() = 0;
+  virtual void observe(int batch_size, double limit_w, double cost, bool converged) = 0;
+  virtual double early_stop_threshold() const = 0;
+};
+
+class DefaultDriver final : public PolicyDriver {
+ public:
+  explicit DefaultDriver(const WorkloadTrace& t) : trace_(t) {}
+  std::pair<int, double> choose() override { return {trace_.spec.default_batch_size, trace_.max_power_w}; }
+  void observe(int, double, double, bool) override {}
+  double early_stop_threshold() const override { return std::numeric_limits<double>::infinity(); }
+
+ private:
+  const WorkloadTrace& trace_;
+};
+
+class ZeusDriver final : public PolicyDriver {
+ public:
+  ZeusDriver(const WorkloadTrace& t, const SimulationOptions& o)
+      : optimizer_({t.batch_sizes, t.spec.default_batch_size, o.beta, o.window, {}, o.seed}) {
+    // Just-in-time profiling finds the best limit of each batch size during
+    // its first epoch; the simulator takes the limit the trace says is best.
+    for (int b : t.batch_sizes) limit_[b] = optimal_power_limit(t.power.at(b), o.eta, t.max_power_w).power_limit_w;
+  }
+  std::pair<int, double> choose() override {
+    const int b = optimizer_.predict();
+    return {b, limit_.at(b)};
+  }
+  void observe(int b, double, double cost, bool converged) override { optimizer_.observe(b, cost, converged); }
+  double early_stop_threshold() const override { return optimizer_.early_stop_threshold_cost(); }
+
+ private:
+  BatchSizeOptimizer optimizer_;
+  std::map<int, double> limit_;
+};
+
+// Tries every power limit (largest first) of each batch size the pruning walk
+// reaches; a size that misses the target at its first limit is not tried at
+// the others. Afterwards it stays with the cheapest configuration seen.
+class GridDriver final : public PolicyDriver {
+ public:
+  GridDriver(const WorkloadTrace& t, const SimulationOptions& o)
+      : trace_(t), beta_(o.beta), walk_(t.batch_sizes, t.spec.default_batch_size) {
+    limits_.assign(t.power_limits_w.rbegin(), t.power_limits_w.rend());
+  }
+  std::pair<int, double> choose() override {
+    if (walk_.done()) return best_;
+    return {*walk_.next(), limits_[limit_index_]};
+  }
+  void observe(int b, double limit_w, double cost, bool converged) override {
+    if (converged && cost < best_cost_) {
+      best_cost_ = cost;
+      best_ = {b, limit_w};
+    }
+    if (walk_.done()) return;
+    if (!converged && limit_index_ == 0) {
+      walk_.report(false);
+    } else if (++limit_index_ == limits_.size()) {
+      limit_index_ = 0;
+      walk_.report(true);
+    }
+    if (walk_.done() && best_.first == 0) best_ = {trace_.spec.default_batch_size, trace_.max_power_w};
+  }
+  double early_stop_threshold() const override { return beta_ * best_cost_; }
+
+ private:
+  const WorkloadTrace& trace_;
+  double beta_;
+  PruningRound walk_;
+  std::vector<double> limits_;
+  std::size_t limit_index_ = 0;
+  double best_cost_ = std::numeric_limits<double>::infinity();
+  std::pair<int, double> best_{0, 0.0};
+};
+
+const PowerProfileEntry& profile_at(const WorkloadTrace& t, int b, double limit_w) {
+  for (const auto& entry : t.power.at(b)) {
+    if (entry.power_limit_w == limit_w) return entry;
+  }
+  throw Error(fmt::format("no power data for batch size {} at {} W", b, limit_w));
+}
+
+}  // namespace
+
+SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const SimulationOptions& options) {
+  check_eta(options.eta);
+  std::unique_ptr<PolicyDriver> driver;
+  switch (policy) {
+    case Policy::kZeus: driver = std::make_unique<ZeusDriver>(trace, options); break;
+    case Policy::kGridSearch: driver = std::make_unique<GridDriver>(trace, options); break;
+    case Policy::kDefault: driver = std::make_unique<DefaultDriver>(trace); break;
+  }
+  SimulationResult result;
+  result.workload = trace.spec.name;
+  result.policy = policy;
+  result.seed = options.seed;
+  result.optimal = optimal_config(trace, options.eta);
+  const int count = options.recurrences > 0
+                        ? options.recurrences
+                        : static_cast<int>(2 * trace.batch_sizes.size() * trace.power_limits_w.size());
+  // The run each recurrence samples comes from its own stream, so policies
+  // compared under one seed face the same luck.
+  std::mt19937_64 runs_rng(options.seed * 0x9E3779B97F4A7C15ull + 1);
+  result.recurrences.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const auto [b, limit_w] = driver->choose();
+    const auto& runs = trace.epochs.at(b);
+    const std::size_t run = std::uniform_int_distribution<std::size_t>(0, runs.size() - 1)(runs_rng);
+    const PowerProfileEntry& p = profile_at(trace, b, limit_w);
+    Recurrence r;
+    r.index = i;
+    r.batch_size = b;
+    r.power_limit_w = limit_w;
+    r.converged = runs[run].has_value();
+    r.epochs = r.converged ? *runs[run] : trace.max_epochs;
+    r.time_s = r.epochs * p.time_per_epoch_s;
+    r.energy_j = r.time_s * p.avg_power_w;
+    r.cost = zeus_cost(r.energy_j, r.time_s, options.eta, trace.max_power_w);
+    const double threshold = driver->early_stop_threshold();
+    if (r.cost > threshold) {
+      // Stopped when the cost reached the threshold; time and energy accrue
+      // at a constant rate within a run, so they scale alike.
+      const double fraction = threshold / r.cost;
+      r.epochs *= fraction;
+      r.time_s *= fraction;
+      r.energy_j *= fraction;
+      r.cost = threshold;
+      r.converged = false;
+      r.stopped_early = true;
+    }
+    r.regret = r.cost - result.optimal.expected_cost;
+    driver->observe(b, limit_w, r.cost, r.converged);
+    result.recurrences.push_back(r);
+  }
+  return result;
+}
+
+}  // namespace joule
