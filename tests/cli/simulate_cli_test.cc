@@ -16,7 +16,7 @@ TEST(SimulateCliTest, RunsSyntheticWorkloadsWithoutTraces) {
   const auto r = run_process({JOULE_BINARY, "simulate", "--seeds", "1..3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("SYNTHETIC"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("synthetic-vision"), std::string::npos);
+  EXPECT_NE(r.out.find("synthetic-cnn"), std::string::npos);
   EXPECT_NE(r.out.find("zeus"), std::string::npos);
   EXPECT_NE(r.out.find("grid"), std::string::npos);
 }
