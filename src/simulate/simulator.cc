@@ -53,19 +53,22 @@ double SimulationResult::cumulative_regret() const {
   return sum;
 }
 
-double SimulationResult::mean_energy_last_j(std::size_t n) const {
+namespace {
+
+double mean_of_last(const std::vector<Recurrence>& recurrences, std::size_t n, double Recurrence::*field) {
   n = std::min(n, recurrences.size());
   double sum = 0;
-  for (std::size_t i = recurrences.size() - n; i < recurrences.size(); ++i) sum += recurrences[i].energy_j;
+  for (std::size_t i = recurrences.size() - n; i < recurrences.size(); ++i) sum += recurrences[i].*field;
   return n ? sum / static_cast<double>(n) : 0.0;
 }
 
-double SimulationResult::mean_time_last_s(std::size_t n) const {
-  n = std::min(n, recurrences.size());
-  double sum = 0;
-  for (std::size_t i = recurrences.size() - n; i < recurrences.size(); ++i) sum += recurrences[i].time_s;
-  return n ? sum / static_cast<double>(n) : 0.0;
+}  // namespace
+
+double SimulationResult::mean_energy_last_j(std::size_t n) const {
+  return mean_of_last(recurrences, n, &Recurrence::energy_j);
 }
+
+double SimulationResult::mean_time_last_s(std::size_t n) const { return mean_of_last(recurrences, n, &Recurrence::time_s); }
 
 int SimulationResult::final_batch_size() const { return recurrences.empty() ? 0 : recurrences.back().batch_size; }
 

@@ -114,20 +114,18 @@ WorkloadTrace load_workload(const std::string& train_path, const std::string& po
   }
 
   // Batch sizes must be in both traces.
-  for (const auto& [b, line] : train_first_line) {
-    if (profiles.count(b)) continue;
-    const std::string message =
-        fmt::format("{}:{}: batch size {} of {} has no power data in {}", train_path, line, b, group, power_path);
-    if (options.strict) throw Error(message);
-    trace.notes.push_back(message + "; left out");
-  }
-  for (const auto& [b, line] : power_first_line) {
-    if (runs.count(b)) continue;
-    const std::string message =
-        fmt::format("{}:{}: batch size {} of {} has no training runs in {}", power_path, line, b, group, train_path);
-    if (options.strict) throw Error(message);
-    trace.notes.push_back(message + "; left out");
-  }
+  auto report_unmatched = [&](const std::map<int, std::size_t>& first_lines, const std::string& path,
+                              const std::string& lacking, const std::string& other_path, auto&& in_other) {
+    for (const auto& [b, line] : first_lines) {
+      if (in_other(b)) continue;
+      const std::string message =
+          fmt::format("{}:{}: batch size {} of {} has no {} in {}", path, line, b, group, lacking, other_path);
+      if (options.strict) throw Error(message);
+      trace.notes.push_back(message + "; left out");
+    }
+  };
+  report_unmatched(train_first_line, train_path, "power data", power_path, [&](int b) { return profiles.count(b) > 0; });
+  report_unmatched(power_first_line, power_path, "training runs", train_path, [&](int b) { return runs.count(b) > 0; });
 
   for (const auto& [b, by_run] : runs) {
     if (!profiles.count(b)) continue;
