@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "joule/error.h"
+#include "joule/optimize/objective.h"
 
 namespace joule {
 
@@ -16,16 +17,12 @@ double zeus_cost(double energy_j, double time_s, double eta, double max_power_w)
 
 PowerChoice optimal_power_limit(const std::vector<PowerProfileEntry>& profile, double eta, double max_power_w) {
   if (profile.empty()) throw UsageError("optimal_power_limit: empty power profile");
-  PowerChoice best;
-  bool first = true;
-  for (const auto& entry : profile) {
-    const double cost = zeus_cost(entry.avg_power_w * entry.time_per_epoch_s, entry.time_per_epoch_s, eta, max_power_w);
-    if (first || cost < best.epoch_cost || (cost == best.epoch_cost && entry.power_limit_w > best.power_limit_w)) {
-      best = {entry.power_limit_w, cost, entry.time_per_epoch_s, entry.avg_power_w};
-      first = false;
-    }
-  }
-  return best;
+  std::vector<LimitMeasurement> units;
+  for (const auto& e : profile) units.push_back({e.power_limit_w, e.time_per_epoch_s, e.avg_power_w * e.time_per_epoch_s});
+  const auto& best = profile[choose_power_limit(units, Objective::cost(eta), max_power_w)];
+  return {best.power_limit_w,
+          zeus_cost(best.avg_power_w * best.time_per_epoch_s, best.time_per_epoch_s, eta, max_power_w),
+          best.time_per_epoch_s, best.avg_power_w};
 }
 
 }  // namespace joule

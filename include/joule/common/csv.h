@@ -16,6 +16,7 @@ class CsvTable {
   static CsvTable read(const std::string& path);
   // Throws Error naming every missing column.
   void require_columns(const std::vector<std::string>& columns) const;
+  bool has_column(const std::string& column) const { return columns_.count(column) > 0; }
 
   struct Row {
     const CsvTable* table;

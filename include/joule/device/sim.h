@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,16 @@ struct SimGpuModel {
   double full_load_power_w = 650.0;
   uint32_t max_sm_clock_mhz = 1980;
   uint64_t memory_used_bytes = 1ull << 30;
+
+  // Optional measured behaviour at full load, by power limit (mW): the power
+  // drawn and the throughput relative to the uncapped GPU. When present it
+  // replaces the analytic model (load scales the power above idle; limits
+  // between table entries are interpolated linearly).
+  struct MeasuredPoint {
+    double power_w = 0.0;
+    double relative_speed = 1.0;
+  };
+  std::map<uint32_t, MeasuredPoint> measured;
 
   // Power drawn at load in [0, 1] under limit_w.
   double power_w(double load, double limit_w) const;

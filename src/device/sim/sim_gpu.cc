@@ -10,12 +10,32 @@
 
 namespace joule {
 
+namespace {
+
+SimGpuModel::MeasuredPoint interpolate(const std::map<uint32_t, SimGpuModel::MeasuredPoint>& table, double limit_w) {
+  const auto limit_mw = static_cast<uint32_t>(std::lround(limit_w * 1000.0));
+  auto above = table.lower_bound(limit_mw);
+  if (above == table.end()) return std::prev(above)->second;
+  if (above->first == limit_mw || above == table.begin()) return above->second;
+  const auto below = std::prev(above);
+  const double f = static_cast<double>(limit_mw - below->first) / static_cast<double>(above->first - below->first);
+  return {below->second.power_w + f * (above->second.power_w - below->second.power_w),
+          below->second.relative_speed + f * (above->second.relative_speed - below->second.relative_speed)};
+}
+
+}  // namespace
+
 double SimGpuModel::power_w(double load, double limit_w) const {
+  if (!measured.empty()) {
+    const double full_w = interpolate(measured, limit_w).power_w;
+    return idle_power_w + std::clamp(load, 0.0, 1.0) * (full_w - idle_power_w);
+  }
   const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
   return std::min(demand_w, limit_w);
 }
 
 double SimGpuModel::relative_speed(double load, double limit_w) const {
+  if (!measured.empty()) return interpolate(measured, limit_w).relative_speed;
   const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
   if (demand_w <= limit_w || demand_w <= idle_power_w) return 1.0;
   const double dynamic_fraction = std::max(limit_w - idle_power_w, 0.0) / (demand_w - idle_power_w);

@@ -1,0 +1,111 @@
+// Just-in-time power-limit optimisation inside a live training loop.
+//
+// During the first epoch the optimizer tries the GPUs' power limits, largest
+// first, stepping down to the smallest: at each, a few warm-up steps, then a
+// measured stretch of steps (a Monitor window). Time and energy per step give
+// the profile; the objective picks the limit and training continues there.
+// The profiling steps are real training, so it costs almost nothing.
+//
+// All GPUs of the job get the same limit (no stragglers in data parallel);
+// energy sums over them. The original limit of every GPU it touched is put
+// back by restore(), the destructor (also when an exception unwinds), and on
+// SIGINT/SIGTERM. A permission error switches to observer mode: profiling
+// continues at the current limit and the report says what would be chosen.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "joule/measure/monitor.h"
+#include "joule/optimize/objective.h"
+
+namespace joule {
+
+struct PowerLimitOptimizerOptions {
+  std::string job_name = "job";
+  int batch_size = 0;  // part of the saved profile's key
+  Objective objective = Objective::cost(0.5);
+  double step_w = 25.0;     // spacing of the candidate limits
+  int warmup_steps = 5;     // after each limit change, not measured
+  int measure_steps = 20;   // measured per limit
+  double min_warmup_s = 0.0;   // and at least this long (power readings that average over ~1 s need it)
+  double min_measure_s = 0.0;  // and measure at least this long
+  bool observer = false;       // never change a limit; profile and report only
+  std::string profile_path;    // JSON file of saved profiles; empty: none
+  bool reprofile = false;      // ignore a saved profile
+  bool restore_on_signals = true;
+  // Receives the report and notices; default: standard error.
+  std::function<void(const std::string&)> log;
+};
+
+struct PowerLimitProfileRow {
+  double power_limit_w = 0.0;
+  int steps = 0;
+  double time_per_step_s = 0.0;
+  double energy_per_step_j = 0.0;  // all GPUs
+  double avg_power_w = 0.0;        // all GPUs
+};
+
+class PowerLimitOptimizer {
+ public:
+  enum class State { kProfiling, kDecided };
+
+  // Optimises every GPU of the monitor. Throws UsageError for bad options or
+  // an unreadable profile file, DeviceError when a GPU's limits cannot be read.
+  PowerLimitOptimizer(Monitor& monitor, PowerLimitOptimizerOptions options);
+  ~PowerLimitOptimizer();
+  PowerLimitOptimizer(const PowerLimitOptimizer&) = delete;
+  PowerLimitOptimizer& operator=(const PowerLimitOptimizer&) = delete;
+
+  void on_epoch_begin();
+  void on_step_begin();
+  void on_step_end();
+  void on_epoch_end();
+
+  // Puts back the original limit of every GPU it changed. Idempotent.
+  void restore();
+
+  State state() const;
+  bool observer() const;
+  bool from_saved_profile() const { return from_saved_profile_; }
+  std::vector<double> candidate_limits_w() const { return candidates_w_; }
+  std::optional<double> chosen_limit_w() const;
+  std::vector<PowerLimitProfileRow> profile() const;
+  // The profile table and the decision, as text.
+  std::string report() const;
+
+ private:
+  enum class Phase { kApply, kWarmup, kMeasure };
+  void apply_locked(double limit_w);
+  void next_candidate_locked();
+  void decide_locked();
+  void log(const std::string& text) const;
+  std::string report_locked() const;
+  std::string window_name() const;
+
+  Monitor& monitor_;
+  PowerLimitOptimizerOptions options_;
+  std::vector<std::shared_ptr<Gpu>> gpus_;
+  std::vector<uint32_t> original_mw_;
+  std::vector<bool> touched_;
+  std::vector<double> candidates_w_;
+  double max_limit_w_ = 0.0;
+
+  mutable std::mutex mutex_;
+  State state_ = State::kProfiling;
+  Phase phase_ = Phase::kApply;
+  std::size_t candidate_ = 0;
+  int steps_ = 0;
+  double phase_started_s_ = 0.0;
+  bool observer_ = false;
+  bool from_saved_profile_ = false;
+  bool applied_choice_ = false;
+  std::vector<PowerLimitProfileRow> rows_;
+  std::optional<double> chosen_w_;
+};
+
+}  // namespace joule

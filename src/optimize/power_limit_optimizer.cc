@@ -1,0 +1,403 @@
+#include "joule/optimize/power_limit_optimizer.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "joule/error.h"
+
+namespace joule {
+
+namespace {
+
+// ---- Restoring on SIGINT/SIGTERM -------------------------------------------
+// The handler only writes the signal number to a pipe: driver calls are not
+// safe inside a signal handler. A thread waiting on the pipe restores every
+// live optimizer, puts the previous handler back and raises the signal again,
+// so the process ends (or the application's own handler runs) as it would
+// have without joule.
+class SignalRestorer {
+ public:
+  static SignalRestorer& instance() {
+    static SignalRestorer* restorer = new SignalRestorer();  // never destroyed: handlers may outlive main
+    return *restorer;
+  }
+  void add(PowerLimitOptimizer* optimizer) {
+    std::lock_guard lock(mutex_);
+    optimizers_.insert(optimizer);
+    if (!installed_) install_locked();
+  }
+  void remove(PowerLimitOptimizer* optimizer) {
+    std::lock_guard lock(mutex_);
+    optimizers_.erase(optimizer);
+  }
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM};
+  static int pipe_write_fd;
+
+  static void on_signal(int signal_number) {
+    const unsigned char byte = static_cast<unsigned char>(signal_number);
+    (void)!write(pipe_write_fd, &byte, 1);
+  }
+
+  void install_locked() {
+    int fds[2];
+    if (pipe(fds) != 0) throw Error(fmt::format("pipe: {}", std::strerror(errno)));
+    pipe_write_fd = fds[1];
+    for (int s : kSignals) {
+      struct sigaction action {};
+      action.sa_handler = on_signal;
+      sigemptyset(&action.sa_mask);
+      action.sa_flags = SA_RESTART;
+      sigaction(s, &action, &previous_[s]);
+    }
+    std::thread([this, fd = fds[0]] { run(fd); }).detach();
+    installed_ = true;
+  }
+
+  void run(int fd) {
+    unsigned char byte = 0;
+    while (true) {
+      const ssize_t got = read(fd, &byte, 1);
+      if (got < 0 && errno == EINTR) continue;
+      if (got != 1) return;
+      const int signal_number = byte;
+      {
+        std::lock_guard lock(mutex_);
+        for (auto* optimizer : optimizers_) {
+          try {
+            optimizer->restore();
+          } catch (const std::exception& e) {
+            std::cerr << "joule: restoring power limits after signal " << signal_number << " failed: " << e.what()
+                      << '\n';
+          }
+        }
+        sigaction(signal_number, &previous_[signal_number], nullptr);
+      }
+      kill(getpid(), signal_number);
+    }
+  }
+
+  std::mutex mutex_;
+  std::set<PowerLimitOptimizer*> optimizers_;
+  bool installed_ = false;
+  struct sigaction previous_[NSIG] {};
+};
+int SignalRestorer::pipe_write_fd = -1;
+
+// ---- Saved profiles --------------------------------------------------------
+nlohmann::json profile_key(const PowerLimitOptimizerOptions& o, const std::vector<std::shared_ptr<Gpu>>& gpus) {
+  return {{"job", o.job_name}, {"batch_size", o.batch_size}, {"gpu_model", gpus.front()->name()},
+          {"gpu_count", gpus.size()}};
+}
+
+nlohmann::json read_profile_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {{"version", 1}, {"profiles", nlohmann::json::array()}};
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("cannot read profile file '{}': {}", path, std::strerror(errno)));
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    if (!j.is_object() || j.value("version", 0) != 1 || !j.contains("profiles") || !j["profiles"].is_array()) {
+      throw UsageError("not a joule power-limit profile file (version 1)");
+    }
+    return j;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("profile file '{}' is not valid JSON ({}); fix or remove it, or use another path",
+                                 path, e.what()));
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("profile file '{}': {}; fix or remove it, or use another path", path, e.what()));
+  }
+}
+
+// Replaces the file atomically (write aside, then rename), so a crash never
+// leaves a half-written profile file.
+void write_profile_file(const std::string& path, const nlohmann::json& j) {
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    if (!out) throw Error(fmt::format("cannot write profile file '{}': {}", temporary, std::strerror(errno)));
+    out << j.dump(2) << '\n';
+    out.flush();
+    if (!out) throw Error(fmt::format("error writing profile file '{}'", temporary));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(temporary.c_str());
+    throw Error(fmt::format("cannot replace profile file '{}': {}", path, std::strerror(error)));
+  }
+}
+
+nlohmann::json rows_to_json(const std::vector<PowerLimitProfileRow>& rows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rows) {
+    list.push_back({{"power_limit_w", r.power_limit_w},
+                    {"steps", r.steps},
+                    {"time_per_step_s", r.time_per_step_s},
+                    {"energy_per_step_j", r.energy_per_step_j},
+                    {"avg_power_w", r.avg_power_w}});
+  }
+  return list;
+}
+
+std::vector<PowerLimitProfileRow> rows_from_json(const nlohmann::json& list) {
+  std::vector<PowerLimitProfileRow> rows;
+  for (const auto& r : list) {
+    rows.push_back({r.at("power_limit_w").get<double>(), r.at("steps").get<int>(), r.at("time_per_step_s").get<double>(),
+                    r.at("energy_per_step_j").get<double>(), r.at("avg_power_w").get<double>()});
+  }
+  return rows;
+}
+
+}  // namespace
+
+PowerLimitOptimizer::PowerLimitOptimizer(Monitor& monitor, PowerLimitOptimizerOptions options)
+    : monitor_(monitor), options_(std::move(options)), gpus_(monitor.gpus()) {
+  options_.objective.validate();
+  if (gpus_.empty()) throw UsageError("power-limit optimizer: the monitor has no GPU");
+  if (!(options_.step_w > 0)) throw UsageError(fmt::format("power-limit step {} W must be positive", options_.step_w));
+  if (options_.warmup_steps < 0 || options_.measure_steps < 1) {
+    throw UsageError("power-limit optimizer: warm-up steps must be >= 0 and measured steps >= 1");
+  }
+  // Candidates lie inside every GPU's constraints.
+  uint32_t low_mw = 0, high_mw = UINT32_MAX;
+  for (const auto& gpu : gpus_) {
+    const PowerLimitRange range = gpu->power_limit_range_mw();
+    low_mw = std::max(low_mw, range.min_mw);
+    high_mw = std::min(high_mw, range.max_mw);
+    original_mw_.push_back(gpu->power_limit_mw());
+  }
+  if (low_mw > high_mw) throw UsageError("power-limit optimizer: the GPUs share no power limit");
+  touched_.assign(gpus_.size(), false);
+  max_limit_w_ = high_mw / 1000.0;
+  for (double w = max_limit_w_; w >= low_mw / 1000.0 - 1e-9; w -= options_.step_w) candidates_w_.push_back(w);
+  if (candidates_w_.back() > low_mw / 1000.0 + 1e-9) candidates_w_.push_back(low_mw / 1000.0);
+  observer_ = options_.observer;
+
+  if (!options_.profile_path.empty() && !options_.reprofile) {
+    const nlohmann::json file = read_profile_file(options_.profile_path);
+    const nlohmann::json key = profile_key(options_, gpus_);
+    for (const auto& entry : file["profiles"]) {
+      if (entry.value("key", nlohmann::json()) != key) continue;
+      try {
+        rows_ = rows_from_json(entry.at("rows"));
+      } catch (const nlohmann::json::exception& e) {
+        throw UsageError(fmt::format("profile file '{}': bad entry for {}: {}", options_.profile_path, key.dump(),
+                                     e.what()));
+      }
+      from_saved_profile_ = !rows_.empty();
+    }
+    if (from_saved_profile_) {
+      std::lock_guard lock(mutex_);
+      decide_locked();
+    }
+  }
+  if (options_.restore_on_signals && !observer_) SignalRestorer::instance().add(this);
+}
+
+PowerLimitOptimizer::~PowerLimitOptimizer() {
+  SignalRestorer::instance().remove(this);
+  try {
+    restore();
+  } catch (const std::exception& e) {
+    log(fmt::format("joule: restoring power limits failed: {}", e.what()));
+  }
+}
+
+void PowerLimitOptimizer::log(const std::string& text) const {
+  if (options_.log) {
+    options_.log(text);
+  } else {
+    std::cerr << text << (text.empty() || text.back() != '\n' ? "\n" : "");
+  }
+}
+
+std::string PowerLimitOptimizer::window_name() const {
+  return fmt::format("__joule_power_limit_{}", candidates_w_[candidate_]);
+}
+
+void PowerLimitOptimizer::apply_locked(double limit_w) {
+  if (observer_) return;
+  const auto limit_mw = static_cast<uint32_t>(std::lround(limit_w * 1000.0));
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    try {
+      if (!touched_[i] && gpus_[i]->power_limit_mw() == limit_mw) continue;
+      gpus_[i]->set_power_limit_mw(limit_mw);
+      touched_[i] = true;
+    } catch (const DeviceError& e) {
+      if (e.code() != DeviceErrc::kNoPermission) throw;
+      // Keep training: put back what was changed and only observe.
+      for (std::size_t j = 0; j < i; ++j) {
+        if (touched_[j]) gpus_[j]->set_power_limit_mw(original_mw_[j]);
+        touched_[j] = false;
+      }
+      observer_ = true;
+      log(fmt::format("joule: cannot change GPU power limits ({}); changing them needs root or the joule daemon "
+                      "(jouled). Continuing in observer mode at the current limit.",
+                      e.what()));
+      return;
+    }
+  }
+}
+
+void PowerLimitOptimizer::restore() {
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    if (!touched_[i]) continue;
+    if (gpus_[i]->power_limit_mw() != original_mw_[i]) gpus_[i]->set_power_limit_mw(original_mw_[i]);
+    touched_[i] = false;
+  }
+}
+
+void PowerLimitOptimizer::on_epoch_begin() {}
+
+void PowerLimitOptimizer::on_step_begin() {
+  std::lock_guard lock(mutex_);
+  if (state_ == State::kDecided) {
+    if (!applied_choice_) {
+      apply_locked(*chosen_w_);
+      applied_choice_ = true;
+    }
+    return;
+  }
+  if (phase_ == Phase::kApply) {
+    apply_locked(candidates_w_[candidate_]);
+    phase_ = Phase::kWarmup;
+    steps_ = 0;
+    phase_started_s_ = monitor_.sampler().clock().now_s();
+  }
+}
+
+void PowerLimitOptimizer::on_step_end() {
+  std::lock_guard lock(mutex_);
+  if (state_ != State::kProfiling || phase_ == Phase::kApply) return;
+  ++steps_;
+  const double now_s = monitor_.sampler().clock().now_s();
+  if (phase_ == Phase::kWarmup) {
+    if (steps_ >= options_.warmup_steps && now_s - phase_started_s_ >= options_.min_warmup_s) {
+      monitor_.begin_window(window_name());
+      phase_ = Phase::kMeasure;
+      steps_ = 0;
+      phase_started_s_ = now_s;
+    }
+    return;
+  }
+  if (steps_ >= options_.measure_steps && now_s - phase_started_s_ >= options_.min_measure_s) {
+    const Measurement m = monitor_.end_window(window_name());
+    const double energy_j = m.gpu_total_energy_j();
+    rows_.push_back({candidates_w_[candidate_], steps_, m.elapsed_s / steps_, energy_j / steps_,
+                     m.elapsed_s > 0 ? energy_j / m.elapsed_s : 0.0});
+    next_candidate_locked();
+  }
+}
+
+void PowerLimitOptimizer::on_epoch_end() {
+  std::lock_guard lock(mutex_);
+  if (state_ != State::kProfiling) return;
+  // The epoch's end (evaluation, checkpoints) is not training: drop a
+  // stretch in progress and warm this limit up again next epoch.
+  if (phase_ == Phase::kMeasure) monitor_.end_window(window_name());
+  if (phase_ != Phase::kApply) phase_ = Phase::kWarmup;
+  steps_ = 0;
+  phase_started_s_ = monitor_.sampler().clock().now_s();
+}
+
+void PowerLimitOptimizer::next_candidate_locked() {
+  ++candidate_;
+  if (candidate_ < candidates_w_.size()) {
+    apply_locked(candidates_w_[candidate_]);
+    phase_ = Phase::kWarmup;
+    steps_ = 0;
+    phase_started_s_ = monitor_.sampler().clock().now_s();
+    return;
+  }
+  decide_locked();
+  if (!options_.profile_path.empty()) {
+    nlohmann::json file = read_profile_file(options_.profile_path);
+    const nlohmann::json key = profile_key(options_, gpus_);
+    auto& list = file["profiles"];
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& e) { return e.value("key", nlohmann::json()) == key; }),
+               list.end());
+    list.push_back({{"key", key}, {"rows", rows_to_json(rows_)}, {"observer", observer_}});
+    write_profile_file(options_.profile_path, file);
+  }
+}
+
+void PowerLimitOptimizer::decide_locked() {
+  std::vector<LimitMeasurement> units;
+  for (const auto& r : rows_) units.push_back({r.power_limit_w, r.time_per_step_s, r.energy_per_step_j});
+  const double price_w = max_limit_w_ * static_cast<double>(gpus_.size());
+  chosen_w_ = rows_[choose_power_limit(units, options_.objective, price_w)].power_limit_w;
+  state_ = State::kDecided;
+  if (!from_saved_profile_) {
+    apply_locked(*chosen_w_);
+    applied_choice_ = true;
+  }
+  log(report_locked());
+}
+
+PowerLimitOptimizer::State PowerLimitOptimizer::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+bool PowerLimitOptimizer::observer() const {
+  std::lock_guard lock(mutex_);
+  return observer_;
+}
+
+std::optional<double> PowerLimitOptimizer::chosen_limit_w() const {
+  std::lock_guard lock(mutex_);
+  return chosen_w_;
+}
+
+std::vector<PowerLimitProfileRow> PowerLimitOptimizer::profile() const {
+  std::lock_guard lock(mutex_);
+  return rows_;
+}
+
+std::string PowerLimitOptimizer::report() const {
+  std::lock_guard lock(mutex_);
+  return report_locked();
+}
+
+std::string PowerLimitOptimizer::report_locked() const {
+  std::string out = fmt::format("joule power-limit profile: job '{}', batch size {}, {} x {}, objective {}{}\n",
+                                options_.job_name, options_.batch_size, gpus_.size(), gpus_.front()->name(),
+                                options_.objective.describe(), from_saved_profile_ ? " (saved profile)" : "");
+  if (observer_) {
+    out += fmt::format("  OBSERVER MODE: no limit was changed; every row was measured at the current limit "
+                       "({:.0f} W)\n",
+                       original_mw_.front() / 1000.0);
+  }
+  out += fmt::format("  {:>9}  {:>7}  {:>13}  {:>15}  {:>12}\n", "limit W", "steps", "time/step ms", "energy/step J",
+                     "avg power W");
+  for (const auto& r : rows_) {
+    out += fmt::format("  {:>9.0f}  {:>7}  {:>13.3f}  {:>15.3f}  {:>12.1f}{}\n", r.power_limit_w, r.steps,
+                       r.time_per_step_s * 1e3, r.energy_per_step_j, r.avg_power_w,
+                       chosen_w_ && r.power_limit_w == *chosen_w_ ? "  <- chosen" : "");
+  }
+  if (chosen_w_ && !rows_.empty()) {
+    const auto& top = rows_.front();
+    const auto& pick = *std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.power_limit_w == *chosen_w_; });
+    out += fmt::format("  {} {:.0f} W: time per step {:+.1f}%, energy per step {:+.1f}% against {:.0f} W\n",
+                       observer_ ? "would choose" : "chose", *chosen_w_,
+                       100.0 * (pick.time_per_step_s / top.time_per_step_s - 1.0),
+                       100.0 * (pick.energy_per_step_j / top.energy_per_step_j - 1.0), top.power_limit_w);
+  }
+  return out;
+}
+
+}  // namespace joule

@@ -1,0 +1,232 @@
+#include "joule/optimize/power_limit_optimizer.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/test_support.h"
+#include "common/training_loop.h"
+#include "joule/common/csv.h"
+#include "joule/error.h"
+
+namespace joule {
+namespace {
+
+using testing::SimTraining;
+
+PowerLimitOptimizerOptions quiet(Objective objective) {
+  PowerLimitOptimizerOptions o;
+  o.objective = objective;
+  o.warmup_steps = 2;
+  o.measure_steps = 5;
+  o.restore_on_signals = false;
+  o.log = [](const std::string&) {};
+  return o;
+}
+
+// What an exhaustive sweep of the model says, per candidate limit.
+std::vector<LimitMeasurement> sweep(const SimGpuModel& model, int gpus, double base_step_s, double step_w) {
+  std::vector<LimitMeasurement> rows;
+  for (double w = model.max_limit_mw / 1000.0; w >= model.min_limit_mw / 1000.0 - 1e-9; w -= step_w) {
+    const double t = base_step_s / model.relative_speed(1.0, w);
+    rows.push_back({w, t, gpus * model.power_w(1.0, w) * t});
+  }
+  return rows;
+}
+
+TEST(PowerLimitOptimizerTest, ConvergesToTheModelsOptimumForEachObjective) {
+  for (const Objective& objective : {Objective::time(), Objective::energy(), Objective::cost(0.5), Objective::cost(0.9),
+                                     Objective::slowdown(1.1), Objective::slowdown(1.3)}) {
+    SimTraining training({SimGpuModel{}, SimGpuModel{}});
+    PowerLimitOptimizer optimizer(*training.monitor, quiet(objective));
+    training.epoch(optimizer, 200);
+    ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided) << objective.describe();
+    const auto expected = sweep(SimGpuModel{}, 2, 0.1, 25.0);
+    const double best = expected[choose_power_limit(expected, objective, 2 * 700.0)].power_limit_w;
+    EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), best) << objective.describe();
+    // Both GPUs now train at the chosen limit.
+    for (const auto& gpu : training.gpus) EXPECT_EQ(gpu->power_limit_mw(), static_cast<uint32_t>(best * 1000));
+    // The measured profile matches the model row by row.
+    const auto rows = optimizer.profile();
+    ASSERT_EQ(rows.size(), expected.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_NEAR(rows[i].time_per_step_s, expected[i].time_s, 1e-9);
+      EXPECT_NEAR(rows[i].energy_per_step_j, expected[i].energy_j, 1e-6 * expected[i].energy_j);
+    }
+  }
+}
+
+TEST(PowerLimitOptimizerTest, CandidatesStepDownFromTheLargestToTheSmallestLimit) {
+  SimGpuModel model;
+  model.min_limit_mw = 210'000;  // not on the 25 W grid: the minimum is still tried
+  SimTraining training({model});
+  PowerLimitOptimizer optimizer(*training.monitor, quiet(Objective::energy()));
+  const auto c = optimizer.candidate_limits_w();
+  EXPECT_DOUBLE_EQ(c.front(), 700.0);
+  EXPECT_DOUBLE_EQ(c[1], 675.0);
+  EXPECT_DOUBLE_EQ(c[c.size() - 2], 225.0);
+  EXPECT_DOUBLE_EQ(c.back(), 210.0);
+}
+
+TEST(PowerLimitOptimizerTest, EpochEndDropsAMeasurementInProgressAndContinuesNextEpoch) {
+  SimTraining training({SimGpuModel{}});
+  PowerLimitOptimizer optimizer(*training.monitor, quiet(Objective::time()));
+  // 7 steps per candidate; epochs of 10 steps cut measurements short.
+  for (int e = 0; e < 60 && optimizer.state() == PowerLimitOptimizer::State::kProfiling; ++e) {
+    training.epoch(optimizer, 10);
+  }
+  ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+  for (const auto& row : optimizer.profile()) EXPECT_EQ(row.steps, 5);
+  EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), 700.0);
+}
+
+TEST(PowerLimitOptimizerTest, RestoreAndDestructorPutTheOriginalLimitBack) {
+  SimTraining training({SimGpuModel{}, SimGpuModel{}});
+  training.gpus[1]->set_power_limit_mw(650'000);  // GPUs need not start equal
+  {
+    PowerLimitOptimizer optimizer(*training.monitor, quiet(Objective::energy()));
+    training.epoch(optimizer, 200);
+    EXPECT_NE(training.gpus[0]->power_limit_mw(), 700'000u);
+  }
+  EXPECT_EQ(training.gpus[0]->power_limit_mw(), 700'000u);
+  EXPECT_EQ(training.gpus[1]->power_limit_mw(), 650'000u);
+}
+
+TEST(PowerLimitOptimizerTest, ObserverModeNeverChangesALimit) {
+  SimTraining training({SimGpuModel{}});
+  auto options = quiet(Objective::energy());
+  options.observer = true;
+  std::string report;
+  options.log = [&](const std::string& text) { report += text; };
+  PowerLimitOptimizer optimizer(*training.monitor, options);
+  training.epoch(optimizer, 200);
+  EXPECT_EQ(training.gpus[0]->power_limit_mw(), 700'000u);
+  EXPECT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+  EXPECT_NE(report.find("OBSERVER MODE"), std::string::npos) << report;
+  EXPECT_NE(report.find("would choose"), std::string::npos) << report;
+}
+
+TEST(PowerLimitOptimizerTest, SavedProfileSkipsProfilingForTheSameJob) {
+  testing::TempDir tmp;
+  auto options = quiet(Objective::energy());
+  options.profile_path = tmp.file("profiles.json");
+  options.job_name = "resnet";
+  options.batch_size = 128;
+  double chosen = 0;
+  {
+    SimTraining training({SimGpuModel{}});
+    PowerLimitOptimizer optimizer(*training.monitor, options);
+    training.epoch(optimizer, 200);
+    chosen = *optimizer.chosen_limit_w();
+  }
+  {
+    SimTraining training({SimGpuModel{}});
+    PowerLimitOptimizer optimizer(*training.monitor, options);
+    EXPECT_TRUE(optimizer.from_saved_profile());
+    EXPECT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+    training.step(optimizer);
+    EXPECT_EQ(training.gpus[0]->power_limit_mw(), static_cast<uint32_t>(chosen * 1000));
+    // A changed objective reuses the saved rows: the fastest limit for time.
+    auto for_time = options;
+    for_time.objective = Objective::time();
+    PowerLimitOptimizer again(*training.monitor, for_time);
+    EXPECT_DOUBLE_EQ(*again.chosen_limit_w(), 700.0);
+  }
+  {
+    SimTraining training({SimGpuModel{}});
+    auto other = options;
+    other.batch_size = 256;  // another key: profile again
+    PowerLimitOptimizer optimizer(*training.monitor, other);
+    EXPECT_FALSE(optimizer.from_saved_profile());
+    other.reprofile = true;
+    other.batch_size = 128;
+    PowerLimitOptimizer forced(*training.monitor, other);
+    EXPECT_FALSE(forced.from_saved_profile());
+  }
+}
+
+TEST(PowerLimitOptimizerTest, CorruptProfileFileIsAnErrorAndIsLeftAlone) {
+  testing::TempDir tmp;
+  testing::write_file(tmp.file("p.json"), "{not json");
+  SimTraining training({SimGpuModel{}});
+  auto options = quiet(Objective::energy());
+  options.profile_path = tmp.file("p.json");
+  try {
+    PowerLimitOptimizer optimizer(*training.monitor, options);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json' is not valid JSON"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(testing::read_file(tmp.file("p.json")), "{not json");
+}
+
+TEST(PowerLimitOptimizerTest, RejectsBadOptions) {
+  SimTraining training({SimGpuModel{}});
+  auto options = quiet(Objective::cost(1.5));
+  EXPECT_THROW(PowerLimitOptimizer(*training.monitor, options), UsageError);
+  options = quiet(Objective::slowdown(0.9));
+  EXPECT_THROW(PowerLimitOptimizer(*training.monitor, options), UsageError);
+  options = quiet(Objective::energy());
+  options.step_w = 0;
+  EXPECT_THROW(PowerLimitOptimizer(*training.monitor, options), UsageError);
+}
+
+// Profiles measured by others on A40 and V100 GPUs (../shared/profile_data):
+// per-limit windows with elapsed time and energy per GPU. The simulated GPUs
+// replay them; the optimizer must pick what the data says directly.
+TEST(PowerLimitOptimizerTest, PicksTheArgminOfMeasuredA40AndV100Profiles) {
+  const std::string dir = std::string(JOULE_SOURCE_DIR) + "/../shared/profile_data";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no profile data at " << dir;
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const CsvTable table = CsvTable::read(entry.path().string());
+    table.require_columns({"window_name", "elapsed_time", "gpu0_energy"});
+    int gpu_count = 0;
+    while (table.has_column(fmt::format("gpu{}_energy", gpu_count))) ++gpu_count;
+    std::vector<LimitMeasurement> direct;  // (limit, elapsed, energy of all GPUs)
+    std::vector<SimGpuModel> models(gpu_count);
+    double max_w = 0, min_w = 1e9, max_elapsed = 0;
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const auto row = table.row(i);
+      const std::string& name = row.text("window_name");
+      const double limit_w = std::stod(name.substr(name.rfind('_') + 1));
+      double energy_j = 0;
+      for (int g = 0; g < gpu_count; ++g) energy_j += row.number(fmt::format("gpu{}_energy", g));
+      direct.push_back({limit_w, row.number("elapsed_time"), energy_j});
+      max_w = std::max(max_w, limit_w);
+      min_w = std::min(min_w, limit_w);
+    }
+    for (const auto& d : direct) {
+      if (d.power_limit_w == max_w) max_elapsed = d.time_s;
+    }
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const auto row = table.row(i);
+      for (int g = 0; g < gpu_count; ++g) {
+        const double elapsed = row.number("elapsed_time");
+        models[g].measured[static_cast<uint32_t>(direct[i].power_limit_w * 1000)] = {
+            row.number(fmt::format("gpu{}_energy", g)) / elapsed, max_elapsed / elapsed};
+      }
+    }
+    for (auto& m : models) {
+      m.name = entry.path().filename().string();
+      m.min_limit_mw = static_cast<uint32_t>(min_w * 1000);
+      m.max_limit_mw = m.default_limit_mw = static_cast<uint32_t>(max_w * 1000);
+      m.idle_power_w = 0;
+    }
+    for (const Objective& objective :
+         {Objective::time(), Objective::energy(), Objective::cost(0.5), Objective::slowdown(1.1)}) {
+      SimTraining training(models, 0.05);
+      PowerLimitOptimizer optimizer(*training.monitor, quiet(objective));
+      training.epoch(optimizer, 200);
+      ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+      const double expected = direct[choose_power_limit(direct, objective, max_w * gpu_count)].power_limit_w;
+      EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), expected) << entry.path() << " " << objective.describe();
+    }
+    ++files;
+  }
+  EXPECT_EQ(files, 12);
+}
+
+}  // namespace
+}  // namespace joule
