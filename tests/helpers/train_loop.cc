@@ -1,0 +1,53 @@
+// A training loop with the power-limit optimizer, on whatever GPUs joule
+// finds (the tests point it at the fake libnvidia-ml.so.1), for tests that
+// need a real process: how it ends decides how limits must be restored.
+//   joule_test_train_loop normal|throw|wait READY_FILE
+//     normal: profile every limit, then train a few steps and exit 0
+//     throw:  throw an exception in the middle of profiling (exit 3)
+//     wait:   create READY_FILE at the second limit, then keep stepping until killed
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "joule/device/discovery.h"
+#include "joule/optimize/power_limit_optimizer.h"
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: joule_test_train_loop normal|throw|wait READY_FILE\n";
+    return 2;
+  }
+  const std::string mode = argv[1], ready = argv[2];
+  try {
+    joule::DiscoveryOptions discovery;
+    discovery.backend = joule::GpuBackend::kNvml;
+    const joule::Devices devices = joule::discover_devices(discovery);
+    joule::MonitorOptions monitor_options;
+    monitor_options.sampler.interval_s = 0.005;
+    joule::Monitor monitor(devices, monitor_options);
+    joule::PowerLimitOptimizerOptions options;
+    options.objective = joule::Objective::time();
+    options.step_w = 50;
+    options.warmup_steps = 1;
+    options.measure_steps = 3;
+    joule::PowerLimitOptimizer optimizer(monitor, options);
+    optimizer.on_epoch_begin();
+    for (int step = 0;; ++step) {
+      optimizer.on_step_begin();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      optimizer.on_step_end();
+      if (mode == "throw" && step == 5) throw std::runtime_error("training failed");
+      if (mode == "wait" && step == 5) std::ofstream(ready) << "ready\n";
+      if (mode == "normal" && optimizer.state() == joule::PowerLimitOptimizer::State::kDecided && step > 40) break;
+    }
+    optimizer.on_epoch_end();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "joule_test_train_loop: " << e.what() << '\n';
+    return 3;
+  }
+}
