@@ -233,7 +233,7 @@ void PowerLimitOptimizer::apply_locked(double limit_w) {
   const auto limit_mw = static_cast<uint32_t>(std::lround(limit_w * 1000.0));
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     try {
-      if (!touched_[i] && gpus_[i]->power_limit_mw() == limit_mw) continue;
+      if (gpus_[i]->power_limit_mw() == limit_mw) continue;  // no redundant driver call
       gpus_[i]->set_power_limit_mw(limit_mw);
       touched_[i] = true;
     } catch (const DeviceError& e) {

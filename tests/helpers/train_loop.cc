@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     monitor_options.sampler.interval_s = 0.005;
     joule::Monitor monitor(devices, monitor_options);
     joule::PowerLimitOptimizerOptions options;
-    options.objective = joule::Objective::time();
+    options.objective = joule::Objective::energy();
     options.step_w = 50;
     options.warmup_steps = 1;
     options.measure_steps = 3;

@@ -14,10 +14,12 @@ namespace {
 
 using testing::TempDir;
 
-// Two GPUs at 300 W (limits 200-300 W): candidates 300, 250, 200 with 50 W steps.
+// Two GPUs at 300 W (limits 200-300 W): candidates 300, 250, 200 with 50 W
+// steps. They would draw 400 W, so each limit caps the power; step times do
+// not change (the loop sleeps), so the energy objective picks 200 W.
 constexpr const char* kTwoGpus =
-    "device name=\"NVIDIA A40\" power_w=150 min_limit_w=200 max_limit_w=300\n"
-    "device name=\"NVIDIA A40\" power_w=150 min_limit_w=200 max_limit_w=300\n";
+    "device name=\"NVIDIA A40\" power_w=400 min_limit_w=200 max_limit_w=300\n"
+    "device name=\"NVIDIA A40\" power_w=400 min_limit_w=200 max_limit_w=300\n";
 
 std::vector<std::string> set_calls(int device, const std::vector<int>& limits_w) {
   std::vector<std::string> lines;
@@ -50,10 +52,10 @@ TEST(PowerLimitNvmlTest, NormalEndSetsEachCandidateThenTheChoiceThenRestores) {
   FakeGpus run(kTwoGpus);
   const auto r = testing::run_process({JOULE_TRAIN_LOOP_BINARY, "normal", run.dir.file("ready")}, run.env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // 300 is the current limit (not set again); the fake's power (150 W) is
-  // under every limit, so time ties and the highest limit, 300 W, is chosen.
+  // 300 W is the current limit (not set again); 200 W, the last candidate,
+  // is the choice (already set); the end of training restores 300 W.
   EXPECT_EQ(testing::read_lines(run.fake.log_path), interleaved({250, 200, 300}));
-  EXPECT_NE(r.err.find("chose 300 W"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chose 200 W"), std::string::npos) << r.err;
 }
 
 TEST(PowerLimitNvmlTest, ExceptionUnwindingRestoresTheOriginalLimit) {
