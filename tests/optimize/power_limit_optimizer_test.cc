@@ -6,14 +6,13 @@
 #include <filesystem>
 
 #include "common/test_support.h"
-#include "common/training_loop.h"
 #include "joule/common/csv.h"
 #include "joule/error.h"
+#include "joule/simulate/training_loop.h"
 
 namespace joule {
 namespace {
 
-using testing::SimTraining;
 
 PowerLimitOptimizerOptions quiet(Objective objective) {
   PowerLimitOptimizerOptions o;
@@ -38,15 +37,15 @@ std::vector<LimitMeasurement> sweep(const SimGpuModel& model, int gpus, double b
 TEST(PowerLimitOptimizerTest, ConvergesToTheModelsOptimumForEachObjective) {
   for (const Objective& objective : {Objective::time(), Objective::energy(), Objective::cost(0.5), Objective::cost(0.9),
                                      Objective::slowdown(1.1), Objective::slowdown(1.3)}) {
-    SimTraining training({SimGpuModel{}, SimGpuModel{}});
-    PowerLimitOptimizer optimizer(*training.monitor, quiet(objective));
+    SimulatedTraining training({SimGpuModel{}, SimGpuModel{}});
+    PowerLimitOptimizer optimizer(training.monitor(), quiet(objective));
     training.epoch(optimizer, 200);
     ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided) << objective.describe();
     const auto expected = sweep(SimGpuModel{}, 2, 0.1, 25.0);
     const double best = expected[choose_power_limit(expected, objective, 2 * 700.0)].power_limit_w;
     EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), best) << objective.describe();
     // Both GPUs now train at the chosen limit.
-    for (const auto& gpu : training.gpus) EXPECT_EQ(gpu->power_limit_mw(), static_cast<uint32_t>(best * 1000));
+    for (const auto& gpu : training.gpus()) EXPECT_EQ(gpu->power_limit_mw(), static_cast<uint32_t>(best * 1000));
     // The measured profile matches the model row by row.
     const auto rows = optimizer.profile();
     ASSERT_EQ(rows.size(), expected.size());
@@ -60,8 +59,8 @@ TEST(PowerLimitOptimizerTest, ConvergesToTheModelsOptimumForEachObjective) {
 TEST(PowerLimitOptimizerTest, CandidatesStepDownFromTheLargestToTheSmallestLimit) {
   SimGpuModel model;
   model.min_limit_mw = 210'000;  // not on the 25 W grid: the minimum is still tried
-  SimTraining training({model});
-  PowerLimitOptimizer optimizer(*training.monitor, quiet(Objective::energy()));
+  SimulatedTraining training({model});
+  PowerLimitOptimizer optimizer(training.monitor(), quiet(Objective::energy()));
   const auto c = optimizer.candidate_limits_w();
   EXPECT_DOUBLE_EQ(c.front(), 700.0);
   EXPECT_DOUBLE_EQ(c[1], 675.0);
@@ -70,8 +69,8 @@ TEST(PowerLimitOptimizerTest, CandidatesStepDownFromTheLargestToTheSmallestLimit
 }
 
 TEST(PowerLimitOptimizerTest, EpochEndDropsAMeasurementInProgressAndContinuesNextEpoch) {
-  SimTraining training({SimGpuModel{}});
-  PowerLimitOptimizer optimizer(*training.monitor, quiet(Objective::time()));
+  SimulatedTraining training({SimGpuModel{}});
+  PowerLimitOptimizer optimizer(training.monitor(), quiet(Objective::time()));
   // 7 steps per candidate; epochs of 10 steps cut measurements short.
   for (int e = 0; e < 60 && optimizer.state() == PowerLimitOptimizer::State::kProfiling; ++e) {
     training.epoch(optimizer, 10);
@@ -82,26 +81,26 @@ TEST(PowerLimitOptimizerTest, EpochEndDropsAMeasurementInProgressAndContinuesNex
 }
 
 TEST(PowerLimitOptimizerTest, RestoreAndDestructorPutTheOriginalLimitBack) {
-  SimTraining training({SimGpuModel{}, SimGpuModel{}});
-  training.gpus[1]->set_power_limit_mw(650'000);  // GPUs need not start equal
+  SimulatedTraining training({SimGpuModel{}, SimGpuModel{}});
+  training.gpus()[1]->set_power_limit_mw(650'000);  // GPUs need not start equal
   {
-    PowerLimitOptimizer optimizer(*training.monitor, quiet(Objective::energy()));
+    PowerLimitOptimizer optimizer(training.monitor(), quiet(Objective::energy()));
     training.epoch(optimizer, 200);
-    EXPECT_NE(training.gpus[0]->power_limit_mw(), 700'000u);
+    EXPECT_NE(training.gpus()[0]->power_limit_mw(), 700'000u);
   }
-  EXPECT_EQ(training.gpus[0]->power_limit_mw(), 700'000u);
-  EXPECT_EQ(training.gpus[1]->power_limit_mw(), 650'000u);
+  EXPECT_EQ(training.gpus()[0]->power_limit_mw(), 700'000u);
+  EXPECT_EQ(training.gpus()[1]->power_limit_mw(), 650'000u);
 }
 
 TEST(PowerLimitOptimizerTest, ObserverModeNeverChangesALimit) {
-  SimTraining training({SimGpuModel{}});
+  SimulatedTraining training({SimGpuModel{}});
   auto options = quiet(Objective::energy());
   options.observer = true;
   std::string report;
   options.log = [&](const std::string& text) { report += text; };
-  PowerLimitOptimizer optimizer(*training.monitor, options);
+  PowerLimitOptimizer optimizer(training.monitor(), options);
   training.epoch(optimizer, 200);
-  EXPECT_EQ(training.gpus[0]->power_limit_mw(), 700'000u);
+  EXPECT_EQ(training.gpus()[0]->power_limit_mw(), 700'000u);
   EXPECT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
   EXPECT_NE(report.find("OBSERVER MODE"), std::string::npos) << report;
   EXPECT_NE(report.find("would choose"), std::string::npos) << report;
@@ -115,33 +114,33 @@ TEST(PowerLimitOptimizerTest, SavedProfileSkipsProfilingForTheSameJob) {
   options.batch_size = 128;
   double chosen = 0;
   {
-    SimTraining training({SimGpuModel{}});
-    PowerLimitOptimizer optimizer(*training.monitor, options);
+    SimulatedTraining training({SimGpuModel{}});
+    PowerLimitOptimizer optimizer(training.monitor(), options);
     training.epoch(optimizer, 200);
     chosen = *optimizer.chosen_limit_w();
   }
   {
-    SimTraining training({SimGpuModel{}});
-    PowerLimitOptimizer optimizer(*training.monitor, options);
+    SimulatedTraining training({SimGpuModel{}});
+    PowerLimitOptimizer optimizer(training.monitor(), options);
     EXPECT_TRUE(optimizer.from_saved_profile());
     EXPECT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
     training.step(optimizer);
-    EXPECT_EQ(training.gpus[0]->power_limit_mw(), static_cast<uint32_t>(chosen * 1000));
+    EXPECT_EQ(training.gpus()[0]->power_limit_mw(), static_cast<uint32_t>(chosen * 1000));
     // A changed objective reuses the saved rows: the fastest limit for time.
     auto for_time = options;
     for_time.objective = Objective::time();
-    PowerLimitOptimizer again(*training.monitor, for_time);
+    PowerLimitOptimizer again(training.monitor(), for_time);
     EXPECT_DOUBLE_EQ(*again.chosen_limit_w(), 700.0);
   }
   {
-    SimTraining training({SimGpuModel{}});
+    SimulatedTraining training({SimGpuModel{}});
     auto other = options;
     other.batch_size = 256;  // another key: profile again
-    PowerLimitOptimizer optimizer(*training.monitor, other);
+    PowerLimitOptimizer optimizer(training.monitor(), other);
     EXPECT_FALSE(optimizer.from_saved_profile());
     other.reprofile = true;
     other.batch_size = 128;
-    PowerLimitOptimizer forced(*training.monitor, other);
+    PowerLimitOptimizer forced(training.monitor(), other);
     EXPECT_FALSE(forced.from_saved_profile());
   }
 }
@@ -149,11 +148,11 @@ TEST(PowerLimitOptimizerTest, SavedProfileSkipsProfilingForTheSameJob) {
 TEST(PowerLimitOptimizerTest, CorruptProfileFileIsAnErrorAndIsLeftAlone) {
   testing::TempDir tmp;
   testing::write_file(tmp.file("p.json"), "{not json");
-  SimTraining training({SimGpuModel{}});
+  SimulatedTraining training({SimGpuModel{}});
   auto options = quiet(Objective::energy());
   options.profile_path = tmp.file("p.json");
   try {
-    PowerLimitOptimizer optimizer(*training.monitor, options);
+    PowerLimitOptimizer optimizer(training.monitor(), options);
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("p.json' is not valid JSON"), std::string::npos) << e.what();
@@ -162,14 +161,14 @@ TEST(PowerLimitOptimizerTest, CorruptProfileFileIsAnErrorAndIsLeftAlone) {
 }
 
 TEST(PowerLimitOptimizerTest, RejectsBadOptions) {
-  SimTraining training({SimGpuModel{}});
+  SimulatedTraining training({SimGpuModel{}});
   auto options = quiet(Objective::cost(1.5));
-  EXPECT_THROW(PowerLimitOptimizer(*training.monitor, options), UsageError);
+  EXPECT_THROW(PowerLimitOptimizer(training.monitor(), options), UsageError);
   options = quiet(Objective::slowdown(0.9));
-  EXPECT_THROW(PowerLimitOptimizer(*training.monitor, options), UsageError);
+  EXPECT_THROW(PowerLimitOptimizer(training.monitor(), options), UsageError);
   options = quiet(Objective::energy());
   options.step_w = 0;
-  EXPECT_THROW(PowerLimitOptimizer(*training.monitor, options), UsageError);
+  EXPECT_THROW(PowerLimitOptimizer(training.monitor(), options), UsageError);
 }
 
 // Profiles measured by others on A40 and V100 GPUs (../shared/profile_data):
@@ -216,8 +215,8 @@ TEST(PowerLimitOptimizerTest, PicksTheArgminOfMeasuredA40AndV100Profiles) {
     }
     for (const Objective& objective :
          {Objective::time(), Objective::energy(), Objective::cost(0.5), Objective::slowdown(1.1)}) {
-      SimTraining training(models, 0.05);
-      PowerLimitOptimizer optimizer(*training.monitor, quiet(objective));
+      SimulatedTraining training(models, 0.05);
+      PowerLimitOptimizer optimizer(training.monitor(), quiet(objective));
       training.epoch(optimizer, 200);
       ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
       const double expected = direct[choose_power_limit(direct, objective, max_w * gpu_count)].power_limit_w;
