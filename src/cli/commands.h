@@ -56,4 +56,22 @@ struct SimulateOptions {
 };
 int run_simulate(const SimulateOptions& options);
 
+struct TrainSimOptions {
+  std::string objective = "cost";  // time, energy, cost, slowdown
+  double eta = 0.5;
+  double max_slowdown = 1.1;
+  int epochs = 2;
+  int steps_per_epoch = 500;
+  double step_ms = 100.0;
+  double step_w = 25.0;
+  int warmup_steps = 5;
+  int measure_steps = 20;
+  bool observer = false;
+  std::string profile_path;
+  bool reprofile = false;
+  std::string job = "train-sim";
+  int batch_size = 0;
+};
+int run_train_sim(const CommonOptions& common, const TrainSimOptions& options);
+
 }  // namespace joule::cli

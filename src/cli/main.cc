@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
   measure_command->positionals_at_end();
 
   const std::string first = argc > 1 ? argv[1] : "";
-  if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure or simulate; see 'joule --help')\n", first);
+  if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate" &&
+      first != "train-sim") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, simulate or train-sim; see 'joule --help')\n", first);
     return 2;
   }
   joule::cli::SimulateOptions simulate;
@@ -74,6 +75,25 @@ int main(int argc, char** argv) {
   simulate_command->add_option("--recurrences", simulate.recurrences, "default 2 x batch sizes x power limits");
   simulate_command->add_flag("--strict", simulate.strict, "a batch size missing from one trace is an error");
   simulate_command->add_option("--out", simulate.out_path, "write one CSV row per recurrence");
+
+  joule::cli::TrainSimOptions train_sim;
+  CLI::App* train_sim_command = app.add_subcommand(
+      "train-sim", "a synthetic training loop on simulated GPUs with the just-in-time power-limit optimizer");
+  train_sim_command->add_option("--sim", common.sim_spec, "simulated GPUs, e.g. count=4 (also $JOULE_SIM)");
+  train_sim_command->add_option("--objective", train_sim.objective, "time, energy, cost or slowdown (default cost)");
+  train_sim_command->add_option("--eta", train_sim.eta, "for cost: energy (1) vs time (0), default 0.5");
+  train_sim_command->add_option("--max-slowdown", train_sim.max_slowdown, "for slowdown: allowed factor, default 1.1");
+  train_sim_command->add_option("--epochs", train_sim.epochs, "default 2");
+  train_sim_command->add_option("--steps-per-epoch", train_sim.steps_per_epoch, "default 500");
+  train_sim_command->add_option("--step-ms", train_sim.step_ms, "step time at full speed, default 100");
+  train_sim_command->add_option("--step-w", train_sim.step_w, "spacing of the limits tried, default 25");
+  train_sim_command->add_option("--warmup-steps", train_sim.warmup_steps, "per limit, default 5");
+  train_sim_command->add_option("--measure-steps", train_sim.measure_steps, "per limit, default 20");
+  train_sim_command->add_flag("--observer", train_sim.observer, "profile and report, never change a limit");
+  train_sim_command->add_option("--profile", train_sim.profile_path, "JSON file of saved profiles");
+  train_sim_command->add_flag("--reprofile", train_sim.reprofile, "ignore a saved profile");
+  train_sim_command->add_option("--job", train_sim.job, "job name (profile key), default train-sim");
+  train_sim_command->add_option("--batch-size", train_sim.batch_size, "batch size (profile key)");
 
   try {
     app.parse(argc, argv);
@@ -104,6 +124,7 @@ int main(int argc, char** argv) {
     if (*info_command) return joule::cli::run_info(common, info);
     if (*measure_command) return joule::cli::run_measure(common, measure);
     if (*simulate_command) return joule::cli::run_simulate(simulate);
+    if (*train_sim_command) return joule::cli::run_train_sim(common, train_sim);
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", e.what());
     return 2;

@@ -1,0 +1,58 @@
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "joule/device/sim.h"
+#include "joule/error.h"
+#include "joule/simulate/training_loop.h"
+
+namespace joule::cli {
+
+int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
+  if (o.epochs < 1 || o.steps_per_epoch < 1) throw UsageError("--epochs and --steps-per-epoch must be at least 1");
+  if (!(o.step_ms > 0)) throw UsageError(fmt::format("--step-ms {} must be positive", o.step_ms));
+  const char* env = std::getenv("JOULE_SIM");
+  const SimSpec spec = parse_sim_spec(common.sim_spec.empty() && env ? env : common.sim_spec);
+  SimulatedTraining training(std::vector<SimGpuModel>(spec.count, spec.model), o.step_ms / 1000.0);
+
+  PowerLimitOptimizerOptions options;
+  options.job_name = o.job;
+  options.batch_size = o.batch_size;
+  options.objective = parse_objective(o.objective, o.eta, o.max_slowdown);
+  options.step_w = o.step_w;
+  options.warmup_steps = o.warmup_steps;
+  options.measure_steps = o.measure_steps;
+  options.observer = o.observer;
+  options.profile_path = o.profile_path;
+  options.reprofile = o.reprofile;
+  options.restore_on_signals = false;  // simulated GPUs: nothing outlives the process
+  options.log = [](const std::string& text) { std::cout << text; };
+
+  std::cout << fmt::format(
+      "joule train-sim: {} SIMULATED GPU{} ({}), {} epoch{} x {} steps, {:.0f} ms per step at full speed\n",
+      spec.count, spec.count == 1 ? "" : "s", spec.model.name, o.epochs, o.epochs == 1 ? "" : "s",
+      o.steps_per_epoch, o.step_ms);
+  Monitor& monitor = training.monitor();
+  PowerLimitOptimizer optimizer(monitor, options);
+  monitor.begin_window("training");
+  for (int e = 0; e < o.epochs; ++e) training.epoch(optimizer, o.steps_per_epoch);
+  const Measurement total = monitor.end_window("training");
+
+  if (optimizer.state() != PowerLimitOptimizer::State::kDecided) {
+    std::cout << fmt::format("profiling did not finish within the run ({} of {} limits measured); use more steps\n",
+                             optimizer.profile().size(), optimizer.candidate_limits_w().size());
+  } else {
+    const auto rows = optimizer.profile();
+    const double steps = static_cast<double>(o.epochs) * o.steps_per_epoch;
+    std::cout << fmt::format(
+        "training: {:.1f} s and {:.1f} kJ in all (profiling included); at {:.0f} W throughout it would take "
+        "{:.1f} s and {:.1f} kJ\n",
+        total.elapsed_s, total.gpu_total_energy_j() / 1000.0, rows.front().power_limit_w,
+        steps * rows.front().time_per_step_s, steps * rows.front().energy_per_step_j / 1000.0);
+  }
+  return 0;
+}
+
+}  // namespace joule::cli

@@ -1,0 +1,44 @@
+// `joule train-sim` end to end.
+#include <gtest/gtest.h>
+
+#include "common/test_support.h"
+
+namespace joule {
+namespace {
+
+using testing::run_process;
+
+TEST(TrainSimCliTest, PrintsTheProfileAndTheDecision) {
+  const auto r = run_process({JOULE_BINARY, "train-sim", "--sim", "count=2", "--objective", "energy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 SIMULATED GPUs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("objective energy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("<- chosen"), std::string::npos) << r.out;
+  // With the default model, energy per step falls all the way to the minimum.
+  EXPECT_NE(r.out.find("chose 200 W"), std::string::npos) << r.out;
+}
+
+TEST(TrainSimCliTest, SavedProfileIsReusedUnlessReprofiling) {
+  testing::TempDir tmp;
+  const std::vector<std::string> base = {JOULE_BINARY, "train-sim", "--profile", tmp.file("p.json"), "--job", "demo"};
+  ASSERT_EQ(run_process(base).exit_code, 0);
+  const auto again = run_process(base);
+  EXPECT_NE(again.out.find("(saved profile)"), std::string::npos) << again.out;
+  auto forced = base;
+  forced.push_back("--reprofile");
+  EXPECT_EQ(run_process(forced).out.find("(saved profile)"), std::string::npos);
+}
+
+TEST(TrainSimCliTest, TooFewStepsSaysSoAndBadOptionsAreNamed) {
+  const auto r = run_process({JOULE_BINARY, "train-sim", "--epochs", "1", "--steps-per-epoch", "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("profiling did not finish"), std::string::npos) << r.out;
+  const auto bad = run_process({JOULE_BINARY, "train-sim", "--objective", "speed"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown objective 'speed'"), std::string::npos) << bad.err;
+  const auto eta = run_process({JOULE_BINARY, "train-sim", "--eta", "7"});
+  EXPECT_NE(eta.err.find("eta 7 is outside [0, 1]"), std::string::npos) << eta.err;
+}
+
+}  // namespace
+}  // namespace joule
