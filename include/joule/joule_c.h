@@ -1,0 +1,51 @@
+/* A small C interface to joule's measurement and power-limit optimizer, for
+ * training loops in other languages (ctypes, cffi). Every function that can
+ * fail returns 0 on success and -1 on failure, with the message available
+ * from joule_last_error() (per thread). */
+#ifndef JOULE_JOULE_C_H_
+#define JOULE_JOULE_C_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct joule_session joule_session;
+
+/* Opens the devices joule finds (as `joule info` shows them), starts a
+ * monitor, and, when options_json has "power_limit": {...}, a power-limit
+ * optimizer. options_json (may be NULL or "{}"):
+ *   {"interval_ms": 100, "gpus": [0, 1],
+ *    "power_limit": {"objective": "cost", "eta": 0.5, "max_slowdown": 1.1,
+ *                    "observer": true, "step_w": 25, "warmup_steps": 5,
+ *                    "measure_steps": 20, "min_warmup_s": 0, "min_measure_s": 0,
+ *                    "job": "name", "batch_size": 0, "profile_path": "",
+ *                    "reprofile": false}}
+ * Returns NULL on failure. */
+joule_session* joule_session_open(const char* options_json);
+void joule_session_close(joule_session* session);
+
+/* Measurement windows; joule_end_window writes a JSON object with elapsed_s,
+ * gpu_energy_j[], cpu_package_energy_j[], dram_energy_j[], total_energy_j and
+ * warnings[] into out (NUL-terminated, truncated to out_len). */
+int joule_begin_window(joule_session* session, const char* name);
+int joule_end_window(joule_session* session, const char* name, char* out, size_t out_len);
+
+/* Training-loop callbacks of the power-limit optimizer (no-ops without one). */
+int joule_on_epoch_begin(joule_session* session);
+int joule_on_step_begin(joule_session* session);
+int joule_on_step_end(joule_session* session);
+int joule_on_epoch_end(joule_session* session);
+
+/* The optimizer's profile table and decision, as text. Returns 1 when the
+ * profile is complete, 0 while profiling, -1 without an optimizer. */
+int joule_power_limit_report(joule_session* session, char* out, size_t out_len);
+
+const char* joule_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* JOULE_JOULE_C_H_ */

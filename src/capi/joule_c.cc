@@ -1,0 +1,123 @@
+#include "joule/joule_c.h"
+
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "joule/device/discovery.h"
+#include "joule/error.h"
+#include "joule/measure/monitor.h"
+#include "joule/optimize/power_limit_optimizer.h"
+
+struct joule_session {
+  joule::Devices devices;
+  std::unique_ptr<joule::Monitor> monitor;
+  std::unique_ptr<joule::PowerLimitOptimizer> optimizer;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+void copy_out(const std::string& text, char* out, size_t out_len) {
+  if (out == nullptr || out_len == 0) return;
+  const size_t n = std::min(text.size(), out_len - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+template <typename Fn>
+int guarded(Fn&& fn) {
+  try {
+    fn();
+    return 0;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+    return -1;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+joule_session* joule_session_open(const char* options_json) {
+  try {
+    const nlohmann::json o =
+        options_json == nullptr || *options_json == '\0' ? nlohmann::json::object() : nlohmann::json::parse(options_json);
+    auto session = std::make_unique<joule_session>();
+    session->devices = joule::discover_devices();
+    if (o.contains("gpus")) joule::select_gpus(session->devices, o["gpus"].get<std::vector<unsigned>>());
+    joule::MonitorOptions monitor_options;
+    monitor_options.sampler.interval_s = o.value("interval_ms", 100.0) / 1000.0;
+    session->monitor = std::make_unique<joule::Monitor>(session->devices, monitor_options);
+    if (o.contains("power_limit")) {
+      const auto& p = o["power_limit"];
+      joule::PowerLimitOptimizerOptions options;
+      options.objective = joule::parse_objective(p.value("objective", std::string("cost")), p.value("eta", 0.5),
+                                                 p.value("max_slowdown", 1.1));
+      options.observer = p.value("observer", false);
+      options.step_w = p.value("step_w", 25.0);
+      options.warmup_steps = p.value("warmup_steps", 5);
+      options.measure_steps = p.value("measure_steps", 20);
+      options.min_warmup_s = p.value("min_warmup_s", 0.0);
+      options.min_measure_s = p.value("min_measure_s", 0.0);
+      options.job_name = p.value("job", std::string("job"));
+      options.batch_size = p.value("batch_size", 0);
+      options.profile_path = p.value("profile_path", std::string());
+      options.reprofile = p.value("reprofile", false);
+      session->optimizer = std::make_unique<joule::PowerLimitOptimizer>(*session->monitor, options);
+    }
+    return session.release();
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+    return nullptr;
+  }
+}
+
+void joule_session_close(joule_session* session) {
+  if (session == nullptr) return;
+  session->optimizer.reset();  // restores limits before the monitor stops
+  delete session;
+}
+
+int joule_begin_window(joule_session* session, const char* name) {
+  return guarded([&] { session->monitor->begin_window(name); });
+}
+
+int joule_end_window(joule_session* session, const char* name, char* out, size_t out_len) {
+  return guarded([&] {
+    const joule::Measurement m = session->monitor->end_window(name);
+    const nlohmann::json j = {{"name", m.name},
+                              {"elapsed_s", m.elapsed_s},
+                              {"gpu_energy_j", m.gpu_energy_j},
+                              {"cpu_package_energy_j", m.cpu_package_energy_j},
+                              {"dram_energy_j", m.dram_energy_j},
+                              {"total_energy_j", m.total_energy_j()},
+                              {"warnings", m.warnings}};
+    copy_out(j.dump(), out, out_len);
+  });
+}
+
+#define JOULE_C_CALLBACK(name)                                            \
+  int joule_##name(joule_session* session) {                              \
+    return guarded([&] {                                                  \
+      if (session->optimizer) session->optimizer->name();                 \
+    });                                                                   \
+  }
+JOULE_C_CALLBACK(on_epoch_begin)
+JOULE_C_CALLBACK(on_step_begin)
+JOULE_C_CALLBACK(on_step_end)
+JOULE_C_CALLBACK(on_epoch_end)
+#undef JOULE_C_CALLBACK
+
+int joule_power_limit_report(joule_session* session, char* out, size_t out_len) {
+  if (!session->optimizer) return -1;
+  copy_out(session->optimizer->report(), out, out_len);
+  return session->optimizer->state() == joule::PowerLimitOptimizer::State::kDecided ? 1 : 0;
+}
+
+const char* joule_last_error(void) { return g_last_error.c_str(); }
+
+}  // extern "C"

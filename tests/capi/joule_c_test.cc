@@ -1,0 +1,69 @@
+// The C interface, as a ctypes caller would use it, on simulated GPUs.
+#include "joule/joule_c.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace {
+
+struct SimEnvironment {
+  SimEnvironment() {
+    setenv("JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    setenv("JOULE_SIM", "count=2,load=1", 1);
+    setenv("JOULE_POWERCAP_ROOT", "/nonexistent", 1);
+  }
+};
+
+TEST(JouleCTest, WindowsReturnEnergyAsJson) {
+  SimEnvironment env;
+  joule_session* s = joule_session_open(R"({"interval_ms": 10})");
+  ASSERT_NE(s, nullptr) << joule_last_error();
+  ASSERT_EQ(joule_begin_window(s, "w"), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  char out[4096];
+  ASSERT_EQ(joule_end_window(s, "w", out, sizeof out), 0) << joule_last_error();
+  const auto m = nlohmann::json::parse(out);
+  ASSERT_EQ(m["gpu_energy_j"].size(), 2u);
+  const double elapsed = m["elapsed_s"];
+  EXPECT_NEAR(m["gpu_energy_j"][0].get<double>(), 650.0 * elapsed, 0.02 * 650.0 * elapsed);
+  EXPECT_EQ(joule_end_window(s, "w", out, sizeof out), -1);
+  EXPECT_STREQ(joule_last_error(), "measurement window 'w' is not open");
+  EXPECT_EQ(joule_power_limit_report(s, out, sizeof out), -1);  // no optimizer
+  joule_session_close(s);
+}
+
+TEST(JouleCTest, PowerLimitCallbacksProfileAndReport) {
+  SimEnvironment env;
+  joule_session* s = joule_session_open(
+      R"({"interval_ms": 5, "power_limit": {"objective": "energy", "observer": true, "step_w": 250,
+          "warmup_steps": 1, "measure_steps": 2}})");
+  ASSERT_NE(s, nullptr) << joule_last_error();
+  char out[8192];
+  joule_on_epoch_begin(s);
+  int state = 0;
+  for (int i = 0; i < 20 && state != 1; ++i) {
+    ASSERT_EQ(joule_on_step_begin(s), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_EQ(joule_on_step_end(s), 0);
+    state = joule_power_limit_report(s, out, sizeof out);
+  }
+  joule_on_epoch_end(s);
+  EXPECT_EQ(state, 1);
+  EXPECT_NE(std::string(out).find("OBSERVER MODE"), std::string::npos) << out;
+  joule_session_close(s);
+}
+
+TEST(JouleCTest, BadOptionsReturnNullWithTheReason) {
+  SimEnvironment env;
+  EXPECT_EQ(joule_session_open("{not json"), nullptr);
+  EXPECT_NE(std::string(joule_last_error()).find("parse error"), std::string::npos) << joule_last_error();
+  EXPECT_EQ(joule_session_open(R"({"gpus": [7]})"), nullptr);
+  EXPECT_NE(std::string(joule_last_error()).find("GPU index 7 does not exist"), std::string::npos);
+  EXPECT_EQ(joule_session_open(R"({"power_limit": {"objective": "speed"}})"), nullptr);
+  EXPECT_NE(std::string(joule_last_error()).find("unknown objective"), std::string::npos);
+}
+
+}  // namespace
