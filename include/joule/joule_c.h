@@ -19,7 +19,7 @@ typedef struct joule_session joule_session;
  *   {"interval_ms": 100, "gpus": [0, 1],
  *    "power_limit": {"objective": "cost", "eta": 0.5, "max_slowdown": 1.1,
  *                    "observer": true, "step_w": 25, "warmup_steps": 5,
- *                    "measure_steps": 20, "min_warmup_s": 0, "min_measure_s": 0,
+ *                    "measure_steps": 20, "min_warmup_s": 1, "min_measure_s": 2,
  *                    "job": "name", "batch_size": 0, "profile_path": "",
  *                    "reprofile": false}}
  * Returns NULL on failure. */

@@ -55,14 +55,15 @@ joule_session* joule_session_open(const char* options_json) {
     if (o.contains("power_limit")) {
       const auto& p = o["power_limit"];
       joule::PowerLimitOptimizerOptions options;
+      const joule::PowerLimitOptimizerOptions defaults;
       options.objective = joule::parse_objective(p.value("objective", std::string("cost")), p.value("eta", 0.5),
                                                  p.value("max_slowdown", 1.1));
       options.observer = p.value("observer", false);
-      options.step_w = p.value("step_w", 25.0);
-      options.warmup_steps = p.value("warmup_steps", 5);
-      options.measure_steps = p.value("measure_steps", 20);
-      options.min_warmup_s = p.value("min_warmup_s", 0.0);
-      options.min_measure_s = p.value("min_measure_s", 0.0);
+      options.step_w = p.value("step_w", defaults.step_w);
+      options.warmup_steps = p.value("warmup_steps", defaults.warmup_steps);
+      options.measure_steps = p.value("measure_steps", defaults.measure_steps);
+      options.min_warmup_s = p.value("min_warmup_s", defaults.min_warmup_s);
+      options.min_measure_s = p.value("min_measure_s", defaults.min_measure_s);
       options.job_name = p.value("job", std::string("job"));
       options.batch_size = p.value("batch_size", 0);
       options.profile_path = p.value("profile_path", std::string());

@@ -39,7 +39,7 @@ TEST(JouleCTest, PowerLimitCallbacksProfileAndReport) {
   SimEnvironment env;
   joule_session* s = joule_session_open(
       R"({"interval_ms": 5, "power_limit": {"objective": "energy", "observer": true, "step_w": 250,
-          "warmup_steps": 1, "measure_steps": 2}})");
+          "warmup_steps": 1, "measure_steps": 2, "min_warmup_s": 0, "min_measure_s": 0}})");
   ASSERT_NE(s, nullptr) << joule_last_error();
   char out[8192];
   joule_on_epoch_begin(s);

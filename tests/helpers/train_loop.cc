@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
     options.step_w = 50;
     options.warmup_steps = 1;
     options.measure_steps = 3;
+    options.min_warmup_s = 0;
+    options.min_measure_s = 0;
     joule::PowerLimitOptimizer optimizer(monitor, options);
     optimizer.on_epoch_begin();
     for (int step = 0;; ++step) {

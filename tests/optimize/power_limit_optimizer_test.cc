@@ -19,6 +19,8 @@ PowerLimitOptimizerOptions quiet(Objective objective) {
   o.objective = objective;
   o.warmup_steps = 2;
   o.measure_steps = 5;
+  o.min_warmup_s = 0;  // step counts alone, so expectations are exact
+  o.min_measure_s = 0;
   o.restore_on_signals = false;
   o.log = [](const std::string&) {};
   return o;

@@ -32,8 +32,11 @@ struct PowerLimitOptimizerOptions {
   double step_w = 25.0;     // spacing of the candidate limits
   int warmup_steps = 5;     // after each limit change, not measured
   int measure_steps = 20;   // measured per limit
-  double min_warmup_s = 0.0;   // and at least this long (power readings that average over ~1 s need it)
-  double min_measure_s = 0.0;  // and measure at least this long
+  // Time floors on real GPUs: NVML power usage averages over the last second,
+  // so a limit change needs ~1 s to show; and windows under a second vary by
+  // several percent (bench/README.md, section 6).
+  double min_warmup_s = 1.0;   // and at least this long after each change
+  double min_measure_s = 2.0;  // and measure at least this long
   bool observer = false;       // never change a limit; profile and report only
   std::string profile_path;    // JSON file of saved profiles; empty: none
   bool reprofile = false;      // ignore a saved profile
