@@ -31,12 +31,6 @@ std::string watts(const std::optional<uint32_t>& mw) {
   return mw ? fmt::format("{:.1f} W", *mw / 1000.0) : std::string("unreadable");
 }
 
-std::string control_path(const Devices& devices) {
-  if (devices.simulated()) return "simulated GPUs: limits change in the model only";
-  if (geteuid() == 0) return "direct NVML calls (running as root)";
-  return fmt::format("direct NVML calls need root; this process runs as uid {} (read-only)", geteuid());
-}
-
 }  // namespace
 
 int run_info(const CommonOptions& common, const InfoOptions& options) {
@@ -83,7 +77,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                                 {"nvml_library", devices.nvml_library},
                                 {"driver_version", devices.driver_version},
                                 {"nvml_missing_functions", devices.nvml_missing_functions},
-                                {"control_path", control_path(devices)},
+                                {"control_path", devices.control_path},
                                 {"gpus", gpus},
                                 {"cpu_zones", zones},
                                 {"cpu_problems", devices.cpu_problems}};
@@ -113,7 +107,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
   std::cout << "\nCPU energy (RAPL):\n";
   for (const auto& zone : devices.cpu_zones) std::cout << fmt::format("  {}  readable\n", zone->label());
   for (const auto& problem : devices.cpu_problems) std::cout << fmt::format("  {}\n", problem);
-  std::cout << fmt::format("\nPower-limit control: {}\n", control_path(devices));
+  std::cout << fmt::format("\nPower-limit control: {}\n", devices.control_path);
   return 0;
 }
 

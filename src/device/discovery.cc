@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
+#include "joule/daemon/client.h"
+#include "joule/daemon/protocol.h"
 #include "joule/device/nvml.h"
 #include "joule/device/rapl.h"
 #include "joule/device/sim.h"
@@ -30,6 +35,35 @@ void open_simulated(Devices& devices, const DiscoveryOptions& options, const std
   devices.gpu_backend = "sim";
   devices.gpu_backend_reason =
       fmt::format("{}; using {} SIMULATED GPU{} (load {:.2f})", why, spec.count, spec.count == 1 ? "" : "s", spec.load);
+}
+
+// Decides how limits of real GPUs are changed and wraps them for jouled when
+// that is the way.
+void choose_control(Devices& devices, const DiscoveryOptions& options) {
+  if (devices.simulated()) {
+    devices.control_path = "simulated GPUs: limits change in the model only";
+    return;
+  }
+  const std::string mode = options.control.empty() ? env_or("JOULE_CONTROL", "auto") : options.control;
+  if (mode != "auto" && mode != "daemon" && mode != "direct") {
+    throw UsageError(fmt::format("unknown control path '{}' (expected auto, daemon or direct)", mode));
+  }
+  const std::string socket = options.daemon_socket ? *options.daemon_socket
+                                                   : env_or("JOULE_DAEMON_SOCKET", daemon::kDefaultSocketPath);
+  struct stat st {};
+  const bool socket_exists = !socket.empty() && stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  const bool root = geteuid() == 0;
+  if (mode == "direct" || (mode == "auto" && (root || !socket_exists))) {
+    devices.control_path = root ? "direct NVML calls (running as root)"
+                                : fmt::format("none: not root (uid {}) and no jouled socket at {}; limits can only "
+                                              "be read",
+                                              geteuid(), socket.empty() ? "(disabled)" : socket);
+    if (mode == "direct" && !root) devices.control_path = fmt::format("direct NVML calls as uid {} (needs root)", geteuid());
+    return;
+  }
+  auto client = std::make_shared<daemon::DaemonClient>(socket);  // throws with the reason
+  for (auto& gpu : devices.gpus) gpu = std::make_shared<daemon::DaemonControlledGpu>(gpu, client);
+  devices.control_path = fmt::format("jouled at {}{}", socket, root ? " (requested)" : " (this process is not root)");
 }
 
 }  // namespace
@@ -68,6 +102,8 @@ Devices discover_devices(const DiscoveryOptions& options) {
       open_simulated(devices, options, fmt::format("no NVIDIA GPU usable: {}", e.what()));
     }
   }
+
+  choose_control(devices, options);
 
   const std::string root = options.powercap_root.empty() ? env_or("JOULE_POWERCAP_ROOT", kDefaultPowercapRoot)
                                                          : options.powercap_root;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct DiscoveryOptions {
   std::string powercap_root;                 // empty: $JOULE_POWERCAP_ROOT or /sys/class/powercap
   std::string sim_spec;                      // empty: $JOULE_SIM or two idle GPUs
   std::shared_ptr<const Clock> clock;        // for simulated GPUs; empty: SteadyClock
+  // Where power-limit changes go for NVML GPUs: "auto" (jouled when its socket
+  // exists and the process is not root, else direct), "daemon", "direct".
+  // Empty: $JOULE_CONTROL or "auto".
+  std::string control;
+  // jouled's socket; nullopt: $JOULE_DAEMON_SOCKET or /run/joule/jouled.sock.
+  std::optional<std::string> daemon_socket;
 };
 
 struct Devices {
@@ -34,6 +41,7 @@ struct Devices {
   std::vector<std::string> nvml_missing_functions;
   std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones;
   std::vector<std::string> cpu_problems;  // why RAPL zones are missing or unreadable
+  std::string control_path;               // how power limits would be changed, and why
 
   bool simulated() const { return gpu_backend == "sim"; }
 };

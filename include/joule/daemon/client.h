@@ -1,0 +1,67 @@
+// Talking to jouled from a training process: a connection (its leases last
+// as long as it does) and a Gpu that reads directly but changes limits
+// through the daemon.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "joule/device/gpu.h"
+
+namespace joule::daemon {
+
+class DaemonClient {
+ public:
+  // Connects; throws DeviceError(kDriver) naming the socket and the reason.
+  explicit DaemonClient(std::string socket_path);
+  ~DaemonClient();
+  DaemonClient(const DaemonClient&) = delete;
+  DaemonClient& operator=(const DaemonClient&) = delete;
+
+  // Sends a request ({"op": ..., ...}; version and id are added) and returns
+  // the reply. A refusal throws DeviceError with the daemon's reason:
+  // kNoPermission (not authorised), kInvalidArgument, kUnknown (busy, device).
+  nlohmann::json call(nlohmann::json request);
+  const std::string& socket_path() const { return socket_path_; }
+
+ private:
+  std::string socket_path_;
+  int fd_ = -1;
+  uint64_t next_id_ = 1;
+  std::string buffer_;
+  std::mutex mutex_;
+};
+
+// Reads go to the wrapped GPU; set_power_limit_mw goes through jouled, which
+// restores the old value when this process's connection ends.
+class DaemonControlledGpu final : public Gpu {
+ public:
+  DaemonControlledGpu(std::shared_ptr<Gpu> inner, std::shared_ptr<DaemonClient> client);
+
+  unsigned index() const override { return inner_->index(); }
+  std::string name() const override { return inner_->name(); }
+  std::string uuid() const override { return inner_->uuid(); }
+  std::string architecture() const override { return inner_->architecture(); }
+  std::string backend() const override { return inner_->backend(); }
+  bool simulated() const override { return inner_->simulated(); }
+  std::vector<CapabilityStatus> probe_capabilities() override;
+  bool has_energy_counter() const override { return inner_->has_energy_counter(); }
+  uint64_t total_energy_mj() override { return inner_->total_energy_mj(); }
+  uint32_t power_mw() override { return inner_->power_mw(); }
+  uint32_t power_limit_mw() override { return inner_->power_limit_mw(); }
+  PowerLimitRange power_limit_range_mw() override { return inner_->power_limit_range_mw(); }
+  uint32_t default_power_limit_mw() override { return inner_->default_power_limit_mw(); }
+  Utilization utilization() override { return inner_->utilization(); }
+  uint32_t sm_clock_mhz() override { return inner_->sm_clock_mhz(); }
+  uint32_t temperature_c() override { return inner_->temperature_c(); }
+  uint64_t memory_used_bytes() override { return inner_->memory_used_bytes(); }
+  void set_power_limit_mw(uint32_t limit_mw) override;
+
+ private:
+  std::shared_ptr<Gpu> inner_;
+  std::shared_ptr<DaemonClient> client_;
+};
+
+}  // namespace joule::daemon

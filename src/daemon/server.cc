@@ -1,0 +1,334 @@
+#include "daemon/server.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace joule::daemon {
+
+namespace {
+
+constexpr std::size_t kMaxClients = 256;
+
+std::string watts(uint32_t mw) { return fmt::format("{:.1f} W", mw / 1000.0); }
+
+void send_all(int fd, const std::string& text) {
+  // Replies are small; a client that does not read them is dropped by the
+  // caller when this fails, rather than blocking every other client.
+  std::size_t sent = 0;
+  while (sent < text.size()) {
+    const ssize_t n = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(fmt::format("send: {}", std::strerror(errno)));
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+Server::Server(DaemonConfig config, std::vector<std::shared_ptr<Gpu>> gpus, Log log)
+    : config_(std::move(config)), gpus_(std::move(gpus)), log_(std::move(log)) {}
+
+Server::~Server() {
+  for (auto& [fd, client] : clients_) close(fd);
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    unlink(config_.socket_path.c_str());
+  }
+}
+
+void Server::recover() {
+  std::ifstream in(config_.state_path);
+  if (!in) return;  // nothing recorded
+  nlohmann::json state;
+  try {
+    state = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    // Keep the file for a human to look at; do not guess.
+    throw Error(fmt::format("state file '{}' is unreadable ({}); a previous jouled may have left GPUs changed. "
+                            "Check them with 'joule info', then remove the file.",
+                            config_.state_path, e.what()));
+  }
+  for (const auto& lease : state.value("leases", nlohmann::json::array())) {
+    const unsigned gpu = lease.at("gpu").get<unsigned>();
+    const uint32_t original = lease.at("original_limit_mw").get<uint32_t>();
+    if (gpu >= gpus_.size() || gpus_[gpu]->uuid() != lease.value("uuid", "")) {
+      log(fmt::format("recover: gpu{} ({}) recorded in the state file is not present; skipped", gpu,
+                      lease.value("uuid", "?")));
+      continue;
+    }
+    const uint32_t current = gpus_[gpu]->power_limit_mw();
+    if (current != original) gpus_[gpu]->set_power_limit_mw(original);
+    log(fmt::format("recover: gpu{} {} -> {} (left by a previous jouled for pid {}, uid {})", gpu, watts(current),
+                    watts(original), lease.value("pid", 0), lease.value("uid", 0)));
+  }
+  write_state();
+}
+
+void Server::write_state() {
+  nlohmann::json leases = unrestored_;
+  for (const auto& [fd, client] : clients_) {
+    for (const auto& [gpu, original] : client.leases) {
+      leases.push_back({{"gpu", gpu}, {"uuid", gpus_[gpu]->uuid()}, {"original_limit_mw", original},
+                        {"pid", client.pid}, {"uid", client.uid}});
+    }
+  }
+  const nlohmann::json state = {{"v", 1}, {"leases", leases}};
+  const std::string temporary = config_.state_path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << state.dump() << '\n';
+    out.flush();
+    if (!out) throw Error(fmt::format("cannot write state file '{}'", temporary));
+  }
+  // fsync so the record survives a crash of the machine, not only of jouled.
+  if (const int fd = open(temporary.c_str(), O_RDONLY); fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  if (std::rename(temporary.c_str(), config_.state_path.c_str()) != 0) {
+    throw Error(fmt::format("cannot replace state file '{}': {}", config_.state_path, std::strerror(errno)));
+  }
+}
+
+void Server::listen() {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (config_.socket_path.size() >= sizeof address.sun_path) {
+    throw UsageError(fmt::format("socket path '{}' is too long", config_.socket_path));
+  }
+  std::strcpy(address.sun_path, config_.socket_path.c_str());
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(config_.socket_path).parent_path(), ec);
+  unlink(config_.socket_path.c_str());  // a stale socket of a dead instance
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd_ < 0) throw Error(fmt::format("socket: {}", std::strerror(errno)));
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listen_fd_, 64) != 0) {
+    throw Error(fmt::format("cannot listen on '{}': {}", config_.socket_path, std::strerror(errno)));
+  }
+  gid_t group = static_cast<gid_t>(-1);
+  if (config_.socket_group) group = getgrnam(config_.socket_group->c_str())->gr_gid;
+  if (chown(config_.socket_path.c_str(), static_cast<uid_t>(-1), group) != 0 ||
+      chmod(config_.socket_path.c_str(), config_.socket_mode) != 0) {
+    throw Error(fmt::format("cannot set owner/mode of '{}': {}", config_.socket_path, std::strerror(errno)));
+  }
+  log(fmt::format("listening on {} (mode {:04o}{}) for {} GPU{}", config_.socket_path, config_.socket_mode,
+                  config_.socket_group ? ", group " + *config_.socket_group : "", gpus_.size(),
+                  gpus_.size() == 1 ? "" : "s"));
+}
+
+void Server::accept_client() {
+  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) return;
+  if (clients_.size() >= kMaxClients) {
+    try {
+      send_all(fd, error_response(std::nullopt, "busy", "too many clients"));
+    } catch (const Error&) {
+    }
+    close(fd);
+    return;
+  }
+  ucred credentials{};
+  socklen_t length = sizeof credentials;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
+    close(fd);
+    return;
+  }
+  Client client;
+  client.fd = fd;
+  client.pid = credentials.pid;
+  client.uid = credentials.uid;
+  client.gid = credentials.gid;
+  const passwd* pw = getpwuid(credentials.uid);
+  client.who = fmt::format("{} (uid {}, pid {})", pw ? pw->pw_name : "?", credentials.uid, credentials.pid);
+  clients_.emplace(fd, std::move(client));
+}
+
+bool Server::read_client(Client& client) {
+  char chunk[4096];
+  while (true) {
+    const ssize_t n = read(client.fd, chunk, sizeof chunk);
+    if (n == 0) return false;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+    client.buffer.append(chunk, static_cast<std::size_t>(n));
+    std::size_t newline;
+    while ((newline = client.buffer.find('\n')) != std::string::npos) {
+      const std::string line = client.buffer.substr(0, newline);
+      client.buffer.erase(0, newline + 1);
+      std::string reply;
+      try {
+        reply = handle(client, parse_request(line));
+      } catch (const ProtocolError& e) {
+        log(fmt::format("refused from {}: malformed request: {}", client.who, e.what()));
+        reply = error_response(std::nullopt, "invalid", e.what());
+      }
+      try {
+        send_all(client.fd, reply);
+      } catch (const Error&) {
+        return false;
+      }
+    }
+    if (client.buffer.size() > kMaxMessageBytes) {
+      log(fmt::format("refused from {}: message longer than {} bytes; connection closed", client.who,
+                      kMaxMessageBytes));
+      try {
+        send_all(client.fd, error_response(std::nullopt, "invalid",
+                                           fmt::format("message longer than {} bytes", kMaxMessageBytes)));
+      } catch (const Error&) {
+      }
+      return false;
+    }
+  }
+}
+
+std::string Server::handle(Client& client, const Request& request) {
+  if (request.op == Op::kState) {
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      nlohmann::json g = {{"index", i}, {"name", gpus_[i]->name()}, {"uuid", gpus_[i]->uuid()}};
+      try {
+        const PowerLimitRange range = gpus_[i]->power_limit_range_mw();
+        g["power_limit_w"] = gpus_[i]->power_limit_mw() / 1000.0;
+        g["default_limit_w"] = gpus_[i]->default_power_limit_mw() / 1000.0;
+        g["min_limit_w"] = range.min_mw / 1000.0;
+        g["max_limit_w"] = range.max_mw / 1000.0;
+      } catch (const DeviceError& e) {
+        g["error"] = e.what();
+      }
+      const auto holder = holders_.find(static_cast<unsigned>(i));
+      g["held_by"] = holder == holders_.end() ? nlohmann::json() : nlohmann::json(clients_.at(holder->second).who);
+      list.push_back(g);
+    }
+    return ok_response(request.id, {{"gpus", list}});
+  }
+
+  const unsigned gpu = *request.gpu;
+  const std::string what = fmt::format("{} gpu{}", to_string(request.op), gpu);
+  auto refuse = [&](const std::string& code, const std::string& why) {
+    log(fmt::format("refused {} from {}: {}", what, client.who, why));
+    return error_response(request.id, code, why);
+  };
+  if (gpu >= gpus_.size()) {
+    return refuse("invalid", fmt::format("gpu{} does not exist (this machine has {})", gpu, gpus_.size()));
+  }
+  std::string rule;
+  if (!config_.allows(client.uid, client.gid, gpu, &rule)) return refuse("refused", rule);
+  const auto holder = holders_.find(gpu);
+  if (holder != holders_.end() && holder->second != client.fd) {
+    return refuse("busy", fmt::format("gpu{} is held by {}", gpu, clients_.at(holder->second).who));
+  }
+  Gpu& device = *gpus_[gpu];
+  try {
+    const bool holding = client.leases.count(gpu) > 0;
+    switch (request.op) {
+      case Op::kLease:
+      case Op::kSetPowerLimit: {
+        uint32_t limit_mw = 0;
+        if (request.op == Op::kSetPowerLimit) {
+          limit_mw = static_cast<uint32_t>(std::lround(*request.limit_w * 1000.0));
+          const PowerLimitRange range = device.power_limit_range_mw();
+          if (limit_mw < range.min_mw || limit_mw > range.max_mw) {
+            return refuse("invalid", fmt::format("{} is outside gpu{}'s range {}-{}", watts(limit_mw), gpu,
+                                                 watts(range.min_mw), watts(range.max_mw)));
+          }
+        }
+        const uint32_t current = device.power_limit_mw();
+        if (!holding) {
+          client.leases[gpu] = current;
+          holders_[gpu] = client.fd;
+          write_state();  // recorded before anything changes
+          log(fmt::format("lease gpu{} by {} ({}); will restore {}", gpu, client.who, rule, watts(current)));
+        }
+        if (request.op == Op::kSetPowerLimit && limit_mw != current) {
+          device.set_power_limit_mw(limit_mw);
+          log(fmt::format("set gpu{} {} -> {} for {} ({})", gpu, watts(current), watts(limit_mw), client.who, rule));
+        }
+        return ok_response(request.id, {{"gpu", gpu}, {"power_limit_w", device.power_limit_mw() / 1000.0},
+                                        {"restore_limit_w", client.leases[gpu] / 1000.0}});
+      }
+      case Op::kRestore:
+      case Op::kRelease: {
+        if (!holding) return refuse("invalid", fmt::format("gpu{} is not held by this connection", gpu));
+        const uint32_t original = client.leases[gpu];
+        if (request.op == Op::kRelease) {
+          end_lease(client, gpu, "released");
+        } else if (device.power_limit_mw() != original) {
+          const uint32_t current = device.power_limit_mw();
+          device.set_power_limit_mw(original);
+          log(fmt::format("restore gpu{} {} -> {} for {}", gpu, watts(current), watts(original), client.who));
+        }
+        return ok_response(request.id, {{"gpu", gpu}, {"power_limit_w", device.power_limit_mw() / 1000.0}});
+      }
+      case Op::kState: break;
+    }
+  } catch (const DeviceError& e) {
+    return refuse("device", e.what());
+  }
+  return error_response(request.id, "invalid", "unhandled request");
+}
+
+void Server::end_lease(Client& client, unsigned gpu, const std::string& why) {
+  const uint32_t original = client.leases.at(gpu);
+  try {
+    const uint32_t current = gpus_[gpu]->power_limit_mw();
+    if (current != original) gpus_[gpu]->set_power_limit_mw(original);
+    log(fmt::format("restore gpu{} {} -> {}: {} {}", gpu, watts(current), watts(original), client.who, why));
+  } catch (const DeviceError& e) {
+    log(fmt::format("FAILED to restore gpu{} to {} after {} {}: {}; kept in the state file for the next start",
+                    gpu, watts(original), client.who, why, e.what()));
+    unrestored_.push_back({{"gpu", gpu}, {"uuid", gpus_[gpu]->uuid()}, {"original_limit_mw", original},
+                           {"pid", client.pid}, {"uid", client.uid}});
+  }
+  client.leases.erase(gpu);
+  holders_.erase(gpu);
+  write_state();
+}
+
+void Server::drop(int fd, const std::string& why) {
+  Client& client = clients_.at(fd);
+  std::vector<unsigned> held;
+  for (const auto& [gpu, original] : client.leases) held.push_back(gpu);
+  for (unsigned gpu : held) end_lease(client, gpu, why);
+  close(fd);
+  clients_.erase(fd);
+}
+
+void Server::run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    std::vector<pollfd> fds;
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (const auto& [fd, client] : clients_) fds.push_back({fd, POLLIN, 0});
+    const int ready = poll(fds.data(), fds.size(), 250);
+    if (ready < 0 && errno != EINTR) throw Error(fmt::format("poll: {}", std::strerror(errno)));
+    if (ready <= 0) continue;
+    if (fds[0].revents & POLLIN) accept_client();
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto it = clients_.find(fds[i].fd);
+      if (it == clients_.end()) continue;
+      if (!read_client(it->second)) drop(fds[i].fd, "disconnected");
+    }
+  }
+  std::vector<int> open;
+  for (const auto& [fd, client] : clients_) open.push_back(fd);
+  for (int fd : open) drop(fd, "at daemon shutdown");
+  log("stopped");
+}
+
+}  // namespace joule::daemon
