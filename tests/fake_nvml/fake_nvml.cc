@@ -6,6 +6,8 @@
 // Config, one directive per line ('#' starts a comment):
 //   driver_version 580.00.00
 //   set_log /path/to/log            (or $JOULE_FAKE_NVML_LOG)
+//   persist /path/to/limits         (power limits survive the process, like a
+//                                    real GPU's do: read at init, written at each set)
 //   init_error code=9               (nvmlInit fails with this code)
 //   device name="NVIDIA H100" arch=9 power_w=300 limit_w=700 min_limit_w=200
 //          max_limit_w=700 default_limit_w=700 util_gpu=80 util_mem=40
@@ -84,6 +86,7 @@ struct State {
   nvmlReturn_t init_error = 0;
   std::string driver_version = "580.00.00-fake";
   std::string set_log;
+  std::string persist;
   std::vector<Device> devices;
   std::vector<ErrorRule> errors;
   Clock::time_point init_time;
@@ -156,6 +159,8 @@ void load_config(State& s) {
       std::istringstream(rest) >> s.driver_version;
     } else if (directive == "set_log") {
       std::istringstream(rest) >> s.set_log;
+    } else if (directive == "persist") {
+      std::istringstream(rest) >> s.persist;
     } else if (directive == "init_error") {
       s.init_error = static_cast<nvmlReturn_t>(num("code", 9));
     } else if (directive == "device") {
@@ -237,6 +242,26 @@ nvmlReturn_t injected(const char* function, int device) {
   return 0;
 }
 
+void load_persisted(State& s) {
+  if (s.persist.empty()) return;
+  std::ifstream in(s.persist);
+  std::size_t index = 0;
+  unsigned limit_mw = 0;
+  while (in >> index >> limit_mw) {
+    if (index < s.devices.size()) s.devices[index].limit_mw = limit_mw;
+  }
+}
+
+void save_persisted(const State& s) {
+  if (s.persist.empty()) return;
+  const std::string temporary = s.persist + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    for (std::size_t i = 0; i < s.devices.size(); ++i) out << i << ' ' << s.devices[i].limit_mw << '\n';
+  }
+  std::rename(temporary.c_str(), s.persist.c_str());
+}
+
 Device* lookup(nvmlDevice_t handle) {
   State& s = state();
   const auto index = reinterpret_cast<std::uintptr_t>(handle);
@@ -275,9 +300,11 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
     s.load_error.clear();
     s.init_error = 0;
     s.set_log.clear();
+    s.persist.clear();
     s.devices.clear();
     s.errors.clear();
     load_config(s);
+    load_persisted(s);
   }
   if (!s.load_error.empty()) {
     std::fprintf(stderr, "fake NVML: %s\n", s.load_error.c_str());
@@ -458,6 +485,7 @@ FAKE_API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, uns
   d->energy_j_at_change = energy_j(*d, now);
   d->change_s = now;
   d->limit_mw = limit_mw;
+  save_persisted(s);
   std::snprintf(line, sizeof line, "nvmlDeviceSetPowerManagementLimit device=%d limit_mw=%u\n", index_of(device),
                 limit_mw);
   append_log(line);

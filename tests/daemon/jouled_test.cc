@@ -1,0 +1,307 @@
+// jouled end to end: the real daemon binary over the fake libnvidia-ml.so.1,
+// with real client processes (forked; one drops to the unprivileged user
+// "nobody"), SIGKILLs, restarts and a flood of malformed messages.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "common/test_support.h"
+#include "joule/daemon/client.h"
+#include "joule/device/discovery.h"
+#include "joule/error.h"
+
+namespace joule {
+namespace {
+
+using daemon::DaemonClient;
+using testing::TempDir;
+
+struct Jouled {
+  TempDir dir;
+  testing::FakeNvml fake;
+  std::string socket = dir.file("jouled.sock");
+  std::string config = dir.file("jouled.conf");
+  std::string state = dir.file("jouled.state");
+  std::string log = dir.file("jouled.log");
+  pid_t pid = -1;
+  int starts = 0;
+
+  Jouled() {
+    chmod(dir.path().c_str(), 0755);  // "nobody" must reach the socket
+    fake = testing::use_fake_nvml(
+        dir, "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n"
+             "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n"
+             "persist " + dir.file("gpu_limits") + "\n");
+    testing::write_file(config, R"({"socket": ")" + socket + R"(", "socket_mode": "0666", "state_file": ")" + state +
+                                    R"(", "allow": [{"user": "nobody", "gpus": [1]}]})");
+    start();
+  }
+  ~Jouled() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      testing::wait_process(pid, 10);
+    }
+  }
+  void start() {
+    unlink(socket.c_str());
+    pid = testing::start_process({JOULED_BINARY, "--config", config}, {{"JOULE_NVML_LIBRARY", fake.library_path}},
+                                 dir.file("out" + std::to_string(starts)), dir.file("err" + std::to_string(starts)));
+    ++starts;
+    for (int i = 0; i < 500 && access(socket.c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(access(socket.c_str(), F_OK), 0) << testing::read_file(dir.file("err" + std::to_string(starts - 1)));
+  }
+  std::string daemon_log() const {
+    std::string all;
+    for (int i = 0; i < starts; ++i) all += testing::read_file(dir.file("err" + std::to_string(i)));
+    return all;
+  }
+  double limit_w(unsigned gpu) {
+    DaemonClient client(socket);
+    return client.call({{"op", "state"}})["gpus"][gpu]["power_limit_w"].get<double>();
+  }
+  std::vector<std::string> set_calls() const { return testing::read_lines(fake.log_path); }
+};
+
+// Runs fn in a child process (optionally as "nobody"); returns what it wrote.
+struct Child {
+  pid_t pid = -1;
+  int from_child = -1;
+  template <typename Fn>
+  static Child start(Fn fn, bool as_nobody = false) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe");
+    Child child;
+    child.pid = fork();
+    if (child.pid == 0) {
+      close(fds[0]);
+      if (as_nobody && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+      std::string out;
+      try {
+        out = fn();
+      } catch (const std::exception& e) {
+        out = std::string("error: ") + e.what();
+      }
+      (void)!write(fds[1], out.data(), out.size());
+      (void)!write(fds[1], "\n", 1);
+      fn_wait_forever_if_asked();
+      _exit(0);
+    }
+    close(fds[1]);
+    child.from_child = fds[0];
+    return child;
+  }
+  static inline bool wait_forever = false;
+  static void fn_wait_forever_if_asked() {
+    while (wait_forever) pause();
+  }
+  std::string read_line() const {
+    std::string line;
+    char c;
+    while (read(from_child, &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  }
+  int wait() const {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(from_child);
+    return status;
+  }
+};
+
+std::string set_limit(const std::string& socket, unsigned gpu, double limit_w) {
+  DaemonClient client(socket);
+  const auto reply = client.call({{"op", "set_power_limit"}, {"gpu", gpu}, {"limit_w", limit_w}});
+  return "ok " + reply["power_limit_w"].dump();
+}
+
+TEST(JouledTest, ClientKilledWithSigkillHasItsLimitBackWithinOneSecond) {
+  Jouled jouled;
+  Child::wait_forever = true;
+  Child child = Child::start([&] {
+    // The connection must stay open until the kill: the lease lives with it.
+    auto* client = new DaemonClient(jouled.socket);
+    const auto reply = client->call({{"op", "set_power_limit"}, {"gpu", 0}, {"limit_w", 150}});
+    return "ok " + reply["power_limit_w"].dump();
+  });
+  Child::wait_forever = false;
+  EXPECT_EQ(child.read_line(), "ok 150.0");
+  EXPECT_DOUBLE_EQ(jouled.limit_w(0), 150.0);
+  const auto killed = std::chrono::steady_clock::now();
+  kill(child.pid, SIGKILL);
+  child.wait();
+  double limit = 0;
+  while (std::chrono::steady_clock::now() - killed < std::chrono::seconds(1) && (limit = jouled.limit_w(0)) != 300.0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_DOUBLE_EQ(limit, 300.0) << jouled.daemon_log();
+  EXPECT_NE(jouled.daemon_log().find("restore gpu0 150.0 W -> 300.0 W"), std::string::npos) << jouled.daemon_log();
+}
+
+TEST(JouledTest, DaemonKilledAndRestartedRestoresWhatItHadChanged) {
+  Jouled jouled;
+  DaemonClient client(jouled.socket);
+  client.call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 120}});
+  kill(jouled.pid, SIGKILL);
+  testing::wait_process(jouled.pid);
+  // The GPU keeps the changed limit while no daemon runs...
+  EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 120000");
+  jouled.start();
+  // ...and the new instance puts it back from its state file.
+  EXPECT_DOUBLE_EQ(jouled.limit_w(1), 300.0);
+  EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 300000");
+  EXPECT_NE(jouled.daemon_log().find("recover: gpu1 120.0 W -> 300.0 W"), std::string::npos) << jouled.daemon_log();
+}
+
+TEST(JouledTest, UnauthorisedUserIsRefusedWithTheReasonAndPerGpuRulesApply) {
+  Jouled jouled;
+  Child denied = Child::start([&] { return set_limit(jouled.socket, 0, 200); }, /*as_nobody=*/true);
+  const std::string refusal = denied.read_line();
+  denied.wait();
+  EXPECT_NE(refusal.find("nobody is not allowed to change gpu0"), std::string::npos) << refusal;
+  Child allowed = Child::start([&] { return set_limit(jouled.socket, 1, 200); }, /*as_nobody=*/true);
+  EXPECT_EQ(allowed.read_line(), "ok 200.0");
+  allowed.wait();
+  for (int i = 0; i < 200 && jouled.limit_w(1) != 300.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{
+                                    "nvmlDeviceSetPowerManagementLimit device=1 limit_mw=200000",
+                                    "nvmlDeviceSetPowerManagementLimit device=1 limit_mw=300000"}));
+  EXPECT_NE(jouled.daemon_log().find("refused set_power_limit gpu0 from nobody"), std::string::npos);
+}
+
+TEST(JouledTest, SecondClientIsRefusedWhileTheFirstHoldsTheGpu) {
+  Jouled jouled;
+  DaemonClient first(jouled.socket);
+  first.call({{"op", "lease"}, {"gpu", 0}});
+  Child second = Child::start([&] { return set_limit(jouled.socket, 0, 250); });
+  const std::string refusal = second.read_line();
+  second.wait();
+  EXPECT_NE(refusal.find("gpu0 is held by root (uid 0, pid"), std::string::npos) << refusal;
+  EXPECT_TRUE(jouled.set_calls().empty());
+  first.call({{"op", "release"}, {"gpu", 0}});
+  Child third = Child::start([&] { return set_limit(jouled.socket, 0, 250); });
+  EXPECT_EQ(third.read_line(), "ok 250.0");
+  third.wait();
+}
+
+TEST(JouledTest, ThousandMalformedMessagesLeaveItServingAndTheGpusUntouched) {
+  Jouled jouled;
+  std::mt19937 rng(7);
+  const std::vector<std::string> seeds = {
+      R"({"v":1,"id":1,"op":"set_power_limit","gpu":0,"limit_w":200})", R"({"v":1,"id":2,"op":"state"})",
+      R"({"v":1,"id":3,"op":"lease","gpu":1})"};
+  auto connect_raw = [&] {
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strcpy(address.sun_path, jouled.socket.c_str());
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    return fd;
+  };
+  int fd = connect_raw();
+  int replies = 0, reconnects = 0;
+  for (int i = 0; i < 1000; ++i) {
+    std::string message = seeds[rng() % seeds.size()];
+    switch (i % 5) {
+      case 0: message[rng() % message.size()] = static_cast<char>(rng() % 256); break;  // flip a byte
+      case 1: message = message.substr(0, rng() % message.size()); break;              // truncate
+      case 2: message.replace(message.find("\"v\":1"), 5, "\"v\":" + std::to_string(rng() % 5 + 2)); break;
+      case 3: message = "[" + message + "]"; break;
+      case 4: message = std::string(5000 + rng() % 1000, 'x'); break;                   // oversized
+    }
+    const bool unterminated = i % 10 == 4;  // oversized without a newline: the daemon hangs up
+    for (char& c : message) {
+      if (c == '\n') c = ' ';  // one message per line
+    }
+    if (message.find("\"limit_w\":200}") != std::string::npos && message.find("set_power_limit") != std::string::npos &&
+        message.rfind("{\"v\":1,", 0) == 0) {
+      continue;  // a mutation that left a valid request is not malformed
+    }
+    if (!unterminated) message += "\n";
+    if (send(fd, message.data(), message.size(), MSG_NOSIGNAL) <= 0 || unterminated) {
+      char buffer[8192];
+      while (read(fd, buffer, sizeof buffer) > 0) {
+      }
+      close(fd);
+      fd = connect_raw();  // the daemon closes after an oversized message
+      ++reconnects;
+      continue;
+    }
+    char buffer[8192];
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n > 0) ++replies;
+  }
+  close(fd);
+  EXPECT_GT(replies, 800);
+  EXPECT_GE(reconnects, 100);
+  EXPECT_TRUE(jouled.set_calls().empty());
+  // Still serving, and still changing GPUs for a well-formed request.
+  EXPECT_EQ(set_limit(jouled.socket, 0, 210), "ok 210.0");
+}
+
+TEST(JouledTest, OutOfRangeLimitsAndUnknownGpusAreRefusedWithoutADriverCall) {
+  Jouled jouled;
+  DaemonClient client(jouled.socket);
+  try {
+    client.call({{"op", "set_power_limit"}, {"gpu", 0}, {"limit_w", 500}});
+    FAIL();
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("500.0 W is outside gpu0's range 100.0 W-300.0 W"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(client.call({{"op", "set_power_limit"}, {"gpu", 9}, {"limit_w", 200}}), DeviceError);
+  EXPECT_TRUE(jouled.set_calls().empty());
+}
+
+TEST(JouledTest, TheLibraryGoesThroughTheDaemonAndLeasesEndWithTheProcess) {
+  Jouled jouled;
+  {
+    DiscoveryOptions options;
+    options.nvml_library = jouled.fake.library_path;
+    options.control = "daemon";  // as a non-root process would by default
+    options.daemon_socket = jouled.socket;
+    const Devices devices = discover_devices(options);
+    EXPECT_EQ(devices.control_path, "jouled at " + jouled.socket + " (requested)");
+    devices.gpus[0]->set_power_limit_mw(180'000);
+    EXPECT_DOUBLE_EQ(jouled.limit_w(0), 180.0);
+  }  // the connection closes with the devices
+  for (int i = 0; i < 200 && jouled.limit_w(0) != 300.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_DOUBLE_EQ(jouled.limit_w(0), 300.0);
+  const auto r = testing::run_process({JOULE_BINARY, "info"}, {{"JOULE_NVML_LIBRARY", jouled.fake.library_path},
+                                                               {"JOULE_CONTROL", "daemon"},
+                                                               {"JOULE_DAEMON_SOCKET", jouled.socket}});
+  EXPECT_NE(r.out.find("Power-limit control: jouled at " + jouled.socket), std::string::npos) << r.out << r.err;
+}
+
+TEST(JouledTest, CheckConfigValidatesAndNamesProblems) {
+  TempDir tmp;
+  testing::write_file(tmp.file("good.conf"), R"({"socket": "/tmp/x.sock", "allow": [{"group": "root", "gpus": "all"}]})");
+  const auto good = testing::run_process({JOULED_BINARY, "--check-config", "--config", tmp.file("good.conf")});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_NE(good.out.find("allow group root: all GPUs"), std::string::npos) << good.out;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"sockett": "/x"})", "unknown key \"sockett\""},
+      {R"({"allow": [{"user": "no-such-user-here"}]})", "no such user \"no-such-user-here\""},
+      {R"({"allow": [{"user": "root", "group": "root"}]})", "needs exactly one of"},
+      {R"({"socket_mode": "999"})", "octal"},
+      {"{", "not valid JSON"},
+  };
+  for (const auto& [text, message] : bad) {
+    testing::write_file(tmp.file("bad.conf"), text);
+    const auto r = testing::run_process({JOULED_BINARY, "--check-config", "--config", tmp.file("bad.conf")});
+    EXPECT_EQ(r.exit_code, 2) << text;
+    EXPECT_NE(r.err.find(message), std::string::npos) << text << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace joule
