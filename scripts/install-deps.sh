@@ -13,8 +13,8 @@ packages=(
   build-essential cmake pkg-config git
   # libraries joule links
   libfmt-dev libcli11-dev nlohmann-json3-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; clang's libFuzzer for the daemon's protocol fuzzer
+  libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # python3 for helper scripts (bench/, docs checks)
   python3
 )

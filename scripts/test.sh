@@ -8,3 +8,5 @@ jobs=${JOULE_JOBS:-2}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure
+# jouled's protocol parser under libFuzzer, for a bounded time.
+fuzz/run.sh "${JOULE_FUZZ_SECONDS:-30}" "$build_dir/fuzz"
