@@ -11,6 +11,7 @@ const char* to_string(Op op) {
     case Op::kState: return "state";
     case Op::kLease: return "lease";
     case Op::kSetPowerLimit: return "set_power_limit";
+    case Op::kRestoreDefault: return "restore_default";
     case Op::kRestore: return "restore";
     case Op::kRelease: return "release";
   }
@@ -41,12 +42,14 @@ Request parse_request(std::string_view line) {
     request.op = Op::kLease;
   } else if (name == "set_power_limit") {
     request.op = Op::kSetPowerLimit;
+  } else if (name == "restore_default") {
+    request.op = Op::kRestoreDefault;
   } else if (name == "restore") {
     request.op = Op::kRestore;
   } else if (name == "release") {
     request.op = Op::kRelease;
   } else {
-    throw ProtocolError(fmt::format("unknown op \"{}\" (state, lease, set_power_limit, restore, release)", name));
+    throw ProtocolError(fmt::format("unknown op \"{}\" (state, lease, set_power_limit, restore_default, restore, release)", name));
   }
   if (request.op != Op::kState) {
     const auto gpu = j.find("gpu");

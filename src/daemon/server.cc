@@ -238,8 +238,10 @@ std::string Server::handle(Client& client, const Request& request) {
     const bool holding = client.leases.count(gpu) > 0;
     switch (request.op) {
       case Op::kLease:
-      case Op::kSetPowerLimit: {
+      case Op::kSetPowerLimit:
+      case Op::kRestoreDefault: {
         uint32_t limit_mw = 0;
+        if (request.op == Op::kRestoreDefault) limit_mw = device.default_power_limit_mw();
         if (request.op == Op::kSetPowerLimit) {
           limit_mw = static_cast<uint32_t>(std::lround(*request.limit_w * 1000.0));
           const PowerLimitRange range = device.power_limit_range_mw();
@@ -255,7 +257,7 @@ std::string Server::handle(Client& client, const Request& request) {
           write_state();  // recorded before anything changes
           log(fmt::format("lease gpu{} by {} ({}); will restore {}", gpu, client.who, rule, watts(current)));
         }
-        if (request.op == Op::kSetPowerLimit && limit_mw != current) {
+        if (request.op != Op::kLease && limit_mw != current) {
           device.set_power_limit_mw(limit_mw);
           log(fmt::format("set gpu{} {} -> {} for {} ({})", gpu, watts(current), watts(limit_mw), client.who, rule));
         }

@@ -39,6 +39,7 @@ struct Jouled {
     fake = testing::use_fake_nvml(
         dir, "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n"
              "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n"
+             "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300 limit_w=280\n"  // not at its default
              "persist " + dir.file("gpu_limits") + "\n");
     testing::write_file(config, R"({"socket": ")" + socket + R"(", "socket_mode": "0666", "state_file": ")" + state +
                                     R"(", "allow": [{"user": "nobody", "gpus": [1]}]})");
@@ -246,6 +247,17 @@ TEST(JouledTest, ThousandMalformedMessagesLeaveItServingAndTheGpusUntouched) {
   EXPECT_TRUE(jouled.set_calls().empty());
   // Still serving, and still changing GPUs for a well-formed request.
   EXPECT_EQ(set_limit(jouled.socket, 0, 210), "ok 210.0");
+}
+
+TEST(JouledTest, RestoreDefaultAndRestoreAndReleaseFollowTheLease) {
+  Jouled jouled;
+  DaemonClient client(jouled.socket);
+  // gpu2 starts at 280 W; its default is 300 W.
+  client.call({{"op", "set_power_limit"}, {"gpu", 2}, {"limit_w", 150}});  // the lease remembers 280 W
+  EXPECT_DOUBLE_EQ(client.call({{"op", "restore"}, {"gpu", 2}})["power_limit_w"].get<double>(), 280.0);
+  EXPECT_DOUBLE_EQ(client.call({{"op", "restore_default"}, {"gpu", 2}})["power_limit_w"].get<double>(), 300.0);
+  EXPECT_DOUBLE_EQ(client.call({{"op", "release"}, {"gpu", 2}})["power_limit_w"].get<double>(), 280.0);
+  EXPECT_THROW(client.call({{"op", "restore"}, {"gpu", 2}}), DeviceError);  // no longer held
 }
 
 TEST(JouledTest, OutOfRangeLimitsAndUnknownGpusAreRefusedWithoutADriverCall) {

@@ -20,6 +20,7 @@ enum class Op {
   kState,          // read every GPU's limits and who holds it
   kLease,          // hold a GPU without changing it yet
   kSetPowerLimit,  // change a held (or free) GPU's limit; the lease starts or continues
+  kRestoreDefault, // set the GPU's default limit, as a change under the lease
   kRestore,        // put back the value the GPU had when the lease began, keep holding it
   kRelease,        // restore and let go
 };
