@@ -15,8 +15,9 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   # tests and benchmarks; clang's libFuzzer for the daemon's protocol fuzzer
   libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
-  # python3 for helper scripts (bench/, docs checks)
-  python3
+  # the Python module and its tests (Debian's python3, pybind11, PyTorch for CPU)
+  python3 python3-dev pybind11-dev python3-torch python3-pytest python3-numpy
+  python3-pip python3-setuptools python3-venv
 )
 
 missing=()

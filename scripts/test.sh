@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${JOULE_BUILD_DIR:-build}
 jobs=${JOULE_JOBS:-2}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Debian's python3 (with python3-torch), whatever else is first on PATH.
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE=/usr/bin/python3
 cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure
 # jouled's protocol parser under libFuzzer, for a bounded time.

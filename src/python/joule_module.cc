@@ -1,0 +1,246 @@
+// The `joule` Python module (as joule._joule): measurement, the power-limit
+// optimizer with the same callbacks as C++, the batch-size optimizer and
+// device information. Anything that may wait (driver calls, the sampler)
+// runs with the GIL released; exceptions keep their messages.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+
+#include "joule/device/discovery.h"
+#include "joule/error.h"
+#include "joule/measure/monitor.h"
+#include "joule/optimize/batch_size_optimizer.h"
+#include "joule/optimize/power_limit_optimizer.h"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace {
+
+joule::Devices open_devices(const std::string& backend, const std::string& sim, const std::vector<unsigned>& gpus) {
+  joule::DiscoveryOptions options;
+  options.backend = joule::parse_gpu_backend(backend);
+  options.sim_spec = sim;
+  joule::Devices devices = joule::discover_devices(options);
+  if (!gpus.empty()) joule::select_gpus(devices, gpus);
+  return devices;
+}
+
+py::dict gpu_info(joule::Gpu& gpu) {
+  py::dict info("index"_a = gpu.index(), "name"_a = gpu.name(), "uuid"_a = gpu.uuid(),
+                "architecture"_a = gpu.architecture(), "backend"_a = gpu.backend(), "simulated"_a = gpu.simulated());
+  try {
+    const auto range = gpu.power_limit_range_mw();
+    info["power_limit_w"] = gpu.power_limit_mw() / 1000.0;
+    info["default_limit_w"] = gpu.default_power_limit_mw() / 1000.0;
+    info["min_limit_w"] = range.min_mw / 1000.0;
+    info["max_limit_w"] = range.max_mw / 1000.0;
+  } catch (const joule::DeviceError&) {
+  }
+  py::dict capabilities;
+  for (const auto& c : gpu.probe_capabilities()) {
+    capabilities[joule::to_string(c.capability)] = py::make_tuple(c.available, c.reason);
+  }
+  info["capabilities"] = capabilities;
+  return info;
+}
+
+// A Monitor over the devices it found, owning both.
+class PyMonitor {
+ public:
+  PyMonitor(const std::string& backend, const std::string& sim, const std::vector<unsigned>& gpus, double interval_ms,
+            std::optional<py::function> synchronize)
+      : devices_(open_devices(backend, sim, gpus)) {
+    joule::MonitorOptions options;
+    options.sampler.interval_s = interval_ms / 1000.0;
+    if (synchronize) {
+      // Called from begin/end_window with the GIL released: take it back.
+      auto fn = std::make_shared<py::function>(*synchronize);
+      options.synchronize = [fn] {
+        py::gil_scoped_acquire gil;
+        (*fn)();
+      };
+      synchronize_ = fn;
+    }
+    monitor_ = std::make_unique<joule::Monitor>(devices_, options);
+  }
+  ~PyMonitor() {
+    py::gil_scoped_release release;
+    monitor_.reset();
+  }
+  joule::Monitor& monitor() { return *monitor_; }
+  const joule::Devices& devices() const { return devices_; }
+
+ private:
+  joule::Devices devices_;
+  std::shared_ptr<py::function> synchronize_;
+  std::unique_ptr<joule::Monitor> monitor_;
+};
+
+// `with monitor.window("epoch") as w:` ... `w.measurement`.
+class PyWindow {
+ public:
+  PyWindow(PyMonitor& monitor, std::string name) : monitor_(monitor), name_(std::move(name)) {}
+  PyWindow& enter() {
+    py::gil_scoped_release release;
+    monitor_.monitor().begin_window(name_);
+    return *this;
+  }
+  bool exit(const py::object&, const py::object&, const py::object&) {
+    py::gil_scoped_release release;
+    measurement_ = monitor_.monitor().end_window(name_);
+    return false;  // exceptions propagate
+  }
+  const std::optional<joule::Measurement>& measurement() const { return measurement_; }
+
+ private:
+  PyMonitor& monitor_;
+  std::string name_;
+  std::optional<joule::Measurement> measurement_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_joule, m) {
+  m.doc() = "joule: measure and lower the energy of deep-learning training on GPUs";
+
+  auto error = py::register_exception<joule::Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception<joule::UsageError>(m, "UsageError", error.ptr());
+  py::register_exception<joule::DeviceError>(m, "DeviceError", error.ptr());
+
+  m.def(
+      "devices",
+      [](const std::string& backend, const std::string& sim) {
+        joule::Devices devices = open_devices(backend, sim, {});
+        py::list gpus;
+        for (const auto& gpu : devices.gpus) gpus.append(gpu_info(*gpu));
+        py::list zones;
+        for (const auto& zone : devices.cpu_zones) zones.append(zone->label());
+        return py::dict("gpu_backend"_a = devices.gpu_backend, "gpu_backend_reason"_a = devices.gpu_backend_reason,
+                        "simulated"_a = devices.simulated(), "control_path"_a = devices.control_path,
+                        "gpus"_a = gpus, "cpu_zones"_a = zones, "cpu_problems"_a = devices.cpu_problems);
+      },
+      "backend"_a = "auto", "sim"_a = "", "Every device joule finds, what it can read and how limits would change.");
+
+  py::class_<joule::Measurement>(m, "Measurement")
+      .def_readonly("name", &joule::Measurement::name)
+      .def_readonly("elapsed_s", &joule::Measurement::elapsed_s)
+      .def_readonly("gpu_energy_j", &joule::Measurement::gpu_energy_j)
+      .def_readonly("cpu_package_energy_j", &joule::Measurement::cpu_package_energy_j)
+      .def_readonly("dram_energy_j", &joule::Measurement::dram_energy_j)
+      .def_readonly("warnings", &joule::Measurement::warnings)
+      .def_property_readonly("gpu_total_energy_j", &joule::Measurement::gpu_total_energy_j)
+      .def_property_readonly("total_energy_j", &joule::Measurement::total_energy_j)
+      .def("__repr__", [](const joule::Measurement& x) {
+        return "<Measurement '" + x.name + "' " + std::to_string(x.elapsed_s) + " s, " +
+               std::to_string(x.total_energy_j()) + " J>";
+      });
+
+  py::class_<PyWindow>(m, "Window")
+      .def("__enter__", &PyWindow::enter, py::return_value_policy::reference)
+      .def("__exit__", &PyWindow::exit)
+      .def_property_readonly("measurement", [](const PyWindow& w) { return w.measurement(); });
+
+  py::class_<PyMonitor>(m, "Monitor")
+      .def(py::init<const std::string&, const std::string&, const std::vector<unsigned>&, double,
+                    std::optional<py::function>>(),
+           "backend"_a = "auto", "sim"_a = "", "gpus"_a = std::vector<unsigned>{}, "interval_ms"_a = 100.0,
+           "synchronize"_a = py::none())
+      .def(
+          "begin_window", [](PyMonitor& self, const std::string& name) { self.monitor().begin_window(name); },
+          "name"_a, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "end_window", [](PyMonitor& self, const std::string& name) { return self.monitor().end_window(name); },
+          "name"_a, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "window", [](PyMonitor& self, const std::string& name) { return PyWindow(self, name); }, "name"_a,
+          py::keep_alive<0, 1>())
+      .def(
+          "write_timeline_csv", [](PyMonitor& self, const std::string& path) { self.monitor().timeline().write_csv(path); },
+          "path"_a, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("gpus", [](PyMonitor& self) {
+        py::list gpus;
+        for (const auto& gpu : self.monitor().gpus()) gpus.append(gpu_info(*gpu));
+        return gpus;
+      })
+      .def_property_readonly("simulated", [](const PyMonitor& self) { return self.devices().simulated(); });
+
+  py::class_<joule::PowerLimitOptimizer>(m, "PowerLimitOptimizer")
+      .def(py::init([](PyMonitor& monitor, const std::string& objective, double eta, double max_slowdown, bool observer,
+                       double step_w, int warmup_steps, int measure_steps, double min_warmup_s, double min_measure_s,
+                       const std::string& job, int batch_size, const std::string& profile_path, bool reprofile) {
+             joule::PowerLimitOptimizerOptions o;
+             o.objective = joule::parse_objective(objective, eta, max_slowdown);
+             o.observer = observer;
+             o.step_w = step_w;
+             o.warmup_steps = warmup_steps;
+             o.measure_steps = measure_steps;
+             o.min_warmup_s = min_warmup_s;
+             o.min_measure_s = min_measure_s;
+             o.job_name = job;
+             o.batch_size = batch_size;
+             o.profile_path = profile_path;
+             o.reprofile = reprofile;
+             return std::make_unique<joule::PowerLimitOptimizer>(monitor.monitor(), o);
+           }),
+           "monitor"_a, "objective"_a = "cost", "eta"_a = 0.5, "max_slowdown"_a = 1.1, "observer"_a = false,
+           "step_w"_a = 25.0, "warmup_steps"_a = 5, "measure_steps"_a = 20, "min_warmup_s"_a = 1.0,
+           "min_measure_s"_a = 2.0, "job"_a = "job", "batch_size"_a = 0, "profile_path"_a = "", "reprofile"_a = false,
+           py::keep_alive<1, 2>())
+      .def("on_epoch_begin", &joule::PowerLimitOptimizer::on_epoch_begin, py::call_guard<py::gil_scoped_release>())
+      .def("on_step_begin", &joule::PowerLimitOptimizer::on_step_begin, py::call_guard<py::gil_scoped_release>())
+      .def("on_step_end", &joule::PowerLimitOptimizer::on_step_end, py::call_guard<py::gil_scoped_release>())
+      .def("on_epoch_end", &joule::PowerLimitOptimizer::on_epoch_end, py::call_guard<py::gil_scoped_release>())
+      .def("restore", &joule::PowerLimitOptimizer::restore, py::call_guard<py::gil_scoped_release>())
+      .def("report", &joule::PowerLimitOptimizer::report)
+      .def_property_readonly("state", [](const joule::PowerLimitOptimizer& o) {
+        return o.state() == joule::PowerLimitOptimizer::State::kDecided ? "decided" : "profiling";
+      })
+      .def_property_readonly("observer", &joule::PowerLimitOptimizer::observer)
+      .def_property_readonly("chosen_limit_w", &joule::PowerLimitOptimizer::chosen_limit_w)
+      .def_property_readonly("candidate_limits_w", &joule::PowerLimitOptimizer::candidate_limits_w)
+      .def_property_readonly("profile", [](const joule::PowerLimitOptimizer& o) {
+        py::list rows;
+        for (const auto& r : o.profile()) {
+          rows.append(py::dict("power_limit_w"_a = r.power_limit_w, "steps"_a = r.steps,
+                               "time_per_step_s"_a = r.time_per_step_s, "energy_per_step_j"_a = r.energy_per_step_j,
+                               "avg_power_w"_a = r.avg_power_w));
+        }
+        return rows;
+      });
+
+  py::class_<joule::BatchSizeOptimizer>(m, "BatchSizeOptimizer")
+      .def(py::init([](std::vector<int> batch_sizes, int default_batch_size, double beta, std::optional<std::size_t> window,
+                       uint64_t seed) {
+             joule::BatchSizeOptimizerOptions o;
+             o.batch_sizes = std::move(batch_sizes);
+             o.default_batch_size = default_batch_size;
+             o.beta = beta;
+             o.window = window;
+             o.seed = seed;
+             return joule::BatchSizeOptimizer(o);
+           }),
+           "batch_sizes"_a, "default_batch_size"_a, "beta"_a = 2.0, "window"_a = py::none(), "seed"_a = 1)
+      .def("predict", &joule::BatchSizeOptimizer::predict)
+      .def("observe", &joule::BatchSizeOptimizer::observe, "batch_size"_a, "cost"_a, "converged"_a)
+      .def_property_readonly("early_stop_threshold_cost", &joule::BatchSizeOptimizer::early_stop_threshold_cost)
+      .def_property_readonly("phase", [](const joule::BatchSizeOptimizer& o) {
+        return o.phase() == joule::BatchSizeOptimizer::Phase::kPruning ? "pruning" : "thompson";
+      })
+      .def_property_readonly("candidates", &joule::BatchSizeOptimizer::candidates)
+      .def("to_json", [](const joule::BatchSizeOptimizer& o) { return o.to_json().dump(); })
+      .def_static(
+          "from_json", [](const std::string& text) {
+            nlohmann::json state;
+            try {
+              state = nlohmann::json::parse(text);
+            } catch (const nlohmann::json::exception& e) {
+              throw joule::UsageError(std::string("optimizer state: not valid JSON: ") + e.what());
+            }
+            return joule::BatchSizeOptimizer::from_json(state);
+          },
+          "text"_a);
+}

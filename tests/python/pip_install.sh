@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `pip install .` into a fresh virtual environment (system site packages for
+# Debian's torch; no build isolation, no downloads), then import the module.
+set -euo pipefail
+source_dir=$1
+venv=$(mktemp -d)
+trap 'rm -rf "$venv"' EXIT
+/usr/bin/python3 -m venv --system-site-packages "$venv"
+"$venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps --no-index "$source_dir"
+cd "$venv"  # not the source tree: import the installed package
+"$venv/bin/python" -c "
+import joule, joule.torch
+assert joule.__file__.startswith('$venv'), joule.__file__
+print('installed joule at', joule.__file__)
+print(joule.devices(backend='sim', sim='count=1')['gpus'][0]['name'])
+"

@@ -1,0 +1,123 @@
+"""The joule Python module with Debian's python3 and python3-torch (CPU).
+
+Run by CTest with PYTHONPATH pointing at the build tree's package and
+JOULE_TEST_FAKE_NVML at the fake libnvidia-ml.so.1.
+"""
+import json
+import os
+import re
+import time
+
+import pytest
+import torch
+
+import joule
+import joule.torch
+
+FAKE_NVML = os.environ["JOULE_TEST_FAKE_NVML"]
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    monkeypatch.setenv("JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+    monkeypatch.setenv("JOULE_SIM", "count=2,load=1")
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch, tmp_path):
+    """Two fake A40s (limits 200-300 W) drawing 400 W, so every limit caps the power."""
+    config = tmp_path / "fake.conf"
+    config.write_text('device name="NVIDIA A40" power_w=400 min_limit_w=200 max_limit_w=300\n' * 2)
+    log = tmp_path / "set_calls.log"
+    monkeypatch.setenv("JOULE_NVML_LIBRARY", FAKE_NVML)
+    monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
+    monkeypatch.setenv("JOULE_FAKE_NVML_LOG", str(log))
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    return log
+
+
+def test_window_context_manager_measures_energy_and_time(simulated):
+    monitor = joule.Monitor(interval_ms=10)
+    assert monitor.simulated and len(monitor.gpus) == 2
+    with monitor.window("epoch") as w:
+        time.sleep(0.2)
+    m = w.measurement
+    assert m.name == "epoch"
+    assert m.elapsed_s >= 0.2
+    assert len(m.gpu_energy_j) == 2
+    assert m.gpu_energy_j[0] == pytest.approx(650.0 * m.elapsed_s, rel=0.02)
+    assert m.total_energy_j == pytest.approx(sum(m.gpu_energy_j))
+
+
+def test_errors_are_python_exceptions_with_the_same_message(simulated):
+    monitor = joule.Monitor()
+    with pytest.raises(joule.UsageError, match="measurement window 'nope' is not open"):
+        monitor.end_window("nope")
+    with pytest.raises(joule.UsageError, match="GPU index 9 does not exist"):
+        joule.Monitor(gpus=[9])
+    with pytest.raises(joule.UsageError, match="unknown objective 'speed'"):
+        joule.PowerLimitOptimizer(monitor, objective="speed")
+    assert issubclass(joule.DeviceError, joule.Error) and issubclass(joule.Error, RuntimeError)
+
+
+def test_devices_describe_what_joule_finds(fake_gpus):
+    info = joule.devices()
+    assert info["gpu_backend"] == "nvml" and not info["simulated"]
+    assert [g["name"] for g in info["gpus"]] == ["NVIDIA A40", "NVIDIA A40"]
+    assert info["gpus"][0]["max_limit_w"] == 300.0
+    assert info["gpus"][0]["capabilities"]["energy_counter"][0] is True
+
+
+def test_pytorch_training_loop_with_the_power_limit_optimizer(fake_gpus):
+    """A real (small, synthetic-data) PyTorch loop on CPU, with Monitor and the optimizer."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(256, 32), torch.randint(0, 4, (256,))
+
+    monitor = joule.Monitor(interval_ms=5, synchronize=joule.torch.synchronizer())
+    plo = joule.PowerLimitOptimizer(monitor, objective="energy", step_w=50, warmup_steps=1, measure_steps=3,
+                                    min_warmup_s=0, min_measure_s=0, job="tiny-mlp", batch_size=32)
+    callbacks = joule.torch.TrainingCallbacks(plo)
+    with torch.no_grad():
+        loss_before = torch.nn.functional.cross_entropy(model(x), y).item()
+    for _ in range(5):
+        with monitor.window("epoch") as epoch, callbacks.epoch():
+            for i in range(0, 256, 32):
+                with callbacks.step():
+                    loss = torch.nn.functional.cross_entropy(model(x[i:i + 32]), y[i:i + 32])
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    time.sleep(0.003)  # the fake GPUs "work" while the step runs
+        assert epoch.measurement.gpu_total_energy_j > 0
+    with torch.no_grad():
+        assert torch.nn.functional.cross_entropy(model(x), y).item() < loss_before  # it really trained
+    assert plo.state == "decided"
+    assert plo.chosen_limit_w == 200.0  # power is capped by each limit; time does not change
+    assert [row["power_limit_w"] for row in plo.profile] == [300.0, 250.0, 200.0]
+    assert "chose 200 W" in plo.report()
+    plo.restore()
+    calls = fake_gpus.read_text().splitlines()
+    assert [re.search(r"limit_mw=(\d+)", c).group(1) for c in calls] == ["250000"] * 2 + ["200000"] * 2 + ["300000"] * 2
+
+
+def test_batch_size_optimizer_state_round_trips(simulated):
+    bso = joule.BatchSizeOptimizer([16, 32, 64, 128], 32, beta=2.0, seed=3)
+    costs = {16: 120.0, 32: 100.0, 64: 90.0, 128: 0.0}
+    for _ in range(10):
+        b = bso.predict()
+        bso.observe(b, costs[b] if costs[b] else 300.0, costs[b] > 0)
+    assert bso.phase == "thompson"
+    again = joule.BatchSizeOptimizer.from_json(bso.to_json())
+    assert json.loads(again.to_json()) == json.loads(bso.to_json())
+    assert [again.predict() for _ in range(5)] == [bso.predict() for _ in range(5)]
+    with pytest.raises(joule.UsageError, match="not valid JSON"):
+        joule.BatchSizeOptimizer.from_json("{")
+
+
+def test_type_stubs_cover_every_public_name():
+    stubs = open(os.path.join(os.path.dirname(joule.__file__), "_joule.pyi")).read()
+    for name in joule.__all__:
+        assert re.search(rf"^(class|def) {name}\b", stubs, re.M), name
