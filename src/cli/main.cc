@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "cli/child_process.h"
+#include "joule/common/child_process.h"
 #include "cli/commands.h"
 #include "joule/error.h"
 
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", e.what());
     return 2;
-  } catch (const joule::cli::SpawnError& e) {
+  } catch (const joule::SpawnError& e) {
     std::cerr << fmt::format("joule: {}\n", e.what());
     return e.exit_status();
   } catch (const std::exception& e) {

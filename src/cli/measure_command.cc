@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/child_process.h"
+#include "joule/common/child_process.h"
 #include "cli/commands.h"
 #include "cli/report.h"
 #include "joule/error.h"

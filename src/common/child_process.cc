@@ -1,4 +1,4 @@
-#include "cli/child_process.h"
+#include "joule/common/child_process.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -6,12 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "joule/error.h"
 
-namespace joule::cli {
+namespace joule {
 
 namespace {
 
@@ -28,15 +29,28 @@ void forward_signal(int signal_number, siginfo_t* info, void*) {
 
 }  // namespace
 
-ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv) {
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
+                                 const std::vector<std::pair<std::string, std::string>>& extra_env) {
   if (argv.empty()) throw UsageError("no command to run");
   std::vector<char*> args;
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   // posix_spawnp rather than fork: safe while the sampler thread runs, and
   // glibc reports a failed exec (not found, not executable) as its result.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const bool overridden = std::any_of(extra_env.begin(), extra_env.end(), [&](const auto& kv) {
+      return entry.rfind(kv.first + "=", 0) == 0;
+    });
+    if (!overridden) env_strings.push_back(entry);
+  }
+  for (const auto& [key, value] : extra_env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> env;
+  for (auto& entry : env_strings) env.push_back(entry.data());
+  env.push_back(nullptr);
   pid_t pid = 0;
-  const int error = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ);
+  const int error = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), env.data());
   if (error != 0) {
     throw SpawnError(fmt::format("cannot run '{}': {}", argv[0], std::strerror(error)), error == ENOENT ? 127 : 126);
   }
@@ -65,4 +79,4 @@ int ChildProcess::wait_forwarding_signals() {
   return 1;
 }
 
-}  // namespace joule::cli
+}  // namespace joule

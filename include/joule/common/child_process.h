@@ -5,11 +5,12 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "joule/error.h"
 
-namespace joule::cli {
+namespace joule {
 
 // The command could not be started; exit_status() is what a shell would
 // return (127: not found, 126: found but not executable).
@@ -24,9 +25,10 @@ class SpawnError : public Error {
 
 class ChildProcess {
  public:
-  // Starts argv[0] (searched in PATH) with argv. Throws SpawnError naming
-  // the command when it cannot be started.
-  static ChildProcess spawn(const std::vector<std::string>& argv);
+  // Starts argv[0] (searched in PATH) with argv, and extra_env added to the
+  // environment. Throws SpawnError naming the command when it cannot start.
+  static ChildProcess spawn(const std::vector<std::string>& argv,
+                            const std::vector<std::pair<std::string, std::string>>& extra_env = {});
 
   // Waits for the child. Meanwhile SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
   // and SIGUSR2 sent to joule are passed on to the child (signals the
@@ -42,4 +44,4 @@ class ChildProcess {
   pid_t pid_;
 };
 
-}  // namespace joule::cli
+}  // namespace joule
