@@ -74,4 +74,13 @@ struct TrainSimOptions {
 };
 int run_train_sim(const CommonOptions& common, const TrainSimOptions& options);
 
+struct SweepCommandOptions {
+  std::string config_path;
+  bool no_control = false;
+  std::string store_path;   // overrides the config's store
+  std::string export_path;  // CSV of every run
+  bool export_only = false;
+};
+int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& options);
+
 }  // namespace joule::cli

@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
 
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate" &&
-      first != "train-sim") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, simulate or train-sim; see 'joule --help')\n", first);
+      first != "train-sim" && first != "sweep") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, sweep, simulate or train-sim; see 'joule --help')\n", first);
     return 2;
   }
   joule::cli::SimulateOptions simulate;
@@ -95,6 +95,16 @@ int main(int argc, char** argv) {
   train_sim_command->add_option("--job", train_sim.job, "job name (profile key), default train-sim");
   train_sim_command->add_option("--batch-size", train_sim.batch_size, "batch size (profile key)");
 
+  joule::cli::SweepCommandOptions sweep;
+  CLI::App* sweep_command =
+      app.add_subcommand("sweep", "run a command over a grid of settings with repeats, measuring every run");
+  add_common_options(*sweep_command, common);
+  sweep_command->add_option("config", sweep.config_path, "the sweep's TOML file")->required();
+  sweep_command->add_flag("--no-control", sweep.no_control, "never change GPU settings (refuses power_limit grids)");
+  sweep_command->add_option("--store", sweep.store_path, "SQLite results store (default: from the config)");
+  sweep_command->add_option("--export", sweep.export_path, "write every run to this CSV file");
+  sweep_command->add_flag("--export-only", sweep.export_only, "only export what the store holds");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -125,6 +135,7 @@ int main(int argc, char** argv) {
     if (*measure_command) return joule::cli::run_measure(common, measure);
     if (*simulate_command) return joule::cli::run_simulate(simulate);
     if (*train_sim_command) return joule::cli::run_train_sim(common, train_sim);
+    if (*sweep_command) return joule::cli::run_sweep_command(common, sweep);
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", e.what());
     return 2;

@@ -1,0 +1,145 @@
+#include "sweep/store.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "joule/clock.h"
+#include "joule/error.h"
+
+namespace joule::sweep {
+
+namespace {
+
+// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql, const std::string& path) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw Error(fmt::format("results store '{}': {}", path, sqlite3_errmsg(db)));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  void bind(int i, const std::string& v) { sqlite3_bind_text(stmt_, i, v.c_str(), -1, SQLITE_TRANSIENT); }
+  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void bind(int i, long long v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, const std::optional<double>& v) {
+    v ? sqlite3_bind_double(stmt_, i, *v) : sqlite3_bind_null(stmt_, i);
+  }
+  int step() { return sqlite3_step(stmt_); }
+  sqlite3_stmt* get() { return stmt_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+double wall_time_s() {
+  // Timestamps for people reading the store; durations come from the Clock.
+  return static_cast<double>(time(nullptr));
+}
+
+}  // namespace
+
+Store::Store(const std::string& path) : path_(path) {
+  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw Error(fmt::format("cannot open results store '{}': {}", path, why));
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  exec(
+      "CREATE TABLE IF NOT EXISTS runs ("
+      " id INTEGER PRIMARY KEY, sweep TEXT NOT NULL, config TEXT NOT NULL, repeat INTEGER NOT NULL,"
+      " command TEXT NOT NULL, status TEXT NOT NULL, exit_code INTEGER, started_at REAL, finished_at REAL,"
+      " elapsed_s REAL, gpu_energy_j REAL, cpu_energy_j REAL, dram_energy_j REAL, avg_power_w REAL,"
+      " samples REAL, steps REAL, epochs REAL, error TEXT)");
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+void Store::exec(const std::string& sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string why = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw Error(fmt::format("results store '{}': {}", path_, why));
+  }
+}
+
+int Store::mark_interrupted() {
+  exec("UPDATE runs SET status = 'interrupted', error = 'the sweep stopped while this run was going' "
+       "WHERE status = 'running'");
+  return sqlite3_changes(db_);
+}
+
+bool Store::finished(const std::string& config_key, int repeat) {
+  Statement s(db_, "SELECT 1 FROM runs WHERE config = ? AND repeat = ? AND status IN ('ok', 'failed')", path_);
+  s.bind(1, config_key);
+  s.bind(2, static_cast<long long>(repeat));
+  return s.step() == SQLITE_ROW;
+}
+
+long long Store::begin(const std::string& sweep, const std::string& config_key, int repeat, const std::string& command) {
+  Statement s(db_,
+              "INSERT INTO runs (sweep, config, repeat, command, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)",
+              path_);
+  s.bind(1, sweep);
+  s.bind(2, config_key);
+  s.bind(3, static_cast<long long>(repeat));
+  s.bind(4, command);
+  s.bind(5, wall_time_s());
+  if (s.step() != SQLITE_DONE) throw Error(fmt::format("results store '{}': {}", path_, sqlite3_errmsg(db_)));
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void Store::finish(long long id, const RunRecord& r) {
+  Statement s(db_,
+              "UPDATE runs SET status = ?, exit_code = ?, finished_at = ?, elapsed_s = ?, gpu_energy_j = ?,"
+              " cpu_energy_j = ?, dram_energy_j = ?, avg_power_w = ?, samples = ?, steps = ?, epochs = ?, error = ?"
+              " WHERE id = ?",
+              path_);
+  s.bind(1, r.status);
+  r.exit_code ? s.bind(2, static_cast<long long>(*r.exit_code)) : (void)sqlite3_bind_null(s.get(), 2);
+  s.bind(3, wall_time_s());
+  s.bind(4, r.elapsed_s);
+  s.bind(5, r.gpu_energy_j);
+  s.bind(6, r.cpu_energy_j);
+  s.bind(7, r.dram_energy_j);
+  s.bind(8, r.avg_power_w);
+  s.bind(9, r.samples);
+  s.bind(10, r.steps);
+  s.bind(11, r.epochs);
+  s.bind(12, r.error);
+  s.bind(13, id);
+  if (s.step() != SQLITE_DONE) throw Error(fmt::format("results store '{}': {}", path_, sqlite3_errmsg(db_)));
+}
+
+void Store::export_csv(const std::string& csv_path) {
+  std::ofstream out(csv_path, std::ios::trunc);
+  if (!out) throw Error(fmt::format("cannot write '{}'", csv_path));
+  Statement s(db_,
+              "SELECT id, sweep, config, repeat, command, status, exit_code, started_at, finished_at, elapsed_s,"
+              " gpu_energy_j, cpu_energy_j, dram_energy_j, avg_power_w, samples, steps, epochs, error"
+              " FROM runs ORDER BY id",
+              path_);
+  const int columns = sqlite3_column_count(s.get());
+  for (int c = 0; c < columns; ++c) out << (c ? "," : "") << sqlite3_column_name(s.get(), c);
+  out << '\n';
+  while (s.step() == SQLITE_ROW) {
+    for (int c = 0; c < columns; ++c) {
+      const unsigned char* text = sqlite3_column_text(s.get(), c);
+      std::string value = text ? reinterpret_cast<const char*>(text) : "";
+      if (value.find_first_of(",\"\n") != std::string::npos) {
+        std::string quoted = "\"";
+        for (char ch : value) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        value = quoted + "\"";
+      }
+      out << (c ? "," : "") << value;
+    }
+    out << '\n';
+  }
+  if (!out) throw Error(fmt::format("error writing '{}'", csv_path));
+}
+
+}  // namespace joule::sweep

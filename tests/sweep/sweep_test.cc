@@ -1,0 +1,155 @@
+#include "joule/sweep/sweep.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "common/test_support.h"
+#include "joule/error.h"
+
+namespace joule {
+namespace {
+
+using testing::TempDir;
+using testing::write_file;
+
+std::string load_error(const std::string& toml) {
+  TempDir tmp;
+  write_file(tmp.file("s.toml"), toml);
+  try {
+    SweepConfig::load(tmp.file("s.toml"));
+  } catch (const UsageError& e) {
+    std::string m = e.what();
+    return m.substr(m.find("s.toml"));
+  }
+  return "no error";
+}
+
+TEST(SweepConfigTest, ErrorsNameFileAndLine) {
+  EXPECT_EQ(load_error("command = \"x\"\nrepeats = [\n"), "s.toml:2:13: Error while parsing array: encountered end-of-file");
+  EXPECT_EQ(load_error("command = \"x\"\ncolour = 1\n"), "s.toml:2: unknown key \"colour\" (command, launcher, repeats, store, grid)");
+  EXPECT_EQ(load_error("repeats = 2\n"), "s.toml:1: \"command\" is required");
+  EXPECT_EQ(load_error("command = \"x\"\nrepeats = 0\n"), "s.toml:2: \"repeats\" must be a whole number from 1");
+  EXPECT_EQ(load_error("command = \"x\"\nlauncher = \"ssh\"\n"),
+            "s.toml:2: \"launcher\" must be local, torchrun, mpirun or srun");
+  EXPECT_EQ(load_error("command = \"x\"\n[grid]\ngpus = [\"two\"]\n"), "s.toml:1: grid.gpus: 'two' must be a positive number");
+}
+
+TEST(SweepConfigTest, GridExpandsWithRepeatsAndCommandsFillPlaceholders) {
+  TempDir tmp;
+  write_file(tmp.file("s.toml"), "command = \"train --bs {batch_size} --seed {repeat}\"\nrepeats = 2\n"
+                                 "launcher = \"torchrun\"\n[grid]\nbatch_size = [32, 64]\ngpus = [1, 2]\n");
+  const SweepConfig config = SweepConfig::load(tmp.file("s.toml"));
+  EXPECT_EQ(config.store_path, tmp.file("s.sqlite"));
+  const auto runs = expand_grid(config);
+  ASSERT_EQ(runs.size(), 8u);
+  EXPECT_EQ(run_command(config, runs[0]), "torchrun --nproc-per-node 1 train --bs 32 --seed 0");
+  EXPECT_EQ(run_command(config, runs[7]), "torchrun --nproc-per-node 2 train --bs 64 --seed 1");
+  SweepConfig mpi = config;
+  mpi.launcher = "mpirun";
+  EXPECT_EQ(run_command(mpi, runs[2]).rfind("mpirun -np 2 train", 0), 0u);
+  SweepConfig bad = config;
+  bad.command = "train --lr {lr}";
+  EXPECT_THROW(run_command(bad, runs[0]), UsageError);
+}
+
+struct SweepFixture : ::testing::Test {
+  TempDir tmp;
+  SweepOptions options;
+  void SetUp() override {
+    options.discovery.backend = GpuBackend::kSim;
+    options.discovery.sim_spec = "count=2,load=1";
+    options.discovery.powercap_root = "/nonexistent";
+    options.log = [](const std::string&) {};
+  }
+  SweepConfig config(const std::string& toml) {
+    write_file(tmp.file("s.toml"), toml);
+    return SweepConfig::load(tmp.file("s.toml"));
+  }
+  std::vector<std::string> csv() {
+    export_sweep_csv(tmp.file("s.sqlite"), tmp.file("s.csv"));
+    return testing::read_lines(tmp.file("s.csv"));
+  }
+};
+
+TEST_F(SweepFixture, MeasuresEveryRunAndResumesWhereItStopped) {
+  const auto c = config(
+      "command = \"sleep 0.05; echo samples=64 steps=2 >> $JOULE_REPORT_FILE; exit {code}\"\nrepeats = 2\n"
+      "[grid]\npower_limit = [300, 200]\ngpus = [1]\ncode = [0, 3]\n");
+  const SweepSummary first = run_sweep(c, options);
+  EXPECT_EQ(first.total, 8);
+  EXPECT_EQ(first.ran, 8);
+  EXPECT_EQ(first.failed, 4);  // exit 3 is recorded as failed, not lost
+  const SweepSummary again = run_sweep(c, options);
+  EXPECT_EQ(again.ran, 0);
+  EXPECT_EQ(again.skipped, 8);
+  const auto rows = csv();
+  ASSERT_EQ(rows.size(), 9u);
+  int ok = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].find(",ok,0,") == std::string::npos) {
+      EXPECT_NE(rows[i].find(",failed,3,"), std::string::npos) << rows[i];
+      continue;
+    }
+    ++ok;
+    // One simulated GPU at full load draws the limit: energy / time = limit.
+    const bool at_300 = rows[i].find("\"\"power_limit\"\":\"\"300\"\"") != std::string::npos;
+    EXPECT_NE(rows[i].find(at_300 ? ",300.0,64.0,2.0," : ",200.0,64.0,2.0,"), std::string::npos) << rows[i];
+  }
+  EXPECT_EQ(ok, 4);
+}
+
+TEST_F(SweepFixture, RunsInterruptedByACrashedSweepAreRunAgain) {
+  const auto c = config("command = \"true\"\n[grid]\nx = [1, 2]\n");
+  run_sweep(c, options);
+  sqlite3* db = nullptr;
+  sqlite3_open(tmp.file("s.sqlite").c_str(), &db);
+  sqlite3_exec(db, "UPDATE runs SET status = 'running' WHERE id = 2", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  const SweepSummary s = run_sweep(c, options);
+  EXPECT_EQ(s.ran, 1);
+  const auto rows = csv();
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_NE(rows[2].find(",interrupted,"), std::string::npos) << rows[2];
+  EXPECT_NE(rows[3].find(",ok,0,"), std::string::npos) << rows[3];
+}
+
+TEST_F(SweepFixture, NoControlRefusesPowerLimitGridsAndLimitsAreRestoredAfterEachRun) {
+  const auto c = config("command = \"true\"\n[grid]\npower_limit = [250, 200]\n");
+  options.no_control = true;
+  try {
+    run_sweep(c, options);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the grid sets power_limit, but GPU control is off (--no-control)"),
+              std::string::npos);
+  }
+  // Through the fake NVML library: each run sets its limit and puts 300 W back.
+  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n");
+  options.no_control = false;
+  options.discovery.backend = GpuBackend::kNvml;
+  options.discovery.nvml_library = fake.library_path;
+  options.discovery.control = "direct";
+  run_sweep(c, options);
+  EXPECT_EQ(testing::read_lines(fake.log_path),
+            (std::vector<std::string>{"nvmlDeviceSetPowerManagementLimit device=0 limit_mw=250000",
+                                      "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=300000",
+                                      "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=200000",
+                                      "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=300000"}));
+}
+
+TEST(SweepCliTest, RunsAGridAndExportsCsv) {
+  TempDir tmp;
+  write_file(tmp.file("s.toml"), "command = \"echo epochs=1 >> $JOULE_REPORT_FILE\"\nrepeats = 3\n[grid]\nbatch_size = [8, 16]\n");
+  const auto r = testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--sim", "count=1", "--export",
+                                       tmp.file("out.csv")},
+                                      {{"JOULE_NVML_LIBRARY", "/nonexistent"}, {"JOULE_POWERCAP_ROOT", "/nonexistent"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("6 runs in the grid; 6 ran (0 failed)"), std::string::npos) << r.out;
+  EXPECT_EQ(testing::read_lines(tmp.file("out.csv")).size(), 7u);
+  const auto bad = testing::run_process({JOULE_BINARY, "sweep", tmp.file("missing.toml")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("missing.toml"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace joule
