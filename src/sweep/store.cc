@@ -53,7 +53,10 @@ Store::Store(const std::string& path) : path_(path) {
       " id INTEGER PRIMARY KEY, sweep TEXT NOT NULL, config TEXT NOT NULL, repeat INTEGER NOT NULL,"
       " command TEXT NOT NULL, status TEXT NOT NULL, exit_code INTEGER, started_at REAL, finished_at REAL,"
       " elapsed_s REAL, gpu_energy_j REAL, cpu_energy_j REAL, dram_energy_j REAL, avg_power_w REAL,"
-      " samples REAL, steps REAL, epochs REAL, error TEXT)");
+      " samples REAL, steps REAL, epochs REAL, gpu_util_mean REAL, gpu_util_cv REAL, mem_util_mean REAL,"
+      " mem_util_cv REAL, error TEXT)");
+  exec("CREATE TABLE IF NOT EXISTS timelines (run_id INTEGER NOT NULL, time_s REAL NOT NULL, device TEXT NOT NULL,"
+       " power_w REAL NOT NULL)");
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -96,8 +99,8 @@ long long Store::begin(const std::string& sweep, const std::string& config_key, 
 void Store::finish(long long id, const RunRecord& r) {
   Statement s(db_,
               "UPDATE runs SET status = ?, exit_code = ?, finished_at = ?, elapsed_s = ?, gpu_energy_j = ?,"
-              " cpu_energy_j = ?, dram_energy_j = ?, avg_power_w = ?, samples = ?, steps = ?, epochs = ?, error = ?"
-              " WHERE id = ?",
+              " cpu_energy_j = ?, dram_energy_j = ?, avg_power_w = ?, samples = ?, steps = ?, epochs = ?,"
+              " gpu_util_mean = ?, gpu_util_cv = ?, mem_util_mean = ?, mem_util_cv = ?, error = ? WHERE id = ?",
               path_);
   s.bind(1, r.status);
   r.exit_code ? s.bind(2, static_cast<long long>(*r.exit_code)) : (void)sqlite3_bind_null(s.get(), 2);
@@ -110,9 +113,24 @@ void Store::finish(long long id, const RunRecord& r) {
   s.bind(9, r.samples);
   s.bind(10, r.steps);
   s.bind(11, r.epochs);
-  s.bind(12, r.error);
-  s.bind(13, id);
+  s.bind(12, r.gpu_util_mean);
+  s.bind(13, r.gpu_util_cv);
+  s.bind(14, r.mem_util_mean);
+  s.bind(15, r.mem_util_cv);
+  s.bind(16, r.error);
+  s.bind(17, id);
   if (s.step() != SQLITE_DONE) throw Error(fmt::format("results store '{}': {}", path_, sqlite3_errmsg(db_)));
+  exec("BEGIN");
+  Statement t(db_, "INSERT INTO timelines (run_id, time_s, device, power_w) VALUES (?, ?, ?, ?)", path_);
+  for (const auto& p : r.timeline) {
+    sqlite3_reset(t.get());
+    t.bind(1, id);
+    t.bind(2, p.time_s);
+    t.bind(3, p.device);
+    t.bind(4, p.power_w);
+    t.step();
+  }
+  exec("COMMIT");
 }
 
 void Store::export_csv(const std::string& csv_path) {
@@ -120,8 +138,8 @@ void Store::export_csv(const std::string& csv_path) {
   if (!out) throw Error(fmt::format("cannot write '{}'", csv_path));
   Statement s(db_,
               "SELECT id, sweep, config, repeat, command, status, exit_code, started_at, finished_at, elapsed_s,"
-              " gpu_energy_j, cpu_energy_j, dram_energy_j, avg_power_w, samples, steps, epochs, error"
-              " FROM runs ORDER BY id",
+              " gpu_energy_j, cpu_energy_j, dram_energy_j, avg_power_w, samples, steps, epochs, gpu_util_mean,"
+              " gpu_util_cv, mem_util_mean, mem_util_cv, error FROM runs ORDER BY id",
               path_);
   const int columns = sqlite3_column_count(s.get());
   for (int c = 0; c < columns; ++c) out << (c ? "," : "") << sqlite3_column_name(s.get(), c);

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace joule::sweep {
 
@@ -13,7 +14,14 @@ struct RunRecord {
   std::optional<int> exit_code;
   double elapsed_s = 0, gpu_energy_j = 0, cpu_energy_j = 0, dram_energy_j = 0, avg_power_w = 0;
   std::optional<double> samples, steps, epochs;
+  std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;  // percent; CV as a fraction
   std::string error;
+  struct PowerPoint {
+    double time_s;  // since the run started
+    std::string device;
+    double power_w;
+  };
+  std::vector<PowerPoint> timeline;  // decimated power samples, for plots
 };
 
 class Store {

@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "joule/common/child_process.h"
+#include "joule/analyze/analysis.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
 #include "sweep/store.h"
@@ -169,6 +170,34 @@ void read_counts(const std::string& path, sweep::RunRecord& record) {
   }
 }
 
+// Utilisation statistics and a decimated power timeline (at most ~200
+// points per device) of one run.
+void summarize_timeline(Monitor& monitor, const Measurement& m, sweep::RunRecord& record) {
+  const auto samples = monitor.timeline().samples();
+  const auto& names = monitor.timeline().device_names();
+  std::vector<double> gpu_util, mem_util;
+  std::map<uint32_t, std::vector<const TimelineSample*>> by_device;
+  for (const auto& s : samples) {
+    if (s.time_s < m.begin_s || s.time_s > m.begin_s + m.elapsed_s) continue;
+    by_device[s.device].push_back(&s);
+    if (s.gpu_util_percent >= 0) gpu_util.push_back(s.gpu_util_percent);
+    if (s.memory_util_percent >= 0) mem_util.push_back(s.memory_util_percent);
+  }
+  if (!gpu_util.empty()) {
+    const Summary g = summarize(gpu_util), mm = summarize(mem_util);
+    record.gpu_util_mean = g.mean;
+    record.gpu_util_cv = g.cv();
+    record.mem_util_mean = mm.mean;
+    record.mem_util_cv = mm.cv();
+  }
+  for (const auto& [device, list] : by_device) {
+    const std::size_t step = std::max<std::size_t>(1, list.size() / 200);
+    for (std::size_t i = 0; i < list.size(); i += step) {
+      record.timeline.push_back({list[i]->time_s - m.begin_s, names.at(device), list[i]->power_w});
+    }
+  }
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
@@ -228,7 +257,9 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
       for (std::size_t i = 0; i < run_devices.gpus.size(); ++i) {
         visible += (i ? "," : "") + std::to_string(run_devices.gpus[i]->index());
       }
-      Monitor monitor(run_devices);
+      MonitorOptions monitor_options;
+      monitor_options.sampler.fields.utilization = true;
+      Monitor monitor(run_devices, monitor_options);
       monitor.begin_window("run");
       ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", command},
                                                {{"JOULE_REPORT_FILE", report_file}, {"CUDA_VISIBLE_DEVICES", visible}});
@@ -242,6 +273,7 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
       record.dram_energy_j = std::accumulate(m.dram_energy_j.begin(), m.dram_energy_j.end(), 0.0);
       record.avg_power_w = m.elapsed_s > 0 ? m.total_energy_j() / m.elapsed_s : 0;
       for (const auto& w : m.warnings) record.error += w + "; ";
+      summarize_timeline(monitor, m, record);
       read_counts(report_file, record);
       std::remove(report_file.c_str());
     } catch (const std::exception& e) {
