@@ -18,8 +18,8 @@ packages=(
   # the Python module and its tests (Debian's python3, pybind11, PyTorch for CPU)
   python3 python3-dev pybind11-dev python3-torch python3-pytest python3-numpy
   python3-pip python3-setuptools python3-venv
-  # LibTorch for examples/libtorch
-  libtorch-dev
+  # LibTorch for examples/libtorch; Chromium renders `joule report` output in the tests
+  libtorch-dev chromium
 )
 
 missing=()

@@ -83,4 +83,18 @@ struct SweepCommandOptions {
 };
 int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& options);
 
+struct AnalyzeOptions {
+  std::string store_path;
+  bool json = false;
+  std::optional<double> max_power_w;
+};
+int run_analyze(const AnalyzeOptions& options);
+
+struct ReportOptions {
+  std::string store_path;
+  std::string output_path = "report.html";
+  std::string title;
+};
+int run_report(const ReportOptions& options);
+
 }  // namespace joule::cli

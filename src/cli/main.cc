@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
 
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate" &&
-      first != "train-sim" && first != "sweep") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, sweep, simulate or train-sim; see 'joule --help')\n", first);
+      first != "train-sim" && first != "sweep" && first != "analyze" && first != "report") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, sweep, analyze, report, simulate or train-sim; see 'joule --help')\n", first);
     return 2;
   }
   joule::cli::SimulateOptions simulate;
@@ -105,6 +105,18 @@ int main(int argc, char** argv) {
   sweep_command->add_option("--export", sweep.export_path, "write every run to this CSV file");
   sweep_command->add_flag("--export-only", sweep.export_only, "only export what the store holds");
 
+  joule::cli::AnalyzeOptions analyze;
+  CLI::App* analyze_command = app.add_subcommand("analyze", "statistics, trade-offs, fits and Pareto front of a sweep");
+  analyze_command->add_option("store", analyze.store_path, "the sweep's SQLite results store")->required();
+  analyze_command->add_flag("--json", analyze.json, "print one JSON object");
+  analyze_command->add_option("--max-power-w", analyze.max_power_w, "the time price in eta picks (default: largest limit x GPUs)");
+
+  joule::cli::ReportOptions report;
+  CLI::App* report_command = app.add_subcommand("report", "write a self-contained HTML report with SVG plots of a sweep");
+  report_command->add_option("store", report.store_path, "the sweep's SQLite results store")->required();
+  report_command->add_option("-o,--output", report.output_path, "HTML file to write (default report.html)");
+  report_command->add_option("--title", report.title, "the report's title");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -136,6 +148,8 @@ int main(int argc, char** argv) {
     if (*simulate_command) return joule::cli::run_simulate(simulate);
     if (*train_sim_command) return joule::cli::run_train_sim(common, train_sim);
     if (*sweep_command) return joule::cli::run_sweep_command(common, sweep);
+    if (*analyze_command) return joule::cli::run_analyze(analyze);
+    if (*report_command) return joule::cli::run_report(report);
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", e.what());
     return 2;

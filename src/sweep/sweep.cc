@@ -177,8 +177,11 @@ void summarize_timeline(Monitor& monitor, const Measurement& m, sweep::RunRecord
   const auto& names = monitor.timeline().device_names();
   std::vector<double> gpu_util, mem_util;
   std::map<uint32_t, std::vector<const TimelineSample*>> by_device;
+  // The samples just before and after the run bound it (a short run may
+  // hold no sample of its own).
+  const double margin_s = monitor.sampler().options().interval_s;
   for (const auto& s : samples) {
-    if (s.time_s < m.begin_s || s.time_s > m.begin_s + m.elapsed_s) continue;
+    if (s.time_s < m.begin_s - margin_s || s.time_s > m.begin_s + m.elapsed_s + margin_s) continue;
     by_device[s.device].push_back(&s);
     if (s.gpu_util_percent >= 0) gpu_util.push_back(s.gpu_util_percent);
     if (s.memory_util_percent >= 0) mem_util.push_back(s.memory_util_percent);
@@ -193,7 +196,8 @@ void summarize_timeline(Monitor& monitor, const Measurement& m, sweep::RunRecord
   for (const auto& [device, list] : by_device) {
     const std::size_t step = std::max<std::size_t>(1, list.size() / 200);
     for (std::size_t i = 0; i < list.size(); i += step) {
-      record.timeline.push_back({list[i]->time_s - m.begin_s, names.at(device), list[i]->power_w});
+      const double t = std::clamp(list[i]->time_s - m.begin_s, 0.0, m.elapsed_s);
+      record.timeline.push_back({t, names.at(device), list[i]->power_w});
     }
   }
 }
@@ -265,6 +269,7 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
                                                {{"JOULE_REPORT_FILE", report_file}, {"CUDA_VISIBLE_DEVICES", visible}});
       const int exit_code = child.wait_forwarding_signals();
       const Measurement m = monitor.end_window("run");
+      monitor.stop();  // a last sample at the end of the run
       record.status = exit_code == 0 ? "ok" : "failed";
       record.exit_code = exit_code;
       record.elapsed_s = m.elapsed_s;

@@ -1,0 +1,72 @@
+// Analysis of a sweep's results store: statistics per configuration, trade-
+// offs against a baseline, the best configuration per metric, scaling fits,
+// energy per GPU-hour, the Pareto front and what each eta would pick.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "joule/analyze/analysis.h"
+
+namespace joule {
+
+struct SweepRun {
+  long long id = 0;
+  std::map<std::string, std::string> config;
+  int repeat = 0;
+  std::string status;
+  double elapsed_s = 0, gpu_energy_j = 0, cpu_energy_j = 0, dram_energy_j = 0;
+  std::optional<double> epochs;
+  std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;
+  double total_energy_j() const { return gpu_energy_j + cpu_energy_j + dram_energy_j; }
+};
+
+// Reads every run of a results store. Throws UsageError naming the path.
+std::vector<SweepRun> load_sweep_runs(const std::string& store_path);
+
+struct PowerPoint {
+  long long run_id;
+  double time_s;
+  std::string device;
+  double power_w;
+};
+std::vector<PowerPoint> load_power_timelines(const std::string& store_path);
+
+struct ConfigResult {
+  std::map<std::string, std::string> config;
+  Summary time_s, energy_j;  // over successful repeats
+  int failed = 0;
+  std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;  // mean over repeats
+  std::optional<std::size_t> baseline;  // index of its baseline configuration
+  std::optional<TradeOff> trade_off;
+  std::string label() const;  // "batch_size=64 power_limit=250"
+};
+
+struct ScalingFit {
+  std::string group;  // the configuration without "gpus"
+  PowerLawFit fit;    // time per epoch (or per run) against GPU count
+};
+
+struct SweepAnalysis {
+  std::vector<ConfigResult> configs;
+  std::map<std::string, std::size_t> best;  // metric -> config index
+  std::vector<ScalingFit> scaling;
+  std::optional<LinearFit> kwh_per_gpu_hour;
+  std::vector<std::size_t> pareto;
+  std::vector<std::pair<double, std::size_t>> eta_picks;  // eta -> config index
+  double max_power_w = 0.0;
+};
+
+// Baseline of a configuration: the one equal in every other setting at the
+// largest power_limit of the grid (or the first configuration without a
+// power_limit grid). max_power_w prices time in eta picks (default: the
+// largest power_limit, else 300 W per GPU).
+SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<double> max_power_w = std::nullopt);
+
+std::string to_text(const SweepAnalysis& analysis);
+nlohmann::json to_json(const SweepAnalysis& analysis);
+
+}  // namespace joule

@@ -1,0 +1,135 @@
+#include "joule/analyze/sweep_analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/test_support.h"
+#include "joule/analyze/report.h"
+#include "joule/error.h"
+
+namespace joule {
+namespace {
+
+SweepRun run(std::map<std::string, std::string> config, int repeat, double t, double e, std::string status = "ok") {
+  SweepRun r;
+  r.config = std::move(config);
+  r.repeat = repeat;
+  r.status = std::move(status);
+  r.elapsed_s = t;
+  r.gpu_energy_j = e;
+  r.epochs = 2;
+  return r;
+}
+
+// Two GPU counts x two limits, two repeats each, numbers chosen by hand.
+std::vector<SweepRun> hand_worked() {
+  return {
+      run({{"gpus", "1"}, {"power_limit", "300"}}, 0, 99, 30000), run({{"gpus", "1"}, {"power_limit", "300"}}, 1, 101, 30200),
+      run({{"gpus", "1"}, {"power_limit", "200"}}, 0, 110, 24000), run({{"gpus", "1"}, {"power_limit", "200"}}, 1, 110, 24200),
+      run({{"gpus", "2"}, {"power_limit", "300"}}, 0, 50, 31000), run({{"gpus", "2"}, {"power_limit", "300"}}, 1, 50, 31000),
+      run({{"gpus", "2"}, {"power_limit", "200"}}, 0, 55, 25000), run({{"gpus", "2"}, {"power_limit", "200"}}, 1, 0, 0, "failed"),
+  };
+}
+
+TEST(SweepAnalysisTest, StatisticsTradeOffsAndBestPerMetric) {
+  const SweepAnalysis a = analyze_sweep(hand_worked());
+  ASSERT_EQ(a.configs.size(), 4u);
+  const auto& c = a.configs[1];  // gpus=1 power_limit=200
+  EXPECT_EQ(c.label(), "gpus=1 power_limit=200");
+  EXPECT_DOUBLE_EQ(c.time_s.mean, 110);
+  EXPECT_DOUBLE_EQ(c.energy_j.mean, 24100);
+  EXPECT_NEAR(c.energy_j.stddev, std::sqrt(20000.0), 1e-9);  // (100^2 + 100^2) / 1
+  ASSERT_TRUE(c.trade_off);
+  EXPECT_EQ(*c.baseline, 0u);  // same GPU count at 300 W
+  EXPECT_NEAR(c.trade_off->energy_gain_percent, 100.0 * (30100.0 - 24100.0) / 30100.0, 1e-9);
+  EXPECT_NEAR(c.trade_off->performance_loss_percent, 10.0, 1e-9);
+  EXPECT_EQ(a.configs[3].failed, 1);
+  EXPECT_EQ(a.configs[3].time_s.n, 1u);
+  EXPECT_EQ(a.configs[a.best.at("time")].label(), "gpus=2 power_limit=300");
+  EXPECT_EQ(a.configs[a.best.at("energy")].label(), "gpus=1 power_limit=200");
+  // EDP: 99.99e3*... computed: 1/300: 100*30100, 1/200: 110*24100, 2/300: 50*31000, 2/200: 55*25000
+  EXPECT_EQ(a.configs[a.best.at("edp")].label(), "gpus=2 power_limit=200");
+}
+
+TEST(SweepAnalysisTest, ScalingFitsAndEnergyPerGpuHour) {
+  const SweepAnalysis a = analyze_sweep(hand_worked());
+  ASSERT_EQ(a.scaling.size(), 2u);
+  // power_limit=300: time per epoch 49.5, 50.5 at N=1 and 25, 25 at N=2 -> b = log2(50/25) = 1 exactly at the means.
+  const auto& fit300 = a.scaling[1];
+  EXPECT_EQ(fit300.group, "power_limit=300");
+  EXPECT_NEAR(fit300.fit.b, 1.0, 2e-4);
+  EXPECT_NEAR(fit300.fit.a, 50.0, 0.01);
+  ASSERT_TRUE(a.kwh_per_gpu_hour);
+  EXPECT_EQ(a.kwh_per_gpu_hour->n, 7u);
+}
+
+TEST(SweepAnalysisTest, ParetoFrontAndEtaPicks) {
+  const SweepAnalysis a = analyze_sweep(hand_worked(), 600.0);
+  std::vector<std::string> front;
+  for (std::size_t i : a.pareto) front.push_back(a.configs[i].label());
+  // 2/300 is fastest; 2/200 (55 s, 25 kJ) beats 1/200 and 1/300... only 1/200 uses less energy (24.1 kJ).
+  EXPECT_EQ(front, (std::vector<std::string>{"gpus=2 power_limit=300", "gpus=2 power_limit=200", "gpus=1 power_limit=200"}));
+  EXPECT_EQ(a.configs[a.eta_picks.front().second].label(), "gpus=2 power_limit=300");  // eta 0: time
+  EXPECT_EQ(a.configs[a.eta_picks.back().second].label(), "gpus=1 power_limit=200");   // eta 1: energy
+}
+
+TEST(SweepAnalysisTest, ReportHoldsOneSvgPlotPerViewAndTheAnalysis) {
+  auto runs = hand_worked();
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].id = static_cast<long long>(i + 1);
+  const SweepAnalysis a = analyze_sweep(runs);
+  const std::string html = render_report("test <report>", runs, a, {{1, 0.0, "gpu0", 250.0}, {1, 1.0, "gpu0", 260.0}});
+  std::size_t svgs = 0;
+  for (auto at = html.find("<svg class=\"plot\""); at != std::string::npos; at = html.find("<svg class=\"plot\"", at + 1)) {
+    ++svgs;
+  }
+  EXPECT_EQ(svgs, 6u);  // time & energy vs limit, speed-up & energy vs GPUs, Pareto, power timeline
+  EXPECT_NE(html.find("test &lt;report&gt;"), std::string::npos);
+  EXPECT_NE(html.find("energy-time Pareto front"), std::string::npos);
+  EXPECT_EQ(html.find("<script src"), std::string::npos);  // self-contained
+}
+
+TEST(SweepAnalysisTest, UnreadableStoreIsNamed) {
+  EXPECT_THROW(load_sweep_runs("/nonexistent/s.sqlite"), UsageError);
+  testing::TempDir tmp;
+  testing::write_file(tmp.file("not.sqlite"), "hello");
+  try {
+    load_sweep_runs(tmp.file("not.sqlite"));
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("not.sqlite"), std::string::npos) << e.what();
+  }
+}
+
+// The whole path as a user runs it: sweep on simulated GPUs, analyze, report,
+// then headless Chromium renders the report and confirms every plot drew.
+TEST(CharacterisationCliTest, SweepAnalyzeReportRenderInChromium) {
+  testing::TempDir tmp;
+  testing::write_file(tmp.file("s.toml"),
+                      "command = \"sleep 0.0{gpus}; echo epochs=1 >> $JOULE_REPORT_FILE\"\nrepeats = 2\n"
+                      "[grid]\ngpus = [1, 2]\npower_limit = [300, 200]\n");
+  const std::map<std::string, std::string> env = {{"JOULE_NVML_LIBRARY", "/nonexistent"},
+                                                  {"JOULE_POWERCAP_ROOT", "/nonexistent"}};
+  ASSERT_EQ(testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--sim", "count=2,load=1"}, env).exit_code, 0);
+  const auto analysis = testing::run_process({JOULE_BINARY, "analyze", tmp.file("s.sqlite"), "--json"});
+  ASSERT_EQ(analysis.exit_code, 0) << analysis.err;
+  const auto j = nlohmann::json::parse(analysis.out);
+  EXPECT_EQ(j["configs"].size(), 4u);
+  EXPECT_EQ(j["scaling"].size(), 2u);
+  const auto report = testing::run_process({JOULE_BINARY, "report", tmp.file("s.sqlite"), "-o", tmp.file("r.html")});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const char* chromium = "/usr/bin/chromium";
+  if (access(chromium, X_OK) != 0) GTEST_SKIP() << "no " << chromium << " (scripts/install-deps.sh installs it)";
+  const auto dom = testing::run_process(
+      {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+       "--disable-background-networking", "--disable-component-update", "--disable-sync",
+       "--user-data-dir=" + tmp.file("chrome"), "--dump-dom", "file://" + tmp.file("r.html")},
+      {}, 120);
+  const auto body = dom.out.find("<body");
+  ASSERT_NE(body, std::string::npos) << dom.err;
+  EXPECT_EQ(dom.out.substr(body, dom.out.find('>', body) - body + 1), "<body data-plots=\"6\" data-plots-ok=\"6\">")
+      << dom.err;
+}
+
+}  // namespace
+}  // namespace joule
