@@ -143,7 +143,8 @@ std::string run_command(const SweepConfig& config, const SweepPoint& point) {
     i = close;
   }
   const auto gpus = point.values.count("gpus") ? point.values.at("gpus") : "1";
-  if (config.launcher == "torchrun") return fmt::format("torchrun --nproc-per-node {} {}", gpus, out);
+  // --no-python: the command is a full command line ("python3 train.py ..."), not a script path.
+  if (config.launcher == "torchrun") return fmt::format("torchrun --nproc-per-node {} --no-python {}", gpus, out);
   if (config.launcher == "mpirun") return fmt::format("mpirun -np {} {}", gpus, out);
   if (config.launcher == "srun") return fmt::format("srun --ntasks {} --gpus {} {}", gpus, gpus, out);
   return out;

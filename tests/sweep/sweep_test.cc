@@ -42,8 +42,8 @@ TEST(SweepConfigTest, GridExpandsWithRepeatsAndCommandsFillPlaceholders) {
   EXPECT_EQ(config.store_path, tmp.file("s.sqlite"));
   const auto runs = expand_grid(config);
   ASSERT_EQ(runs.size(), 8u);
-  EXPECT_EQ(run_command(config, runs[0]), "torchrun --nproc-per-node 1 train --bs 32 --seed 0");
-  EXPECT_EQ(run_command(config, runs[7]), "torchrun --nproc-per-node 2 train --bs 64 --seed 1");
+  EXPECT_EQ(run_command(config, runs[0]), "torchrun --nproc-per-node 1 --no-python train --bs 32 --seed 0");
+  EXPECT_EQ(run_command(config, runs[7]), "torchrun --nproc-per-node 2 --no-python train --bs 64 --seed 1");
   SweepConfig mpi = config;
   mpi.launcher = "mpirun";
   EXPECT_EQ(run_command(mpi, runs[2]).rfind("mpirun -np 2 train", 0), 0u);
