@@ -64,7 +64,7 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
   std::vector<SweepRun> runs;
   query(path,
         "SELECT id, config, repeat, status, elapsed_s, gpu_energy_j, cpu_energy_j, dram_energy_j, epochs,"
-        " gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv FROM runs ORDER BY id",
+        " gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv, samples, steps FROM runs ORDER BY id",
         [&](sqlite3_stmt* s) {
           SweepRun r;
           r.id = sqlite3_column_int64(s, 0);
@@ -84,6 +84,8 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
           r.gpu_util_cv = column_double(s, 10);
           r.mem_util_mean = column_double(s, 11);
           r.mem_util_cv = column_double(s, 12);
+          r.samples = column_double(s, 13);
+          r.steps = column_double(s, 14);
           runs.push_back(std::move(r));
         });
   return runs;
@@ -117,8 +119,11 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
     ConfigResult c;
     c.config = config;
     c.failed = failures.count(config) ? failures[config] : 0;
-    std::vector<double> t, e, gu, gcv, mu, mcv;
+    std::vector<double> t, e, gu, gcv, mu, mcv, samples_rate, updates_rate;
     for (const SweepRun* r : groups[config]) {
+      const double gpu_hours = (r->config.count("gpus") ? number(r->config, "gpus") : 1.0) * r->elapsed_s / 3600.0;
+      if (r->samples && gpu_hours > 0) samples_rate.push_back(*r->samples / gpu_hours);
+      if (r->steps && gpu_hours > 0) updates_rate.push_back(*r->steps / gpu_hours);
       t.push_back(r->elapsed_s);
       e.push_back(r->total_energy_j());
       if (r->gpu_util_mean) gu.push_back(*r->gpu_util_mean);
@@ -132,6 +137,8 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
     c.gpu_util_cv = mean_of(gcv);
     c.mem_util_mean = mean_of(mu);
     c.mem_util_cv = mean_of(mcv);
+    c.samples_per_gpu_hour = mean_of(samples_rate);
+    c.updates_per_gpu_hour = mean_of(updates_rate);
     if (c.time_s.n > 0) a.configs.push_back(std::move(c));
   }
   if (a.configs.empty()) throw UsageError("no successful run to analyse");
@@ -242,6 +249,16 @@ std::string to_text(const SweepAnalysis& a) {
   }
   out += fmt::format("\nchoice by eta (cost = eta*E + (1-eta)*{:.0f} W*T):\n", a.max_power_w);
   for (const auto& [eta, i] : a.eta_picks) out += fmt::format("  eta {:.2f}: {}\n", eta, a.configs[i].label());
+  bool any_rate = false;
+  for (const auto& c : a.configs) any_rate |= c.samples_per_gpu_hour.has_value();
+  if (any_rate) {
+    out += "\nthroughput per GPU-hour (from the counts runs report):\n";
+    for (const auto& c : a.configs) {
+      if (!c.samples_per_gpu_hour) continue;
+      out += fmt::format("  {:<40} {:.4g} samples, {:.4g} gradient updates\n", c.label(), *c.samples_per_gpu_hour,
+                         c.updates_per_gpu_hour.value_or(0));
+    }
+  }
   bool any_util = false;
   for (const auto& c : a.configs) any_util |= c.gpu_util_mean.has_value();
   if (any_util) {
@@ -271,6 +288,8 @@ nlohmann::json to_json(const SweepAnalysis& a) {
       j["eds_2"] = c.trade_off->eds_2;
     }
     if (c.gpu_util_mean) j["gpu_util_mean"] = *c.gpu_util_mean;
+    if (c.samples_per_gpu_hour) j["samples_per_gpu_hour"] = *c.samples_per_gpu_hour;
+    if (c.updates_per_gpu_hour) j["updates_per_gpu_hour"] = *c.updates_per_gpu_hour;
     configs.push_back(j);
   }
   nlohmann::json best = nlohmann::json::object();

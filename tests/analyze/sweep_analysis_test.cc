@@ -19,6 +19,8 @@ SweepRun run(std::map<std::string, std::string> config, int repeat, double t, do
   r.elapsed_s = t;
   r.gpu_energy_j = e;
   r.epochs = 2;
+  r.samples = 3600;
+  r.steps = 36;
   return r;
 }
 
@@ -50,6 +52,9 @@ TEST(SweepAnalysisTest, StatisticsTradeOffsAndBestPerMetric) {
   EXPECT_EQ(a.configs[a.best.at("energy")].label(), "gpus=1 power_limit=200");
   // EDP: 99.99e3*... computed: 1/300: 100*30100, 1/200: 110*24100, 2/300: 50*31000, 2/200: 55*25000
   EXPECT_EQ(a.configs[a.best.at("edp")].label(), "gpus=2 power_limit=200");
+  // 3600 samples in 110 s on 1 GPU: 3600 / (110 / 3600) samples per GPU-hour.
+  EXPECT_NEAR(*c.samples_per_gpu_hour, 3600.0 / (110.0 / 3600.0), 1e-6);
+  EXPECT_NEAR(*a.configs[2].updates_per_gpu_hour, 36.0 / (2 * 50.0 / 3600.0), 1e-6);
 }
 
 TEST(SweepAnalysisTest, ScalingFitsAndEnergyPerGpuHour) {

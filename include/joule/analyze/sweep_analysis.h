@@ -19,7 +19,7 @@ struct SweepRun {
   int repeat = 0;
   std::string status;
   double elapsed_s = 0, gpu_energy_j = 0, cpu_energy_j = 0, dram_energy_j = 0;
-  std::optional<double> epochs;
+  std::optional<double> samples, steps, epochs;
   std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;
   double total_energy_j() const { return gpu_energy_j + cpu_energy_j + dram_energy_j; }
 };
@@ -40,6 +40,8 @@ struct ConfigResult {
   Summary time_s, energy_j;  // over successful repeats
   int failed = 0;
   std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;  // mean over repeats
+  // Throughput per GPU-hour, when runs report samples and steps.
+  std::optional<double> samples_per_gpu_hour, updates_per_gpu_hour;
   std::optional<std::size_t> baseline;  // index of its baseline configuration
   std::optional<TradeOff> trade_off;
   std::string label() const;  // "batch_size=64 power_limit=250"
