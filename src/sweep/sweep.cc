@@ -217,6 +217,15 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
         "limits may change",
         config.path, options.no_control ? "off (--no-control)" : "not available", devices.control_path));
   }
+  for (const auto& [name, values] : config.grid) {
+    if (name != "gpus") continue;
+    for (const auto& v : values) {
+      if (std::stoul(v) > devices.gpus.size()) {
+        throw UsageError(fmt::format("{}: grid.gpus asks for {} GPUs; this machine has {}", config.path, v,
+                                     devices.gpus.size()));
+      }
+    }
+  }
   const std::string store_path = options.store_override.empty() ? config.store_path : options.store_override;
   sweep::Store store(store_path);
   if (const int interrupted = store.mark_interrupted()) {
@@ -238,14 +247,7 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
     const std::string command = run_command(config, point);
     const long long id = store.begin(config.path, key, point.repeat, command);
     Devices run_devices = devices;
-    if (point.values.count("gpus")) {
-      const auto n = static_cast<unsigned>(std::stoul(point.values.at("gpus")));
-      if (n > run_devices.gpus.size()) {
-        throw UsageError(fmt::format("{}: grid asks for {} GPUs; this machine has {}", config.path, n,
-                                     run_devices.gpus.size()));
-      }
-      run_devices.gpus.resize(n);
-    }
+    if (point.values.count("gpus")) run_devices.gpus.resize(std::stoul(point.values.at("gpus")));  // checked above
     sweep::RunRecord record;
     std::vector<uint32_t> original_mw;
     try {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
+
 #include "common/test_support.h"
 #include "joule/error.h"
 
@@ -146,6 +148,11 @@ TEST(SweepCliTest, RunsAGridAndExportsCsv) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("6 runs in the grid; 6 ran (0 failed)"), std::string::npos) << r.out;
   EXPECT_EQ(testing::read_lines(tmp.file("out.csv")).size(), 7u);
+  write_file(tmp.file("big.toml"), "command = \"true\"\n[grid]\ngpus = [1, 8]\n");
+  const auto big = testing::run_process({JOULE_BINARY, "sweep", tmp.file("big.toml"), "--backend", "sim", "--sim", "count=2"});
+  EXPECT_EQ(big.exit_code, 2);
+  EXPECT_NE(big.err.find("grid.gpus asks for 8 GPUs; this machine has 2"), std::string::npos) << big.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("big.sqlite")));  // refused before any run or store
   const auto bad = testing::run_process({JOULE_BINARY, "sweep", tmp.file("missing.toml")});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("missing.toml"), std::string::npos) << bad.err;
