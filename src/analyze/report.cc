@@ -104,11 +104,11 @@ std::string chart(const std::string& title, const std::vector<Series>& series, c
 
 double num(const std::map<std::string, std::string>& c, const std::string& k) { return std::stod(c.at(k)); }
 
+// The group a configuration belongs to when `drop` is the plotted setting;
+// the same names as the scaling fits' groups.
 std::string group_label(std::map<std::string, std::string> config, const std::string& drop) {
   config.erase(drop);
-  std::string out;
-  for (const auto& [k, v] : config) out += (out.empty() ? "" : " ") + k + "=" + v;
-  return out.empty() ? "all" : out;
+  return config_label(config, "all");
 }
 
 }  // namespace
@@ -185,9 +185,8 @@ std::string render_report(const std::string& title, const std::vector<SweepRun>&
     std::map<long long, std::string> run_label;
     std::map<std::string, long long> first_run;
     for (const auto& r : runs) {
-      ConfigResult named;
-      named.config = r.config;
-      if (!first_run.count(named.label()) && r.status == "ok") first_run[named.label()] = r.id;
+      const std::string label = config_label(r.config, "(single configuration)");
+      if (!first_run.count(label) && r.status == "ok") first_run[label] = r.id;
     }
     for (const auto& [label, id] : first_run) run_label[id] = label;
     std::map<long long, Series> by_run;

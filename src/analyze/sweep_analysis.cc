@@ -54,11 +54,13 @@ std::optional<double> mean_of(const std::vector<double>& values) {
 
 }  // namespace
 
-std::string ConfigResult::label() const {
+std::string config_label(const std::map<std::string, std::string>& config, const std::string& empty_text) {
   std::string out;
   for (const auto& [k, v] : config) out += (out.empty() ? "" : " ") + k + "=" + v;
-  return out.empty() ? "(single configuration)" : out;
+  return out.empty() ? empty_text : out;
 }
+
+std::string ConfigResult::label() const { return config_label(config, "(single configuration)"); }
 
 std::vector<SweepRun> load_sweep_runs(const std::string& path) {
   std::vector<SweepRun> runs;
@@ -192,9 +194,7 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
       std::vector<double> distinct = points.first;
       std::sort(distinct.begin(), distinct.end());
       if (std::unique(distinct.begin(), distinct.end()) - distinct.begin() < 2) continue;
-      ConfigResult named;
-      named.config = group;
-      a.scaling.push_back({named.label(), fit_power_law(points.first, points.second)});
+      a.scaling.push_back({config_label(group, "all"), fit_power_law(points.first, points.second)});
     }
     // Energy against GPU-hours, all successful runs.
     std::vector<double> gpu_hours, kwh;

@@ -138,3 +138,28 @@ TEST(CharacterisationCliTest, SweepAnalyzeReportRenderInChromium) {
 
 }  // namespace
 }  // namespace joule
+
+namespace joule {
+namespace {
+
+// When GPU count is the only setting, the scaling group and the report's plot
+// group must carry the same name, or the fitted line is not drawn.
+TEST(SweepAnalysisTest, FitLineIsDrawnWhenGpuCountIsTheOnlySetting) {
+  std::vector<SweepRun> runs;
+  for (int g : {1, 2, 4}) {
+    SweepRun r;
+    r.id = g;
+    r.config = {{"gpus", std::to_string(g)}};
+    r.status = "ok";
+    r.elapsed_s = 100.0 / g;
+    r.gpu_energy_j = 1000;
+    runs.push_back(r);
+  }
+  const SweepAnalysis a = analyze_sweep(runs);
+  ASSERT_EQ(a.scaling.size(), 1u);
+  EXPECT_EQ(a.scaling[0].group, "all");
+  EXPECT_NE(render_report("t", runs, a, {}).find("all fit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace joule

@@ -35,6 +35,10 @@ struct PowerPoint {
 };
 std::vector<PowerPoint> load_power_timelines(const std::string& store_path);
 
+// "batch_size=64 power_limit=250"; empty_text for a configuration without
+// settings. Shared by configuration labels and the names of groups.
+std::string config_label(const std::map<std::string, std::string>& config, const std::string& empty_text);
+
 struct ConfigResult {
   std::map<std::string, std::string> config;
   Summary time_s, energy_j;  // over successful repeats
@@ -48,7 +52,7 @@ struct ConfigResult {
 };
 
 struct ScalingFit {
-  std::string group;  // the configuration without "gpus"
+  std::string group;  // config_label of the configuration without "gpus" ("all" when nothing else varies)
   PowerLawFit fit;    // time per epoch (or per run) against GPU count
 };
 
