@@ -23,9 +23,11 @@ MeasureReport build_report(const std::vector<std::string>& command, int exit_sta
   auto peak = [&](std::size_t timeline_device) {
     return monitor.timeline().peak_power_w(static_cast<uint32_t>(timeline_device), m.begin_s, end_s).value_or(0.0);
   };
+  // Device ids are the timeline's names ("gpu0", "cpu0-package"): one naming scheme.
+  const auto& ids = monitor.timeline().device_names();
   const auto& gpus = monitor.gpus();
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    r.devices.push_back({fmt::format("gpu{}", gpus[i]->index()), "gpu", gpus[i]->name(), gpus[i]->backend(),
+    r.devices.push_back({ids[i], "gpu", gpus[i]->name(), gpus[i]->backend(),
                          gpus[i]->simulated(), m.gpu_energy_j[i], average(m.gpu_energy_j[i]), peak(i)});
   }
   std::size_t package = 0, dram = 0;
@@ -33,8 +35,7 @@ MeasureReport build_report(const std::vector<std::string>& command, int exit_sta
   for (std::size_t i = 0; i < zones.size(); ++i) {
     const bool is_package = zones[i]->domain() == CpuDomain::kPackage;
     const double energy_j = is_package ? m.cpu_package_energy_j[package++] : m.dram_energy_j[dram++];
-    r.devices.push_back({fmt::format("cpu{}-{}", zones[i]->package_index(), is_package ? "package" : "dram"),
-                         is_package ? "cpu_package" : "dram", zones[i]->name(), "rapl", false, energy_j,
+    r.devices.push_back({ids[gpus.size() + i], is_package ? "cpu_package" : "dram", zones[i]->name(), "rapl", false, energy_j,
                          average(energy_j), peak(gpus.size() + i)});
   }
   r.total_energy_j = m.total_energy_j();

@@ -54,11 +54,14 @@ void choose_control(Devices& devices, const DiscoveryOptions& options) {
   const bool socket_exists = !socket.empty() && stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
   const bool root = geteuid() == 0;
   if (mode == "direct" || (mode == "auto" && (root || !socket_exists))) {
-    devices.control_path = root ? "direct NVML calls (running as root)"
-                                : fmt::format("none: not root (uid {}) and no jouled socket at {}; limits can only "
-                                              "be read",
-                                              geteuid(), socket.empty() ? "(disabled)" : socket);
-    if (mode == "direct" && !root) devices.control_path = fmt::format("direct NVML calls as uid {} (needs root)", geteuid());
+    if (root) {
+      devices.control_path = "direct NVML calls (running as root)";
+    } else if (mode == "direct") {
+      devices.control_path = fmt::format("direct NVML calls as uid {} (needs root)", geteuid());
+    } else {
+      devices.control_path = fmt::format("none: not root (uid {}) and no jouled socket at {}; limits can only be read",
+                                         geteuid(), socket.empty() ? "(disabled)" : socket);
+    }
     return;
   }
   auto client = std::make_shared<daemon::DaemonClient>(socket);  // throws with the reason
