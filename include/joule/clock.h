@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 namespace joule {
@@ -15,6 +16,9 @@ class Clock {
   virtual double now_s() const = 0;
   // True when time only moves by advance(); waits must not block on it.
   virtual bool is_virtual() const = 0;
+  // This clock's time of a wall-clock timestamp in microseconds (CLOCK_REALTIME,
+  // as drivers stamp their buffered samples).
+  virtual double from_realtime_us(uint64_t realtime_us) const = 0;
 };
 
 // Monotonic wall time (std::chrono::steady_clock), origin at process start.
@@ -22,6 +26,9 @@ class SteadyClock final : public Clock {
  public:
   double now_s() const override;
   bool is_virtual() const override { return false; }
+  // Through the current offset between the wall clock and this one, so a
+  // wall-clock step (NTP) moves only timestamps taken across it.
+  double from_realtime_us(uint64_t realtime_us) const override;
   // The process-wide instance.
   static std::shared_ptr<SteadyClock> instance();
 };
@@ -32,6 +39,9 @@ class VirtualClock final : public Clock {
   explicit VirtualClock(double start_s = 0.0) : now_s_(start_s) {}
   double now_s() const override { return now_s_.load(std::memory_order_acquire); }
   bool is_virtual() const override { return true; }
+  // A virtual clock is its own wall clock: microsecond timestamps are its
+  // seconds x 1e6 (what test doubles of drivers stamp their samples with).
+  double from_realtime_us(uint64_t realtime_us) const override { return static_cast<double>(realtime_us) * 1e-6; }
   void advance_s(double delta_s);
   void set_s(double time_s);
 

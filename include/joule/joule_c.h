@@ -26,11 +26,21 @@ typedef struct joule_session joule_session;
 joule_session* joule_session_open(const char* options_json);
 void joule_session_close(joule_session* session);
 
-/* Measurement windows; joule_end_window writes a JSON object with elapsed_s,
- * gpu_energy_j[], cpu_package_energy_j[], dram_energy_j[], total_energy_j and
- * warnings[] into out (NUL-terminated, truncated to out_len). */
+/* Measurement windows; joule_end_window writes a JSON object with name,
+ * begin_s, elapsed_s, gpu_energy_j[], cpu_package_energy_j[], dram_energy_j[],
+ * total_energy_j, warnings[], settled and gpu_sources[] ({method,
+ * description, calibration_scale} per GPU) into out (NUL-terminated,
+ * truncated to out_len). It returns at once: "settled": false means the data
+ * covering the window's last instants (the driver's power samples, ~20 ms
+ * behind on an H100) had not arrived and the last power was carried forward.
+ * joule_settle_window gives the final value of the most recently ended
+ * window of that name, waiting up to timeout_s for it (0: just recompute
+ * now, i.e. poll); joule_end_window_settled ends and settles in one call. */
 int joule_begin_window(joule_session* session, const char* name);
 int joule_end_window(joule_session* session, const char* name, char* out, size_t out_len);
+int joule_settle_window(joule_session* session, const char* name, double timeout_s, char* out, size_t out_len);
+int joule_end_window_settled(joule_session* session, const char* name, double timeout_s, char* out,
+                             size_t out_len);
 
 /* Training-loop callbacks of the power-limit optimizer (no-ops without one). */
 int joule_on_epoch_begin(joule_session* session);

@@ -1,7 +1,9 @@
 #include "joule/joule_c.h"
 
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -14,6 +16,8 @@ struct joule_session {
   joule::Devices devices;
   std::unique_ptr<joule::Monitor> monitor;
   std::unique_ptr<joule::PowerLimitOptimizer> optimizer;
+  std::mutex ended_mutex;
+  std::map<std::string, joule::Measurement> ended;  // last ended window per name, for joule_settle_window
 };
 
 namespace {
@@ -36,6 +40,30 @@ int guarded(Fn&& fn) {
     g_last_error = e.what();
     return -1;
   }
+}
+
+nlohmann::json to_json(const joule::Measurement& m) {
+  nlohmann::json sources = nlohmann::json::array();
+  for (const auto& source : m.gpu_sources) {
+    sources.push_back({{"method", source.method},
+                       {"description", source.description},
+                       {"calibration_scale", source.calibration_scale}});
+  }
+  return {{"name", m.name},
+          {"begin_s", m.begin_s},
+          {"elapsed_s", m.elapsed_s},
+          {"gpu_energy_j", m.gpu_energy_j},
+          {"cpu_package_energy_j", m.cpu_package_energy_j},
+          {"dram_energy_j", m.dram_energy_j},
+          {"total_energy_j", m.total_energy_j()},
+          {"warnings", m.warnings},
+          {"settled", m.settled},
+          {"gpu_sources", sources}};
+}
+
+void remember_ended(joule_session* session, const joule::Measurement& m) {
+  std::lock_guard lock(session->ended_mutex);
+  session->ended[m.name] = m;
 }
 
 }  // namespace
@@ -90,14 +118,35 @@ int joule_begin_window(joule_session* session, const char* name) {
 int joule_end_window(joule_session* session, const char* name, char* out, size_t out_len) {
   return guarded([&] {
     const joule::Measurement m = session->monitor->end_window(name);
-    const nlohmann::json j = {{"name", m.name},
-                              {"elapsed_s", m.elapsed_s},
-                              {"gpu_energy_j", m.gpu_energy_j},
-                              {"cpu_package_energy_j", m.cpu_package_energy_j},
-                              {"dram_energy_j", m.dram_energy_j},
-                              {"total_energy_j", m.total_energy_j()},
-                              {"warnings", m.warnings}};
-    copy_out(j.dump(), out, out_len);
+    remember_ended(session, m);
+    copy_out(to_json(m).dump(), out, out_len);
+  });
+}
+
+int joule_settle_window(joule_session* session, const char* name, double timeout_s, char* out, size_t out_len) {
+  return guarded([&] {
+    joule::Measurement ended;
+    {
+      std::lock_guard lock(session->ended_mutex);
+      const auto it = session->ended.find(name);
+      if (it == session->ended.end()) {
+        throw joule::UsageError(std::string("no ended measurement window named '") + name + "'");
+      }
+      ended = it->second;
+    }
+    const joule::Measurement m =
+        timeout_s > 0 ? session->monitor->settle(ended, timeout_s) : session->monitor->refresh(ended);
+    if (m.settled) remember_ended(session, m);
+    copy_out(to_json(m).dump(), out, out_len);
+  });
+}
+
+int joule_end_window_settled(joule_session* session, const char* name, double timeout_s, char* out,
+                             size_t out_len) {
+  return guarded([&] {
+    const joule::Measurement m = session->monitor->end_window_settled(name, timeout_s);
+    remember_ended(session, m);
+    copy_out(to_json(m).dump(), out, out_len);
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "joule/error.h"
+#include "joule/measure/sampler.h"
 
 namespace joule::cli {
 
@@ -62,6 +63,8 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                       {"default_limit_w", w(info.default_mw)},
                       {"min_limit_w", info.range_mw ? nlohmann::json(info.range_mw->min_mw / 1000.0) : nlohmann::json()},
                       {"max_limit_w", info.range_mw ? nlohmann::json(info.range_mw->max_mw / 1000.0) : nlohmann::json()},
+                      {"energy_method", to_string(energy_method_for(*info.gpu, SamplerOptions{}))},
+                      {"energy_method_detail", explain_energy_method(*info.gpu, SamplerOptions{})},
                       {"capabilities", capabilities}});
     }
     nlohmann::json zones = nlohmann::json::array();
@@ -99,6 +102,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                              info.range_mw ? fmt::format("{:.1f}-{:.1f} W", info.range_mw->min_mw / 1000.0,
                                                          info.range_mw->max_mw / 1000.0)
                                            : std::string("unreadable"));
+    std::cout << fmt::format("  energy: {}\n", explain_energy_method(gpu, SamplerOptions{}));
     for (const auto& c : info.capabilities) {
       std::cout << fmt::format("  {:<18} {}{}\n", to_string(c.capability), c.available ? "yes" : "no",
                                c.available ? "" : "  (" + c.reason + ")");

@@ -99,7 +99,9 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   monitor.begin_window("command");
   ChildProcess child = ChildProcess::spawn(options.command);
   const int exit_status = child.wait_forwarding_signals();
-  const Measurement measurement = monitor.end_window("command");
+  // The run's last instants are covered by the driver's power samples about
+  // one sample period later: wait for them (the sampling thread reads them).
+  const Measurement measurement = monitor.end_window_settled("command");
   monitor.stop();
 
   const MeasureReport report = build_report(options.command, exit_status, devices, monitor, measurement);

@@ -19,6 +19,7 @@ struct DeviceReport {
   double energy_j = 0.0;
   double avg_power_w = 0.0;
   double peak_power_w = 0.0;  // 0 when no sample fell inside the run
+  std::string energy_method;  // GPUs: how the energy was obtained, in words
 };
 
 struct MeasureReport {
@@ -33,6 +34,7 @@ struct MeasureReport {
   std::vector<std::string> notes;     // why devices are missing (RAPL unreadable, ...)
   std::vector<std::string> warnings;  // devices that failed during the run
   double total_energy_j = 0.0;
+  bool settled = false;  // every device's data reached past the end of the run
 };
 
 MeasureReport build_report(const std::vector<std::string>& command, int exit_status, const Devices& devices,

@@ -14,6 +14,14 @@ double SteadyClock::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();
 }
 
+double SteadyClock::from_realtime_us(uint64_t realtime_us) const {
+  const auto wall_now = std::chrono::system_clock::now();
+  const double steady_now_s = now_s();
+  const double wall_now_us =
+      static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(wall_now.time_since_epoch()).count());
+  return steady_now_s - (wall_now_us - static_cast<double>(realtime_us)) * 1e-6;
+}
+
 std::shared_ptr<SteadyClock> SteadyClock::instance() {
   static const auto clock = std::make_shared<SteadyClock>();
   return clock;

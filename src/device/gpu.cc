@@ -11,6 +11,7 @@ const char* to_string(GpuCapability capability) {
     case GpuCapability::kEnergyCounter: return "energy_counter";
     case GpuCapability::kPowerUsage: return "power_usage";
     case GpuCapability::kInstantPower: return "instant_power";
+    case GpuCapability::kPowerSamples: return "power_samples";
     case GpuCapability::kPowerLimit: return "power_limit";
     case GpuCapability::kLimitConstraints: return "limit_constraints";
     case GpuCapability::kDefaultLimit: return "default_limit";
@@ -25,6 +26,10 @@ const char* to_string(GpuCapability capability) {
 
 std::string Gpu::label() const {
   return fmt::format("gpu{} {}{}", index(), name(), simulated() ? " [SIMULATED]" : "");
+}
+
+void Gpu::read_power_samples(std::vector<PowerSample>& /*out*/) {
+  throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: no buffered power samples", index()));
 }
 
 void check_power_limit_in_range(const Gpu& gpu, uint32_t limit_mw, PowerLimitRange range) {

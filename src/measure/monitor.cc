@@ -60,26 +60,48 @@ Measurement Monitor::end_window(const std::string& name) {
     begin_s = it->begin_s;
     it->closing = true;  // stays in open_ (pinning its history) until computed
   }
+  Measurement m = compute(name, begin_s, end_s);
+  std::lock_guard lock(mutex_);
+  open_.erase(std::find_if(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name; }));
+  repin_locked();
+  return m;
+}
+
+Measurement Monitor::compute(const std::string& name, double begin_s, double end_s) const {
   Measurement m;
   m.name = name;
   m.begin_s = begin_s;
   m.elapsed_s = end_s - begin_s;
+  m.settled = true;
   auto take = [&](const EnergyEstimate& estimate) {
     if (estimate.problem) m.warnings.push_back(*estimate.problem);
+    m.settled = m.settled && estimate.settled;
     return estimate.energy_j;
   };
   for (std::size_t i = 0; i < sampler_.gpus().size(); ++i) {
-    m.gpu_energy_j.push_back(take(sampler_.gpu_energy(i, begin_s, end_s)));
+    const EnergyEstimate estimate = sampler_.gpu_energy(i, begin_s, end_s);
+    m.gpu_energy_j.push_back(take(estimate));
+    m.gpu_sources.push_back(
+        {to_string(sampler_.gpu_method(i)), sampler_.gpu_method_description(i), estimate.scale});
   }
   for (std::size_t i = 0; i < sampler_.cpu_zones().size(); ++i) {
     const double energy_j = take(sampler_.cpu_energy(i, begin_s, end_s));
     (sampler_.cpu_zones()[i]->domain() == CpuDomain::kPackage ? m.cpu_package_energy_j : m.dram_energy_j)
         .push_back(energy_j);
   }
-  std::lock_guard lock(mutex_);
-  open_.erase(std::find_if(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name; }));
-  repin_locked();
   return m;
+}
+
+Measurement Monitor::settle(const Measurement& m, double timeout_s) {
+  if (m.settled) return m;
+  sampler_.wait_covered(m.end_s(), timeout_s);
+  return refresh(m);
+}
+
+Measurement Monitor::refresh(const Measurement& m) const { return compute(m.name, m.begin_s, m.end_s()); }
+
+Measurement Monitor::end_window_settled(const std::string& name, double timeout_s) {
+  return settle(end_window(name), timeout_s);
 }
 
 bool Monitor::window_open(const std::string& name) const {

@@ -36,6 +36,35 @@ std::vector<std::string> timeline_names(const std::vector<std::shared_ptr<Gpu>>&
 
 }  // namespace
 
+const char* to_string(GpuEnergyMethod method) {
+  switch (method) {
+    case GpuEnergyMethod::kPowerSamples: return "power-samples";
+    case GpuEnergyMethod::kPowerReadings: return "power-readings";
+  }
+  return "unknown";
+}
+
+GpuEnergyMethod energy_method_for(const Gpu& gpu, const SamplerOptions& options) {
+  return options.use_power_samples && gpu.has_power_samples() ? GpuEnergyMethod::kPowerSamples
+                                                              : GpuEnergyMethod::kPowerReadings;
+}
+
+std::string explain_energy_method(const Gpu& gpu, const SamplerOptions& options) {
+  std::string text =
+      energy_method_for(gpu, options) == GpuEnergyMethod::kPowerSamples
+          ? fmt::format("driver power samples every {:.0f} ms, integrated (no lag; exact values settle "
+                        "~{:.0f} ms after a window ends)",
+                        1e3 * gpu.power_sample_period_s(), 1e3 * gpu.power_sample_period_s())
+          : fmt::format("{} read every {:.0f} ms, integrated{}", gpu.power_reading_source(),
+                        1e3 * options.interval_s,
+                        gpu.power_reading_source() == "power usage"
+                            ? " (the driver keeps no power samples; if power usage is a trailing mean, as on "
+                              "Hopper, short windows across load changes are attributed late)"
+                            : "");
+  text += gpu.has_energy_counter() ? "; calibrated by the energy counter" : "; no energy counter to calibrate";
+  return text;
+}
+
 Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
                  std::shared_ptr<const Clock> clock, SamplerOptions options)
     : gpus_(std::move(gpus)),
@@ -51,12 +80,21 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
   if (!(options_.interval_s >= 0.0005 && options_.interval_s <= 3600.0)) {
     throw UsageError(fmt::format("sampling interval {} s is outside 0.0005-3600 s", options_.interval_s));
   }
+  if (!(options_.power_samples_drain_s > 0.0 && options_.power_samples_drain_s <= 60.0)) {
+    throw UsageError(fmt::format("power-sample drain interval {} s is outside 0-60 s", options_.power_samples_drain_s));
+  }
   if (options_.background_thread && clock_->is_virtual()) {
     throw UsageError("a sampler on a virtual clock cannot run a background thread; call sample_now()");
   }
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    gpu_readers_[i].fields = options_.fields;
-    gpu_readers_[i].counter_usable = options_.counter_interval_s > 0 && gpus_[i]->has_energy_counter();
+    GpuReader& reader = gpu_readers_[i];
+    reader.fields = options_.fields;
+    reader.counter_usable = options_.counter_interval_s > 0 && gpus_[i]->has_energy_counter();
+    if (energy_method_for(*gpus_[i], options_) == GpuEnergyMethod::kPowerSamples) {
+      reader.method = GpuEnergyMethod::kPowerSamples;
+      gpu_tracks_[i].method = reader.method;
+      longest_sample_period_s_ = std::max(longest_sample_period_s_, gpus_[i]->power_sample_period_s());
+    }
   }
 }
 
@@ -73,7 +111,7 @@ void Sampler::start() {
   if (started_) return;
   started_ = true;
   started_at_s_ = clock_->now_s();
-  sample_now();
+  tick(true);
   if (options_.background_thread) thread_ = std::thread([this] { run(); });
 }
 
@@ -86,63 +124,112 @@ void Sampler::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  sample_now();  // a last sample at the stop time bounds every window
+  // A last tick at the stop time bounds every window. Power samples reach it
+  // only about one sample period later: wait for them, boundedly.
+  const double stop_s = clock_->now_s();
+  tick(true);
+  if (!clock_->is_virtual() && longest_sample_period_s_ > 0) {
+    const double give_up_s = stop_s + 3 * longest_sample_period_s_ + 0.05;
+    while (covered_until_s() < stop_s && clock_->now_s() < give_up_s) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      tick(true);
+    }
+  }
+  {
+    std::lock_guard lock(wake_mutex_);
+    stopped_ = true;
+  }
+  covered_.notify_all();
   timeline_.flush();
 }
 
 void Sampler::run() {
   // Absolute deadlines keep the rate exact; a tick that overruns skips the
-  // deadlines it missed instead of bursting to catch up.
-  double next_s = clock_->now_s() + options_.interval_s;
+  // deadlines it missed instead of bursting to catch up. Between ticks the
+  // thread also wakes to drain power samples for a caller that waits for a
+  // window's settled value.
+  double next_tick_s = clock_->now_s() + options_.interval_s;
   std::unique_lock lock(wake_mutex_);
   while (!stop_requested_) {
-    const double wait_s = next_s - clock_->now_s();
+    const double coverage_s = coverage_wake_s_locked();
+    const double wait_s = std::min(next_tick_s, coverage_s) - clock_->now_s();
     if (wait_s > 0) {
-      wake_.wait_for(lock, std::chrono::duration<double>(wait_s), [this] { return stop_requested_; });
-      if (stop_requested_) break;
+      // Woken early by stop() or by a new wish; either way, look again.
+      wake_.wait_for(lock, std::chrono::duration<double>(wait_s));
+      continue;
     }
+    const double now_s = clock_->now_s();
+    const bool for_coverage = now_s >= coverage_s;
+    if (for_coverage) last_coverage_tick_s_ = now_s;
     lock.unlock();
-    sample_now();
+    tick(for_coverage);
     thread_cpu_s_.store(thread_cpu_time_s());
     lock.lock();
-    next_s += options_.interval_s;
-    const double now_s = clock_->now_s();
-    if (next_s < now_s) next_s = now_s + options_.interval_s;
+    if (now_s >= next_tick_s) {
+      next_tick_s += options_.interval_s;
+      if (next_tick_s < now_s) next_tick_s = now_s + options_.interval_s;
+    }
   }
 }
 
-void Sampler::sample_now() {
+double Sampler::coverage_wake_s_locked() const {
+  if (coverage_wanted_.empty()) return std::numeric_limits<double>::infinity();
+  const auto first_open = coverage_wanted_.upper_bound(covered_until_s());
+  if (first_open == coverage_wanted_.end()) return std::numeric_limits<double>::infinity();
+  // The sample that covers t ends within one sample period after t and is
+  // readable about a millisecond later (H100); power readings and RAPL
+  // counters only need a tick after t. Retries are spaced, so a device that
+  // stopped delivering cannot make the thread spin.
+  constexpr double kVisibleAfterS = 0.002;
+  constexpr double kRetryS = 0.01;
+  return std::max(*first_open + longest_sample_period_s_ + kVisibleAfterS, last_coverage_tick_s_ + kRetryS);
+}
+
+bool Sampler::wait_covered(double time_s, double timeout_s) {
+  if (covered_until_s() >= time_s) return true;
+  if (!thread_.joinable()) return false;  // manual sampling: the owner ticks
+  std::unique_lock lock(wake_mutex_);
+  const auto wish = coverage_wanted_.insert(time_s);
+  wake_.notify_all();  // the thread recomputes when to wake
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
+  bool covered = false;
+  while (!(covered = covered_until_s() >= time_s) && !stopped_) {
+    if (covered_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      covered = covered_until_s() >= time_s;
+      break;
+    }
+  }
+  coverage_wanted_.erase(wish);
+  return covered;
+}
+
+void Sampler::sample_now() { tick(false); }
+
+void Sampler::tick(bool drain_samples) {
   std::lock_guard tick_lock(tick_mutex_);
   // Device calls happen without the track lock; results are then published
   // under one lock per tick, so readers (end_window) wait at most for that.
   batch_.clear();
-  for (std::size_t i = 0; i < gpus_.size(); ++i) read_gpu(i);
+  new_points_.clear();
+  const double now_s = clock_->now_s();
+  if (now_s + 1e-9 >= next_drain_due_s_) {
+    drain_samples = true;
+    next_drain_due_s_ = now_s + options_.power_samples_drain_s;
+  }
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    read_gpu(i);
+    const GpuReader& reader = gpu_readers_[i];
+    if (drain_samples && reader.method == GpuEnergyMethod::kPowerSamples && !reader.failure) drain_power_samples(i);
+  }
   {
     std::lock_guard lock(mutex_);
-    for (const auto& sample : batch_) {
-      GpuTrack& track = gpu_tracks_[sample.device];
-      double integral_j = 0.0;
-      if (!track.points.empty()) {
-        const PowerPoint& last = track.points.back();
-        if (sample.time_s <= last.time_s) continue;  // two ticks in the same instant (virtual clock)
-        integral_j = last.integral_j + 0.5 * (last.power_w + sample.power_w) * (sample.time_s - last.time_s);
-      }
-      track.points.push_back({sample.time_s, sample.power_w, integral_j});
-    }
-    for (std::size_t i = 0; i < gpus_.size(); ++i) {
-      const GpuReader& reader = gpu_readers_[i];
-      if (reader.failure && !gpu_tracks_[i].failure) {
-        gpu_tracks_[i].failure = reader.failure;
-        gpu_tracks_[i].failed_at_s = reader.failed_at_s;
-      }
-    }
+    publish_locked();
   }
   timeline_.add(batch_);
   for (std::size_t i = 0; i < cpu_zones_.size(); ++i) sample_cpu(i);
 
   // At most one energy-counter read per counter interval, round robin over
   // the GPUs: each read costs milliseconds of CPU and delays this thread.
-  const double now_s = clock_->now_s();
   // A fixed schedule (due += interval) keeps the average rate even when ticks
   // land just before a due time.
   if (options_.counter_interval_s > 0 && now_s + 1e-9 >= next_counter_due_s_) {
@@ -159,9 +246,39 @@ void Sampler::sample_now() {
   }
   {
     std::lock_guard lock(mutex_);
+    for (auto& track : gpu_tracks_) pair_counters_locked(track);
     trim_locked(now_s);
   }
   ticks_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(wake_mutex_);  // a waiter between its check and its wait must not miss this
+  }
+  covered_.notify_all();
+}
+
+void Sampler::publish_locked() {
+  for (const NewPoint& p : new_points_) {
+    GpuTrack& track = gpu_tracks_[p.gpu];
+    double integral_j = 0.0;
+    if (!track.points.empty()) {
+      const PowerPoint& last = track.points.back();
+      if (p.time_s <= last.time_s) continue;  // two ticks in the same instant (virtual clock)
+      const double dt_s = p.time_s - last.time_s;
+      integral_j = last.integral_j +
+                   (p.segment == Segment::kStep ? p.power_w * dt_s : 0.5 * (last.power_w + p.power_w) * dt_s);
+    }
+    track.points.push_back({p.time_s, p.power_w, integral_j, p.segment});
+  }
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const GpuReader& reader = gpu_readers_[i];
+    GpuTrack& track = gpu_tracks_[i];
+    track.method = reader.method;
+    track.method_note = reader.method_note;
+    if (reader.failure && !track.failure) {
+      track.failure = reader.failure;
+      track.failed_at_s = reader.failed_at_s;
+    }
+  }
 }
 
 void Sampler::read_gpu(std::size_t i) {
@@ -197,6 +314,44 @@ void Sampler::read_gpu(std::size_t i) {
   optional_read(fields.temperature, [&] { sample.temperature_c = static_cast<int32_t>(gpu.temperature_c()); });
   optional_read(fields.memory_used, [&] { sample.memory_used_bytes = static_cast<int64_t>(gpu.memory_used_bytes()); });
   batch_.push_back(sample);
+  if (reader.method == GpuEnergyMethod::kPowerReadings) {
+    new_points_.push_back({i, sample.time_s, sample.power_w, Segment::kLinear});
+  }
+}
+
+void Sampler::drain_power_samples(std::size_t i) {
+  GpuReader& reader = gpu_readers_[i];
+  Gpu& gpu = *gpus_[i];
+  drained_.clear();
+  try {
+    gpu.read_power_samples(drained_);
+  } catch (const DeviceError& e) {
+    const double now_s = clock_->now_s();
+    if (e.code() == DeviceErrc::kDeviceLost) {
+      reader.failure = e.what();
+      reader.failed_at_s = now_s;
+      return;
+    }
+    // Keep measuring with the per-tick reading rather than not at all.
+    reader.method = GpuEnergyMethod::kPowerReadings;
+    reader.method_note = fmt::format("power samples failed at t={:.3f} s ({}); power readings used since",
+                                     now_s - started_at_s_, e.what());
+    return;
+  }
+  sample_drains_.fetch_add(1, std::memory_order_relaxed);
+  // A spacing well over the usual one means the buffer overflowed between
+  // drains (the thread was held up): the missing stretch is taken at the
+  // next sample's power, and counted.
+  const double gap_s = 2.5 * gpu.power_sample_period_s();
+  for (const PowerSample& sample : drained_) {
+    const double time_s = clock_->from_realtime_us(sample.timestamp_us);
+    if (time_s <= reader.last_sample_s) continue;
+    if (std::isfinite(reader.last_sample_s) && time_s - reader.last_sample_s > gap_s) {
+      sample_gaps_.fetch_add(1, std::memory_order_relaxed);
+    }
+    new_points_.push_back({i, time_s, sample.power_mw / 1000.0, Segment::kStep});
+    reader.last_sample_s = time_s;
+  }
 }
 
 void Sampler::read_counter(std::size_t i) {
@@ -219,12 +374,24 @@ void Sampler::read_counter(std::size_t i) {
   const double after_s = clock_->now_s();
   counter_reads_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
-  GpuTrack& track = gpu_tracks_[i];
-  const double read_s = 0.5 * (before_s + after_s);
-  track.counters.push_back({integral_at(track.points, read_s), counter_mj / 1000.0, read_s});
-  while (!track.counters.empty() && track.counters.front().time_s < read_s - options_.calibration_span_s) {
-    track.counters.pop_front();
+  // Paired with the power integral once the data reaches the read: power
+  // samples arrive a little after the moment they describe.
+  gpu_tracks_[i].pending_counters.push_back({0.5 * (before_s + after_s), counter_mj / 1000.0, 0.0});
+}
+
+void Sampler::pair_counters_locked(GpuTrack& track) {
+  bool added = false;
+  while (!track.pending_counters.empty() && !track.points.empty() &&
+         track.pending_counters.front().time_s <= track.points.back().time_s) {
+    CounterPoint point = track.pending_counters.front();
+    track.pending_counters.pop_front();
+    point.integral_j = integral_at(track.points, point.time_s);
+    track.counters.push_back(point);
+    added = true;
   }
+  if (!added) return;
+  const double newest_s = track.counters.back().time_s;
+  while (track.counters.front().time_s < newest_s - options_.calibration_span_s) track.counters.pop_front();
   recalibrate_locked(track);
 }
 
@@ -288,7 +455,10 @@ void Sampler::trim_locked(double now_s) {
   const double keep_from_s = std::min(pinned_since_s_.load(), now_s - options_.history_s);
   // Keep the last point before keep_from_s: it anchors interpolation there.
   for (auto& track : gpu_tracks_) {
-    while (track.points.size() > 2 && track.points[1].time_s <= keep_from_s) track.points.pop_front();
+    while (track.points.size() > 2 && track.points[1].time_s <= keep_from_s) {
+      track.points.pop_front();
+      track.trimmed = true;
+    }
   }
   for (auto& track : cpu_tracks_) {
     while (track.points.size() > 2 && track.points[1].time_s <= keep_from_s) track.points.pop_front();
@@ -301,12 +471,13 @@ double Sampler::integral_at(const std::deque<PowerPoint>& points, double time_s)
   if (time_s <= first.time_s) return first.integral_j - first.power_w * (first.time_s - time_s);
   const PowerPoint& last = points.back();
   if (time_s >= last.time_s) return last.integral_j + last.power_w * (time_s - last.time_s);
-  // First point after time_s; power is taken as linear between samples.
+  // First point after time_s: its segment says how power ran up to it.
   auto after = std::upper_bound(points.begin(), points.end(), time_s,
                                 [](double t, const PowerPoint& p) { return t < p.time_s; });
   const PowerPoint& a = *(after - 1);
   const PowerPoint& b = *after;
   const double dt = time_s - a.time_s;
+  if (b.segment == Segment::kStep) return a.integral_j + b.power_w * dt;
   const double power_at_t = a.power_w + (b.power_w - a.power_w) * dt / (b.time_s - a.time_s);
   return a.integral_j + 0.5 * (a.power_w + power_at_t) * dt;
 }
@@ -316,12 +487,20 @@ EnergyEstimate Sampler::gpu_energy(std::size_t gpu, double begin_s, double end_s
   const GpuTrack& track = gpu_tracks_.at(gpu);
   EnergyEstimate estimate;
   estimate.scale = track.scale;
+  const double covered_s =
+      track.points.empty() ? -std::numeric_limits<double>::infinity() : track.points.back().time_s;
+  estimate.settled = covered_s >= end_s;
   if (track.failure && end_s > track.failed_at_s) {
-    // Nothing is known past the failure: count up to the last good sample.
+    // Nothing is known past the failure: count up to the last good point.
     estimate.problem = fmt::format("{}: energy after t={:.3f} s is missing ({})", gpus_[gpu]->label(),
                                    track.failed_at_s - started_at_s_, *track.failure);
-    end_s = track.points.empty() ? begin_s : std::min(end_s, track.points.back().time_s);
+    end_s = track.points.empty() ? begin_s : std::min(end_s, covered_s);
     begin_s = std::min(begin_s, end_s);
+    estimate.settled = true;  // nothing more will come
+  } else if (track.trimmed && begin_s < track.points.front().time_s) {
+    estimate.problem = fmt::format("{}: history before t={:.3f} s is no longer held (kept {:.0f} s after windows end)",
+                                   gpus_[gpu]->label(), track.points.front().time_s - started_at_s_,
+                                   options_.history_s);
   }
   estimate.energy_j = track.scale * (integral_at(track.points, end_s) - integral_at(track.points, begin_s));
   return estimate;
@@ -346,6 +525,7 @@ EnergyEstimate Sampler::cpu_energy(std::size_t zone, double begin_s, double end_
     const CpuPoint& b = *after;
     return a.energy_j + (b.energy_j - a.energy_j) * (t - a.time_s) / (b.time_s - a.time_s);
   };
+  estimate.settled = track.failure.has_value() || p.back().time_s >= end_s;
   if (track.failure) end_s = std::min(end_s, p.back().time_s);
   estimate.energy_j = std::max(0.0, energy_at(end_s) - energy_at(std::min(begin_s, end_s)));
   return estimate;
@@ -356,12 +536,58 @@ double Sampler::gpu_scale(std::size_t gpu) const {
   return gpu_tracks_.at(gpu).scale;
 }
 
+GpuEnergyMethod Sampler::gpu_method(std::size_t gpu) const {
+  std::lock_guard lock(mutex_);
+  return gpu_tracks_.at(gpu).method;
+}
+
+std::string Sampler::gpu_method_description(std::size_t gpu) const {
+  const Gpu& device = *gpus_.at(gpu);
+  std::lock_guard lock(mutex_);
+  const GpuTrack& track = gpu_tracks_[gpu];
+  std::string text = track.method == GpuEnergyMethod::kPowerSamples
+                         ? fmt::format("driver power samples every {:.0f} ms", 1e3 * device.power_sample_period_s())
+                         : fmt::format("{} read every {:.0f} ms", device.power_reading_source(),
+                                       1e3 * options_.interval_s);
+  if (!device.has_energy_counter() || options_.counter_interval_s <= 0) {
+    text += ", no energy counter";
+  } else if (track.counters.size() < 3) {
+    text += ", counter calibration pending";
+  } else {
+    text += fmt::format(", counter-calibrated x{:.4f}", track.scale);
+  }
+  if (track.method_note) text += "; " + *track.method_note;
+  return text;
+}
+
+double Sampler::covered_until_s() const {
+  std::lock_guard lock(mutex_);
+  return covered_until_locked();
+}
+
+double Sampler::covered_until_locked() const {
+  double covered_s = std::numeric_limits<double>::infinity();
+  for (const auto& track : gpu_tracks_) {
+    if (track.failure) continue;  // nothing more will come
+    covered_s = std::min(covered_s, track.points.empty() ? -std::numeric_limits<double>::infinity()
+                                                         : track.points.back().time_s);
+  }
+  for (const auto& track : cpu_tracks_) {
+    if (track.failure) continue;
+    covered_s = std::min(covered_s, track.points.empty() ? -std::numeric_limits<double>::infinity()
+                                                         : track.points.back().time_s);
+  }
+  return covered_s;
+}
+
 void Sampler::pin_history(double since_s) { pinned_since_s_.store(since_s); }
 
 SamplerStats Sampler::stats() const {
   SamplerStats stats;
   stats.ticks = ticks_.load();
   stats.counter_reads = counter_reads_.load();
+  stats.sample_drains = sample_drains_.load();
+  stats.sample_gaps = sample_gaps_.load();
   stats.thread_cpu_s = thread_cpu_s_.load();
   stats.running_s = started_ ? clock_->now_s() - started_at_s_ : 0.0;
   return stats;

@@ -31,7 +31,8 @@ joule::Devices open_devices(const std::string& backend, const std::string& sim, 
 
 py::dict gpu_info(joule::Gpu& gpu) {
   py::dict info("index"_a = gpu.index(), "name"_a = gpu.name(), "uuid"_a = gpu.uuid(),
-                "architecture"_a = gpu.architecture(), "backend"_a = gpu.backend(), "simulated"_a = gpu.simulated());
+                "architecture"_a = gpu.architecture(), "backend"_a = gpu.backend(), "simulated"_a = gpu.simulated(),
+                "energy_method"_a = joule::explain_energy_method(gpu, joule::SamplerOptions{}));
   try {
     const auto range = gpu.power_limit_range_mw();
     info["power_limit_w"] = gpu.power_limit_mw() / 1000.0;
@@ -95,6 +96,13 @@ class PyWindow {
     return false;  // exceptions propagate
   }
   const std::optional<joule::Measurement>& measurement() const { return measurement_; }
+  // The final value (waits for the data that covers the window's end).
+  joule::Measurement settled(double timeout_s) {
+    if (!measurement_) throw joule::UsageError("window '" + name_ + "' has not ended yet");
+    py::gil_scoped_release release;
+    measurement_ = monitor_.monitor().settle(*measurement_, timeout_s);
+    return *measurement_;
+  }
 
  private:
   PyMonitor& monitor_;
@@ -125,9 +133,19 @@ PYBIND11_MODULE(_joule, m) {
       },
       "backend"_a = "auto", "sim"_a = "", "Every device joule finds, what it can read and how limits would change.");
 
+  py::class_<joule::GpuEnergySource>(m, "GpuEnergySource")
+      .def_readonly("method", &joule::GpuEnergySource::method)
+      .def_readonly("description", &joule::GpuEnergySource::description)
+      .def_readonly("calibration_scale", &joule::GpuEnergySource::calibration_scale)
+      .def("__repr__", [](const joule::GpuEnergySource& x) { return "<GpuEnergySource " + x.description + ">"; });
+
   py::class_<joule::Measurement>(m, "Measurement")
       .def_readonly("name", &joule::Measurement::name)
+      .def_readonly("begin_s", &joule::Measurement::begin_s)
       .def_readonly("elapsed_s", &joule::Measurement::elapsed_s)
+      .def_property_readonly("end_s", &joule::Measurement::end_s)
+      .def_readonly("settled", &joule::Measurement::settled)
+      .def_readonly("gpu_sources", &joule::Measurement::gpu_sources)
       .def_readonly("gpu_energy_j", &joule::Measurement::gpu_energy_j)
       .def_readonly("cpu_package_energy_j", &joule::Measurement::cpu_package_energy_j)
       .def_readonly("dram_energy_j", &joule::Measurement::dram_energy_j)
@@ -136,13 +154,15 @@ PYBIND11_MODULE(_joule, m) {
       .def_property_readonly("total_energy_j", &joule::Measurement::total_energy_j)
       .def("__repr__", [](const joule::Measurement& x) {
         return "<Measurement '" + x.name + "' " + std::to_string(x.elapsed_s) + " s, " +
-               std::to_string(x.total_energy_j()) + " J>";
+               std::to_string(x.total_energy_j()) + " J" + (x.settled ? "" : ", not settled") + ">";
       });
 
   py::class_<PyWindow>(m, "Window")
       .def("__enter__", &PyWindow::enter, py::return_value_policy::reference)
       .def("__exit__", &PyWindow::exit)
-      .def_property_readonly("measurement", [](const PyWindow& w) { return w.measurement(); });
+      .def_property_readonly("measurement", [](const PyWindow& w) { return w.measurement(); })
+      .def("settled", &PyWindow::settled, "timeout_s"_a = 1.0,
+           "The window's final measurement, waiting up to timeout_s for the data that covers its end.");
 
   py::class_<PyMonitor>(m, "Monitor")
       .def(py::init<const std::string&, const std::string&, const std::vector<unsigned>&, double,
@@ -155,6 +175,23 @@ PYBIND11_MODULE(_joule, m) {
       .def(
           "end_window", [](PyMonitor& self, const std::string& name) { return self.monitor().end_window(name); },
           "name"_a, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "settle",
+          [](PyMonitor& self, const joule::Measurement& m, double timeout_s) {
+            return self.monitor().settle(m, timeout_s);
+          },
+          "measurement"_a, "timeout_s"_a = 1.0, py::call_guard<py::gil_scoped_release>(),
+          "The final value of an ended window: waits up to timeout_s for the data that covers its end.")
+      .def(
+          "refresh", [](PyMonitor& self, const joule::Measurement& m) { return self.monitor().refresh(m); },
+          "measurement"_a, py::call_guard<py::gil_scoped_release>(),
+          "Computes an ended window again from what the sampler holds now (no waiting).")
+      .def(
+          "end_window_settled",
+          [](PyMonitor& self, const std::string& name, double timeout_s) {
+            return self.monitor().end_window_settled(name, timeout_s);
+          },
+          "name"_a, "timeout_s"_a = 1.0, py::call_guard<py::gil_scoped_release>())
       .def(
           "window", [](PyMonitor& self, const std::string& name) { return PyWindow(self, name); }, "name"_a,
           py::keep_alive<0, 1>())

@@ -4,7 +4,9 @@
 // against the exact integral.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -18,18 +20,25 @@ class ScriptedGpu final : public Gpu {
  public:
   using PowerFn = std::function<double(double time_s)>;
 
-  ScriptedGpu(unsigned index, std::shared_ptr<const Clock> clock, PowerFn true_power_w)
-      : index_(index), clock_(std::move(clock)), power_(std::move(true_power_w)) {}
+  using EnergyFn = std::function<double(double begin_s, double end_s)>;
+
+  ScriptedGpu(unsigned index, std::shared_ptr<const Clock> clock, PowerFn true_power_w, EnergyFn exact_energy_j = {})
+      : index_(index), clock_(std::move(clock)), power_(std::move(true_power_w)), energy_(std::move(exact_energy_j)) {}
 
   // The power reading is true power times this factor (a biased sensor).
   double reading_bias = 1.0;
+  // With a window, the reading is the mean true power over the trailing
+  // window, refreshed every reading_update_s (an H100's power usage: 1 s, 0.1 s).
+  double reading_window_s = 0.0;
+  double reading_update_s = 0.1;
   // The counter only changes every this many seconds (0: continuous).
   double counter_update_s = 0.0;
   bool has_counter = true;
   int counter_reads = 0;
 
-  // Exact energy from t0 to t1 by numerical integration of the script.
+  // Exact energy from t0 to t1: the script's own, or by numerical integration.
   double true_energy_j(double t0, double t1) const {
+    if (energy_) return energy_(t0, t1);
     const int steps = 20000;
     const double h = (t1 - t0) / steps;
     double sum = 0.5 * (power_(t0) + power_(t1));
@@ -54,8 +63,37 @@ class ScriptedGpu final : public Gpu {
     return static_cast<uint64_t>(true_energy_j(0.0, t) * 1000.0);
   }
   uint32_t power_mw() override {
-    return static_cast<uint32_t>(std::lround(power_(clock_->now_s()) * reading_bias * 1000.0));
+    double power_w = power_(clock_->now_s());
+    if (reading_window_s > 0) {
+      const double tick_s = std::floor(clock_->now_s() / reading_update_s) * reading_update_s;
+      const double from_s = std::max(0.0, tick_s - reading_window_s);
+      power_w = tick_s > from_s ? true_energy_j(from_s, tick_s) / (tick_s - from_s) : power_(0.0);
+    }
+    return static_cast<uint32_t>(std::lround(power_w * reading_bias * 1000.0));
   }
+  std::string power_reading_source() const override { return "scripted power"; }
+
+  // Buffered samples like NVML's: every sample_period_s, the mean true power
+  // over the period that ends at the sample's timestamp (0: none). A sample
+  // is visible sample_latency_s after its timestamp; at most sample_capacity
+  // are held.
+  double sample_period_s = 0.0;
+  double sample_latency_s = 0.0;
+  std::size_t sample_capacity = 100;
+  bool has_power_samples() const override { return sample_period_s > 0; }
+  double power_sample_period_s() const override { return sample_period_s; }
+  void read_power_samples(std::vector<PowerSample>& out) override {
+    if (sample_period_s <= 0) throw DeviceError(DeviceErrc::kNotSupported, "no power samples");
+    const auto newest = static_cast<int64_t>(std::floor((clock_->now_s() - sample_latency_s) / sample_period_s + 1e-9));
+    const int64_t oldest = std::max<int64_t>({next_sample_, newest - static_cast<int64_t>(sample_capacity) + 1, 1});
+    for (int64_t i = oldest; i <= newest; ++i) {
+      const double end_s = static_cast<double>(i) * sample_period_s;
+      const double mean_w = true_energy_j(end_s - sample_period_s, end_s) / sample_period_s;
+      out.push_back({static_cast<uint64_t>(std::llround(end_s * 1e6)), static_cast<uint32_t>(std::lround(mean_w * 1000.0))});
+    }
+    next_sample_ = std::max(next_sample_, newest + 1);
+  }
+
   uint32_t power_limit_mw() override { return 300'000; }
   PowerLimitRange power_limit_range_mw() override { return {100'000, 300'000}; }
   uint32_t default_power_limit_mw() override { return 300'000; }
@@ -69,6 +107,8 @@ class ScriptedGpu final : public Gpu {
   unsigned index_;
   std::shared_ptr<const Clock> clock_;
   PowerFn power_;
+  EnergyFn energy_;
+  int64_t next_sample_ = 1;
 };
 
 }  // namespace joule::testing

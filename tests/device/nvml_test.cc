@@ -66,7 +66,8 @@ TEST(NvmlTest, ProbeSaysWhatWorksAndWhyNot) {
   const auto fake = use_fake_nvml(tmp, kTwoH100s);
   NvmlDevices devices = open_nvml_gpus(fake.library_path);
   for (const auto& status : devices.gpus[1]->probe_capabilities()) {
-    if (status.capability == GpuCapability::kInstantPower) {
+    // This fake GPU has neither the instantaneous field nor a sample buffer.
+    if (status.capability == GpuCapability::kInstantPower || status.capability == GpuCapability::kPowerSamples) {
       EXPECT_FALSE(status.available);
       EXPECT_NE(status.reason.find("Not Supported"), std::string::npos) << status.reason;
     } else {
@@ -119,7 +120,7 @@ TEST(NvmlTest, OldDriverWithoutEnergyCounterDisablesOnlyThat) {
   EXPECT_EQ(gpu.power_mw(), 200'000u);
   const std::vector<std::string> expected_missing = {"nvmlDeviceGetArchitecture",
                                                      "nvmlDeviceGetTotalEnergyConsumption",
-                                                     "nvmlDeviceGetFieldValues"};
+                                                     "nvmlDeviceGetFieldValues", "nvmlDeviceGetSamples"};
   EXPECT_EQ(devices.missing_functions, expected_missing);
   try {
     gpu.total_energy_mj();

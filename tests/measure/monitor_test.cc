@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/on_off_load.h"
 #include "common/scripted_gpu.h"
 #include "joule/device/sim.h"
 #include "joule/error.h"
@@ -101,6 +102,47 @@ TEST(MeasurementTest, TotalsAddUpEveryDomain) {
   EXPECT_DOUBLE_EQ(m.gpu_total_energy_j(), 3.0);
   EXPECT_DOUBLE_EQ(m.cpu_total_energy_j(), 7.0);
   EXPECT_DOUBLE_EQ(m.total_energy_j(), 10.0);
+}
+
+TEST(MonitorSettleTest, EndWindowIsImmediateAndSettleGivesTheExactValue) {
+  const testing::OnOffLoad load(11, 100.0, 700.0, 0.15, 2.5, 30.0);
+  auto clock = std::make_shared<VirtualClock>();
+  auto gpu = std::make_shared<testing::ScriptedGpu>(
+      0, clock, [&load](double t) { return load.power_w(t); },
+      [&load](double t0, double t1) { return load.energy_j(t0, t1); });
+  gpu->sample_period_s = 0.02;
+  gpu->sample_latency_s = 0.001;
+  MonitorOptions options;
+  options.sampler.background_thread = false;
+  Monitor monitor({gpu}, {}, clock, options);
+  auto tick_to = [&](double until_s) {
+    while (clock->now_s() + 0.1 <= until_s + 1e-9) {
+      clock->advance_s(0.1);
+      monitor.sampler().sample_now();
+    }
+  };
+  tick_to(3.0);
+  clock->advance_s(0.05);
+  monitor.begin_window("step");
+  tick_to(5.0);
+  clock->advance_s(0.07);
+  const Measurement immediate = monitor.end_window("step");
+  EXPECT_FALSE(immediate.settled);  // the samples after 5.0 s have not been drained
+  ASSERT_EQ(immediate.gpu_sources.size(), 1u);
+  EXPECT_EQ(immediate.gpu_sources[0].method, "power-samples");
+  EXPECT_NE(immediate.gpu_sources[0].description.find("driver power samples every 20 ms"), std::string::npos)
+      << immediate.gpu_sources[0].description;
+  // Still not settled without new data; a manual monitor does not wait.
+  EXPECT_FALSE(monitor.settle(immediate, 0.5).settled);
+  tick_to(6.2);  // the drain at 6.0 s + 0.07 s brings the covering samples
+  const Measurement settled = monitor.refresh(immediate);
+  EXPECT_TRUE(settled.settled);
+  EXPECT_EQ(settled.name, "step");
+  EXPECT_DOUBLE_EQ(settled.begin_s, immediate.begin_s);
+  EXPECT_NEAR(settled.elapsed_s, immediate.elapsed_s, 1e-12);
+  const double truth_j = load.energy_j(settled.begin_s, settled.end_s());
+  EXPECT_NEAR(settled.gpu_energy_j[0], truth_j, 0.02 * 600.0);
+  EXPECT_TRUE(monitor.settle(settled).settled);  // settled stays settled, no wait
 }
 
 }  // namespace

@@ -50,6 +50,10 @@ class DaemonControlledGpu final : public Gpu {
   bool has_energy_counter() const override { return inner_->has_energy_counter(); }
   uint64_t total_energy_mj() override { return inner_->total_energy_mj(); }
   uint32_t power_mw() override { return inner_->power_mw(); }
+  std::string power_reading_source() const override { return inner_->power_reading_source(); }
+  bool has_power_samples() const override { return inner_->has_power_samples(); }
+  double power_sample_period_s() const override { return inner_->power_sample_period_s(); }
+  void read_power_samples(std::vector<PowerSample>& out) override { inner_->read_power_samples(out); }
   uint32_t power_limit_mw() override { return inner_->power_limit_mw(); }
   PowerLimitRange power_limit_range_mw() override { return inner_->power_limit_range_mw(); }
   uint32_t default_power_limit_mw() override { return inner_->default_power_limit_mw(); }

@@ -16,6 +16,7 @@ enum class GpuCapability {
   kEnergyCounter,     // cumulative energy since driver load (mJ), Volta and newer
   kPowerUsage,        // power draw as the driver reports it (mW)
   kInstantPower,      // instantaneous power field, where the driver has one
+  kPowerSamples,      // the driver's buffer of timestamped power samples
   kPowerLimit,        // current power-management limit
   kLimitConstraints,  // smallest and largest settable limit
   kDefaultLimit,      // limit the GPU boots with
@@ -28,6 +29,7 @@ enum class GpuCapability {
 
 inline constexpr GpuCapability kAllGpuCapabilities[] = {
     GpuCapability::kEnergyCounter, GpuCapability::kPowerUsage,    GpuCapability::kInstantPower,
+    GpuCapability::kPowerSamples,
     GpuCapability::kPowerLimit,    GpuCapability::kLimitConstraints, GpuCapability::kDefaultLimit,
     GpuCapability::kUtilization,   GpuCapability::kSmClock,       GpuCapability::kTemperature,
     GpuCapability::kMemoryUsed,    GpuCapability::kSetPowerLimit,
@@ -44,6 +46,13 @@ struct CapabilityStatus {
 struct PowerLimitRange {
   uint32_t min_mw = 0;
   uint32_t max_mw = 0;
+};
+
+// One entry of a driver's power-sample buffer: the mean power over the
+// interval that ends at timestamp_us (since the previous sample).
+struct PowerSample {
+  uint64_t timestamp_us = 0;  // wall clock (CLOCK_REALTIME), as NVML stamps it
+  uint32_t power_mw = 0;
 };
 
 struct Utilization {
@@ -70,9 +79,20 @@ class Gpu {
   virtual bool has_energy_counter() const = 0;
 
   virtual uint64_t total_energy_mj() = 0;
-  // The power reading the sampler integrates (for NVML: the driver's power
-  // usage, or the instantaneous field when $JOULE_NVML_POWER_SOURCE=instant).
+  // The power reading taken once per sampler tick (for NVML: the driver's
+  // power usage, or the instantaneous field when $JOULE_NVML_POWER_SOURCE=instant).
   virtual uint32_t power_mw() = 0;
+  // What power_mw() reads, in words for reports: "power usage (trailing 1 s
+  // mean)", "instantaneous power field", "model".
+  virtual std::string power_reading_source() const = 0;
+
+  // Whether the driver keeps timestamped power samples (read_power_samples),
+  // as decided when the device was opened, and their typical spacing.
+  virtual bool has_power_samples() const { return false; }
+  virtual double power_sample_period_s() const { return 0.0; }
+  // Appends the samples taken since the previous call, oldest first; the
+  // first call returns what the driver still holds. Throws DeviceError.
+  virtual void read_power_samples(std::vector<PowerSample>& out);
   virtual uint32_t power_limit_mw() = 0;
   virtual PowerLimitRange power_limit_range_mw() = 0;
   virtual uint32_t default_power_limit_mw() = 0;

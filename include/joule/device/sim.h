@@ -61,6 +61,8 @@ class SimGpu final : public Gpu {
 
   uint64_t total_energy_mj() override;
   uint32_t power_mw() override;
+  // The model's power at the moment of reading: no lag, no averaging.
+  std::string power_reading_source() const override { return "model"; }
   uint32_t power_limit_mw() override;
   PowerLimitRange power_limit_range_mw() override;
   uint32_t default_power_limit_mw() override { return model_.default_limit_mw; }

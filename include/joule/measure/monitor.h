@@ -1,6 +1,11 @@
 // Named measurement windows over a set of devices. begin_window/end_window
-// only read the clock and what the Sampler already holds, so they cost
-// microseconds, whatever the driver's energy call costs.
+// only read the clock and what the Sampler already holds, so they cost well
+// under a microsecond, whatever the driver's energy call costs.
+//
+// end_window returns at once, with the data up to that moment; the driver's
+// power samples that cover the window's last instants arrive about one
+// sample period later (20 ms on an H100). settle() waits for them and gives
+// the exact value; refresh() recomputes without waiting.
 #pragma once
 
 #include <functional>
@@ -15,6 +20,13 @@
 
 namespace joule {
 
+// How one GPU's energy in a Measurement was obtained.
+struct GpuEnergySource {
+  std::string method;       // "power-samples" or "power-readings" (to_string(GpuEnergyMethod))
+  std::string description;  // in words, with the sample period and the calibration
+  double calibration_scale = 1.0;
+};
+
 // Energy and time of one window. Vectors follow the Monitor's device order
 // (gpus(), then package and DRAM zones in cpu_zones() order).
 struct Measurement {
@@ -26,7 +38,13 @@ struct Measurement {
   std::vector<double> dram_energy_j;
   // Devices that failed inside the window (their energy stops there).
   std::vector<std::string> warnings;
+  // Every device's data reached past the window's end: the values are final.
+  // Otherwise the last power was carried forward over the final instants;
+  // Monitor::settle() gives the final values.
+  bool settled = false;
+  std::vector<GpuEnergySource> gpu_sources;
 
+  double end_s() const { return begin_s + elapsed_s; }
   double gpu_total_energy_j() const;
   double cpu_total_energy_j() const;  // packages + DRAM
   double total_energy_j() const;
@@ -51,6 +69,16 @@ class Monitor {
   // Throws UsageError for a duplicate or unknown name.
   void begin_window(const std::string& name);
   Measurement end_window(const std::string& name);
+  // The final value of an ended window: waits up to timeout_s for the data
+  // that covers its end (no driver call on this thread: the sampling thread
+  // reads it), then computes the window again. Returns at once if m is
+  // settled; on a timeout, the best value with settled == false. Works for
+  // windows that ended within SamplerOptions::history_s (30 s).
+  Measurement settle(const Measurement& m, double timeout_s = 1.0);
+  // Computes an ended window again from what the sampler holds now.
+  Measurement refresh(const Measurement& m) const;
+  // end_window, then settle.
+  Measurement end_window_settled(const std::string& name, double timeout_s = 1.0);
   bool window_open(const std::string& name) const;
 
   // Stops sampling (a final sample is taken); open windows can still end.
@@ -68,6 +96,7 @@ class Monitor {
     bool closing = false;
   };
   void repin_locked();
+  Measurement compute(const std::string& name, double begin_s, double end_s) const;
 
   std::shared_ptr<const Clock> clock_;
   std::function<void()> synchronize_;

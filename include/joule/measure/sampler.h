@@ -1,26 +1,34 @@
-// One background thread that samples every device at a fixed rate and keeps
-// what the Monitor needs to answer "how much energy between t0 and t1" without
-// touching a slow driver call on the caller's thread.
+// One background thread that samples every device and keeps what the Monitor
+// needs to answer "how much energy between t0 and t1" without touching a slow
+// driver call on the caller's thread.
 //
-// Energy model, per GPU: power samples are integrated (trapezoids) into a
-// running integral I(t). The GPU's energy counter, where present, is read far
-// less often (a call costs ~4 ms of CPU on an H100 and the value only steps
-// every ~100 ms) and used to calibrate: a least-squares slope of counter
-// energy against I over the last minute scales the integral, so the counter
-// sets the absolute level while the power samples give the time resolution.
-// Without a counter (pre-Volta) or before 30 s of counter history, the scale
-// is 1. docs/measurement.md gives the reasoning and the measured accuracy.
-// CPU zones (RAPL) are cheap counters: read every tick, unwrapped, and
-// interpolated linearly.
+// Energy model, per GPU, by the best source the device has:
+//  * power samples (GpuEnergyMethod::kPowerSamples): the driver's own buffer
+//    of timestamped samples, each the mean power since the previous one (every
+//    20 ms on an H100). Drained every second, or as soon as a caller waits for
+//    a window's settled value; integrated as steps. This is exact to the
+//    driver's resolution and has no lag: a window's value settles once the
+//    sample covering its end has arrived, ~one sample period after it ends.
+//  * power readings (kPowerReadings): one power reading per tick (power
+//    usage, or the instantaneous field), integrated with trapezoids. On an
+//    H100 power usage is a trailing one-second mean, so energy is attributed
+//    up to ~0.5 s late: the fallback where a driver keeps no samples.
+// Either way the GPU's energy counter, read rarely (a call costs ~4 ms of CPU
+// on an H100), calibrates the integral: a least-squares slope of counter
+// energy against the integral over the last minute scales it. CPU zones
+// (RAPL) are cheap counters: read every tick, unwrapped, interpolated.
+// docs/measurement.md gives the reasoning, the error model and the figures.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +48,10 @@ struct SampledFields {
   bool memory_used = false;
 };
 
+// How a GPU's energy is obtained (see the top of this file).
+enum class GpuEnergyMethod { kPowerSamples, kPowerReadings };
+const char* to_string(GpuEnergyMethod method);
+
 struct SamplerOptions {
   double interval_s = 0.1;            // 10 Hz; anything from 0.001 (1 kHz) up
   // Time between two energy-counter reads, taken round robin over the GPUs:
@@ -50,22 +62,39 @@ struct SamplerOptions {
   double calibration_span_s = 60.0;   // counter history used for the scale
   double min_calibration_span_s = 30.0;  // counter staleness (<= 100 ms) averages out by then
   double history_s = 30.0;            // energy history kept beyond the oldest pinned time
+  // Drain the driver's power-sample buffer this often when nobody waits for
+  // a settled value. It must stay well under the buffer's reach (120 samples
+  // of 20 ms on an H100: 2.4 s); a drain costs ~0.3 ms of CPU there.
+  double power_samples_drain_s = 1.0;
+  // false: integrate one power reading per tick even where the driver keeps
+  // samples (the method of joule 0.1; for comparisons).
+  bool use_power_samples = true;
   std::size_t timeline_capacity = 1'000'000;
   SampledFields fields;
   // false: no thread; the owner calls sample_now() (virtual clocks, tests).
   bool background_thread = true;
 };
 
+// The method a sampler with these options uses for gpu, and why, in words
+// (for `joule info`).
+GpuEnergyMethod energy_method_for(const Gpu& gpu, const SamplerOptions& options);
+std::string explain_energy_method(const Gpu& gpu, const SamplerOptions& options);
+
 // Energy of one device over an interval, and how it was obtained.
 struct EnergyEstimate {
   double energy_j = 0.0;
   double scale = 1.0;               // counter calibration applied (1: none)
-  std::optional<std::string> problem;  // set when the device failed inside the interval
+  // The sampler held data past the interval's end: the value will not
+  // change. Otherwise the last power was carried forward to the end.
+  bool settled = false;
+  std::optional<std::string> problem;  // device failed, or history no longer held
 };
 
 struct SamplerStats {
   uint64_t ticks = 0;
   uint64_t counter_reads = 0;
+  uint64_t sample_drains = 0;   // power-sample buffer reads, all GPUs
+  uint64_t sample_gaps = 0;     // times the buffer had overflowed between drains
   double thread_cpu_s = 0.0;  // CPU time of the sampling thread
   double running_s = 0.0;     // wall time since start()
 };
@@ -90,6 +119,17 @@ class Sampler {
   EnergyEstimate cpu_energy(std::size_t zone, double begin_s, double end_s) const;
   // The calibration currently applied to a GPU's power integral.
   double gpu_scale(std::size_t gpu) const;
+  GpuEnergyMethod gpu_method(std::size_t gpu) const;
+  // The method in words, e.g. "driver power samples every 20 ms, counter-calibrated".
+  std::string gpu_method_description(std::size_t gpu) const;
+
+  // The time up to which every working device's energy is known from data
+  // (not carried forward); +infinity when there is no device.
+  double covered_until_s() const;
+  // Has the sampling thread read, as soon as the drivers have it, the data
+  // that covers time_s, waiting up to timeout_s. True when covered. On a
+  // virtual clock it only registers the wish for the next sample_now().
+  bool wait_covered(double time_s, double timeout_s);
 
   // Keep energy history from since_s on (the oldest open window's start);
   // +infinity releases the pin.
@@ -104,30 +144,50 @@ class Sampler {
   const Clock& clock() const { return *clock_; }
 
  private:
+  // How power runs over the segment that ends at a point.
+  enum class Segment : uint8_t {
+    kLinear,  // between two readings (power readings)
+    kStep,    // the point's power throughout (a power sample is the mean since the previous one)
+  };
   struct PowerPoint {
     double time_s;
     double power_w;
-    double integral_j;  // integral of power from the first sample to time_s
+    double integral_j;  // integral of power from the first point to time_s
+    Segment segment;
   };
   struct CounterPoint {
-    double integral_j;  // power integral at the moment of the read
-    double counter_j;
     double time_s;
+    double counter_j;
+    double integral_j;  // power integral at time_s, filled once the data covers it
   };
   // What readers (end_window) see; guarded by mutex_.
   struct GpuTrack {
     std::deque<PowerPoint> points;
-    std::deque<CounterPoint> counters;
+    std::deque<CounterPoint> counters;          // paired with the integral
+    std::deque<CounterPoint> pending_counters;  // read, but the data does not reach them yet
     double scale = 1.0;
+    bool trimmed = false;  // points older than the front were dropped
+    GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
+    std::optional<std::string> method_note;  // e.g. why samples stopped being used
     std::optional<std::string> failure;
     double failed_at_s = 0.0;
+  };
+  // A point read this tick, published under one lock with the others.
+  struct NewPoint {
+    std::size_t gpu;
+    double time_s;
+    double power_w;
+    Segment segment;
   };
   // What only the sampling side touches; guarded by tick_mutex_.
   struct GpuReader {
     SampledFields fields;  // what still works for this GPU
     bool counter_usable = false;
+    GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
+    std::optional<std::string> method_note;
     std::optional<std::string> failure;
     double failed_at_s = 0.0;
+    double last_sample_s = -std::numeric_limits<double>::infinity();
   };
   struct CpuPoint {
     double time_s;
@@ -141,36 +201,54 @@ class Sampler {
   };
 
   void run();
+  // One tick; drain_samples forces a read of the power-sample buffers.
+  void tick(bool drain_samples);
   void read_gpu(std::size_t i);
+  void drain_power_samples(std::size_t i);
   void read_counter(std::size_t i);
   void sample_cpu(std::size_t i);
+  void publish_locked();
+  void pair_counters_locked(GpuTrack& track);
   void trim_locked(double now_s);
   static double integral_at(const std::deque<PowerPoint>& points, double time_s);
   void recalibrate_locked(GpuTrack& track) const;
+  double covered_until_locked() const;
+  // When the thread should next drain for a waiting caller (+inf: nobody waits).
+  double coverage_wake_s_locked() const;
 
   std::vector<std::shared_ptr<Gpu>> gpus_;
   std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones_;
   std::shared_ptr<const Clock> clock_;
   SamplerOptions options_;
   Timeline timeline_;
+  double longest_sample_period_s_ = 0.0;  // over the GPUs using power samples
 
   mutable std::mutex mutex_;  // guards the tracks
   std::vector<GpuTrack> gpu_tracks_;
   std::vector<GpuReader> gpu_readers_;
-  std::vector<TimelineSample> batch_;  // this tick's GPU samples
+  std::vector<TimelineSample> batch_;  // this tick's timeline samples
+  std::vector<NewPoint> new_points_;   // this tick's energy points
+  std::vector<PowerSample> drained_;   // scratch for one buffer read
   std::vector<CpuTrack> cpu_tracks_;
   std::size_t next_counter_gpu_ = 0;
   double next_counter_due_s_ = -1e300;
+  double next_drain_due_s_ = -1e300;
   std::atomic<double> pinned_since_s_;
 
   std::mutex tick_mutex_;  // one tick at a time (thread, stop(), owners)
-  std::mutex wake_mutex_;
+  std::mutex wake_mutex_;  // guards stop_requested_ and coverage_wanted_
   std::condition_variable wake_;
+  std::condition_variable covered_;  // notified after every tick
+  std::multiset<double> coverage_wanted_;  // times callers wait to see covered
+  double last_coverage_tick_s_ = -1e300;
   bool stop_requested_ = false;
+  bool stopped_ = false;
   bool started_ = false;
   std::thread thread_;
   std::atomic<uint64_t> ticks_{0};
   std::atomic<uint64_t> counter_reads_{0};
+  std::atomic<uint64_t> sample_drains_{0};
+  std::atomic<uint64_t> sample_gaps_{0};
   std::atomic<double> thread_cpu_s_{0.0};
   double started_at_s_ = 0.0;
 };

@@ -30,6 +30,12 @@ union nvmlValue_t {
   unsigned short usVal;
 };
 
+// One entry of the driver's sample buffer (nvmlDeviceGetSamples).
+struct nvmlSample_t {
+  unsigned long long timeStamp;  // CPU wall-clock (CLOCK_REALTIME) microseconds
+  nvmlValue_t sampleValue;
+};
+
 struct nvmlFieldValue_t {
   unsigned int fieldId;
   unsigned int scopeId;
@@ -52,6 +58,8 @@ nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch);
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy_mj);
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw);
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t* values);
+nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, int type, unsigned long long lastSeenTimeStamp,
+                                  int* sampleValType, unsigned int* sampleCount, nvmlSample_t* samples);
 nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int* limit_mw);
 nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int* min_mw,
                                                           unsigned int* max_mw);
@@ -84,6 +92,8 @@ inline constexpr nvmlReturn_t kErrorLibRmVersionMismatch = 18;
 inline constexpr nvmlReturn_t kErrorUnknown = 999;
 
 inline constexpr unsigned int kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT, value in mW
+inline constexpr int kTotalPowerSamples = 0;               // NVML_TOTAL_POWER_SAMPLES (mW)
+inline constexpr int kValueTypeUnsignedInt = 1;           // NVML_VALUE_TYPE_UNSIGNED_INT
 inline constexpr int kClockSm = 1;                       // NVML_CLOCK_SM
 inline constexpr int kTemperatureGpu = 0;                // NVML_TEMPERATURE_GPU
 inline constexpr unsigned int kArchitectureUnknown = 0xffffffff;

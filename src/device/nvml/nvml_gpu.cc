@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 
@@ -46,20 +47,43 @@ NvmlGpu::NvmlGpu(std::shared_ptr<Library> library, unsigned index, nvmlDevice_t 
     has_energy_counter_ = true;
   } catch (const DeviceError&) {
   }
-  // $JOULE_NVML_POWER_SOURCE=instant samples the instantaneous power field
-  // where the driver has one; the default is the driver's power usage. On an
-  // H100 (driver 580) the instantaneous field steps every ~100 ms, spikes past
-  // the limit at load changes and gave 2-4x larger window errors than power
-  // usage against the energy counter (bench/README.md).
-  const char* source = std::getenv("JOULE_NVML_POWER_SOURCE");
-  const bool want_instant = source != nullptr && std::string(source) == "instant";
-  try {
-    if (want_instant) {
+  // $JOULE_NVML_POWER_SOURCE chooses what the sampler integrates: the
+  // driver's buffered power samples where it keeps them (the default), or one
+  // reading per tick of power usage ("usage") or the instantaneous field
+  // ("instant"). On an H100 (driver 580) the samples come every 20 ms, each
+  // the mean power since the previous one, and integrate to the energy
+  // counter; power usage is a trailing one-second mean and the instantaneous
+  // field a point sample per 100 ms (docs/measurement.md).
+  const char* env = std::getenv("JOULE_NVML_POWER_SOURCE");
+  const std::string source = env != nullptr ? env : "";
+  if (source == "instant") {
+    try {
       instant_power_mw();
       use_instant_power_ = true;
+    } catch (const DeviceError&) {
     }
-  } catch (const DeviceError&) {
   }
+  if (source.empty() || source == "samples") detect_power_samples();
+}
+
+void NvmlGpu::detect_power_samples() {
+  // A driver that has the call may still keep no samples for this GPU, or
+  // only a few; the typical spacing comes from what the buffer holds now.
+  std::vector<PowerSample> held;
+  try {
+    if (power_sample_capacity() < 2) return;
+    read_power_samples(held);
+  } catch (const DeviceError&) {
+    return;
+  }
+  if (held.size() < 2) return;
+  std::vector<double> gaps_s;
+  for (std::size_t i = 1; i < held.size(); ++i) {
+    gaps_s.push_back(static_cast<double>(held[i].timestamp_us - held[i - 1].timestamp_us) * 1e-6);
+  }
+  std::nth_element(gaps_s.begin(), gaps_s.begin() + gaps_s.size() / 2, gaps_s.end());
+  power_sample_period_s_ = gaps_s[gaps_s.size() / 2];
+  has_power_samples_ = power_sample_period_s_ > 0;
 }
 
 void NvmlGpu::check(nvmlReturn_t rc, const char* function) const {
@@ -102,6 +126,42 @@ uint32_t NvmlGpu::instant_power_mw() {
 }
 
 uint32_t NvmlGpu::power_mw() { return use_instant_power_ ? instant_power_mw() : power_usage_mw(); }
+
+std::string NvmlGpu::power_reading_source() const {
+  return use_instant_power_ ? "instantaneous power field" : "power usage";
+}
+
+unsigned NvmlGpu::power_sample_capacity() {
+  int value_type = 0;
+  unsigned int capacity = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetSamples, kTotalPowerSamples, 0ULL, &value_type, &capacity, nullptr);
+  return capacity;
+}
+
+void NvmlGpu::read_power_samples(std::vector<PowerSample>& out) {
+  if (sample_buffer_.empty()) sample_buffer_.resize(std::max(2U, power_sample_capacity()));
+  int value_type = 0;
+  unsigned int count = static_cast<unsigned int>(sample_buffer_.size());
+  const nvmlReturn_t rc = require(fn_.nvmlDeviceGetSamples, "nvmlDeviceGetSamples")(
+      handle_, kTotalPowerSamples, last_sample_timestamp_us_, &value_type, &count, sample_buffer_.data());
+  if (rc == kErrorNotFound) return;  // nothing new since the last call
+  check(rc, "nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES)");
+  if (value_type != kValueTypeUnsignedInt) {
+    throw DeviceError(DeviceErrc::kNotSupported,
+                      fmt::format("gpu{}: power samples have value type {}, not unsigned int", index_, value_type));
+  }
+  count = std::min<unsigned int>(count, static_cast<unsigned int>(sample_buffer_.size()));
+  // Oldest first, each once: the driver returns what is newer than the last
+  // timestamp seen, but its order is not documented.
+  std::sort(sample_buffer_.begin(), sample_buffer_.begin() + count,
+            [](const nvmlSample_t& a, const nvmlSample_t& b) { return a.timeStamp < b.timeStamp; });
+  for (unsigned int i = 0; i < count; ++i) {
+    const nvmlSample_t& sample = sample_buffer_[i];
+    if (sample.timeStamp <= last_sample_timestamp_us_) continue;
+    out.push_back({sample.timeStamp, sample.sampleValue.uiVal});
+    last_sample_timestamp_us_ = sample.timeStamp;
+  }
+}
 
 uint32_t NvmlGpu::power_limit_mw() {
   unsigned int limit_mw = 0;
@@ -168,6 +228,7 @@ std::vector<CapabilityStatus> NvmlGpu::probe_capabilities() {
   result.push_back(status_of(GpuCapability::kEnergyCounter, [&] { total_energy_mj(); }));
   result.push_back(status_of(GpuCapability::kPowerUsage, [&] { power_usage_mw(); }));
   result.push_back(status_of(GpuCapability::kInstantPower, [&] { instant_power_mw(); }));
+  result.push_back(status_of(GpuCapability::kPowerSamples, [&] { power_sample_capacity(); }));
   result.push_back(status_of(GpuCapability::kPowerLimit, [&] { power_limit_mw(); }));
   result.push_back(status_of(GpuCapability::kLimitConstraints, [&] { power_limit_range_mw(); }));
   result.push_back(status_of(GpuCapability::kDefaultLimit, [&] { default_power_limit_mw(); }));

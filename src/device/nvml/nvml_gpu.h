@@ -24,6 +24,10 @@ class NvmlGpu final : public Gpu {
 
   uint64_t total_energy_mj() override;
   uint32_t power_mw() override;
+  std::string power_reading_source() const override;
+  bool has_power_samples() const override { return has_power_samples_; }
+  double power_sample_period_s() const override { return power_sample_period_s_; }
+  void read_power_samples(std::vector<PowerSample>& out) override;
   uint32_t power_limit_mw() override;
   PowerLimitRange power_limit_range_mw() override;
   uint32_t default_power_limit_mw() override;
@@ -35,10 +39,14 @@ class NvmlGpu final : public Gpu {
 
   uint32_t power_usage_mw();
   uint32_t instant_power_mw();
+  // Capacity of the driver's power-sample buffer (throws when it has none).
+  unsigned power_sample_capacity();
 
  private:
   // Throws DeviceError for a failed call, with NVML's own message.
   void check(nvmlReturn_t rc, const char* function) const;
+  // Decides whether the sampler can integrate the driver's power samples.
+  void detect_power_samples();
   // Throws DeviceError(kNotSupported) when the driver lacks function.
   template <typename Fn>
   Fn require(Fn fn, const char* function) const;
@@ -52,6 +60,10 @@ class NvmlGpu final : public Gpu {
   std::string architecture_ = "unknown";
   bool has_energy_counter_ = false;
   bool use_instant_power_ = false;  // sample the instantaneous field, not power usage
+  bool has_power_samples_ = false;
+  double power_sample_period_s_ = 0.0;
+  uint64_t last_sample_timestamp_us_ = 0;  // newest buffered sample returned so far
+  std::vector<nvmlSample_t> sample_buffer_;
 };
 
 }  // namespace joule::nvml

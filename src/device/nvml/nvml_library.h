@@ -28,6 +28,7 @@ namespace joule::nvml {
   X(nvmlDeviceGetTotalEnergyConsumption)          \
   X(nvmlDeviceGetPowerUsage)                      \
   X(nvmlDeviceGetFieldValues)                     \
+  X(nvmlDeviceGetSamples)                         \
   X(nvmlDeviceGetPowerManagementLimit)            \
   X(nvmlDeviceGetPowerManagementLimitConstraints) \
   X(nvmlDeviceGetPowerManagementDefaultLimit)     \
