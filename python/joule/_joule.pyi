@@ -7,8 +7,8 @@ class DeviceError(Error): ...
 def devices(backend: str = "auto", sim: str = "") -> dict: ...
 
 class GpuEnergySource:
-    method: str  # "power-samples" or "power-readings"
-    description: str
+    @property
+    def method(self) -> str: ...  # "power-samples" or "power-readings"
     calibration_scale: float
 
 class Measurement:

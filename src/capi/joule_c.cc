@@ -42,12 +42,12 @@ int guarded(Fn&& fn) {
   }
 }
 
-nlohmann::json to_json(const joule::Measurement& m) {
+nlohmann::json to_json(const joule::Measurement& m, const joule::Sampler& sampler) {
   nlohmann::json sources = nlohmann::json::array();
-  for (const auto& source : m.gpu_sources) {
-    sources.push_back({{"method", source.method},
-                       {"description", source.description},
-                       {"calibration_scale", source.calibration_scale}});
+  for (std::size_t i = 0; i < m.gpu_sources.size(); ++i) {
+    sources.push_back({{"method", joule::to_string(m.gpu_sources[i].method)},
+                       {"description", sampler.gpu_method_description(i)},
+                       {"calibration_scale", m.gpu_sources[i].calibration_scale}});
   }
   return {{"name", m.name},
           {"begin_s", m.begin_s},
@@ -119,7 +119,7 @@ int joule_end_window(joule_session* session, const char* name, char* out, size_t
   return guarded([&] {
     const joule::Measurement m = session->monitor->end_window(name);
     remember_ended(session, m);
-    copy_out(to_json(m).dump(), out, out_len);
+    copy_out(to_json(m, session->monitor->sampler()).dump(), out, out_len);
   });
 }
 
@@ -137,7 +137,7 @@ int joule_settle_window(joule_session* session, const char* name, double timeout
     const joule::Measurement m =
         timeout_s > 0 ? session->monitor->settle(ended, timeout_s) : session->monitor->refresh(ended);
     if (m.settled) remember_ended(session, m);
-    copy_out(to_json(m).dump(), out, out_len);
+    copy_out(to_json(m, session->monitor->sampler()).dump(), out, out_len);
   });
 }
 
@@ -146,7 +146,7 @@ int joule_end_window_settled(joule_session* session, const char* name, double ti
   return guarded([&] {
     const joule::Measurement m = session->monitor->end_window_settled(name, timeout_s);
     remember_ended(session, m);
-    copy_out(to_json(m).dump(), out, out_len);
+    copy_out(to_json(m, session->monitor->sampler()).dump(), out, out_len);
   });
 }
 

@@ -28,7 +28,8 @@ MeasureReport build_report(const std::vector<std::string>& command, int exit_sta
   const auto& gpus = monitor.gpus();
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     r.devices.push_back({ids[i], "gpu", gpus[i]->name(), gpus[i]->backend(), gpus[i]->simulated(),
-                         m.gpu_energy_j[i], average(m.gpu_energy_j[i]), peak(i), m.gpu_sources[i].description});
+                         m.gpu_energy_j[i], average(m.gpu_energy_j[i]), peak(i),
+                         monitor.sampler().gpu_method_description(i)});
   }
   std::size_t package = 0, dram = 0;
   const auto& zones = monitor.cpu_zones();

@@ -81,8 +81,7 @@ Measurement Monitor::compute(const std::string& name, double begin_s, double end
   for (std::size_t i = 0; i < sampler_.gpus().size(); ++i) {
     const EnergyEstimate estimate = sampler_.gpu_energy(i, begin_s, end_s);
     m.gpu_energy_j.push_back(take(estimate));
-    m.gpu_sources.push_back(
-        {to_string(sampler_.gpu_method(i)), sampler_.gpu_method_description(i), estimate.scale});
+    m.gpu_sources.push_back({estimate.method, estimate.scale});
   }
   for (std::size_t i = 0; i < sampler_.cpu_zones().size(); ++i) {
     const double energy_j = take(sampler_.cpu_energy(i, begin_s, end_s));

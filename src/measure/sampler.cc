@@ -20,6 +20,11 @@ double thread_cpu_time_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+std::string sample_period_words(double period_s) {
+  return period_s > 0 ? fmt::format("driver power samples every {:.0f} ms", 1e3 * period_s)
+                      : std::string("driver power samples");
+}
+
 constexpr double kMinScale = 0.5;  // a calibration outside these bounds means
 constexpr double kMaxScale = 2.0;  // broken readings, not a biased sensor
 
@@ -52,9 +57,8 @@ GpuEnergyMethod energy_method_for(const Gpu& gpu, const SamplerOptions& options)
 std::string explain_energy_method(const Gpu& gpu, const SamplerOptions& options) {
   std::string text =
       energy_method_for(gpu, options) == GpuEnergyMethod::kPowerSamples
-          ? fmt::format("driver power samples every {:.0f} ms, integrated (no lag; exact values settle "
-                        "~{:.0f} ms after a window ends)",
-                        1e3 * gpu.power_sample_period_s(), 1e3 * gpu.power_sample_period_s())
+          ? sample_period_words(gpu.power_sample_period_s()) +
+                ", integrated (no lag; a window's exact value settles about one sample period after it ends)"
           : fmt::format("{} read every {:.0f} ms, integrated{}", gpu.power_reading_source(),
                         1e3 * options.interval_s,
                         gpu.power_reading_source() == "power usage"
@@ -93,7 +97,6 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
     if (energy_method_for(*gpus_[i], options_) == GpuEnergyMethod::kPowerSamples) {
       reader.method = GpuEnergyMethod::kPowerSamples;
       gpu_tracks_[i].method = reader.method;
-      longest_sample_period_s_ = std::max(longest_sample_period_s_, gpus_[i]->power_sample_period_s());
     }
   }
 }
@@ -128,8 +131,8 @@ void Sampler::stop() {
   // only about one sample period later: wait for them, boundedly.
   const double stop_s = clock_->now_s();
   tick(true);
-  if (!clock_->is_virtual() && longest_sample_period_s_ > 0) {
-    const double give_up_s = stop_s + 3 * longest_sample_period_s_ + 0.05;
+  if (!clock_->is_virtual() && uses_power_samples()) {
+    const double give_up_s = stop_s + 3 * longest_sample_period_s() + 0.05;
     while (covered_until_s() < stop_s && clock_->now_s() < give_up_s) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       tick(true);
@@ -172,6 +175,22 @@ void Sampler::run() {
   }
 }
 
+bool Sampler::uses_power_samples() const {
+  return std::any_of(gpu_readers_.begin(), gpu_readers_.end(),
+                     [](const GpuReader& r) { return r.method == GpuEnergyMethod::kPowerSamples; });
+}
+
+double Sampler::longest_sample_period_s() const {
+  // Drivers learn their spacing from the samples they return, so ask each time.
+  double longest_s = 0.0;
+  for (const auto& gpu : gpus_) {
+    if (energy_method_for(*gpu, options_) == GpuEnergyMethod::kPowerSamples) {
+      longest_s = std::max(longest_s, gpu->power_sample_period_s());
+    }
+  }
+  return longest_s;
+}
+
 double Sampler::coverage_wake_s_locked() const {
   if (coverage_wanted_.empty()) return std::numeric_limits<double>::infinity();
   const auto first_open = coverage_wanted_.upper_bound(covered_until_s());
@@ -182,7 +201,7 @@ double Sampler::coverage_wake_s_locked() const {
   // stopped delivering cannot make the thread spin.
   constexpr double kVisibleAfterS = 0.002;
   constexpr double kRetryS = 0.01;
-  return std::max(*first_open + longest_sample_period_s_ + kVisibleAfterS, last_coverage_tick_s_ + kRetryS);
+  return std::max(*first_open + longest_sample_period_s() + kVisibleAfterS, last_coverage_tick_s_ + kRetryS);
 }
 
 bool Sampler::wait_covered(double time_s, double timeout_s) {
@@ -342,7 +361,8 @@ void Sampler::drain_power_samples(std::size_t i) {
   // A spacing well over the usual one means the buffer overflowed between
   // drains (the thread was held up): the missing stretch is taken at the
   // next sample's power, and counted.
-  const double gap_s = 2.5 * gpu.power_sample_period_s();
+  const double period_s = gpu.power_sample_period_s();
+  const double gap_s = period_s > 0 ? 2.5 * period_s : std::numeric_limits<double>::infinity();
   for (const PowerSample& sample : drained_) {
     const double time_s = clock_->from_realtime_us(sample.timestamp_us);
     if (time_s <= reader.last_sample_s) continue;
@@ -487,6 +507,7 @@ EnergyEstimate Sampler::gpu_energy(std::size_t gpu, double begin_s, double end_s
   const GpuTrack& track = gpu_tracks_.at(gpu);
   EnergyEstimate estimate;
   estimate.scale = track.scale;
+  estimate.method = track.method;
   const double covered_s =
       track.points.empty() ? -std::numeric_limits<double>::infinity() : track.points.back().time_s;
   estimate.settled = covered_s >= end_s;
@@ -546,7 +567,7 @@ std::string Sampler::gpu_method_description(std::size_t gpu) const {
   std::lock_guard lock(mutex_);
   const GpuTrack& track = gpu_tracks_[gpu];
   std::string text = track.method == GpuEnergyMethod::kPowerSamples
-                         ? fmt::format("driver power samples every {:.0f} ms", 1e3 * device.power_sample_period_s())
+                         ? sample_period_words(device.power_sample_period_s())
                          : fmt::format("{} read every {:.0f} ms", device.power_reading_source(),
                                        1e3 * options_.interval_s);
   if (!device.has_energy_counter() || options_.counter_interval_s <= 0) {

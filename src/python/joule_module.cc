@@ -134,10 +134,12 @@ PYBIND11_MODULE(_joule, m) {
       "backend"_a = "auto", "sim"_a = "", "Every device joule finds, what it can read and how limits would change.");
 
   py::class_<joule::GpuEnergySource>(m, "GpuEnergySource")
-      .def_readonly("method", &joule::GpuEnergySource::method)
-      .def_readonly("description", &joule::GpuEnergySource::description)
+      .def_property_readonly("method", [](const joule::GpuEnergySource& x) { return joule::to_string(x.method); })
       .def_readonly("calibration_scale", &joule::GpuEnergySource::calibration_scale)
-      .def("__repr__", [](const joule::GpuEnergySource& x) { return "<GpuEnergySource " + x.description + ">"; });
+      .def("__repr__", [](const joule::GpuEnergySource& x) {
+        return std::string("<GpuEnergySource ") + joule::to_string(x.method) + " x" +
+               std::to_string(x.calibration_scale) + ">";
+      });
 
   py::class_<joule::Measurement>(m, "Measurement")
       .def_readonly("name", &joule::Measurement::name)

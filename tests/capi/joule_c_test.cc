@@ -35,6 +35,41 @@ TEST(JouleCTest, WindowsReturnEnergyAsJson) {
   joule_session_close(s);
 }
 
+TEST(JouleCTest, SettledValuesArePolledOrAwaited) {
+  SimEnvironment env;
+  joule_session* s = joule_session_open(R"({"interval_ms": 500})");
+  ASSERT_NE(s, nullptr) << joule_last_error();
+  char out[4096];
+  ASSERT_EQ(joule_begin_window(s, "w"), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(joule_end_window(s, "w", out, sizeof out), 0) << joule_last_error();
+  const auto immediate = nlohmann::json::parse(out);
+  // With one reading per 500 ms, the next one after the end is not in yet.
+  EXPECT_FALSE(immediate["settled"].get<bool>());
+  ASSERT_EQ(immediate["gpu_sources"].size(), 2u);
+  EXPECT_EQ(immediate["gpu_sources"][0]["method"], "power-readings");
+  EXPECT_NE(immediate["gpu_sources"][0]["description"].get<std::string>().find("model read every 500 ms"),
+            std::string::npos);
+  // Polling (timeout 0) recomputes without waiting; waiting brings the data.
+  ASSERT_EQ(joule_settle_window(s, "w", 0.0, out, sizeof out), 0) << joule_last_error();
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(joule_settle_window(s, "w", 2.0, out, sizeof out), 0) << joule_last_error();
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto settled = nlohmann::json::parse(out);
+  EXPECT_TRUE(settled["settled"].get<bool>());
+  EXPECT_LT(waited_s, 0.4);  // the sampling thread read right after the end, not at its next tick
+  EXPECT_DOUBLE_EQ(settled["begin_s"].get<double>(), immediate["begin_s"].get<double>());
+  const double elapsed = settled["elapsed_s"];
+  EXPECT_NEAR(settled["gpu_energy_j"][0].get<double>(), 650.0 * elapsed, 0.01 * 650.0 * elapsed);
+
+  ASSERT_EQ(joule_begin_window(s, "both"), 0);
+  ASSERT_EQ(joule_end_window_settled(s, "both", 2.0, out, sizeof out), 0) << joule_last_error();
+  EXPECT_TRUE(nlohmann::json::parse(out)["settled"].get<bool>());
+  EXPECT_EQ(joule_settle_window(s, "never", 1.0, out, sizeof out), -1);
+  EXPECT_STREQ(joule_last_error(), "no ended measurement window named 'never'");
+  joule_session_close(s);
+}
+
 TEST(JouleCTest, PowerLimitCallbacksProfileAndReport) {
   SimEnvironment env;
   joule_session* s = joule_session_open(

@@ -1,7 +1,9 @@
 // A fake libnvidia-ml.so.1 for tests: the NVML functions joule uses, with the
 // same names and ABI, over scripted devices read from the file named by
-// $JOULE_FAKE_NVML_CONFIG. Energy advances with wall time; set-calls are
-// appended to a log file; errors can be injected per function and device.
+// $JOULE_FAKE_NVML_CONFIG. Each device draws power along a scripted profile
+// and exposes it through the sources a real H100 (driver 580) has, each with
+// its own lag; set-calls are appended to a log file; errors can be injected
+// per function and device.
 //
 // Config, one directive per line ('#' starts a comment):
 //   driver_version 580.00.00
@@ -9,31 +11,74 @@
 //   persist /path/to/limits         (power limits survive the process, like a
 //                                    real GPU's do: read at init, written at each set)
 //   init_error code=9               (nvmlInit fails with this code)
+//   clock virtual                   (or "clock wall", the default; see Time)
 //   device name="NVIDIA H100" arch=9 power_w=300 limit_w=700 min_limit_w=200
 //          max_limit_w=700 default_limit_w=700 util_gpu=80 util_mem=40
 //          sm_mhz=1980 temp_c=55 mem_used_mib=1024 instant_power=1
 //          energy_update_ms=100 energy_call_ms=4 pulse_w=500 pulse_period_ms=200
-//          instant_offset_w=20
+//          instant_offset_w=20 power_update_ms=100 usage_window_ms=1000
+//          sample_ms=20 sample_buffer=100 sample_latency_ms=0 sample_prefill=0
 //   error function=nvmlDeviceGetPowerUsage device=0 code=15 after_calls=3 after_ms=0
-// A device draws power_w, capped by its limit; with pulse_w it alternates
-// between power_w and pulse_w every half pulse period. The energy counter
-// steps every energy_update_ms, like real hardware, and each call to it
-// keeps the CPU busy for energy_call_ms. An error rule (function "*" matches all; device -1
-// all devices) fires after that many successful calls and/or milliseconds,
-// and then keeps firing, as a lost GPU does.
+//
+// Power profile (every level is capped by the power limit in force):
+//   power_w=P                        constant P (default 100 W)
+//   pulse_w=Q pulse_period_ms=T      P and Q alternating every T/2, P first
+//   profile=random seed=N min_phase_ms=150 max_phase_ms=2500
+//                                    Q (pulse_w) and P alternating, Q first, each
+//                                    phase a whole number of ms drawn uniformly
+//                                    from [min, max] by splitmix64(seed): the
+//                                    same sequence on every platform
+//   profile_file=PATH                lines "duration_ms power_w" ('#' comments),
+//                                    played in order, then again from the start;
+//                                    a relative PATH is read next to the config
+// The energy E(t) is the exact integral of the capped profile, kept across
+// limit changes, so every source below derives from one truth.
+//
+// Sources (t: the fake's time; tau: t rounded down to a power_update_ms tick,
+// or t itself when power_update_ms=0):
+//   nvmlDeviceGetTotalEnergyConsumption  E at the last energy_update_ms tick, in
+//       whole mJ; each call keeps the CPU busy for energy_call_ms (not on a virtual clock).
+//   nvmlDeviceGetPowerUsage  p(tau), or with usage_window_ms=W the trailing mean
+//       (E(tau) - E(tau - W)) / W (the mean since 0 while tau < W), as an H100
+//       reports a one-second mean refreshed every 100 ms.
+//   nvmlDeviceGetFieldValues field 186  p(tau) + instant_offset_w (instant_power=0:
+//       not supported).
+//   nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES)  with sample_ms=S > 0: sample i
+//       (i >= 1) at t_i = i * S holds the mean power over (t_i - S, t_i] in mW,
+//       visible from t_i + sample_latency_ms on; the newest sample_buffer samples
+//       are held. Without sample_ms the device has no buffer (NOT_SUPPORTED).
+//       With sample_prefill=1 (wall clock only) the buffer is already full at
+//       nvmlInit, as a real driver's is: samples i <= 0, before init, read the
+//       power at time 0. Without it the first sample ends sample_ms after init.
+//
+// Time: by default the wall clock, from the first nvmlInit (which also records
+// CLOCK_REALTIME: sample i is stamped realtime_at_init_us + t_i * 1e6). With
+// "clock virtual" time starts at 0 at the first nvmlInit and moves only when
+// the test calls
+//   extern "C" void joule_fake_nvml_set_time_s(double seconds);
+// (exported; get it with dlopen(path, RTLD_NOW | RTLD_NOLOAD) and dlsym). Then
+// samples are stamped t_i * 1e6 (virtual microseconds), the energy call does
+// not busy-wait, and error rules' after_ms count virtual time.
+//
+// An error rule (function "*" matches all; device -1 all devices) fires after
+// that many successful calls and/or milliseconds, and then keeps firing, as a
+// lost GPU does.
 //
 // Built twice: as is, and with JOULE_FAKE_NVML_OLD_DRIVER, which leaves out
 // the functions an old driver lacks (energy counter, field values,
-// architecture).
+// architecture, samples).
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -50,23 +95,164 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Floors x, treating values a hair below an integer as that integer: a time
+// set exactly on a tick (0.3 s on a 100 ms grid) must land on that tick, not
+// on the one before because 0.3 * 1000 / 100 came out as 2.9999999999999996.
+long long floor_tolerant(double x) { return static_cast<long long>(std::floor(x + 1e-9)); }
+
+// splitmix64 (Steele, Lea, Flood 2014): a tiny PRNG with a fixed definition,
+// so a seed gives the same profile on every platform and compiler (the
+// <random> distributions are implementation-defined).
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+struct Segment {
+  double start_s;  // the segment lasts until the next one's start (or the table's end)
+  double level_w;
+};
+
+// The power a device is asked to draw over time, before its limit caps it,
+// as a table of segments: one period that repeats (constant, pulse, profile
+// file), or random phases drawn lazily as time advances. Energy is exact:
+// cumulative sums per segment (one table per cap) and a binary search.
+class PowerProfile {
+ public:
+  PowerProfile() = default;  // constant 100 W
+
+  static PowerProfile constant(double power_w) { return repeating({{0.0, power_w}}, 1.0); }
+
+  static PowerProfile repeating(std::vector<Segment> segments, double period_s) {
+    PowerProfile p;
+    p.segments_ = std::move(segments);
+    p.end_s_ = period_s;
+    p.repeats_ = true;
+    return p;
+  }
+
+  static PowerProfile random(std::uint64_t seed, double first_w, double second_w, long long min_phase_ms,
+                             long long max_phase_ms) {
+    PowerProfile p;
+    p.repeats_ = false;
+    p.segments_.clear();
+    p.end_s_ = 0.0;
+    p.rng_state_ = seed;
+    p.phase_levels_w_[0] = first_w;
+    p.phase_levels_w_[1] = second_w;
+    p.min_phase_ms_ = min_phase_ms;
+    p.max_phase_ms_ = max_phase_ms;
+    p.cover(0.0);
+    return p;
+  }
+
+  double level_w(double t_s, double cap_w) {
+    const double x = position_s(t_s, nullptr);
+    return std::min(segments_[segment_index(x)].level_w, cap_w);
+  }
+
+  // Integral of min(level, cap) over [0, t_s].
+  double energy_j(double t_s, double cap_w) {
+    if (t_s <= 0) return 0.0;
+    double whole_periods = 0;
+    const double x = position_s(t_s, &whole_periods);
+    const std::vector<double>& cumulative = cumulative_j(cap_w);
+    const std::size_t i = segment_index(x);
+    const double within = cumulative[i] + (x - segments_[i].start_s) * std::min(segments_[i].level_w, cap_w);
+    return whole_periods * cumulative.back() + within;
+  }
+
+ private:
+  // Where t_s falls in the table: its phase within the period (whole periods
+  // before it in *whole_periods), or t_s itself once random phases cover it.
+  double position_s(double t_s, double* whole_periods) {
+    t_s = std::max(t_s, 0.0);
+    if (!repeats_) {
+      cover(t_s);
+      if (whole_periods != nullptr) *whole_periods = 0;
+      return t_s;
+    }
+    const double periods = std::floor(t_s / end_s_);
+    if (whole_periods != nullptr) *whole_periods = periods;
+    return std::clamp(t_s - periods * end_s_, 0.0, end_s_);
+  }
+
+  // Random profile: draws phases until the table reaches past t_s. Phases are
+  // whole milliseconds, so their boundaries are exact in seconds too.
+  void cover(double t_s) {
+    while (static_cast<double>(end_ms_) / 1000.0 <= t_s) {
+      const auto span = static_cast<std::uint64_t>(max_phase_ms_ - min_phase_ms_ + 1);
+      // The modulo bias is below 2^-50 for any sensible span.
+      const long long phase_ms = min_phase_ms_ + static_cast<long long>(splitmix64(rng_state_) % span);
+      segments_.push_back({static_cast<double>(end_ms_) / 1000.0, phase_levels_w_[segments_.size() % 2]});
+      end_ms_ += phase_ms;
+      end_s_ = static_cast<double>(end_ms_) / 1000.0;
+    }
+  }
+
+  // The last segment starting at or before x.
+  std::size_t segment_index(double x) const {
+    const auto after = std::upper_bound(segments_.begin(), segments_.end(), x,
+                                        [](double t, const Segment& s) { return t < s.start_s; });
+    return after == segments_.begin() ? 0 : static_cast<std::size_t>(after - segments_.begin()) - 1;
+  }
+
+  double segment_end_s(std::size_t i) const { return i + 1 < segments_.size() ? segments_[i + 1].start_s : end_s_; }
+
+  // Energy under cap_w at each segment's start, plus one at the table's end.
+  // Appending random phases leaves every sum valid (the old end is the new
+  // phase's start), so the table is only extended.
+  const std::vector<double>& cumulative_j(double cap_w) {
+    std::vector<double>& sums = cumulative_by_cap_w_[cap_w];
+    if (sums.empty()) sums.push_back(0.0);
+    while (sums.size() < segments_.size() + 1) {
+      const std::size_t i = sums.size() - 1;
+      sums.push_back(sums[i] + (segment_end_s(i) - segments_[i].start_s) * std::min(segments_[i].level_w, cap_w));
+    }
+    return sums;
+  }
+
+  std::vector<Segment> segments_{{0.0, 100.0}};
+  double end_s_ = 1.0;  // the period (repeating) or how far phases are drawn (random)
+  bool repeats_ = true;
+  // Random profile only.
+  std::uint64_t rng_state_ = 0;
+  double phase_levels_w_[2] = {0.0, 0.0};
+  long long min_phase_ms_ = 0, max_phase_ms_ = 0;
+  long long end_ms_ = 0;
+  std::map<double, std::vector<double>> cumulative_by_cap_w_;
+};
+
+// A stretch of time under one power limit: energy stays continuous across
+// limit changes, and the past keeps the cap it had (samples and trailing
+// means look back across changes).
+struct LimitEra {
+  double start_s;
+  double energy_j_at_start;
+  double cap_w;
+};
+
 struct Device {
   std::string name = "Fake NVIDIA GPU";
   std::string uuid;
   unsigned arch = 9;
-  double power_w = 100.0;
-  double pulse_w = -1.0;  // < 0: no pulse
-  double pulse_period_ms = 0.0;
+  PowerProfile profile;
   unsigned limit_mw = 300000, min_limit_mw = 100000, max_limit_mw = 300000, default_limit_mw = 300000;
   unsigned util_gpu = 0, util_mem = 0, sm_mhz = 1000, temp_c = 40;
   unsigned long long mem_used = 0, mem_total = 80ull << 30;
   bool instant_power = true;
-  double instant_offset_w = 0.0;  // the instantaneous field reads this much above power usage
+  double instant_offset_w = 0.0;  // the instantaneous field reads this much above the power
   double energy_update_ms = 0.0;
   double energy_call_ms = 0.0;
-  // Energy accounting across limit changes.
-  double energy_j_at_change = 0.0;
-  double change_s = 0.0;
+  double power_update_ms = 0.0;  // > 0: power usage and the instant field refresh at these ticks
+  double usage_window_ms = 0.0;  // > 0: power usage is the trailing mean over this window
+  double sample_ms = 0.0;        // > 0: the driver keeps a buffer of power samples this far apart
+  unsigned sample_buffer = 100;  // how many samples the buffer holds
+  double sample_latency_ms = 0.0;
+  bool sample_prefill = false;  // the buffer holds samples from before nvmlInit
+  std::vector<LimitEra> eras;  // oldest first; set up at nvmlInit
 };
 
 struct ErrorRule {
@@ -89,7 +275,11 @@ struct State {
   std::string persist;
   std::vector<Device> devices;
   std::vector<ErrorRule> errors;
+  bool virtual_clock = false;
+  double virtual_now_s = 0.0;
+  // Taken together at the first nvmlInit: wall-mode time and sample stamps.
   Clock::time_point init_time;
+  unsigned long long realtime_at_init_us = 0;
 };
 
 State& state() {
@@ -97,8 +287,25 @@ State& state() {
   return s;
 }
 
-double seconds_since_init() {
-  return std::chrono::duration<double>(Clock::now() - state().init_time).count();
+// The fake's current time in seconds: since the first nvmlInit on the wall
+// clock, or what the test last set on a virtual clock. Every source reads it.
+double now_s() {
+  const State& s = state();
+  if (s.virtual_clock) return s.virtual_now_s;
+  return std::chrono::duration<double>(Clock::now() - s.init_time).count();
+}
+
+unsigned long long realtime_now_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<unsigned long long>(ts.tv_sec) * 1'000'000ULL + static_cast<unsigned long long>(ts.tv_nsec) / 1000;
+}
+
+// t_s rounded down to the last tick of a period_ms grid (t_s itself when
+// the period is 0: the value follows time continuously).
+double last_tick_s(double t_s, double period_ms) {
+  if (period_ms <= 0) return t_s;
+  return static_cast<double>(floor_tolerant(t_s * 1000.0 / period_ms)) * period_ms / 1000.0;
 }
 
 std::map<std::string, std::string> parse_pairs(const std::string& rest) {
@@ -126,6 +333,103 @@ std::map<std::string, std::string> parse_pairs(const std::string& rest) {
   return pairs;
 }
 
+// Reads a profile file ("duration_ms power_w" per line) into one period of
+// segments. Returns an error naming the file and line, or "".
+std::string read_profile_file(const std::string& path, std::vector<Segment>& segments, double& period_s) {
+  std::ifstream in(path);
+  if (!in) return "cannot open profile_file " + path;
+  double start_ms = 0.0;
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::istringstream words(line);
+    double duration_ms = 0, power_w = 0;
+    std::string extra;
+    if (!(words >> duration_ms >> power_w) || (words >> extra) || !std::isfinite(duration_ms) ||
+        !std::isfinite(power_w) || duration_ms <= 0 || power_w < 0) {
+      return path + " line " + std::to_string(number) +
+             ": expected 'duration_ms power_w' (duration > 0, power >= 0), got '" + line + "'";
+    }
+    segments.push_back({start_ms / 1000.0, power_w});
+    start_ms += duration_ms;
+  }
+  if (segments.empty()) return path + ": no segments (expected lines 'duration_ms power_w')";
+  period_s = start_ms / 1000.0;
+  return "";
+}
+
+using Pairs = std::map<std::string, std::string>;
+
+double number_or(const Pairs& kv, const char* key, double fallback) {
+  auto it = kv.find(key);
+  return it == kv.end() ? fallback : std::strtod(it->second.c_str(), nullptr);
+}
+
+// Builds the device's power profile from its keys. Returns an error or "".
+std::string configure_profile(Device& d, const Pairs& kv, const std::string& config_path, const std::string& where) {
+  const double power_w = number_or(kv, "power_w", 100.0);
+  const double pulse_w = number_or(kv, "pulse_w", -1.0);  // < 0: no pulse
+  const double pulse_period_ms = number_or(kv, "pulse_period_ms", 0.0);
+  const bool random = kv.count("profile") != 0;
+  if (random && kv.at("profile") != "random") return where + ": unknown profile '" + kv.at("profile") + "'";
+  if (kv.count("profile_file") != 0) {
+    if (random) return where + ": profile_file and profile=random exclude each other";
+    std::filesystem::path file = kv.at("profile_file");
+    if (file.is_relative()) file = std::filesystem::path(config_path).parent_path() / file;
+    std::vector<Segment> segments;
+    double period_s = 0;
+    if (auto error = read_profile_file(file.string(), segments, period_s); !error.empty()) return error;
+    d.profile = PowerProfile::repeating(std::move(segments), period_s);
+  } else if (random) {
+    const auto min_ms = static_cast<long long>(number_or(kv, "min_phase_ms", 150));
+    const auto max_ms = static_cast<long long>(number_or(kv, "max_phase_ms", 2500));
+    if (pulse_w < 0) return where + ": profile=random needs pulse_w (the first phase's power)";
+    if (min_ms <= 0 || max_ms < min_ms) return where + ": profile=random needs 0 < min_phase_ms <= max_phase_ms";
+    const std::uint64_t seed = kv.count("seed") ? std::strtoull(kv.at("seed").c_str(), nullptr, 0) : 1;
+    d.profile = PowerProfile::random(seed, pulse_w, power_w, min_ms, max_ms);
+  } else if (pulse_w >= 0 && pulse_period_ms > 0) {
+    const double period_s = pulse_period_ms / 1000.0;
+    d.profile = PowerProfile::repeating({{0.0, power_w}, {period_s / 2, pulse_w}}, period_s);
+  } else {
+    d.profile = PowerProfile::constant(power_w);
+  }
+  return "";
+}
+
+// Parses one device line. Returns an error or "".
+std::string configure_device(Device& d, std::size_t index, const Pairs& kv, const std::string& config_path,
+                             const std::string& where) {
+  auto num = [&](const char* key, double fallback) { return number_or(kv, key, fallback); };
+  d.name = kv.count("name") ? kv.at("name") : d.name;
+  char uuid[64];
+  std::snprintf(uuid, sizeof uuid, "GPU-fake0000-0000-0000-0000-%012zu", index);
+  d.uuid = kv.count("uuid") ? kv.at("uuid") : uuid;
+  d.arch = static_cast<unsigned>(num("arch", d.arch));
+  d.max_limit_mw = static_cast<unsigned>(num("max_limit_w", d.max_limit_mw / 1000.0) * 1000);
+  d.min_limit_mw = static_cast<unsigned>(num("min_limit_w", d.min_limit_mw / 1000.0) * 1000);
+  d.default_limit_mw = static_cast<unsigned>(num("default_limit_w", d.max_limit_mw / 1000.0) * 1000);
+  d.limit_mw = static_cast<unsigned>(num("limit_w", d.default_limit_mw / 1000.0) * 1000);
+  d.util_gpu = static_cast<unsigned>(num("util_gpu", d.util_gpu));
+  d.util_mem = static_cast<unsigned>(num("util_mem", d.util_mem));
+  d.sm_mhz = static_cast<unsigned>(num("sm_mhz", d.sm_mhz));
+  d.temp_c = static_cast<unsigned>(num("temp_c", d.temp_c));
+  d.mem_used = static_cast<unsigned long long>(num("mem_used_mib", 0)) << 20;
+  d.instant_power = num("instant_power", 1) != 0;
+  d.instant_offset_w = num("instant_offset_w", 0);
+  d.energy_update_ms = num("energy_update_ms", 0);
+  d.energy_call_ms = num("energy_call_ms", 0);
+  d.power_update_ms = num("power_update_ms", 0);
+  d.usage_window_ms = num("usage_window_ms", 0);
+  d.sample_ms = num("sample_ms", 0);
+  d.sample_buffer = static_cast<unsigned>(num("sample_buffer", d.sample_buffer));
+  d.sample_latency_ms = num("sample_latency_ms", 0);
+  d.sample_prefill = num("sample_prefill", 0) != 0;
+  if (d.sample_ms > 0 && d.sample_buffer == 0) return where + ": sample_buffer must be at least 1";
+  return configure_profile(d, kv, config_path, where);
+}
+
 // Reads the config at nvmlInit. A broken config makes nvmlInit
 // fail loudly: a test must never run against devices it did not describe.
 void load_config(State& s) {
@@ -143,7 +447,10 @@ void load_config(State& s) {
     return;
   }
   std::string line;
+  int number = 0;
   while (std::getline(in, line)) {
+    ++number;
+    const std::string where = std::string(path) + " line " + std::to_string(number);
     if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
     std::istringstream words(line);
     std::string directive;
@@ -151,10 +458,6 @@ void load_config(State& s) {
     std::string rest;
     std::getline(words, rest);
     const auto kv = parse_pairs(rest);
-    auto num = [&](const char* key, double fallback) {
-      auto it = kv.find(key);
-      return it == kv.end() ? fallback : std::strtod(it->second.c_str(), nullptr);
-    };
     if (directive == "driver_version") {
       std::istringstream(rest) >> s.driver_version;
     } else if (directive == "set_log") {
@@ -162,70 +465,116 @@ void load_config(State& s) {
     } else if (directive == "persist") {
       std::istringstream(rest) >> s.persist;
     } else if (directive == "init_error") {
-      s.init_error = static_cast<nvmlReturn_t>(num("code", 9));
+      s.init_error = static_cast<nvmlReturn_t>(number_or(kv, "code", 9));
+    } else if (directive == "clock") {
+      std::string mode;
+      std::istringstream(rest) >> mode;
+      if (mode != "virtual" && mode != "wall") {
+        s.load_error = where + ": clock must be 'virtual' or 'wall', not '" + mode + "'";
+        return;
+      }
+      s.virtual_clock = mode == "virtual";
     } else if (directive == "device") {
       Device d;
-      const auto index = s.devices.size();
-      d.name = kv.count("name") ? kv.at("name") : d.name;
-      char uuid[64];
-      std::snprintf(uuid, sizeof uuid, "GPU-fake0000-0000-0000-0000-%012zu", index);
-      d.uuid = kv.count("uuid") ? kv.at("uuid") : uuid;
-      d.arch = static_cast<unsigned>(num("arch", d.arch));
-      d.power_w = num("power_w", d.power_w);
-      d.pulse_w = num("pulse_w", d.pulse_w);
-      d.pulse_period_ms = num("pulse_period_ms", d.pulse_period_ms);
-      d.max_limit_mw = static_cast<unsigned>(num("max_limit_w", d.max_limit_mw / 1000.0) * 1000);
-      d.min_limit_mw = static_cast<unsigned>(num("min_limit_w", d.min_limit_mw / 1000.0) * 1000);
-      d.default_limit_mw = static_cast<unsigned>(num("default_limit_w", d.max_limit_mw / 1000.0) * 1000);
-      d.limit_mw = static_cast<unsigned>(num("limit_w", d.default_limit_mw / 1000.0) * 1000);
-      d.util_gpu = static_cast<unsigned>(num("util_gpu", d.util_gpu));
-      d.util_mem = static_cast<unsigned>(num("util_mem", d.util_mem));
-      d.sm_mhz = static_cast<unsigned>(num("sm_mhz", d.sm_mhz));
-      d.temp_c = static_cast<unsigned>(num("temp_c", d.temp_c));
-      d.mem_used = static_cast<unsigned long long>(num("mem_used_mib", 0)) << 20;
-      d.instant_power = num("instant_power", 1) != 0;
-      d.instant_offset_w = num("instant_offset_w", 0);
-      d.energy_update_ms = num("energy_update_ms", 0);
-      d.energy_call_ms = num("energy_call_ms", 0);
-      s.devices.push_back(d);
+      if (auto error = configure_device(d, s.devices.size(), kv, path, where); !error.empty()) {
+        s.load_error = error;
+        return;
+      }
+      s.devices.push_back(std::move(d));
     } else if (directive == "error") {
       ErrorRule rule;
       rule.function = kv.count("function") ? kv.at("function") : "*";
-      rule.device = static_cast<int>(num("device", -1));
-      rule.code = static_cast<nvmlReturn_t>(num("code", 999));
-      rule.after_calls = static_cast<long>(num("after_calls", 0));
-      rule.after_ms = num("after_ms", 0);
+      rule.device = static_cast<int>(number_or(kv, "device", -1));
+      rule.code = static_cast<nvmlReturn_t>(number_or(kv, "code", 999));
+      rule.after_calls = static_cast<long>(number_or(kv, "after_calls", 0));
+      rule.after_ms = number_or(kv, "after_ms", 0);
       s.errors.push_back(rule);
     } else {
       s.load_error = "unknown directive '" + directive + "' in " + path;
       return;
     }
   }
+  for (const Device& d : s.devices) {
+    // Virtual stamps are t_i * 1e6: samples before 0 would have none.
+    if (d.sample_prefill && s.virtual_clock) s.load_error = std::string(path) + ": sample_prefill needs 'clock wall'";
+  }
 }
 
-// Power a device draws at t seconds after init, under its current limit.
-double level_w(const Device& d, double level) { return std::min(level, d.limit_mw / 1000.0); }
-
-double power_at(const Device& d, double t) {
-  if (d.pulse_w < 0 || d.pulse_period_ms <= 0) return level_w(d, d.power_w);
-  const double period_s = d.pulse_period_ms / 1000.0;
-  const double phase = std::fmod(t, period_s);
-  return level_w(d, phase < period_s / 2 ? d.power_w : d.pulse_w);
+// The limit era in force at t_s (the last one starting at or before it).
+const LimitEra& era_at(const Device& d, double t_s) {
+  const auto after = std::upper_bound(d.eras.begin(), d.eras.end(), t_s,
+                                      [](double t, const LimitEra& era) { return t < era.start_s; });
+  return after == d.eras.begin() ? d.eras.front() : *(after - 1);
 }
 
-// Integral of power from 0 to t at the current limit (closed form).
-double energy_integral(const Device& d, double t) {
-  if (d.pulse_w < 0 || d.pulse_period_ms <= 0) return level_w(d, d.power_w) * t;
-  const double period_s = d.pulse_period_ms / 1000.0, half_s = period_s / 2;
-  const double low = level_w(d, d.power_w), high = level_w(d, d.pulse_w);
-  const double periods = std::floor(t / period_s);
-  const double phase = t - periods * period_s;
-  return periods * half_s * (low + high) + std::min(phase, half_s) * low + std::max(phase - half_s, 0.0) * high;
+// Power the device draws at t_s, under the limit in force then.
+double power_at_w(Device& d, double t_s) { return d.profile.level_w(t_s, era_at(d, t_s).cap_w); }
+
+// Energy since init at t_s: exact, continuous across limit changes. Before
+// init (only prefilled samples look there) the device drew its power at 0.
+double energy_j(Device& d, double t_s) {
+  if (t_s < 0) return power_at_w(d, 0.0) * t_s;
+  const LimitEra era = era_at(d, t_s);
+  return era.energy_j_at_start + d.profile.energy_j(t_s, era.cap_w) - d.profile.energy_j(era.start_s, era.cap_w);
 }
 
-double energy_j(const Device& d, double t) {
-  return d.energy_j_at_change + energy_integral(d, t) - energy_integral(d, d.change_s);
+// Mean power over (to_s - span_s, to_s]; the point value for an empty span.
+double mean_power_w(Device& d, double to_s, double span_s) {
+  if (span_s <= 0) return power_at_w(d, to_s);
+  return (energy_j(d, to_s) - energy_j(d, to_s - span_s)) / span_s;
 }
+
+// nvmlDeviceGetPowerUsage: the power at the last update tick, or the mean
+// over the trailing window (since 0 while the window reaches before it).
+double power_usage_w(Device& d, double t_s) {
+  const double tau_s = last_tick_s(t_s, d.power_update_ms);
+  if (d.usage_window_ms <= 0) return power_at_w(d, tau_s);
+  return mean_power_w(d, tau_s, std::min(d.usage_window_ms / 1000.0, tau_s));
+}
+
+unsigned to_mw(double w) { return static_cast<unsigned>(std::lround(std::max(w, 0.0) * 1000.0)); }
+
+#ifndef JOULE_FAKE_NVML_OLD_DRIVER  // what only the newer functions use
+
+// Field 186: an unlagged point sample, refreshed at the update ticks.
+double instant_power_w(Device& d, double t_s) {
+  return power_at_w(d, last_tick_s(t_s, d.power_update_ms)) + d.instant_offset_w;
+}
+
+// The driver's sample buffer at t_s: samples first..last (inclusive; none
+// when last < first). Sample i ends at i * sample_ms and is held once it is
+// visible (after the latency) and among the newest sample_buffer.
+struct HeldSamples {
+  long long first = 1, last = 0;
+};
+
+HeldSamples held_samples(const Device& d, double t_s) {
+  HeldSamples held;
+  held.last = floor_tolerant((t_s - d.sample_latency_ms / 1000.0) * 1000.0 / d.sample_ms);
+  held.first = held.last - static_cast<long long>(d.sample_buffer) + 1;
+  if (!d.sample_prefill) held.first = std::max(1LL, held.first);
+  return held;
+}
+
+// Sample i's stamp; i <= 0 (prefilled) only on the wall clock, whose stamps
+// stay positive.
+unsigned long long sample_timestamp_us(const State& s, const Device& d, long long i) {
+  const long long epoch_us = s.virtual_clock ? 0 : static_cast<long long>(s.realtime_at_init_us);
+  return static_cast<unsigned long long>(epoch_us + std::llround(static_cast<double>(i) * d.sample_ms * 1000.0));
+}
+
+// Sample i's value: the mean power over its interval, in mW.
+unsigned sample_value_mw(Device& d, long long i) {
+  const double end_s = static_cast<double>(i) * d.sample_ms / 1000.0;
+  return to_mw(mean_power_w(d, end_s, d.sample_ms / 1000.0));
+}
+
+void busy_wait_ms(double ms) {
+  const auto until = Clock::now() + std::chrono::duration<double, std::milli>(ms);
+  while (Clock::now() < until) {
+  }
+}
+#endif
 
 // Returns the injected error for (function, device), or success. Counts the
 // successful call otherwise.
@@ -234,7 +583,7 @@ nvmlReturn_t injected(const char* function, int device) {
   for (auto& rule : s.errors) {
     if (rule.function != "*" && rule.function != function) continue;
     if (rule.device >= 0 && rule.device != device) continue;
-    const bool time_due = seconds_since_init() * 1000.0 >= rule.after_ms;
+    const bool time_due = now_s() * 1000.0 >= rule.after_ms;
     const bool calls_due = rule.calls[device] >= rule.after_calls;
     if (time_due && calls_due) return rule.code;
     ++rule.calls[device];
@@ -260,6 +609,11 @@ void save_persisted(const State& s) {
     for (std::size_t i = 0; i < s.devices.size(); ++i) out << i << ' ' << s.devices[i].limit_mw << '\n';
   }
   std::rename(temporary.c_str(), s.persist.c_str());
+}
+
+// Starts each device's energy at 0 under its limit, at the first nvmlInit.
+void start_energy_accounting(State& s) {
+  for (Device& d : s.devices) d.eras = {{0.0, 0.0, d.limit_mw / 1000.0}};
 }
 
 Device* lookup(nvmlDevice_t handle) {
@@ -290,6 +644,18 @@ void append_log(const std::string& line) {
   if (d == nullptr) return 2; /* NVML_ERROR_INVALID_ARGUMENT */            \
   if (nvmlReturn_t rc = injected(function, index_of(device)); rc != 0) return rc
 
+// Sets the virtual clock (config "clock virtual"). Misuse is a broken test:
+// it aborts rather than letting the test run on a clock it did not expect.
+FAKE_API void joule_fake_nvml_set_time_s(double seconds) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.initialised || !s.virtual_clock) {
+    std::fprintf(stderr, "fake NVML: joule_fake_nvml_set_time_s needs nvmlInit and 'clock virtual' in the config\n");
+    std::abort();
+  }
+  s.virtual_now_s = seconds;
+}
+
 FAKE_API nvmlReturn_t nvmlInit_v2(void) {
   State& s = state();
   std::lock_guard lock(s.mutex);
@@ -303,6 +669,7 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
     s.persist.clear();
     s.devices.clear();
     s.errors.clear();
+    s.virtual_clock = false;
     load_config(s);
     load_persisted(s);
   }
@@ -311,7 +678,12 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
     return 999;
   }
   if (s.init_error != 0) return s.init_error;
-  if (!s.initialised) s.init_time = Clock::now();
+  if (!s.initialised) {
+    s.init_time = Clock::now();
+    s.realtime_at_init_us = realtime_now_us();
+    s.virtual_now_s = 0.0;
+    start_energy_accounting(s);
+  }
   s.initialised = true;
   return 0;
 }
@@ -379,25 +751,25 @@ FAKE_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned in
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy_mj) {
-  double call_ms, update_ms;
-  Device snapshot;
+  double call_ms = 0;
   {
     FAKE_DEVICE_CALL("nvmlDeviceGetTotalEnergyConsumption");
     if (d->arch < 5) return 3;  // pre-Volta: no counter
-    call_ms = d->energy_call_ms;
-    update_ms = d->energy_update_ms;
-    snapshot = *d;
+    // A virtual clock does not move while the CPU is busy, so waiting would
+    // only slow the test down.
+    call_ms = s.virtual_clock ? 0.0 : d->energy_call_ms;
   }
   // Like the real call: slow, busy on the CPU (an H100 spends ~3.8 ms of CPU
   // per call), and the value only moves at each update tick.
-  if (call_ms > 0) {
-    const auto until = Clock::now() + std::chrono::duration<double, std::milli>(call_ms);
-    while (Clock::now() < until) {
-    }
-  }
-  double t = seconds_since_init();
-  if (update_ms > 0) t = std::floor(t * 1000.0 / update_ms) * update_ms / 1000.0;
-  *energy_mj = static_cast<unsigned long long>(energy_j(snapshot, t) * 1000.0);
+  if (call_ms > 0) busy_wait_ms(call_ms);
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  Device* d = lookup(device);
+  if (!s.initialised || d == nullptr) return 1;  // shut down while busy
+  const double tick_s = last_tick_s(now_s(), d->energy_update_ms);
+  // Rounded, not truncated: float noise (29999.999999 mJ) must not lose a mJ
+  // of an exact integral.
+  *energy_mj = static_cast<unsigned long long>(std::llround(energy_j(*d, tick_s) * 1000.0));
   return 0;
 }
 
@@ -407,19 +779,45 @@ FAKE_API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, n
     if (values[i].fieldId == 186 && d->instant_power) {
       values[i].nvmlReturn = 0;
       values[i].valueType = 1;  // unsigned int
-      values[i].value.uiVal =
-          static_cast<unsigned>(std::lround((power_at(*d, seconds_since_init()) + d->instant_offset_w) * 1000.0));
+      values[i].value.uiVal = to_mw(instant_power_w(*d, now_s()));
     } else {
       values[i].nvmlReturn = 3;
     }
   }
   return 0;
 }
+
+// The driver's power sample buffer: samples newer than last_seen_us, oldest
+// first, at most *count of them; with samples == NULL, the capacity.
+FAKE_API nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, int type, unsigned long long last_seen_us,
+                                           int* value_type, unsigned int* count, nvmlSample_t* samples) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetSamples");
+  if (type != joule::nvml::kTotalPowerSamples || d->sample_ms <= 0) return joule::nvml::kErrorNotSupported;
+  if (count == nullptr || value_type == nullptr) return joule::nvml::kErrorInvalidArgument;
+  *value_type = joule::nvml::kValueTypeUnsignedInt;
+  if (samples == nullptr) {
+    *count = d->sample_buffer;
+    return joule::nvml::kSuccess;
+  }
+  if (*count == 0) return joule::nvml::kErrorInvalidArgument;  // as NVML: a buffer of no samples
+  const HeldSamples held = held_samples(*d, now_s());
+  unsigned written = 0;
+  for (long long i = held.first; i <= held.last && written < *count; ++i) {
+    const unsigned long long timestamp_us = sample_timestamp_us(s, *d, i);
+    if (timestamp_us <= last_seen_us) continue;
+    samples[written].timeStamp = timestamp_us;
+    samples[written].sampleValue.uiVal = sample_value_mw(*d, i);
+    ++written;
+  }
+  if (written == 0) return joule::nvml::kErrorNotFound;
+  *count = written;
+  return joule::nvml::kSuccess;
+}
 #endif
 
 FAKE_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw) {
   FAKE_DEVICE_CALL("nvmlDeviceGetPowerUsage");
-  *power_mw = static_cast<unsigned>(std::lround(power_at(*d, seconds_since_init()) * 1000.0));
+  *power_mw = to_mw(power_usage_w(*d, now_s()));
   return 0;
 }
 
@@ -481,9 +879,10 @@ FAKE_API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, uns
     append_log(line);
     return 2;
   }
-  const double now = seconds_since_init();
-  d->energy_j_at_change = energy_j(*d, now);
-  d->change_s = now;
+  // A new era from now on; a virtual clock set back before the last change
+  // cannot rewrite history, so such a change counts from that change.
+  const double now = std::max(now_s(), d->eras.back().start_s);
+  d->eras.push_back({now, energy_j(*d, now), limit_mw / 1000.0});
   d->limit_mw = limit_mw;
   save_persisted(s);
   std::snprintf(line, sizeof line, "nvmlDeviceSetPowerManagementLimit device=%d limit_mw=%u\n", index_of(device),

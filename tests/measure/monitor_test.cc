@@ -129,9 +129,9 @@ TEST(MonitorSettleTest, EndWindowIsImmediateAndSettleGivesTheExactValue) {
   const Measurement immediate = monitor.end_window("step");
   EXPECT_FALSE(immediate.settled);  // the samples after 5.0 s have not been drained
   ASSERT_EQ(immediate.gpu_sources.size(), 1u);
-  EXPECT_EQ(immediate.gpu_sources[0].method, "power-samples");
-  EXPECT_NE(immediate.gpu_sources[0].description.find("driver power samples every 20 ms"), std::string::npos)
-      << immediate.gpu_sources[0].description;
+  EXPECT_EQ(immediate.gpu_sources[0].method, GpuEnergyMethod::kPowerSamples);
+  const std::string description = monitor.sampler().gpu_method_description(0);
+  EXPECT_NE(description.find("driver power samples every 20 ms"), std::string::npos) << description;
   // Still not settled without new data; a manual monitor does not wait.
   EXPECT_FALSE(monitor.settle(immediate, 0.5).settled);
   tick_to(6.2);  // the drain at 6.0 s + 0.07 s brings the covering samples

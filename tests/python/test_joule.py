@@ -50,6 +50,34 @@ def test_window_context_manager_measures_energy_and_time(simulated):
     assert m.total_energy_j == pytest.approx(sum(m.gpu_energy_j))
 
 
+def test_settled_values_from_the_drivers_power_samples(monkeypatch, tmp_path):
+    """A fake H100 that keeps 20 ms power samples, as the real one does."""
+    config = tmp_path / "fake.conf"
+    config.write_text('device name="NVIDIA H100 80GB HBM3" power_w=300 min_limit_w=200 max_limit_w=700 '
+                      'sample_ms=20 sample_buffer=120 sample_prefill=1\n')
+    monkeypatch.setenv("JOULE_NVML_LIBRARY", FAKE_NVML)
+    monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    assert "driver power samples every 20 ms" in joule.devices()["gpus"][0]["energy_method"]
+    monitor = joule.Monitor()
+    with monitor.window("step") as w:
+        time.sleep(0.3)
+    immediate = w.measurement
+    settled = w.settled(timeout_s=1.0)
+    assert settled.settled and settled.name == "step"
+    assert settled.begin_s == immediate.begin_s and settled.end_s == pytest.approx(immediate.end_s)
+    [source] = settled.gpu_sources
+    assert source.method == "power-samples" and source.calibration_scale > 0
+    assert settled.gpu_energy_j[0] == pytest.approx(300.0 * settled.elapsed_s, rel=0.01)
+    monitor.begin_window("again")
+    m = monitor.end_window("again")
+    assert ("not settled" in repr(m)) == (not m.settled)
+    assert monitor.settle(m, timeout_s=1.0).settled
+    assert monitor.refresh(m).settled
+    monitor.begin_window("once")
+    assert monitor.end_window_settled("once", timeout_s=1.0).settled
+
+
 def test_errors_are_python_exceptions_with_the_same_message(simulated):
     monitor = joule.Monitor()
     with pytest.raises(joule.UsageError, match="measurement window 'nope' is not open"):

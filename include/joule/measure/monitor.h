@@ -20,11 +20,11 @@
 
 namespace joule {
 
-// How one GPU's energy in a Measurement was obtained.
+// How one GPU's energy in a Measurement was obtained. Plain values, so that
+// end_window stays cheap; Sampler::gpu_method_description() gives words.
 struct GpuEnergySource {
-  std::string method;       // "power-samples" or "power-readings" (to_string(GpuEnergyMethod))
-  std::string description;  // in words, with the sample period and the calibration
-  double calibration_scale = 1.0;
+  GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
+  double calibration_scale = 1.0;  // energy-counter calibration applied (1: none yet, or no counter)
 };
 
 // Energy and time of one window. Vectors follow the Monitor's device order

@@ -84,6 +84,7 @@ std::string explain_energy_method(const Gpu& gpu, const SamplerOptions& options)
 struct EnergyEstimate {
   double energy_j = 0.0;
   double scale = 1.0;               // counter calibration applied (1: none)
+  GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;  // GPUs only
   // The sampler held data past the interval's end: the value will not
   // change. Otherwise the last power was carried forward to the end.
   bool settled = false;
@@ -213,6 +214,8 @@ class Sampler {
   static double integral_at(const std::deque<PowerPoint>& points, double time_s);
   void recalibrate_locked(GpuTrack& track) const;
   double covered_until_locked() const;
+  bool uses_power_samples() const;  // sampling side only
+  double longest_sample_period_s() const;
   // When the thread should next drain for a waiting caller (+inf: nobody waits).
   double coverage_wake_s_locked() const;
 
@@ -221,7 +224,6 @@ class Sampler {
   std::shared_ptr<const Clock> clock_;
   SamplerOptions options_;
   Timeline timeline_;
-  double longest_sample_period_s_ = 0.0;  // over the GPUs using power samples
 
   mutable std::mutex mutex_;  // guards the tracks
   std::vector<GpuTrack> gpu_tracks_;

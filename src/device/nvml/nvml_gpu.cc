@@ -67,8 +67,9 @@ NvmlGpu::NvmlGpu(std::shared_ptr<Library> library, unsigned index, nvmlDevice_t 
 }
 
 void NvmlGpu::detect_power_samples() {
-  // A driver that has the call may still keep no samples for this GPU, or
-  // only a few; the typical spacing comes from what the buffer holds now.
+  // The buffer exists when the driver answers the capacity query for this
+  // GPU. What it holds now (a running driver's is full) gives the spacing;
+  // a buffer still empty (a driver just loaded) gives it at the first reads.
   std::vector<PowerSample> held;
   try {
     if (power_sample_capacity() < 2) return;
@@ -76,14 +77,17 @@ void NvmlGpu::detect_power_samples() {
   } catch (const DeviceError&) {
     return;
   }
-  if (held.size() < 2) return;
+  has_power_samples_ = true;
+}
+
+void NvmlGpu::learn_sample_period(const std::vector<PowerSample>& samples, std::size_t first) {
+  if (samples.size() < first + 2) return;
   std::vector<double> gaps_s;
-  for (std::size_t i = 1; i < held.size(); ++i) {
-    gaps_s.push_back(static_cast<double>(held[i].timestamp_us - held[i - 1].timestamp_us) * 1e-6);
+  for (std::size_t i = first + 1; i < samples.size(); ++i) {
+    gaps_s.push_back(static_cast<double>(samples[i].timestamp_us - samples[i - 1].timestamp_us) * 1e-6);
   }
   std::nth_element(gaps_s.begin(), gaps_s.begin() + gaps_s.size() / 2, gaps_s.end());
-  power_sample_period_s_ = gaps_s[gaps_s.size() / 2];
-  has_power_samples_ = power_sample_period_s_ > 0;
+  power_sample_period_s_.store(gaps_s[gaps_s.size() / 2], std::memory_order_relaxed);
 }
 
 void NvmlGpu::check(nvmlReturn_t rc, const char* function) const {
@@ -155,12 +159,14 @@ void NvmlGpu::read_power_samples(std::vector<PowerSample>& out) {
   // timestamp seen, but its order is not documented.
   std::sort(sample_buffer_.begin(), sample_buffer_.begin() + count,
             [](const nvmlSample_t& a, const nvmlSample_t& b) { return a.timeStamp < b.timeStamp; });
+  const std::size_t first_new = out.size();
   for (unsigned int i = 0; i < count; ++i) {
     const nvmlSample_t& sample = sample_buffer_[i];
     if (sample.timeStamp <= last_sample_timestamp_us_) continue;
     out.push_back({sample.timeStamp, sample.sampleValue.uiVal});
     last_sample_timestamp_us_ = sample.timeStamp;
   }
+  if (power_sample_period_s() <= 0) learn_sample_period(out, first_new);
 }
 
 uint32_t NvmlGpu::power_limit_mw() {

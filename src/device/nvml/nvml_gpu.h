@@ -1,6 +1,7 @@
 // One GPU seen through NVML. Private to the nvml backend.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "device/nvml/nvml_library.h"
@@ -26,7 +27,7 @@ class NvmlGpu final : public Gpu {
   uint32_t power_mw() override;
   std::string power_reading_source() const override;
   bool has_power_samples() const override { return has_power_samples_; }
-  double power_sample_period_s() const override { return power_sample_period_s_; }
+  double power_sample_period_s() const override { return power_sample_period_s_.load(std::memory_order_relaxed); }
   void read_power_samples(std::vector<PowerSample>& out) override;
   uint32_t power_limit_mw() override;
   PowerLimitRange power_limit_range_mw() override;
@@ -47,6 +48,8 @@ class NvmlGpu final : public Gpu {
   void check(nvmlReturn_t rc, const char* function) const;
   // Decides whether the sampler can integrate the driver's power samples.
   void detect_power_samples();
+  // Sets the sample period from the spacing of samples[first...], if two or more.
+  void learn_sample_period(const std::vector<PowerSample>& samples, std::size_t first);
   // Throws DeviceError(kNotSupported) when the driver lacks function.
   template <typename Fn>
   Fn require(Fn fn, const char* function) const;
@@ -61,7 +64,9 @@ class NvmlGpu final : public Gpu {
   bool has_energy_counter_ = false;
   bool use_instant_power_ = false;  // sample the instantaneous field, not power usage
   bool has_power_samples_ = false;
-  double power_sample_period_s_ = 0.0;
+  // The median spacing of the samples, learned from the buffer (0 until two
+  // samples have been seen). Read by other threads than the reader.
+  std::atomic<double> power_sample_period_s_{0.0};
   uint64_t last_sample_timestamp_us_ = 0;  // newest buffered sample returned so far
   std::vector<nvmlSample_t> sample_buffer_;
 };
