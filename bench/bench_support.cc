@@ -38,9 +38,14 @@ std::vector<std::shared_ptr<Gpu>> open_bench_gpus(const std::string& backend, un
 #endif
     const std::string config = fmt::format("/tmp/joule-bench-fake-nvml-{}.conf", count);
     std::ofstream out(config);
+    // An H100 as measured (driver 580): 100 W idle and 700 W busy phases of
+    // 0.15-2.5 s at random (device i: seed 3 + i); counter steps every
+    // 100 ms at 4 ms a call; power usage a trailing 1 s mean and the instant
+    // field refreshed every 100 ms; a buffer of 120 power samples 20 ms apart.
     for (unsigned i = 0; i < count; ++i) {
-      out << "device name=\"NVIDIA H100 80GB HBM3 (fake)\" power_w=400 min_limit_w=200 max_limit_w=700 "
-             "energy_call_ms=4 energy_update_ms=100\n";
+      out << "device name=\"NVIDIA H100 80GB HBM3 (fake)\" power_w=100 pulse_w=700 profile=random seed=" << 3 + i
+          << " min_phase_ms=150 max_phase_ms=2500 min_limit_w=200 max_limit_w=700 energy_call_ms=4 "
+             "energy_update_ms=100 power_update_ms=100 usage_window_ms=1000 sample_ms=20 sample_buffer=120\n";
     }
     out.close();
     setenv("JOULE_FAKE_NVML_CONFIG", config.c_str(), 1);

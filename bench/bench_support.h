@@ -1,6 +1,7 @@
 // Device sets the benchmarks run on: simulated GPUs, the fake NVML library
-// with the latencies measured on an H100 (energy call ~4 ms, counter steps of
-// 100 ms), or the real driver (read-only).
+// modelled on an H100 (energy call ~4 ms, counter steps of 100 ms, power
+// usage a trailing 1 s mean, power samples every 20 ms, a load switching
+// between 100 W and 700 W at random), or the real driver (read-only).
 #pragma once
 
 #include <memory>

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   unsigned count = 8;
   double hz = 100, seconds = 10;
   bool all_fields = false;
+  bool window_open = false;  // a measurement window open throughout (drains power samples every tick)
   double counter_interval_s = joule::SamplerOptions{}.counter_interval_s;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -30,10 +31,11 @@ int main(int argc, char** argv) {
     else if (arg == "--hz") hz = std::stod(next());
     else if (arg == "--seconds") seconds = std::stod(next());
     else if (arg == "--all-fields") all_fields = true;
+    else if (arg == "--window") window_open = true;
     else if (arg == "--counter-interval-s") counter_interval_s = std::stod(next());
     else {
       fmt::print(stderr, "usage: joule_bench_sampler_cost [--backend sim|fake|nvml] [--gpus N] [--hz F] "
-                         "[--seconds S] [--all-fields] [--counter-interval-s S]\n");
+                         "[--seconds S] [--all-fields] [--window] [--counter-interval-s S]\n");
       return 2;
     }
   }
@@ -45,14 +47,16 @@ int main(int argc, char** argv) {
   const double cpu_before_s = joule::bench::process_cpu_s();
   joule::Sampler sampler(gpus, {}, joule::SteadyClock::instance(), options);
   sampler.start();
+  if (window_open) sampler.pin_history(joule::SteadyClock::instance()->now_s());
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   const auto stats = sampler.stats();
   sampler.stop();
   const double process_cpu_s = joule::bench::process_cpu_s() - cpu_before_s;
-  fmt::print("backend={} gpus={} rate={:.0f} Hz fields={} duration={:.2f} s\n", backend, gpus.size(), hz,
-             all_fields ? "all" : "power", stats.running_s);
-  fmt::print("ticks={} ({:.1f} Hz achieved) counter_reads={}\n", stats.ticks, stats.ticks / stats.running_s,
-             stats.counter_reads);
+  fmt::print("backend={} gpus={} rate={:.0f} Hz fields={} window={} duration={:.2f} s\n", backend, gpus.size(), hz,
+             all_fields ? "all" : "power", window_open ? "open" : "none", stats.running_s);
+  if (!gpus.empty()) fmt::print("gpu0 energy: {}\n", sampler.gpu_method_description(0));
+  fmt::print("ticks={} ({:.1f} Hz achieved) counter_reads={} sample_drains={} sample_gaps={}\n", stats.ticks,
+             stats.ticks / stats.running_s, stats.counter_reads, stats.sample_drains, stats.sample_gaps);
   fmt::print("sampler thread CPU: {:.4f} s = {:.3f}% of one core\n", stats.thread_cpu_s,
              100.0 * stats.thread_cpu_s / stats.running_s);
   fmt::print("whole process CPU:  {:.4f} s = {:.3f}% of one core\n", process_cpu_s,

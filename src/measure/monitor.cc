@@ -78,13 +78,18 @@ Measurement Monitor::compute(const std::string& name, double begin_s, double end
     m.settled = m.settled && estimate.settled;
     return estimate.energy_j;
   };
-  for (std::size_t i = 0; i < sampler_.gpus().size(); ++i) {
-    const EnergyEstimate estimate = sampler_.gpu_energy(i, begin_s, end_s);
+  std::vector<EnergyEstimate> gpus, zones;
+  gpus.reserve(sampler_.gpus().size());
+  zones.reserve(sampler_.cpu_zones().size());
+  sampler_.energies(begin_s, end_s, gpus, zones);
+  m.gpu_energy_j.reserve(gpus.size());
+  m.gpu_sources.reserve(gpus.size());
+  for (const EnergyEstimate& estimate : gpus) {
     m.gpu_energy_j.push_back(take(estimate));
     m.gpu_sources.push_back({estimate.method, estimate.scale});
   }
-  for (std::size_t i = 0; i < sampler_.cpu_zones().size(); ++i) {
-    const double energy_j = take(sampler_.cpu_energy(i, begin_s, end_s));
+  for (std::size_t i = 0; i < zones.size(); ++i) {
+    const double energy_j = take(zones[i]);
     (sampler_.cpu_zones()[i]->domain() == CpuDomain::kPackage ? m.cpu_package_energy_j : m.dram_energy_j)
         .push_back(energy_j);
   }

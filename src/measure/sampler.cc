@@ -84,8 +84,10 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
   if (!(options_.interval_s >= 0.0005 && options_.interval_s <= 3600.0)) {
     throw UsageError(fmt::format("sampling interval {} s is outside 0.0005-3600 s", options_.interval_s));
   }
-  if (!(options_.power_samples_drain_s > 0.0 && options_.power_samples_drain_s <= 60.0)) {
-    throw UsageError(fmt::format("power-sample drain interval {} s is outside 0-60 s", options_.power_samples_drain_s));
+  for (const double drain_s : {options_.power_samples_drain_s, options_.power_samples_drain_open_s}) {
+    if (!(drain_s >= 0.0 && drain_s <= 60.0)) {
+      throw UsageError(fmt::format("power-sample drain interval {} s is outside 0-60 s", drain_s));
+    }
   }
   if (options_.background_thread && clock_->is_virtual()) {
     throw UsageError("a sampler on a virtual clock cannot run a background thread; call sample_now()");
@@ -175,6 +177,13 @@ void Sampler::run() {
   }
 }
 
+bool Sampler::manual_wish_due(double now_s) {
+  std::lock_guard lock(wake_mutex_);
+  const double covered_s = covered_until_s();
+  coverage_wanted_.erase(coverage_wanted_.begin(), coverage_wanted_.upper_bound(covered_s));
+  return !coverage_wanted_.empty() && *coverage_wanted_.begin() <= now_s;
+}
+
 bool Sampler::uses_power_samples() const {
   return std::any_of(gpu_readers_.begin(), gpu_readers_.end(),
                      [](const GpuReader& r) { return r.method == GpuEnergyMethod::kPowerSamples; });
@@ -206,8 +215,12 @@ double Sampler::coverage_wake_s_locked() const {
 
 bool Sampler::wait_covered(double time_s, double timeout_s) {
   if (covered_until_s() >= time_s) return true;
-  if (!thread_.joinable()) return false;  // manual sampling: the owner ticks
   std::unique_lock lock(wake_mutex_);
+  if (!thread_.joinable()) {
+    // Manual sampling: the owner ticks; the next tick past time_s drains.
+    coverage_wanted_.insert(time_s);
+    return false;
+  }
   const auto wish = coverage_wanted_.insert(time_s);
   wake_.notify_all();  // the thread recomputes when to wake
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
@@ -231,10 +244,14 @@ void Sampler::tick(bool drain_samples) {
   batch_.clear();
   new_points_.clear();
   const double now_s = clock_->now_s();
-  if (now_s + 1e-9 >= next_drain_due_s_) {
-    drain_samples = true;
-    next_drain_due_s_ = now_s + options_.power_samples_drain_s;
-  }
+  // Often while a window is open, so that end_window's immediate value
+  // carries the last power forward briefly; rarely otherwise. Half a tick of
+  // slack keeps a schedule of whole ticks from slipping by one.
+  const double drain_every_s = std::isfinite(pinned_since_s_.load()) ? options_.power_samples_drain_open_s
+                                                                     : options_.power_samples_drain_s;
+  if (now_s >= last_drain_s_ + drain_every_s - 0.5 * options_.interval_s) drain_samples = true;
+  if (!thread_.joinable()) drain_samples = drain_samples || manual_wish_due(now_s);
+  if (drain_samples) last_drain_s_ = now_s;
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     read_gpu(i);
     const GpuReader& reader = gpu_readers_[i];
@@ -504,6 +521,24 @@ double Sampler::integral_at(const std::deque<PowerPoint>& points, double time_s)
 
 EnergyEstimate Sampler::gpu_energy(std::size_t gpu, double begin_s, double end_s) const {
   std::lock_guard lock(mutex_);
+  return gpu_energy_locked(gpu, begin_s, end_s);
+}
+
+EnergyEstimate Sampler::cpu_energy(std::size_t zone, double begin_s, double end_s) const {
+  std::lock_guard lock(mutex_);
+  return cpu_energy_locked(zone, begin_s, end_s);
+}
+
+void Sampler::energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
+                       std::vector<EnergyEstimate>& cpu_zones) const {
+  gpus.clear();
+  cpu_zones.clear();
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < gpu_tracks_.size(); ++i) gpus.push_back(gpu_energy_locked(i, begin_s, end_s));
+  for (std::size_t i = 0; i < cpu_tracks_.size(); ++i) cpu_zones.push_back(cpu_energy_locked(i, begin_s, end_s));
+}
+
+EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, double end_s) const {
   const GpuTrack& track = gpu_tracks_.at(gpu);
   EnergyEstimate estimate;
   estimate.scale = track.scale;
@@ -527,8 +562,7 @@ EnergyEstimate Sampler::gpu_energy(std::size_t gpu, double begin_s, double end_s
   return estimate;
 }
 
-EnergyEstimate Sampler::cpu_energy(std::size_t zone, double begin_s, double end_s) const {
-  std::lock_guard lock(mutex_);
+EnergyEstimate Sampler::cpu_energy_locked(std::size_t zone, double begin_s, double end_s) const {
   const CpuTrack& track = cpu_tracks_.at(zone);
   EnergyEstimate estimate;
   if (track.failure && end_s > track.failed_at_s) {

@@ -134,7 +134,7 @@ TEST(MonitorSettleTest, EndWindowIsImmediateAndSettleGivesTheExactValue) {
   EXPECT_NE(description.find("driver power samples every 20 ms"), std::string::npos) << description;
   // Still not settled without new data; a manual monitor does not wait.
   EXPECT_FALSE(monitor.settle(immediate, 0.5).settled);
-  tick_to(6.2);  // the drain at 6.0 s + 0.07 s brings the covering samples
+  tick_to(5.2);  // the wish settle() left makes the next tick drain the buffer
   const Measurement settled = monitor.refresh(immediate);
   EXPECT_TRUE(settled.settled);
   EXPECT_EQ(settled.name, "step");

@@ -238,7 +238,7 @@ TEST(SamplerTest, AWindowSettlesWhenTheSampleCoveringItsEndArrives) {
   // Drained at 2.0 s: samples up to 1.98 s are in, the ones after are not.
   const EnergyEstimate open_end = sampler.gpu_energy(0, 1.0, 2.3);
   EXPECT_FALSE(open_end.settled);
-  EXPECT_FALSE(sampler.wait_covered(2.3, 0.0));  // manual sampler: nothing to wait for
+  EXPECT_FALSE(sampler.wait_covered(2.3, 0.0));  // manual sampler: leaves a wish for the next tick
   EXPECT_LT(sampler.covered_until_s(), 2.3);
   EXPECT_TRUE(sampler.gpu_energy(0, 1.0, 1.9).settled);
   for (int tick = 26; tick <= 31; ++tick) {
@@ -248,7 +248,30 @@ TEST(SamplerTest, AWindowSettlesWhenTheSampleCoveringItsEndArrives) {
   const EnergyEstimate settled = sampler.gpu_energy(0, 1.0, 2.3);
   EXPECT_TRUE(settled.settled);
   EXPECT_NEAR(settled.energy_j, load.energy_j(1.0, 2.3), 0.02 * 600.0);  // within one sample of a load step
-  EXPECT_EQ(sampler.stats().sample_drains, 4u);  // start, 1.0 s, 2.0 s, 3.0 s
+  EXPECT_EQ(sampler.stats().sample_drains, 4u);  // start, 1 s, 2 s, and 2.6 s for the wish
+}
+
+TEST(SamplerTest, DrainsEveryTickWhileAWindowIsOpenAndOnceASecondOtherwise) {
+  const OnOffLoad load(5, 100.0, 700.0, 0.15, 2.5, 20.0);
+  auto clock = std::make_shared<VirtualClock>();
+  auto gpu = h100_like(clock, load);
+  Sampler sampler({gpu}, {}, clock, manual(0.1));
+  sampler.start();  // drains once
+  auto run_ticks = [&](int count) {
+    for (int i = 0; i < count; ++i) {
+      clock->advance_s(0.1);
+      sampler.sample_now();
+    }
+  };
+  run_ticks(30);
+  EXPECT_EQ(sampler.stats().sample_drains, 4u);  // 0, 1, 2, 3 s
+  sampler.pin_history(clock->now_s());           // what an open window does
+  run_ticks(10);
+  EXPECT_EQ(sampler.stats().sample_drains, 14u);
+  EXPECT_GE(sampler.covered_until_s(), clock->now_s() - 0.021);  // immediate values lag one sample at most
+  sampler.pin_history(std::numeric_limits<double>::infinity());
+  run_ticks(20);
+  EXPECT_EQ(sampler.stats().sample_drains, 16u);
 }
 
 TEST(SamplerTest, SamplesLostToAnOverfullBufferAreCounted) {

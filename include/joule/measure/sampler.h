@@ -62,9 +62,12 @@ struct SamplerOptions {
   double calibration_span_s = 60.0;   // counter history used for the scale
   double min_calibration_span_s = 30.0;  // counter staleness (<= 100 ms) averages out by then
   double history_s = 30.0;            // energy history kept beyond the oldest pinned time
-  // Drain the driver's power-sample buffer this often when nobody waits for
-  // a settled value. It must stay well under the buffer's reach (120 samples
-  // of 20 ms on an H100: 2.4 s); a drain costs ~0.3 ms of CPU there.
+  // How often the driver's power-sample buffers are read (at ticks; and at
+  // once for a caller that waits for a settled value): while a window is
+  // open, and when none is. Both must stay well under the buffer's reach
+  // (120 samples of 20 ms on an H100: 2.4 s). A read costs ~0.5 ms of CPU
+  // there, so 10 Hz costs ~0.5% of a core per GPU, 1 Hz ~0.05%.
+  double power_samples_drain_open_s = 0.1;
   double power_samples_drain_s = 1.0;
   // false: integrate one power reading per tick even where the driver keeps
   // samples (the method of joule 0.1; for comparisons).
@@ -118,6 +121,10 @@ class Sampler {
 
   EnergyEstimate gpu_energy(std::size_t gpu, double begin_s, double end_s) const;
   EnergyEstimate cpu_energy(std::size_t zone, double begin_s, double end_s) const;
+  // Every GPU's and zone's energy over one interval, under one lock (what a
+  // window's end needs, in the order of gpus() and cpu_zones()).
+  void energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
+                std::vector<EnergyEstimate>& cpu_zones) const;
   // The calibration currently applied to a GPU's power integral.
   double gpu_scale(std::size_t gpu) const;
   GpuEnergyMethod gpu_method(std::size_t gpu) const;
@@ -128,8 +135,9 @@ class Sampler {
   // (not carried forward); +infinity when there is no device.
   double covered_until_s() const;
   // Has the sampling thread read, as soon as the drivers have it, the data
-  // that covers time_s, waiting up to timeout_s. True when covered. On a
-  // virtual clock it only registers the wish for the next sample_now().
+  // that covers time_s, waiting up to timeout_s. True when covered. Without
+  // a thread (virtual clocks) it only registers the wish: the first
+  // sample_now() after time_s reads the power-sample buffers.
   bool wait_covered(double time_s, double timeout_s);
 
   // Keep energy history from since_s on (the oldest open window's start);
@@ -214,7 +222,11 @@ class Sampler {
   static double integral_at(const std::deque<PowerPoint>& points, double time_s);
   void recalibrate_locked(GpuTrack& track) const;
   double covered_until_locked() const;
+  EnergyEstimate gpu_energy_locked(std::size_t gpu, double begin_s, double end_s) const;
+  EnergyEstimate cpu_energy_locked(std::size_t zone, double begin_s, double end_s) const;
   bool uses_power_samples() const;  // sampling side only
+  // Without a thread: forgets covered wishes; true when one is past due.
+  bool manual_wish_due(double now_s);
   double longest_sample_period_s() const;
   // When the thread should next drain for a waiting caller (+inf: nobody waits).
   double coverage_wake_s_locked() const;
@@ -234,7 +246,7 @@ class Sampler {
   std::vector<CpuTrack> cpu_tracks_;
   std::size_t next_counter_gpu_ = 0;
   double next_counter_due_s_ = -1e300;
-  double next_drain_due_s_ = -1e300;
+  double last_drain_s_ = -1e300;
   std::atomic<double> pinned_since_s_;
 
   std::mutex tick_mutex_;  // one tick at a time (thread, stop(), owners)

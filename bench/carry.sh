@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Assembles what bench/run_gpu.sh needs on a GPU machine from this build:
+# bench/carry.sh CARRY_DIR [BUILD_DIR]  (CARRY_DIR, e.g. .device-carry, is git-ignored)
+set -eu
+carry=$1
+build=${2:-build}
+mkdir -p "$carry/bin" "$carry/lib" "$carry/fake"
+cp "$build"/bin/{joule,joule_bench_accuracy,joule_bench_monitor,joule_bench_sampler_cost} "$carry/bin/"
+cp "$build/tests/fake_nvml/libnvidia-ml.so.1" "$carry/fake/"
+for lib in $(ldd "$carry"/bin/* | awk '/=> \//{print $3}' | sort -u); do
+  case $(basename "$lib") in
+    libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*) ;;
+    *) cp -L "$lib" "$carry/lib/" ;;
+  esac
+done
+strip --strip-debug "$carry"/bin/* "$carry"/fake/*.so.1
+du -sh "$carry"
