@@ -2,6 +2,7 @@
 // exactly as the real driver library would be.
 #include "joule/device/nvml.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -85,6 +86,44 @@ TEST(NvmlTest, PowerUsageByDefaultInstantFieldOnRequest) {
   unsetenv("JOULE_NVML_POWER_SOURCE");
   EXPECT_EQ(devices.gpus[0]->power_mw(), 325'000u);
   EXPECT_EQ(devices.gpus[1]->power_mw(), 300'000u);  // no field: power usage after all
+}
+
+TEST(NvmlTest, PowerSamplesAreReadOnceEachAndMovedOntoTheCountersTimeline) {
+  TempDir tmp;
+  // Stamped 4.5 ms before their intervals end, as an H100's are; on the
+  // fake's virtual clock, stamps are virtual microseconds.
+  const auto fake = use_fake_nvml(tmp, "clock virtual\ndevice power_w=300 sample_ms=20 sample_buffer=120 "
+                                       "sample_stamp_lead_ms=4.5\ndevice power_w=300\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  auto* set_fake_time = reinterpret_cast<void (*)(double)>(
+      dlsym(dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD), "joule_fake_nvml_set_time_s"));
+  ASSERT_NE(set_fake_time, nullptr);
+  Gpu& gpu = *devices.gpus[0];
+  EXPECT_TRUE(gpu.has_power_samples());  // the buffer exists, though still empty at time 0
+  EXPECT_FALSE(devices.gpus[1]->has_power_samples());
+  set_fake_time(0.1);
+  std::vector<PowerSample> samples;
+  gpu.read_power_samples(samples);
+  ASSERT_EQ(samples.size(), 5u);
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    EXPECT_EQ(samples[i].timestamp_us, 20'000u * (i + 1)) << i;  // the lead taken off
+    EXPECT_EQ(samples[i].power_mw, 300'000u);
+  }
+  EXPECT_DOUBLE_EQ(gpu.power_sample_period_s(), 0.02);  // learned from the first samples
+  gpu.read_power_samples(samples);
+  EXPECT_EQ(samples.size(), 5u);  // nothing new: nothing appended
+  set_fake_time(0.15);
+  gpu.read_power_samples(samples);
+  ASSERT_EQ(samples.size(), 7u);
+  EXPECT_EQ(samples.back().timestamp_us, 140'000u);
+
+  setenv("JOULE_NVML_SAMPLE_OFFSET_MS", "0", 1);
+  NvmlDevices raw = open_nvml_gpus(fake.library_path);
+  unsetenv("JOULE_NVML_SAMPLE_OFFSET_MS");
+  samples.clear();
+  raw.gpus[0]->read_power_samples(samples);
+  ASSERT_FALSE(samples.empty());
+  EXPECT_EQ(samples.back().timestamp_us, 140'000u - 4'500u);  // the driver's own stamp
 }
 
 TEST(NvmlTest, MissingLibraryIsADriverErrorNamingThePath) {

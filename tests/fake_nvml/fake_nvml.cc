@@ -47,6 +47,8 @@
 //       (i >= 1) at t_i = i * S holds the mean power over (t_i - S, t_i] in mW,
 //       visible from t_i + sample_latency_ms on; the newest sample_buffer samples
 //       are held. Without sample_ms the device has no buffer (NOT_SUPPORTED).
+//       sample_stamp_lead_ms=L stamps each sample L ms before its interval ends,
+//       as an H100's are against its energy counter (joule corrects by 4.5 ms).
 //       With sample_prefill=1 (wall clock only) the buffer is already full at
 //       nvmlInit, as a real driver's is: samples i <= 0, before init, read the
 //       power at time 0. Without it the first sample ends sample_ms after init.
@@ -251,6 +253,7 @@ struct Device {
   double sample_ms = 0.0;        // > 0: the driver keeps a buffer of power samples this far apart
   unsigned sample_buffer = 100;  // how many samples the buffer holds
   double sample_latency_ms = 0.0;
+  double sample_stamp_lead_ms = 0.0;  // stamps this much before the interval ends (an H100: ~4.5 ms)
   bool sample_prefill = false;  // the buffer holds samples from before nvmlInit
   std::vector<LimitEra> eras;  // oldest first; set up at nvmlInit
 };
@@ -425,6 +428,7 @@ std::string configure_device(Device& d, std::size_t index, const Pairs& kv, cons
   d.sample_ms = num("sample_ms", 0);
   d.sample_buffer = static_cast<unsigned>(num("sample_buffer", d.sample_buffer));
   d.sample_latency_ms = num("sample_latency_ms", 0);
+  d.sample_stamp_lead_ms = num("sample_stamp_lead_ms", 0);
   d.sample_prefill = num("sample_prefill", 0) != 0;
   if (d.sample_ms > 0 && d.sample_buffer == 0) return where + ": sample_buffer must be at least 1";
   return configure_profile(d, kv, config_path, where);
@@ -560,7 +564,8 @@ HeldSamples held_samples(const Device& d, double t_s) {
 // stay positive.
 unsigned long long sample_timestamp_us(const State& s, const Device& d, long long i) {
   const long long epoch_us = s.virtual_clock ? 0 : static_cast<long long>(s.realtime_at_init_us);
-  return static_cast<unsigned long long>(epoch_us + std::llround(static_cast<double>(i) * d.sample_ms * 1000.0));
+  return static_cast<unsigned long long>(epoch_us + std::llround((static_cast<double>(i) * d.sample_ms -
+                                                                  d.sample_stamp_lead_ms) * 1000.0));
 }
 
 // Sample i's value: the mean power over its interval, in mW.

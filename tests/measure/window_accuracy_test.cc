@@ -76,7 +76,7 @@ TEST(WindowAccuracyTest, PowerSamplesMeetTheBoundsUnderRandomOnOffLoadOnTheFakeH
     const auto fake = use_fake_nvml(
         tmp, "clock virtual\ndevice name=\"NVIDIA H100 80GB HBM3\" profile_file=" + tmp.file("load.txt") +
                  " min_limit_w=200 max_limit_w=700 energy_update_ms=100 energy_call_ms=4 power_update_ms=100"
-                 " usage_window_ms=1000 sample_ms=20 sample_buffer=120 sample_latency_ms=1\n");
+                 " usage_window_ms=1000 sample_ms=20 sample_buffer=120 sample_latency_ms=1 sample_stamp_lead_ms=4.5\n");
     auto with_samples = open_nvml_gpus(fake.library_path).gpus;
     setenv("JOULE_NVML_POWER_SOURCE", "usage", 1);
     auto with_usage = open_nvml_gpus(fake.library_path).gpus;

@@ -67,7 +67,8 @@ class NvmlGpu final : public Gpu {
   // The median spacing of the samples, learned from the buffer (0 until two
   // samples have been seen). Read by other threads than the reader.
   std::atomic<double> power_sample_period_s_{0.0};
-  uint64_t last_sample_timestamp_us_ = 0;  // newest buffered sample returned so far
+  uint64_t last_sample_timestamp_us_ = 0;  // newest buffered sample returned so far (driver's stamp)
+  long long sample_offset_us_ = 0;         // added to the driver's stamps ($JOULE_NVML_SAMPLE_OFFSET_MS)
   std::vector<nvmlSample_t> sample_buffer_;
 };
 
