@@ -45,7 +45,7 @@ std::vector<std::shared_ptr<Gpu>> open_bench_gpus(const std::string& backend, un
     for (unsigned i = 0; i < count; ++i) {
       out << "device name=\"NVIDIA H100 80GB HBM3 (fake)\" power_w=100 pulse_w=700 profile=random seed=" << 3 + i
           << " min_phase_ms=150 max_phase_ms=2500 min_limit_w=200 max_limit_w=700 energy_call_ms=4 "
-             "energy_update_ms=100 power_update_ms=100 usage_window_ms=1000 sample_ms=20 sample_buffer=120\n";
+             "energy_update_ms=100 power_update_ms=100 usage_window_ms=1000 sample_ms=20 sample_buffer=120 sample_stamp_lead_ms=4.5\n";
     }
     out.close();
     setenv("JOULE_FAKE_NVML_CONFIG", config.c_str(), 1);

@@ -24,6 +24,10 @@
 // Each method's error is its energy over its own interval divided by the
 // reference's over that interval, minus 1.
 //
+// --align: each edge right after the reference sees a counter step, so the
+// reference needs no interpolation and is exact to one read (~3 ms), whatever
+// the load does inside the 100 ms steps.
+//
 // Schedule: after --warmup-s (the counter calibration forms), for --seconds:
 // a random gap in [0, 0.3] s, then a window of the next length of --lengths,
 // in turn. --short-windows N adds N back-to-back 0.1 s windows at the end.
@@ -68,7 +72,7 @@ constexpr double kLogMarginS = 0.3;        // the reference log reaches this far
 
 const char* const kUsageText =
     "usage: joule_bench_accuracy [--backend nvml|fake|sim] [--gpu N] [--warmup-s S] [--seconds S] "
-    "[--seed N] [--lengths S,S,...] [--short-windows N] [--csv PATH]";
+    "[--seed N] [--lengths S,S,...] [--short-windows N] [--align] [--csv PATH]";
 
 const joule::Clock& steady_clock() { return *joule::SteadyClock::instance(); }
 
@@ -86,6 +90,7 @@ struct Options {
   std::uint64_t seed = 1;
   std::vector<double> lengths_s = {0.5, 1, 2, 5};
   int short_windows = 0;
+  bool align = false;  // edges right after observed counter steps
   std::string csv_path;
 };
 
@@ -125,6 +130,10 @@ Options parse_options(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       fmt::print("{}\n", kUsageText);
       std::exit(0);
+    }
+    if (arg == "--align") {
+      o.align = true;
+      continue;
     }
     if (i + 1 >= argc) throw joule::UsageError(fmt::format("'{}' needs a value, or is unknown; {}", arg, kUsageText));
     const std::string value = argv[++i];
@@ -175,6 +184,16 @@ class CounterPoller {
       sleep_s(0.01);
     }
   }
+  // Waits until a read sees the counter step: the moment after which the
+  // reference is exact (up to one read's duration) without interpolation.
+  void wait_next_step() const {
+    const std::uint64_t seen = steps_.load();
+    const double give_up_s = steady_clock().now_s() + 10.0;
+    while (steps_.load() == seen && !done_.load()) {
+      if (steady_clock().now_s() > give_up_s) throw joule::Error("the reference counter stopped stepping");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
   // Joins the thread; throws the device error it met, if any.
   const std::vector<CounterRead>& stop() {
     stop_ = true;
@@ -189,6 +208,7 @@ class CounterPoller {
       while (!stop_.load()) {
         log_.push_back(read_counter(*gpu_));
         last_before_s_ = log_.back().before_s;
+        if (log_.size() > 1 && log_.back().energy_mj != log_[log_.size() - 2].energy_mj) steps_.fetch_add(1);
       }
     } catch (const std::exception& e) {
       error_ = e.what();
@@ -200,6 +220,7 @@ class CounterPoller {
   std::atomic<bool> stop_{false};
   std::atomic<bool> done_{false};
   std::atomic<double> last_before_s_{-std::numeric_limits<double>::infinity()};
+  std::atomic<std::uint64_t> steps_{0};
   std::vector<CounterRead> log_;  // the thread's until it is joined
   std::string error_;
   std::thread thread_;  // last: starts once the members above exist
@@ -385,10 +406,19 @@ void settle_into(Rig& rig, const Ended& ended, Window& w, SettleStats* stats) {
   rig.sources = {samples.gpu_sources.at(0), ended[kUsage].gpu_sources.at(0), instant.gpu_sources.at(0)};
 }
 
-Window measure_window(Rig& rig, double length_s, SettleStats& stats) {
+// With a poller (--align), each edge comes right after the reference sees
+// the counter step, where the reference needs no interpolation: what remains
+// is the error of the method, whatever the load does inside the steps.
+Window measure_window(Rig& rig, double length_s, SettleStats& stats, const CounterPoller* align) {
+  if (align != nullptr) align->wait_next_step();
   const CounterRead begin = read_counter(*rig.sync_gpu);
   begin_all(rig);
-  sleep_s(length_s);
+  if (align != nullptr) {
+    sleep_s(length_s - 0.05);
+    align->wait_next_step();
+  } else {
+    sleep_s(length_s);
+  }
   const Ended ended = end_all(rig);
   const CounterRead end = read_counter(*rig.sync_gpu);
   rig.sync_read_s.push_back(begin.after_s - begin.before_s);
@@ -404,13 +434,13 @@ Window measure_window(Rig& rig, double length_s, SettleStats& stats) {
 // platform (std::uniform_real_distribution is implementation-defined).
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-std::vector<Window> run_schedule(Rig& rig, const Options& o, SettleStats& stats) {
+std::vector<Window> run_schedule(Rig& rig, const Options& o, SettleStats& stats, const CounterPoller* align) {
   std::mt19937_64 rng(o.seed);
   std::vector<Window> windows;
   const double stop_s = steady_clock().now_s() + o.seconds;
   for (std::size_t i = 0; steady_clock().now_s() < stop_s; ++i) {
     sleep_s(kMaxWindowGapS * uniform01(rng));
-    windows.push_back(measure_window(rig, o.lengths_s[i % o.lengths_s.size()], stats));
+    windows.push_back(measure_window(rig, o.lengths_s[i % o.lengths_s.size()], stats, align));
   }
   return windows;
 }
@@ -580,7 +610,7 @@ int run(const Options& o) {
   CounterPoller poller(reference_gpu);
   sleep_s(o.warmup_s);  // the samplers gather counter history for their calibration
   SettleStats settle_stats;
-  std::vector<Window> windows = run_schedule(rig, o, settle_stats);
+  std::vector<Window> windows = run_schedule(rig, o, settle_stats, o.align ? &poller : nullptr);
   for (Window& w : run_short_windows(rig, o.short_windows)) windows.push_back(w);
   poller.wait_past(steady_clock().now_s() + kLogMarginS);
   const std::vector<CounterRead>& log = poller.stop();
