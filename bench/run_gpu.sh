@@ -5,7 +5,7 @@
 #   CARRY_DIR holds bin/ (joule and the bench programs), lib/ (their shared
 #   libraries) and fake/libnvidia-ml.so.1 (the fake driver, for side-by-side
 #   runs): `bench/carry.sh CARRY_DIR` assembles it from build/.
-#   PARTs (default: all, ~19 min): costs random loads aligned measure
+#   PARTs (default: all, ~20 min): costs random loads aligned measure
 set -u
 carry=$(cd "$1" && pwd)
 out=$2
@@ -48,7 +48,7 @@ for part in $parts; do
     random) accuracy random "--mode random --seed 1" 35 150 "--seed 1" ;;
     loads)
       accuracy steady "--mode steady" 35 50 "--seed 2 --short-windows 60"
-      accuracy pulse "--mode pulse" 35 50 "--seed 3"
+      accuracy pulse "--mode pulse" 35 110 "--seed 3"
       accuracy slow_pulse "--mode pulse --half-period-s 2" 35 50 "--seed 4"
       ;;
     aligned)
