@@ -1,10 +1,13 @@
-// A training-like load for energy tests: the GPU switches between idle and
-// busy at random, each phase lasting a random time, from a fixed seed (the
-// same sequence on every platform). Power and exact energy at any time.
+// A training-like load for energy tests: the GPU switches between busy and
+// idle at random, each phase lasting a random whole number of milliseconds
+// (what the fake driver's profile files take), from a fixed seed (the same
+// sequence on every platform). Power and exact energy at any time.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace joule::testing {
@@ -17,7 +20,7 @@ class OnOffLoad {
     double t = 0.0;
     starts_s_.push_back(0.0);
     while (t < length_s) {
-      t += min_phase_s + (max_phase_s - min_phase_s) * unit(state);
+      t += std::round(1000.0 * (min_phase_s + (max_phase_s - min_phase_s) * unit(state))) / 1000.0;
       starts_s_.push_back(t);
     }
     // Energy at each phase start, so any interval is exact.
@@ -30,6 +33,15 @@ class OnOffLoad {
   double power_w(double t) const { return phase_power_w(phase(t)); }
   double energy_j(double t0, double t1) const { return energy_to(t1) - energy_to(t0); }
   std::size_t changes() const { return starts_s_.size() - 1; }
+  // The load as the fake libnvidia-ml.so.1's profile_file: "duration_ms power_w" lines.
+  std::string profile_file() const {
+    std::string text;
+    for (std::size_t i = 0; i + 1 < starts_s_.size(); ++i) {
+      text += std::to_string(std::lround((starts_s_[i + 1] - starts_s_[i]) * 1000.0)) + " " +
+              std::to_string(phase_power_w(i)) + "\n";
+    }
+    return text;
+  }
 
  private:
   // splitmix64, then the top 53 bits as a double in [0, 1).

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/on_off_load.h"
 #include "common/test_support.h"
 #include "joule/clock.h"
 #include "joule/device/nvml.h"
@@ -19,45 +20,13 @@
 namespace joule {
 namespace {
 
+using testing::OnOffLoad;
 using testing::TempDir;
 using testing::use_fake_nvml;
 using testing::write_file;
 
-// The load: idle and busy phases of seeded random lengths (whole ms, as the
-// fake's profile file takes them), with exact energy at any time.
-struct ScriptedLoad {
-  std::vector<double> starts_s{0.0};
-  std::vector<double> powers_w;
-  std::vector<double> energy_at_start_j{0.0};
-
-  ScriptedLoad(uint64_t seed, double length_s) {
-    uint64_t state = seed;
-    bool busy = true;
-    while (starts_s.back() < length_s) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      const double phase_s = (150 + static_cast<double>((state >> 33) % 2351)) / 1000.0;  // 0.15-2.5 s
-      powers_w.push_back(busy ? 700.0 : 100.0);
-      energy_at_start_j.push_back(energy_at_start_j.back() + powers_w.back() * phase_s);
-      starts_s.push_back(starts_s.back() + phase_s);
-      busy = !busy;
-    }
-  }
-  std::string profile_file() const {
-    std::string text;
-    for (std::size_t i = 0; i < powers_w.size(); ++i) {
-      text += std::to_string(std::lround((starts_s[i + 1] - starts_s[i]) * 1000.0)) + " " +
-              std::to_string(powers_w[i]) + "\n";
-    }
-    return text;
-  }
-  double energy_to(double t) const {
-    const auto it = std::upper_bound(starts_s.begin(), starts_s.end(), t);
-    const std::size_t i = static_cast<std::size_t>(it - starts_s.begin()) - 1;
-    return energy_at_start_j[i] + powers_w[i] * (t - starts_s[i]);
-  }
-  // What the counter reads at t: its value at the last 100 ms step.
-  double counter_at(double t) const { return energy_to(std::floor(t * 10.0 + 1e-9) / 10.0); }
-};
+// What the energy counter reads at t: its value at the last 100 ms step.
+double counter_at(const OnOffLoad& load, double t) { return load.energy_j(0.0, std::floor(t * 10.0 + 1e-9) / 10.0); }
 
 struct Errors {
   double mean_abs = 0.0;
@@ -71,7 +40,7 @@ struct Errors {
 TEST(WindowAccuracyTest, PowerSamplesMeetTheBoundsUnderRandomOnOffLoadOnTheFakeH100) {
   for (const uint64_t seed : {1, 2}) {
     TempDir tmp;
-    const ScriptedLoad load(seed, 240.0);
+    const OnOffLoad load(seed, 100.0, 700.0, 0.15, 2.5, 240.0);
     write_file(tmp.file("load.txt"), load.profile_file());
     const auto fake = use_fake_nvml(
         tmp, "clock virtual\ndevice name=\"NVIDIA H100 80GB HBM3\" profile_file=" + tmp.file("load.txt") +
@@ -111,10 +80,10 @@ TEST(WindowAccuracyTest, PowerSamplesMeetTheBoundsUnderRandomOnOffLoadOnTheFakeH
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
         const double begin_s = 40.0 + 180.0 * static_cast<double>(state >> 11) * 0x1.0p-53;
         const double end_s = begin_s + length_s;
-        const double truth_j = load.energy_to(end_s) - load.energy_to(begin_s);
+        const double truth_j = load.energy_j(begin_s, end_s);
         joule.add(samples.gpu_energy(0, begin_s, end_s).energy_j / truth_j - 1.0, count);
         power_usage.add(usage.gpu_energy(0, begin_s, end_s).energy_j / truth_j - 1.0, count);
-        sync_counter.add((load.counter_at(end_s) - load.counter_at(begin_s)) / truth_j - 1.0, count);
+        sync_counter.add((counter_at(load, end_s) - counter_at(load, begin_s)) / truth_j - 1.0, count);
       }
       SCOPED_TRACE(::testing::Message() << "seed " << seed << ", " << length_s << " s: samples " << joule.mean_abs
                                         << " / " << joule.max_abs << ", usage " << power_usage.mean_abs << " / "
