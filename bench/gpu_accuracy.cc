@@ -597,10 +597,6 @@ void write_csv(const std::string& path, const std::vector<Result>& results) {
 int run(const Options& o) {
   std::vector<std::shared_ptr<Gpu>> keep_alive;  // outlives everything below
   const auto reference_gpu = open_gpu(o, "usage", keep_alive);
-  // A Gpu object decides when it is opened whether the driver keeps power
-  // samples, and a driver initialised a moment ago may hold none yet (the
-  // fake's time starts at its first nvmlInit): give it a few sample periods.
-  sleep_s(0.2);
   Rig rig = open_rig(o, keep_alive);
   warn_if_not_samples(*rig.monitors[kSamples]);
   fmt::print("GPU: {} ({}), backend {}\n", reference_gpu->name(), reference_gpu->architecture(), o.backend);

@@ -99,6 +99,7 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
     if (energy_method_for(*gpus_[i], options_) == GpuEnergyMethod::kPowerSamples) {
       reader.method = GpuEnergyMethod::kPowerSamples;
       gpu_tracks_[i].method = reader.method;
+      sampled_gpus_.push_back(i);
     }
   }
 }
@@ -133,7 +134,7 @@ void Sampler::stop() {
   // only about one sample period later: wait for them, boundedly.
   const double stop_s = clock_->now_s();
   tick(true);
-  if (!clock_->is_virtual() && uses_power_samples()) {
+  if (!clock_->is_virtual() && !sampled_gpus_.empty()) {
     const double give_up_s = stop_s + 3 * longest_sample_period_s() + 0.05;
     while (covered_until_s() < stop_s && clock_->now_s() < give_up_s) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -184,19 +185,10 @@ bool Sampler::manual_wish_due(double now_s) {
   return !coverage_wanted_.empty() && *coverage_wanted_.begin() <= now_s;
 }
 
-bool Sampler::uses_power_samples() const {
-  return std::any_of(gpu_readers_.begin(), gpu_readers_.end(),
-                     [](const GpuReader& r) { return r.method == GpuEnergyMethod::kPowerSamples; });
-}
-
 double Sampler::longest_sample_period_s() const {
   // Drivers learn their spacing from the samples they return, so ask each time.
   double longest_s = 0.0;
-  for (const auto& gpu : gpus_) {
-    if (energy_method_for(*gpu, options_) == GpuEnergyMethod::kPowerSamples) {
-      longest_s = std::max(longest_s, gpu->power_sample_period_s());
-    }
-  }
+  for (const std::size_t i : sampled_gpus_) longest_s = std::max(longest_s, gpus_[i]->power_sample_period_s());
   return longest_s;
 }
 
@@ -308,8 +300,10 @@ void Sampler::publish_locked() {
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     const GpuReader& reader = gpu_readers_[i];
     GpuTrack& track = gpu_tracks_[i];
-    track.method = reader.method;
-    track.method_note = reader.method_note;
+    if (track.method != reader.method) {  // a fall-back from samples, once
+      track.method = reader.method;
+      track.method_note = reader.method_note;
+    }
     if (reader.failure && !track.failure) {
       track.failure = reader.failure;
       track.failed_at_s = reader.failed_at_s;

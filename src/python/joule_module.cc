@@ -179,13 +179,13 @@ PYBIND11_MODULE(_joule, m) {
           "name"_a, py::call_guard<py::gil_scoped_release>())
       .def(
           "settle",
-          [](PyMonitor& self, const joule::Measurement& m, double timeout_s) {
-            return self.monitor().settle(m, timeout_s);
+          [](PyMonitor& self, const joule::Measurement& ended, double timeout_s) {
+            return self.monitor().settle(ended, timeout_s);
           },
           "measurement"_a, "timeout_s"_a = 1.0, py::call_guard<py::gil_scoped_release>(),
           "The final value of an ended window: waits up to timeout_s for the data that covers its end.")
       .def(
-          "refresh", [](PyMonitor& self, const joule::Measurement& m) { return self.monitor().refresh(m); },
+          "refresh", [](PyMonitor& self, const joule::Measurement& ended) { return self.monitor().refresh(ended); },
           "measurement"_a, py::call_guard<py::gil_scoped_release>(),
           "Computes an ended window again from what the sampler holds now (no waiting).")
       .def(

@@ -4,11 +4,11 @@
 //
 // Energy model, per GPU, by the best source the device has:
 //  * power samples (GpuEnergyMethod::kPowerSamples): the driver's own buffer
-//    of timestamped samples, each the mean power since the previous one (every
-//    20 ms on an H100). Drained every second, or as soon as a caller waits for
-//    a window's settled value; integrated as steps. This is exact to the
-//    driver's resolution and has no lag: a window's value settles once the
-//    sample covering its end has arrived, ~one sample period after it ends.
+//    of timestamped samples (about every 20 ms on an H100), each taken as the
+//    mean power since the previous one and integrated as steps. Read every
+//    0.1 s while a window is open, every second otherwise, and at once when a
+//    caller waits for a window's settled value: no lag, and a window's value
+//    settles once the sample covering its end has arrived, ~25 ms after it.
 //  * power readings (kPowerReadings): one power reading per tick (power
 //    usage, or the instantaneous field), integrated with trapezoids. On an
 //    H100 power usage is a trailing one-second mean, so energy is attributed
@@ -224,9 +224,9 @@ class Sampler {
   double covered_until_locked() const;
   EnergyEstimate gpu_energy_locked(std::size_t gpu, double begin_s, double end_s) const;
   EnergyEstimate cpu_energy_locked(std::size_t zone, double begin_s, double end_s) const;
-  bool uses_power_samples() const;  // sampling side only
   // Without a thread: forgets covered wishes; true when one is past due.
   bool manual_wish_due(double now_s);
+  // Over sampled_gpus_; their drivers may learn the spacing at the first reads.
   double longest_sample_period_s() const;
   // When the thread should next drain for a waiting caller (+inf: nobody waits).
   double coverage_wake_s_locked() const;
@@ -240,6 +240,7 @@ class Sampler {
   mutable std::mutex mutex_;  // guards the tracks
   std::vector<GpuTrack> gpu_tracks_;
   std::vector<GpuReader> gpu_readers_;
+  std::vector<std::size_t> sampled_gpus_;  // GPUs that started on power samples
   std::vector<TimelineSample> batch_;  // this tick's timeline samples
   std::vector<NewPoint> new_points_;   // this tick's energy points
   std::vector<PowerSample> drained_;   // scratch for one buffer read
