@@ -50,10 +50,10 @@ NvmlGpu::NvmlGpu(std::shared_ptr<Library> library, unsigned index, nvmlDevice_t 
   // $JOULE_NVML_POWER_SOURCE chooses what the sampler integrates: the
   // driver's buffered power samples where it keeps them (the default), or one
   // reading per tick of power usage ("usage") or the instantaneous field
-  // ("instant"). On an H100 (driver 580) the samples come every 20 ms, each
-  // the mean power since the previous one, and integrate to the energy
-  // counter; power usage is a trailing one-second mean and the instantaneous
-  // field a point sample per 100 ms (docs/measurement.md).
+  // ("instant"). On an H100 (driver 580) the samples come about every 20 ms
+  // and their integral follows the energy counter to ~0.4-0.8% over 0.5-1 s;
+  // power usage is a trailing one-second mean and the instantaneous field a
+  // point sample per 100 ms (docs/measurement.md).
   const char* env = std::getenv("JOULE_NVML_POWER_SOURCE");
   const std::string source = env != nullptr ? env : "";
   if (source == "instant") {
