@@ -33,6 +33,9 @@ class SteadyClock final : public Clock {
   static std::shared_ptr<SteadyClock> instance();
 };
 
+// CPU time the calling thread has used, in seconds (for cost figures).
+double this_thread_cpu_s();
+
 // Time that advances only by explicit calls. Thread-safe.
 class VirtualClock final : public Clock {
  public:

@@ -1,5 +1,7 @@
 #include "joule/clock.h"
 
+#include <time.h>
+
 #include <chrono>
 
 #include "joule/error.h"
@@ -9,6 +11,12 @@ namespace joule {
 namespace {
 const std::chrono::steady_clock::time_point kProcessStart = std::chrono::steady_clock::now();
 }  // namespace
+
+double this_thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 double SteadyClock::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();

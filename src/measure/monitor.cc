@@ -45,6 +45,7 @@ void Monitor::begin_window(const std::string& name) {
   }
   open_.push_back({name, now_s});
   repin_locked();
+  sampler_.note_window_edge(now_s);
 }
 
 Measurement Monitor::end_window(const std::string& name) {
@@ -60,6 +61,7 @@ Measurement Monitor::end_window(const std::string& name) {
     begin_s = it->begin_s;
     it->closing = true;  // stays in open_ (pinning its history) until computed
   }
+  sampler_.note_window_edge(end_s);
   Measurement m = compute(name, begin_s, end_s);
   std::lock_guard lock(mutex_);
   open_.erase(std::find_if(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name; }));
@@ -86,7 +88,7 @@ Measurement Monitor::compute(const std::string& name, double begin_s, double end
   m.gpu_sources.reserve(gpus.size());
   for (const EnergyEstimate& estimate : gpus) {
     m.gpu_energy_j.push_back(take(estimate));
-    m.gpu_sources.push_back({estimate.method, estimate.scale});
+    m.gpu_sources.push_back({estimate.method, estimate.scale, estimate.counter_anchored});
   }
   for (std::size_t i = 0; i < zones.size(); ++i) {
     const double energy_j = take(zones[i]);
@@ -98,7 +100,7 @@ Measurement Monitor::compute(const std::string& name, double begin_s, double end
 
 Measurement Monitor::settle(const Measurement& m, double timeout_s) {
   if (m.settled) return m;
-  sampler_.wait_covered(m.end_s(), timeout_s);
+  sampler_.wait_settled(m.begin_s, m.end_s(), timeout_s);
   return refresh(m);
 }
 

@@ -1,7 +1,6 @@
 #include "joule/measure/sampler.h"
 
 #include <fmt/format.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,12 +12,6 @@
 namespace joule {
 
 namespace {
-
-double thread_cpu_time_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 std::string sample_period_words(double period_s) {
   return period_s > 0 ? fmt::format("driver power samples every {:.0f} ms", 1e3 * period_s)
@@ -92,6 +85,7 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
   if (options_.background_thread && clock_->is_virtual()) {
     throw UsageError("a sampler on a virtual clock cannot run a background thread; call sample_now()");
   }
+  std::vector<bool> anchored(gpus_.size(), false);
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     GpuReader& reader = gpu_readers_[i];
     reader.fields = options_.fields;
@@ -100,7 +94,12 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
       reader.method = GpuEnergyMethod::kPowerSamples;
       gpu_tracks_[i].method = reader.method;
       sampled_gpus_.push_back(i);
+      // Anchoring needs the samples between the steps and the edges.
+      anchored[i] = reader.counter_usable && options_.counter_anchors.enabled;
     }
+  }
+  if (std::find(anchored.begin(), anchored.end(), true) != anchored.end()) {
+    anchors_ = std::make_unique<CounterAnchors>(gpus_, anchored, clock_, options_.counter_anchors);
   }
 }
 
@@ -118,7 +117,14 @@ void Sampler::start() {
   started_ = true;
   started_at_s_ = clock_->now_s();
   tick(true);
-  if (options_.background_thread) thread_ = std::thread([this] { run(); });
+  if (!options_.background_thread) return;
+  thread_ = std::thread([this] { run(); });
+  if (anchors_) {
+    anchors_->start([this] {
+      { std::lock_guard lock(wake_mutex_); }  // a waiter between its check and its wait must not miss this
+      covered_.notify_all();
+    });
+  }
 }
 
 void Sampler::stop() {
@@ -129,6 +135,7 @@ void Sampler::stop() {
     stop_requested_ = true;
   }
   wake_.notify_all();
+  if (anchors_) anchors_->stop();
   if (thread_.joinable()) thread_.join();
   // A last tick at the stop time bounds every window. Power samples reach it
   // only about one sample period later: wait for them, boundedly.
@@ -169,7 +176,7 @@ void Sampler::run() {
     if (for_coverage) last_coverage_tick_s_ = now_s;
     lock.unlock();
     tick(for_coverage);
-    thread_cpu_s_.store(thread_cpu_time_s());
+    thread_cpu_s_.store(this_thread_cpu_s());
     lock.lock();
     if (now_s >= next_tick_s) {
       next_tick_s += options_.interval_s;
@@ -227,7 +234,50 @@ bool Sampler::wait_covered(double time_s, double timeout_s) {
   return covered;
 }
 
-void Sampler::sample_now() { tick(false); }
+bool Sampler::wait_settled(double begin_s, double end_s, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
+  std::vector<EnergyEstimate> gpus, zones;
+  // What still lacks, and how far the data must reach: anchors, once read,
+  // may move that past the window's end.
+  const auto settled_or_needs = [&](double& needs_s) {
+    energies(begin_s, end_s, gpus, zones);
+    bool settled = true;
+    needs_s = end_s;
+    for (const auto* estimates : {&gpus, &zones}) {
+      for (const EnergyEstimate& e : *estimates) {
+        settled = settled && e.settled;
+        needs_s = std::max(needs_s, e.needs_data_until_s);
+      }
+    }
+    return settled;
+  };
+  std::unique_lock lock(wake_mutex_);  // held while checking: a tick or an anchor cannot slip in between
+  for (;;) {
+    double needs_s = end_s;
+    if (settled_or_needs(needs_s)) return true;
+    const auto wish = coverage_wanted_.insert(needs_s);
+    if (!thread_.joinable()) return false;  // the owner's next ticks drain past needs_s
+    wake_.notify_all();  // the thread recomputes when to wake
+    const bool timed_out = stopped_ || covered_.wait_until(lock, deadline) == std::cv_status::timeout;
+    coverage_wanted_.erase(wish);
+    if (timed_out) return settled_or_needs(needs_s);
+  }
+}
+
+void Sampler::note_window_edge(double time_s) {
+  if (anchors_) anchors_->note_edge(time_s);
+}
+
+void Sampler::poll_counter_anchors() {
+  if (anchors_) anchors_->poll();
+}
+
+void Sampler::sample_now() {
+  tick(false);
+  // Anchors too, when no thread reads them; ticks far apart find no counter
+  // steps (they need reads a few ms apart), so such owners get none.
+  if (anchors_ && !thread_.joinable()) anchors_->poll();
+}
 
 void Sampler::tick(bool drain_samples) {
   std::lock_guard tick_lock(tick_mutex_);
@@ -515,7 +565,9 @@ double Sampler::integral_at(const std::deque<PowerPoint>& points, double time_s)
 
 EnergyEstimate Sampler::gpu_energy(std::size_t gpu, double begin_s, double end_s) const {
   std::lock_guard lock(mutex_);
-  return gpu_energy_locked(gpu, begin_s, end_s);
+  if (!anchors_) return gpu_energy_locked(gpu, begin_s, end_s, nullptr);
+  const AnchorLookups anchors = anchors_->window(gpu, begin_s, end_s);
+  return gpu_energy_locked(gpu, begin_s, end_s, &anchors);
 }
 
 EnergyEstimate Sampler::cpu_energy(std::size_t zone, double begin_s, double end_s) const {
@@ -528,15 +580,20 @@ void Sampler::energies(double begin_s, double end_s, std::vector<EnergyEstimate>
   gpus.clear();
   cpu_zones.clear();
   std::lock_guard lock(mutex_);
-  for (std::size_t i = 0; i < gpu_tracks_.size(); ++i) gpus.push_back(gpu_energy_locked(i, begin_s, end_s));
+  if (anchors_) anchors_->windows(begin_s, end_s, anchor_lookups_);
+  for (std::size_t i = 0; i < gpu_tracks_.size(); ++i) {
+    gpus.push_back(gpu_energy_locked(i, begin_s, end_s, anchors_ ? &anchor_lookups_[i] : nullptr));
+  }
   for (std::size_t i = 0; i < cpu_tracks_.size(); ++i) cpu_zones.push_back(cpu_energy_locked(i, begin_s, end_s));
 }
 
-EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, double end_s) const {
+EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, double end_s,
+                                          const AnchorLookups* anchors) const {
   const GpuTrack& track = gpu_tracks_.at(gpu);
   EnergyEstimate estimate;
   estimate.scale = track.scale;
   estimate.method = track.method;
+  estimate.needs_data_until_s = end_s;
   const double covered_s =
       track.points.empty() ? -std::numeric_limits<double>::infinity() : track.points.back().time_s;
   estimate.settled = covered_s >= end_s;
@@ -552,8 +609,86 @@ EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, doubl
                                    gpus_[gpu]->label(), track.points.front().time_s - started_at_s_,
                                    options_.history_s);
   }
-  estimate.energy_j = track.scale * (integral_at(track.points, end_s) - integral_at(track.points, begin_s));
+  const auto integral = [&](double t) { return track.scale * integral_at(track.points, t); };
+  estimate.energy_j = integral(end_s) - integral(begin_s);
+  if (anchors == nullptr || estimate.problem) return estimate;
+  using Status = CounterAnchors::Status;
+  const auto& [begin, end] = *anchors;
+  if (begin.status == Status::kPending || end.status == Status::kPending) {
+    estimate.settled = false;  // a counter read for an edge is still to come
+    estimate.needs_data_until_s = std::max({end_s, begin.pending_until_s, end.pending_until_s});
+    return estimate;
+  }
+  if (begin.status != Status::kReady || end.status != Status::kReady) return estimate;
+  const AnchoredEnergy at_begin = anchored_energy(track, begin, begin_s);
+  const AnchoredEnergy at_end = anchored_energy(track, end, end_s);
+  // Both edges on the same anchors: the counter cancels, the samples remain.
+  if (at_begin.anchors_used == at_end.anchors_used) return estimate;
+  estimate.energy_j = at_end.counter_j - at_begin.counter_j;
+  estimate.needs_data_until_s = std::max(end_s, at_end.needs_data_until_s);
+  estimate.settled = covered_s >= estimate.needs_data_until_s;
+  estimate.counter_anchored = true;
   return estimate;
+}
+
+Sampler::AnchoredEnergy Sampler::anchored_energy(const GpuTrack& track, const CounterAnchors::Lookup& anchors,
+                                                 double time_s) const {
+  // From a step before the edge, the samples add the stretch up to it; from a
+  // step after, they take the stretch back. A load change inside a stretch is
+  // where samples err (each averages only part of its interval), so the side
+  // whose samples vary least is used; with both steady, the counter's change
+  // across the two steps is shared out in proportion to the samples.
+  const auto integral = [&](double t) { return track.scale * integral_at(track.points, t); };
+  const auto error_bound_j = [&](double from_s, double to_s) {
+    return power_range_w(track.points, from_s, to_s) * (to_s - from_s);
+  };
+  constexpr double kSteadyJ = 0.5;
+  AnchoredEnergy result;
+  const std::optional<CounterAnchor>& before = anchors.before;
+  const std::optional<CounterAnchor>& after = anchors.after;
+  const double from_before_j = before ? before->counter_j + integral(time_s) - integral(before->step_s) : 0.0;
+  const double from_after_j = after ? after->counter_j - (integral(after->step_s) - integral(time_s)) : 0.0;
+  if (before && after) {
+    const double bound_before_j = error_bound_j(before->step_s, time_s);
+    const double bound_after_j = error_bound_j(time_s, after->step_s);
+    result.needs_data_until_s = after->step_s;
+    result.anchors_used = {before->step_s, after->step_s};
+    if (bound_before_j <= kSteadyJ && bound_after_j <= kSteadyJ) {
+      const double span_j = integral(after->step_s) - integral(before->step_s);
+      const double share = span_j > 0 ? (integral(time_s) - integral(before->step_s)) / span_j : 0.0;
+      result.counter_j = before->counter_j + share * (after->counter_j - before->counter_j);
+    } else if (bound_before_j <= bound_after_j) {
+      result.counter_j = from_before_j;
+      result.anchors_used = {before->step_s, before->step_s};
+    } else {
+      result.counter_j = from_after_j;
+      result.anchors_used = {after->step_s, after->step_s};
+    }
+  } else if (before) {
+    result.counter_j = from_before_j;
+    result.needs_data_until_s = time_s;
+    result.anchors_used = {before->step_s, before->step_s};
+  } else {
+    result.counter_j = from_after_j;
+    result.needs_data_until_s = after->step_s;
+    result.anchors_used = {after->step_s, after->step_s};
+  }
+  return result;
+}
+
+double Sampler::power_range_w(const std::deque<PowerPoint>& points, double from_s, double to_s) {
+  // Every point whose segment overlaps [from_s, to_s]: the first after
+  // from_s up to and including the first at or after to_s.
+  auto it = std::upper_bound(points.begin(), points.end(), from_s,
+                             [](double t, const PowerPoint& p) { return t < p.time_s; });
+  if (it == points.end()) return 0.0;
+  double low_w = it->power_w, high_w = it->power_w;
+  for (; it != points.end(); ++it) {
+    low_w = std::min(low_w, it->power_w);
+    high_w = std::max(high_w, it->power_w);
+    if (it->time_s >= to_s) break;
+  }
+  return high_w - low_w;
 }
 
 EnergyEstimate Sampler::cpu_energy_locked(std::size_t zone, double begin_s, double end_s) const {
@@ -606,6 +741,7 @@ std::string Sampler::gpu_method_description(std::size_t gpu) const {
     text += fmt::format(", counter-calibrated x{:.4f}", track.scale);
   }
   if (track.method_note) text += "; " + *track.method_note;
+  if (anchors_ && anchors_->anchored(gpu)) text += "; " + anchors_->describe(gpu);
   return text;
 }
 
@@ -629,7 +765,10 @@ double Sampler::covered_until_locked() const {
   return covered_s;
 }
 
-void Sampler::pin_history(double since_s) { pinned_since_s_.store(since_s); }
+void Sampler::pin_history(double since_s) {
+  pinned_since_s_.store(since_s);
+  if (anchors_) anchors_->keep_from(since_s);
+}
 
 SamplerStats Sampler::stats() const {
   SamplerStats stats;
@@ -637,6 +776,7 @@ SamplerStats Sampler::stats() const {
   stats.counter_reads = counter_reads_.load();
   stats.sample_drains = sample_drains_.load();
   stats.sample_gaps = sample_gaps_.load();
+  if (anchors_) stats.anchors = anchors_->stats();
   stats.thread_cpu_s = thread_cpu_s_.load();
   stats.running_s = started_ ? clock_->now_s() - started_at_s_ : 0.0;
   return stats;

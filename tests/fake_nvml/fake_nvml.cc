@@ -18,6 +18,7 @@
 //          energy_update_ms=100 energy_call_ms=4 pulse_w=500 pulse_period_ms=200
 //          instant_offset_w=20 power_update_ms=100 usage_window_ms=1000
 //          sample_ms=20 sample_buffer=100 sample_latency_ms=0 sample_prefill=0
+//          energy_phase_ms=0 sample_cover_ms=20
 //   error function=nvmlDeviceGetPowerUsage device=0 code=15 after_calls=3 after_ms=0
 //
 // Power profile (every level is capped by the power limit in force):
@@ -38,6 +39,8 @@
 // or t itself when power_update_ms=0):
 //   nvmlDeviceGetTotalEnergyConsumption  E at the last energy_update_ms tick, in
 //       whole mJ; each call keeps the CPU busy for energy_call_ms (not on a virtual clock).
+//       energy_phase_ms=F puts the ticks at F + k * energy_update_ms (an H100's
+//       steps have a phase of their own).
 //   nvmlDeviceGetPowerUsage  p(tau), or with usage_window_ms=W the trailing mean
 //       (E(tau) - E(tau - W)) / W (the mean since 0 while tau < W), as an H100
 //       reports a one-second mean refreshed every 100 ms.
@@ -47,6 +50,8 @@
 //       (i >= 1) at t_i = i * S holds the mean power over (t_i - S, t_i] in mW,
 //       visible from t_i + sample_latency_ms on; the newest sample_buffer samples
 //       are held. Without sample_ms the device has no buffer (NOT_SUPPORTED).
+//       sample_cover_ms=C makes each sample the mean over only the last C ms of
+//       its interval (an H100's samples scatter around the counter as if so).
 //       sample_stamp_lead_ms=L stamps each sample L ms before its interval ends,
 //       as an H100's are against its energy counter (joule corrects by 4.5 ms).
 //       With sample_prefill=1 (wall clock only) the buffer is already full at
@@ -247,12 +252,14 @@ struct Device {
   bool instant_power = true;
   double instant_offset_w = 0.0;  // the instantaneous field reads this much above the power
   double energy_update_ms = 0.0;
+  double energy_phase_ms = 0.0;
   double energy_call_ms = 0.0;
   double power_update_ms = 0.0;  // > 0: power usage and the instant field refresh at these ticks
   double usage_window_ms = 0.0;  // > 0: power usage is the trailing mean over this window
   double sample_ms = 0.0;        // > 0: the driver keeps a buffer of power samples this far apart
   unsigned sample_buffer = 100;  // how many samples the buffer holds
   double sample_latency_ms = 0.0;
+  double sample_cover_ms = 0.0;  // > 0: a sample averages only the last this many ms of its interval
   double sample_stamp_lead_ms = 0.0;  // stamps this much before the interval ends (an H100: ~4.5 ms)
   bool sample_prefill = false;  // the buffer holds samples from before nvmlInit
   std::vector<LimitEra> eras;  // oldest first; set up at nvmlInit
@@ -423,6 +430,8 @@ std::string configure_device(Device& d, std::size_t index, const Pairs& kv, cons
   d.instant_offset_w = num("instant_offset_w", 0);
   d.energy_update_ms = num("energy_update_ms", 0);
   d.energy_call_ms = num("energy_call_ms", 0);
+  d.energy_phase_ms = num("energy_phase_ms", 0);
+  d.sample_cover_ms = num("sample_cover_ms", 0);
   d.power_update_ms = num("power_update_ms", 0);
   d.usage_window_ms = num("usage_window_ms", 0);
   d.sample_ms = num("sample_ms", 0);
@@ -571,7 +580,8 @@ unsigned long long sample_timestamp_us(const State& s, const Device& d, long lon
 // Sample i's value: the mean power over its interval, in mW.
 unsigned sample_value_mw(Device& d, long long i) {
   const double end_s = static_cast<double>(i) * d.sample_ms / 1000.0;
-  return to_mw(mean_power_w(d, end_s, d.sample_ms / 1000.0));
+  const double span_ms = d.sample_cover_ms > 0 ? std::min(d.sample_cover_ms, d.sample_ms) : d.sample_ms;
+  return to_mw(mean_power_w(d, end_s, span_ms / 1000.0));
 }
 
 void busy_wait_ms(double ms) {
@@ -771,7 +781,8 @@ FAKE_API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, u
   std::lock_guard lock(s.mutex);
   Device* d = lookup(device);
   if (!s.initialised || d == nullptr) return 1;  // shut down while busy
-  const double tick_s = last_tick_s(now_s(), d->energy_update_ms);
+  const double phase_s = d->energy_update_ms > 0 ? d->energy_phase_ms / 1000.0 : 0.0;
+  const double tick_s = std::max(0.0, last_tick_s(now_s() - phase_s, d->energy_update_ms) + phase_s);
   // Rounded, not truncated: float noise (29999.999999 mJ) must not lose a mJ
   // of an exact integral.
   *energy_mj = static_cast<unsigned long long>(std::llround(energy_j(*d, tick_s) * 1000.0));

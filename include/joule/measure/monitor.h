@@ -25,6 +25,9 @@ namespace joule {
 struct GpuEnergySource {
   GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
   double calibration_scale = 1.0;  // energy-counter calibration applied (1: none yet, or no counter)
+  // The window was pinned to energy-counter steps near its edges (the exact
+  // method; counter_anchors.h). false: the power integral alone.
+  bool counter_anchored = false;
 };
 
 // Energy and time of one window. Vectors follow the Monitor's device order

@@ -36,6 +36,7 @@
 #include "joule/clock.h"
 #include "joule/device/cpu_energy.h"
 #include "joule/device/gpu.h"
+#include "joule/measure/counter_anchors.h"
 #include "joule/measure/timeline.h"
 
 namespace joule {
@@ -69,6 +70,9 @@ struct SamplerOptions {
   // there, so 10 Hz costs ~0.5% of a core per GPU, 1 Hz ~0.05%.
   double power_samples_drain_open_s = 0.1;
   double power_samples_drain_s = 1.0;
+  // Windows on GPUs with power samples and an energy counter are pinned to the
+  // counter's steps near their edges (counter_anchors.h); reads are rationed.
+  CounterAnchorOptions counter_anchors;
   // false: integrate one power reading per tick even where the driver keeps
   // samples (the method of joule 0.1; for comparisons).
   bool use_power_samples = true;
@@ -91,6 +95,11 @@ struct EnergyEstimate {
   // The sampler held data past the interval's end: the value will not
   // change. Otherwise the last power was carried forward to the end.
   bool settled = false;
+  // The value is the counter's change between steps near the edges, plus
+  // the power integral between each step and its edge (GPUs only).
+  bool counter_anchored = false;
+  // How far the data must reach for the value to be final (>= the end).
+  double needs_data_until_s = 0.0;
   std::optional<std::string> problem;  // device failed, or history no longer held
 };
 
@@ -99,6 +108,7 @@ struct SamplerStats {
   uint64_t counter_reads = 0;
   uint64_t sample_drains = 0;   // power-sample buffer reads, all GPUs
   uint64_t sample_gaps = 0;     // times the buffer had overflowed between drains
+  CounterAnchors::Stats anchors;  // counter reads for window anchors, and their thread's CPU
   double thread_cpu_s = 0.0;  // CPU time of the sampling thread
   double running_s = 0.0;     // wall time since start()
 };
@@ -116,7 +126,8 @@ class Sampler {
   void start();
   // Takes a last sample and joins the thread. Idempotent.
   void stop();
-  // One tick: reads every device once. For owners without a thread.
+  // One tick: reads every device once, and does the counter reads for
+  // anchors that are due. For owners without a thread.
   void sample_now();
 
   EnergyEstimate gpu_energy(std::size_t gpu, double begin_s, double end_s) const;
@@ -139,6 +150,18 @@ class Sampler {
   // a thread (virtual clocks) it only registers the wish: the first
   // sample_now() after time_s reads the power-sample buffers.
   bool wait_covered(double time_s, double timeout_s);
+  // Waits up to timeout_s until the energy of [begin_s, end_s] is final on
+  // every device: data past its end, and the counter anchors of its edges
+  // read (or known not to come). Without a thread it only registers the
+  // wish, as wait_covered does. True when final.
+  bool wait_settled(double begin_s, double end_s, double timeout_s);
+
+  // A window edge at time_s (Monitor calls it at begin_window and end_window):
+  // the anchors for it are read. Cheap: a short lock, no driver call.
+  void note_window_edge(double time_s);
+  // Without a thread: does the counter reads for anchors that are due now.
+  // Call it every millisecond or so of the clock (see counter_anchors.h).
+  void poll_counter_anchors();
 
   // Keep energy history from since_s on (the oldest open window's start);
   // +infinity releases the pin.
@@ -209,6 +232,17 @@ class Sampler {
     double failed_at_s = 0.0;
   };
 
+  // A GPU's energy at an edge on the counter's scale, from the anchors
+  // around it, and which anchors that used.
+  struct AnchoredEnergy {
+    double counter_j = 0.0;
+    double needs_data_until_s = 0.0;
+    std::pair<double, double> anchors_used;
+  };
+  AnchoredEnergy anchored_energy(const GpuTrack& track, const CounterAnchors::Lookup& anchors, double time_s) const;
+  // Largest minus smallest power among the points that cover [from_s, to_s].
+  static double power_range_w(const std::deque<PowerPoint>& points, double from_s, double to_s);
+
   void run();
   // One tick; drain_samples forces a read of the power-sample buffers.
   void tick(bool drain_samples);
@@ -222,7 +256,9 @@ class Sampler {
   static double integral_at(const std::deque<PowerPoint>& points, double time_s);
   void recalibrate_locked(GpuTrack& track) const;
   double covered_until_locked() const;
-  EnergyEstimate gpu_energy_locked(std::size_t gpu, double begin_s, double end_s) const;
+  using AnchorLookups = std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup>;
+  EnergyEstimate gpu_energy_locked(std::size_t gpu, double begin_s, double end_s,
+                                   const AnchorLookups* anchors) const;
   EnergyEstimate cpu_energy_locked(std::size_t zone, double begin_s, double end_s) const;
   // Without a thread: forgets covered wishes; true when one is past due.
   bool manual_wish_due(double now_s);
@@ -245,6 +281,8 @@ class Sampler {
   std::vector<NewPoint> new_points_;   // this tick's energy points
   std::vector<PowerSample> drained_;   // scratch for one buffer read
   std::vector<CpuTrack> cpu_tracks_;
+  std::unique_ptr<CounterAnchors> anchors_;  // null: no GPU is anchored
+  mutable std::vector<AnchorLookups> anchor_lookups_;  // scratch, under mutex_
   std::size_t next_counter_gpu_ = 0;
   double next_counter_due_s_ = -1e300;
   double last_drain_s_ = -1e300;

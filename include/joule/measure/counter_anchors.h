@@ -1,0 +1,214 @@
+// Pins window edges to the GPU energy counter.
+//
+// The counter is the only source that integrates everything, but it moves in
+// steps (every ~100 ms on an H100) and a read costs ~3.8 ms of CPU. Its steps
+// lie on a regular grid, though: on an H100 the step times fit a line to
+// within the ~1.5 ms a read takes to see them (bench/probes/counter_phase.py).
+// So a read anywhere between two steps gives the counter's value at the first
+// of them, an instant known to ~1 ms. A window's energy is then the counter's
+// change between the steps nearest its edges, plus the power-sample integral
+// over the few tens of milliseconds between each step and its edge: exact up
+// to the sample noise of those short stretches, whatever the load does.
+//
+// This class finds each GPU's step grid (back-to-back reads until two steps
+// are seen), re-checks it at growing intervals while windows are in use (a few
+// reads around one predicted step), and for every window edge reads the
+// counter inside the step intervals on either side of it. One thread serves all
+// GPUs; callers only note edges (a short lock, no driver call). Reads are
+// rationed per GPU (a token bucket): edges beyond the ration get no anchor and
+// their windows keep the sample integral.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "joule/clock.h"
+#include "joule/device/gpu.h"
+
+namespace joule {
+
+struct CounterAnchorOptions {
+  bool enabled = true;
+  // Anchor reads per GPU, sustained and in a burst. A read costs ~3.8 ms of CPU
+  // on an H100, so 4 per second is ~1.5% of a core; two edges per window, and
+  // edges that share a step share its read.
+  double reads_per_s = 4.0;
+  double burst_reads = 8.0;
+  // Reads start this long after a predicted step and must end this long
+  // before the next one: the grid error tolerated.
+  double margin_s = 0.005;
+  // An anchor farther than this from an edge is not used for it.
+  double max_distance_s = 0.3;
+  // How often the thread looks for new edges (it must see an edge before the
+  // step interval nearest to it is over).
+  double poll_s = 0.02;
+  // The grid is re-checked at most this far apart while edges keep coming,
+  // and not at all once none came for keep_locked_s (no cost when idle).
+  double recheck_every_s = 10.0;
+  double keep_locked_s = 30.0;
+  // Anchors kept (windows older than this settle without them).
+  double history_s = 30.0;
+  // A counter that does not step within this long is not anchored.
+  double max_period_s = 0.5;
+};
+
+// A counter value and the instant it describes, on the sampler's clock.
+struct CounterAnchor {
+  double step_s = 0.0;
+  double counter_j = 0.0;
+};
+
+class CounterAnchors {
+ public:
+  // Only GPUs with enabled[i] are anchored; indices follow gpus.
+  CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<bool> enabled,
+                 std::shared_ptr<const Clock> clock, CounterAnchorOptions options = {});
+  ~CounterAnchors();
+  CounterAnchors(const CounterAnchors&) = delete;
+  CounterAnchors& operator=(const CounterAnchors&) = delete;
+
+  // Starts the reading thread; on_anchor runs on it after every new anchor.
+  void start(std::function<void()> on_anchor);
+  void stop();
+
+  // Any thread, cheap (a short lock, no driver call): anchors are wanted near
+  // edge_s on every anchored GPU.
+  void note_edge(double edge_s);
+  // Does the reads that are due now; returns when it wants to be called
+  // next. The thread calls it; owners without one (virtual clocks) call it
+  // often enough to place reads between steps (every millisecond or so).
+  double poll();
+  // Keep anchors from since_s on (the oldest open window's start), beyond
+  // history_s; +infinity releases the pin.
+  void keep_from(double since_s);
+
+  enum class Status {
+    kReady,    // anchor holds the value to use
+    kPending,  // a read for this edge is still to come
+    kNone,     // no anchor will come: use the sample integral
+  };
+  // The anchors nearest on either side of an edge (within max_distance_s).
+  struct Lookup {
+    Status status = Status::kNone;
+    std::optional<CounterAnchor> before;  // at or before the edge
+    std::optional<CounterAnchor> after;
+    double pending_until_s = 0.0;  // kPending: the last step a read is planned for
+  };
+  // The anchors for both edges of [begin_s, end_s] on gpu, under one lock.
+  std::pair<Lookup, Lookup> window(std::size_t gpu, double begin_s, double end_s) const;
+  // The same for every GPU (what a window's end needs).
+  void windows(double begin_s, double end_s, std::vector<std::pair<Lookup, Lookup>>& out) const;
+
+  bool anchored(std::size_t gpu) const;
+  // E.g. "windows anchored to counter steps every 100.003 ms".
+  std::string describe(std::size_t gpu) const;
+
+  struct Stats {
+    uint64_t reads = 0;         // all counter reads, grid checks included
+    uint64_t anchors = 0;       // anchors made
+    uint64_t rationed = 0;      // edges left without an anchor by the ration
+    uint64_t relocks = 0;       // grid lost and searched again
+    double thread_cpu_s = 0.0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Read {
+    double begin_s = 0.0;
+    double end_s = 0.0;
+    uint64_t counter_mj = 0;
+    double mid_s() const { return 0.5 * (begin_s + end_s); }
+  };
+  enum class Mode { kOff, kSearch, kCheck, kLocked };
+  struct LockPoint {
+    int64_t step;
+    double time_s;
+  };
+  struct Anchor {
+    int64_t step;
+    double step_s;
+    double counter_j;
+  };
+  struct Edge {
+    double edge_s;
+    bool planned = false;  // reads for the steps on either side planned (or given up)
+  };
+  struct GpuState {
+    std::shared_ptr<Gpu> device;
+    Mode mode = Mode::kOff;
+    std::string note;  // why off, or the grid in words
+    // Searching or checking: the reads so far, and the step sought.
+    std::optional<Read> previous;
+    std::vector<double> found_steps_s;
+    double scan_until_s = 0.0;
+    int64_t check_step = 0;
+    double check_from_s = 0.0;
+    int failed_checks = 0;
+    // The grid: step k at origin_s + k * period_s.
+    double origin_s = 0.0;
+    double period_s = 0.0;
+    double period_error_s = 0.0;
+    std::deque<LockPoint> locks;
+    int64_t next_check_step = 0;
+    // Anchors (sorted by step) and the edges that want them (sorted by time).
+    std::deque<Anchor> anchors;
+    std::deque<Edge> edges;
+    std::vector<int64_t> planned;  // step intervals to read, sorted
+    double tokens = 0.0;
+    double tokens_at_s = 0.0;
+    double last_edge_s = -1e300;
+    double read_s = 0.004;  // typical read duration, learned
+  };
+  struct Action {
+    std::size_t gpu;
+    bool anchor;   // else a grid read (search or check)
+    int64_t step;  // anchor: the step interval read
+  };
+
+  void run();
+  void take_new_edges_locked();
+  void plan_locked(GpuState& g, double now_s);
+  std::optional<Action> next_action_locked(double now_s, double& wake_s);
+  void apply_grid_read_locked(GpuState& g, const Read& read, double now_s);
+  void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
+  void start_search_locked(GpuState& g, double now_s, bool again);
+  void fit_grid_locked(GpuState& g);
+  void schedule_check_locked(GpuState& g, double now_s);
+  double step_time(const GpuState& g, int64_t step) const { return g.origin_s + g.period_s * step; }
+  double grid_error_s(const GpuState& g, int64_t step) const;
+  bool checking_locked(const GpuState& g, double now_s) const;
+  // The last moment a read of step's interval may start.
+  double latest_read_s(const GpuState& g, int64_t step) const;
+  // The first step whose interval can still be read from time_s on.
+  int64_t readable_from(const GpuState& g, double time_s) const;
+  static bool has_anchor(const GpuState& g, int64_t step);
+  Lookup lookup_locked(const GpuState& g, double edge_s) const;
+  void trim_locked(GpuState& g, double now_s);
+
+  std::vector<GpuState> gpus_;
+  std::shared_ptr<const Clock> clock_;
+  CounterAnchorOptions options_;
+  mutable std::mutex mutex_;
+  std::vector<double> inbox_;  // edges noted since the last poll
+  std::vector<double> taken_;  // scratch
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+  std::function<void()> on_anchor_;
+  std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0};
+  std::atomic<double> thread_cpu_s_{0.0};
+  std::atomic<double> keep_from_s_{std::numeric_limits<double>::infinity()};
+};
+
+}  // namespace joule

@@ -1,0 +1,491 @@
+#include "joule/measure/counter_anchors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "joule/error.h"
+
+namespace joule {
+
+namespace {
+
+// A step seen between two back-to-back reads is placed at the midpoint of
+// their midpoints: within about half a read (~1.5 ms on an H100).
+constexpr double kPlacementError = 0.0015;
+// Two reads further apart than this (the thread was held up, or read
+// another GPU in between) do not place a step.
+constexpr double kMaxReadGap = 0.0015;
+// Steps closer than this are not steps: the counter moves continuously.
+constexpr double kMinPeriod = 0.005;
+constexpr std::size_t kMaxLockPoints = 32;
+constexpr double kLockPointSpan = 120.0;
+// Reads per poll() call at most, so a broken clock cannot spin it.
+constexpr int kMaxReadsPerPoll = 256;
+
+}  // namespace
+
+CounterAnchors::CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<bool> enabled,
+                               std::shared_ptr<const Clock> clock, CounterAnchorOptions options)
+    : gpus_(gpus.size()), clock_(std::move(clock)), options_(options) {
+  if (enabled.size() != gpus.size()) throw UsageError("CounterAnchors: one enabled flag per GPU");
+  if (!(options_.reads_per_s > 0 && options_.burst_reads >= 1 && options_.margin_s > kPlacementError &&
+        options_.margin_s < 0.05 && options_.poll_s > 0 && options_.max_distance_s > 0)) {
+    throw UsageError("counter anchor options out of range (reads_per_s > 0, burst >= 1, margin 2-50 ms, poll > 0)");
+  }
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    GpuState& g = gpus_[i];
+    g.device = std::move(gpus[i]);
+    g.tokens = options_.burst_reads;
+    if (!options_.enabled || !enabled[i]) {
+      g.note = "windows not anchored to the energy counter";
+    } else {
+      g.mode = Mode::kSearch;  // the first poll() starts the search
+      g.scan_until_s = std::numeric_limits<double>::quiet_NaN();
+      g.note = "finding the energy counter's steps";
+    }
+  }
+}
+
+CounterAnchors::~CounterAnchors() { stop(); }
+
+void CounterAnchors::start(std::function<void()> on_anchor) {
+  if (thread_.joinable()) return;
+  on_anchor_ = std::move(on_anchor);
+  thread_ = std::thread([this] { run(); });
+}
+
+void CounterAnchors::stop() {
+  {
+    std::lock_guard lock(wake_mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CounterAnchors::run() {
+  std::unique_lock lock(wake_mutex_);
+  while (!stop_) {
+    lock.unlock();
+    const double wake_s = poll();
+    thread_cpu_s_.store(this_thread_cpu_s());
+    lock.lock();
+    if (stop_) break;
+    // Edges arrive without a notification (that would cost the caller a
+    // system call), so the thread looks every poll_s at most.
+    const double wait_s = std::clamp(wake_s - clock_->now_s(), 0.0, options_.poll_s);
+    if (wait_s > 0) wake_.wait_for(lock, std::chrono::duration<double>(wait_s));
+  }
+}
+
+void CounterAnchors::note_edge(double edge_s) {
+  std::lock_guard lock(mutex_);
+  inbox_.push_back(edge_s);
+}
+
+double CounterAnchors::poll() {
+  double wake_s = clock_->now_s() + options_.poll_s;
+  for (int n = 0; n < kMaxReadsPerPoll; ++n) {
+    std::optional<Action> action;
+    {
+      std::lock_guard lock(mutex_);
+      const double now_s = clock_->now_s();
+      take_new_edges_locked();
+      for (GpuState& g : gpus_) plan_locked(g, now_s);
+      wake_s = now_s + options_.poll_s;
+      action = next_action_locked(now_s, wake_s);
+      if (!action) return wake_s;
+    }
+    GpuState& g = gpus_[action->gpu];  // the vector never changes size
+    Read read;
+    read.begin_s = clock_->now_s();
+    try {
+      read.counter_mj = g.device->total_energy_mj();
+    } catch (const DeviceError& e) {
+      std::lock_guard lock(mutex_);
+      g.mode = Mode::kOff;
+      g.note = fmt::format("windows not anchored: the energy counter failed ({})", e.what());
+      g.planned.clear();
+      g.edges.clear();
+      continue;
+    }
+    read.end_s = clock_->now_s();
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    bool made = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (action->anchor) {
+        apply_anchor_read_locked(g, action->step, read, made);
+      } else {
+        apply_grid_read_locked(g, read, read.end_s);
+      }
+    }
+    if (made && on_anchor_) on_anchor_();
+  }
+  return clock_->now_s();
+}
+
+void CounterAnchors::take_new_edges_locked() {
+  if (inbox_.empty()) return;
+  taken_.swap(inbox_);
+  inbox_.clear();
+  std::sort(taken_.begin(), taken_.end());
+  for (GpuState& g : gpus_) {
+    if (g.mode == Mode::kOff) continue;
+    const std::size_t old_size = g.edges.size();
+    for (const double edge_s : taken_) g.edges.push_back({edge_s, false});
+    // Edges come from several threads, nearly in order: keep them sorted.
+    std::inplace_merge(g.edges.begin(), g.edges.begin() + static_cast<std::ptrdiff_t>(old_size), g.edges.end(),
+                       [](const Edge& a, const Edge& b) { return a.edge_s < b.edge_s; });
+    g.last_edge_s = std::max(g.last_edge_s, taken_.back());
+  }
+  taken_.clear();
+}
+
+void CounterAnchors::start_search_locked(GpuState& g, double now_s, bool again) {
+  g.mode = Mode::kSearch;
+  g.previous.reset();
+  g.found_steps_s.clear();
+  g.scan_until_s = now_s + 2 * options_.max_period_s + 0.05;
+  g.locks.clear();
+  g.failed_checks = 0;
+  g.note = "finding the energy counter's steps";
+  // Reads planned on the old grid are void; their edges are planned again.
+  g.planned.clear();
+  for (Edge& edge : g.edges) edge.planned = false;
+  if (again) relocks_.fetch_add(1, std::memory_order_relaxed);
+}
+
+double CounterAnchors::latest_read_s(const GpuState& g, int64_t step) const {
+  return step_time(g, step + 1) - options_.margin_s - g.read_s;
+}
+
+int64_t CounterAnchors::readable_from(const GpuState& g, double time_s) const {
+  auto step = static_cast<int64_t>(std::floor((time_s - g.origin_s) / g.period_s));
+  if (time_s > latest_read_s(g, step)) ++step;
+  return step;
+}
+
+bool CounterAnchors::has_anchor(const GpuState& g, int64_t step) {
+  const auto it = std::lower_bound(g.anchors.begin(), g.anchors.end(), step,
+                                   [](const Anchor& a, int64_t s) { return a.step < s; });
+  return it != g.anchors.end() && it->step == step;
+}
+
+bool CounterAnchors::checking_locked(const GpuState& g, double now_s) const {
+  // While edges come, and until the checks are recheck_every_s apart (a
+  // grid refined once is cheap to confirm after an idle spell).
+  const int64_t built_steps = static_cast<int64_t>(options_.recheck_every_s / g.period_s);
+  return now_s - g.last_edge_s <= options_.keep_locked_s || g.locks.back().step - g.locks.front().step < built_steps;
+}
+
+double CounterAnchors::grid_error_s(const GpuState& g, int64_t step) const {
+  if (g.locks.empty()) return std::numeric_limits<double>::infinity();
+  const int64_t first = g.locks.front().step;
+  const int64_t last = g.locks.back().step;
+  const int64_t outside = step > last ? step - last : (step < first ? first - step : 0);
+  return kPlacementError + static_cast<double>(outside) * g.period_error_s;
+}
+
+void CounterAnchors::plan_locked(GpuState& g, double now_s) {
+  if (g.mode == Mode::kOff) return;
+  trim_locked(g, now_s);
+  if (g.mode == Mode::kSearch) {
+    if (std::isnan(g.scan_until_s)) g.scan_until_s = now_s + 2 * options_.max_period_s + 0.05;
+    if (now_s > g.scan_until_s) {
+      g.mode = Mode::kOff;
+      g.note = fmt::format("windows not anchored: the energy counter did not show two steps within {:.1f} s",
+                           2 * options_.max_period_s);
+      g.edges.clear();
+      return;
+    }
+  }
+  if (g.mode == Mode::kCheck && now_s > g.scan_until_s) {  // the step was not where predicted
+    if (++g.failed_checks >= 2) {
+      start_search_locked(g, now_s, true);
+    } else {
+      g.mode = Mode::kLocked;
+      g.next_check_step = g.check_step + 1;
+    }
+  }
+  // Edges that waited too long for a grid give up; during a search the
+  // others wait for it.
+  for (Edge& edge : g.edges) {
+    if (!edge.planned && now_s - edge.edge_s > options_.max_distance_s) edge.planned = true;
+  }
+  if (g.mode == Mode::kSearch) return;
+  // Reads whose interval passed unread (the thread was held up) are dropped:
+  // the edge's other side, or the samples, stand in.
+  g.planned.erase(std::remove_if(g.planned.begin(), g.planned.end(),
+                                 [&](int64_t step) { return now_s > latest_read_s(g, step); }),
+                  g.planned.end());
+  for (Edge& edge : g.edges) {
+    if (edge.planned) continue;
+    const auto before = static_cast<int64_t>(std::floor((edge.edge_s - g.origin_s) / g.period_s));
+    if (grid_error_s(g, before + 1) > options_.margin_s) {
+      if (g.mode == Mode::kLocked) g.next_check_step = std::min(g.next_check_step, readable_from(g, now_s) + 1);
+      continue;  // waits for a check of the grid
+    }
+    edge.planned = true;
+    // Both steps around the edge, the nearer first when the ration is short.
+    const bool after_nearer = step_time(g, before + 1) - edge.edge_s < edge.edge_s - step_time(g, before);
+    for (const int64_t step : {after_nearer ? before + 1 : before, after_nearer ? before : before + 1}) {
+      if (now_s > latest_read_s(g, step) || has_anchor(g, step) ||
+          std::binary_search(g.planned.begin(), g.planned.end(), step)) {
+        continue;
+      }
+      g.tokens = std::min(options_.burst_reads, g.tokens + (now_s - g.tokens_at_s) * options_.reads_per_s);
+      g.tokens_at_s = now_s;
+      if (g.tokens < 1.0) {
+        rationed_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      g.tokens -= 1.0;
+      g.planned.insert(std::upper_bound(g.planned.begin(), g.planned.end(), step), step);
+    }
+  }
+
+  // Re-check the grid where its error would reach the margin, while in use.
+  if (g.mode == Mode::kLocked && checking_locked(g, now_s)) {
+    int64_t check = g.next_check_step;
+    double half_width_s = grid_error_s(g, check) + 0.001;
+    if (now_s > step_time(g, check) - 0.5 * half_width_s) {  // too late for this step: a later one
+      check = readable_from(g, now_s + half_width_s) + 1;
+      half_width_s = grid_error_s(g, check) + 0.001;
+      g.next_check_step = check;
+    }
+    if (half_width_s > 0.3 * g.period_s) {
+      start_search_locked(g, now_s, true);
+    } else if (now_s >= step_time(g, check) - half_width_s - g.read_s) {
+      g.mode = Mode::kCheck;
+      g.check_step = check;
+      g.check_from_s = step_time(g, check) - half_width_s;
+      g.scan_until_s = step_time(g, check) + half_width_s + g.read_s;
+      g.previous.reset();
+    }
+  }
+}
+
+std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double now_s, double& wake_s) {
+  std::optional<Action> best;
+  double best_deadline_s = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    GpuState& g = gpus_[i];
+    if (g.mode == Mode::kOff) continue;
+    // Searching and checking read back to back (never twice at one instant,
+    // which a virtual clock would allow): a little slack, so an anchor read
+    // about to miss its interval goes first.
+    const bool scanning = g.mode == Mode::kSearch || (g.mode == Mode::kCheck && now_s >= g.check_from_s);
+    if (g.mode == Mode::kCheck && now_s < g.check_from_s) wake_s = std::min(wake_s, g.check_from_s);
+    if (scanning) {
+      if (!g.previous || now_s > g.previous->end_s) {
+        if (now_s + 0.02 < best_deadline_s) {
+          best = Action{i, false, 0};
+          best_deadline_s = now_s + 0.02;
+        }
+      } else {
+        wake_s = std::min(wake_s, now_s + 0.001);
+      }
+    }
+    if (g.mode == Mode::kSearch) continue;
+    for (const int64_t step : g.planned) {
+      const double earliest_s = step_time(g, step) + options_.margin_s;
+      const double latest_s = step_time(g, step + 1) - options_.margin_s - g.read_s;
+      if (now_s < earliest_s) {
+        wake_s = std::min(wake_s, earliest_s);
+      } else if (now_s <= latest_s && latest_s < best_deadline_s) {
+        best = Action{i, true, step};
+        best_deadline_s = latest_s;
+      }
+    }
+    if (g.mode == Mode::kLocked && checking_locked(g, now_s)) {
+      wake_s = std::min(wake_s, step_time(g, g.next_check_step) - grid_error_s(g, g.next_check_step) - 0.001 - g.read_s);
+    }
+  }
+  return best;
+}
+
+void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, double now_s) {
+  const std::optional<Read> previous = g.previous;
+  g.previous = read;
+  g.read_s = 0.8 * g.read_s + 0.2 * (read.end_s - read.begin_s);
+  if (!previous || read.counter_mj == previous->counter_mj) return;
+  const bool placed = read.counter_mj > previous->counter_mj && read.begin_s - previous->end_s <= kMaxReadGap;
+  const double step_s = 0.5 * (previous->mid_s() + read.mid_s());
+  if (g.mode == Mode::kSearch) {
+    if (!placed) {
+      g.found_steps_s.clear();  // two steps found must be neighbours
+      return;
+    }
+    g.found_steps_s.push_back(step_s);
+    if (g.found_steps_s.size() < 2) return;
+    const double period_s = g.found_steps_s[1] - g.found_steps_s[0];
+    if (period_s < kMinPeriod) {
+      g.mode = Mode::kOff;
+      g.note = "windows not anchored: the energy counter moves at every read (no steps to lock onto)";
+      g.edges.clear();
+      return;
+    }
+    g.origin_s = g.found_steps_s[0];
+    g.period_s = period_s;
+    g.locks = {{0, g.found_steps_s[0]}, {1, g.found_steps_s[1]}};
+    g.period_error_s = 2 * kPlacementError;
+    g.mode = Mode::kLocked;
+    schedule_check_locked(g, now_s);
+    return;
+  }
+  if (g.mode != Mode::kCheck) return;
+  const int64_t step = std::llround((step_s - g.origin_s) / g.period_s);
+  if (placed && step == g.check_step) {
+    g.locks.push_back({step, step_s});
+    fit_grid_locked(g);
+    g.failed_checks = 0;
+    g.mode = Mode::kLocked;
+    schedule_check_locked(g, now_s);
+  } else {
+    g.scan_until_s = now_s - 1.0;  // a failed check; plan_locked decides what next
+  }
+}
+
+void CounterAnchors::fit_grid_locked(GpuState& g) {
+  while (g.locks.size() > kMaxLockPoints ||
+         (g.locks.size() > 2 && g.locks.back().time_s - g.locks.front().time_s > kLockPointSpan)) {
+    g.locks.pop_front();
+  }
+  double mean_k = 0, mean_t = 0;
+  for (const LockPoint& p : g.locks) {
+    mean_k += static_cast<double>(p.step);
+    mean_t += p.time_s;
+  }
+  mean_k /= static_cast<double>(g.locks.size());
+  mean_t /= static_cast<double>(g.locks.size());
+  double skt = 0, skk = 0;
+  for (const LockPoint& p : g.locks) {
+    const double dk = static_cast<double>(p.step) - mean_k;
+    skt += dk * (p.time_s - mean_t);
+    skk += dk * dk;
+  }
+  if (skk <= 0) return;
+  g.period_s = skt / skk;
+  g.origin_s = mean_t - g.period_s * mean_k;
+  g.period_error_s =
+      2 * kPlacementError / static_cast<double>(std::max<int64_t>(1, g.locks.back().step - g.locks.front().step));
+}
+
+void CounterAnchors::schedule_check_locked(GpuState& g, double now_s) {
+  (void)now_s;
+  // The next check where the predicted error would reach the margin (less
+  // the check's own slack), but at least every recheck_every_s.
+  const double room_s = options_.margin_s - kPlacementError - 0.001;
+  const auto most = static_cast<int64_t>(std::max(1.0, options_.recheck_every_s / g.period_s));
+  const auto steps = std::clamp<int64_t>(static_cast<int64_t>(room_s / g.period_error_s), 1, most);
+  g.next_check_step = g.locks.back().step + steps;
+  g.note = fmt::format("windows anchored to energy-counter steps every {:.3f} ms", 1e3 * g.period_s);
+}
+
+void CounterAnchors::apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made) {
+  g.planned.erase(std::remove(g.planned.begin(), g.planned.end(), step), g.planned.end());
+  if (g.mode == Mode::kOff || g.mode == Mode::kSearch) return;  // the grid was lost meanwhile
+  g.read_s = 0.8 * g.read_s + 0.2 * (read.end_s - read.begin_s);
+  const bool inside = read.begin_s >= step_time(g, step) + options_.margin_s - 1e-9 &&
+                      read.end_s <= step_time(g, step + 1) - 0.5 * options_.margin_s;
+  if (!inside) return;  // held up: the read may have seen the next step
+  const double counter_j = static_cast<double>(read.counter_mj) / 1000.0;
+  // Values must grow from step to step; otherwise the grid is wrong.
+  auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), step,
+                                [](int64_t s, const Anchor& a) { return s < a.step; });
+  const bool repeated = after != g.anchors.begin() && std::prev(after)->step == step &&
+                        std::prev(after)->counter_j == counter_j;
+  const bool consistent = repeated || ((after == g.anchors.begin() || std::prev(after)->counter_j < counter_j) &&
+                                       (after == g.anchors.end() || after->counter_j > counter_j));
+  if (!consistent) {
+    g.anchors.clear();
+    start_search_locked(g, read.end_s, true);
+    return;
+  }
+  if (!repeated) g.anchors.insert(after, Anchor{step, step_time(g, step), counter_j});
+  anchors_made_.fetch_add(1, std::memory_order_relaxed);
+  made = true;
+}
+
+void CounterAnchors::trim_locked(GpuState& g, double now_s) {
+  const double keep_from_s = std::min(now_s - options_.history_s, keep_from_s_.load() - options_.max_distance_s);
+  while (!g.anchors.empty() && g.anchors.front().step_s < keep_from_s) g.anchors.pop_front();
+  while (!g.edges.empty() && g.edges.front().planned && g.edges.front().edge_s < keep_from_s) g.edges.pop_front();
+}
+
+void CounterAnchors::keep_from(double since_s) { keep_from_s_.store(since_s); }
+
+CounterAnchors::Lookup CounterAnchors::lookup_locked(const GpuState& g, double edge_s) const {
+  Lookup result;
+  if (std::find(inbox_.begin(), inbox_.end(), edge_s) != inbox_.end()) {
+    result.status = g.mode == Mode::kOff ? Status::kNone : Status::kPending;
+    result.pending_until_s = edge_s + g.period_s;
+    return result;
+  }
+  const auto edge = std::lower_bound(g.edges.begin(), g.edges.end(), edge_s,
+                                     [](const Edge& e, double t) { return e.edge_s < t; });
+  if (edge != g.edges.end() && edge->edge_s == edge_s && g.mode != Mode::kSearch && g.period_s > 0) {
+    const auto before = static_cast<int64_t>(std::floor((edge_s - g.origin_s) / g.period_s));
+    if (!edge->planned || std::binary_search(g.planned.begin(), g.planned.end(), before) ||
+        std::binary_search(g.planned.begin(), g.planned.end(), before + 1)) {
+      result.status = Status::kPending;
+      result.pending_until_s = step_time(g, before + 1);
+      return result;
+    }
+  } else if (edge != g.edges.end() && edge->edge_s == edge_s && !edge->planned) {
+    result.status = Status::kPending;  // waits for the grid
+    result.pending_until_s = edge_s;
+    return result;
+  }
+  // The anchors on either side, whichever edges they were read for.
+  const auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), edge_s,
+                                      [](double t, const Anchor& a) { return t < a.step_s; });
+  if (after != g.anchors.end() && after->step_s - edge_s <= options_.max_distance_s) {
+    result.after = CounterAnchor{after->step_s, after->counter_j};
+  }
+  if (after != g.anchors.begin() && edge_s - std::prev(after)->step_s <= options_.max_distance_s) {
+    result.before = CounterAnchor{std::prev(after)->step_s, std::prev(after)->counter_j};
+  }
+  result.status = result.before || result.after ? Status::kReady : Status::kNone;
+  return result;
+}
+
+std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup> CounterAnchors::window(std::size_t gpu, double begin_s,
+                                                                                 double end_s) const {
+  std::lock_guard lock(mutex_);
+  const GpuState& g = gpus_.at(gpu);
+  return {lookup_locked(g, begin_s), lookup_locked(g, end_s)};
+}
+
+void CounterAnchors::windows(double begin_s, double end_s, std::vector<std::pair<Lookup, Lookup>>& out) const {
+  out.clear();
+  std::lock_guard lock(mutex_);
+  for (const GpuState& g : gpus_) out.emplace_back(lookup_locked(g, begin_s), lookup_locked(g, end_s));
+}
+
+bool CounterAnchors::anchored(std::size_t gpu) const {
+  std::lock_guard lock(mutex_);
+  return gpus_.at(gpu).mode != Mode::kOff;
+}
+
+std::string CounterAnchors::describe(std::size_t gpu) const {
+  std::lock_guard lock(mutex_);
+  return gpus_.at(gpu).note;
+}
+
+CounterAnchors::Stats CounterAnchors::stats() const {
+  Stats stats;
+  stats.reads = reads_.load();
+  stats.anchors = anchors_made_.load();
+  stats.rationed = rationed_.load();
+  stats.relocks = relocks_.load();
+  stats.thread_cpu_s = thread_cpu_s_.load();
+  return stats;
+}
+
+}  // namespace joule
