@@ -15,8 +15,10 @@
 // 10% (steady edges), where the reference is exact up to the step timing.
 //
 // Methods, on the same windows of one run, each with its own Gpu object:
-//   samples       joule's default (the driver's power samples): the value
-//                 end_window returns, and the value settle() returns
+//   default       joule's default (the driver's power samples, windows
+//                 anchored to energy-counter steps near their edges): the
+//                 value end_window returns, and the value settle() returns
+//   samples       the power samples alone (anchoring off), settled
 //   usage         power usage integrated per tick (joule 0.1's default)
 //   instant       the instantaneous power field
 //   sync-counter  the counter read synchronously at both edges (as Zeus's
@@ -286,13 +288,15 @@ class CounterReference {
 
 // ---------------------------------------------------------------- methods
 
-enum Source { kSamples, kUsage, kInstant, kSourceCount };
+enum Source { kSamples, kSamplesAlone, kUsage, kInstant, kSourceCount };
 // $JOULE_NVML_POWER_SOURCE for each monitor's Gpu object.
-constexpr std::array<const char*, kSourceCount> kSourceEnv = {"samples", "usage", "instant"};
+constexpr std::array<const char*, kSourceCount> kSourceEnv = {"samples", "samples", "usage", "instant"};
+constexpr std::array<const char*, kSourceCount> kSourceNames = {"default", "samples-alone", "usage", "instant"};
 
 enum Method {
   kSamplesImmediate,
   kSamplesSettled,
+  kSamplesAloneSettled,
   kUsageImmediate,
   kUsageSettled,
   kInstantSettled,
@@ -300,9 +304,11 @@ enum Method {
   kMethodCount
 };
 constexpr std::array<const char*, kMethodCount> kMethodIds = {
-    "samples-immediate", "samples-settled", "usage-immediate", "usage-settled", "instant-settled", "sync-counter"};
+    "default-immediate", "default-settled", "samples-settled", "usage-immediate", "usage-settled", "instant-settled",
+    "sync-counter"};
 constexpr std::array<const char*, kMethodCount> kMethodLabels = {
-    "power samples (default), immediate", "power samples (default), settled", "power usage (old default), immediate",
+    "joule default, immediate", "joule default (counter-anchored), settled", "power samples alone, settled",
+    "power usage (first default), immediate",
     "power usage (old default), settled", "instantaneous field, settled", "sync counter reads at the edges"};
 
 // Opens the GPU under test anew, with $JOULE_NVML_POWER_SOURCE = source while
@@ -333,8 +339,10 @@ Rig open_rig(const Options& o, std::vector<std::shared_ptr<Gpu>>& keep_alive) {
   Rig rig;
   for (int s = 0; s < kSourceCount; ++s) {
     std::vector<std::shared_ptr<Gpu>> gpus = {open_gpu(o, kSourceEnv[s], keep_alive)};
+    joule::MonitorOptions options;
+    options.sampler.counter_anchors.enabled = s != kSamplesAlone;
     rig.monitors[s] = std::make_unique<Monitor>(std::move(gpus), std::vector<std::shared_ptr<joule::CpuEnergyZone>>{},
-                                                joule::SteadyClock::instance());
+                                                joule::SteadyClock::instance(), options);
   }
   rig.sync_gpu = open_gpu(o, "usage", keep_alive);
   return rig;
@@ -367,6 +375,7 @@ struct SettleStats {  // the default method's
   std::vector<double> end_to_value_s;  // window end to settle()'s return
   int already_settled = 0;             // end_window's value was final
   int settled = 0;                     // settle()'s value was final
+  int anchored = 0;                    // ... and counter-anchored
 };
 
 Interval interval_of(const Measurement& m) {
@@ -398,12 +407,16 @@ void settle_into(Rig& rig, const Ended& ended, Window& w, SettleStats* stats) {
     stats->end_to_value_s.push_back(return_s - samples.end_s());
     stats->already_settled += ended[kSamples].settled;
     stats->settled += samples.settled;
+    stats->anchored += samples.gpu_sources.at(0).counter_anchored;
   }
+  w.by_method[kSamplesAloneSettled] =
+      interval_of(rig.monitors[kSamplesAlone]->settle(ended[kSamplesAlone], kSettleTimeoutS));
   w.by_method[kSamplesSettled] = interval_of(samples);
   w.by_method[kUsageSettled] = interval_of(rig.monitors[kUsage]->settle(ended[kUsage], kSettleTimeoutS));
   const Measurement instant = rig.monitors[kInstant]->settle(ended[kInstant], kSettleTimeoutS);
   w.by_method[kInstantSettled] = interval_of(instant);
-  rig.sources = {samples.gpu_sources.at(0), ended[kUsage].gpu_sources.at(0), instant.gpu_sources.at(0)};
+  rig.sources = {samples.gpu_sources.at(0), ended[kSamplesAlone].gpu_sources.at(0), ended[kUsage].gpu_sources.at(0),
+                 instant.gpu_sources.at(0)};
 }
 
 // With a poller (--align), each edge comes right after the reference sees
@@ -560,19 +573,24 @@ void print_settle(const SettleStats& stats) {
   if (n == 0) return;
   fmt::print("default method, settle(): took median {:.1f} ms, max {:.1f} ms (window end to settled value: median "
              "{:.1f} ms, max {:.1f} ms); end_window's value already settled in {}/{} windows ({:.1f}%); settled "
-             "after settle() in {}/{}\n",
+             "after settle() in {}/{}, counter-anchored in {}/{}\n",
              1e3 * joule::bench::median(stats.call_s), 1e3 * max_of(stats.call_s),
              1e3 * joule::bench::median(stats.end_to_value_s), 1e3 * max_of(stats.end_to_value_s),
-             stats.already_settled, n, 100.0 * stats.already_settled / static_cast<double>(n), stats.settled, n);
+             stats.already_settled, n, 100.0 * stats.already_settled / static_cast<double>(n), stats.settled, n,
+             stats.anchored, n);
 }
 
 void print_sources(const Rig& rig) {
   for (int s = 0; s < kSourceCount; ++s) {
     const auto& source = rig.sources[s];
-    fmt::print("monitor {}: {} [{}], calibration scale {:.4f}\n", kSourceEnv[s],
+    fmt::print("monitor {}: {} [{}], calibration scale {:.4f}\n", kSourceNames[s],
                rig.monitors[s]->sampler().gpu_method_description(0), joule::to_string(source.method),
                source.calibration_scale);
   }
+  const joule::CounterAnchors::Stats anchors = rig.monitors[kSamples]->sampler().stats().anchors;
+  fmt::print("default monitor's anchors: {} counter reads, {} anchors, {} edge sides over the ration, {} grid "
+             "searches repeated, reader thread CPU {:.3f} s\n",
+             anchors.reads, anchors.anchors, anchors.rationed, anchors.relocks, anchors.thread_cpu_s);
   fmt::print("monitor sync-counter: total_energy_mj() at both edges on its own Gpu object; a read took median "
              "{:.2f} ms, max {:.2f} ms\n",
              1e3 * joule::bench::median(rig.sync_read_s), 1e3 * max_of(rig.sync_read_s));

@@ -1,6 +1,9 @@
 // CPU cost of the sampler thread: N GPUs sampled at a fixed rate for a while,
 // reported as a percentage of one core. Run:
 //   build/bin/joule_bench_sampler_cost --backend fake --gpus 8 --hz 100 --seconds 10
+// --windows-per-s F notes window edges as a Monitor does (a window of half a
+// period every 1/F s, so 2F edges a second that share no counter step): the
+// counter anchors are then read, and their thread's CPU is reported too.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -17,6 +20,7 @@ int main(int argc, char** argv) {
   bool all_fields = false;
   bool window_open = false;  // a measurement window open throughout (drains power samples every tick)
   double counter_interval_s = joule::SamplerOptions{}.counter_interval_s;
+  double windows_per_s = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string {
@@ -33,9 +37,10 @@ int main(int argc, char** argv) {
     else if (arg == "--all-fields") all_fields = true;
     else if (arg == "--window") window_open = true;
     else if (arg == "--counter-interval-s") counter_interval_s = std::stod(next());
+    else if (arg == "--windows-per-s") windows_per_s = std::stod(next());
     else {
       fmt::print(stderr, "usage: joule_bench_sampler_cost [--backend sim|fake|nvml] [--gpus N] [--hz F] "
-                         "[--seconds S] [--all-fields] [--window] [--counter-interval-s S]\n");
+                         "[--seconds S] [--all-fields] [--window] [--windows-per-s F] [--counter-interval-s S]\n");
       return 2;
     }
   }
@@ -47,18 +52,33 @@ int main(int argc, char** argv) {
   const double cpu_before_s = joule::bench::process_cpu_s();
   joule::Sampler sampler(gpus, {}, joule::SteadyClock::instance(), options);
   sampler.start();
-  if (window_open) sampler.pin_history(joule::SteadyClock::instance()->now_s());
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const auto clock = joule::SteadyClock::instance();
+  if (window_open || windows_per_s > 0) sampler.pin_history(clock->now_s());
+  if (windows_per_s > 0) {
+    const double period_s = 1.0 / windows_per_s;
+    for (double t = clock->now_s(), stop_s = t + seconds; t < stop_s; t += period_s) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(t - clock->now_s()));
+      sampler.note_window_edge(clock->now_s());
+      std::this_thread::sleep_for(std::chrono::duration<double>(t + 0.5 * period_s - clock->now_s()));
+      sampler.note_window_edge(clock->now_s());
+    }
+  } else {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
   const auto stats = sampler.stats();
   sampler.stop();
   const double process_cpu_s = joule::bench::process_cpu_s() - cpu_before_s;
-  fmt::print("backend={} gpus={} rate={:.0f} Hz fields={} window={} duration={:.2f} s\n", backend, gpus.size(), hz,
-             all_fields ? "all" : "power", window_open ? "open" : "none", stats.running_s);
+  fmt::print("backend={} gpus={} rate={:.0f} Hz fields={} window={} windows/s={:g} duration={:.2f} s\n", backend,
+             gpus.size(), hz, all_fields ? "all" : "power", window_open ? "open" : "none", windows_per_s,
+             stats.running_s);
   if (!gpus.empty()) fmt::print("gpu0 energy: {}\n", sampler.gpu_method_description(0));
   fmt::print("ticks={} ({:.1f} Hz achieved) counter_reads={} sample_drains={} sample_gaps={}\n", stats.ticks,
              stats.ticks / stats.running_s, stats.counter_reads, stats.sample_drains, stats.sample_gaps);
   fmt::print("sampler thread CPU: {:.4f} s = {:.3f}% of one core\n", stats.thread_cpu_s,
              100.0 * stats.thread_cpu_s / stats.running_s);
+  fmt::print("anchor reader CPU:  {:.4f} s = {:.3f}% of one core ({} counter reads, {} anchors, {} rationed)\n",
+             stats.anchors.thread_cpu_s, 100.0 * stats.anchors.thread_cpu_s / stats.running_s, stats.anchors.reads,
+             stats.anchors.anchors, stats.anchors.rationed);
   fmt::print("whole process CPU:  {:.4f} s = {:.3f}% of one core\n", process_cpu_s,
              100.0 * process_cpu_s / stats.running_s);
   return 0;

@@ -14,14 +14,19 @@ namespace joule {
 namespace {
 
 // A step seen between two back-to-back reads is placed at the midpoint of
-// their midpoints: within about half a read (~1.5 ms on an H100).
-constexpr double kPlacementError = 0.0015;
+// their midpoints: within about half a read (~2 ms on an H100) of wherever
+// inside a read the driver takes its value, plus this.
+constexpr double kPlacementSlackS = 0.0005;
 // Two reads further apart than this (the thread was held up, or read
 // another GPU in between) do not place a step.
 constexpr double kMaxReadGap = 0.0015;
 // Steps closer than this are not steps: the counter moves continuously.
 constexpr double kMinPeriod = 0.005;
+constexpr double kNever = -1e300;
 constexpr std::size_t kMaxLockPoints = 32;
+// A grid whose checks span this many steps knows its period to a tenth of
+// the placement error per step: it survives a few skipped checks.
+constexpr int64_t kBuiltSteps = 20;
 constexpr double kLockPointSpan = 120.0;
 // Reads per poll() call at most, so a broken clock cannot spin it.
 constexpr int kMaxReadsPerPoll = 256;
@@ -32,7 +37,7 @@ CounterAnchors::CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vect
                                std::shared_ptr<const Clock> clock, CounterAnchorOptions options)
     : gpus_(gpus.size()), clock_(std::move(clock)), options_(options) {
   if (enabled.size() != gpus.size()) throw UsageError("CounterAnchors: one enabled flag per GPU");
-  if (!(options_.reads_per_s > 0 && options_.burst_reads >= 1 && options_.margin_s > kPlacementError &&
+  if (!(options_.reads_per_s > 0 && options_.burst_reads >= 1 && options_.margin_s > 0.002 &&
         options_.margin_s < 0.05 && options_.poll_s > 0 && options_.max_distance_s > 0)) {
     throw UsageError("counter anchor options out of range (reads_per_s > 0, burst >= 1, margin 2-50 ms, poll > 0)");
   }
@@ -150,7 +155,7 @@ void CounterAnchors::start_search_locked(GpuState& g, double now_s, bool again) 
   g.mode = Mode::kSearch;
   g.previous.reset();
   g.found_steps_s.clear();
-  g.scan_until_s = now_s + 2 * options_.max_period_s + 0.05;
+  g.scan_until_s = std::numeric_limits<double>::quiet_NaN();  // set by the first read
   g.locks.clear();
   g.failed_checks = 0;
   g.note = "finding the energy counter's steps";
@@ -159,6 +164,8 @@ void CounterAnchors::start_search_locked(GpuState& g, double now_s, bool again) 
   for (Edge& edge : g.edges) edge.planned = false;
   if (again) relocks_.fetch_add(1, std::memory_order_relaxed);
 }
+
+double CounterAnchors::placement_error_s(const GpuState& g) { return 0.5 * g.read_s + kPlacementSlackS; }
 
 double CounterAnchors::latest_read_s(const GpuState& g, int64_t step) const {
   return step_time(g, step + 1) - options_.margin_s - g.read_s;
@@ -176,6 +183,13 @@ bool CounterAnchors::has_anchor(const GpuState& g, int64_t step) {
   return it != g.anchors.end() && it->step == step;
 }
 
+bool CounterAnchors::built_locked(const GpuState& g) const {
+  // Checks far enough apart that one skipped costs little.
+  if (g.mode == Mode::kOff) return true;
+  if (g.mode == Mode::kSearch || g.locks.empty()) return false;
+  return g.locks.back().step - g.locks.front().step >= kBuiltSteps;
+}
+
 bool CounterAnchors::checking_locked(const GpuState& g, double now_s) const {
   // While edges come, and until the checks are recheck_every_s apart (a
   // grid refined once is cheap to confirm after an idle spell).
@@ -188,15 +202,14 @@ double CounterAnchors::grid_error_s(const GpuState& g, int64_t step) const {
   const int64_t first = g.locks.front().step;
   const int64_t last = g.locks.back().step;
   const int64_t outside = step > last ? step - last : (step < first ? first - step : 0);
-  return kPlacementError + static_cast<double>(outside) * g.period_error_s;
+  return placement_error_s(g) + static_cast<double>(outside) * g.period_error_s;
 }
 
 void CounterAnchors::plan_locked(GpuState& g, double now_s) {
   if (g.mode == Mode::kOff) return;
   trim_locked(g, now_s);
   if (g.mode == Mode::kSearch) {
-    if (std::isnan(g.scan_until_s)) g.scan_until_s = now_s + 2 * options_.max_period_s + 0.05;
-    if (now_s > g.scan_until_s) {
+    if (now_s > g.scan_until_s) {  // false while NaN: the search has not started
       g.mode = Mode::kOff;
       g.note = fmt::format("windows not anchored: the energy counter did not show two steps within {:.1f} s",
                            2 * options_.max_period_s);
@@ -204,7 +217,13 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
       return;
     }
   }
-  if (g.mode == Mode::kCheck && now_s > g.scan_until_s) {  // the step was not where predicted
+  if (g.mode == Mode::kCheck && !g.previous && now_s > g.check_from_s + 0.001) {
+    // Another GPU held the scan when this check was due: a later step.
+    g.mode = Mode::kLocked;
+    g.next_check_step = g.check_step + 1;
+  }
+  if (g.mode == Mode::kCheck && now_s > g.scan_until_s) {
+    // The step was not where predicted: twice, and the grid is sought anew.
     if (++g.failed_checks >= 2) {
       start_search_locked(g, now_s, true);
     } else {
@@ -212,10 +231,13 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
       g.next_check_step = g.check_step + 1;
     }
   }
-  // Edges that waited too long for a grid give up; during a search the
-  // others wait for it.
+  // Edges get no anchor while the grid is sought (that takes a few hundred
+  // ms: their windows keep the samples, without waiting), nor when they
+  // waited too long for a check of the grid.
   for (Edge& edge : g.edges) {
-    if (!edge.planned && now_s - edge.edge_s > options_.max_distance_s) edge.planned = true;
+    if (!edge.planned && (g.mode == Mode::kSearch || now_s - edge.edge_s > options_.max_distance_s)) {
+      edge.planned = true;
+    }
   }
   if (g.mode == Mode::kSearch) return;
   // Reads whose interval passed unread (the thread was held up) are dropped:
@@ -253,17 +275,19 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
   if (g.mode == Mode::kLocked && checking_locked(g, now_s)) {
     int64_t check = g.next_check_step;
     double half_width_s = grid_error_s(g, check) + 0.001;
-    if (now_s > step_time(g, check) - 0.5 * half_width_s) {  // too late for this step: a later one
+    // The scan's first read must take its value before the window around
+    // the predicted step opens, wherever in the read the driver takes it.
+    if (now_s > step_time(g, check) - 0.5 * half_width_s - g.read_s) {  // too late for this step: a later one
       check = readable_from(g, now_s + half_width_s) + 1;
       half_width_s = grid_error_s(g, check) + 0.001;
       g.next_check_step = check;
     }
     if (half_width_s > 0.3 * g.period_s) {
       start_search_locked(g, now_s, true);
-    } else if (now_s >= step_time(g, check) - half_width_s - g.read_s) {
+    } else if (now_s >= step_time(g, check) - half_width_s - g.read_s - 0.002) {
       g.mode = Mode::kCheck;
       g.check_step = check;
-      g.check_from_s = step_time(g, check) - half_width_s;
+      g.check_from_s = step_time(g, check) - half_width_s - g.read_s;
       g.scan_until_s = step_time(g, check) + half_width_s + g.read_s;
       g.previous.reset();
     }
@@ -271,24 +295,34 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
 }
 
 std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double now_s, double& wake_s) {
+  if (searching_gpu_ != kNoGpu && built_locked(gpus_[searching_gpu_])) searching_gpu_ = kNoGpu;
+  if (checking_gpu_ != kNoGpu && gpus_[checking_gpu_].mode != Mode::kCheck) checking_gpu_ = kNoGpu;
   std::optional<Action> best;
   double best_deadline_s = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     GpuState& g = gpus_[i];
     if (g.mode == Mode::kOff) continue;
-    // Searching and checking read back to back (never twice at one instant,
-    // which a virtual clock would allow): a little slack, so an anchor read
-    // about to miss its interval goes first.
-    const bool scanning = g.mode == Mode::kSearch || (g.mode == Mode::kCheck && now_s >= g.check_from_s);
+    // Searches and checks read back to back (but never twice at one instant,
+    // which a virtual clock allows); reads of another GPU in between would
+    // leave gaps too wide to place a step. So one GPU at a time is brought
+    // up (its search, then the checks that refine its period), and its reads
+    // go first; the checks of GPUs already built wait for each other and
+    // skip a step when they collide. An anchor read about to miss its
+    // interval goes before any of them.
+    const bool bringing_up = searching_gpu_ == i;
+    // A GPU is brought up at its first window edge: no cost until windows are used.
+    const bool searching = g.mode == Mode::kSearch && g.last_edge_s > kNever &&
+                           (bringing_up || searching_gpu_ == kNoGpu);
+    const bool checking = g.mode == Mode::kCheck && now_s >= g.check_from_s &&
+                          (bringing_up || checking_gpu_ == i || checking_gpu_ == kNoGpu);
     if (g.mode == Mode::kCheck && now_s < g.check_from_s) wake_s = std::min(wake_s, g.check_from_s);
-    if (scanning) {
-      if (!g.previous || now_s > g.previous->end_s) {
-        if (now_s + 0.02 < best_deadline_s) {
-          best = Action{i, false, 0};
-          best_deadline_s = now_s + 0.02;
-        }
-      } else {
+    if (searching || checking) {
+      const double deadline_s = now_s + (bringing_up ? 0.003 : 0.004);
+      if (g.previous && now_s <= g.previous->end_s) {
         wake_s = std::min(wake_s, now_s + 0.001);
+      } else if (deadline_s < best_deadline_s) {
+        best = Action{i, false, 0};
+        best_deadline_s = deadline_s;
       }
     }
     if (g.mode == Mode::kSearch) continue;
@@ -303,7 +337,14 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
       }
     }
     if (g.mode == Mode::kLocked && checking_locked(g, now_s)) {
-      wake_s = std::min(wake_s, step_time(g, g.next_check_step) - grid_error_s(g, g.next_check_step) - 0.001 - g.read_s);
+      wake_s = std::min(wake_s, step_time(g, g.next_check_step) - grid_error_s(g, g.next_check_step) - 0.003 - g.read_s);
+    }
+  }
+  if (best && !best->anchor) {
+    if (gpus_[best->gpu].mode == Mode::kSearch) {
+      searching_gpu_ = best->gpu;
+    } else if (searching_gpu_ != best->gpu) {
+      checking_gpu_ = best->gpu;
     }
   }
   return best;
@@ -311,6 +352,7 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
 
 void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, double now_s) {
   const std::optional<Read> previous = g.previous;
+  if (!previous && g.mode == Mode::kSearch) g.scan_until_s = read.begin_s + 2 * options_.max_period_s + 0.05;
   g.previous = read;
   g.read_s = 0.8 * g.read_s + 0.2 * (read.end_s - read.begin_s);
   if (!previous || read.counter_mj == previous->counter_mj) return;
@@ -333,7 +375,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     g.origin_s = g.found_steps_s[0];
     g.period_s = period_s;
     g.locks = {{0, g.found_steps_s[0]}, {1, g.found_steps_s[1]}};
-    g.period_error_s = 2 * kPlacementError;
+    g.period_error_s = 2 * placement_error_s(g);
     g.mode = Mode::kLocked;
     schedule_check_locked(g, now_s);
     return;
@@ -373,14 +415,14 @@ void CounterAnchors::fit_grid_locked(GpuState& g) {
   g.period_s = skt / skk;
   g.origin_s = mean_t - g.period_s * mean_k;
   g.period_error_s =
-      2 * kPlacementError / static_cast<double>(std::max<int64_t>(1, g.locks.back().step - g.locks.front().step));
+      2 * placement_error_s(g) / static_cast<double>(std::max<int64_t>(1, g.locks.back().step - g.locks.front().step));
 }
 
 void CounterAnchors::schedule_check_locked(GpuState& g, double now_s) {
   (void)now_s;
   // The next check where the predicted error would reach the margin (less
   // the check's own slack), but at least every recheck_every_s.
-  const double room_s = options_.margin_s - kPlacementError - 0.001;
+  const double room_s = std::max(0.0, options_.margin_s - placement_error_s(g) - 0.001);
   const auto most = static_cast<int64_t>(std::max(1.0, options_.recheck_every_s / g.period_s));
   const auto steps = std::clamp<int64_t>(static_cast<int64_t>(room_s / g.period_error_s), 1, most);
   g.next_check_step = g.locks.back().step + steps;

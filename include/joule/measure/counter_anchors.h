@@ -40,8 +40,9 @@ namespace joule {
 struct CounterAnchorOptions {
   bool enabled = true;
   // Anchor reads per GPU, sustained and in a burst. A read costs ~3.8 ms of CPU
-  // on an H100, so 4 per second is ~1.5% of a core; two edges per window, and
-  // edges that share a step share its read.
+  // on an H100 (3.0 ms of it on the CPU), so 4 per second is ~1.2% of a core:
+  // both sides of both edges of a window a second (edges that share a step
+  // share its read); beyond that, the side nearer the edge first.
   double reads_per_s = 4.0;
   double burst_reads = 8.0;
   // Reads start this long after a predicted step and must end this long
@@ -187,11 +188,13 @@ class CounterAnchors {
   double step_time(const GpuState& g, int64_t step) const { return g.origin_s + g.period_s * step; }
   double grid_error_s(const GpuState& g, int64_t step) const;
   bool checking_locked(const GpuState& g, double now_s) const;
+  bool built_locked(const GpuState& g) const;
   // The last moment a read of step's interval may start.
   double latest_read_s(const GpuState& g, int64_t step) const;
   // The first step whose interval can still be read from time_s on.
   int64_t readable_from(const GpuState& g, double time_s) const;
   static bool has_anchor(const GpuState& g, int64_t step);
+  static double placement_error_s(const GpuState& g);
   Lookup lookup_locked(const GpuState& g, double edge_s) const;
   void trim_locked(GpuState& g, double now_s);
 
@@ -200,6 +203,9 @@ class CounterAnchors {
   CounterAnchorOptions options_;
   mutable std::mutex mutex_;
   std::vector<double> inbox_;  // edges noted since the last poll
+  static constexpr std::size_t kNoGpu = static_cast<std::size_t>(-1);
+  std::size_t searching_gpu_ = kNoGpu;  // the GPU being brought up (search, first checks)
+  std::size_t checking_gpu_ = kNoGpu;   // the GPU whose check does
   std::vector<double> taken_;  // scratch
   std::mutex wake_mutex_;
   std::condition_variable wake_;
