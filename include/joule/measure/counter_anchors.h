@@ -47,7 +47,7 @@ struct CounterAnchorOptions {
   double burst_reads = 8.0;
   // Reads start this long after a predicted step and must end this long
   // before the next one: the grid error tolerated.
-  double margin_s = 0.005;
+  double margin_s = 0.008;
   // An anchor farther than this from an edge is not used for it.
   double max_distance_s = 0.3;
   // How often the thread looks for new edges (it must see an edge before the
