@@ -327,7 +327,9 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
     }
     if (g.mode == Mode::kSearch) continue;
     for (const int64_t step : g.planned) {
-      const double earliest_s = step_time(g, step) + options_.margin_s;
+      // Mid-interval, where the grid may be wrong by almost half a period and
+      // the read still sees this step; earlier only when an edge came late.
+      const double earliest_s = step_time(g, step) + std::max(options_.margin_s, 0.5 * (g.period_s - g.read_s));
       const double latest_s = step_time(g, step + 1) - options_.margin_s - g.read_s;
       if (now_s < earliest_s) {
         wake_s = std::min(wake_s, earliest_s);

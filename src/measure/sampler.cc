@@ -623,7 +623,7 @@ EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, doubl
   const AnchoredEnergy at_begin = anchored_energy(track, begin, begin_s);
   const AnchoredEnergy at_end = anchored_energy(track, end, end_s);
   // Both edges on the same anchors: the counter cancels, the samples remain.
-  if (at_begin.anchors_used == at_end.anchors_used) return estimate;
+  if (!at_begin.trusted || !at_end.trusted || at_begin.anchors_used == at_end.anchors_used) return estimate;
   estimate.energy_j = at_end.counter_j - at_begin.counter_j;
   estimate.needs_data_until_s = std::max(end_s, at_end.needs_data_until_s);
   estimate.settled = covered_s >= estimate.needs_data_until_s;
@@ -643,12 +643,25 @@ Sampler::AnchoredEnergy Sampler::anchored_energy(const GpuTrack& track, const Co
     return power_range_w(track.points, from_s, to_s) * (to_s - from_s);
   };
   constexpr double kSteadyJ = 0.5;
+  // Beyond what samples that miss a load switch inside the step can be off
+  // by (a few joules on an H100), short of a whole step's energy.
+  constexpr double kStepMismatchJ = 6.0;
+  constexpr double kStepMismatchShare = 0.5;
   AnchoredEnergy result;
   const std::optional<CounterAnchor>& before = anchors.before;
   const std::optional<CounterAnchor>& after = anchors.after;
   const double from_before_j = before ? before->counter_j + integral(time_s) - integral(before->step_s) : 0.0;
   const double from_after_j = after ? after->counter_j - (integral(after->step_s) - integral(time_s)) : 0.0;
   if (before && after) {
+    // The counter's change across the edge's step must be that step's energy
+    // by the samples too: a read taken one step off (the grid wrong by more
+    // than the margin) shows here as a whole step too much or too little.
+    const double step_samples_j = integral(after->step_s) - integral(before->step_s);
+    const double step_counter_j = after->counter_j - before->counter_j;
+    if (std::fabs(step_counter_j - step_samples_j) > kStepMismatchJ + kStepMismatchShare * step_samples_j) {
+      result.trusted = false;
+      return result;
+    }
     const double bound_before_j = error_bound_j(before->step_s, time_s);
     const double bound_after_j = error_bound_j(time_s, after->step_s);
     result.needs_data_until_s = after->step_s;

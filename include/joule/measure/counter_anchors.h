@@ -39,15 +39,18 @@ namespace joule {
 
 struct CounterAnchorOptions {
   bool enabled = true;
-  // Anchor reads per GPU, sustained and in a burst. A read costs ~3.8 ms of CPU
-  // on an H100 (3.0 ms of it on the CPU), so 4 per second is ~1.2% of a core:
-  // both sides of both edges of a window a second (edges that share a step
-  // share its read); beyond that, the side nearer the edge first.
+  // Anchor reads per GPU, sustained and in a burst. A read costs 4-6 ms of
+  // CPU on an H100 (3.9 ms alone, more beside other NVML calls), so 4 a
+  // second is 1.6-2.4% of a core while windows come that fast: both sides of
+  // both edges of a window a second (edges that share a step share its
+  // read); beyond that, the side nearer each edge first.
   double reads_per_s = 4.0;
   double burst_reads = 8.0;
   // Reads start this long after a predicted step and must end this long
-  // before the next one: the grid error tolerated.
-  double margin_s = 0.008;
+  // before the next one: the grid error tolerated. Generous: a read whose
+  // step is mistaken costs a whole step's energy, and on an H100 a read
+  // takes 3.9 ms (6 ms when another thread reads the counter too).
+  double margin_s = 0.015;
   // An anchor farther than this from an edge is not used for it.
   double max_distance_s = 0.3;
   // How often the thread looks for new edges (it must see an edge before the

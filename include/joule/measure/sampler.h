@@ -238,6 +238,7 @@ class Sampler {
     double counter_j = 0.0;
     double needs_data_until_s = 0.0;
     std::pair<double, double> anchors_used;
+    bool trusted = true;  // false: the anchors disagree with the samples; use neither
   };
   AnchoredEnergy anchored_energy(const GpuTrack& track, const CounterAnchors::Lookup& anchors, double time_s) const;
   // Largest minus smallest power among the points that cover [from_s, to_s].
