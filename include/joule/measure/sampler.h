@@ -67,8 +67,10 @@ struct SamplerOptions {
   // once for a caller that waits for a settled value): while a window is
   // open, and when none is. Both must stay well under the buffer's reach
   // (120 samples of 20 ms on an H100: 2.4 s). A read costs ~0.5 ms of CPU
-  // there, so 10 Hz costs ~0.5% of a core per GPU, 1 Hz ~0.05%.
-  double power_samples_drain_open_s = 0.1;
+  // there, so 10 Hz costs ~0.5% of a core per GPU, 1 Hz ~0.05%. 5 Hz while
+  // open: end_window's immediate value carries the last power over at most
+  // 0.2 s; settled values do not depend on it.
+  double power_samples_drain_open_s = 0.2;
   double power_samples_drain_s = 1.0;
   // Windows on GPUs with power samples and an energy counter are pinned to the
   // counter's steps near their edges (counter_anchors.h); reads are rationed.
