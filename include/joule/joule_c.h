@@ -29,7 +29,9 @@ void joule_session_close(joule_session* session);
 /* Measurement windows; joule_end_window writes a JSON object with name,
  * begin_s, elapsed_s, gpu_energy_j[], cpu_package_energy_j[], dram_energy_j[],
  * total_energy_j, warnings[], settled and gpu_sources[] ({method,
- * description, calibration_scale} per GPU) into out (NUL-terminated,
+ * description, calibration_scale, counter_anchored} per GPU; anchored: the
+ * window was pinned to energy-counter steps near its edges, the exact
+ * method, which settles ~0.1 s after the end) into out (NUL-terminated,
  * truncated to out_len). It returns at once: "settled": false means the data
  * covering the window's last instants (the driver's power samples, ~20 ms
  * behind on an H100) had not arrived and the last power was carried forward.

@@ -47,7 +47,8 @@ nlohmann::json to_json(const joule::Measurement& m, const joule::Sampler& sample
   for (std::size_t i = 0; i < m.gpu_sources.size(); ++i) {
     sources.push_back({{"method", joule::to_string(m.gpu_sources[i].method)},
                        {"description", sampler.gpu_method_description(i)},
-                       {"calibration_scale", m.gpu_sources[i].calibration_scale}});
+                       {"calibration_scale", m.gpu_sources[i].calibration_scale},
+                       {"counter_anchored", m.gpu_sources[i].counter_anchored}});
   }
   return {{"name", m.name},
           {"begin_s", m.begin_s},

@@ -29,7 +29,7 @@ MeasureReport build_report(const std::vector<std::string>& command, int exit_sta
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     r.devices.push_back({ids[i], "gpu", gpus[i]->name(), gpus[i]->backend(), gpus[i]->simulated(),
                          m.gpu_energy_j[i], average(m.gpu_energy_j[i]), peak(i),
-                         monitor.sampler().gpu_method_description(i)});
+                         monitor.sampler().gpu_method_description(i), m.gpu_sources.at(i).counter_anchored});
   }
   std::size_t package = 0, dram = 0;
   const auto& zones = monitor.cpu_zones();
@@ -37,7 +37,7 @@ MeasureReport build_report(const std::vector<std::string>& command, int exit_sta
     const bool is_package = zones[i]->domain() == CpuDomain::kPackage;
     const double energy_j = is_package ? m.cpu_package_energy_j[package++] : m.dram_energy_j[dram++];
     r.devices.push_back({ids[gpus.size() + i], is_package ? "cpu_package" : "dram", zones[i]->name(), "rapl", false, energy_j,
-                         average(energy_j), peak(gpus.size() + i), ""});
+                         average(energy_j), peak(gpus.size() + i), "", false});
   }
   r.total_energy_j = m.total_energy_j();
   r.settled = m.settled;
@@ -55,7 +55,10 @@ nlohmann::json to_json(const MeasureReport& r) {
                              {"energy_j", d.energy_j},
                              {"avg_power_w", d.avg_power_w},
                              {"peak_power_w", d.peak_power_w}};
-    if (!d.energy_method.empty()) device["energy_method"] = d.energy_method;
+    if (d.kind == "gpu") {
+      device["energy_method"] = d.energy_method;
+      device["counter_anchored"] = d.counter_anchored;
+    }
     devices.push_back(std::move(device));
   }
   return {{"command", r.command},
@@ -93,7 +96,10 @@ std::string to_text(const MeasureReport& r) {
   out += fmt::format("  {:<{}}  {:>10.3f} J  {:>9.2f} W\n", "total", width, r.total_energy_j,
                      r.elapsed_s > 0 ? r.total_energy_j / r.elapsed_s : 0.0);
   for (const auto& d : r.devices) {
-    if (!d.energy_method.empty()) out += fmt::format("joule: {} energy from {}\n", d.id, d.energy_method);
+    if (!d.energy_method.empty()) {
+      out += fmt::format("joule: {} energy from {}{}\n", d.id, d.energy_method,
+                         d.counter_anchored ? " (this run: counter-anchored)" : "");
+    }
   }
   for (const auto& note : r.notes) out += fmt::format("joule: note: {}\n", note);
   for (const auto& warning : r.warnings) out += fmt::format("joule: warning: {}\n", warning);

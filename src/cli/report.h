@@ -20,6 +20,7 @@ struct DeviceReport {
   double avg_power_w = 0.0;
   double peak_power_w = 0.0;  // 0 when no sample fell inside the run
   std::string energy_method;  // GPUs: how the energy was obtained, in words
+  bool counter_anchored = false;  // GPUs: the run's edges pinned to energy-counter steps
 };
 
 struct MeasureReport {

@@ -136,9 +136,10 @@ PYBIND11_MODULE(_joule, m) {
   py::class_<joule::GpuEnergySource>(m, "GpuEnergySource")
       .def_property_readonly("method", [](const joule::GpuEnergySource& x) { return joule::to_string(x.method); })
       .def_readonly("calibration_scale", &joule::GpuEnergySource::calibration_scale)
+      .def_readonly("counter_anchored", &joule::GpuEnergySource::counter_anchored)
       .def("__repr__", [](const joule::GpuEnergySource& x) {
         return std::string("<GpuEnergySource ") + joule::to_string(x.method) + " x" +
-               std::to_string(x.calibration_scale) + ">";
+               std::to_string(x.calibration_scale) + (x.counter_anchored ? ", counter-anchored>" : ">");
       });
 
   py::class_<joule::Measurement>(m, "Measurement")

@@ -48,6 +48,7 @@ TEST(JouleCTest, SettledValuesArePolledOrAwaited) {
   EXPECT_FALSE(immediate["settled"].get<bool>());
   ASSERT_EQ(immediate["gpu_sources"].size(), 2u);
   EXPECT_EQ(immediate["gpu_sources"][0]["method"], "power-readings");
+  EXPECT_FALSE(immediate["gpu_sources"][0]["counter_anchored"].get<bool>());  // simulated: no counter steps
   EXPECT_NE(immediate["gpu_sources"][0]["description"].get<std::string>().find("model read every 500 ms"),
             std::string::npos);
   // Polling (timeout 0) recomputes without waiting; waiting brings the data.

@@ -31,8 +31,10 @@ class ScriptedGpu final : public Gpu {
   // window, refreshed every reading_update_s (an H100's power usage: 1 s, 0.1 s).
   double reading_window_s = 0.0;
   double reading_update_s = 0.1;
-  // The counter only changes every this many seconds (0: continuous).
+  // The counter only changes every this many seconds (0: continuous), at
+  // counter_phase_s + k * counter_update_s.
   double counter_update_s = 0.0;
+  double counter_phase_s = 0.0;
   bool has_counter = true;
   int counter_reads = 0;
 
@@ -59,7 +61,9 @@ class ScriptedGpu final : public Gpu {
     if (!has_counter) throw DeviceError(DeviceErrc::kNotSupported, "no counter");
     ++counter_reads;
     double t = clock_->now_s();
-    if (counter_update_s > 0) t = std::floor(t / counter_update_s) * counter_update_s;
+    if (counter_update_s > 0) {
+      t = std::max(0.0, std::floor((t - counter_phase_s) / counter_update_s) * counter_update_s + counter_phase_s);
+    }
     return static_cast<uint64_t>(true_energy_j(0.0, t) * 1000.0);
   }
   uint32_t power_mw() override {

@@ -78,6 +78,31 @@ def test_settled_values_from_the_drivers_power_samples(monkeypatch, tmp_path):
     assert monitor.end_window_settled("once", timeout_s=1.0).settled
 
 
+def test_windows_anchored_to_the_energy_counter(monkeypatch, tmp_path):
+    """A fake H100 whose counter steps every 100 ms (4 ms per read): after the
+    first window edge joule finds the steps, and later windows are pinned to
+    them (bounded retries: a loaded machine can delay the search)."""
+    config = tmp_path / "fake.conf"
+    config.write_text('device name="NVIDIA H100 80GB HBM3" power_w=300 min_limit_w=200 max_limit_w=700 '
+                      'sample_ms=20 sample_buffer=120 sample_prefill=1 energy_update_ms=100 energy_call_ms=4\n')
+    monkeypatch.setenv("JOULE_NVML_LIBRARY", FAKE_NVML)
+    monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    monitor = joule.Monitor()
+    anchored = None
+    for attempt in range(10):
+        monitor.begin_window(f"w{attempt}")
+        time.sleep(0.4)
+        m = monitor.end_window_settled(f"w{attempt}", timeout_s=1.0)
+        assert m.settled
+        if m.gpu_sources[0].counter_anchored:
+            anchored = m
+            break
+    assert anchored is not None, monitor.gpus
+    assert "counter-anchored" in repr(anchored.gpu_sources[0])
+    assert anchored.gpu_energy_j[0] == pytest.approx(300.0 * anchored.elapsed_s, rel=0.01)
+
+
 def test_errors_are_python_exceptions_with_the_same_message(simulated):
     monitor = joule.Monitor()
     with pytest.raises(joule.UsageError, match="measurement window 'nope' is not open"):

@@ -1,0 +1,150 @@
+// CounterAnchors on a scripted GPU whose counter steps on a grid of its own
+// (period and phase), on a virtual clock polled every 0.5 ms: finding the
+// grid, anchors on both sides of an edge with the exact counter values, no
+// reads without windows, honest refusals, the ration, and finding the grid
+// again when the steps move.
+#include "joule/measure/counter_anchors.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "common/on_off_load.h"
+#include "common/scripted_gpu.h"
+#include "joule/clock.h"
+
+namespace joule {
+namespace {
+
+using testing::OnOffLoad;
+using testing::ScriptedGpu;
+
+constexpr double kPeriodS = 0.1;
+constexpr double kPhaseS = 0.0437;
+
+struct Rig {
+  std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();
+  OnOffLoad load{4, 100.0, 700.0, 0.15, 2.5, 200.0};
+  std::shared_ptr<ScriptedGpu> gpu;
+  std::unique_ptr<CounterAnchors> anchors;
+
+  explicit Rig(double counter_update_s = kPeriodS, CounterAnchorOptions options = {}) {
+    gpu = std::make_shared<ScriptedGpu>(
+        0, clock, [this](double t) { return load.power_w(t); },
+        [this](double t0, double t1) { return load.energy_j(t0, t1); });
+    gpu->counter_update_s = counter_update_s;
+    gpu->counter_phase_s = kPhaseS;
+    anchors = std::make_unique<CounterAnchors>(std::vector<std::shared_ptr<Gpu>>{gpu}, std::vector<bool>{true},
+                                               clock, options);
+  }
+  // Advances to until_s in 0.5 ms steps, polling at each.
+  void run_to(double until_s) {
+    while (clock->now_s() + 0.0005 <= until_s + 1e-9) {
+      clock->advance_s(0.0005);
+      anchors->poll();
+    }
+  }
+  // The counter's value at a step, exactly (what the driver reports, in J).
+  double counter_at_step_j(double step_s) const {
+    return std::floor(load.energy_j(0.0, step_s) * 1000.0) / 1000.0;
+  }
+};
+
+// The true step at or before t.
+double step_before(double t) { return std::floor((t - kPhaseS) / kPeriodS) * kPeriodS + kPhaseS; }
+
+TEST(CounterAnchorsTest, NoCounterReadUntilTheFirstWindowEdge) {
+  Rig rig;
+  rig.run_to(5.0);
+  EXPECT_EQ(rig.gpu->counter_reads, 0);
+  EXPECT_EQ(rig.anchors->stats().reads, 0u);
+  EXPECT_EQ(rig.anchors->describe(0), "finding the energy counter's steps");
+}
+
+TEST(CounterAnchorsTest, FindsTheStepGridAndAnchorsBothSidesOfAnEdgeWithTheExactValues) {
+  Rig rig;
+  rig.run_to(1.0);
+  rig.anchors->note_edge(1.0123);  // starts the search; this edge gets no anchor
+  rig.run_to(1.5);
+  EXPECT_EQ(rig.anchors->window(0, 1.0123, 1.0123).first.status, CounterAnchors::Status::kNone);
+  EXPECT_NE(rig.anchors->describe(0).find("anchored to energy-counter steps every 100.0"), std::string::npos)
+      << rig.anchors->describe(0);
+
+  rig.run_to(4.0);
+  const double edge_s = 4.0261;
+  rig.anchors->note_edge(edge_s);
+  EXPECT_EQ(rig.anchors->window(0, edge_s, edge_s).first.status, CounterAnchors::Status::kPending);
+  rig.run_to(4.3);
+  const CounterAnchors::Lookup lookup = rig.anchors->window(0, edge_s, edge_s).first;
+  ASSERT_EQ(lookup.status, CounterAnchors::Status::kReady);
+  ASSERT_TRUE(lookup.before && lookup.after);
+  const double before_s = step_before(edge_s);
+  EXPECT_NEAR(lookup.before->step_s, before_s, 0.001);
+  EXPECT_NEAR(lookup.after->step_s, before_s + kPeriodS, 0.001);
+  EXPECT_DOUBLE_EQ(lookup.before->counter_j, rig.counter_at_step_j(before_s));
+  EXPECT_DOUBLE_EQ(lookup.after->counter_j, rig.counter_at_step_j(before_s + kPeriodS));
+  EXPECT_EQ(rig.anchors->stats().relocks, 0u);
+}
+
+TEST(CounterAnchorsTest, ACounterThatMovesAtEveryReadIsNotAnchored) {
+  Rig rig(0.0);  // continuous: every read sees a new value
+  rig.anchors->note_edge(0.5);
+  rig.run_to(2.0);
+  EXPECT_FALSE(rig.anchors->anchored(0));
+  EXPECT_NE(rig.anchors->describe(0).find("moves at every read"), std::string::npos) << rig.anchors->describe(0);
+  rig.anchors->note_edge(2.0);
+  EXPECT_EQ(rig.anchors->window(0, 2.0, 2.0).first.status, CounterAnchors::Status::kNone);
+}
+
+TEST(CounterAnchorsTest, ACounterWithoutStepsWithinTheLongestPeriodIsNotAnchored) {
+  Rig rig(5.0);
+  rig.anchors->note_edge(0.5);
+  rig.run_to(3.0);
+  EXPECT_FALSE(rig.anchors->anchored(0));
+  EXPECT_NE(rig.anchors->describe(0).find("did not show two steps"), std::string::npos) << rig.anchors->describe(0);
+}
+
+TEST(CounterAnchorsTest, EdgesBeyondTheRationGetTheNearerSideOrNone) {
+  CounterAnchorOptions options;
+  options.reads_per_s = 2.0;
+  options.burst_reads = 2.0;
+  Rig rig(kPeriodS, options);
+  rig.anchors->note_edge(0.5);
+  rig.run_to(3.0);
+  const uint64_t reads_before = rig.anchors->stats().reads;
+  for (int i = 0; i < 40; ++i) {  // 20 edges a second, 4 s
+    rig.anchors->note_edge(3.0 + 0.05 * i + 0.013);
+    rig.run_to(3.0 + 0.05 * (i + 1));
+  }
+  rig.run_to(8.0);
+  const CounterAnchors::Stats stats = rig.anchors->stats();
+  EXPECT_GT(stats.rationed, 0u);
+  // Anchor reads within the ration (the burst, then the rate), plus a few grid checks.
+  EXPECT_LE(stats.reads - reads_before, 2.0 + 2.0 * 5.0 + 20.0);
+}
+
+TEST(CounterAnchorsTest, FindsTheGridAgainWhenTheStepsMove) {
+  Rig rig;
+  rig.anchors->note_edge(0.5);
+  rig.run_to(10.0);
+  rig.gpu->counter_phase_s = kPhaseS + 0.05;  // e.g. the driver restarted its timer
+  for (int i = 0; i < 30; ++i) {              // windows keep coming, one edge every 0.7 s
+    rig.anchors->note_edge(10.0 + 0.7 * i + 0.021);
+    rig.run_to(10.0 + 0.7 * (i + 1));
+  }
+  EXPECT_GE(rig.anchors->stats().relocks, 1u);
+  const double edge_s = 31.0377;
+  rig.anchors->note_edge(edge_s);
+  rig.run_to(31.5);
+  const CounterAnchors::Lookup lookup = rig.anchors->window(0, edge_s, edge_s).first;
+  ASSERT_EQ(lookup.status, CounterAnchors::Status::kReady);
+  ASSERT_TRUE(lookup.before.has_value());
+  const double moved_phase_s = kPhaseS + 0.05;
+  const double before_s = std::floor((edge_s - moved_phase_s) / kPeriodS) * kPeriodS + moved_phase_s;
+  EXPECT_NEAR(lookup.before->step_s, before_s, 0.001);
+  EXPECT_DOUBLE_EQ(lookup.before->counter_j, rig.counter_at_step_j(before_s));
+}
+
+}  // namespace
+}  // namespace joule
