@@ -115,7 +115,7 @@ double CounterAnchors::poll() {
       g.mode = Mode::kOff;
       g.note = fmt::format("windows not anchored: the energy counter failed ({})", e.what());
       g.planned.clear();
-      g.edges.clear();
+      g.waiting.clear();
       continue;
     }
     read.end_s = clock_->now_s();
@@ -138,14 +138,20 @@ void CounterAnchors::take_new_edges_locked() {
   if (inbox_.empty()) return;
   taken_.swap(inbox_);
   inbox_.clear();
+  // Edges come from several threads, nearly in order. Edges within a
+  // millisecond of each other want the same reads: one stands for them all
+  // (windows begun and ended in a tight loop must not flood the planning).
   std::sort(taken_.begin(), taken_.end());
+  std::size_t kept = 0;
+  for (const double edge_s : taken_) {
+    if (kept == 0 || edge_s - taken_[kept - 1] >= 0.001) taken_[kept++] = edge_s;
+  }
+  taken_.resize(kept);
   for (GpuState& g : gpus_) {
     if (g.mode == Mode::kOff) continue;
-    const std::size_t old_size = g.edges.size();
-    for (const double edge_s : taken_) g.edges.push_back({edge_s, false});
-    // Edges come from several threads, nearly in order: keep them sorted.
-    std::inplace_merge(g.edges.begin(), g.edges.begin() + static_cast<std::ptrdiff_t>(old_size), g.edges.end(),
-                       [](const Edge& a, const Edge& b) { return a.edge_s < b.edge_s; });
+    const std::size_t old_size = g.waiting.size();
+    g.waiting.insert(g.waiting.end(), taken_.begin(), taken_.end());
+    std::inplace_merge(g.waiting.begin(), g.waiting.begin() + static_cast<std::ptrdiff_t>(old_size), g.waiting.end());
     g.last_edge_s = std::max(g.last_edge_s, taken_.back());
   }
   taken_.clear();
@@ -161,7 +167,6 @@ void CounterAnchors::start_search_locked(GpuState& g, double now_s, bool again) 
   g.note = "finding the energy counter's steps";
   // Reads planned on the old grid are void; their edges are planned again.
   g.planned.clear();
-  for (Edge& edge : g.edges) edge.planned = false;
   if (again) relocks_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -213,7 +218,7 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
       g.mode = Mode::kOff;
       g.note = fmt::format("windows not anchored: the energy counter did not show two steps within {:.1f} s",
                            2 * options_.max_period_s);
-      g.edges.clear();
+      g.waiting.clear();
       return;
     }
   }
@@ -234,27 +239,31 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
   // Edges get no anchor while the grid is sought (that takes a few hundred
   // ms: their windows keep the samples, without waiting), nor when they
   // waited too long for a check of the grid.
-  for (Edge& edge : g.edges) {
-    if (!edge.planned && (g.mode == Mode::kSearch || now_s - edge.edge_s > options_.max_distance_s)) {
-      edge.planned = true;
-    }
+  if (g.mode == Mode::kSearch) {
+    g.waiting.clear();
+    return;
   }
-  if (g.mode == Mode::kSearch) return;
+  g.waiting.erase(std::remove_if(g.waiting.begin(), g.waiting.end(),
+                                 [&](double edge_s) { return now_s - edge_s > options_.max_distance_s; }),
+                  g.waiting.end());
   // Reads whose interval passed unread (the thread was held up) are dropped:
   // the edge's other side, or the samples, stand in.
   g.planned.erase(std::remove_if(g.planned.begin(), g.planned.end(),
                                  [&](int64_t step) { return now_s > latest_read_s(g, step); }),
                   g.planned.end());
-  for (Edge& edge : g.edges) {
-    if (edge.planned) continue;
-    const auto before = static_cast<int64_t>(std::floor((edge.edge_s - g.origin_s) / g.period_s));
+  std::size_t still_waiting = 0;
+  int64_t last_before = std::numeric_limits<int64_t>::min();
+  for (const double edge_s : g.waiting) {
+    const auto before = static_cast<int64_t>(std::floor((edge_s - g.origin_s) / g.period_s));
     if (grid_error_s(g, before + 1) > options_.margin_s) {
       if (g.mode == Mode::kLocked) g.next_check_step = std::min(g.next_check_step, readable_from(g, now_s) + 1);
-      continue;  // waits for a check of the grid
+      g.waiting[still_waiting++] = edge_s;  // waits for a check of the grid
+      continue;
     }
-    edge.planned = true;
+    if (before == last_before) continue;  // planned for an earlier edge in the same step
+    last_before = before;
     // Both steps around the edge, the nearer first when the ration is short.
-    const bool after_nearer = step_time(g, before + 1) - edge.edge_s < edge.edge_s - step_time(g, before);
+    const bool after_nearer = step_time(g, before + 1) - edge_s < edge_s - step_time(g, before);
     for (const int64_t step : {after_nearer ? before + 1 : before, after_nearer ? before : before + 1}) {
       if (now_s > latest_read_s(g, step) || has_anchor(g, step) ||
           std::binary_search(g.planned.begin(), g.planned.end(), step)) {
@@ -270,6 +279,7 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
       g.planned.insert(std::upper_bound(g.planned.begin(), g.planned.end(), step), step);
     }
   }
+  g.waiting.resize(still_waiting);
 
   // Re-check the grid where its error would reach the margin, while in use.
   if (g.mode == Mode::kLocked && checking_locked(g, now_s)) {
@@ -371,7 +381,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     if (period_s < kMinPeriod) {
       g.mode = Mode::kOff;
       g.note = "windows not anchored: the energy counter moves at every read (no steps to lock onto)";
-      g.edges.clear();
+      g.waiting.clear();
       return;
     }
     g.origin_s = g.found_steps_s[0];
@@ -459,32 +469,28 @@ void CounterAnchors::apply_anchor_read_locked(GpuState& g, int64_t step, const R
 void CounterAnchors::trim_locked(GpuState& g, double now_s) {
   const double keep_from_s = std::min(now_s - options_.history_s, keep_from_s_.load() - options_.max_distance_s);
   while (!g.anchors.empty() && g.anchors.front().step_s < keep_from_s) g.anchors.pop_front();
-  while (!g.edges.empty() && g.edges.front().planned && g.edges.front().edge_s < keep_from_s) g.edges.pop_front();
 }
 
 void CounterAnchors::keep_from(double since_s) { keep_from_s_.store(since_s); }
 
 CounterAnchors::Lookup CounterAnchors::lookup_locked(const GpuState& g, double edge_s) const {
   Lookup result;
-  if (std::find(inbox_.begin(), inbox_.end(), edge_s) != inbox_.end()) {
-    result.status = g.mode == Mode::kOff ? Status::kNone : Status::kPending;
+  // Pending: noted but not yet taken (the newest edges, at the back), or
+  // waiting for the grid, or with a read planned for a step around it.
+  const bool noted = g.mode != Mode::kOff && std::find(inbox_.rbegin(), inbox_.rend(), edge_s) != inbox_.rend();
+  if (noted || std::binary_search(g.waiting.begin(), g.waiting.end(), edge_s)) {
+    result.status = Status::kPending;
     result.pending_until_s = edge_s + g.period_s;
     return result;
   }
-  const auto edge = std::lower_bound(g.edges.begin(), g.edges.end(), edge_s,
-                                     [](const Edge& e, double t) { return e.edge_s < t; });
-  if (edge != g.edges.end() && edge->edge_s == edge_s && g.mode != Mode::kSearch && g.period_s > 0) {
+  if (g.mode != Mode::kOff && g.mode != Mode::kSearch) {
     const auto before = static_cast<int64_t>(std::floor((edge_s - g.origin_s) / g.period_s));
-    if (!edge->planned || std::binary_search(g.planned.begin(), g.planned.end(), before) ||
+    if (std::binary_search(g.planned.begin(), g.planned.end(), before) ||
         std::binary_search(g.planned.begin(), g.planned.end(), before + 1)) {
       result.status = Status::kPending;
       result.pending_until_s = step_time(g, before + 1);
       return result;
     }
-  } else if (edge != g.edges.end() && edge->edge_s == edge_s && !edge->planned) {
-    result.status = Status::kPending;  // waits for the grid
-    result.pending_until_s = edge_s;
-    return result;
   }
   // The anchors on either side, whichever edges they were read for.
   const auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), edge_s,

@@ -10,13 +10,16 @@
 // over the few tens of milliseconds between each step and its edge: exact up
 // to the sample noise of those short stretches, whatever the load does.
 //
-// This class finds each GPU's step grid (back-to-back reads until two steps
-// are seen), re-checks it at growing intervals while windows are in use (a few
-// reads around one predicted step), and for every window edge reads the
-// counter inside the step intervals on either side of it. One thread serves all
-// GPUs; callers only note edges (a short lock, no driver call). Reads are
-// rationed per GPU (a token bucket): edges beyond the ration get no anchor and
-// their windows keep the sample integral.
+// This class finds each GPU's step grid at its first window edge (back-to-back
+// reads until two steps are seen; one GPU at a time), re-checks it at growing
+// intervals while windows are in use (a few reads around one predicted step),
+// and for every window edge reads the counter in the middle of the step
+// intervals on either side of it. One thread serves all GPUs; callers only
+// note edges (a short lock, no driver call). Reads are rationed per GPU (a
+// token bucket): beyond the ration the side nearer the edge is read first,
+// and edges with neither side keep the sample integral. The Sampler combines
+// anchors and samples (Sampler::anchored_energy); docs/measurement.md has the
+// method, its error model and the H100 figures.
 #pragma once
 
 #include <atomic>
@@ -143,10 +146,6 @@ class CounterAnchors {
     double step_s;
     double counter_j;
   };
-  struct Edge {
-    double edge_s;
-    bool planned = false;  // reads for the steps on either side planned (or given up)
-  };
   struct GpuState {
     std::shared_ptr<Gpu> device;
     Mode mode = Mode::kOff;
@@ -164,9 +163,9 @@ class CounterAnchors {
     double period_error_s = 0.0;
     std::deque<LockPoint> locks;
     int64_t next_check_step = 0;
-    // Anchors (sorted by step) and the edges that want them (sorted by time).
+    // Anchors (sorted by step) and the edges that want them.
     std::deque<Anchor> anchors;
-    std::deque<Edge> edges;
+    std::vector<double> waiting;  // edges not yet planned (the grid needs a check), sorted
     std::vector<int64_t> planned;  // step intervals to read, sorted
     double tokens = 0.0;
     double tokens_at_s = 0.0;

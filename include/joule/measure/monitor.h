@@ -4,8 +4,10 @@
 //
 // end_window returns at once, with the data up to that moment; the driver's
 // power samples that cover the window's last instants arrive about one
-// sample period later (20 ms on an H100). settle() waits for them and gives
-// the exact value; refresh() recomputes without waiting.
+// sample period later (20 ms on an H100), and the energy-counter reads that
+// pin the window's edges to counter steps (counter_anchors.h) up to ~0.15 s
+// later. settle() waits for them and gives the exact value; refresh()
+// recomputes without waiting.
 #pragma once
 
 #include <functional>

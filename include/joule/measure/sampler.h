@@ -6,15 +6,19 @@
 //  * power samples (GpuEnergyMethod::kPowerSamples): the driver's own buffer
 //    of timestamped samples (about every 20 ms on an H100), each taken as the
 //    mean power since the previous one and integrated as steps. Read every
-//    0.1 s while a window is open, every second otherwise, and at once when a
-//    caller waits for a window's settled value: no lag, and a window's value
-//    settles once the sample covering its end has arrived, ~25 ms after it.
+//    0.2 s while a window is open, every second otherwise, and at once when a
+//    caller waits for a window's settled value: no lag. Where the GPU's
+//    energy counter steps on a regular grid, windows are also pinned to the
+//    counter's steps near their edges (counter_anchors.h): the counter's
+//    change, plus the samples over the few tens of ms from each step to its
+//    edge. A window settles once those reads and samples are in, ~0.1 s after
+//    it ends (~25 ms with samples alone).
 //  * power readings (kPowerReadings): one power reading per tick (power
 //    usage, or the instantaneous field), integrated with trapezoids. On an
 //    H100 power usage is a trailing one-second mean, so energy is attributed
 //    up to ~0.5 s late: the fallback where a driver keeps no samples.
-// Either way the GPU's energy counter, read rarely (a call costs ~4 ms of CPU
-// on an H100), calibrates the integral: a least-squares slope of counter
+// Either way the GPU's energy counter, read every 5 s (a call costs ~4 ms of
+// CPU on an H100), also calibrates the integral: a least-squares slope of counter
 // energy against the integral over the last minute scales it. CPU zones
 // (RAPL) are cheap counters: read every tick, unwrapped, interpolated.
 // docs/measurement.md gives the reasoning, the error model and the figures.
