@@ -51,7 +51,7 @@ std::string explain_energy_method(const Gpu& gpu, const SamplerOptions& options)
   std::string text =
       energy_method_for(gpu, options) == GpuEnergyMethod::kPowerSamples
           ? sample_period_words(gpu.power_sample_period_s()) +
-                ", integrated (no lag; a window's exact value settles about one sample period after it ends)"
+                ", integrated (no lag; a window's value settles once the data covering its end is in)"
           : fmt::format("{} read every {:.0f} ms, integrated{}", gpu.power_reading_source(),
                         1e3 * options.interval_s,
                         gpu.power_reading_source() == "power usage"
@@ -59,6 +59,12 @@ std::string explain_energy_method(const Gpu& gpu, const SamplerOptions& options)
                               "Hopper, short windows across load changes are attributed late)"
                             : "");
   text += gpu.has_energy_counter() ? "; calibrated by the energy counter" : "; no energy counter to calibrate";
+  if (energy_method_for(gpu, options) == GpuEnergyMethod::kPowerSamples && gpu.has_energy_counter() &&
+      options.counter_interval_s > 0 && options.counter_anchors.enabled) {
+    text += fmt::format("; windows pinned to the counter's steps around their edges where it steps regularly "
+                        "(found at the first window; up to {:g} counter reads/s)",
+                        options.counter_anchors.reads_per_s);
+  }
   return text;
 }
 

@@ -88,6 +88,7 @@ def test_windows_anchored_to_the_energy_counter(monkeypatch, tmp_path):
     monkeypatch.setenv("JOULE_NVML_LIBRARY", FAKE_NVML)
     monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    assert "windows pinned to the counter's steps" in joule.devices()["gpus"][0]["energy_method"]
     monitor = joule.Monitor()
     anchored = None
     for attempt in range(10):
