@@ -73,7 +73,9 @@ int main(int argc, char** argv) {
   simulate_command->add_option("--policy", simulate.policy, "zeus, grid, default or all (default all)");
   simulate_command->add_option("--window", simulate.window, "only the last N observations per batch size count");
   simulate_command->add_option("--recurrences", simulate.recurrences, "default 2 x batch sizes x power limits");
-  simulate_command->add_flag("--strict", simulate.strict, "a batch size missing from one trace is an error");
+  simulate_command->add_flag("--strict", simulate.strict,
+                             "what real traces lack is an error: a batch size in one trace only, missing power limits, "
+                             "an absent default batch size");
   simulate_command->add_option("--out", simulate.out_path, "write one CSV row per recurrence");
 
   joule::cli::TrainSimOptions train_sim;

@@ -39,7 +39,7 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
   return seeds;
 }
 
-std::vector<WorkloadTrace> load_traces(const SimulateOptions& o) {
+std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<std::string>& failures) {
   if (o.train_trace.empty() != o.power_trace.empty()) {
     throw UsageError("--train-trace and --power-trace go together");
   }
@@ -62,8 +62,23 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o) {
   } else {
     for (const auto& name : o.workloads) specs.push_back(find_workload(name));
   }
+  // One workload that cannot be simulated does not stop the others: it is
+  // named with the reason, and the run exits non-zero at the end.
   std::vector<WorkloadTrace> traces;
-  for (const auto& spec : specs) traces.push_back(load_workload(o.train_trace, o.power_trace, spec, {o.strict}));
+  std::vector<std::string> reasons;
+  for (const auto& spec : specs) {
+    try {
+      traces.push_back(load_workload(o.train_trace, o.power_trace, spec, {o.strict}));
+    } catch (const Error& e) {
+      reasons.emplace_back(e.what());
+      failures.push_back(fmt::format("workload '{}' cannot be simulated: {}", spec.name, e.what()));
+    }
+  }
+  // The same reason for every workload is the files' (unreadable, a column
+  // missing): said once.
+  if (traces.empty() && std::all_of(reasons.begin(), reasons.end(), [&](const auto& r) { return r == reasons[0]; })) {
+    throw Error(reasons.front());
+  }
   return traces;
 }
 
@@ -85,12 +100,15 @@ int run_simulate(const SimulateOptions& o) {
     out.open(o.out_path, std::ios::out | std::ios::trunc);
     if (!out) throw UsageError(fmt::format("cannot write '{}': {}", o.out_path, std::strerror(errno)));
     out << "workload,policy,seed,recurrence,batch_size,power_limit_w,converged,stopped_early,epochs,time_s,energy_j,"
-           "cost,regret\n";
+           "cost,regret,default_batch_size\n";
   }
-  const std::vector<WorkloadTrace> traces = load_traces(o);
+  std::vector<std::string> failures;
+  const std::vector<WorkloadTrace> traces = load_traces(o, failures);
   for (const auto& trace : traces) {
     for (const auto& note : trace.notes) std::cerr << "joule: note: " << note << '\n';
   }
+  for (const auto& failure : failures) std::cerr << "joule: error: " << failure << '\n';
+  if (traces.empty()) throw Error("no workload could be simulated (see above)");
 
   std::cout << fmt::format("joule simulate: eta {}, beta {}, seeds {}{}{}\n", o.eta, o.beta,
                            seeds.size() == 1 ? std::to_string(seeds[0]) : o.seeds,
@@ -119,9 +137,10 @@ int run_simulate(const SimulateOptions& o) {
         converged_at.push_back(r.converged_at());
         if (out.is_open()) {
           for (const auto& x : r.recurrences) {
-            out << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f}\n", trace.spec.name,
+            out << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{}\n", trace.spec.name,
                                to_string(policy), r.seed, x.index, x.batch_size, x.power_limit_w, x.converged ? 1 : 0,
-                               x.stopped_early ? 1 : 0, x.epochs, x.time_s, x.energy_j, x.cost, x.regret);
+                               x.stopped_early ? 1 : 0, x.epochs, x.time_s, x.energy_j, x.cost, x.regret,
+                               trace.default_batch_size);
           }
         }
       }
@@ -145,6 +164,11 @@ int run_simulate(const SimulateOptions& o) {
   if (out.is_open()) {
     out.flush();
     if (!out) throw Error(fmt::format("error writing '{}'", o.out_path));
+  }
+  if (!failures.empty()) {
+    std::cerr << fmt::format("joule: {} of {} workloads could not be simulated\n", failures.size(),
+                             failures.size() + traces.size());
+    return 1;
   }
   return 0;
 }

@@ -99,7 +99,9 @@ class PolicyDriver {
 class DefaultDriver final : public PolicyDriver {
  public:
   explicit DefaultDriver(const WorkloadTrace& t) : trace_(t) {}
-  std::pair<int, double> choose() override { return {trace_.spec.default_batch_size, trace_.max_power_w}; }
+  std::pair<int, double> choose() override {
+    return {trace_.default_batch_size, max_power_limit_w(trace_, trace_.default_batch_size)};
+  }
   void observe(int, double, double, bool) override {}
   double early_stop_threshold() const override { return std::numeric_limits<double>::infinity(); }
 
@@ -110,7 +112,7 @@ class DefaultDriver final : public PolicyDriver {
 class ZeusDriver final : public PolicyDriver {
  public:
   ZeusDriver(const WorkloadTrace& t, const SimulationOptions& o)
-      : optimizer_({t.batch_sizes, t.spec.default_batch_size, o.beta, o.window, {}, o.seed}) {
+      : optimizer_({t.batch_sizes, t.default_batch_size, o.beta, o.window, {}, o.seed}) {
     // Just-in-time profiling finds the best limit of each batch size during
     // its first epoch; the simulator takes the limit the trace says is best.
     for (int b : t.batch_sizes) limit_[b] = optimal_power_limit(t.power.at(b), o.eta, t.max_power_w).power_limit_w;
@@ -133,12 +135,11 @@ class ZeusDriver final : public PolicyDriver {
 class GridDriver final : public PolicyDriver {
  public:
   GridDriver(const WorkloadTrace& t, const SimulationOptions& o)
-      : trace_(t), beta_(o.beta), walk_(t.batch_sizes, t.spec.default_batch_size) {
-    limits_.assign(t.power_limits_w.rbegin(), t.power_limits_w.rend());
-  }
+      : trace_(t), beta_(o.beta), walk_(t.batch_sizes, t.default_batch_size) {}
   std::pair<int, double> choose() override {
     if (walk_.done()) return best_;
-    return {*walk_.next(), limits_[limit_index_]};
+    const int b = *walk_.next();
+    return {b, limits_of(b)[limit_index_]};
   }
   void observe(int b, double limit_w, double cost, bool converged) override {
     if (converged && cost < best_cost_) {
@@ -148,19 +149,28 @@ class GridDriver final : public PolicyDriver {
     if (walk_.done()) return;
     if (!converged && limit_index_ == 0) {
       walk_.report(false);
-    } else if (++limit_index_ == limits_.size()) {
+    } else if (++limit_index_ == trace_.power.at(b).size()) {
       limit_index_ = 0;
       walk_.report(true);
     }
-    if (walk_.done() && best_.first == 0) best_ = {trace_.spec.default_batch_size, trace_.max_power_w};
+    if (walk_.done() && best_.first == 0) {
+      best_ = {trace_.default_batch_size, max_power_limit_w(trace_, trace_.default_batch_size)};
+    }
   }
   double early_stop_threshold() const override { return beta_ * best_cost_; }
 
  private:
+  // A batch size's own limits, largest first (real traces may lack some).
+  std::vector<double> limits_of(int b) const {
+    std::vector<double> limits;
+    const auto& entries = trace_.power.at(b);
+    for (auto it = entries.rbegin(); it != entries.rend(); ++it) limits.push_back(it->power_limit_w);
+    return limits;
+  }
+
   const WorkloadTrace& trace_;
   double beta_;
   PruningRound walk_;
-  std::vector<double> limits_;
   std::size_t limit_index_ = 0;
   double best_cost_ = std::numeric_limits<double>::infinity();
   std::pair<int, double> best_{0, 0.0};

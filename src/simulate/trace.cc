@@ -1,6 +1,7 @@
 #include "joule/simulate/trace.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -104,13 +105,20 @@ WorkloadTrace load_workload(const std::string& train_path, const std::string& po
     limits.insert(entry.power_limit_w);
   }
   if (profiles.empty()) throw Error(fmt::format("{}: no rows for {}", power_path, group));
+  // Real traces miss a limit here and there (a run that failed): a batch
+  // size is simulated over the limits it has, as Zeus's simulator does.
   for (const auto& [b, profile] : profiles) {
+    std::vector<std::string> missing;
     for (double limit : limits) {
-      if (!profile.count(limit)) {
-        throw Error(fmt::format("{}:{}: batch size {} has no row for power limit {} W (other batch sizes have one)",
-                                power_path, power_first_line[b], b, limit));
-      }
+      if (!profile.count(limit)) missing.push_back(fmt::format("{:g}", limit));
     }
+    if (missing.empty()) continue;
+    const std::string message =
+        fmt::format("{}:{}: batch size {} has no row for power limit{} {} W (other batch sizes have one)", power_path,
+                    power_first_line[b], b, missing.size() > 1 ? "s" : "", fmt::join(missing, ", "));
+    if (options.strict) throw Error(message);
+    trace.notes.push_back(fmt::format("{}; simulated over the {} limit{} it has", message, profile.size(),
+                                      profile.size() > 1 ? "s" : ""));
   }
 
   // Batch sizes must be in both traces.
@@ -137,12 +145,26 @@ WorkloadTrace load_workload(const std::string& train_path, const std::string& po
     throw Error(fmt::format("no batch size of {} is in both {} and {}", group, train_path, power_path));
   }
   if (!std::binary_search(trace.batch_sizes.begin(), trace.batch_sizes.end(), spec.default_batch_size)) {
-    throw Error(fmt::format("the default batch size {} of workload '{}' is not in both traces", spec.default_batch_size,
-                            spec.name));
+    // On a GPU with less memory the default may not have run at all. Zeus's
+    // simulator then starts from the largest batch size not above it.
+    const std::string message = fmt::format("the default batch size {} of workload '{}' is not in both traces",
+                                            spec.default_batch_size, spec.name);
+    if (options.strict) throw Error(message);
+    const auto above = std::upper_bound(trace.batch_sizes.begin(), trace.batch_sizes.end(), spec.default_batch_size);
+    const bool below_exists = above != trace.batch_sizes.begin();
+    trace.default_batch_size = below_exists ? *(above - 1) : trace.batch_sizes.front();
+    trace.notes.push_back(fmt::format("{}; {} stands in ({})", message, trace.default_batch_size,
+                                      below_exists ? "the largest below it" : "none is below it: the smallest"));
+  } else {
+    trace.default_batch_size = spec.default_batch_size;
   }
   trace.power_limits_w.assign(limits.begin(), limits.end());
   trace.max_power_w = trace.power_limits_w.back();
   return trace;
+}
+
+double max_power_limit_w(const WorkloadTrace& trace, int batch_size) {
+  return trace.power.at(batch_size).back().power_limit_w;  // ascending
 }
 
 std::vector<WorkloadTrace> synthetic_workloads() {
@@ -170,6 +192,7 @@ std::vector<WorkloadTrace> synthetic_workloads() {
     WorkloadTrace t;
     t.synthetic = true;
     t.spec = {m.name, m.name, "model", "sgd", 1.0, "synthetic target", m.b0};
+    t.default_batch_size = m.b0;
     t.batch_sizes = m.sizes;
     t.power_limits_w = {100, 125, 150, 175, 200, 225, 250};
     t.max_power_w = 250;

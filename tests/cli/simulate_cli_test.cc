@@ -1,4 +1,5 @@
 // `joule simulate` end to end.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -35,8 +36,68 @@ TEST(SimulateCliTest, WritesOneRowPerRecurrenceForTheV100Traces) {
   ASSERT_EQ(lines.size(), 1u + 140u * 2u * 2u);
   EXPECT_EQ(lines[0],
             "workload,policy,seed,recurrence,batch_size,power_limit_w,converged,stopped_early,epochs,time_s,energy_j,"
-            "cost,regret");
+            "cost,regret,default_batch_size");
   EXPECT_EQ(lines[1].rfind("cifar100,zeus,1,0,1024,", 0), 0u) << lines[1];
+}
+
+// What real traces of another GPU have: the default batch size (1024) never
+// ran, and one batch size lacks a power limit. Only cifar100 has rows.
+struct RealisticTraces {
+  testing::TempDir dir;
+  std::string train = dir.file("train.csv"), power = dir.file("power.csv");
+  RealisticTraces() {
+    std::string t = "dataset,network,batch_size,optimizer,learning_rate,run,target_metric,target_epoch\n";
+    for (const int b : {256, 512}) {
+      for (int run = 1; run <= 3; ++run) {
+        t += fmt::format("cifar100,shufflenetv2,{},adadelta,0.1,{},0.6,{}\n", b, run, b == 256 ? 20 + run : 30 + run);
+      }
+    }
+    testing::write_file(train, t);
+    testing::write_file(power,
+                        "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
+                        "cifar100,shufflenetv2,256,adadelta,100,30,95\n"
+                        "cifar100,shufflenetv2,256,adadelta,150,24,140\n"
+                        "cifar100,shufflenetv2,256,adadelta,200,22,170\n"
+                        "cifar100,shufflenetv2,512,adadelta,100,20,98\n"
+                        "cifar100,shufflenetv2,512,adadelta,150,15,145\n");
+  }
+};
+
+TEST(SimulateCliTest, RealTracesWithoutTheDefaultOrWithAMissingLimitRunWithNotes) {
+  RealisticTraces traces;
+  const auto r = run_process({JOULE_BINARY, "simulate", "--train-trace", traces.train, "--power-trace", traces.power,
+                              "--workload", "cifar100", "--seeds", "1..3", "--out", traces.dir.file("r.csv")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("the default batch size 1024 of workload 'cifar100' is not in both traces; 512 stands in "
+                       "(the largest below it)"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("batch size 512 has no row for power limit 200 W (other batch sizes have one); simulated over "
+                       "the 2 limits it has"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("cifar100       accuracy >= 0.60     zeus"), std::string::npos) << r.out;
+  const auto lines = testing::read_lines(traces.dir.file("r.csv"));
+  ASSERT_GT(lines.size(), 1u);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_TRUE(lines[i].size() > 4 && lines[i].compare(lines[i].size() - 4, 4, ",512") == 0) << lines[i];
+    if (lines[i].find(",default,") != std::string::npos) EXPECT_NE(lines[i].find(",512,150,"), std::string::npos);
+    EXPECT_EQ(lines[i].find(",512,200,"), std::string::npos) << lines[i];  // no row, never simulated
+  }
+
+  const auto strict = run_process({JOULE_BINARY, "simulate", "--train-trace", traces.train, "--power-trace",
+                                   traces.power, "--workload", "cifar100", "--strict"});
+  EXPECT_NE(strict.exit_code, 0);
+  EXPECT_NE(strict.err.find("batch size 512 has no row for power limit 200 W"), std::string::npos) << strict.err;
+}
+
+TEST(SimulateCliTest, AllWorkloadsRunThoseThatCanAndNameTheOthers) {
+  RealisticTraces traces;
+  const auto r = run_process(
+      {JOULE_BINARY, "simulate", "--train-trace", traces.train, "--power-trace", traces.power, "--workload", "all"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("cifar100       accuracy >= 0.60     zeus"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("joule: error: workload 'librispeech' cannot be simulated: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no rows for dataset=librispeech"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("joule: 5 of 6 workloads could not be simulated"), std::string::npos) << r.err;
 }
 
 TEST(SimulateCliTest, BadInputIsNamed) {

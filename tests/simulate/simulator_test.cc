@@ -13,6 +13,7 @@ namespace {
 WorkloadTrace toy() {
   WorkloadTrace t;
   t.spec = {"toy", "toy", "net", "sgd", 0.5, "toy target", 64};
+  t.default_batch_size = 64;
   t.batch_sizes = {16, 32, 64, 128};
   t.epochs = {{16, {std::nullopt, std::nullopt}}, {32, {10, 10}}, {64, {8, 8}}, {128, {12, 12}}};
   t.power_limits_w = {100, 200};
@@ -73,6 +74,29 @@ TEST(SimulatorTest, GridSearchTriesEachLimitThenKeepsTheBest) {
   EXPECT_EQ(r.final_batch_size(), 64);
   EXPECT_DOUBLE_EQ(r.final_power_limit_w(), 100);
   EXPECT_EQ(r.converged_at(), 7);
+}
+
+// A real trace may lack some limits of a batch size (and its default):
+// each batch size is tried over the limits it has, the default runs at its
+// own largest.
+TEST(SimulatorTest, IncompleteLimitGridsAreSearchedOverTheLimitsEachBatchSizeHas) {
+  WorkloadTrace t = toy();
+  t.power[32] = {{100, 12.0, 95}};   // 200 W missing
+  t.power[128] = {{200, 10.0, 190}};  // 100 W missing
+  t.default_batch_size = 32;
+  const SimulationResult grid = simulate(t, Policy::kGridSearch, {});
+  std::vector<std::pair<int, double>> tried;
+  for (int i = 0; i < 5; ++i) tried.emplace_back(grid.recurrences[i].batch_size, grid.recurrences[i].power_limit_w);
+  EXPECT_EQ(tried, (std::vector<std::pair<int, double>>{{32, 100}, {16, 200}, {64, 200}, {64, 100}, {128, 200}}));
+  EXPECT_EQ(grid.final_batch_size(), 64);
+  EXPECT_DOUBLE_EQ(grid.final_power_limit_w(), 100);
+  for (const auto& x : simulate(t, Policy::kDefault, {}).recurrences) {
+    EXPECT_EQ(x.batch_size, 32);
+    EXPECT_DOUBLE_EQ(x.power_limit_w, 100);
+  }
+  SimulationOptions options;
+  options.recurrences = 30;
+  EXPECT_EQ(simulate(t, Policy::kZeus, options).final_batch_size(), 64);
 }
 
 TEST(SimulatorTest, SameSeedSameResult) {

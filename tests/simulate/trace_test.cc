@@ -1,6 +1,9 @@
 #include "joule/simulate/trace.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "common/test_support.h"
 #include "joule/error.h"
@@ -82,7 +85,7 @@ TEST(TraceTest, ValidationErrorsNameFileLineAndColumn) {
             "train.csv: no rows for dataset=toy, network=net, optimizer=sgd");
   EXPECT_EQ(load_error(kTrain, std::string(kPower) + "toy,net,32,sgd,150,11,-3\n"),
             "power.csv:6: column 'average_power' (column 7): must be positive");
-  EXPECT_EQ(load_error(kTrain, std::string(kPower) + "toy,net,64,sgd,100,11,100\n"),
+  EXPECT_EQ(load_error(kTrain, std::string(kPower) + "toy,net,64,sgd,100,11,100\n", /*strict=*/true),
             "power.csv:6: batch size 64 has no row for power limit 200 W (other batch sizes have one)");
   EXPECT_EQ(load_error("", kPower), "train.csv: empty file (no header row)");
 }
@@ -96,6 +99,44 @@ TEST(TraceTest, BatchSizeInOneTraceOnlyIsANoteOrInStrictModeAnError) {
   EXPECT_EQ(t.batch_sizes, (std::vector<int>{16, 32}));
   ASSERT_EQ(t.notes.size(), 1u);
   EXPECT_NE(t.notes[0].find("batch size 64"), std::string::npos);
+}
+
+// Real traces: a failed run leaves a batch size without some power limits.
+TEST(TraceTest, ABatchSizeMissingPowerLimitsIsSimulatedOverThoseItHasOrInStrictModeAnError) {
+  const std::string power = std::string(kPower) + "toy,net,16,sgd,150,17,120\n" + "toy,net,32,sgd,150,11,140\n" +
+                            "toy,net,64,sgd,100,11,100\n";
+  const std::string train = std::string(kTrain) + "toy,net,64,sgd,0.1,1,0.5,2\n";
+  EXPECT_EQ(load_error(train, power, /*strict=*/true),
+            "power.csv:8: batch size 64 has no row for power limits 150, 200 W (other batch sizes have one)");
+  Files f(train, power);
+  const WorkloadTrace t = load_workload(f.train, f.power, kSpec);
+  EXPECT_EQ(t.batch_sizes, (std::vector<int>{16, 32, 64}));
+  EXPECT_EQ(t.power_limits_w, (std::vector<double>{100, 150, 200}));
+  ASSERT_EQ(t.power.at(64).size(), 1u);
+  EXPECT_DOUBLE_EQ(max_power_limit_w(t, 64), 100);
+  EXPECT_DOUBLE_EQ(max_power_limit_w(t, 32), 200);
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_NE(t.notes[0].find("power.csv:8: batch size 64 has no row for power limits 150, 200 W"), std::string::npos);
+  EXPECT_NE(t.notes[0].find("simulated over the 1 limit it has"), std::string::npos) << t.notes[0];
+}
+
+// Real traces: on a GPU with less memory the default batch size never ran.
+TEST(TraceTest, AnAbsentDefaultBatchSizeFallsBackToTheLargestBelowItOrInStrictModeIsAnError) {
+  for (const auto& [requested, expected, why] : std::vector<std::tuple<int, int, std::string>>{
+           {24, 16, "the largest below it"}, {64, 32, "the largest below it"}, {8, 16, "none is below it: the smallest"}}) {
+    WorkloadSpec spec = kSpec;
+    spec.default_batch_size = requested;
+    Files f(kTrain, kPower);
+    EXPECT_THROW(load_workload(f.train, f.power, spec, {true}), Error);
+    const WorkloadTrace t = load_workload(f.train, f.power, spec);
+    EXPECT_EQ(t.default_batch_size, expected) << requested;
+    EXPECT_EQ(t.spec.default_batch_size, requested);  // what the user asked for stays visible
+    ASSERT_EQ(t.notes.size(), 1u);
+    EXPECT_EQ(t.notes[0], fmt::format("the default batch size {} of workload 'toy' is not in both traces; {} stands "
+                                      "in ({})", requested, expected, why));
+  }
+  Files f(kTrain, kPower);
+  EXPECT_EQ(load_workload(f.train, f.power, kSpec).default_batch_size, 32);
 }
 
 TEST(TraceTest, KnowsTheZeusWorkloads) {

@@ -37,20 +37,29 @@ struct WorkloadTrace {
   std::vector<double> power_limits_w;                     // ascending
   double max_power_w = 0.0;                               // the largest limit
   int max_epochs = 0;  // a run that misses the target trains this long
+  // The default configuration's batch size: spec.default_batch_size, or
+  // where the traces lack it, the largest batch size below it (a note says so).
+  int default_batch_size = 0;
   std::vector<std::string> notes;  // batch sizes left out, with file and line
   bool synthetic = false;
 };
 
 struct TraceLoadOptions {
-  // A batch size present in one trace and not the other is an error when
-  // strict; otherwise it is left out with a note (the published V100 traces
-  // have sizes that ran out of memory, which have no power rows).
+  // What real traces have is an error when strict, otherwise a note: a batch
+  // size present in one trace and not the other is left out (the published
+  // V100 traces have sizes that ran out of memory, which have no power rows);
+  // a batch size missing some power limits is simulated over those it has;
+  // a default batch size not in both traces is replaced by the largest one
+  // below it (as Zeus's simulator does).
   bool strict = false;
 };
 
+// The largest power limit a batch size has (its grid may lack some).
+double max_power_limit_w(const WorkloadTrace& trace, int batch_size);
+
 // Loads and validates one workload. Throws Error naming file, line and column
-// for missing columns, malformed values, empty groups, inconsistent power
-// limits and (when strict) unmatched batch sizes.
+// for missing columns, malformed values and empty groups, and (when strict)
+// for what TraceLoadOptions lists.
 WorkloadTrace load_workload(const std::string& train_path, const std::string& power_path, const WorkloadSpec& spec,
                             const TraceLoadOptions& options = {});
 
