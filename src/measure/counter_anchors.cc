@@ -69,7 +69,10 @@ void CounterAnchors::stop() {
     stop_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  std::lock_guard lock(mutex_);
+  stopped_ = true;  // planned reads will not happen: nothing is pending any more
 }
 
 void CounterAnchors::run() {
@@ -475,6 +478,7 @@ void CounterAnchors::keep_from(double since_s) { keep_from_s_.store(since_s); }
 
 CounterAnchors::Lookup CounterAnchors::lookup_locked(const GpuState& g, double edge_s) const {
   Lookup result;
+  if (stopped_) return anchors_around_locked(g, edge_s);
   // Pending: noted but not yet taken (the newest edges, at the back), or
   // waiting for the grid, or with a read planned for a step around it.
   const bool noted = g.mode != Mode::kOff && std::find(inbox_.rbegin(), inbox_.rend(), edge_s) != inbox_.rend();
@@ -492,6 +496,11 @@ CounterAnchors::Lookup CounterAnchors::lookup_locked(const GpuState& g, double e
       return result;
     }
   }
+  return anchors_around_locked(g, edge_s);
+}
+
+CounterAnchors::Lookup CounterAnchors::anchors_around_locked(const GpuState& g, double edge_s) const {
+  Lookup result;
   // The anchors on either side, whichever edges they were read for.
   const auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), edge_s,
                                       [](double t, const Anchor& a) { return t < a.step_s; });

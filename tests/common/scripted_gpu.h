@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -36,7 +37,7 @@ class ScriptedGpu final : public Gpu {
   double counter_update_s = 0.0;
   double counter_phase_s = 0.0;
   bool has_counter = true;
-  int counter_reads = 0;
+  std::atomic<int> counter_reads{0};  // the sampling and anchor threads both read
 
   // Exact energy from t0 to t1: the script's own, or by numerical integration.
   double true_energy_j(double t0, double t1) const {

@@ -186,6 +186,29 @@ TEST(NvmlTest, PreVoltaGpuFallsBackToIntegratingPower) {
   EXPECT_EQ(monitor.sampler().stats().counter_reads, 0u);
 }
 
+// Anchor reads planned after a window's end never come once the monitor
+// stops: the window then settles with what there is, without waiting.
+TEST(NvmlTest, AWindowEndedRightBeforeStopSettlesAfterIt) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300 sample_ms=20 "
+                                       "sample_buffer=120 sample_prefill=1 energy_update_ms=100 energy_call_ms=4\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  Monitor monitor(devices.gpus, {}, SteadyClock::instance());
+  monitor.begin_window("first");  // finds the counter's steps
+  monitor.end_window("first");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  monitor.begin_window("w");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const Measurement m = monitor.end_window("w");
+  monitor.stop();  // before the read after the end's step
+  const Measurement after = monitor.refresh(m);
+  EXPECT_TRUE(after.settled);
+  EXPECT_NEAR(after.gpu_energy_j[0], 300.0 * after.elapsed_s, 0.6);  // the 20 ms samples, uncalibrated
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(monitor.settle(m, 2.0).settled);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.5);
+}
+
 TEST(NvmlTest, SetLimitReachesTheDriverAndOutOfRangeNeverDoes) {
   TempDir tmp;
   const auto fake = use_fake_nvml(tmp, kTwoH100s);

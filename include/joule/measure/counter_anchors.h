@@ -198,6 +198,7 @@ class CounterAnchors {
   static bool has_anchor(const GpuState& g, int64_t step);
   static double placement_error_s(const GpuState& g);
   Lookup lookup_locked(const GpuState& g, double edge_s) const;
+  Lookup anchors_around_locked(const GpuState& g, double edge_s) const;
   void trim_locked(GpuState& g, double now_s);
 
   std::vector<GpuState> gpus_;
@@ -212,6 +213,7 @@ class CounterAnchors {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
+  bool stopped_ = false;  // guarded by mutex_: the thread is gone, reads planned will not come
   std::thread thread_;
   std::function<void()> on_anchor_;
   std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0};
