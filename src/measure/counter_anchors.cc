@@ -160,7 +160,7 @@ void CounterAnchors::take_new_edges_locked() {
   taken_.clear();
 }
 
-void CounterAnchors::start_search_locked(GpuState& g, double now_s, bool again) {
+void CounterAnchors::start_search_locked(GpuState& g, bool again) {
   g.mode = Mode::kSearch;
   g.previous.reset();
   g.found_steps_s.clear();
@@ -216,6 +216,13 @@ double CounterAnchors::grid_error_s(const GpuState& g, int64_t step) const {
 void CounterAnchors::plan_locked(GpuState& g, double now_s) {
   if (g.mode == Mode::kOff) return;
   trim_locked(g, now_s);
+  advance_grid_state_locked(g, now_s);
+  if (g.mode == Mode::kOff) return;
+  plan_edges_locked(g, now_s);
+  plan_check_locked(g, now_s);
+}
+
+void CounterAnchors::advance_grid_state_locked(GpuState& g, double now_s) {
   if (g.mode == Mode::kSearch) {
     if (now_s > g.scan_until_s) {  // false while NaN: the search has not started
       g.mode = Mode::kOff;
@@ -233,12 +240,15 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
   if (g.mode == Mode::kCheck && now_s > g.scan_until_s) {
     // The step was not where predicted: twice, and the grid is sought anew.
     if (++g.failed_checks >= 2) {
-      start_search_locked(g, now_s, true);
+      start_search_locked(g, true);
     } else {
       g.mode = Mode::kLocked;
       g.next_check_step = g.check_step + 1;
     }
   }
+}
+
+void CounterAnchors::plan_edges_locked(GpuState& g, double now_s) {
   // Edges get no anchor while the grid is sought (that takes a few hundred
   // ms: their windows keep the samples, without waiting), nor when they
   // waited too long for a check of the grid.
@@ -284,6 +294,9 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
   }
   g.waiting.resize(still_waiting);
 
+}
+
+void CounterAnchors::plan_check_locked(GpuState& g, double now_s) {
   // Re-check the grid where its error would reach the margin, while in use.
   if (g.mode == Mode::kLocked && checking_locked(g, now_s)) {
     int64_t check = g.next_check_step;
@@ -296,7 +309,7 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
       g.next_check_step = check;
     }
     if (half_width_s > 0.3 * g.period_s) {
-      start_search_locked(g, now_s, true);
+      start_search_locked(g, true);
     } else if (now_s >= step_time(g, check) - half_width_s - g.read_s - 0.002) {
       g.mode = Mode::kCheck;
       g.check_step = check;
@@ -461,7 +474,7 @@ void CounterAnchors::apply_anchor_read_locked(GpuState& g, int64_t step, const R
                                        (after == g.anchors.end() || after->counter_j > counter_j));
   if (!consistent) {
     g.anchors.clear();
-    start_search_locked(g, read.end_s, true);
+    start_search_locked(g, true);
     return;
   }
   if (!repeated) g.anchors.insert(after, Anchor{step, step_time(g, step), counter_j});

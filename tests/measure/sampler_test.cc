@@ -215,9 +215,13 @@ TEST(SamplerTest, PowerSamplesKeepShortWindowsExactUnderRandomOnOffLoad) {
                                         << readings.mean_abs << " / " << readings.max_abs);
       // The bounds of the issue this method answers (mean and max abs error).
       EXPECT_LE(samples.mean_abs, length_s >= 1.0 ? 0.01 : 0.02);
-      if (length_s >= 1.0) EXPECT_LE(samples.max_abs, 0.03);
+      if (length_s >= 1.0) {
+        EXPECT_LE(samples.max_abs, 0.03);
+      }
       // The trailing mean misses them by far: the test tells methods apart.
-      if (length_s <= 1.0) EXPECT_GT(readings.mean_abs, 0.05);
+      if (length_s <= 1.0) {
+        EXPECT_GT(readings.mean_abs, 0.05);
+      }
     }
     EXPECT_NEAR(with_samples.gpu_scale(0), 1.0, 0.003);  // the samples integrate to the counter
   }

@@ -179,10 +179,14 @@ void expect_bounds(const Results& r, bool samples_alone_worse) {
                 100 * samples.mean_abs(), 100 * samples.max_abs(), 100 * r.usage.at(length_s).mean_abs(),
                 100 * r.usage.at(length_s).max_abs(), 100 * sync.mean_abs(), 100 * sync.max_abs());
     EXPECT_LE(anchored.mean_abs(), length_s >= 1.0 ? 0.01 : 0.02);
-    if (length_s >= 1.0) EXPECT_LE(anchored.max_abs(), 0.03);
+    if (length_s >= 1.0) {
+      EXPECT_LE(anchored.max_abs(), 0.03);
+    }
     EXPECT_LE(anchored.mean_abs(), sync.mean_abs());
     EXPECT_LE(anchored.max_abs(), sync.max_abs());
-    if (samples_alone_worse) EXPECT_LT(anchored.mean_abs(), 0.5 * samples.mean_abs());
+    if (samples_alone_worse) {
+      EXPECT_LT(anchored.mean_abs(), 0.5 * samples.mean_abs());
+    }
     if (length_s <= 1.0) {
       EXPECT_GT(r.usage.at(length_s).mean_abs(), 0.05);  // the test tells the methods apart
     }

@@ -181,10 +181,15 @@ class CounterAnchors {
   void run();
   void take_new_edges_locked();
   void plan_locked(GpuState& g, double now_s);
+  // The parts of plan_locked: searches that time out, checks that missed;
+  // reads for new edges; when to check the grid next.
+  void advance_grid_state_locked(GpuState& g, double now_s);
+  void plan_edges_locked(GpuState& g, double now_s);
+  void plan_check_locked(GpuState& g, double now_s);
   std::optional<Action> next_action_locked(double now_s, double& wake_s);
   void apply_grid_read_locked(GpuState& g, const Read& read, double now_s);
   void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
-  void start_search_locked(GpuState& g, double now_s, bool again);
+  void start_search_locked(GpuState& g, bool again);
   void fit_grid_locked(GpuState& g);
   void schedule_check_locked(GpuState& g, double now_s);
   double step_time(const GpuState& g, int64_t step) const { return g.origin_s + g.period_s * step; }
