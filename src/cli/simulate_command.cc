@@ -39,7 +39,13 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
   return seeds;
 }
 
-std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<std::string>& failures) {
+// A workload of the run that could not be loaded, and why.
+struct WorkloadFailure {
+  std::string workload;
+  std::string reason;
+};
+
+std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<WorkloadFailure>& failures) {
   if (o.train_trace.empty() != o.power_trace.empty()) {
     throw UsageError("--train-trace and --power-trace go together");
   }
@@ -65,19 +71,18 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<std
   // One workload that cannot be simulated does not stop the others: it is
   // named with the reason, and the run exits non-zero at the end.
   std::vector<WorkloadTrace> traces;
-  std::vector<std::string> reasons;
   for (const auto& spec : specs) {
     try {
       traces.push_back(load_workload(o.train_trace, o.power_trace, spec, {o.strict}));
     } catch (const Error& e) {
-      reasons.emplace_back(e.what());
-      failures.push_back(fmt::format("workload '{}' cannot be simulated: {}", spec.name, e.what()));
+      failures.push_back({spec.name, e.what()});
     }
   }
   // The same reason for every workload is the files' (unreadable, a column
   // missing): said once.
-  if (traces.empty() && std::all_of(reasons.begin(), reasons.end(), [&](const auto& r) { return r == reasons[0]; })) {
-    throw Error(reasons.front());
+  if (traces.empty() && std::all_of(failures.begin(), failures.end(),
+                                     [&](const WorkloadFailure& f) { return f.reason == failures.front().reason; })) {
+    throw Error(failures.front().reason);
   }
   return traces;
 }
@@ -102,12 +107,14 @@ int run_simulate(const SimulateOptions& o) {
     out << "workload,policy,seed,recurrence,batch_size,power_limit_w,converged,stopped_early,epochs,time_s,energy_j,"
            "cost,regret,default_batch_size\n";
   }
-  std::vector<std::string> failures;
+  std::vector<WorkloadFailure> failures;
   const std::vector<WorkloadTrace> traces = load_traces(o, failures);
   for (const auto& trace : traces) {
     for (const auto& note : trace.notes) std::cerr << "joule: note: " << note << '\n';
   }
-  for (const auto& failure : failures) std::cerr << "joule: error: " << failure << '\n';
+  for (const auto& f : failures) {
+    std::cerr << fmt::format("joule: error: workload '{}' cannot be simulated: {}\n", f.workload, f.reason);
+  }
   if (traces.empty()) throw Error("no workload could be simulated (see above)");
 
   std::cout << fmt::format("joule simulate: eta {}, beta {}, seeds {}{}{}\n", o.eta, o.beta,

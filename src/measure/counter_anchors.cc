@@ -175,12 +175,30 @@ void CounterAnchors::start_search_locked(GpuState& g, bool again) {
 
 double CounterAnchors::placement_error_s(const GpuState& g) { return 0.5 * g.read_s + kPlacementSlackS; }
 
+int64_t CounterAnchors::step_at_or_before(const GpuState& g, double time_s) {
+  return static_cast<int64_t>(std::floor((time_s - g.origin_s) / g.period_s));
+}
+
+void CounterAnchors::learn_read_duration(GpuState& g, const Read& read) {
+  g.read_s = 0.8 * g.read_s + 0.2 * (read.end_s - read.begin_s);
+}
+
+double CounterAnchors::check_half_width_s(const GpuState& g, int64_t step) const {
+  return grid_error_s(g, step) + 0.001;
+}
+
+double CounterAnchors::check_start_s(const GpuState& g, int64_t step) const {
+  // The scan's first read must take its value before the window around the
+  // predicted step opens, wherever in the read the driver takes it.
+  return step_time(g, step) - check_half_width_s(g, step) - g.read_s - 0.002;
+}
+
 double CounterAnchors::latest_read_s(const GpuState& g, int64_t step) const {
   return step_time(g, step + 1) - options_.margin_s - g.read_s;
 }
 
 int64_t CounterAnchors::readable_from(const GpuState& g, double time_s) const {
-  auto step = static_cast<int64_t>(std::floor((time_s - g.origin_s) / g.period_s));
+  int64_t step = step_at_or_before(g, time_s);
   if (time_s > latest_read_s(g, step)) ++step;
   return step;
 }
@@ -267,7 +285,7 @@ void CounterAnchors::plan_edges_locked(GpuState& g, double now_s) {
   std::size_t still_waiting = 0;
   int64_t last_before = std::numeric_limits<int64_t>::min();
   for (const double edge_s : g.waiting) {
-    const auto before = static_cast<int64_t>(std::floor((edge_s - g.origin_s) / g.period_s));
+    const auto before = step_at_or_before(g, edge_s);
     if (grid_error_s(g, before + 1) > options_.margin_s) {
       if (g.mode == Mode::kLocked) g.next_check_step = std::min(g.next_check_step, readable_from(g, now_s) + 1);
       g.waiting[still_waiting++] = edge_s;  // waits for a check of the grid
@@ -300,17 +318,15 @@ void CounterAnchors::plan_check_locked(GpuState& g, double now_s) {
   // Re-check the grid where its error would reach the margin, while in use.
   if (g.mode == Mode::kLocked && checking_locked(g, now_s)) {
     int64_t check = g.next_check_step;
-    double half_width_s = grid_error_s(g, check) + 0.001;
-    // The scan's first read must take its value before the window around
-    // the predicted step opens, wherever in the read the driver takes it.
+    double half_width_s = check_half_width_s(g, check);
     if (now_s > step_time(g, check) - 0.5 * half_width_s - g.read_s) {  // too late for this step: a later one
       check = readable_from(g, now_s + half_width_s) + 1;
-      half_width_s = grid_error_s(g, check) + 0.001;
+      half_width_s = check_half_width_s(g, check);
       g.next_check_step = check;
     }
     if (half_width_s > 0.3 * g.period_s) {
       start_search_locked(g, true);
-    } else if (now_s >= step_time(g, check) - half_width_s - g.read_s - 0.002) {
+    } else if (now_s >= check_start_s(g, check)) {
       g.mode = Mode::kCheck;
       g.check_step = check;
       g.check_from_s = step_time(g, check) - half_width_s - g.read_s;
@@ -356,7 +372,7 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
       // Mid-interval, where the grid may be wrong by almost half a period and
       // the read still sees this step; earlier only when an edge came late.
       const double earliest_s = step_time(g, step) + std::max(options_.margin_s, 0.5 * (g.period_s - g.read_s));
-      const double latest_s = step_time(g, step + 1) - options_.margin_s - g.read_s;
+      const double latest_s = latest_read_s(g, step);
       if (now_s < earliest_s) {
         wake_s = std::min(wake_s, earliest_s);
       } else if (now_s <= latest_s && latest_s < best_deadline_s) {
@@ -365,7 +381,7 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
       }
     }
     if (g.mode == Mode::kLocked && checking_locked(g, now_s)) {
-      wake_s = std::min(wake_s, step_time(g, g.next_check_step) - grid_error_s(g, g.next_check_step) - 0.003 - g.read_s);
+      wake_s = std::min(wake_s, check_start_s(g, g.next_check_step));
     }
   }
   if (best && !best->anchor) {
@@ -382,7 +398,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
   const std::optional<Read> previous = g.previous;
   if (!previous && g.mode == Mode::kSearch) g.scan_until_s = read.begin_s + 2 * options_.max_period_s + 0.05;
   g.previous = read;
-  g.read_s = 0.8 * g.read_s + 0.2 * (read.end_s - read.begin_s);
+  learn_read_duration(g, read);
   if (!previous || read.counter_mj == previous->counter_mj) return;
   const bool placed = read.counter_mj > previous->counter_mj && read.begin_s - previous->end_s <= kMaxReadGap;
   const double step_s = 0.5 * (previous->mid_s() + read.mid_s());
@@ -405,7 +421,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     g.locks = {{0, g.found_steps_s[0]}, {1, g.found_steps_s[1]}};
     g.period_error_s = 2 * placement_error_s(g);
     g.mode = Mode::kLocked;
-    schedule_check_locked(g, now_s);
+    schedule_check_locked(g);
     return;
   }
   if (g.mode != Mode::kCheck) return;
@@ -415,7 +431,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     fit_grid_locked(g);
     g.failed_checks = 0;
     g.mode = Mode::kLocked;
-    schedule_check_locked(g, now_s);
+    schedule_check_locked(g);
   } else {
     g.scan_until_s = now_s - 1.0;  // a failed check; plan_locked decides what next
   }
@@ -446,8 +462,7 @@ void CounterAnchors::fit_grid_locked(GpuState& g) {
       2 * placement_error_s(g) / static_cast<double>(std::max<int64_t>(1, g.locks.back().step - g.locks.front().step));
 }
 
-void CounterAnchors::schedule_check_locked(GpuState& g, double now_s) {
-  (void)now_s;
+void CounterAnchors::schedule_check_locked(GpuState& g) {
   // The next check where the predicted error would reach the margin (less
   // the check's own slack), but at least every recheck_every_s.
   const double room_s = std::max(0.0, options_.margin_s - placement_error_s(g) - 0.001);
@@ -460,7 +475,7 @@ void CounterAnchors::schedule_check_locked(GpuState& g, double now_s) {
 void CounterAnchors::apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made) {
   g.planned.erase(std::remove(g.planned.begin(), g.planned.end(), step), g.planned.end());
   if (g.mode == Mode::kOff || g.mode == Mode::kSearch) return;  // the grid was lost meanwhile
-  g.read_s = 0.8 * g.read_s + 0.2 * (read.end_s - read.begin_s);
+  learn_read_duration(g, read);
   const bool inside = read.begin_s >= step_time(g, step) + options_.margin_s - 1e-9 &&
                       read.end_s <= step_time(g, step + 1) - 0.5 * options_.margin_s;
   if (!inside) return;  // held up: the read may have seen the next step
@@ -501,7 +516,7 @@ CounterAnchors::Lookup CounterAnchors::lookup_locked(const GpuState& g, double e
     return result;
   }
   if (g.mode != Mode::kOff && g.mode != Mode::kSearch) {
-    const auto before = static_cast<int64_t>(std::floor((edge_s - g.origin_s) / g.period_s));
+    const auto before = step_at_or_before(g, edge_s);
     if (std::binary_search(g.planned.begin(), g.planned.end(), before) ||
         std::binary_search(g.planned.begin(), g.planned.end(), before + 1)) {
       result.status = Status::kPending;

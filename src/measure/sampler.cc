@@ -218,28 +218,6 @@ double Sampler::coverage_wake_s_locked() const {
   return std::max(*first_open + longest_sample_period_s() + kVisibleAfterS, last_coverage_tick_s_ + kRetryS);
 }
 
-bool Sampler::wait_covered(double time_s, double timeout_s) {
-  if (covered_until_s() >= time_s) return true;
-  std::unique_lock lock(wake_mutex_);
-  if (!thread_.joinable()) {
-    // Manual sampling: the owner ticks; the next tick past time_s drains.
-    coverage_wanted_.insert(time_s);
-    return false;
-  }
-  const auto wish = coverage_wanted_.insert(time_s);
-  wake_.notify_all();  // the thread recomputes when to wake
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
-  bool covered = false;
-  while (!(covered = covered_until_s() >= time_s) && !stopped_) {
-    if (covered_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      covered = covered_until_s() >= time_s;
-      break;
-    }
-  }
-  coverage_wanted_.erase(wish);
-  return covered;
-}
-
 bool Sampler::wait_settled(double begin_s, double end_s, double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
   std::vector<EnergyEstimate> gpus, zones;
@@ -552,6 +530,10 @@ void Sampler::trim_locked(double now_s) {
   }
 }
 
+double Sampler::scaled_integral_j(const GpuTrack& track, double time_s) {
+  return track.scale * integral_at(track.points, time_s);
+}
+
 double Sampler::integral_at(const std::deque<PowerPoint>& points, double time_s) {
   if (points.empty()) return 0.0;
   const PowerPoint& first = points.front();
@@ -615,8 +597,7 @@ EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, doubl
                                    gpus_[gpu]->label(), track.points.front().time_s - started_at_s_,
                                    options_.history_s);
   }
-  const auto integral = [&](double t) { return track.scale * integral_at(track.points, t); };
-  estimate.energy_j = integral(end_s) - integral(begin_s);
+  estimate.energy_j = scaled_integral_j(track, end_s) - scaled_integral_j(track, begin_s);
   if (anchors == nullptr || estimate.problem) return estimate;
   using Status = CounterAnchors::Status;
   const auto& [begin, end] = *anchors;
@@ -644,7 +625,6 @@ Sampler::AnchoredEnergy Sampler::anchored_energy(const GpuTrack& track, const Co
   // where samples err (each averages only part of its interval), so the side
   // whose samples vary least is used; with both steady, the counter's change
   // across the two steps is shared out in proportion to the samples.
-  const auto integral = [&](double t) { return track.scale * integral_at(track.points, t); };
   const auto error_bound_j = [&](double from_s, double to_s) {
     return power_range_w(track.points, from_s, to_s) * (to_s - from_s);
   };
@@ -656,13 +636,17 @@ Sampler::AnchoredEnergy Sampler::anchored_energy(const GpuTrack& track, const Co
   AnchoredEnergy result;
   const std::optional<CounterAnchor>& before = anchors.before;
   const std::optional<CounterAnchor>& after = anchors.after;
-  const double from_before_j = before ? before->counter_j + integral(time_s) - integral(before->step_s) : 0.0;
-  const double from_after_j = after ? after->counter_j - (integral(after->step_s) - integral(time_s)) : 0.0;
+  // The sample integral at the edge and at each anchor's step, once each.
+  const double at_edge_j = scaled_integral_j(track, time_s);
+  const double at_before_j = before ? scaled_integral_j(track, before->step_s) : 0.0;
+  const double at_after_j = after ? scaled_integral_j(track, after->step_s) : 0.0;
+  const double from_before_j = before ? before->counter_j + (at_edge_j - at_before_j) : 0.0;
+  const double from_after_j = after ? after->counter_j - (at_after_j - at_edge_j) : 0.0;
   if (before && after) {
     // The counter's change across the edge's step must be that step's energy
     // by the samples too: a read taken one step off (the grid wrong by more
     // than the margin) shows here as a whole step too much or too little.
-    const double step_samples_j = integral(after->step_s) - integral(before->step_s);
+    const double step_samples_j = at_after_j - at_before_j;
     const double step_counter_j = after->counter_j - before->counter_j;
     if (std::fabs(step_counter_j - step_samples_j) > kStepMismatchJ + kStepMismatchShare * step_samples_j) {
       result.trusted = false;
@@ -673,8 +657,7 @@ Sampler::AnchoredEnergy Sampler::anchored_energy(const GpuTrack& track, const Co
     result.needs_data_until_s = after->step_s;
     result.anchors_used = {before->step_s, after->step_s};
     if (bound_before_j <= kSteadyJ && bound_after_j <= kSteadyJ) {
-      const double span_j = integral(after->step_s) - integral(before->step_s);
-      const double share = span_j > 0 ? (integral(time_s) - integral(before->step_s)) / span_j : 0.0;
+      const double share = step_samples_j > 0 ? (at_edge_j - at_before_j) / step_samples_j : 0.0;
       result.counter_j = before->counter_j + share * (after->counter_j - before->counter_j);
     } else if (bound_before_j <= bound_after_j) {
       result.counter_j = from_before_j;

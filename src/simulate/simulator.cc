@@ -139,7 +139,7 @@ class GridDriver final : public PolicyDriver {
   std::pair<int, double> choose() override {
     if (walk_.done()) return best_;
     const int b = *walk_.next();
-    return {b, limits_of(b)[limit_index_]};
+    return {b, nth_largest_limit_w(b, limit_index_)};
   }
   void observe(int b, double limit_w, double cost, bool converged) override {
     if (converged && cost < best_cost_) {
@@ -161,11 +161,9 @@ class GridDriver final : public PolicyDriver {
 
  private:
   // A batch size's own limits, largest first (real traces may lack some).
-  std::vector<double> limits_of(int b) const {
-    std::vector<double> limits;
-    const auto& entries = trace_.power.at(b);
-    for (auto it = entries.rbegin(); it != entries.rend(); ++it) limits.push_back(it->power_limit_w);
-    return limits;
+  double nth_largest_limit_w(int b, std::size_t n) const {
+    const auto& entries = trace_.power.at(b);  // ascending
+    return entries[entries.size() - 1 - n].power_limit_w;
   }
 
   const WorkloadTrace& trace_;

@@ -242,7 +242,7 @@ TEST(SamplerTest, AWindowSettlesWhenTheSampleCoveringItsEndArrives) {
   // Drained at 2.0 s: samples up to 1.98 s are in, the ones after are not.
   const EnergyEstimate open_end = sampler.gpu_energy(0, 1.0, 2.3);
   EXPECT_FALSE(open_end.settled);
-  EXPECT_FALSE(sampler.wait_covered(2.3, 0.0));  // manual sampler: leaves a wish for the next tick
+  EXPECT_FALSE(sampler.wait_settled(1.0, 2.3, 0.0));  // manual sampler: leaves a wish for the next tick
   EXPECT_LT(sampler.covered_until_s(), 2.3);
   EXPECT_TRUE(sampler.gpu_energy(0, 1.0, 1.9).settled);
   for (int tick = 26; tick <= 31; ++tick) {

@@ -50,14 +50,20 @@ def test_window_context_manager_measures_energy_and_time(simulated):
     assert m.total_energy_j == pytest.approx(sum(m.gpu_energy_j))
 
 
-def test_settled_values_from_the_drivers_power_samples(monkeypatch, tmp_path):
-    """A fake H100 that keeps 20 ms power samples, as the real one does."""
+def use_fake_h100(monkeypatch, tmp_path, extra=""):
+    """One fake H100 drawing 300 W that keeps 20 ms power samples, as the
+    real one does; extra adds to its device line."""
     config = tmp_path / "fake.conf"
     config.write_text('device name="NVIDIA H100 80GB HBM3" power_w=300 min_limit_w=200 max_limit_w=700 '
-                      'sample_ms=20 sample_buffer=120 sample_prefill=1\n')
+                      f'sample_ms=20 sample_buffer=120 sample_prefill=1 {extra}\n')
     monkeypatch.setenv("JOULE_NVML_LIBRARY", FAKE_NVML)
     monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+
+
+def test_settled_values_from_the_drivers_power_samples(monkeypatch, tmp_path):
+    """A fake H100 that keeps 20 ms power samples, as the real one does."""
+    use_fake_h100(monkeypatch, tmp_path)
     assert "driver power samples every 20 ms" in joule.devices()["gpus"][0]["energy_method"]
     monitor = joule.Monitor()
     with monitor.window("step") as w:
@@ -82,12 +88,7 @@ def test_windows_anchored_to_the_energy_counter(monkeypatch, tmp_path):
     """A fake H100 whose counter steps every 100 ms (4 ms per read): after the
     first window edge joule finds the steps, and later windows are pinned to
     them (bounded retries: a loaded machine can delay the search)."""
-    config = tmp_path / "fake.conf"
-    config.write_text('device name="NVIDIA H100 80GB HBM3" power_w=300 min_limit_w=200 max_limit_w=700 '
-                      'sample_ms=20 sample_buffer=120 sample_prefill=1 energy_update_ms=100 energy_call_ms=4\n')
-    monkeypatch.setenv("JOULE_NVML_LIBRARY", FAKE_NVML)
-    monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
-    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    use_fake_h100(monkeypatch, tmp_path, "energy_update_ms=100 energy_call_ms=4")
     assert "windows pinned to the counter's steps" in joule.devices()["gpus"][0]["energy_method"]
     monitor = joule.Monitor()
     anchored = None

@@ -191,7 +191,7 @@ class CounterAnchors {
   void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
   void start_search_locked(GpuState& g, bool again);
   void fit_grid_locked(GpuState& g);
-  void schedule_check_locked(GpuState& g, double now_s);
+  void schedule_check_locked(GpuState& g);
   double step_time(const GpuState& g, int64_t step) const { return g.origin_s + g.period_s * step; }
   double grid_error_s(const GpuState& g, int64_t step) const;
   bool checking_locked(const GpuState& g, double now_s) const;
@@ -202,6 +202,11 @@ class CounterAnchors {
   int64_t readable_from(const GpuState& g, double time_s) const;
   static bool has_anchor(const GpuState& g, int64_t step);
   static double placement_error_s(const GpuState& g);
+  static int64_t step_at_or_before(const GpuState& g, double time_s);
+  static void learn_read_duration(GpuState& g, const Read& read);
+  // How far around a predicted step a check reads, and when it starts.
+  double check_half_width_s(const GpuState& g, int64_t step) const;
+  double check_start_s(const GpuState& g, int64_t step) const;
   Lookup lookup_locked(const GpuState& g, double edge_s) const;
   Lookup anchors_around_locked(const GpuState& g, double edge_s) const;
   void trim_locked(GpuState& g, double now_s);

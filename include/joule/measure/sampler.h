@@ -151,15 +151,12 @@ class Sampler {
   // The time up to which every working device's energy is known from data
   // (not carried forward); +infinity when there is no device.
   double covered_until_s() const;
-  // Has the sampling thread read, as soon as the drivers have it, the data
-  // that covers time_s, waiting up to timeout_s. True when covered. Without
-  // a thread (virtual clocks) it only registers the wish: the first
-  // sample_now() after time_s reads the power-sample buffers.
-  bool wait_covered(double time_s, double timeout_s);
   // Waits up to timeout_s until the energy of [begin_s, end_s] is final on
-  // every device: data past its end, and the counter anchors of its edges
-  // read (or known not to come). Without a thread it only registers the
-  // wish, as wait_covered does. True when final.
+  // every device: data past its end (the sampling thread reads the power-
+  // sample buffers as soon as the drivers have it), and the counter anchors
+  // of its edges read (or known not to come). True when final. Without a
+  // thread (virtual clocks) it only registers the wish: the first
+  // sample_now() past the time needed reads the buffers.
   bool wait_settled(double begin_s, double end_s, double timeout_s);
 
   // A window edge at time_s (Monitor calls it at begin_window and end_window):
@@ -261,6 +258,8 @@ class Sampler {
   void pair_counters_locked(GpuTrack& track);
   void trim_locked(double now_s);
   static double integral_at(const std::deque<PowerPoint>& points, double time_s);
+  // integral_at times the GPU's counter calibration.
+  static double scaled_integral_j(const GpuTrack& track, double time_s);
   void recalibrate_locked(GpuTrack& track) const;
   double covered_until_locked() const;
   using AnchorLookups = std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup>;
