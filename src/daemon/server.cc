@@ -104,15 +104,19 @@ void Server::write_state() {
 }
 
 void Server::listen() {
+  // Bound, listening and given its owner and mode under a temporary name,
+  // then renamed into place: a client that sees the socket can connect to
+  // it (between bind and listen it would be refused) with its final mode.
+  const std::string temporary = config_.socket_path + ".new";
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  if (config_.socket_path.size() >= sizeof address.sun_path) {
+  if (temporary.size() >= sizeof address.sun_path) {
     throw UsageError(fmt::format("socket path '{}' is too long", config_.socket_path));
   }
-  std::strcpy(address.sun_path, config_.socket_path.c_str());
+  std::strcpy(address.sun_path, temporary.c_str());
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(config_.socket_path).parent_path(), ec);
-  unlink(config_.socket_path.c_str());  // a stale socket of a dead instance
+  unlink(temporary.c_str());  // left by an instance that died while starting
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listen_fd_ < 0) throw Error(fmt::format("socket: {}", std::strerror(errno)));
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
@@ -121,9 +125,13 @@ void Server::listen() {
   }
   gid_t group = static_cast<gid_t>(-1);
   if (config_.socket_group) group = getgrnam(config_.socket_group->c_str())->gr_gid;
-  if (chown(config_.socket_path.c_str(), static_cast<uid_t>(-1), group) != 0 ||
-      chmod(config_.socket_path.c_str(), config_.socket_mode) != 0) {
+  if (chown(temporary.c_str(), static_cast<uid_t>(-1), group) != 0 ||
+      chmod(temporary.c_str(), config_.socket_mode) != 0) {
     throw Error(fmt::format("cannot set owner/mode of '{}': {}", config_.socket_path, std::strerror(errno)));
+  }
+  // Replaces a stale socket of a dead instance in one step.
+  if (std::rename(temporary.c_str(), config_.socket_path.c_str()) != 0) {
+    throw Error(fmt::format("cannot listen on '{}': {}", config_.socket_path, std::strerror(errno)));
   }
   log(fmt::format("listening on {} (mode {:04o}{}) for {} GPU{}", config_.socket_path, config_.socket_mode,
                   config_.socket_group ? ", group " + *config_.socket_group : "", gpus_.size(),
