@@ -261,6 +261,14 @@ class CounterReference {
     }
     return high_w <= low_w * (1.0 + kSteadyTolerance);
   }
+  // How far the reference interpolates at time_s: the distance to the
+  // nearer of the steps around it (its error is at most that times the
+  // power's swing inside the step).
+  std::optional<double> interpolation_s(double time_s) const {
+    const std::size_t k = next_step(time_s);
+    if (k == 0 || k == steps_.size()) return std::nullopt;
+    return std::min(time_s - steps_[k - 1].time_s, steps_[k].time_s - time_s);
+  }
   std::vector<double> step_spacings_s() const {
     std::vector<double> spacings_s;
     for (std::size_t k = 1; k < steps_.size(); ++k) spacings_s.push_back(steps_[k].time_s - steps_[k - 1].time_s);
@@ -368,6 +376,7 @@ struct Window {
   double length_s = 0.0;
   bool back_to_back = false;
   std::array<std::optional<Interval>, kMethodCount> by_method;  // absent: not measured that way
+  bool counter_anchored = false;                                // the default method's settled value
 };
 
 struct SettleStats {  // the default method's
@@ -412,6 +421,7 @@ void settle_into(Rig& rig, const Ended& ended, Window& w, SettleStats* stats) {
   w.by_method[kSamplesAloneSettled] =
       interval_of(rig.monitors[kSamplesAlone]->settle(ended[kSamplesAlone], kSettleTimeoutS));
   w.by_method[kSamplesSettled] = interval_of(samples);
+  w.counter_anchored = samples.gpu_sources.at(0).counter_anchored;
   w.by_method[kUsageSettled] = interval_of(rig.monitors[kUsage]->settle(ended[kUsage], kSettleTimeoutS));
   const Measurement instant = rig.monitors[kInstant]->settle(ended[kInstant], kSettleTimeoutS);
   w.by_method[kInstantSettled] = interval_of(instant);
@@ -422,10 +432,14 @@ void settle_into(Rig& rig, const Ended& ended, Window& w, SettleStats* stats) {
 // With a poller (--align), each edge comes right after the reference sees
 // the counter step, where the reference needs no interpolation: what remains
 // is the error of the method, whatever the load does inside the steps.
+//
+// The sync-counter method reads after the others at both edges: its read
+// takes ~3-40 ms (the driver serialises counter calls), and taken first it
+// would move the other methods' begin edges that far from the step.
 Window measure_window(Rig& rig, double length_s, SettleStats& stats, const CounterPoller* align) {
   if (align != nullptr) align->wait_next_step();
-  const CounterRead begin = read_counter(*rig.sync_gpu);
   begin_all(rig);
+  const CounterRead begin = read_counter(*rig.sync_gpu);
   if (align != nullptr) {
     sleep_s(length_s - 0.05);
     align->wait_next_step();
@@ -484,6 +498,7 @@ struct Result {
   Interval interval;
   std::optional<double> reference_j;  // none: the window was skipped
   bool steady_edges = false;          // every method's edges lie in steady steps
+  double interpolation_s = 0.0;       // the reference's, at the farther-interpolated edge
   double error() const { return interval.energy_j / *reference_j - 1.0; }
 };
 
@@ -499,6 +514,8 @@ std::vector<Result> compare(const std::vector<Window>& windows, const CounterRef
       if (!w.by_method[m]) continue;
       const Interval& iv = *w.by_method[m];
       results.push_back({&w, static_cast<Method>(m), iv, reference.energy_j(iv.begin_s, iv.end_s)});
+      results.back().interpolation_s = std::max(reference.interpolation_s(iv.begin_s).value_or(0.0),
+                                                reference.interpolation_s(iv.end_s).value_or(0.0));
       covered = covered && results.back().reference_j.has_value();
       steady = steady && reference.steady_at(iv.begin_s) && reference.steady_at(iv.end_s);
     }
@@ -563,6 +580,13 @@ void print_reference(const std::vector<CounterRead>& log, const CounterReference
              "{:.1f} ms, max {:.1f} ms\n",
              log.size(), 1e3 * joule::bench::median(read_s), 1e3 * max_of(read_s), spacings_s.size() + 1,
              1e3 * joule::bench::median(spacings_s), 1e3 * max_of(spacings_s));
+  std::vector<double> interpolation_s;  // the default method's edges
+  for (const Result& r : results) {
+    if (r.method == kSamplesSettled && r.reference_j) interpolation_s.push_back(r.interpolation_s);
+  }
+  fmt::print("reference at the default method's edges: interpolated over median {:.1f} ms, max {:.1f} ms from the "
+             "nearer step\n",
+             1e3 * joule::bench::median(interpolation_s), 1e3 * max_of(interpolation_s));
   fmt::print("windows: {} measured, {} skipped (an edge outside the log or in a step gap over {:.0f} ms), {} with "
              "steady edges\n",
              windows, skipped, 1e3 * kMaxStepGapS, steady);
@@ -588,9 +612,10 @@ void print_sources(const Rig& rig) {
                source.calibration_scale);
   }
   const joule::CounterAnchors::Stats anchors = rig.monitors[kSamples]->sampler().stats().anchors;
-  fmt::print("default monitor's anchors: {} counter reads, {} anchors, {} edge sides over the ration, {} grid "
-             "searches repeated, reader thread CPU {:.3f} s\n",
-             anchors.reads, anchors.anchors, anchors.rationed, anchors.relocks, anchors.thread_cpu_s);
+  fmt::print("default monitor's anchors: {} counter reads, {} anchors, {} edge sides over the ration, {} reads "
+             "held up past their step, {} grid searches repeated, reader thread CPU {:.3f} s\n",
+             anchors.reads, anchors.anchors, anchors.rationed, anchors.held_up, anchors.relocks,
+             anchors.thread_cpu_s);
   fmt::print("monitor sync-counter: total_energy_mj() at both edges on its own Gpu object; a read took median "
              "{:.2f} ms, max {:.2f} ms\n",
              1e3 * joule::bench::median(rig.sync_read_s), 1e3 * max_of(rig.sync_read_s));
@@ -599,13 +624,15 @@ void print_sources(const Rig& rig) {
 void write_csv(const std::string& path, const std::vector<Result>& results) {
   std::ofstream out(path);
   if (!out) throw joule::Error(fmt::format("cannot write {}", path));
-  out << "length_s,method,begin_s,end_s,value_j,reference_j,error,back_to_back,steady_edges\n";
+  out << "length_s,method,begin_s,end_s,value_j,reference_j,error,back_to_back,steady_edges,"
+         "reference_interpolation_ms,counter_anchored\n";
   for (const Result& r : results) {
-    out << fmt::format("{:g},{},{:.6f},{:.6f},{:.6f},{},{},{},{}\n", r.window->length_s, kMethodIds[r.method],
-                       r.interval.begin_s, r.interval.end_s, r.interval.energy_j,
+    const bool anchored = r.method == kSamplesSettled && r.window->counter_anchored;
+    out << fmt::format("{:g},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{:.2f},{}\n", r.window->length_s,
+                       kMethodIds[r.method], r.interval.begin_s, r.interval.end_s, r.interval.energy_j,
                        r.reference_j ? fmt::format("{:.6f}", *r.reference_j) : "",
                        r.reference_j ? fmt::format("{:.6f}", r.error()) : "", r.window->back_to_back ? 1 : 0,
-                       r.steady_edges ? 1 : 0);
+                       r.steady_edges ? 1 : 0, 1e3 * r.interpolation_s, anchored ? 1 : 0);
   }
   if (!out.flush()) throw joule::Error(fmt::format("cannot write {}", path));
 }

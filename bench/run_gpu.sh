@@ -5,12 +5,12 @@
 #   CARRY_DIR holds bin/ (joule and the bench programs), lib/ (their shared
 #   libraries) and fake/libnvidia-ml.so.1 (the fake driver, for side-by-side
 #   runs): `bench/carry.sh CARRY_DIR` assembles it from build/.
-#   PARTs (default: all, ~20 min): costs random loads aligned measure
+#   PARTs (default: all, ~30 min; at most ~6 min each): costs random loads aligned aligned_pulse measure
 set -u
 carry=$(cd "$1" && pwd)
 out=$2
 shift 2
-parts=${*:-costs random loads aligned measure}
+parts=${*:-costs random loads aligned aligned_pulse measure}
 bin=$carry/bin
 export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export JOULE_BENCH_FAKE_NVML=$carry/fake/libnvidia-ml.so.1
@@ -52,11 +52,9 @@ for part in $parts; do
       accuracy pulse "--mode pulse" 35 110 "--seed 3"
       accuracy slow_pulse "--mode pulse --half-period-s 2" 35 50 "--seed 4"
       ;;
-    aligned)
-      # Edges right after observed counter steps: the reference exact whatever the load does.
-      accuracy random_aligned "--mode random --seed 6" 35 130 "--seed 6 --align"
-      accuracy pulse_aligned "--mode pulse" 35 100 "--seed 7 --align"
-      ;;
+    # Edges right after observed counter steps: the reference exact whatever the load does.
+    aligned) accuracy random_aligned "--mode random --seed 6" 35 240 "--seed 6 --align" ;;
+    aligned_pulse) accuracy pulse_aligned "--mode pulse" 35 200 "--seed 7 --align" ;;
     measure)
       echo "== joule measure of a whole command against the counter" | tee "$out/measure.txt"
       for mode in "--mode random --seed 5" "--mode steady"; do

@@ -478,7 +478,10 @@ void CounterAnchors::apply_anchor_read_locked(GpuState& g, int64_t step, const R
   learn_read_duration(g, read);
   const bool inside = read.begin_s >= step_time(g, step) + options_.margin_s - 1e-9 &&
                       read.end_s <= step_time(g, step + 1) - 0.5 * options_.margin_s;
-  if (!inside) return;  // held up: the read may have seen the next step
+  if (!inside) {  // held up: the read may have seen the next step
+    held_up_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   const double counter_j = static_cast<double>(read.counter_mj) / 1000.0;
   // Values must grow from step to step; otherwise the grid is wrong.
   auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), step,
@@ -571,6 +574,7 @@ CounterAnchors::Stats CounterAnchors::stats() const {
   stats.anchors = anchors_made_.load();
   stats.rationed = rationed_.load();
   stats.relocks = relocks_.load();
+  stats.held_up = held_up_.load();
   stats.thread_cpu_s = thread_cpu_s_.load();
   return stats;
 }

@@ -124,6 +124,7 @@ class CounterAnchors {
     uint64_t reads = 0;         // all counter reads, grid checks included
     uint64_t anchors = 0;       // anchors made
     uint64_t rationed = 0;      // edges left without an anchor by the ration
+    uint64_t held_up = 0;       // anchor reads discarded: they ran too near the next step
     uint64_t relocks = 0;       // grid lost and searched again
     double thread_cpu_s = 0.0;
   };
@@ -226,7 +227,7 @@ class CounterAnchors {
   bool stopped_ = false;  // guarded by mutex_: the thread is gone, reads planned will not come
   std::thread thread_;
   std::function<void()> on_anchor_;
-  std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0};
+  std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0}, held_up_{0};
   std::atomic<double> thread_cpu_s_{0.0};
   std::atomic<double> keep_from_s_{std::numeric_limits<double>::infinity()};
 };
