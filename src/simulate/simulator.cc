@@ -8,8 +8,7 @@
 #include <random>
 
 #include "joule/error.h"
-#include "joule/optimize/batch_size_optimizer.h"
-#include "joule/optimize/pruning.h"
+#include "simulate/policy_driver.h"
 
 namespace joule {
 
@@ -85,16 +84,8 @@ int SimulationResult::converged_at() const {
   return at;
 }
 
+namespace simulate_internal {
 namespace {
-
-// Chooses (batch size, limit) per recurrence and learns from the outcome.
-class PolicyDriver {
- public:
-  virtual ~PolicyDriver() = default;
-  virtual std::pair<int, double> choose() = 0;
-  virtual void observe(int batch_size, double limit_w, double cost, bool converged) = 0;
-  virtual double early_stop_threshold() const = 0;
-};
 
 class DefaultDriver final : public PolicyDriver {
  public:
@@ -183,14 +174,48 @@ const PowerProfileEntry& profile_at(const WorkloadTrace& t, int b, double limit_
 
 }  // namespace
 
-SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const SimulationOptions& options) {
-  check_eta(options.eta);
-  std::unique_ptr<PolicyDriver> driver;
+std::unique_ptr<PolicyDriver> make_policy_driver(const WorkloadTrace& trace, Policy policy,
+                                                 const SimulationOptions& options) {
   switch (policy) {
-    case Policy::kZeus: driver = std::make_unique<ZeusDriver>(trace, options); break;
-    case Policy::kGridSearch: driver = std::make_unique<GridDriver>(trace, options); break;
-    case Policy::kDefault: driver = std::make_unique<DefaultDriver>(trace); break;
+    case Policy::kZeus: return std::make_unique<ZeusDriver>(trace, options);
+    case Policy::kGridSearch: return std::make_unique<GridDriver>(trace, options);
+    case Policy::kDefault: return std::make_unique<DefaultDriver>(trace);
   }
+  throw Error("unknown policy");
+}
+
+Recurrence run_recurrence(const WorkloadTrace& trace, int b, double limit_w, std::size_t run, double threshold,
+                          double eta) {
+  const auto& runs = trace.epochs.at(b);
+  const PowerProfileEntry& p = profile_at(trace, b, limit_w);
+  Recurrence r;
+  r.batch_size = b;
+  r.power_limit_w = limit_w;
+  r.converged = runs.at(run).has_value();
+  r.epochs = r.converged ? *runs[run] : trace.max_epochs;
+  r.time_s = r.epochs * p.time_per_epoch_s;
+  r.energy_j = r.time_s * p.avg_power_w;
+  r.cost = zeus_cost(r.energy_j, r.time_s, eta, trace.max_power_w);
+  if (r.cost > threshold) {
+    // Stopped when the cost reached the threshold; time and energy accrue
+    // at a constant rate within a run, so they scale alike.
+    const double fraction = threshold / r.cost;
+    r.epochs *= fraction;
+    r.time_s *= fraction;
+    r.energy_j *= fraction;
+    r.cost = threshold;
+    r.converged = false;
+    r.stopped_early = true;
+  }
+  return r;
+}
+
+}  // namespace simulate_internal
+
+SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const SimulationOptions& options) {
+  using namespace simulate_internal;
+  check_eta(options.eta);
+  const std::unique_ptr<PolicyDriver> driver = make_policy_driver(trace, policy, options);
   SimulationResult result;
   result.workload = trace.spec.name;
   result.policy = policy;
@@ -205,30 +230,10 @@ SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const Simul
   result.recurrences.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
     const auto [b, limit_w] = driver->choose();
-    const auto& runs = trace.epochs.at(b);
-    const std::size_t run = std::uniform_int_distribution<std::size_t>(0, runs.size() - 1)(runs_rng);
-    const PowerProfileEntry& p = profile_at(trace, b, limit_w);
-    Recurrence r;
+    const std::size_t runs = trace.epochs.at(b).size();
+    const std::size_t run = std::uniform_int_distribution<std::size_t>(0, runs - 1)(runs_rng);
+    Recurrence r = run_recurrence(trace, b, limit_w, run, driver->early_stop_threshold(), options.eta);
     r.index = i;
-    r.batch_size = b;
-    r.power_limit_w = limit_w;
-    r.converged = runs[run].has_value();
-    r.epochs = r.converged ? *runs[run] : trace.max_epochs;
-    r.time_s = r.epochs * p.time_per_epoch_s;
-    r.energy_j = r.time_s * p.avg_power_w;
-    r.cost = zeus_cost(r.energy_j, r.time_s, options.eta, trace.max_power_w);
-    const double threshold = driver->early_stop_threshold();
-    if (r.cost > threshold) {
-      // Stopped when the cost reached the threshold; time and energy accrue
-      // at a constant rate within a run, so they scale alike.
-      const double fraction = threshold / r.cost;
-      r.epochs *= fraction;
-      r.time_s *= fraction;
-      r.energy_j *= fraction;
-      r.cost = threshold;
-      r.converged = false;
-      r.stopped_early = true;
-    }
     r.regret = r.cost - result.optimal.expected_cost;
     driver->observe(b, limit_w, r.cost, r.converged);
     result.recurrences.push_back(r);
