@@ -53,6 +53,9 @@ struct SimulateOptions {
   int recurrences = 0;
   bool strict = false;
   std::string out_path;
+  std::string html_path;
+  std::optional<int> drift_after;
+  std::string drift_scale = "2";  // "F" (the optimal batch size) or "B=F,B=F"
 };
 int run_simulate(const SimulateOptions& options);
 

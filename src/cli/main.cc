@@ -77,6 +77,14 @@ int main(int argc, char** argv) {
                              "what real traces lack is an error: a batch size in one trace only, missing power limits, "
                              "an absent default batch size");
   simulate_command->add_option("--out", simulate.out_path, "write one CSV row per recurrence");
+  simulate_command->add_option("--html", simulate.html_path,
+                               "write an HTML page: ratios to Default, regret curves, search paths");
+  simulate_command->add_option("--drift-after", simulate.drift_after,
+                               "data drift after N recurrences: epochs to target change (see --drift-scale); zeus "
+                               "runs with and without --window (default 10) side by side");
+  simulate_command->add_option("--drift-scale", simulate.drift_scale,
+                               "F: the optimal batch size needs F x the epochs after the drift (default 2); or "
+                               "B=F,B=F per batch size");
 
   joule::cli::TrainSimOptions train_sim;
   CLI::App* train_sim_command = app.add_subcommand(

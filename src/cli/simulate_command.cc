@@ -10,6 +10,8 @@
 
 #include "cli/commands.h"
 #include "joule/error.h"
+#include "joule/analyze/simulation_report.h"
+#include "joule/simulate/comparison.h"
 #include "joule/simulate/simulator.h"
 
 namespace joule::cli {
@@ -87,26 +89,130 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<Wor
   return traces;
 }
 
+// The epoch factors of a drift, per batch size: "F" applies to the
+// workload's optimal batch size before the drift, "B=F,B=F" to those sizes.
+std::map<int, double> drift_scale_for(const SimulateOptions& o, const WorkloadTrace& trace) {
+  auto factor = [&](const std::string& text) {
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(value > 0)) {
+      throw UsageError(fmt::format("--drift-scale: '{}' is not a factor > 0 (expected F or B=F,B=F)", text));
+    }
+    return value;
+  };
+  if (o.drift_scale.find('=') == std::string::npos) {
+    return {{optimal_config(trace, o.eta).batch_size, factor(o.drift_scale)}};
+  }
+  std::map<int, double> scale;
+  std::stringstream items(o.drift_scale);
+  for (std::string item; std::getline(items, item, ',');) {
+    const auto eq = item.find('=');
+    const std::string size = item.substr(0, eq);
+    char* end = nullptr;
+    const long b = std::strtol(size.c_str(), &end, 10);
+    if (eq == std::string::npos || size.empty() || *end != '\0' || b <= 0) {
+      throw UsageError(fmt::format("--drift-scale: '{}' is not B=F (a batch size and a factor)", item));
+    }
+    scale[static_cast<int>(b)] = factor(item.substr(eq + 1));
+  }
+  return scale;
+}
+
+// What runs, Default last (the reference for ratios). With a drift, zeus runs
+// with and without a window, to show what the window changes.
+std::vector<PolicyVariant> variants_of(const SimulateOptions& o) {
+  std::vector<PolicyVariant> variants;
+  const std::vector<Policy> policies =
+      o.policy == "all" ? std::vector<Policy>{Policy::kZeus, Policy::kGridSearch} : std::vector<Policy>{parse_policy(o.policy)};
+  for (Policy policy : policies) {
+    if (policy == Policy::kDefault) continue;
+    if (policy == Policy::kZeus && o.drift_after) {
+      variants.push_back({policy, std::nullopt});
+      variants.push_back({policy, o.window.value_or(10)});
+    } else {
+      variants.push_back({policy, policy == Policy::kZeus ? o.window : std::nullopt});  // only zeus keeps a window
+    }
+  }
+  variants.push_back({Policy::kDefault, std::nullopt});
+  return variants;
+}
+
+SimulationSet simulate_workload(const SimulateOptions& o, const WorkloadTrace& trace,
+                                const std::vector<uint64_t>& seeds) {
+  SimulationSet set{trace.spec.name, trace.spec.target_text, variants_of(o), {}, 0, o.drift_after};
+  set.reference = set.variants.size() - 1;
+  std::optional<DriftScenario> drift;
+  if (o.drift_after) drift = DriftScenario{*o.drift_after, drift_scale_for(o, trace)};
+  for (const PolicyVariant& variant : set.variants) {
+    std::vector<SimulationResult>& runs = set.results.emplace_back();
+    for (uint64_t seed : seeds) {
+      runs.push_back(simulate(trace, variant.policy, {o.eta, o.beta, seed, variant.window, o.recurrences, drift}));
+    }
+  }
+  return set;
+}
+
+void write_recurrences(std::ostream& out, const SimulationSet& set, const WorkloadTrace& trace) {
+  for (std::size_t v = 0; v < set.variants.size(); ++v) {
+    const std::string window = set.variants[v].window ? std::to_string(*set.variants[v].window) : "";
+    for (const SimulationResult& r : set.results[v]) {
+      for (const Recurrence& x : r.recurrences) {
+        const bool drifted = set.drift_after && x.index >= *set.drift_after;
+        out << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{}\n", set.workload,
+                           to_string(set.variants[v].policy), r.seed, x.index, x.batch_size, x.power_limit_w,
+                           x.converged ? 1 : 0, x.stopped_early ? 1 : 0, x.epochs, x.time_s, x.energy_j, x.cost,
+                           x.regret, trace.default_batch_size, window, drifted ? 1 : 0);
+      }
+    }
+  }
+}
+
+void print_set(const SimulationSet& set) {
+  const SimulationResult& first = set.results.front().front();
+  std::string optimal = fmt::format("b={} {:.0f} W", first.optimal.batch_size, first.optimal.power_limit_w);
+  if (first.optimal_after) {
+    optimal += fmt::format(", after drift b={} {:.0f} W", first.optimal_after->batch_size,
+                           first.optimal_after->power_limit_w);
+  }
+  for (std::size_t v = 0; v < set.variants.size(); ++v) {
+    const VariantSummary s = summarize(set, v);
+    std::cout << fmt::format("{:<14} {:<20} {:<15} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>10.1f} {:>15} {:>9}{}   {}\n",
+                             set.workload, set.target_text, set.variants[v].label(), s.energy_last_ratio,
+                             s.time_last_ratio, s.energy_all_ratio, s.time_all_ratio, s.regret_per_optimal,
+                             fmt::format("b={} {:.0f} W", s.final_config.first, s.final_config.second),
+                             fmt::format("{}/{}", s.converged_at, s.recurrences),
+                             set.drift_after ? fmt::format(" {:>6.1f}", s.stale_after_drift) : "", optimal);
+  }
+}
+
+std::ofstream open_output(const std::string& path) {
+  std::ofstream out(path, std::ios::out | std::ios::trunc);
+  if (!out) throw UsageError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+  return out;
+}
+
+void close_output(std::ofstream& out, const std::string& path) {
+  out.flush();
+  if (!out) throw Error(fmt::format("error writing '{}'", path));
+}
+
 }  // namespace
 
 int run_simulate(const SimulateOptions& o) {
   check_eta(o.eta);
   if (!(o.beta > 1.0)) throw UsageError(fmt::format("--beta {} must be greater than 1", o.beta));
-  std::vector<Policy> policies;
-  if (o.policy == "all") {
-    policies = {Policy::kZeus, Policy::kGridSearch, Policy::kDefault};
-  } else {
-    policies = {parse_policy(o.policy)};
-    if (policies[0] != Policy::kDefault) policies.push_back(Policy::kDefault);  // the reference for ratios
-  }
+  if (o.policy != "all") parse_policy(o.policy);
+  if (o.drift_after && *o.drift_after < 1) throw UsageError("--drift-after must be at least 1");
+  if (o.window && *o.window == 0) throw UsageError("--window must be at least 1");
   const std::vector<uint64_t> seeds = o.seeds.empty() ? std::vector<uint64_t>{o.seed} : parse_seeds(o.seeds);
-  std::ofstream out;
+  // Both outputs are opened before the work, so a bad path fails at once.
+  std::ofstream out, html;
   if (!o.out_path.empty()) {
-    out.open(o.out_path, std::ios::out | std::ios::trunc);
-    if (!out) throw UsageError(fmt::format("cannot write '{}': {}", o.out_path, std::strerror(errno)));
+    out = open_output(o.out_path);
     out << "workload,policy,seed,recurrence,batch_size,power_limit_w,converged,stopped_early,epochs,time_s,energy_j,"
-           "cost,regret,default_batch_size\n";
+           "cost,regret,default_batch_size,window,drifted\n";
   }
+  if (!o.html_path.empty()) html = open_output(o.html_path);
   std::vector<WorkloadFailure> failures;
   const std::vector<WorkloadTrace> traces = load_traces(o, failures);
   for (const auto& trace : traces) {
@@ -117,60 +223,33 @@ int run_simulate(const SimulateOptions& o) {
   }
   if (traces.empty()) throw Error("no workload could be simulated (see above)");
 
-  std::cout << fmt::format("joule simulate: eta {}, beta {}, seeds {}{}{}\n", o.eta, o.beta,
-                           seeds.size() == 1 ? std::to_string(seeds[0]) : o.seeds,
-                           o.window ? fmt::format(", window {}", *o.window) : "",
-                           traces.front().synthetic ? ", SYNTHETIC workloads (no trace files given)" : "");
-  std::cout << fmt::format("{:<14} {:<20} {:<8} {:>9} {:>9} {:>12} {:>16} {:>9}   {}\n", "workload", "target", "policy",
-                           "ETA/dflt", "TTA/dflt", "regret/opt", "converged to", "at", "optimal");
+  const std::string heading = fmt::format(
+      "joule simulate: eta {}, beta {}, seeds {}{}{}{}", o.eta, o.beta,
+      seeds.size() == 1 ? std::to_string(seeds[0]) : o.seeds, o.window ? fmt::format(", window {}", *o.window) : "",
+      o.drift_after ? fmt::format(", drift after {} recurrences (epochs x {})", *o.drift_after, o.drift_scale) : "",
+      traces.front().synthetic ? ", SYNTHETIC workloads (no trace files given)" : "");
+  std::cout << heading << '\n';
+  std::cout << fmt::format("{:<14} {:<20} {:<15} {:>8} {:>8} {:>8} {:>8} {:>10} {:>15} {:>9}{}   {}\n", "workload",
+                           "target", "policy", "ETA/dflt", "TTA/dflt", "ETA all", "TTA all", "regret/opt",
+                           "converged to", "at", o.drift_after ? fmt::format(" {:>6}", "stale") : "", "optimal");
+  std::vector<SimulationSet> sets;
   for (const auto& trace : traces) {
-    std::map<Policy, std::vector<SimulationResult>> results;
-    for (uint64_t seed : seeds) {
-      SimulationOptions options{o.eta, o.beta, seed, o.window, o.recurrences};
-      for (Policy policy : policies) results[policy].push_back(simulate(trace, policy, options));
-    }
-    for (Policy policy : policies) {
-      double eta_ratio = 0, tta_ratio = 0, regret = 0;
-      std::map<std::pair<int, double>, int> finals;
-      std::vector<int> converged_at;
-      const auto& list = results[policy];
-      for (std::size_t s = 0; s < list.size(); ++s) {
-        const auto& r = list[s];
-        const auto& d = results[Policy::kDefault][s];
-        eta_ratio += r.mean_energy_last_j(5) / d.mean_energy_last_j(5);
-        tta_ratio += r.mean_time_last_s(5) / d.mean_time_last_s(5);
-        regret += r.cumulative_regret() / r.optimal.expected_cost;
-        ++finals[{r.final_batch_size(), r.final_power_limit_w()}];
-        converged_at.push_back(r.converged_at());
-        if (out.is_open()) {
-          for (const auto& x : r.recurrences) {
-            out << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{}\n", trace.spec.name,
-                               to_string(policy), r.seed, x.index, x.batch_size, x.power_limit_w, x.converged ? 1 : 0,
-                               x.stopped_early ? 1 : 0, x.epochs, x.time_s, x.energy_j, x.cost, x.regret,
-                               trace.default_batch_size);
-          }
-        }
-      }
-      const double n = static_cast<double>(list.size());
-      const auto mode = std::max_element(finals.begin(), finals.end(),
-                                         [](const auto& a, const auto& b) { return a.second < b.second; })
-                            ->first;
-      std::sort(converged_at.begin(), converged_at.end());
-      const auto& opt = list.front().optimal;
-      std::cout << fmt::format("{:<14} {:<20} {:<8} {:>9.3f} {:>9.3f} {:>12.1f} {:>16} {:>9}   b={} {:.0f} W\n",
-                               trace.spec.name, trace.spec.target_text, to_string(policy), eta_ratio / n,
-                               tta_ratio / n, regret / n,
-                               fmt::format("b={} {:.0f} W", mode.first, mode.second),
-                               fmt::format("{}/{}", converged_at[converged_at.size() / 2], list.front().recurrences.size()),
-                               opt.batch_size, opt.power_limit_w);
-    }
+    SimulationSet set = simulate_workload(o, trace, seeds);
+    print_set(set);
+    if (out.is_open()) write_recurrences(out, set, trace);
+    if (html.is_open()) sets.push_back(std::move(set));
   }
-  std::cout << "ETA/dflt, TTA/dflt: energy and time to accuracy of the last five recurrences relative to Default "
-               "(mean over seeds); regret/opt: cumulative regret in units of the optimal recurrence's expected cost; "
-               "converged to: most common final configuration; at: median recurrence from which it stayed.\n";
-  if (out.is_open()) {
-    out.flush();
-    if (!out) throw Error(fmt::format("error writing '{}'", o.out_path));
+  std::cout << fmt::format("ETA/dflt, TTA/dflt: energy and time to accuracy of the last five recurrences relative to Default "
+               "(mean over seeds); ETA all, TTA all: the same over every recurrence, exploration included; "
+               "regret/opt: cumulative regret in units of the optimal recurrence's expected cost; converged to: most "
+               "common final configuration; at: median recurrence from which it stayed{}.\n",
+                           o.drift_after ? "; stale: recurrences after the drift still at the batch size optimal "
+                                           "before it (mean over seeds)"
+                                         : "");
+  if (out.is_open()) close_output(out, o.out_path);
+  if (html.is_open()) {
+    html << render_simulation_report("joule simulate", heading.substr(std::string("joule simulate: ").size()), sets);
+    close_output(html, o.html_path);
   }
   if (!failures.empty()) {
     std::cerr << fmt::format("joule: {} of {} workloads could not be simulated\n", failures.size(),

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <random>
@@ -46,13 +47,13 @@ OptimalConfig optimal_config(const WorkloadTrace& trace, double eta) {
   return best;
 }
 
-double SimulationResult::cumulative_regret() const {
+namespace {
+
+double sum_of(const std::vector<Recurrence>& recurrences, double Recurrence::*field) {
   double sum = 0;
-  for (const auto& r : recurrences) sum += r.regret;
+  for (const auto& r : recurrences) sum += r.*field;
   return sum;
 }
-
-namespace {
 
 double mean_of_last(const std::vector<Recurrence>& recurrences, std::size_t n, double Recurrence::*field) {
   n = std::min(n, recurrences.size());
@@ -63,11 +64,17 @@ double mean_of_last(const std::vector<Recurrence>& recurrences, std::size_t n, d
 
 }  // namespace
 
+double SimulationResult::cumulative_regret() const { return sum_of(recurrences, &Recurrence::regret); }
+
 double SimulationResult::mean_energy_last_j(std::size_t n) const {
   return mean_of_last(recurrences, n, &Recurrence::energy_j);
 }
 
 double SimulationResult::mean_time_last_s(std::size_t n) const { return mean_of_last(recurrences, n, &Recurrence::time_s); }
+
+double SimulationResult::total_energy_j() const { return sum_of(recurrences, &Recurrence::energy_j); }
+
+double SimulationResult::total_time_s() const { return sum_of(recurrences, &Recurrence::time_s); }
 
 int SimulationResult::final_batch_size() const { return recurrences.empty() ? 0 : recurrences.back().batch_size; }
 
@@ -212,6 +219,23 @@ Recurrence run_recurrence(const WorkloadTrace& trace, int b, double limit_w, std
 
 }  // namespace simulate_internal
 
+WorkloadTrace drifted_trace(const WorkloadTrace& trace, const std::map<int, double>& epoch_scale) {
+  WorkloadTrace drifted = trace;
+  for (const auto& [b, factor] : epoch_scale) {
+    const auto runs = drifted.epochs.find(b);
+    if (runs == drifted.epochs.end()) {
+      throw UsageError(fmt::format("drift: workload '{}' has no batch size {}", trace.spec.name, b));
+    }
+    if (!(factor > 0)) throw UsageError(fmt::format("drift: factor {} for batch size {} must be > 0", factor, b));
+    for (auto& epochs : runs->second) {
+      if (!epochs) continue;
+      epochs = std::max(1, static_cast<int>(std::lround(*epochs * factor)));
+      drifted.max_epochs = std::max(drifted.max_epochs, *epochs);
+    }
+  }
+  return drifted;
+}
+
 SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const SimulationOptions& options) {
   using namespace simulate_internal;
   check_eta(options.eta);
@@ -220,7 +244,15 @@ SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const Simul
   result.workload = trace.spec.name;
   result.policy = policy;
   result.seed = options.seed;
+  result.window = options.window;
   result.optimal = optimal_config(trace, options.eta);
+  // After a drift the runs come from the drifted trace and regret is taken
+  // against its optimum; what the policy learned before stays.
+  std::optional<WorkloadTrace> after;
+  if (options.drift) {
+    after = drifted_trace(trace, options.drift->epoch_scale);
+    result.optimal_after = optimal_config(*after, options.eta);
+  }
   const int count = options.recurrences > 0
                         ? options.recurrences
                         : static_cast<int>(2 * trace.batch_sizes.size() * trace.power_limits_w.size());
@@ -229,12 +261,14 @@ SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const Simul
   std::mt19937_64 runs_rng(options.seed * 0x9E3779B97F4A7C15ull + 1);
   result.recurrences.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
+    const bool drifted = after && i >= options.drift->after_recurrences;
+    const WorkloadTrace& now = drifted ? *after : trace;
     const auto [b, limit_w] = driver->choose();
-    const std::size_t runs = trace.epochs.at(b).size();
+    const std::size_t runs = now.epochs.at(b).size();
     const std::size_t run = std::uniform_int_distribution<std::size_t>(0, runs - 1)(runs_rng);
-    Recurrence r = run_recurrence(trace, b, limit_w, run, driver->early_stop_threshold(), options.eta);
+    Recurrence r = run_recurrence(now, b, limit_w, run, driver->early_stop_threshold(), options.eta);
     r.index = i;
-    r.regret = r.cost - result.optimal.expected_cost;
+    r.regret = r.cost - (drifted ? *result.optimal_after : result.optimal).expected_cost;
     driver->observe(b, limit_w, r.cost, r.converged);
     result.recurrences.push_back(r);
   }

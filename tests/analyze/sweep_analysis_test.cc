@@ -123,17 +123,9 @@ TEST(CharacterisationCliTest, SweepAnalyzeReportRenderInChromium) {
   EXPECT_EQ(j["scaling"].size(), 2u);
   const auto report = testing::run_process({JOULE_BINARY, "report", tmp.file("s.sqlite"), "-o", tmp.file("r.html")});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  const char* chromium = "/usr/bin/chromium";
-  if (access(chromium, X_OK) != 0) GTEST_SKIP() << "no " << chromium << " (scripts/install-deps.sh installs it)";
-  const auto dom = testing::run_process(
-      {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-       "--user-data-dir=" + tmp.file("chrome"), "--dump-dom", "file://" + tmp.file("r.html")},
-      {}, 120);
-  const auto body = dom.out.find("<body");
-  ASSERT_NE(body, std::string::npos) << dom.err;
-  EXPECT_EQ(dom.out.substr(body, dom.out.find('>', body) - body + 1), "<body data-plots=\"6\" data-plots-ok=\"6\">")
-      << dom.err;
+  const std::string body = testing::chromium_body_tag(tmp.file("r.html"), tmp);
+  if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
+  EXPECT_EQ(body, "<body data-plots=\"6\" data-plots-ok=\"6\">");
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "common/test_support.h"
 
@@ -12,6 +15,14 @@ namespace {
 using testing::run_process;
 
 const std::string kTraces = std::string(JOULE_SOURCE_DIR) + "/../shared/traces/zeus-nsdi23";
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream items(line);
+  for (std::string field; std::getline(items, field, ',');) fields.push_back(field);
+  if (!line.empty() && line.back() == ',') fields.emplace_back();
+  return fields;
+}
 
 TEST(SimulateCliTest, RunsSyntheticWorkloadsWithoutTraces) {
   const auto r = run_process({JOULE_BINARY, "simulate", "--seeds", "1..3"});
@@ -36,7 +47,7 @@ TEST(SimulateCliTest, WritesOneRowPerRecurrenceForTheV100Traces) {
   ASSERT_EQ(lines.size(), 1u + 140u * 2u * 2u);
   EXPECT_EQ(lines[0],
             "workload,policy,seed,recurrence,batch_size,power_limit_w,converged,stopped_early,epochs,time_s,energy_j,"
-            "cost,regret,default_batch_size");
+            "cost,regret,default_batch_size,window,drifted");
   EXPECT_EQ(lines[1].rfind("cifar100,zeus,1,0,1024,", 0), 0u) << lines[1];
 }
 
@@ -77,9 +88,13 @@ TEST(SimulateCliTest, RealTracesWithoutTheDefaultOrWithAMissingLimitRunWithNotes
   EXPECT_NE(r.out.find("cifar100       accuracy >= 0.60     zeus"), std::string::npos) << r.out;
   const auto lines = testing::read_lines(traces.dir.file("r.csv"));
   ASSERT_GT(lines.size(), 1u);
+  const std::vector<std::string> header = split_csv_line(lines[0]);
+  const auto column = std::find(header.begin(), header.end(), "default_batch_size") - header.begin();
   for (std::size_t i = 1; i < lines.size(); ++i) {
-    EXPECT_TRUE(lines[i].size() > 4 && lines[i].compare(lines[i].size() - 4, 4, ",512") == 0) << lines[i];
-    if (lines[i].find(",default,") != std::string::npos) EXPECT_NE(lines[i].find(",512,150,"), std::string::npos);
+    EXPECT_EQ(split_csv_line(lines[i]).at(column), "512") << lines[i];
+    if (lines[i].find(",default,") != std::string::npos) {
+      EXPECT_NE(lines[i].find(",512,150,"), std::string::npos);
+    }
     EXPECT_EQ(lines[i].find(",512,200,"), std::string::npos) << lines[i];  // no row, never simulated
   }
 
@@ -100,6 +115,43 @@ TEST(SimulateCliTest, AllWorkloadsRunThoseThatCanAndNameTheOthers) {
   EXPECT_NE(r.err.find("joule: 5 of 6 workloads could not be simulated"), std::string::npos) << r.err;
 }
 
+// A drift on the synthetic workloads: zeus with and without a window side by
+// side, the stale column, the rows marked in --out, and an HTML page whose
+// every chart draws in a real browser.
+TEST(SimulateCliTest, DriftComparesZeusWithAndWithoutAWindowAndDrawsIt) {
+  testing::TempDir tmp;
+  const auto r = run_process({JOULE_BINARY, "simulate", "--seeds", "1..3", "--recurrences", "60", "--drift-after",
+                              "30", "--window", "8", "--out", tmp.file("r.csv"), "--html", tmp.file("r.html")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("drift after 30 recurrences (epochs x 2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" stale "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("synthetic-cnn  synthetic target     zeus window 8 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("after drift b="), std::string::npos) << r.out;
+  const auto lines = testing::read_lines(tmp.file("r.csv"));
+  // 2 workloads x (zeus, zeus window 8, grid, default) x 3 seeds x 60.
+  ASSERT_EQ(lines.size(), 1u + 2u * 4u * 3u * 60u);
+  const std::vector<std::string> header = split_csv_line(lines[0]);
+  ASSERT_EQ(header.back(), "drifted");
+  ASSERT_EQ(header[header.size() - 2], "window");
+  std::map<std::string, int> drifted_rows;  // by policy and window
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const auto fields = split_csv_line(lines[i]);
+    ASSERT_EQ(fields.size(), header.size()) << lines[i];
+    const bool drifted = fields.back() == "1";
+    EXPECT_EQ(drifted, std::stoi(fields[3]) >= 30) << lines[i];
+    drifted_rows[fields[1] + "/" + fields[fields.size() - 2]] += drifted;
+  }
+  const std::map<std::string, int> expected = {{"zeus/", 180}, {"zeus/8", 180}, {"grid/", 180}, {"default/", 180}};
+  EXPECT_EQ(drifted_rows, expected);
+  const std::string html = testing::read_file(tmp.file("r.html"));
+  EXPECT_NE(html.find("zeus window 8"), std::string::npos);
+  EXPECT_NE(html.find("cumulative regret"), std::string::npos);
+  const std::string body = testing::chromium_body_tag(tmp.file("r.html"), tmp);
+  if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
+  // Two bar charts, then per workload: regret, batch size, search path.
+  EXPECT_EQ(body, "<body data-plots=\"8\" data-plots-ok=\"8\">");
+}
+
 TEST(SimulateCliTest, BadInputIsNamed) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--eta", "2"}, "eta 2 is outside [0, 1]"},
@@ -112,6 +164,12 @@ TEST(SimulateCliTest, BadInputIsNamed) {
         "--workload", "mnist"},
        "unknown workload 'mnist'"},
       {{"--out", "/nonexistent/dir/r.csv"}, "cannot write '/nonexistent/dir/r.csv'"},
+      {{"--html", "/nonexistent/dir/r.html"}, "cannot write '/nonexistent/dir/r.html'"},
+      {{"--drift-after", "0"}, "--drift-after must be at least 1"},
+      {{"--drift-after", "5", "--drift-scale", "x"}, "--drift-scale: 'x' is not a factor > 0"},
+      {{"--drift-after", "5", "--drift-scale", "64=2,abc"}, "--drift-scale: 'abc' is not B=F"},
+      {{"--drift-after", "5", "--drift-scale", "48=2"}, "drift: workload 'synthetic-cnn' has no batch size 48"},
+      {{"--window", "0"}, "--window must be at least 1"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv = {JOULE_BINARY, "simulate"};

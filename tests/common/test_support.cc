@@ -112,4 +112,17 @@ RunResult run_process(const std::vector<std::string>& argv, const std::map<std::
   return result;
 }
 
+std::string chromium_body_tag(const std::string& html_path, const TempDir& dir) {
+  const char* chromium = "/usr/bin/chromium";
+  if (access(chromium, X_OK) != 0) return "";
+  const RunResult dom = run_process(
+      {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+       "--disable-background-networking", "--disable-component-update", "--disable-sync",
+       "--user-data-dir=" + dir.file("chromium-profile"), "--dump-dom", "file://" + html_path},
+      {}, 120);
+  const auto body = dom.out.find("<body");
+  if (body == std::string::npos) return "chromium drew no page: " + dom.err;
+  return dom.out.substr(body, dom.out.find('>', body) - body + 1);
+}
+
 }  // namespace joule::testing

@@ -48,6 +48,11 @@ struct RunResult {
 RunResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
                       double timeout_s = 60.0);
 
+// Opens an HTML page in headless Chromium (a profile under dir) and returns
+// its <body ...> tag after the page's scripts ran (the reports mark there how
+// many charts drew), or "" when /usr/bin/chromium is not installed.
+std::string chromium_body_tag(const std::string& html_path, const TempDir& dir);
+
 // Starts argv in the background with stdout/stderr to files in dir.
 pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                     const std::string& out_path, const std::string& err_path);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,12 +22,21 @@ enum class Policy {
 const char* to_string(Policy policy);
 Policy parse_policy(const std::string& text);  // throws UsageError
 
+// Data drift: from recurrence `after_recurrences` on, the job needs more (or
+// fewer) epochs to reach its target at some batch sizes, as when fresh data
+// changes what trains well. Power and time per epoch stay.
+struct DriftScenario {
+  int after_recurrences = 0;
+  std::map<int, double> epoch_scale;  // batch size -> factor on its epochs to target
+};
+
 struct SimulationOptions {
   double eta = 0.5;
   double beta = 2.0;
   uint64_t seed = 1;
   std::optional<std::size_t> window;
   int recurrences = 0;  // 0: 2 x |batch sizes| x |power limits|
+  std::optional<DriftScenario> drift;
 };
 
 struct Recurrence {
@@ -52,17 +62,28 @@ struct OptimalConfig {
 // run reaches the target, mean epochs times the best epoch cost.
 OptimalConfig optimal_config(const WorkloadTrace& trace, double eta);
 
+// The trace as it is after a drift: epochs to target of each batch size in
+// epoch_scale multiplied by its factor (rounded, at least one epoch).
+// Throws UsageError for a batch size not in the trace or a factor <= 0.
+WorkloadTrace drifted_trace(const WorkloadTrace& trace, const std::map<int, double>& epoch_scale);
+
 struct SimulationResult {
   std::string workload;
   Policy policy = Policy::kZeus;
   uint64_t seed = 0;
-  OptimalConfig optimal;
+  OptimalConfig optimal;                       // before any drift
+  std::optional<OptimalConfig> optimal_after;  // after the drift, with one
+  std::optional<std::size_t> window;           // the optimizer's, for labels
   std::vector<Recurrence> recurrences;
 
   double cumulative_regret() const;
   // Mean energy and time of the last n recurrences.
   double mean_energy_last_j(std::size_t n) const;
   double mean_time_last_s(std::size_t n) const;
+  // Energy and time of every recurrence, exploration included: what the
+  // user paid over the whole sequence.
+  double total_energy_j() const;
+  double total_time_s() const;
   // The last recurrence's configuration, and the first recurrence from which
   // every later one used it.
   int final_batch_size() const;
