@@ -39,7 +39,11 @@ struct MeasureOptions {
 int run_measure(const CommonOptions& common, const MeasureOptions& options);
 
 struct SimulateOptions {
+  // Without trace flags the bundled Zeus traces of `gpu` run (default v100);
+  // --train-trace/--power-trace override either file.
   std::string train_trace, power_trace;
+  std::string gpu;         // bundled power trace: v100, a40
+  bool synthetic = false;  // the built-in synthetic workloads instead of traces
   std::vector<std::string> workloads;  // names, or "all"
   std::string dataset, network, optimizer;
   std::optional<double> target;
@@ -55,6 +59,15 @@ struct SimulateOptions {
   std::string out_path;
 };
 int run_simulate(const SimulateOptions& options);
+
+// The train and power trace files the options name, the bundled ones filling
+// in what is not given. Throws UsageError for conflicting flags, Error when the
+// bundled traces are needed and cannot be found.
+struct TracePaths {
+  std::string train, power;
+  std::string origin;  // for the report header: "" when both were given
+};
+TracePaths resolve_trace_paths(const SimulateOptions& options);
 
 struct TrainSimOptions {
   std::string objective = "cost";  // time, energy, cost, slowdown

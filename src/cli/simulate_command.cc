@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "joule/error.h"
+#include "joule/simulate/bundled_traces.h"
 #include "joule/simulate/simulator.h"
 
 namespace joule::cli {
@@ -45,17 +46,20 @@ struct WorkloadFailure {
   std::string reason;
 };
 
-std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<WorkloadFailure>& failures) {
-  if (o.train_trace.empty() != o.power_trace.empty()) {
-    throw UsageError("--train-trace and --power-trace go together");
-  }
-  if (o.train_trace.empty()) {
-    if (!o.workloads.empty() || !o.dataset.empty()) {
-      throw UsageError("--workload/--dataset need --train-trace and --power-trace (without them the built-in "
-                       "synthetic workloads run)");
+// origin: what the report header says about where the traces came from.
+std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<WorkloadFailure>& failures,
+                                       std::string& origin) {
+  if (o.synthetic) {
+    if (!o.train_trace.empty() || !o.power_trace.empty() || !o.gpu.empty() || !o.workloads.empty() ||
+        !o.dataset.empty()) {
+      throw UsageError("--synthetic runs the built-in synthetic workloads: it takes no --train-trace, --power-trace, "
+                       "--gpu, --workload or --dataset");
     }
+    origin = "SYNTHETIC workloads (--synthetic)";
     return synthetic_workloads();
   }
+  const TracePaths paths = resolve_trace_paths(o);
+  origin = paths.origin;
   std::vector<WorkloadSpec> specs;
   if (!o.dataset.empty()) {
     if (o.network.empty() || o.optimizer.empty() || !o.target || !o.default_batch_size) {
@@ -73,7 +77,7 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<Wor
   std::vector<WorkloadTrace> traces;
   for (const auto& spec : specs) {
     try {
-      traces.push_back(load_workload(o.train_trace, o.power_trace, spec, {o.strict}));
+      traces.push_back(load_workload(paths.train, paths.power, spec, {o.strict}));
     } catch (const Error& e) {
       failures.push_back({spec.name, e.what()});
     }
@@ -88,6 +92,20 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<Wor
 }
 
 }  // namespace
+
+TracePaths resolve_trace_paths(const SimulateOptions& o) {
+  if (!o.power_trace.empty() && !o.gpu.empty()) {
+    throw UsageError("--gpu and --power-trace both choose the power trace: give one of them");
+  }
+  TracePaths paths{o.train_trace, o.power_trace, ""};
+  if (!paths.train.empty() && !paths.power.empty()) return paths;
+  const BundledTraces bundled = find_bundled_traces();
+  const std::string gpu = o.gpu.empty() ? "v100" : o.gpu;
+  if (paths.power.empty()) paths.power = bundled.power_path(gpu);
+  if (paths.train.empty()) paths.train = bundled.train_path();
+  paths.origin = fmt::format("bundled traces{} in {}", o.power_trace.empty() ? ", GPU " + gpu : "", bundled.dir);
+  return paths;
+}
 
 int run_simulate(const SimulateOptions& o) {
   check_eta(o.eta);
@@ -108,7 +126,8 @@ int run_simulate(const SimulateOptions& o) {
            "cost,regret,default_batch_size\n";
   }
   std::vector<WorkloadFailure> failures;
-  const std::vector<WorkloadTrace> traces = load_traces(o, failures);
+  std::string origin;
+  const std::vector<WorkloadTrace> traces = load_traces(o, failures, origin);
   for (const auto& trace : traces) {
     for (const auto& note : trace.notes) std::cerr << "joule: note: " << note << '\n';
   }
@@ -120,7 +139,7 @@ int run_simulate(const SimulateOptions& o) {
   std::cout << fmt::format("joule simulate: eta {}, beta {}, seeds {}{}{}\n", o.eta, o.beta,
                            seeds.size() == 1 ? std::to_string(seeds[0]) : o.seeds,
                            o.window ? fmt::format(", window {}", *o.window) : "",
-                           traces.front().synthetic ? ", SYNTHETIC workloads (no trace files given)" : "");
+                           origin.empty() ? "" : ", " + origin);
   std::cout << fmt::format("{:<14} {:<20} {:<8} {:>9} {:>9} {:>12} {:>16} {:>9}   {}\n", "workload", "target", "policy",
                            "ETA/dflt", "TTA/dflt", "regret/opt", "converged to", "at", "optimal");
   for (const auto& trace : traces) {

@@ -5,16 +5,18 @@
 #include <filesystem>
 
 #include "common/test_support.h"
+#include "joule/simulate/trace.h"
 
 namespace joule {
 namespace {
 
 using testing::run_process;
 
-const std::string kTraces = std::string(JOULE_SOURCE_DIR) + "/../shared/traces/zeus-nsdi23";
+// The traces bundled in the source tree (data/).
+const std::string kTraces = std::string(JOULE_SOURCE_DIR) + "/data/zeus-nsdi23";
 
-TEST(SimulateCliTest, RunsSyntheticWorkloadsWithoutTraces) {
-  const auto r = run_process({JOULE_BINARY, "simulate", "--seeds", "1..3"});
+TEST(SimulateCliTest, RunsSyntheticWorkloadsOnRequest) {
+  const auto r = run_process({JOULE_BINARY, "simulate", "--synthetic", "--seeds", "1..3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("SYNTHETIC"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("synthetic-cnn"), std::string::npos);
@@ -23,7 +25,6 @@ TEST(SimulateCliTest, RunsSyntheticWorkloadsWithoutTraces) {
 }
 
 TEST(SimulateCliTest, WritesOneRowPerRecurrenceForTheV100Traces) {
-  if (!std::filesystem::exists(kTraces)) GTEST_SKIP() << "no traces at " << kTraces;
   testing::TempDir tmp;
   const auto r = run_process({JOULE_BINARY, "simulate", "--train-trace", kTraces + "/summary_train.csv",
                               "--power-trace", kTraces + "/summary_power_v100.csv", "--workload", "cifar100",
@@ -106,7 +107,9 @@ TEST(SimulateCliTest, BadInputIsNamed) {
       {{"--beta", "1"}, "--beta 1 must be greater than 1"},
       {{"--policy", "random"}, "unknown policy 'random'"},
       {{"--seeds", "5..1"}, "--seeds: bad range '5..1'"},
-      {{"--workload", "cifar100"}, "need --train-trace and --power-trace"},
+      {{"--synthetic", "--workload", "cifar100"}, "--synthetic runs the built-in synthetic workloads"},
+      {{"--gpu", "p100"}, "no bundled power trace for GPU 'p100'"},
+      {{"--gpu", "a40", "--power-trace", kTraces + "/summary_power_a40.csv"}, "--gpu and --power-trace both"},
       {{"--train-trace", "/nonexistent/t.csv", "--power-trace", "/nonexistent/p.csv"}, "cannot read '/nonexistent/t.csv'"},
       {{"--train-trace", kTraces + "/summary_train.csv", "--power-trace", kTraces + "/summary_power_v100.csv",
         "--workload", "mnist"},
@@ -121,6 +124,87 @@ TEST(SimulateCliTest, BadInputIsNamed) {
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// A tiny data directory in the bundled layout (zeus-nsdi23/...), holding the
+// RealisticTraces files as its V100 traces.
+struct TinyDataDir {
+  RealisticTraces traces;
+  std::string root;
+  explicit TinyDataDir(const std::string& data_root) : root(data_root) {
+    std::filesystem::create_directories(root + "/zeus-nsdi23");
+    std::filesystem::copy_file(traces.train, root + "/zeus-nsdi23/summary_train.csv");
+    std::filesystem::copy_file(traces.power, root + "/zeus-nsdi23/summary_power_v100.csv");
+  }
+};
+
+// What a fresh clone runs: no trace flag, no ../shared, no $JOULE_DATA_DIR.
+TEST(SimulateCliTest, BundledTracesRunWithoutTraceFlags) {
+  testing::TempDir elsewhere;  // the working directory must not matter
+  for (const std::string gpu : {"v100", "a40"}) {
+    const auto r = run_process({"/bin/sh", "-c", "cd " + elsewhere.path() + " && exec " + JOULE_BINARY +
+                                                     " simulate --gpu " + gpu + " --policy zeus --seeds 1,2"},
+                               {{"JOULE_DATA_DIR", ""}});
+    ASSERT_EQ(r.exit_code, 0) << gpu << ": " << r.err;
+    EXPECT_NE(r.out.find("bundled traces, GPU " + gpu + " in "), std::string::npos) << r.out;
+    for (const auto& spec : zeus_workloads()) {
+      EXPECT_NE(r.out.find(fmt::format("\n{:<14} {:<20} zeus", spec.name, spec.target_text)), std::string::npos)
+          << gpu << " " << spec.name << "\n" << r.out;
+    }
+  }
+  // The default is the V100: the same output as naming it.
+  const auto plain = run_process({JOULE_BINARY, "simulate", "--workload", "squad", "--seeds", "1..2"});
+  const auto v100 = run_process({JOULE_BINARY, "simulate", "--workload", "squad", "--seeds", "1..2", "--gpu", "v100"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, v100.out);
+  // and the same figures as the files given explicitly (only the header differs).
+  const auto explicit_files =
+      run_process({JOULE_BINARY, "simulate", "--workload", "squad", "--seeds", "1..2", "--train-trace",
+                   kTraces + "/summary_train.csv", "--power-trace", kTraces + "/summary_power_v100.csv"});
+  ASSERT_EQ(explicit_files.exit_code, 0) << explicit_files.err;
+  EXPECT_EQ(plain.out.substr(plain.out.find('\n')), explicit_files.out.substr(explicit_files.out.find('\n')));
+}
+
+TEST(SimulateCliTest, DataDirFromTheEnvironmentWins) {
+  testing::TempDir tmp;
+  TinyDataDir data(tmp.path() + "/data");
+  const auto r = run_process({JOULE_BINARY, "simulate", "--workload", "cifar100", "--seeds", "1"},
+                             {{"JOULE_DATA_DIR", data.root}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bundled traces, GPU v100 in " + data.root + "/zeus-nsdi23"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("512 stands in"), std::string::npos) << r.err;  // the tiny traces, not the real ones
+
+  // A40 is not in that directory, and it is the only place looked.
+  const auto a40 = run_process({JOULE_BINARY, "simulate", "--gpu", "a40"}, {{"JOULE_DATA_DIR", data.root}});
+  EXPECT_EQ(a40.exit_code, 2);
+  EXPECT_NE(a40.err.find("no bundled power trace for GPU 'a40' in " + data.root + "/zeus-nsdi23 (bundled: v100)"),
+            std::string::npos) << a40.err;
+}
+
+TEST(SimulateCliTest, MissingDataDirIsNamed) {
+  const auto r = run_process({JOULE_BINARY, "simulate"}, {{"JOULE_DATA_DIR", "/nonexistent/joule-data"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("JOULE_DATA_DIR=/nonexistent/joule-data: no zeus-nsdi23/summary_train.csv there"),
+            std::string::npos) << r.err;
+  // Explicit files need no data directory.
+  const auto files = run_process({JOULE_BINARY, "simulate", "--workload", "squad", "--train-trace",
+                                  kTraces + "/summary_train.csv", "--power-trace", kTraces + "/summary_power_v100.csv"},
+                                 {{"JOULE_DATA_DIR", "/nonexistent/joule-data"}});
+  EXPECT_EQ(files.exit_code, 0) << files.err;
+}
+
+// An installed joule (<prefix>/bin/joule) finds <prefix>/share/joule before
+// the source tree it was built from.
+TEST(SimulateCliTest, InstalledLayoutIsFoundBesideTheExecutable) {
+  testing::TempDir prefix;
+  std::filesystem::create_directories(prefix.path() + "/bin");
+  std::filesystem::copy_file(JOULE_BINARY, prefix.path() + "/bin/joule");
+  TinyDataDir data(prefix.path() + "/share/joule");
+  const auto r = run_process({prefix.path() + "/bin/joule", "simulate", "--workload", "cifar100", "--seeds", "1"},
+                             {{"JOULE_DATA_DIR", ""}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("in " + prefix.path() + "/share/joule/zeus-nsdi23"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("512 stands in"), std::string::npos) << r.err;
 }
 
 }  // namespace
