@@ -57,8 +57,16 @@ struct SimulateOptions {
   int recurrences = 0;
   bool strict = false;
   std::string out_path;
+  // Across GPU models (simulate_translate.cc): learn on `learned_on` (a
+  // bundled GPU or a power-trace CSV), then deploy on the GPU above.
+  std::string learned_on;
+  int learn_recurrences = 20;
+  int deploy_recurrences = 20;
+  std::string translate_with = "trace";  // trace | profiled:N
+  double prior_observations = 2.0;
 };
 int run_simulate(const SimulateOptions& options);
+int run_simulate_translate(const SimulateOptions& options);
 
 // The train and power trace files the options name, the bundled ones filling
 // in what is not given. Throws UsageError for conflicting flags, Error when the
@@ -68,6 +76,8 @@ struct TracePaths {
   std::string origin;  // for the report header: "" when both were given
 };
 TracePaths resolve_trace_paths(const SimulateOptions& options);
+// --seeds: "1..10" or "1,4,9". Throws UsageError.
+std::vector<uint64_t> parse_seeds(const std::string& text);
 
 struct TrainSimOptions {
   std::string objective = "cost";  // time, energy, cost, slowdown

@@ -80,6 +80,16 @@ int main(int argc, char** argv) {
                              "what real traces lack is an error: a batch size in one trace only, missing power limits, "
                              "an absent default batch size");
   simulate_command->add_option("--out", simulate.out_path, "write one CSV row per recurrence");
+  simulate_command->add_option("--learned-on", simulate.learned_on,
+                               "across GPU models: learn on this GPU (v100, a40 or a power-trace CSV), then compare "
+                               "translated vs from-scratch recurrences on --gpu");
+  simulate_command->add_option("--learn-recurrences", simulate.learn_recurrences, "  ... on the first GPU (default 20)");
+  simulate_command->add_option("--deploy-recurrences", simulate.deploy_recurrences, "  ... on --gpu (default 20)");
+  simulate_command->add_option("--translate-with", simulate.translate_with,
+                               "  ... what is known of --gpu: trace (its power trace), profiled:N (N batch sizes near the best) "
+                               "or sizes:B1,B2 (those batch sizes)");
+  simulate_command->add_option("--prior-observations", simulate.prior_observations,
+                               "  ... translated evidence per batch size weighs as at most this many runs (default 2)");
 
   joule::cli::TrainSimOptions train_sim;
   CLI::App* train_sim_command = app.add_subcommand(
@@ -150,7 +160,10 @@ int main(int argc, char** argv) {
   try {
     if (*info_command) return joule::cli::run_info(common, info);
     if (*measure_command) return joule::cli::run_measure(common, measure);
-    if (*simulate_command) return joule::cli::run_simulate(simulate);
+    if (*simulate_command) {
+      return simulate.learned_on.empty() ? joule::cli::run_simulate(simulate)
+                                         : joule::cli::run_simulate_translate(simulate);
+    }
     if (*train_sim_command) return joule::cli::run_train_sim(common, train_sim);
     if (*sweep_command) return joule::cli::run_sweep_command(common, sweep);
     if (*analyze_command) return joule::cli::run_analyze(analyze);

@@ -15,8 +15,6 @@
 
 namespace joule::cli {
 
-namespace {
-
 std::vector<uint64_t> parse_seeds(const std::string& text) {
   auto number = [&](const std::string& s) {
     char* end = nullptr;
@@ -39,6 +37,8 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
   if (seeds.empty()) throw UsageError("--seeds: no seed given");
   return seeds;
 }
+
+namespace {
 
 // A workload of the run that could not be loaded, and why.
 struct WorkloadFailure {
