@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -87,6 +88,11 @@ void reject_single_gpu_options(const SimulateOptions& o) {
 // Sums over the first m recurrences of one replay.
 struct Totals {
   double regret = 0, energy_j = 0, time_s = 0;
+  void add(const Totals& other, double weight) {
+    regret += weight * other.regret;
+    energy_j += weight * other.energy_j;
+    time_s += weight * other.time_s;
+  }
 };
 Totals first(const SimulationResult& r, int m) {
   Totals t;
@@ -104,10 +110,9 @@ void print_workload(const WorkloadTrace& target, const std::vector<TransferResul
   const double n = static_cast<double>(runs.size());
   for (int m : ms) {
     Totals scratch, translated;
-    for (const auto& r : runs) {
-      const Totals s = first(r.scratch, m), t = first(r.translated, m);
-      scratch.regret += s.regret / n, scratch.energy_j += s.energy_j / n, scratch.time_s += s.time_s / n;
-      translated.regret += t.regret / n, translated.energy_j += t.energy_j / n, translated.time_s += t.time_s / n;
+    for (const auto& r : runs) {  // means over seeds
+      scratch.add(first(r.scratch, m), 1.0 / n);
+      translated.add(first(r.translated, m), 1.0 / n);
     }
     std::cout << fmt::format("{:<14} {:>3} {:>10.2f} {:>10.2f} {:>7.2f} {:>11.3g} {:>10.3g} {:>7.2f} {:>7.2f}\n",
                              m == ms.front() ? target.spec.name : "", m, scratch.regret, translated.regret,
@@ -125,7 +130,10 @@ void print_workload(const WorkloadTrace& target, const std::vector<TransferResul
   std::vector<std::string> firsts;
   for (const auto& [b, count] : first_choice) firsts.push_back(fmt::format("b={} x{}", b, count));
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
-  for (const auto& [b, ratio] : t.ratio) lo = std::min(lo, ratio), hi = std::max(hi, ratio);
+  for (const auto& [b, ratio] : t.ratio) {
+    lo = std::min(lo, ratio);
+    hi = std::max(hi, ratio);
+  }
   const auto& opt = runs.front().scratch.optimal;
   std::cout << fmt::format("{:<14}     optimal on {} b={} {:.0f} W; first choice {}; {}/{} epoch cost x{:.2f}-{:.2f}; "
                            "dropped b={}; unexplored b={}{}\n",

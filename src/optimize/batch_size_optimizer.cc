@@ -130,7 +130,10 @@ std::optional<int> BatchSizeOptimizer::nearest_untried() const {
   for (int b : arms_) {
     if (!sampler_.observations(b).empty() || sampler_.arm_priors().count(b) || options_.prior.precision > 0) continue;
     const double distance = std::fabs(std::log(static_cast<double>(b) / b0_));
-    if (distance < nearest_distance) nearest_distance = distance, nearest = b;
+    if (distance < nearest_distance) {
+      nearest_distance = distance;
+      nearest = b;
+    }
   }
   return nearest;
 }
@@ -251,6 +254,9 @@ BatchSizeOptimizer BatchSizeOptimizer::from_json(const nlohmann::json& j) {
     }
     if (j.contains("arm_priors")) {
       for (const auto& [key, prior] : j.at("arm_priors").items()) {
+        if (!std::binary_search(options.batch_sizes.begin(), options.batch_sizes.end(), std::stoi(key))) {
+          throw UsageError(fmt::format("optimizer state: a prior for batch size {}, not one of the choices", key));
+        }
         optimizer.sampler_.set_arm_prior(std::stoi(key),
                                          {prior.at("mean").get<double>(), prior.at("precision").get<double>()});
       }

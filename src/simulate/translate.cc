@@ -37,7 +37,10 @@ int best_observed(const std::vector<PriorObservation>& history, const WorkloadTr
   double best_mean = std::numeric_limits<double>::infinity();
   for (int b : converged) {
     const double mean = sums[b].first / sums[b].second;
-    if (mean < best_mean) best_mean = mean, best = b;
+    if (mean < best_mean) {
+      best_mean = mean;
+      best = b;
+    }
   }
   return best;
 }

@@ -109,6 +109,10 @@ TEST(WarmStartTest, WarmStartedStateRoundTripsThroughJson) {
   }
   // A state that was never warm-started has no priors to carry.
   EXPECT_FALSE(fresh().to_json().contains("arm_priors"));
+  // A prior for a size that is not a choice is a broken state.
+  nlohmann::json broken = state;
+  broken["arm_priors"]["48"] = {{"mean", 100.0}, {"precision", 1.0}};
+  EXPECT_THROW(BatchSizeOptimizer::from_json(broken), UsageError);
 }
 
 // The prior weighs as at most max_prior_observations of the job's own runs:
