@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   simulate_command->add_option("--gpu", simulate.gpu,
                                "GPU model whose bundled Zeus power trace runs: v100 (default) or a40");
   simulate_command->add_option("--train-trace", simulate.train_trace, "train trace CSV (default: the bundled one)");
-  simulate_command->add_option("--power-trace", simulate.power_trace, "power trace CSV of one GPU model (overrides --gpu)");
+  simulate_command->add_option("--power-trace", simulate.power_trace, "power trace CSV of one GPU model (instead of --gpu)");
   simulate_command->add_flag("--synthetic", simulate.synthetic, "run two built-in synthetic workloads instead of traces");
   simulate_command->add_option("--workload", simulate.workloads,
                                "librispeech, squad, sentiment140, imagenet, cifar100, movielens or all (default all)");

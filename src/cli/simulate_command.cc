@@ -103,7 +103,8 @@ TracePaths resolve_trace_paths(const SimulateOptions& o) {
   const std::string gpu = o.gpu.empty() ? "v100" : o.gpu;
   if (paths.power.empty()) paths.power = bundled.power_path(gpu);
   if (paths.train.empty()) paths.train = bundled.train_path();
-  paths.origin = fmt::format("bundled traces{} in {}", o.power_trace.empty() ? ", GPU " + gpu : "", bundled.dir);
+  const char* which = o.train_trace.empty() ? (o.power_trace.empty() ? "traces" : "train trace") : "power trace";
+  paths.origin = fmt::format("bundled {}{} in {}", which, o.power_trace.empty() ? ", GPU " + gpu : "", bundled.dir);
   return paths;
 }
 
