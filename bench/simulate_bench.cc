@@ -2,8 +2,8 @@
 // workloads x ten seeds x three policies), and single-workload recurrences per
 // second. Run:
 //   build/bin/joule_bench_simulate --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// Traces are read from $JOULE_TRACES, else ../shared/traces/zeus-nsdi23 beside
-// the source tree.
+// Traces are read from $JOULE_TRACES, else the bundled data/zeus-nsdi23 of the
+// source tree.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -16,7 +16,7 @@ namespace {
 std::vector<joule::WorkloadTrace>& traces() {
   static std::vector<joule::WorkloadTrace> loaded = [] {
     const char* env = std::getenv("JOULE_TRACES");
-    const std::string dir = env ? env : std::string(JOULE_SOURCE_DIR) + "/../shared/traces/zeus-nsdi23";
+    const std::string dir = env ? env : std::string(JOULE_SOURCE_DIR) + "/data/zeus-nsdi23";
     std::vector<joule::WorkloadTrace> list;
     for (const auto& spec : joule::zeus_workloads()) {
       list.push_back(joule::load_workload(dir + "/summary_train.csv", dir + "/summary_power_v100.csv", spec));

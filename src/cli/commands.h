@@ -39,7 +39,11 @@ struct MeasureOptions {
 int run_measure(const CommonOptions& common, const MeasureOptions& options);
 
 struct SimulateOptions {
+  // Without trace flags the bundled Zeus traces of `gpu` run (default v100);
+  // --train-trace/--power-trace override either file.
   std::string train_trace, power_trace;
+  std::string gpu;         // bundled power trace: v100, a40
+  bool synthetic = false;  // the built-in synthetic workloads instead of traces
   std::vector<std::string> workloads;  // names, or "all"
   std::string dataset, network, optimizer;
   std::optional<double> target;
@@ -56,8 +60,27 @@ struct SimulateOptions {
   std::string html_path;
   std::optional<int> drift_after;
   std::string drift_scale = "2";  // "F" (the optimal batch size) or "B=F,B=F"
+  // Across GPU models (simulate_translate.cc): learn on `learned_on` (a
+  // bundled GPU or a power-trace CSV), then deploy on the GPU above.
+  std::string learned_on;
+  int learn_recurrences = 20;
+  int deploy_recurrences = 20;
+  std::string translate_with = "trace";  // trace | profiled:N
+  double prior_observations = 2.0;
 };
 int run_simulate(const SimulateOptions& options);
+int run_simulate_translate(const SimulateOptions& options);
+
+// The train and power trace files the options name, the bundled ones filling
+// in what is not given. Throws UsageError for conflicting flags, Error when the
+// bundled traces are needed and cannot be found.
+struct TracePaths {
+  std::string train, power;
+  std::string origin;  // for the report header: "" when both were given
+};
+TracePaths resolve_trace_paths(const SimulateOptions& options);
+// --seeds: "1..10" or "1,4,9". Throws UsageError.
+std::vector<uint64_t> parse_seeds(const std::string& text);
 
 struct TrainSimOptions {
   std::string objective = "cost";  // time, energy, cost, slowdown

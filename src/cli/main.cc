@@ -57,8 +57,11 @@ int main(int argc, char** argv) {
   joule::cli::SimulateOptions simulate;
   CLI::App* simulate_command = app.add_subcommand(
       "simulate", "replay a recurring job on Zeus-format traces and compare batch-size/power-limit policies");
-  simulate_command->add_option("--train-trace", simulate.train_trace, "train trace CSV (without: synthetic workloads)");
-  simulate_command->add_option("--power-trace", simulate.power_trace, "power trace CSV of one GPU model");
+  simulate_command->add_option("--gpu", simulate.gpu,
+                               "GPU model whose bundled Zeus power trace runs: v100 (default) or a40");
+  simulate_command->add_option("--train-trace", simulate.train_trace, "train trace CSV (default: the bundled one)");
+  simulate_command->add_option("--power-trace", simulate.power_trace, "power trace CSV of one GPU model (instead of --gpu)");
+  simulate_command->add_flag("--synthetic", simulate.synthetic, "run two built-in synthetic workloads instead of traces");
   simulate_command->add_option("--workload", simulate.workloads,
                                "librispeech, squad, sentiment140, imagenet, cifar100, movielens or all (default all)");
   simulate_command->add_option("--dataset", simulate.dataset, "a workload not in the list: dataset name");
@@ -85,6 +88,16 @@ int main(int argc, char** argv) {
   simulate_command->add_option("--drift-scale", simulate.drift_scale,
                                "F: the optimal batch size needs F x the epochs after the drift (default 2); or "
                                "B=F,B=F per batch size");
+  simulate_command->add_option("--learned-on", simulate.learned_on,
+                               "across GPU models: learn on this GPU (v100, a40 or a power-trace CSV), then compare "
+                               "translated vs from-scratch recurrences on --gpu");
+  simulate_command->add_option("--learn-recurrences", simulate.learn_recurrences, "  ... on the first GPU (default 20)");
+  simulate_command->add_option("--deploy-recurrences", simulate.deploy_recurrences, "  ... on --gpu (default 20)");
+  simulate_command->add_option("--translate-with", simulate.translate_with,
+                               "  ... what is known of --gpu: trace (its power trace), profiled:N (N batch sizes near the best) "
+                               "or sizes:B1,B2 (those batch sizes)");
+  simulate_command->add_option("--prior-observations", simulate.prior_observations,
+                               "  ... translated evidence per batch size weighs as at most this many runs (default 2)");
 
   joule::cli::TrainSimOptions train_sim;
   CLI::App* train_sim_command = app.add_subcommand(
@@ -155,7 +168,10 @@ int main(int argc, char** argv) {
   try {
     if (*info_command) return joule::cli::run_info(common, info);
     if (*measure_command) return joule::cli::run_measure(common, measure);
-    if (*simulate_command) return joule::cli::run_simulate(simulate);
+    if (*simulate_command) {
+      return simulate.learned_on.empty() ? joule::cli::run_simulate(simulate)
+                                         : joule::cli::run_simulate_translate(simulate);
+    }
     if (*train_sim_command) return joule::cli::run_train_sim(common, train_sim);
     if (*sweep_command) return joule::cli::run_sweep_command(common, sweep);
     if (*analyze_command) return joule::cli::run_analyze(analyze);

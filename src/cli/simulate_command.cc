@@ -12,11 +12,10 @@
 #include "joule/error.h"
 #include "joule/analyze/simulation_report.h"
 #include "joule/simulate/comparison.h"
+#include "joule/simulate/bundled_traces.h"
 #include "joule/simulate/simulator.h"
 
 namespace joule::cli {
-
-namespace {
 
 std::vector<uint64_t> parse_seeds(const std::string& text) {
   auto number = [&](const std::string& s) {
@@ -41,23 +40,28 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
   return seeds;
 }
 
+namespace {
+
 // A workload of the run that could not be loaded, and why.
 struct WorkloadFailure {
   std::string workload;
   std::string reason;
 };
 
-std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<WorkloadFailure>& failures) {
-  if (o.train_trace.empty() != o.power_trace.empty()) {
-    throw UsageError("--train-trace and --power-trace go together");
-  }
-  if (o.train_trace.empty()) {
-    if (!o.workloads.empty() || !o.dataset.empty()) {
-      throw UsageError("--workload/--dataset need --train-trace and --power-trace (without them the built-in "
-                       "synthetic workloads run)");
+// origin: what the report header says about where the traces came from.
+std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<WorkloadFailure>& failures,
+                                       std::string& origin) {
+  if (o.synthetic) {
+    if (!o.train_trace.empty() || !o.power_trace.empty() || !o.gpu.empty() || !o.workloads.empty() ||
+        !o.dataset.empty()) {
+      throw UsageError("--synthetic runs the built-in synthetic workloads: it takes no --train-trace, --power-trace, "
+                       "--gpu, --workload or --dataset");
     }
+    origin = "SYNTHETIC workloads (--synthetic)";
     return synthetic_workloads();
   }
+  const TracePaths paths = resolve_trace_paths(o);
+  origin = paths.origin;
   std::vector<WorkloadSpec> specs;
   if (!o.dataset.empty()) {
     if (o.network.empty() || o.optimizer.empty() || !o.target || !o.default_batch_size) {
@@ -75,7 +79,7 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<Wor
   std::vector<WorkloadTrace> traces;
   for (const auto& spec : specs) {
     try {
-      traces.push_back(load_workload(o.train_trace, o.power_trace, spec, {o.strict}));
+      traces.push_back(load_workload(paths.train, paths.power, spec, {o.strict}));
     } catch (const Error& e) {
       failures.push_back({spec.name, e.what()});
     }
@@ -89,22 +93,25 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<Wor
   return traces;
 }
 
-// The epoch factors of a drift, per batch size: "F" applies to the
-// workload's optimal batch size before the drift, "B=F,B=F" to those sizes.
-std::map<int, double> drift_scale_for(const SimulateOptions& o, const WorkloadTrace& trace) {
-  auto factor = [&](const std::string& text) {
+// --drift-scale: "F" for the workload's optimal batch size before the drift,
+// or "B=F,B=F" for those sizes. Parsed before any trace is read.
+struct DriftScale {
+  std::optional<double> optimal_factor;
+  std::map<int, double> by_batch_size;
+};
+
+DriftScale parse_drift_scale(const std::string& text) {
+  auto factor = [](const std::string& item) {
     char* end = nullptr;
-    const double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !(value > 0)) {
-      throw UsageError(fmt::format("--drift-scale: '{}' is not a factor > 0 (expected F or B=F,B=F)", text));
+    const double value = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(value > 0)) {
+      throw UsageError(fmt::format("--drift-scale: '{}' is not a factor > 0 (expected F or B=F,B=F)", item));
     }
     return value;
   };
-  if (o.drift_scale.find('=') == std::string::npos) {
-    return {{optimal_config(trace, o.eta).batch_size, factor(o.drift_scale)}};
-  }
-  std::map<int, double> scale;
-  std::stringstream items(o.drift_scale);
+  if (text.find('=') == std::string::npos) return {factor(text), {}};
+  DriftScale scale;
+  std::stringstream items(text);
   for (std::string item; std::getline(items, item, ',');) {
     const auto eq = item.find('=');
     const std::string size = item.substr(0, eq);
@@ -113,9 +120,14 @@ std::map<int, double> drift_scale_for(const SimulateOptions& o, const WorkloadTr
     if (eq == std::string::npos || size.empty() || *end != '\0' || b <= 0) {
       throw UsageError(fmt::format("--drift-scale: '{}' is not B=F (a batch size and a factor)", item));
     }
-    scale[static_cast<int>(b)] = factor(item.substr(eq + 1));
+    scale.by_batch_size[static_cast<int>(b)] = factor(item.substr(eq + 1));
   }
   return scale;
+}
+
+std::map<int, double> drift_scale_for(const DriftScale& scale, const WorkloadTrace& trace, double eta) {
+  if (scale.optimal_factor) return {{optimal_config(trace, eta).batch_size, *scale.optimal_factor}};
+  return scale.by_batch_size;
 }
 
 // What runs, Default last (the reference for ratios). With a drift, zeus runs
@@ -138,11 +150,11 @@ std::vector<PolicyVariant> variants_of(const SimulateOptions& o) {
 }
 
 SimulationSet simulate_workload(const SimulateOptions& o, const WorkloadTrace& trace,
-                                const std::vector<uint64_t>& seeds) {
+                                const std::vector<uint64_t>& seeds, const std::optional<DriftScale>& drift_scale) {
   SimulationSet set{trace.spec.name, trace.spec.target_text, variants_of(o), {}, 0, o.drift_after};
   set.reference = set.variants.size() - 1;
   std::optional<DriftScenario> drift;
-  if (o.drift_after) drift = DriftScenario{*o.drift_after, drift_scale_for(o, trace)};
+  if (o.drift_after) drift = DriftScenario{*o.drift_after, drift_scale_for(*drift_scale, trace, o.eta)};
   for (const PolicyVariant& variant : set.variants) {
     std::vector<SimulationResult>& runs = set.results.emplace_back();
     for (uint64_t seed : seeds) {
@@ -198,12 +210,29 @@ void close_output(std::ofstream& out, const std::string& path) {
 
 }  // namespace
 
+TracePaths resolve_trace_paths(const SimulateOptions& o) {
+  if (!o.power_trace.empty() && !o.gpu.empty()) {
+    throw UsageError("--gpu and --power-trace both choose the power trace: give one of them");
+  }
+  TracePaths paths{o.train_trace, o.power_trace, ""};
+  if (!paths.train.empty() && !paths.power.empty()) return paths;
+  const BundledTraces bundled = find_bundled_traces();
+  const std::string gpu = o.gpu.empty() ? "v100" : o.gpu;
+  if (paths.power.empty()) paths.power = bundled.power_path(gpu);
+  if (paths.train.empty()) paths.train = bundled.train_path();
+  const char* which = o.train_trace.empty() ? (o.power_trace.empty() ? "traces" : "train trace") : "power trace";
+  paths.origin = fmt::format("bundled {}{} in {}", which, o.power_trace.empty() ? ", GPU " + gpu : "", bundled.dir);
+  return paths;
+}
+
 int run_simulate(const SimulateOptions& o) {
   check_eta(o.eta);
   if (!(o.beta > 1.0)) throw UsageError(fmt::format("--beta {} must be greater than 1", o.beta));
   if (o.policy != "all") parse_policy(o.policy);
   if (o.drift_after && *o.drift_after < 1) throw UsageError("--drift-after must be at least 1");
   if (o.window && *o.window == 0) throw UsageError("--window must be at least 1");
+  std::optional<DriftScale> drift_scale;
+  if (o.drift_after) drift_scale = parse_drift_scale(o.drift_scale);
   const std::vector<uint64_t> seeds = o.seeds.empty() ? std::vector<uint64_t>{o.seed} : parse_seeds(o.seeds);
   // Both outputs are opened before the work, so a bad path fails at once.
   std::ofstream out, html;
@@ -214,7 +243,8 @@ int run_simulate(const SimulateOptions& o) {
   }
   if (!o.html_path.empty()) html = open_output(o.html_path);
   std::vector<WorkloadFailure> failures;
-  const std::vector<WorkloadTrace> traces = load_traces(o, failures);
+  std::string origin;
+  const std::vector<WorkloadTrace> traces = load_traces(o, failures, origin);
   for (const auto& trace : traces) {
     for (const auto& note : trace.notes) std::cerr << "joule: note: " << note << '\n';
   }
@@ -227,14 +257,14 @@ int run_simulate(const SimulateOptions& o) {
       "joule simulate: eta {}, beta {}, seeds {}{}{}{}", o.eta, o.beta,
       seeds.size() == 1 ? std::to_string(seeds[0]) : o.seeds, o.window ? fmt::format(", window {}", *o.window) : "",
       o.drift_after ? fmt::format(", drift after {} recurrences (epochs x {})", *o.drift_after, o.drift_scale) : "",
-      traces.front().synthetic ? ", SYNTHETIC workloads (no trace files given)" : "");
+      origin.empty() ? "" : ", " + origin);
   std::cout << heading << '\n';
   std::cout << fmt::format("{:<14} {:<20} {:<15} {:>8} {:>8} {:>8} {:>8} {:>10} {:>15} {:>9}{}   {}\n", "workload",
                            "target", "policy", "ETA/dflt", "TTA/dflt", "ETA all", "TTA all", "regret/opt",
                            "converged to", "at", o.drift_after ? fmt::format(" {:>6}", "stale") : "", "optimal");
   std::vector<SimulationSet> sets;
   for (const auto& trace : traces) {
-    SimulationSet set = simulate_workload(o, trace, seeds);
+    SimulationSet set = simulate_workload(o, trace, seeds, drift_scale);
     print_set(set);
     if (out.is_open()) write_recurrences(out, set, trace);
     if (html.is_open()) sets.push_back(std::move(set));

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "joule/error.h"
@@ -51,6 +54,59 @@ void BatchSizeOptimizer::finish_round() {
   }
 }
 
+bool BatchSizeOptimizer::warm_start(const WarmStart& start) {
+  const auto& sizes = options_.batch_sizes;
+  const auto check_size = [&](int b, const char* what) {
+    if (!std::binary_search(sizes.begin(), sizes.end(), b)) {
+      throw UsageError(fmt::format("warm start: {} batch size {} is not one of the optimizer's choices", what, b));
+    }
+  };
+  bool started = phase_ != Phase::kPruning || round_ != 1 || pending_ || has_min_cost_;
+  for (int b : sizes) started = started || !sampler_.observations(b).empty();
+  if (started) throw UsageError("warm start: the optimizer has already started");
+  if (!(start.max_prior_observations > 0) || !(start.min_relative_spread > 0)) {
+    throw UsageError("warm start: max_prior_observations and min_relative_spread must be > 0");
+  }
+  std::map<int, std::vector<double>> costs;
+  std::set<int> converged;
+  for (const auto& x : start.observations) {
+    check_size(x.batch_size, "prior");
+    if (!(x.cost > 0) || !std::isfinite(x.cost)) {
+      throw UsageError(fmt::format("warm start: batch size {} has a prior cost {} (must be positive)", x.batch_size,
+                                   x.cost));
+    }
+    costs[x.batch_size].push_back(x.cost);
+    if (x.converged) converged.insert(x.batch_size);
+  }
+  for (int b : start.unexplored) check_size(b, "unexplored");
+  if (converged.empty()) return false;
+
+  std::set<int> arms(start.unexplored.begin(), start.unexplored.end());
+  double best_mean = std::numeric_limits<double>::infinity();
+  for (int b : converged) {
+    const auto& x = costs[b];
+    const double n = static_cast<double>(x.size());
+    double mean = 0;
+    for (double v : x) mean += v;
+    mean /= n;
+    double spread = 0;
+    for (double v : x) spread += (v - mean) * (v - mean);
+    spread = x.size() > 1 ? spread / n : mean * mean;  // one observation: as wide as the sampler assumes
+    spread = std::max(spread, start.min_relative_spread * start.min_relative_spread * mean * mean);
+    sampler_.set_arm_prior(b, {mean, std::min(n, start.max_prior_observations) / spread});
+    arms.insert(b);
+    if (mean < best_mean) {
+      best_mean = mean;
+      b0_ = b;
+    }
+  }
+  arms_.assign(arms.begin(), arms.end());
+  phase_ = Phase::kThompson;
+  round_ = 2;
+  walk_ = PruningRound(sizes, b0_);
+  return true;
+}
+
 int BatchSizeOptimizer::best_known() const {
   int best = b0_;
   double best_mean = std::numeric_limits<double>::infinity();
@@ -68,8 +124,28 @@ int BatchSizeOptimizer::best_known() const {
   return best;
 }
 
+std::optional<int> BatchSizeOptimizer::nearest_untried() const {
+  std::optional<int> nearest;
+  double nearest_distance = std::numeric_limits<double>::infinity();
+  for (int b : arms_) {
+    if (!sampler_.observations(b).empty() || sampler_.arm_priors().count(b) || options_.prior.precision > 0) continue;
+    const double distance = std::fabs(std::log(static_cast<double>(b) / b0_));
+    if (distance < nearest_distance) {
+      nearest_distance = distance;
+      nearest = b;
+    }
+  }
+  return nearest;
+}
+
 int BatchSizeOptimizer::predict() {
-  if (phase_ == Phase::kThompson) return sampler_.predict(arms_, rng_);
+  if (phase_ == Phase::kThompson) {
+    // Only a warm start leaves arms without evidence: they are tried first,
+    // nearest the best prior size first, so that the first run most likely
+    // converges and sets the early-stop threshold for the farther ones.
+    if (const auto untried = nearest_untried()) return *untried;
+    return sampler_.predict(arms_, rng_);
+  }
   if (pending_) return best_known();
   const auto next = walk_.next();
   if (!next) return best_known();
@@ -134,6 +210,15 @@ nlohmann::json BatchSizeOptimizer::to_json() const {
       {"observations", observations},
       {"rng", rng.str()},
   };
+  // Only a warm-started optimizer has per-size priors; states without them
+  // stay as they were.
+  if (!sampler_.arm_priors().empty()) {
+    nlohmann::json priors = nlohmann::json::object();
+    for (const auto& [b, prior] : sampler_.arm_priors()) {
+      priors[std::to_string(b)] = {{"mean", prior.mean}, {"precision", prior.precision}};
+    }
+    j["arm_priors"] = priors;
+  }
   return j;
 }
 
@@ -166,6 +251,15 @@ BatchSizeOptimizer BatchSizeOptimizer::from_json(const nlohmann::json& j) {
     }
     for (const auto& [key, costs] : j.at("observations").items()) {
       for (double cost : costs.get<std::vector<double>>()) optimizer.sampler_.observe(std::stoi(key), cost);
+    }
+    if (j.contains("arm_priors")) {
+      for (const auto& [key, prior] : j.at("arm_priors").items()) {
+        if (!std::binary_search(options.batch_sizes.begin(), options.batch_sizes.end(), std::stoi(key))) {
+          throw UsageError(fmt::format("optimizer state: a prior for batch size {}, not one of the choices", key));
+        }
+        optimizer.sampler_.set_arm_prior(std::stoi(key),
+                                         {prior.at("mean").get<double>(), prior.at("precision").get<double>()});
+      }
     }
     std::istringstream rng(j.at("rng").get<std::string>());
     rng >> optimizer.rng_;

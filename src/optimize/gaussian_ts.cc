@@ -17,6 +17,19 @@ GaussianThompsonSampler::GaussianThompsonSampler(std::optional<std::size_t> wind
 
 void GaussianThompsonSampler::add_arm(int arm) { observations_[arm]; }
 
+void GaussianThompsonSampler::set_arm_prior(int arm, GaussianPrior prior) {
+  if (!(prior.precision > 0.0) || !std::isfinite(prior.precision) || !std::isfinite(prior.mean)) {
+    throw UsageError(fmt::format("batch size {}: a per-arm prior needs a finite mean and a precision > 0", arm));
+  }
+  observations_[arm];
+  arm_priors_[arm] = prior;
+}
+
+const GaussianPrior& GaussianThompsonSampler::prior_of(int arm) const {
+  const auto it = arm_priors_.find(arm);
+  return it == arm_priors_.end() ? prior_ : it->second;
+}
+
 void GaussianThompsonSampler::observe(int arm, double cost) {
   auto& list = observations_[arm];
   list.push_back(cost);
@@ -38,9 +51,10 @@ std::vector<int> GaussianThompsonSampler::arms() const {
 ArmBelief GaussianThompsonSampler::belief(int arm) const {
   const auto& x = observations(arm);
   const std::size_t n = x.size();
+  const GaussianPrior& prior = prior_of(arm);
   if (n == 0) {
-    if (prior_.precision <= 0) throw Error(fmt::format("batch size {} has no observation and the prior is flat", arm));
-    return {prior_.mean, 1.0 / prior_.precision, 0};
+    if (prior.precision <= 0) throw Error(fmt::format("batch size {} has no observation and the prior is flat", arm));
+    return {prior.mean, 1.0 / prior.precision, 0};
   }
   double mean = 0;
   for (double v : x) mean += v;
@@ -54,8 +68,8 @@ ArmBelief GaussianThompsonSampler::belief(int arm) const {
   if (n == 1) variance = mean * mean;
   variance = std::max(variance, 1e-12 * mean * mean + std::numeric_limits<double>::min());
   const double data_precision = static_cast<double>(n) / variance;
-  const double precision = prior_.precision + data_precision;
-  return {(prior_.precision * prior_.mean + data_precision * mean) / precision, 1.0 / precision, n};
+  const double precision = prior.precision + data_precision;
+  return {(prior.precision * prior.mean + data_precision * mean) / precision, 1.0 / precision, n};
 }
 
 int GaussianThompsonSampler::predict(const std::vector<int>& arms, std::mt19937_64& rng) const {
@@ -63,7 +77,7 @@ int GaussianThompsonSampler::predict(const std::vector<int>& arms, std::mt19937_
   int best_arm = arms.front();
   double best_draw = std::numeric_limits<double>::infinity();
   for (int arm : arms) {
-    if (observations(arm).empty() && prior_.precision <= 0) return arm;  // never tried: try it
+    if (observations(arm).empty() && prior_of(arm).precision <= 0) return arm;  // never tried: try it
     const ArmBelief b = belief(arm);
     const double draw = std::normal_distribution<double>(b.mean, std::sqrt(b.variance))(rng);
     if (draw < best_draw) {

@@ -110,13 +110,12 @@ TEST(SimulatorTest, SameSeedSameResult) {
   EXPECT_TRUE(trace.synthetic);
 }
 
-// The published V100 traces (../shared, beside the checkout): Zeus must save
+// The published V100 traces (bundled in data/): Zeus must save
 // energy in the range the Zeus paper reports for V100 (15%-76% less ETA than
 // Default), and Grid Search must end near the same configurations at a far
 // higher cumulative regret.
 TEST(SimulatorTest, ZeusPaperRangeOnTheV100Traces) {
-  const std::string dir = std::string(JOULE_SOURCE_DIR) + "/../shared/traces/zeus-nsdi23";
-  if (!std::filesystem::exists(dir + "/summary_train.csv")) GTEST_SKIP() << "no traces at " << dir;
+  const std::string dir = std::string(JOULE_SOURCE_DIR) + "/data/zeus-nsdi23";
   for (const auto& spec : zeus_workloads()) {
     const WorkloadTrace trace = load_workload(dir + "/summary_train.csv", dir + "/summary_power_v100.csv", spec);
     double eta_ratio = 0, zeus_regret = 0, grid_regret = 0;

@@ -10,6 +10,10 @@
 // Early stopping: a recurrence whose cost would pass beta times the smallest
 // cost observed so far should be stopped and reported as not converged.
 //
+// Warm start: evidence gathered elsewhere (another GPU model's observations,
+// their costs translated to this one; see joule/simulate/translate.h) can
+// seed a fresh optimizer, which then skips pruning. See warm_start().
+//
 // Concurrent submissions: predict() may be called again before observe();
 // while an exploration is outstanding during pruning, further jobs get the
 // best size known so far instead of a second exploration.
@@ -36,6 +40,27 @@ struct BatchSizeOptimizerOptions {
   uint64_t seed = 1;
 };
 
+// One recurrence seen elsewhere, its cost expressed in this job's units.
+struct PriorObservation {
+  int batch_size = 0;
+  double cost = 0.0;
+  bool converged = false;
+};
+
+struct WarmStart {
+  std::vector<PriorObservation> observations;
+  // Sizes to try although nothing is known of them (e.g. sizes only this
+  // GPU's memory holds). They are tried before the others, once each.
+  std::vector<int> unexplored;
+  // Prior evidence on a size weighs as at most this many of the job's own
+  // observations, so that a mis-translated size is overruled after a few
+  // recurrences of its own.
+  double max_prior_observations = 2.0;
+  // Translated costs are estimates: their spread per observation is taken as
+  // at least this fraction of their mean, however alike they are.
+  double min_relative_spread = 0.1;
+};
+
 class BatchSizeOptimizer {
  public:
   enum class Phase { kPruning, kThompson };
@@ -43,6 +68,23 @@ class BatchSizeOptimizer {
   // Throws UsageError for empty or unsorted sizes, a default not among them,
   // or beta <= 1.
   explicit BatchSizeOptimizer(BatchSizeOptimizerOptions options);
+
+  // Seeds a fresh optimizer (before any predict or observe) with evidence
+  // from elsewhere, and goes straight to Thompson sampling over:
+  //   - every size with a converged prior observation, its belief starting
+  //     from the prior observations' mean (all of that size's, failed runs
+  //     included) with the variance of that many observations, at most
+  //     max_prior_observations, of spread at least min_relative_spread;
+  //   - the unexplored sizes, with no belief: each is tried once before
+  //     sampling starts, those nearest (in log size) the best prior size first.
+  // Sizes with only failed prior observations, and sizes in neither list,
+  // are left out, as pruning would have left them. The early-stop threshold
+  // still comes from this job's own converged runs only: a mis-translated cost
+  // must not cut them. The default batch size becomes the cheapest prior one.
+  // Returns false and changes nothing when no prior observation converged.
+  // Throws UsageError for sizes not among the choices, non-positive costs or
+  // weights, or an optimizer that has already started.
+  bool warm_start(const WarmStart& start);
 
   int predict();
   // Reports a finished (or early-stopped) recurrence. cost is what it cost,
@@ -68,6 +110,7 @@ class BatchSizeOptimizer {
 
  private:
   void start_round(std::vector<int> set);
+  std::optional<int> nearest_untried() const;
   void finish_round();
 
   BatchSizeOptimizerOptions options_;

@@ -36,11 +36,16 @@ class GaussianThompsonSampler {
   explicit GaussianThompsonSampler(std::optional<std::size_t> window = std::nullopt, GaussianPrior prior = {});
 
   void add_arm(int arm);
+  // Replaces the shared prior for one arm (e.g. evidence about it from
+  // another GPU model). precision must be > 0.
+  void set_arm_prior(int arm, GaussianPrior prior);
+  const std::map<int, GaussianPrior>& arm_priors() const { return arm_priors_; }
   void observe(int arm, double cost);
   // Throws Error when the arm has no observation and the prior is flat.
   ArmBelief belief(int arm) const;
   // Samples each listed arm's belief; returns the arm with the smallest draw.
-  // Arms without observations are drawn first (returned before any other).
+  // Arms without observations and with a flat prior are drawn first
+  // (returned before any other).
   int predict(const std::vector<int>& arms, std::mt19937_64& rng) const;
 
   const std::deque<double>& observations(int arm) const;
@@ -50,7 +55,10 @@ class GaussianThompsonSampler {
 
  private:
   std::optional<std::size_t> window_;
+  const GaussianPrior& prior_of(int arm) const;
+
   GaussianPrior prior_;
+  std::map<int, GaussianPrior> arm_priors_;
   std::map<int, std::deque<double>> observations_;
 };
 
