@@ -11,7 +11,9 @@
 namespace joule {
 
 BatchSizeOptimizer::BatchSizeOptimizer(BatchSizeOptimizerOptions options)
-    : options_(std::move(options)), sampler_(options_.window, options_.prior), rng_(options_.seed) {
+    : options_(std::move(options)),
+      sampler_(options_.window, options_.prior, options_.keep_observations),
+      rng_(options_.seed) {
   auto& sizes = options_.batch_sizes;
   if (sizes.empty()) throw UsageError("batch-size optimizer: no batch sizes");
   if (!std::is_sorted(sizes.begin(), sizes.end()) || std::adjacent_find(sizes.begin(), sizes.end()) != sizes.end()) {
@@ -55,13 +57,9 @@ int BatchSizeOptimizer::best_known() const {
   int best = b0_;
   double best_mean = std::numeric_limits<double>::infinity();
   for (int b : candidates()) {
-    const auto& x = sampler_.observations(b);
-    if (x.empty()) continue;
-    double mean = 0;
-    for (double v : x) mean += v;
-    mean /= static_cast<double>(x.size());
-    if (mean < best_mean) {
-      best_mean = mean;
+    const std::optional<double> mean = sampler_.mean(b);
+    if (mean && *mean < best_mean) {
+      best_mean = *mean;
       best = b;
     }
   }
@@ -104,6 +102,9 @@ double BatchSizeOptimizer::early_stop_threshold_cost() const {
 }
 
 nlohmann::json BatchSizeOptimizer::to_json() const {
+  if (!sampler_.keeps_history()) {
+    throw UsageError("batch-size optimizer: its state cannot be saved, it keeps no observations (keep_observations)");
+  }
   nlohmann::json observations = nlohmann::json::object();
   for (int b : options_.batch_sizes) {
     const auto& x = sampler_.observations(b);
