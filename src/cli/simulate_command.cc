@@ -90,6 +90,7 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<Wor
 }  // namespace
 
 int run_simulate(const SimulateOptions& o) {
+  if (!o.cluster_trace.empty()) return run_simulate_cluster(o);
   check_eta(o.eta);
   if (!(o.beta > 1.0)) throw UsageError(fmt::format("--beta {} must be greater than 1", o.beta));
   std::vector<Policy> policies;
