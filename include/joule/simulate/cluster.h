@@ -40,7 +40,7 @@ struct ClusterWorkload {
 ClusterWorkload cluster_workload(const WorkloadTrace& trace);
 
 struct ClusterJob {
-  std::string_view group;  // valid until the next read
+  std::string_view group;  // valid while the reader lives
   std::size_t workload = 0;  // index into the reader's workloads
   double submit_s = 0, end_s = 0;  // wall time in the cluster
   double runtime_ratio = 1;        // scales the simulated training's time and energy
@@ -116,7 +116,7 @@ struct ClusterReplayOptions {
 
 // One training attempt of a job (the first, or a retry), as --out writes it.
 struct ClusterAttempt {
-  std::string_view group;
+  std::string_view group;  // valid during the sink's call
   std::size_t workload = 0;
   Policy policy = Policy::kZeus;
   std::size_t job = 0;  // 0-based, in trace order
