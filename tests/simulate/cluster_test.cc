@@ -130,6 +130,24 @@ TEST(ClusterTest, MissesAreRetriedAtTheirEndForTheSameDurationUpToTheBound) {
   EXPECT_EQ(r.report.totals[0][0].attempts, 3u);
 }
 
+TEST(ClusterTest, RetriesThatEndBeforeTheNextSubmissionAreDeliveredFirst) {
+  WorkloadTrace t = toy();
+  t.default_batch_size = 16;  // never converges
+  t.spec.default_batch_size = 16;
+  ClusterReplayOptions options = only(Policy::kDefault);
+  options.max_retries = 3;
+  const Replayed r = replay("group,start_time,end_time,dataset,runtime_ratio\nA,0,10,toy-data,1\nA,25,35,toy-data,1\n",
+                            {t}, options);
+  // Job 0's first retry (10-20) ends before job 1 comes at 25; its second
+  // (20-30) does not. Afterwards everything in end-time order.
+  std::vector<std::pair<std::size_t, int>> order;
+  for (const auto& a : r.attempts) order.emplace_back(a.job, a.attempt);
+  EXPECT_EQ(order, (std::vector<std::pair<std::size_t, int>>{
+                       {0, 0}, {0, 1}, {0, 2}, {1, 0}, {0, 3}, {1, 1}, {1, 2}, {1, 3}}));
+  EXPECT_EQ(r.report.totals[0][0].gave_up, 2u);
+  EXPECT_EQ(r.report.max_in_flight, 2u);
+}
+
 TEST(ClusterTest, KmeansSeparatesObviousClustersInOrderOfValue) {
   EXPECT_EQ(kmeans_1d({100, 1, 10.5, 1.1, 101, 10}, 3), (std::vector<std::size_t>{2, 0, 1, 0, 2, 1}));
   EXPECT_EQ(kmeans_1d({5}, 6), (std::vector<std::size_t>{0}));
@@ -202,12 +220,12 @@ TEST(ClusterTest, ZeusGroupFormatNamesDatasetsAsTheZeusRepositoryDoes) {
   EXPECT_DOUBLE_EQ(by_group["feed"].end_s, 20);
 }
 
-std::string reader_error(const std::string& csv) {
+std::string reader_error(const std::string& csv, std::vector<ClusterWorkload> workloads = {cluster_workload(toy())}) {
   testing::TempDir dir;
   const std::string path = dir.file("t.csv");
   testing::write_file(path, csv);
   try {
-    ClusterTraceReader reader(path, {cluster_workload(toy())});
+    ClusterTraceReader reader(path, workloads);
     ClusterJob job;
     while (reader.next(job)) {
     }
@@ -231,6 +249,11 @@ TEST(ClusterTest, ReaderErrorsNameFileLineAndColumn) {
   EXPECT_EQ(unknown.rfind("t.csv:3: column 'dataset' (column 4): unknown dataset 'mnist'", 0), 0u) << unknown;
   EXPECT_EQ(reader_error("group,start_time,end_time,dataset,runtime_ratio\nA,5,1,toy-data,1\n"),
             "t.csv:2: column 'end_time' (column 3): end time 1 is before the start time 5");
+  EXPECT_EQ(reader_error("group,start_time,end_time,dataset,runtime_ratio\nA,0,1,toy-data,1\nA,2,3,other,1\n",
+                         {cluster_workload(toy()), {"other", "other-data", 10}}),
+            "t.csv:3: column 'dataset' (column 4): group 'A' was 'toy-data' before; a group is one workload");
+  EXPECT_EQ(reader_error("group,start_time,end_time,dataset,runtime_ratio\nA,0,1,toy-data,0\n"),
+            "t.csv:2: column 'runtime_ratio' (column 5): must be positive");
   EXPECT_EQ(reader_error("job_id,group,submit_s,duration_s\n0,A,1,-5\n"),
             "t.csv:2: column 'duration_s' (column 4): must not be negative");
 }
