@@ -1,11 +1,13 @@
 // `joule simulate --cluster TRACE` and `joule cluster-trace`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "joule/error.h"
