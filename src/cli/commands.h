@@ -67,6 +67,8 @@ struct SimulateOptions {
   int deploy_recurrences = 20;
   std::string translate_with = "trace";  // trace | profiled:N
   double prior_observations = 2.0;
+  std::string cluster_trace;  // replay this job-group trace ("-": stdin)
+  int max_retries = 20;
 };
 int run_simulate(const SimulateOptions& options);
 int run_simulate_translate(const SimulateOptions& options);
@@ -81,6 +83,18 @@ struct TracePaths {
 TracePaths resolve_trace_paths(const SimulateOptions& options);
 // --seeds: "1..10" or "1,4,9". Throws UsageError.
 std::vector<uint64_t> parse_seeds(const std::string& text);
+// `joule simulate --cluster TRACE` (cluster_command.cc).
+int run_simulate_cluster(const SimulateOptions& options);
+
+struct ClusterTraceOptions {
+  std::size_t jobs = 20000, groups = 500;
+  double days = 60;
+  uint64_t seed = 1;
+  double group_size_alpha = 1.5, max_group_weight = 200, bursty_fraction = 0.3;
+  double median_runtime_s = 1800, runtime_spread = 1.5, job_runtime_spread = 0.3;
+  std::string out_path = "-";
+};
+int run_cluster_trace(const ClusterTraceOptions& options);
 
 struct TrainSimOptions {
   std::string objective = "cost";  // time, energy, cost, slowdown

@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
 
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate" &&
-      first != "train-sim" && first != "sweep" && first != "analyze" && first != "report") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, sweep, analyze, report, simulate or train-sim; see 'joule --help')\n", first);
+      first != "train-sim" && first != "cluster-trace" && first != "sweep" && first != "analyze" && first != "report") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, sweep, analyze, report, simulate, cluster-trace or train-sim; see 'joule --help')\n", first);
     return 2;
   }
   joule::cli::SimulateOptions simulate;
@@ -98,6 +98,32 @@ int main(int argc, char** argv) {
                                "or sizes:B1,B2 (those batch sizes)");
   simulate_command->add_option("--prior-observations", simulate.prior_observations,
                                "  ... translated evidence per batch size weighs as at most this many runs (default 2)");
+  simulate_command->add_option("--cluster", simulate.cluster_trace,
+                               "replay a job-group trace (zeus group format, '-' for stdin; or raw "
+                               "job_id,group,submit_s,duration_s, a file) over the six workloads");
+  simulate_command->add_option("--max-retries", simulate.max_retries,
+                               "with --cluster: a job missing its target is resubmitted at most this often (default 20)");
+
+  joule::cli::ClusterTraceOptions cluster_trace;
+  CLI::App* cluster_trace_command = app.add_subcommand(
+      "cluster-trace", "write a synthetic job-group trace (raw format) for `joule simulate --cluster`");
+  cluster_trace_command->add_option("--jobs", cluster_trace.jobs, "jobs in all (default 20000)");
+  cluster_trace_command->add_option("--groups", cluster_trace.groups, "recurring job groups (default 500)");
+  cluster_trace_command->add_option("--days", cluster_trace.days, "time span (default 60)");
+  cluster_trace_command->add_option("--seed", cluster_trace.seed, "random seed (default 1)");
+  cluster_trace_command->add_option("--group-size-alpha", cluster_trace.group_size_alpha,
+                                    "Pareto tail of group sizes, smaller is heavier (default 1.5)");
+  cluster_trace_command->add_option("--max-group-weight", cluster_trace.max_group_weight,
+                                    "largest group weight, the smallest being 1: truncates the tail (default 200)");
+  cluster_trace_command->add_option("--bursty-fraction", cluster_trace.bursty_fraction,
+                                    "share of groups submitting in bursts (default 0.3)");
+  cluster_trace_command->add_option("--median-runtime-s", cluster_trace.median_runtime_s,
+                                    "median over groups of a group's median job runtime (default 1800)");
+  cluster_trace_command->add_option("--runtime-spread", cluster_trace.runtime_spread,
+                                    "log-normal sigma of group median runtimes (default 1.5)");
+  cluster_trace_command->add_option("--job-runtime-spread", cluster_trace.job_runtime_spread,
+                                    "log-normal sigma of job runtimes within a group (default 0.3)");
+  cluster_trace_command->add_option("--out", cluster_trace.out_path, "CSV file to write (default '-': stdout)");
 
   joule::cli::TrainSimOptions train_sim;
   CLI::App* train_sim_command = app.add_subcommand(
@@ -173,6 +199,7 @@ int main(int argc, char** argv) {
                                          : joule::cli::run_simulate_translate(simulate);
     }
     if (*train_sim_command) return joule::cli::run_train_sim(common, train_sim);
+    if (*cluster_trace_command) return joule::cli::run_cluster_trace(cluster_trace);
     if (*sweep_command) return joule::cli::run_sweep_command(common, sweep);
     if (*analyze_command) return joule::cli::run_analyze(analyze);
     if (*report_command) return joule::cli::run_report(report);

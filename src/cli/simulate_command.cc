@@ -226,6 +226,7 @@ TracePaths resolve_trace_paths(const SimulateOptions& o) {
 }
 
 int run_simulate(const SimulateOptions& o) {
+  if (!o.cluster_trace.empty()) return run_simulate_cluster(o);
   check_eta(o.eta);
   if (!(o.beta > 1.0)) throw UsageError(fmt::format("--beta {} must be greater than 1", o.beta));
   if (o.policy != "all") parse_policy(o.policy);

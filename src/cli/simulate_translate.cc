@@ -72,7 +72,7 @@ void reject_single_gpu_options(const SimulateOptions& o) {
       {o.synthetic, "--synthetic"},         {!o.dataset.empty(), "--dataset"},
       {!o.out_path.empty(), "--out"},       {o.policy != "all", "--policy"},
       {o.recurrences != 0, "--recurrences"}, {!o.html_path.empty(), "--html"},
-      {o.drift_after.has_value(), "--drift-after"},
+      {o.drift_after.has_value(), "--drift-after"}, {!o.cluster_trace.empty(), "--cluster"},
   };
   for (const auto& [given, name] : conflicts) {
     if (given) throw UsageError(fmt::format("{} does not apply with --learned-on (the zeus policy runs)", name));

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <optional>
 
 #include "joule/error.h"
 
@@ -23,6 +25,31 @@ std::vector<std::string> split(const std::string& line) {
     start = comma + 1;
   }
   return fields;
+}
+
+// One way to name a place and to parse a number, for tables and streams.
+std::string place(const std::string& path, std::size_t line, const std::string& column, std::size_t index) {
+  return fmt::format("{}:{}: column '{}' (column {})", path, line, column, index + 1);
+}
+
+std::string missing_columns_error(const std::string& path, const std::vector<std::string>& columns,
+                                  const std::unordered_map<std::string, std::size_t>& present) {
+  std::string missing;
+  for (const auto& column : columns) {
+    if (!present.count(column)) missing += (missing.empty() ? "" : ", ") + column;
+  }
+  if (missing.empty()) return {};
+  return fmt::format("{}:1: missing column{}: {}", path, missing.find(',') == std::string::npos ? "" : "s", missing);
+}
+
+std::optional<double> parse_finite(const std::string& value) {
+  try {
+    std::size_t used = 0;
+    const double x = std::stod(value, &used);
+    if (used == value.size() && std::isfinite(x)) return x;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -56,14 +83,7 @@ CsvTable CsvTable::read(const std::string& path) {
 }
 
 void CsvTable::require_columns(const std::vector<std::string>& columns) const {
-  std::string missing;
-  for (const auto& column : columns) {
-    if (!columns_.count(column)) missing += (missing.empty() ? "" : ", ") + column;
-  }
-  if (!missing.empty()) {
-    throw Error(fmt::format("{}:1: missing column{}: {}", path_, missing.find(',') == std::string::npos ? "" : "s",
-                            missing));
-  }
+  if (std::string error = missing_columns_error(path_, columns, columns_); !error.empty()) throw Error(error);
 }
 
 std::size_t CsvTable::column_index(const std::string& column) const {
@@ -73,7 +93,7 @@ std::size_t CsvTable::column_index(const std::string& column) const {
 }
 
 std::string CsvTable::where(std::size_t line, const std::string& column) const {
-  return fmt::format("{}:{}: column '{}' (column {})", path_, line, column, column_index(column) + 1);
+  return place(path_, line, column, column_index(column));
 }
 
 const std::string& CsvTable::Row::text(const std::string& column) const {
@@ -82,12 +102,7 @@ const std::string& CsvTable::Row::text(const std::string& column) const {
 
 double CsvTable::Row::number(const std::string& column) const {
   const std::string& value = text(column);
-  try {
-    std::size_t used = 0;
-    const double x = std::stod(value, &used);
-    if (used == value.size() && std::isfinite(x)) return x;
-  } catch (const std::exception&) {
-  }
+  if (const auto x = parse_finite(value)) return *x;
   throw Error(fmt::format("{}: '{}' is not a number", table->where(line, column), value));
 }
 
@@ -98,5 +113,65 @@ long long CsvTable::Row::integer(const std::string& column) const {
   }
   return static_cast<long long>(x);
 }
+
+CsvStream::CsvStream(const std::string& path) : path_(path == "-" ? "<stdin>" : path) {
+  if (path == "-") {
+    in_ = &std::cin;
+  } else {
+    file_ = std::make_unique<std::ifstream>(path);
+    if (!*file_) throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+    in_ = file_.get();
+  }
+  while (std::getline(*in_, buffer_)) {
+    ++line_;
+    if (!buffer_.empty() && buffer_.back() == '\r') buffer_.pop_back();
+    if (buffer_.empty()) continue;
+    header_ = split(buffer_);
+    for (std::size_t i = 0; i < header_.size(); ++i) columns_[header_[i]] = i;
+    return;
+  }
+  throw Error(fmt::format("{}: empty file (no header row)", path_));
+}
+
+void CsvStream::require_columns(const std::vector<std::string>& columns) const {
+  if (std::string error = missing_columns_error(path_, columns, columns_); !error.empty()) throw Error(error);
+}
+
+std::size_t CsvStream::column(const std::string& name) const {
+  auto it = columns_.find(name);
+  if (it == columns_.end()) throw Error(fmt::format("{}:1: missing column: {}", path_, name));
+  return it->second;
+}
+
+bool CsvStream::next() {
+  while (std::getline(*in_, buffer_)) {
+    ++line_;
+    if (!buffer_.empty() && buffer_.back() == '\r') buffer_.pop_back();
+    if (buffer_.empty()) continue;
+    // Views into buffer_, valid until the next call.
+    fields_.clear();
+    std::string_view rest(buffer_);
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      fields_.push_back(rest.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    if (fields_.size() != header_.size()) {
+      throw Error(fmt::format("{}:{}: {} fields, but the header has {}", path_, line_, fields_.size(), header_.size()));
+    }
+    return true;
+  }
+  if (in_->bad()) throw Error(fmt::format("{}: read error after line {}", path_, line_));
+  return false;
+}
+
+double CsvStream::number(std::size_t column) const {
+  const std::string value(fields_[column]);
+  if (const auto x = parse_finite(value)) return *x;
+  throw Error(fmt::format("{}: '{}' is not a number", where(column), value));
+}
+
+std::string CsvStream::where(std::size_t column) const { return place(path_, line_, header_[column], column); }
 
 }  // namespace joule

@@ -14,7 +14,9 @@
 namespace joule {
 
 BatchSizeOptimizer::BatchSizeOptimizer(BatchSizeOptimizerOptions options)
-    : options_(std::move(options)), sampler_(options_.window, options_.prior), rng_(options_.seed) {
+    : options_(std::move(options)),
+      sampler_(options_.window, options_.prior, options_.keep_observations),
+      rng_(options_.seed) {
   auto& sizes = options_.batch_sizes;
   if (sizes.empty()) throw UsageError("batch-size optimizer: no batch sizes");
   if (!std::is_sorted(sizes.begin(), sizes.end()) || std::adjacent_find(sizes.begin(), sizes.end()) != sizes.end()) {
@@ -62,7 +64,7 @@ bool BatchSizeOptimizer::warm_start(const WarmStart& start) {
     }
   };
   bool started = phase_ != Phase::kPruning || round_ != 1 || pending_ || has_min_cost_;
-  for (int b : sizes) started = started || !sampler_.observations(b).empty();
+  for (int b : sizes) started = started || sampler_.count(b) > 0;
   if (started) throw UsageError("warm start: the optimizer has already started");
   if (!(start.max_prior_observations > 0) || !(start.min_relative_spread > 0)) {
     throw UsageError("warm start: max_prior_observations and min_relative_spread must be > 0");
@@ -111,13 +113,9 @@ int BatchSizeOptimizer::best_known() const {
   int best = b0_;
   double best_mean = std::numeric_limits<double>::infinity();
   for (int b : candidates()) {
-    const auto& x = sampler_.observations(b);
-    if (x.empty()) continue;
-    double mean = 0;
-    for (double v : x) mean += v;
-    mean /= static_cast<double>(x.size());
-    if (mean < best_mean) {
-      best_mean = mean;
+    const std::optional<double> mean = sampler_.mean(b);
+    if (mean && *mean < best_mean) {
+      best_mean = *mean;
       best = b;
     }
   }
@@ -128,7 +126,7 @@ std::optional<int> BatchSizeOptimizer::nearest_untried() const {
   std::optional<int> nearest;
   double nearest_distance = std::numeric_limits<double>::infinity();
   for (int b : arms_) {
-    if (!sampler_.observations(b).empty() || sampler_.arm_priors().count(b) || options_.prior.precision > 0) continue;
+    if (sampler_.count(b) > 0 || sampler_.arm_priors().count(b) || options_.prior.precision > 0) continue;
     const double distance = std::fabs(std::log(static_cast<double>(b) / b0_));
     if (distance < nearest_distance) {
       nearest_distance = distance;
@@ -180,6 +178,9 @@ double BatchSizeOptimizer::early_stop_threshold_cost() const {
 }
 
 nlohmann::json BatchSizeOptimizer::to_json() const {
+  if (!sampler_.keeps_history()) {
+    throw UsageError("batch-size optimizer: its state cannot be saved, it keeps no observations (keep_observations)");
+  }
   nlohmann::json observations = nlohmann::json::object();
   for (int b : options_.batch_sizes) {
     const auto& x = sampler_.observations(b);

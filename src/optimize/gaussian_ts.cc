@@ -9,19 +9,26 @@
 
 namespace joule {
 
-GaussianThompsonSampler::GaussianThompsonSampler(std::optional<std::size_t> window, GaussianPrior prior)
-    : window_(window), prior_(prior) {
+GaussianThompsonSampler::GaussianThompsonSampler(std::optional<std::size_t> window, GaussianPrior prior,
+                                                 bool keep_history)
+    : window_(window), prior_(prior), keep_history_(keep_history) {
   if (window_ && *window_ == 0) throw UsageError("the observation window must hold at least one observation");
   if (!(prior_.precision >= 0.0)) throw UsageError("the prior precision must be >= 0");
 }
 
-void GaussianThompsonSampler::add_arm(int arm) { observations_[arm]; }
+// Without history no deque is made at all: an empty std::deque still
+// allocates a block, which is most of an optimizer's memory in a cluster
+// replay of many groups.
+void GaussianThompsonSampler::add_arm(int arm) {
+  if (keeps_history()) observations_[arm];
+  running_[arm];
+}
 
 void GaussianThompsonSampler::set_arm_prior(int arm, GaussianPrior prior) {
   if (!(prior.precision > 0.0) || !std::isfinite(prior.precision) || !std::isfinite(prior.mean)) {
     throw UsageError(fmt::format("batch size {}: a per-arm prior needs a finite mean and a precision > 0", arm));
   }
-  observations_[arm];
+  add_arm(arm);
   arm_priors_[arm] = prior;
 }
 
@@ -31,9 +38,33 @@ const GaussianPrior& GaussianThompsonSampler::prior_of(int arm) const {
 }
 
 void GaussianThompsonSampler::observe(int arm, double cost) {
-  auto& list = observations_[arm];
-  list.push_back(cost);
-  if (window_ && list.size() > *window_) list.pop_front();
+  if (keeps_history()) {
+    auto& list = observations_[arm];
+    list.push_back(cost);
+    if (window_ && list.size() > *window_) list.pop_front();
+  }
+  Running& r = running_[arm];
+  ++r.n;
+  r.sum += cost;
+  const double delta = cost - r.welford_mean;
+  r.welford_mean += delta / static_cast<double>(r.n);
+  r.m2 += delta * (cost - r.welford_mean);
+}
+
+std::size_t GaussianThompsonSampler::count(int arm) const {
+  if (window_) return observations(arm).size();
+  auto it = running_.find(arm);
+  return it == running_.end() ? 0 : it->second.n;
+}
+
+std::optional<double> GaussianThompsonSampler::mean(int arm) const {
+  const std::size_t n = count(arm);
+  if (n == 0) return std::nullopt;
+  if (!window_) return running_.at(arm).sum / static_cast<double>(n);
+  const auto& x = observations(arm);
+  double sum = 0;
+  for (double v : x) sum += v;
+  return sum / static_cast<double>(x.size());
 }
 
 const std::deque<double>& GaussianThompsonSampler::observations(int arm) const {
@@ -44,23 +75,24 @@ const std::deque<double>& GaussianThompsonSampler::observations(int arm) const {
 
 std::vector<int> GaussianThompsonSampler::arms() const {
   std::vector<int> result;
-  for (const auto& [arm, list] : observations_) result.push_back(arm);
+  for (const auto& [arm, sums] : running_) result.push_back(arm);
   return result;
 }
 
 ArmBelief GaussianThompsonSampler::belief(int arm) const {
-  const auto& x = observations(arm);
-  const std::size_t n = x.size();
+  const std::size_t n = count(arm);
   const GaussianPrior& prior = prior_of(arm);
   if (n == 0) {
     if (prior.precision <= 0) throw Error(fmt::format("batch size {} has no observation and the prior is flat", arm));
     return {prior.mean, 1.0 / prior.precision, 0};
   }
-  double mean = 0;
-  for (double v : x) mean += v;
-  mean /= static_cast<double>(n);
+  const double mean = *this->mean(arm);
   double variance = 0;
-  for (double v : x) variance += (v - mean) * (v - mean);
+  if (window_) {
+    for (double v : observations(arm)) variance += (v - mean) * (v - mean);
+  } else {
+    variance = running_.at(arm).m2;
+  }
   variance /= static_cast<double>(n);
   // One observation, or identical ones, say nothing about the spread: assume
   // a wide spread for one (the arm stays worth sampling) and a narrow floor
@@ -77,7 +109,7 @@ int GaussianThompsonSampler::predict(const std::vector<int>& arms, std::mt19937_
   int best_arm = arms.front();
   double best_draw = std::numeric_limits<double>::infinity();
   for (int arm : arms) {
-    if (observations(arm).empty() && prior_of(arm).precision <= 0) return arm;  // never tried: try it
+    if (count(arm) == 0 && prior_of(arm).precision <= 0) return arm;  // never tried: try it
     const ArmBelief b = belief(arm);
     const double draw = std::normal_distribution<double>(b.mean, std::sqrt(b.variance))(rng);
     if (draw < best_draw) {

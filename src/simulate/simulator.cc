@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "joule/error.h"
@@ -110,7 +111,9 @@ class DefaultDriver final : public PolicyDriver {
 class ZeusDriver final : public PolicyDriver {
  public:
   ZeusDriver(const WorkloadTrace& t, const SimulationOptions& o)
-      : optimizer_({t.batch_sizes, t.default_batch_size, o.beta, o.window, {}, o.seed}) {
+      : optimizer_({t.batch_sizes, t.default_batch_size, o.beta, o.window, {}, o.seed, false}) {
+    // keep_observations off: the simulator never saves the optimizer's state,
+    // and a cluster group may recur a million times.
     // Just-in-time profiling finds the best limit of each batch size during
     // its first epoch; the simulator takes the limit the trace says is best.
     for (int b : t.batch_sizes) limit_[b] = optimal_power_limit(t.power.at(b), o.eta, t.max_power_w).power_limit_w;
@@ -130,34 +133,44 @@ class ZeusDriver final : public PolicyDriver {
 // Tries every power limit (largest first) of each batch size the pruning walk
 // reaches; a size that misses the target at its first limit is not tried at
 // the others. Afterwards it stays with the cheapest configuration seen.
+// Recurrences that overlap: while an exploration is out, further ones get the
+// cheapest configuration seen so far (the default before any), as the zeus
+// optimizer does; one job at a time never meets this.
 class GridDriver final : public PolicyDriver {
  public:
   GridDriver(const WorkloadTrace& t, const SimulationOptions& o)
       : trace_(t), beta_(o.beta), walk_(t.batch_sizes, t.default_batch_size) {}
   std::pair<int, double> choose() override {
     if (walk_.done()) return best_;
+    if (exploring_) return best_.first != 0 ? best_ : default_config();
     const int b = *walk_.next();
-    return {b, nth_largest_limit_w(b, limit_index_)};
+    exploring_ = std::pair<int, double>{b, nth_largest_limit_w(b, limit_index_)};
+    return *exploring_;
   }
   void observe(int b, double limit_w, double cost, bool converged) override {
     if (converged && cost < best_cost_) {
       best_cost_ = cost;
       best_ = {b, limit_w};
     }
-    if (walk_.done()) return;
+    // Only the exploration's outcome moves the walk. A concurrent job of the
+    // same configuration that ends first stands in for it (same knowledge);
+    // the exploration's own outcome then only updates the best.
+    if (walk_.done() || exploring_ != std::pair<int, double>{b, limit_w}) return;
+    exploring_.reset();
     if (!converged && limit_index_ == 0) {
       walk_.report(false);
     } else if (++limit_index_ == trace_.power.at(b).size()) {
       limit_index_ = 0;
       walk_.report(true);
     }
-    if (walk_.done() && best_.first == 0) {
-      best_ = {trace_.default_batch_size, max_power_limit_w(trace_, trace_.default_batch_size)};
-    }
+    if (walk_.done() && best_.first == 0) best_ = default_config();
   }
   double early_stop_threshold() const override { return beta_ * best_cost_; }
 
  private:
+  std::pair<int, double> default_config() const {
+    return {trace_.default_batch_size, max_power_limit_w(trace_, trace_.default_batch_size)};
+  }
   // A batch size's own limits, largest first (real traces may lack some).
   double nth_largest_limit_w(int b, std::size_t n) const {
     const auto& entries = trace_.power.at(b);  // ascending
@@ -168,6 +181,7 @@ class GridDriver final : public PolicyDriver {
   double beta_;
   PruningRound walk_;
   std::size_t limit_index_ = 0;
+  std::optional<std::pair<int, double>> exploring_;  // handed out, not yet observed
   double best_cost_ = std::numeric_limits<double>::infinity();
   std::pair<int, double> best_{0, 0.0};
 };

@@ -131,5 +131,12 @@ TEST(BatchSizeOptimizerTest, RejectsBadOptionsAndState) {
   EXPECT_THROW(BatchSizeOptimizer::from_json(nlohmann::json::object()), UsageError);
 }
 
+TEST(BatchSizeOptimizerTest, WithoutKeptObservationsStateIsNotSaved) {
+  BatchSizeOptimizerOptions options{{32, 64, 128}, 64, 2.0, std::nullopt, {}, 1, false};
+  BatchSizeOptimizer optimizer(options);
+  optimizer.observe(optimizer.predict(), 10.0, true);
+  EXPECT_THROW(optimizer.to_json(), UsageError);
+}
+
 }  // namespace
 }  // namespace joule

@@ -65,5 +65,22 @@ TEST(GaussianTsTest, ClearlyCheaperArmWinsAndUntriedArmsGoFirst) {
   EXPECT_THROW(ts.belief(3), Error);
 }
 
+TEST(GaussianTsTest, RunningSumsWithoutHistoryGiveTheSameBeliefs) {
+  GaussianThompsonSampler kept, sums_only(std::nullopt, {}, false);
+  for (double c : {100.0, 93.5, 120.25, 101.0, 99.0}) {
+    kept.observe(32, c);
+    sums_only.observe(32, c);
+  }
+  EXPECT_EQ(kept.observations(32).size(), 5u);
+  EXPECT_TRUE(sums_only.observations(32).empty());  // nothing kept: memory stays flat
+  EXPECT_EQ(sums_only.count(32), 5u);
+  EXPECT_EQ(sums_only.belief(32).mean, kept.belief(32).mean);
+  EXPECT_DOUBLE_EQ(sums_only.belief(32).variance, kept.belief(32).variance);
+  // Squared deviations sum to 416.5: sample variance 83.3, over n = 5.
+  EXPECT_NEAR(kept.belief(32).variance, 416.5 / 5 / 5, 1e-9);
+  EXPECT_FALSE(sums_only.keeps_history());
+  EXPECT_TRUE(GaussianThompsonSampler(3, {}, false).keeps_history());  // a window is always kept
+}
+
 }  // namespace
 }  // namespace joule

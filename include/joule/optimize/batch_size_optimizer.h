@@ -38,6 +38,9 @@ struct BatchSizeOptimizerOptions {
   std::optional<std::size_t> window;
   GaussianPrior prior;
   uint64_t seed = 1;
+  // false: the sampler keeps running sums only (flat memory for replays of
+  // millions of recurrences); to_json() then refuses.
+  bool keep_observations = true;
 };
 
 // One recurrence seen elsewhere, its cost expressed in this job's units.

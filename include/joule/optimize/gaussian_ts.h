@@ -33,7 +33,11 @@ class GaussianThompsonSampler {
  public:
   // window: when set, only the last `window` observations of each arm count
   // (for workloads that drift).
-  explicit GaussianThompsonSampler(std::optional<std::size_t> window = std::nullopt, GaussianPrior prior = {});
+  // keep_history: keep every observation (for observations() and saved
+  // state); false keeps only running sums, so memory stays flat however long
+  // a job recurs. With a window the window is always kept.
+  explicit GaussianThompsonSampler(std::optional<std::size_t> window = std::nullopt, GaussianPrior prior = {},
+                                   bool keep_history = true);
 
   void add_arm(int arm);
   // Replaces the shared prior for one arm (e.g. evidence about it from
@@ -48,7 +52,13 @@ class GaussianThompsonSampler {
   // (returned before any other).
   int predict(const std::vector<int>& arms, std::mt19937_64& rng) const;
 
+  // The observations kept (empty when keep_history is off and no window).
   const std::deque<double>& observations(int arm) const;
+  // How many observations count.
+  std::size_t count(int arm) const;
+  bool keeps_history() const { return keep_history_ || window_.has_value(); }
+  // Mean of the costs that count (nullopt: none). O(1) without a window.
+  std::optional<double> mean(int arm) const;
   std::vector<int> arms() const;
   std::optional<std::size_t> window() const { return window_; }
   const GaussianPrior& prior() const { return prior_; }
@@ -59,7 +69,16 @@ class GaussianThompsonSampler {
 
   GaussianPrior prior_;
   std::map<int, GaussianPrior> arm_priors_;
+  bool keep_history_ = true;
+  // Running sums of every observation (in arrival order, so the mean is the
+  // same number a loop over them gives; Welford's update for the spread):
+  // without a window, a belief costs O(1) however long the job recurs.
+  struct Running {
+    std::size_t n = 0;
+    double sum = 0, welford_mean = 0, m2 = 0;
+  };
   std::map<int, std::deque<double>> observations_;
+  std::map<int, Running> running_;
 };
 
 }  // namespace joule
