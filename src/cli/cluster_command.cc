@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "joule/common/output_file.h"
 #include "joule/error.h"
 #include "joule/simulate/cluster.h"
 
@@ -58,10 +59,8 @@ std::vector<WorkloadTrace> load_six(const SimulateOptions& o) {
 class AttemptCsv {
  public:
   AttemptCsv(const std::string& path, const std::vector<ClusterWorkload>& workloads)
-      : path_(path), workloads_(workloads) {
-    out_.open(path, std::ios::out | std::ios::trunc);
-    if (!out_) throw UsageError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-    out_ << "group,workload,policy,job,attempt,start_s,end_s,runtime_ratio,batch_size,power_limit_w,converged,"
+      : file_(path), workloads_(workloads) {
+    file_.stream() << "group,workload,policy,job,attempt,start_s,end_s,runtime_ratio,batch_size,power_limit_w,converged,"
             "stopped_early,gave_up,time_s,energy_j,cost,regret\n";
   }
   void write(const ClusterAttempt& a) {
@@ -74,18 +73,16 @@ class AttemptCsv {
   }
   void close() {
     flush();
-    out_.flush();
-    if (!out_) throw Error(fmt::format("error writing '{}'", path_));
+    file_.commit();
   }
 
  private:
   void flush() {
-    out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    file_.stream().write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
     buffer_.clear();
   }
-  std::string path_;
+  OutputFile file_;
   const std::vector<ClusterWorkload>& workloads_;
-  std::ofstream out_;
   fmt::memory_buffer buffer_;
 };
 
@@ -183,11 +180,9 @@ int run_cluster_trace(const ClusterTraceOptions& o) {
     std::cout.flush();
     return std::cout ? 0 : 1;
   }
-  std::ofstream out(o.out_path, std::ios::out | std::ios::trunc);
-  if (!out) throw UsageError(fmt::format("cannot write '{}': {}", o.out_path, std::strerror(errno)));
-  generate_cluster_trace(shape, out);
-  out.flush();
-  if (!out) throw Error(fmt::format("error writing '{}'", o.out_path));
+  OutputFile out(o.out_path);
+  generate_cluster_trace(shape, out.stream());
+  out.commit();
   return 0;
 }
 

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   simulate_command->add_option("--power-trace", simulate.power_trace, "power trace CSV of one GPU model (instead of --gpu)");
   simulate_command->add_flag("--synthetic", simulate.synthetic, "run two built-in synthetic workloads instead of traces");
   simulate_command->add_option("--workload", simulate.workloads,
-                               "librispeech, squad, sentiment140, imagenet, cifar100, movielens or all (default all)");
+                               "librispeech, squad, sentiment140, imagenet, cifar100, movielens or all (default all)")
+      ->delimiter(',');
   simulate_command->add_option("--dataset", simulate.dataset, "a workload not in the list: dataset name");
   simulate_command->add_option("--network", simulate.network, "  ... its network");
   simulate_command->add_option("--optimizer", simulate.optimizer, "  ... its optimizer");

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "joule/error.h"
 #include "joule/analyze/simulation_report.h"
+#include "joule/common/output_file.h"
 #include "joule/simulate/comparison.h"
 #include "joule/simulate/bundled_traces.h"
 #include "joule/simulate/simulator.h"
@@ -197,17 +198,6 @@ void print_set(const SimulationSet& set) {
   }
 }
 
-std::ofstream open_output(const std::string& path) {
-  std::ofstream out(path, std::ios::out | std::ios::trunc);
-  if (!out) throw UsageError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  return out;
-}
-
-void close_output(std::ofstream& out, const std::string& path) {
-  out.flush();
-  if (!out) throw Error(fmt::format("error writing '{}'", path));
-}
-
 }  // namespace
 
 TracePaths resolve_trace_paths(const SimulateOptions& o) {
@@ -236,13 +226,13 @@ int run_simulate(const SimulateOptions& o) {
   if (o.drift_after) drift_scale = parse_drift_scale(o.drift_scale);
   const std::vector<uint64_t> seeds = o.seeds.empty() ? std::vector<uint64_t>{o.seed} : parse_seeds(o.seeds);
   // Both outputs are opened before the work, so a bad path fails at once.
-  std::ofstream out, html;
+  std::optional<OutputFile> out, html;
   if (!o.out_path.empty()) {
-    out = open_output(o.out_path);
-    out << "workload,policy,seed,recurrence,batch_size,power_limit_w,converged,stopped_early,epochs,time_s,energy_j,"
-           "cost,regret,default_batch_size,window,drifted\n";
+    out.emplace(o.out_path);
+    out->stream() << "workload,policy,seed,recurrence,batch_size,power_limit_w,converged,stopped_early,epochs,time_s,"
+                     "energy_j,cost,regret,default_batch_size,window,drifted\n";
   }
-  if (!o.html_path.empty()) html = open_output(o.html_path);
+  if (!o.html_path.empty()) html.emplace(o.html_path);
   std::vector<WorkloadFailure> failures;
   std::string origin;
   const std::vector<WorkloadTrace> traces = load_traces(o, failures, origin);
@@ -267,8 +257,8 @@ int run_simulate(const SimulateOptions& o) {
   for (const auto& trace : traces) {
     SimulationSet set = simulate_workload(o, trace, seeds, drift_scale);
     print_set(set);
-    if (out.is_open()) write_recurrences(out, set, trace);
-    if (html.is_open()) sets.push_back(std::move(set));
+    if (out) write_recurrences(out->stream(), set, trace);
+    if (html) sets.push_back(std::move(set));
   }
   std::cout << fmt::format("ETA/dflt, TTA/dflt: energy and time to accuracy of the last five recurrences relative to Default "
                "(mean over seeds); ETA all, TTA all: the same over every recurrence, exploration included; "
@@ -277,10 +267,11 @@ int run_simulate(const SimulateOptions& o) {
                            o.drift_after ? "; stale: recurrences after the drift still at the batch size optimal "
                                            "before it (mean over seeds)"
                                          : "");
-  if (out.is_open()) close_output(out, o.out_path);
-  if (html.is_open()) {
-    html << render_simulation_report("joule simulate", heading.substr(std::string("joule simulate: ").size()), sets);
-    close_output(html, o.html_path);
+  if (out) out->commit();
+  if (html) {
+    html->stream() << render_simulation_report("joule simulate", heading.substr(std::string("joule simulate: ").size()),
+                                               sets);
+    html->commit();
   }
   if (!failures.empty()) {
     std::cerr << fmt::format("joule: {} of {} workloads could not be simulated\n", failures.size(),

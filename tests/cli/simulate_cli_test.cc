@@ -153,6 +153,17 @@ TEST(SimulateCliTest, DriftComparesZeusWithAndWithoutAWindowAndDrawsIt) {
   EXPECT_EQ(body, "<body data-plots=\"8\" data-plots-ok=\"8\">");
 }
 
+// A run that fails after its outputs were opened leaves what was there.
+TEST(SimulateCliTest, AFailedRunLeavesEarlierOutputsAlone) {
+  testing::TempDir tmp;
+  testing::write_file(tmp.file("r.html"), "earlier report");
+  const auto r = run_process({JOULE_BINARY, "simulate", "--workload", "cifar100,mnist", "--html", tmp.file("r.html")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("unknown workload 'mnist'"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::read_file(tmp.file("r.html")), "earlier report");
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("r.html.partial")));
+}
+
 TEST(SimulateCliTest, BadInputIsNamed) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--eta", "2"}, "eta 2 is outside [0, 1]"},

@@ -1,0 +1,49 @@
+#include "joule/common/output_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/test_support.h"
+#include "joule/error.h"
+
+namespace joule {
+namespace {
+
+TEST(OutputFileTest, ReplacesThePathOnlyWhenCommitted) {
+  testing::TempDir tmp;
+  const std::string path = tmp.file("r.csv");
+  testing::write_file(path, "old\n");
+  {
+    OutputFile out(path);
+    out.stream() << "new\n";
+    EXPECT_EQ(testing::read_file(path), "old\n");  // the result is not visible half-written
+    out.commit();
+  }
+  EXPECT_EQ(testing::read_file(path), "new\n");
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
+TEST(OutputFileTest, AnAbandonedFileLeavesThePreviousOneAndNoPartial) {
+  testing::TempDir tmp;
+  const std::string path = tmp.file("r.csv");
+  testing::write_file(path, "old\n");
+  {
+    OutputFile out(path);
+    out.stream() << "half";
+  }  // e.g. an exception before commit()
+  EXPECT_EQ(testing::read_file(path), "old\n");
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
+TEST(OutputFileTest, AnUnwritablePlaceIsNamedAtOnce) {
+  try {
+    OutputFile out("/nonexistent/dir/r.csv");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write '/nonexistent/dir/r.csv'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace joule
