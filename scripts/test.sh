@@ -9,5 +9,7 @@ jobs=${JOULE_JOBS:-2}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE=/usr/bin/python3
 cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure
+# The Debian package: built, lintian-checked, installed, used and purged.
+scripts/package-test.sh "$build_dir"
 # jouled's protocol parser under libFuzzer, for a bounded time.
 fuzz/run.sh "${JOULE_FUZZ_SECONDS:-30}" "$build_dir/fuzz"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the Debian package from a configured build directory, checks it with
+# lintian, installs it with dpkg, runs what an operator runs first from the
+# installed paths, and purges it, checking nothing is left. Needs root (dpkg).
+# Usage: scripts/package-test.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=$(cd "${1:-build}" && pwd)
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "package-test.sh: run as root (it installs and purges the package)" >&2
+  exit 1
+fi
+if dpkg-query -W -f='${Status}' joule 2>/dev/null | grep -q "install ok installed"; then
+  echo "package-test.sh: a joule package is installed already; remove it first (dpkg --purge joule)" >&2
+  exit 1
+fi
+
+step() { echo "package-test.sh: $*"; }
+
+(cd "$build_dir" && rm -f joule_*.deb && cpack -G DEB >cpack.log 2>&1) || { cat "$build_dir/cpack.log" >&2; exit 1; }
+deb=$(ls "$build_dir"/joule_*.deb)
+step "built $(basename "$deb") ($(du -h "$deb" | cut -f1))"
+
+# Lintian runs as root here (CI); errors and warnings both fail.
+lintian --fail-on error,warning --tag-display-limit 0 "$deb" 2>&1 | grep -v "running with root privileges" || true
+lintian --fail-on error,warning "$deb" >/dev/null 2>&1 || { echo "package-test.sh: lintian found problems (above)" >&2; exit 1; }
+step "lintian: clean"
+
+dpkg -i "$deb" >/dev/null
+trap 'dpkg --purge joule >/dev/null 2>&1 || true' EXIT
+getent group joule >/dev/null || { echo "package-test.sh: postinst made no joule group" >&2; exit 1; }
+[[ -d /var/lib/joule ]] || { echo "package-test.sh: postinst made no /var/lib/joule" >&2; exit 1; }
+
+# What an operator runs first, from the installed paths only (no build tree).
+cd /
+env -i PATH=/usr/bin:/usr/sbin:/bin:/sbin JOULE_NVML_LIBRARY=/nonexistent /usr/bin/joule info >/dev/null
+/usr/sbin/jouled --check-config --config /etc/joule/jouled.conf
+env -i PATH=/usr/bin:/bin /usr/bin/joule simulate --workload cifar100 --seeds 1..2 2>/dev/null | grep -q "cifar100 .* zeus"
+env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "import joule, sys; sys.exit(0 if joule.__file__.startswith('/usr/lib/python3/dist-packages/') else 1)"
+[[ -f /usr/share/man/man1/joule.1.gz && -f /usr/share/man/man8/jouled.8.gz ]]
+grep -q "^ExecStart=/usr/sbin/jouled " /lib/systemd/system/jouled.service
+step "installed: joule info, jouled --check-config, joule simulate (bundled traces), import joule, man pages, unit"
+
+dpkg --purge joule >/dev/null
+trap - EXIT
+for path in /usr/bin/joule /usr/sbin/jouled /etc/joule /var/lib/joule /usr/share/joule /usr/lib/python3/dist-packages/joule \
+            /lib/systemd/system/jouled.service /usr/lib/joule; do
+  if [[ -e $path ]]; then
+    echo "package-test.sh: $path is left after purge" >&2
+    exit 1
+  fi
+done
+step "purged: nothing left"
