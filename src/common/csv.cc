@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 
+#include "joule/common/input_file.h"
 #include "joule/error.h"
 
 namespace joule {
@@ -55,8 +56,7 @@ std::optional<double> parse_finite(const std::string& value) {
 }  // namespace
 
 CsvTable CsvTable::read(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  std::ifstream in = open_input_file(path);
   CsvTable table;
   table.path_ = path;
   std::string line;
@@ -118,8 +118,7 @@ CsvStream::CsvStream(const std::string& path) : path_(path == "-" ? "<stdin>" : 
   if (path == "-") {
     in_ = &std::cin;
   } else {
-    file_ = std::make_unique<std::ifstream>(path);
-    if (!*file_) throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+    file_ = std::make_unique<std::ifstream>(open_input_file(path));
     in_ = file_.get();
   }
   while (std::getline(*in_, buffer_)) {

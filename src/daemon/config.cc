@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "joule/common/input_file.h"
 #include "joule/error.h"
 
 namespace joule::daemon {
@@ -40,8 +41,12 @@ bool in_group(uid_t uid, gid_t gid, const std::string& group) {
 }  // namespace
 
 DaemonConfig DaemonConfig::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("cannot read config '{}': {}", path, std::strerror(errno)));
+  std::ifstream in;
+  try {
+    in = open_input_file(path, "config");
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "joule/common/input_file.h"
 #include "joule/error.h"
 
 namespace joule {
@@ -106,8 +107,12 @@ nlohmann::json profile_key(const PowerLimitOptimizerOptions& o, const std::vecto
 nlohmann::json read_profile_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return {{"version", 1}, {"profiles", nlohmann::json::array()}};
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("cannot read profile file '{}': {}", path, std::strerror(errno)));
+  std::ifstream in;
+  try {
+    in = open_input_file(path, "profile file");
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   try {
     nlohmann::json j = nlohmann::json::parse(in);
     if (!j.is_object() || j.value("version", 0) != 1 || !j.contains("profiles") || !j["profiles"].is_array()) {

@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "joule/common/child_process.h"
+#include "joule/common/input_file.h"
 #include "joule/analyze/analysis.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
@@ -35,10 +36,13 @@ std::string value_text(const toml::node& node, const std::string& where) {
 SweepConfig SweepConfig::load(const std::string& path) {
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    std::ifstream in = open_input_file(path, "sweep file");
+    table = toml::parse(in, path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     throw UsageError(fmt::format("{}:{}:{}: {}", path, where.line, where.column, e.description()));
+  } catch (const Error& e) {
+    throw UsageError(e.what());
   }
   SweepConfig config;
   config.path = path;

@@ -179,6 +179,8 @@ TEST(SimulateCliTest, BadInputIsNamed) {
        "unknown workload 'mnist'"},
       {{"--out", "/nonexistent/dir/r.csv"}, "cannot write '/nonexistent/dir/r.csv'"},
       {{"--html", "/nonexistent/dir/r.html"}, "cannot write '/nonexistent/dir/r.html'"},
+      {{"--train-trace", "/tmp", "--power-trace", kTraces + "/summary_power_v100.csv"},
+       "cannot read '/tmp': it is a directory, a file is expected"},
       {{"--drift-after", "0"}, "--drift-after must be at least 1"},
       {{"--drift-after", "5", "--drift-scale", "x"}, "--drift-scale: 'x' is not a factor > 0"},
       {{"--drift-after", "5", "--drift-scale", "64=2,abc"}, "--drift-scale: 'abc' is not B=F"},

@@ -1,4 +1,5 @@
 #include "joule/common/output_file.h"
+#include "joule/common/input_file.h"
 
 #include <gtest/gtest.h>
 
@@ -43,6 +44,26 @@ TEST(OutputFileTest, AnUnwritablePlaceIsNamedAtOnce) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("cannot write '/nonexistent/dir/r.csv'"), std::string::npos) << e.what();
   }
+}
+
+TEST(InputFileTest, ADirectoryWhereAFileIsExpectedSaysSo) {
+  testing::TempDir tmp;
+  try {
+    open_input_file(tmp.path(), "trace");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot read trace '" + tmp.path() + "': it is a directory, a file is expected");
+  }
+  try {
+    open_input_file(tmp.file("missing.csv"));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot read '" + tmp.file("missing.csv") + "': No such file or directory");
+  }
+  testing::write_file(tmp.file("t.csv"), "a\n");
+  std::string line;
+  std::getline(open_input_file(tmp.file("t.csv")) >> std::ws, line);
+  EXPECT_EQ(line, "a");
 }
 
 }  // namespace
