@@ -120,6 +120,7 @@ struct SweepCommandOptions {
   std::string store_path;   // overrides the config's store
   std::string export_path;  // CSV of every run
   bool export_only = false;
+  bool dry_run = false;  // list the runs, run nothing
 };
 int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& options);
 

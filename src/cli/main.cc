@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
   sweep_command->add_option("--store", sweep.store_path, "SQLite results store (default: from the config)");
   sweep_command->add_option("--export", sweep.export_path, "write every run to this CSV file");
   sweep_command->add_flag("--export-only", sweep.export_only, "only export what the store holds");
+  sweep_command->add_flag("--dry-run", sweep.dry_run,
+                          "list the runs still to do (configuration, repeat, command) and how long they may take");
 
   joule::cli::AnalyzeOptions analyze;
   CLI::App* analyze_command = app.add_subcommand("analyze", "statistics, trade-offs, fits and Pareto front of a sweep");

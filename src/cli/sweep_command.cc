@@ -16,6 +16,15 @@ int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& o)
     std::cout << fmt::format("joule sweep: wrote {} from {}\n", o.export_path, store);
     return 0;
   }
+  const SweepPlan plan = plan_sweep(config, store);
+  if (o.dry_run) {
+    for (const SweepPoint& point : plan.to_run) {
+      std::cout << fmt::format("{} repeat {}: {}\n", point.config_key(), point.repeat, run_command(config, point));
+    }
+    std::cout << fmt::format("joule sweep: {} (dry run: nothing ran)\n", plan.describe(store));
+    return 0;
+  }
+  std::cerr << fmt::format("joule sweep: {}\n", plan.describe(store));
   SweepOptions options;
   options.no_control = o.no_control;
   options.progress = isatty(STDERR_FILENO);

@@ -83,6 +83,11 @@ bool Store::finished(const std::string& config_key, int repeat) {
   return s.step() == SQLITE_ROW;
 }
 
+double Store::mean_finished_elapsed_s() {
+  Statement s(db_, "SELECT AVG(elapsed_s) FROM runs WHERE status IN ('ok', 'failed') AND elapsed_s IS NOT NULL", path_);
+  return s.step() == SQLITE_ROW ? sqlite3_column_double(s.get(), 0) : 0.0;
+}
+
 long long Store::begin(const std::string& sweep, const std::string& config_key, int repeat, const std::string& command) {
   Statement s(db_,
               "INSERT INTO runs (sweep, config, repeat, command, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)",

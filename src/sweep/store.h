@@ -34,6 +34,8 @@ class Store {
   // Runs left 'running' by a sweep that died: marked interrupted (to be rerun).
   int mark_interrupted();
   bool finished(const std::string& config_key, int repeat);
+  // Mean wall time of the runs that finished (ok or failed); none yet: 0.
+  double mean_finished_elapsed_s();
   long long begin(const std::string& sweep, const std::string& config_key, int repeat, const std::string& command);
   void finish(long long id, const RunRecord& record);
   void export_csv(const std::string& csv_path);

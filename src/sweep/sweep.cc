@@ -209,6 +209,48 @@ void summarize_timeline(Monitor& monitor, const Measurement& m, sweep::RunRecord
 
 }  // namespace
 
+std::string rough_duration(double seconds) {
+  if (seconds < 10) return fmt::format("{:.1f} s", seconds);
+  if (seconds < 90) return fmt::format("{:.0f} s", seconds);
+  if (seconds < 90 * 60) return fmt::format("{:.0f} min", seconds / 60);
+  if (seconds < 48 * 3600) return fmt::format("{:.1f} h", seconds / 3600);
+  return fmt::format("{:.1f} days", seconds / 86400);
+}
+
+SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path) {
+  SweepPlan plan;
+  const std::vector<SweepPoint> points = expand_grid(config);
+  plan.total = static_cast<int>(points.size());
+  plan.configurations = plan.total / std::max(1, config.repeats);
+  std::error_code ec;
+  if (!std::filesystem::exists(store_path, ec)) {
+    plan.to_run = points;
+    return plan;
+  }
+  sweep::Store store(store_path);
+  for (const auto& point : points) {
+    if (store.finished(point.config_key(), point.repeat)) {
+      ++plan.finished;
+    } else {
+      plan.to_run.push_back(point);
+    }
+  }
+  plan.mean_run_s = store.mean_finished_elapsed_s();
+  return plan;
+}
+
+std::string SweepPlan::describe(const std::string& store_path) const {
+  std::string text = fmt::format("{} runs ({} configurations x {} repeats), {} already in {}, {} to run", total,
+                                 configurations, configurations ? total / configurations : 0, finished, store_path,
+                                 to_run.size());
+  if (to_run.empty()) return text;
+  if (mean_run_s > 0) {
+    return text + fmt::format(": about {} at the {} per run so far", rough_duration(mean_run_s * to_run.size()),
+                              rough_duration(mean_run_s));
+  }
+  return text + " (how long: said after the first run)";
+}
+
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   auto log = options.log ? options.log : [](const std::string& text) { std::cerr << text << '\n'; };
   const bool needs_control = std::any_of(config.grid.begin(), config.grid.end(),
@@ -302,6 +344,12 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
     store.finish(id, record);
     ++summary.ran;
     if (record.status != "ok") ++summary.failed;
+    const int remaining_runs = summary.total - done;
+    if (summary.ran == 1 && remaining_runs > 0 && !options.progress) {
+      const double first_s = clock->now_s() - started_s;
+      log(fmt::format("joule sweep: the first run took {}; about {} for the {} left", rough_duration(first_s),
+                      rough_duration(first_s * remaining_runs), remaining_runs));
+    }
     if (options.progress) {
       const double elapsed = clock->now_s() - started_s;
       const int remaining = summary.total - done;

@@ -139,6 +139,48 @@ TEST_F(SweepFixture, NoControlRefusesPowerLimitGridsAndLimitsAreRestoredAfterEac
                                       "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=300000"}));
 }
 
+TEST_F(SweepFixture, PlanCountsWhatTheStoreHoldsAndEstimatesFromIt) {
+  const std::string store = tmp.file("s.sqlite");
+  const SweepPlan fresh = plan_sweep(config("command = \"sleep 0.05\"\nrepeats = 2\n[grid]\nbatch = [1, 2]\n"), store);
+  EXPECT_EQ(fresh.total, 4);
+  EXPECT_EQ(fresh.to_run.size(), 4u);
+  EXPECT_EQ(fresh.mean_run_s, 0.0);
+  EXPECT_FALSE(std::filesystem::exists(store));  // planning writes nothing
+  EXPECT_NE(fresh.describe(store).find("(how long: said after the first run)"), std::string::npos);
+  run_sweep(config("command = \"sleep 0.05\"\nrepeats = 2\n[grid]\nbatch = [1, 2]\n"), options);
+  const SweepPlan grown = plan_sweep(config("command = \"sleep 0.05\"\nrepeats = 2\n[grid]\nbatch = [1, 2, 3]\n"), store);
+  EXPECT_EQ(grown.total, 6);
+  EXPECT_EQ(grown.configurations, 3);
+  EXPECT_EQ(grown.finished, 4);
+  ASSERT_EQ(grown.to_run.size(), 2u);
+  EXPECT_EQ(grown.to_run[0].values.at("batch"), "3");
+  EXPECT_GE(grown.mean_run_s, 0.05);
+  EXPECT_LT(grown.mean_run_s, 5.0);
+  const std::string text = grown.describe(store);
+  EXPECT_NE(text.find("6 runs (3 configurations x 2 repeats), 4 already in " + store + ", 2 to run: about "),
+            std::string::npos)
+      << text;
+}
+
+TEST(SweepPlanTest, RoughDurationsReadAsPeopleSayThem) {
+  EXPECT_EQ(rough_duration(0.24), "0.2 s");
+  EXPECT_EQ(rough_duration(45), "45 s");
+  EXPECT_EQ(rough_duration(720), "12 min");
+  EXPECT_EQ(rough_duration(3.4 * 3600), "3.4 h");
+  EXPECT_EQ(rough_duration(3 * 86400), "3.0 days");
+}
+
+TEST(SweepCliTest, DryRunListsTheRunsAndRunsNothing) {
+  TempDir tmp;
+  write_file(tmp.file("s.toml"), "command = \"echo {batch_size} > /dev/null\"\nrepeats = 2\n[grid]\nbatch_size = [8, 16]\n");
+  const auto r = testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "sim", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("{\"batch_size\":\"16\"} repeat 1: echo 16 > /dev/null"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 runs (2 configurations x 2 repeats), 0 already in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(dry run: nothing ran)"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("s.sqlite")));
+}
+
 TEST(SweepCliTest, RunsAGridAndExportsCsv) {
   TempDir tmp;
   write_file(tmp.file("s.toml"), "command = \"echo epochs=1 >> $JOULE_REPORT_FILE\"\nrepeats = 3\n[grid]\nbatch_size = [8, 16]\n");

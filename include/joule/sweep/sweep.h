@@ -48,6 +48,23 @@ std::vector<SweepPoint> expand_grid(const SweepConfig& config);
 // Throws UsageError naming an unknown placeholder.
 std::string run_command(const SweepConfig& config, const SweepPoint& point);
 
+// What a sweep would do, from its grid and its store (read only: a store that
+// does not exist yet is not created).
+struct SweepPlan {
+  std::vector<SweepPoint> to_run;  // not finished in the store, in run order
+  int total = 0;                   // grid points x repeats
+  int configurations = 0;
+  int finished = 0;                // already in the store
+  double mean_run_s = 0.0;         // of the runs in the store; 0: none yet
+  // E.g. "120 runs (40 configurations x 3 repeats), 20 already in s.sqlite, 100 to
+  // run: about 1.7 h at the 60 s per run so far".
+  std::string describe(const std::string& store_path) const;
+};
+SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path);
+
+// "45 s", "12 min", "3.4 h", "2.1 days".
+std::string rough_duration(double seconds);
+
 struct SweepOptions {
   bool no_control = false;       // refuse grids that need GPU control
   bool progress = false;         // a progress line on stderr
