@@ -38,14 +38,14 @@ env -i PATH=/usr/bin:/usr/sbin:/bin:/sbin JOULE_NVML_LIBRARY=/nonexistent /usr/b
 /usr/sbin/jouled --check-config --config /etc/joule/jouled.conf
 env -i PATH=/usr/bin:/bin /usr/bin/joule simulate --workload cifar100 --seeds 1..2 2>/dev/null | grep -q "cifar100 .* zeus"
 env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "import joule, sys; sys.exit(0 if joule.__file__.startswith('/usr/lib/python3/dist-packages/') else 1)"
-[[ -f /usr/share/man/man1/joule.1.gz && -f /usr/share/man/man8/jouled.8.gz ]]
+[[ -f /usr/share/man/man1/joule.1.gz && -f /usr/share/man/man8/jouled.8.gz && -f /usr/share/bash-completion/completions/joule ]]
 grep -q "^ExecStart=/usr/sbin/jouled " /lib/systemd/system/jouled.service
-step "installed: joule info, jouled --check-config, joule simulate (bundled traces), import joule, man pages, unit"
+step "installed: joule info, jouled --check-config, joule simulate (bundled traces), import joule, man pages, bash completion, unit"
 
 dpkg --purge joule >/dev/null
 trap - EXIT
 for path in /usr/bin/joule /usr/sbin/jouled /etc/joule /var/lib/joule /usr/share/joule /usr/lib/python3/dist-packages/joule \
-            /lib/systemd/system/jouled.service /usr/lib/joule; do
+            /lib/systemd/system/jouled.service /usr/lib/joule /usr/share/bash-completion/completions/joule; do
   if [[ -e $path ]]; then
     echo "package-test.sh: $path is left after purge" >&2
     exit 1

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "joule/version.h"
 #include "joule/analyze/report.h"
 #include "joule/analyze/sweep_analysis.h"
 #include "joule/error.h"
@@ -16,7 +17,9 @@ int run_analyze(const AnalyzeOptions& o) {
   const auto runs = load_sweep_runs(o.store_path);
   const SweepAnalysis analysis = analyze_sweep(runs, o.max_power_w);
   if (o.json) {
-    std::cout << to_json(analysis).dump(2) << '\n';
+    nlohmann::json out = to_json(analysis);
+    out["joule_version"] = version();
+    std::cout << out.dump(2) << '\n';
   } else {
     std::cout << to_text(analysis);
   }

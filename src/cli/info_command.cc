@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "joule/version.h"
 #include "joule/error.h"
 #include "joule/measure/sampler.h"
 
@@ -74,7 +75,8 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                        {"domain", to_string(zone->domain())},
                        {"backend", "rapl"}});
     }
-    const nlohmann::json out = {{"gpu_backend", devices.gpu_backend},
+    const nlohmann::json out = {{"joule_version", version()},
+                                {"gpu_backend", devices.gpu_backend},
                                 {"gpu_backend_reason", devices.gpu_backend_reason},
                                 {"simulated", devices.simulated()},
                                 {"nvml_library", devices.nvml_library},

@@ -6,6 +6,7 @@
 
 #include "joule/common/child_process.h"
 #include "cli/commands.h"
+#include "joule/version.h"
 #include "joule/error.h"
 
 namespace {
@@ -23,7 +24,7 @@ void add_common_options(CLI::App& command, joule::cli::CommonOptions& common) {
 int main(int argc, char** argv) {
   CLI::App app{"joule: measure and lower the energy of deep-learning training on GPUs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "joule 0.1.0");
+  app.set_version_flag("--version", std::string("joule ") + joule::version());
 
   joule::cli::CommonOptions common;
 
@@ -168,6 +169,24 @@ int main(int argc, char** argv) {
   report_command->add_option("store", report.store_path, "the sweep's SQLite results store")->required();
   report_command->add_option("-o,--output", report.output_path, "HTML file to write (default report.html)");
   report_command->add_option("--title", report.title, "the report's title");
+
+  // Every subcommand's help ends with an example that runs as written.
+  info_command->footer("Example:\n  joule info --json");
+  measure_command->footer("Examples:\n  joule measure -- python3 train.py\n"
+                          "  joule measure --json --interval-ms 10 --timeline power.csv -- ./train");
+  simulate_command->footer("Examples:\n  joule simulate --seeds 1..10 --html simulation.html\n"
+                           "  joule simulate --gpu a40 --learned-on v100 --seeds 1..10\n"
+                           "  joule simulate --cluster data/cluster/example_groups.csv");
+  cluster_trace_command->footer("Example:\n  joule cluster-trace --jobs 1200000 --groups 2000 --days 60 --out trace.csv");
+  train_sim_command->footer("Example:\n  joule train-sim --sim count=2 --epochs 3");
+  sweep_command->footer("Examples:\n  joule sweep sweep.toml --dry-run\n  joule sweep sweep.toml --export runs.csv");
+  analyze_command->footer("Example:\n  joule analyze sweep.sqlite --json");
+  report_command->footer("Example:\n  joule report sweep.sqlite -o report.html");
+  app.footer(
+      "Run 'joule SUBCOMMAND --help' for its options and an example.\n"
+      "Exit status: 0 success; 1 an error (device, file, data; the message says which); 2 a usage error (an\n"
+      "unknown or bad option or value); joule measure: the measured command's own status (126/127 when it\n"
+      "could not be started).");
 
   try {
     app.parse(argc, argv);

@@ -5,11 +5,13 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
-#include "joule/common/child_process.h"
 #include "cli/commands.h"
 #include "cli/report.h"
+#include "joule/common/child_process.h"
+#include "joule/common/output_file.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
 
@@ -74,13 +76,8 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   if (!(options.interval_ms >= 1 && options.interval_ms <= 3'600'000)) {
     throw UsageError(fmt::format("--interval-ms {} is outside 1-3600000", options.interval_ms));
   }
-  std::ofstream output;
-  if (!options.output_path.empty()) {
-    output.open(options.output_path, std::ios::out | std::ios::trunc);
-    if (!output) {
-      throw UsageError(fmt::format("cannot write report file '{}': {}", options.output_path, std::strerror(errno)));
-    }
-  }
+  std::optional<OutputFile> output;
+  if (!options.output_path.empty()) output.emplace(options.output_path);
 
   const Devices devices = common.open_devices();
   MonitorOptions monitor_options;
@@ -106,8 +103,9 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
 
   const MeasureReport report = build_report(options.command, exit_status, devices, monitor, measurement);
   const std::string text = options.json ? to_json(report).dump(2) + "\n" : to_text(report);
-  if (output.is_open()) {
-    output << text;
+  if (output) {
+    output->stream() << text;
+    output->commit();
   } else {
     // The human report goes to stderr so the command's own stdout stays clean
     // for pipes; --json is meant for programs and goes to stdout.

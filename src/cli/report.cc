@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "joule/version.h"
+
 namespace joule::cli {
 
 MeasureReport build_report(const std::vector<std::string>& command, int exit_status, const Devices& devices,
@@ -61,7 +63,8 @@ nlohmann::json to_json(const MeasureReport& r) {
     }
     devices.push_back(std::move(device));
   }
-  return {{"command", r.command},
+  return {{"joule_version", version()},
+          {"command", r.command},
           {"exit_status", r.exit_status},
           {"elapsed_s", r.elapsed_s},
           {"simulated", r.simulated},

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "joule/clock.h"
+#include "joule/common/output_file.h"
 #include "joule/error.h"
 
 namespace joule::sweep {
@@ -139,8 +140,8 @@ void Store::finish(long long id, const RunRecord& r) {
 }
 
 void Store::export_csv(const std::string& csv_path) {
-  std::ofstream out(csv_path, std::ios::trunc);
-  if (!out) throw Error(fmt::format("cannot write '{}'", csv_path));
+  OutputFile file(csv_path);
+  std::ostream& out = file.stream();
   Statement s(db_,
               "SELECT id, sweep, config, repeat, command, status, exit_code, started_at, finished_at, elapsed_s,"
               " gpu_energy_j, cpu_energy_j, dram_energy_j, avg_power_w, samples, steps, epochs, gpu_util_mean,"
@@ -162,7 +163,7 @@ void Store::export_csv(const std::string& csv_path) {
     }
     out << '\n';
   }
-  if (!out) throw Error(fmt::format("error writing '{}'", csv_path));
+  file.commit();
 }
 
 }  // namespace joule::sweep

@@ -21,6 +21,7 @@ TEST(InfoCliTest, ListsFakeNvmlGpusWithEachCapability) {
                              {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", "/nonexistent"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto info = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(info["joule_version"].is_string());
   EXPECT_EQ(info["gpu_backend"], "nvml");
   EXPECT_FALSE(info["simulated"].get<bool>());
   EXPECT_EQ(info["driver_version"], "580.95.05");

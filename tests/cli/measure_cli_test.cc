@@ -32,6 +32,9 @@ TEST(MeasureCliTest, ReportsEnergyOfSimulatedGpusAsJson) {
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_TRUE(report["simulated"].get<bool>());
   EXPECT_EQ(report["command"], nlohmann::json({"sleep", "0.3"}));
+  // The version that made it, the same as `joule --version` says.
+  const auto version = run_process({JOULE_BINARY, "--version"});
+  EXPECT_EQ("joule " + report["joule_version"].get<std::string>() + "\n", version.out);
   const double elapsed_s = report["elapsed_s"];
   EXPECT_GE(elapsed_s, 0.3);
   EXPECT_LT(elapsed_s, 3.0);

@@ -33,18 +33,21 @@ int main(int argc, char** argv) {
     options.objective = joule::Objective::energy();
     options.step_w = 50;
     options.warmup_steps = 1;
-    options.measure_steps = 3;
+    // Windows of 4 x 20 ms: long enough that a loaded machine's scheduling
+    // noise (a few ms per step) cannot swap the 50 W-apart candidates; 3 ms
+    // steps let it, and the choice flaked under parallel builds.
+    options.measure_steps = 4;
     options.min_warmup_s = 0;
     options.min_measure_s = 0;
     joule::PowerLimitOptimizer optimizer(monitor, options);
     optimizer.on_epoch_begin();
     for (int step = 0;; ++step) {
       optimizer.on_step_begin();
-      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       optimizer.on_step_end();
       if (mode == "throw" && step == 5) throw std::runtime_error("training failed");
       if (mode == "wait" && step == 5) std::ofstream(ready) << "ready\n";
-      if (mode == "normal" && optimizer.state() == joule::PowerLimitOptimizer::State::kDecided && step > 40) break;
+      if (mode == "normal" && optimizer.state() == joule::PowerLimitOptimizer::State::kDecided && step > 20) break;
     }
     optimizer.on_epoch_end();
     return 0;

@@ -62,7 +62,7 @@ TEST(PowerLimitNvmlTest, ExceptionUnwindingRestoresTheOriginalLimit) {
   FakeGpus run(kTwoGpus);
   const auto r = testing::run_process({JOULE_TRAIN_LOOP_BINARY, "throw", run.dir.file("ready")}, run.env);
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  // It throws while measuring 250 W (steps 4-5); unwinding puts 300 W back.
+  // It throws while measuring 250 W (from step 5); unwinding puts 300 W back.
   EXPECT_EQ(testing::read_lines(run.fake.log_path), interleaved({250, 300}));
 }
 

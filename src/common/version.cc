@@ -1,0 +1,7 @@
+#include "joule/version.h"
+
+namespace joule {
+
+const char* version() { return JOULE_VERSION; }
+
+}  // namespace joule
