@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 #include "joule/measure/monitor.h"
 #include "joule/optimize/power_limit_optimizer.h"

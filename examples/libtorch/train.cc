@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 #include "joule/measure/monitor.h"
 #include "joule/optimize/power_limit_optimizer.h"

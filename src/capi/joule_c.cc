@@ -1,3 +1,4 @@
+#include "joule/control/devices.h"
 #include "joule/joule_c.h"
 
 #include <cstring>

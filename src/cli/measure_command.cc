@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/report.h"
+#include "joule/control/devices.h"
 #include "joule/common/child_process.h"
 #include "joule/common/output_file.h"
 #include "joule/error.h"

@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
     }
     joule::DiscoveryOptions discovery;
     discovery.backend = joule::parse_gpu_backend(backend);
-    discovery.daemon_socket = "";  // the daemon itself controls the GPUs directly
-    joule::Devices devices = joule::discover_devices(discovery);
+    // The daemon changes settings itself, through the driver: the hardware
+    // alone, no control path to choose.
+    joule::Devices devices = joule::discover_hardware(discovery);
     log_line(fmt::format("GPUs: {} ({})", devices.gpus.size(), devices.gpu_backend_reason));
 
     struct sigaction action {};

@@ -2,13 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "joule/daemon/client.h"
-#include "joule/daemon/protocol.h"
 #include "joule/device/nvml.h"
 #include "joule/device/rapl.h"
 #include "joule/device/sim.h"
@@ -37,38 +34,6 @@ void open_simulated(Devices& devices, const DiscoveryOptions& options, const std
       fmt::format("{}; using {} SIMULATED GPU{} (load {:.2f})", why, spec.count, spec.count == 1 ? "" : "s", spec.load);
 }
 
-// Decides how limits of real GPUs are changed and wraps them for jouled when
-// that is the way.
-void choose_control(Devices& devices, const DiscoveryOptions& options) {
-  if (devices.simulated()) {
-    devices.control_path = "simulated GPUs: limits change in the model only";
-    return;
-  }
-  const std::string mode = options.control.empty() ? env_or("JOULE_CONTROL", "auto") : options.control;
-  if (mode != "auto" && mode != "daemon" && mode != "direct") {
-    throw UsageError(fmt::format("unknown control path '{}' (expected auto, daemon or direct)", mode));
-  }
-  const std::string socket = options.daemon_socket ? *options.daemon_socket
-                                                   : env_or("JOULE_DAEMON_SOCKET", daemon::kDefaultSocketPath);
-  struct stat st {};
-  const bool socket_exists = !socket.empty() && stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
-  const bool root = geteuid() == 0;
-  if (mode == "direct" || (mode == "auto" && (root || !socket_exists))) {
-    if (root) {
-      devices.control_path = "direct NVML calls (running as root)";
-    } else if (mode == "direct") {
-      devices.control_path = fmt::format("direct NVML calls as uid {} (needs root)", geteuid());
-    } else {
-      devices.control_path = fmt::format("none: not root (uid {}) and no jouled socket at {}; limits can only be read",
-                                         geteuid(), socket.empty() ? "(disabled)" : socket);
-    }
-    return;
-  }
-  auto client = std::make_shared<daemon::DaemonClient>(socket);  // throws with the reason
-  for (auto& gpu : devices.gpus) gpu = std::make_shared<daemon::DaemonControlledGpu>(gpu, client);
-  devices.control_path = fmt::format("jouled at {}{}", socket, root ? " (requested)" : " (this process is not root)");
-}
-
 }  // namespace
 
 GpuBackend parse_gpu_backend(const std::string& text) {
@@ -78,7 +43,7 @@ GpuBackend parse_gpu_backend(const std::string& text) {
   throw UsageError(fmt::format("unknown GPU backend '{}' (expected auto, nvml or sim)", text));
 }
 
-Devices discover_devices(const DiscoveryOptions& options) {
+Devices discover_hardware(const DiscoveryOptions& options) {
   Devices devices;
   devices.nvml_library = options.nvml_library.empty() ? nvml_library_path() : options.nvml_library;
 
@@ -105,8 +70,6 @@ Devices discover_devices(const DiscoveryOptions& options) {
       open_simulated(devices, options, fmt::format("no NVIDIA GPU usable: {}", e.what()));
     }
   }
-
-  choose_control(devices, options);
 
   const std::string root = options.powercap_root.empty() ? env_or("JOULE_POWERCAP_ROOT", kDefaultPowercapRoot)
                                                          : options.powercap_root;

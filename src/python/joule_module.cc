@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"

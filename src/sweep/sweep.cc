@@ -1,3 +1,4 @@
+#include "joule/control/devices.h"
 #include "joule/sweep/sweep.h"
 
 #include <fmt/format.h>

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/test_support.h"
+#include "joule/control/devices.h"
 #include "joule/daemon/client.h"
 #include "joule/device/discovery.h"
 #include "joule/error.h"

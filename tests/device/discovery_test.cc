@@ -1,3 +1,4 @@
+#include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 
 #include <gtest/gtest.h>

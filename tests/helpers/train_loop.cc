@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 #include "joule/optimize/power_limit_optimizer.h"
 

@@ -1,5 +1,8 @@
 // Finds the devices joule measures: NVIDIA GPUs through NVML when a driver is
-// present, simulated GPUs otherwise (labelled as such), and RAPL zones.
+// present, simulated GPUs otherwise (labelled as such), and RAPL zones. Only
+// hardware and its fakes: how settings are changed (directly or through
+// jouled) is decided one floor up, in joule/control/devices.h, whose
+// discover_devices() is what programs call.
 #pragma once
 
 #include <memory>
@@ -24,7 +27,8 @@ struct DiscoveryOptions {
   std::string powercap_root;                 // empty: $JOULE_POWERCAP_ROOT or /sys/class/powercap
   std::string sim_spec;                      // empty: $JOULE_SIM or two idle GPUs
   std::shared_ptr<const Clock> clock;        // for simulated GPUs; empty: SteadyClock
-  // Where power-limit changes go for NVML GPUs: "auto" (jouled when its socket
+  // Read by the control layer (joule/control/devices.h), not here. Where
+  // power-limit changes go for NVML GPUs: "auto" (jouled when its socket
   // exists and the process is not root, else direct), "daemon", "direct".
   // Empty: $JOULE_CONTROL or "auto".
   std::string control;
@@ -41,15 +45,16 @@ struct Devices {
   std::vector<std::string> nvml_missing_functions;
   std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones;
   std::vector<std::string> cpu_problems;  // why RAPL zones are missing or unreadable
-  std::string control_path;               // how power limits would be changed, and why
+  std::string control_path;               // how power limits would be changed, and why (control layer)
 
   bool simulated() const { return gpu_backend == "sim"; }
 };
 
-// Throws DeviceError when backend is kNvml and NVML cannot be used, and
-// UsageError for a bad simulated-GPU spec. In kAuto, a missing driver or a
-// machine with no NVIDIA GPU selects the simulated GPUs.
-Devices discover_devices(const DiscoveryOptions& options = {});
+// The hardware alone (control_path left empty). Throws DeviceError when
+// backend is kNvml and NVML cannot be used, and UsageError for a bad
+// simulated-GPU spec. In kAuto, a missing driver or a machine with no NVIDIA
+// GPU selects the simulated GPUs.
+Devices discover_hardware(const DiscoveryOptions& options = {});
 
 // Keeps only the GPUs whose indices are listed (in that order). Throws
 // UsageError naming an index that does not exist.
