@@ -20,6 +20,8 @@ packages=(
   python3-pip python3-setuptools python3-venv
   # LibTorch for examples/libtorch; Chromium renders `joule report` output in the tests
   libtorch-dev chromium
+  # `joule top` is tested by driving it in a terminal multiplexer
+  tmux
 )
 
 missing=()
