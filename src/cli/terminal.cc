@@ -98,7 +98,7 @@ std::vector<int> SignalEvents::take() {
 
 FullScreen::FullScreen() {
   if (!is_terminal(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_) != 0) {
-    throw Error("the interactive view needs a terminal on stdin (or use --iterations N for plain lines)");
+    throw Error("a full-screen view needs a terminal on stdin");
   }
   enter();
 }

