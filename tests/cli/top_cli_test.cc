@@ -150,7 +150,8 @@ void drive_top_in_tmux(const std::string& command, const std::vector<std::string
   EXPECT_TRUE(std::regex_search(screen, std::regex("since reset 0:00:0[01]"))) << screen;
 
   tmux.send_keys("q");
-  screen = tmux.wait_for([](const std::string& s) { return contains(s, "joule exited with status"); });
+  // Until stty has printed its mode too (it runs after joule exits).
+  screen = tmux.wait_for([](const std::string& s) { return contains(s, "joule exited with status") && contains(s, "icanon"); });
   EXPECT_TRUE(contains(screen, "joule exited with status 0")) << screen;
   EXPECT_EQ(tmux.pane("#{alternate_on}"), "0") << screen;
   EXPECT_EQ(tmux.pane("#{cursor_flag}"), "1") << screen;
