@@ -22,6 +22,8 @@ packages=(
   libtorch-dev chromium
   # the Debian package: man pages from --help, and its check
   help2man lintian
+  # `joule top` is tested by driving it in a terminal multiplexer
+  tmux
 )
 
 missing=()

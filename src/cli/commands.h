@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/top_view.h"
 #include "joule/device/discovery.h"
 
 namespace joule::cli {
@@ -37,6 +38,14 @@ struct MeasureOptions {
   std::vector<std::string> command;
 };
 int run_measure(const CommonOptions& common, const MeasureOptions& options);
+
+struct TopOptions {
+  double interval_ms = 1000.0;  // between refreshes
+  int iterations = 0;           // refreshes before exiting; 0: until q (--once: 1)
+  bool ascii = false;           // ASCII sparklines even where the locale is UTF-8
+  EnergyUnit unit = EnergyUnit::kJoule;
+};
+int run_top(const CommonOptions& common, const TopOptions& options);
 
 struct SimulateOptions {
   // Without trace flags the bundled Zeus traces of `gpu` run (default v100);

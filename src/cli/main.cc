@@ -49,10 +49,23 @@ int main(int argc, char** argv) {
   measure_command->add_option("command", measure.command, "the command to run, after --");
   measure_command->positionals_at_end();
 
+  joule::cli::TopOptions top;
+  std::string top_unit = "J";
+  bool top_once = false;
+  CLI::App* top_command = app.add_subcommand(
+      "top", "live view of each GPU's power, energy, limit and lease holder, and of RAPL zones (q quits)");
+  add_common_options(*top_command, common);
+  top_command->add_option("--interval-ms", top.interval_ms, "time between refreshes (default 1000)");
+  top_command->add_option("--iterations", top.iterations, "exit after N refreshes (default: run until q)");
+  top_command->add_flag("--once", top_once, "one refresh, then exit (--iterations 1)");
+  top_command->add_option("--unit", top_unit, "energy unit to start with: J (default), kJ or Wh ('u' switches)");
+  top_command->add_flag("--ascii", top.ascii, "ASCII sparklines even in a UTF-8 locale");
+
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate" &&
-      first != "train-sim" && first != "cluster-trace" && first != "sweep" && first != "analyze" && first != "report") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, sweep, analyze, report, simulate, cluster-trace or train-sim; see 'joule --help')\n", first);
+      first != "train-sim" && first != "cluster-trace" && first != "sweep" && first != "analyze" && first != "report" &&
+      first != "top") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, cluster-trace or train-sim; see 'joule --help')\n", first);
     return 2;
   }
   joule::cli::SimulateOptions simulate;
@@ -172,6 +185,7 @@ int main(int argc, char** argv) {
 
   // Every subcommand's help ends with an example that runs as written.
   info_command->footer("Example:\n  joule info --json");
+  top_command->footer("Examples:\n  joule top\n  joule top --backend sim --sim count=4,load=0.6 --once");
   measure_command->footer("Examples:\n  joule measure -- python3 train.py\n"
                           "  joule measure --json --interval-ms 10 --timeline power.csv -- ./train");
   simulate_command->footer("Examples:\n  joule simulate --seeds 1..10 --html simulation.html\n"
@@ -216,6 +230,11 @@ int main(int argc, char** argv) {
   try {
     if (*info_command) return joule::cli::run_info(common, info);
     if (*measure_command) return joule::cli::run_measure(common, measure);
+    if (*top_command) {
+      top.unit = joule::cli::parse_energy_unit(top_unit);
+      if (top_once) top.iterations = 1;
+      return joule::cli::run_top(common, top);
+    }
     if (*simulate_command) {
       return simulate.learned_on.empty() ? joule::cli::run_simulate(simulate)
                                          : joule::cli::run_simulate_translate(simulate);
