@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -13,7 +14,8 @@
 
 namespace joule::daemon {
 
-DaemonClient::DaemonClient(std::string socket_path) : socket_path_(std::move(socket_path)) {
+DaemonClient::DaemonClient(std::string socket_path, double reply_timeout_s)
+    : socket_path_(std::move(socket_path)), reply_timeout_s_(reply_timeout_s) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (socket_path_.size() >= sizeof address.sun_path) {
@@ -28,6 +30,13 @@ DaemonClient::DaemonClient(std::string socket_path) : socket_path_(std::move(soc
     throw DeviceError(error == EACCES ? DeviceErrc::kNoPermission : DeviceErrc::kDriver,
                       fmt::format("cannot connect to jouled at '{}': {}", socket_path_, std::strerror(error)));
   }
+  // A jouled that accepts and then never answers must not hang its client
+  // (a training loop, joule top).
+  timeval timeout{};
+  timeout.tv_sec = static_cast<time_t>(reply_timeout_s_);
+  timeout.tv_usec = static_cast<suseconds_t>((reply_timeout_s_ - static_cast<double>(timeout.tv_sec)) * 1e6);
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
 }
 
 DaemonClient::~DaemonClient() {
@@ -50,6 +59,10 @@ nlohmann::json DaemonClient::call(nlohmann::json request) {
     char chunk[4096];
     const ssize_t n = read(fd_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      throw DeviceError(DeviceErrc::kDriver,
+                        fmt::format("jouled at '{}' did not answer within {:g} s", socket_path_, reply_timeout_s_));
+    }
     if (n <= 0) throw DeviceError(DeviceErrc::kDriver, fmt::format("jouled at '{}' closed the connection", socket_path_));
     buffer_.append(chunk, static_cast<std::size_t>(n));
   }

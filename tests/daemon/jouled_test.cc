@@ -318,3 +318,32 @@ TEST(JouledTest, CheckConfigValidatesAndNamesProblems) {
 
 }  // namespace
 }  // namespace joule
+
+namespace joule {
+namespace {
+
+// A server that accepts and never answers: the client's call fails with the
+// reason within its timeout instead of hanging its caller.
+TEST(DaemonClientTest, ASilentDaemonIsAnErrorWithinTheTimeoutNotAHang) {
+  testing::TempDir tmp;
+  const std::string path = tmp.file("silent.sock");
+  const int server = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strcpy(address.sun_path, path.c_str());
+  ASSERT_EQ(bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(server, 1), 0);
+  daemon::DaemonClient client(path, 0.3);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    client.call({{"op", "status"}});
+    FAIL() << "no error";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("did not answer within 0.3 s"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  close(server);
+}
+
+}  // namespace
+}  // namespace joule

@@ -15,7 +15,8 @@ namespace joule::daemon {
 class DaemonClient {
  public:
   // Connects; throws DeviceError(kDriver) naming the socket and the reason.
-  explicit DaemonClient(std::string socket_path);
+  // A reply not there within reply_timeout_s is an error, not a hang.
+  explicit DaemonClient(std::string socket_path, double reply_timeout_s = 10.0);
   ~DaemonClient();
   DaemonClient(const DaemonClient&) = delete;
   DaemonClient& operator=(const DaemonClient&) = delete;
@@ -25,9 +26,11 @@ class DaemonClient {
   // kNoPermission (not authorised), kInvalidArgument, kUnknown (busy, device).
   nlohmann::json call(nlohmann::json request);
   const std::string& socket_path() const { return socket_path_; }
+  double reply_timeout_s() const { return reply_timeout_s_; }
 
  private:
   std::string socket_path_;
+  double reply_timeout_s_;
   int fd_ = -1;
   uint64_t next_id_ = 1;
   std::string buffer_;
