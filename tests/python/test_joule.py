@@ -102,7 +102,10 @@ def test_windows_anchored_to_the_energy_counter(monkeypatch, tmp_path):
             break
     assert anchored is not None, monitor.gpus
     assert "counter-anchored" in repr(anchored.gpu_sources[0])
-    assert anchored.gpu_energy_j[0] == pytest.approx(300.0 * anchored.elapsed_s, rel=0.01)
+    # Wall-clock fake: on a starved machine (CI runs tests side by side) the
+    # anchor reads land late; the exact bound is the virtual-clock C++ test's
+    # (window_accuracy_test), this one checks the path through Python.
+    assert anchored.gpu_energy_j[0] == pytest.approx(300.0 * anchored.elapsed_s, rel=0.02)
 
 
 def test_errors_are_python_exceptions_with_the_same_message(simulated):
@@ -132,7 +135,7 @@ def test_pytorch_training_loop_with_the_power_limit_optimizer(fake_gpus):
     x, y = torch.randn(256, 32), torch.randint(0, 4, (256,))
 
     monitor = joule.Monitor(interval_ms=5, synchronize=joule.torch.synchronizer())
-    plo = joule.PowerLimitOptimizer(monitor, objective="energy", step_w=50, warmup_steps=1, measure_steps=3,
+    plo = joule.PowerLimitOptimizer(monitor, objective="energy", step_w=50, warmup_steps=1, measure_steps=4,
                                     min_warmup_s=0, min_measure_s=0, job="tiny-mlp", batch_size=32)
     callbacks = joule.torch.TrainingCallbacks(plo)
     with torch.no_grad():
@@ -145,7 +148,10 @@ def test_pytorch_training_loop_with_the_power_limit_optimizer(fake_gpus):
                     optimizer.zero_grad()
                     loss.backward()
                     optimizer.step()
-                    time.sleep(0.003)  # the fake GPUs "work" while the step runs
+                    # The fake GPUs "work" while the step runs: 20 ms steps, so that a
+                    # loaded machine's scheduling noise cannot swap the candidates
+                    # (with 3 ms steps it chose 250 W under parallel builds).
+                    time.sleep(0.02)
         assert epoch.measurement.gpu_total_energy_j > 0
     with torch.no_grad():
         assert torch.nn.functional.cross_entropy(model(x), y).item() < loss_before  # it really trained
