@@ -112,17 +112,27 @@ RunResult run_process(const std::vector<std::string>& argv, const std::map<std::
   return result;
 }
 
-std::string chromium_body_tag(const std::string& html_path, const TempDir& dir) {
+std::string chromium_body_tag(const std::string& html_path, const TempDir& dir, const std::string& window_size) {
   const char* chromium = "/usr/bin/chromium";
   if (access(chromium, X_OK) != 0) return "";
-  const RunResult dom = run_process(
-      {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-       "--user-data-dir=" + dir.file("chromium-profile"), "--dump-dom", "file://" + html_path},
-      {}, 120);
+  std::vector<std::string> argv = {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                                   "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                                   "--disable-sync", "--hide-scrollbars", "--user-data-dir=" + dir.file("chromium-profile")};
+  if (!window_size.empty()) argv.push_back("--window-size=" + window_size);
+  argv.push_back("--dump-dom");
+  argv.push_back("file://" + html_path);
+  const RunResult dom = run_process(argv, {}, 120);
   const auto body = dom.out.find("<body");
   if (body == std::string::npos) return "chromium drew no page: " + dom.err;
   return dom.out.substr(body, dom.out.find('>', body) - body + 1);
+}
+
+std::string tag_attribute(const std::string& tag, const std::string& name) {
+  const std::string opening = " " + name + "=\"";
+  const auto at = tag.find(opening);
+  if (at == std::string::npos) return "";
+  const auto begin = at + opening.size();
+  return tag.substr(begin, tag.find('"', begin) - begin);
 }
 
 }  // namespace joule::testing
