@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -378,12 +379,28 @@ std::string summary(const std::vector<SweepRun>& runs, const SweepAnalysis& a) {
                       limits ? "the first configuration at the largest power limit of the grid"
                              : "the first configuration of the grid",
                       format_duration(base.time_s.mean), format_si(base.energy_j.mean, "J"));
+  // Objectives in a fixed order; those picking the same configuration share a line.
+  std::vector<std::pair<std::size_t, std::string>> picks;
   const std::pair<const char*, const char*> objectives[] = {
-      {"time", "Fastest"}, {"energy", "Least energy"}, {"edp", "Best energy-delay product"}};
+      {"time", "fastest"}, {"energy", "least energy"}, {"edp", "best energy-delay product"}};
   for (const auto& [metric, name] : objectives) {
-    if (a.best.count(metric)) html += objective_line(a, name, a.best.at(metric));
+    if (a.best.count(metric)) picks.emplace_back(a.best.at(metric), name);
   }
-  for (const auto& [i, etas] : eta_ranges(a)) html += objective_line(a, "Cost at " + etas, i);
+  for (const auto& [i, etas] : eta_ranges(a)) picks.emplace_back(i, "cost at " + etas);
+  std::vector<std::pair<std::size_t, std::vector<std::string>>> lines;
+  for (const auto& [i, name] : picks) {
+    auto line = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == i; });
+    if (line == lines.end()) line = lines.insert(lines.end(), {i, {}});
+    line->second.push_back(name);
+  }
+  for (const auto& [i, names] : lines) {
+    std::string joined;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      joined += (k == 0 ? "" : k + 1 == names.size() ? " and " : ", ") + names[k];
+    }
+    joined[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(joined[0])));
+    html += objective_line(a, joined, i);
+  }
   html += "</ul>\n";
   html += fmt::format("<p class=\"muted\">Cost weighs energy against time: eta E + (1 - eta) {} T; eta 0 is time "
                       "only, eta 1 energy only.</p>\n</section>\n",

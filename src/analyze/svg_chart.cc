@@ -456,11 +456,11 @@ window.addEventListener('load', function () {
     if (box.width > 0 && box.height > 0 && marks > 0) ok++;
     var r = svg.getBoundingClientRect(), p = svg.parentElement.getBoundingClientRect();
     if (r.left < p.left - 1 || r.right > p.right + 1 || r.right > window.innerWidth) overflow.push('chart' + i);
-    var view = svg.viewBox.baseVal;
+    // On screen, so rotated labels count as drawn.
     svg.querySelectorAll('text').forEach(function (t) {
-      var b = t.getBBox();
-      if (b.x < view.x - 1 || b.y < view.y - 1 || b.x + b.width > view.x + view.width + 1 ||
-          b.y + b.height > view.y + view.height + 1) overflow.push('chart' + i + ' text "' + t.textContent + '"');
+      var b = t.getBoundingClientRect();
+      if (b.left < r.left - 1 || b.top < r.top - 1 || b.right > r.right + 1 || b.bottom > r.bottom + 1)
+        overflow.push('chart' + i + ' text "' + t.textContent + '"');
     });
   });
   document.body.setAttribute('data-plots', plots.length);

