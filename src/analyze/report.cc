@@ -138,7 +138,9 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
   std::map<std::string, std::vector<std::size_t>> members;
   for (std::size_t i = 0; i < a.configs.size(); ++i) members[group_label(a.configs[i].config, "gpus")].push_back(i);
   std::vector<ChartSeries> speedups, energies, guides;
+  constexpr std::size_t kGrey = 7;  // the palette's last colour, for guides
   for (auto& [group, indices] : members) {
+    const std::size_t colour = speedups.size();
     std::sort(indices.begin(), indices.end(), [&](std::size_t l, std::size_t r) {
       return *number(a.configs[l].config, "gpus") < *number(a.configs[r].config, "gpus");
     });
@@ -158,7 +160,8 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
     energies.push_back(energy);
     for (const auto& fit : a.scaling) {
       if (fit.group != group) continue;
-      ChartSeries line{.name = group + " fit (b = " + format_plain(fit.fit.b, 2) + ")", .dashed = true};
+      ChartSeries line{.name = group + " fit (b = " + format_plain(fit.fit.b, 2) + ")", .dashed = true,
+                       .colour = colour};
       const double n1 = speedup.points.back().first;
       for (int k = 0; k <= 20; ++k) {
         const double n = n0 * std::pow(n1 / n0, k / 20.0);
@@ -167,9 +170,9 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
       guides.push_back(line);
     }
   }
-  ChartSeries ideal{.name = "linear scaling", .dashed = true, .stroke_width = 1.2};
+  ChartSeries ideal{.name = "linear scaling", .dashed = true, .stroke_width = 1.2, .colour = kGrey};
   ideal.points = {{s.values.front(), 1.0}, {s.values.back(), s.values.back() / s.values.front()}};
-  // Guides after the data, so each group's fit takes the next colour.
+  // Guides after the data, in their group's colour.
   speedups.insert(speedups.end(), guides.begin(), guides.end());
   speedups.push_back(ideal);
   const ChartAxis gpus = {.label = "GPUs", .log = s.axis.log, .integer = true};
@@ -302,15 +305,16 @@ std::string config_table(const SweepAnalysis& a) {
   }();
   std::string html = "<table class=\"sortable\"><tr>";
   for (const auto& k : keys) html += "<th>" + html_escape(k) + "</th>";
-  html += "<th>runs ok</th><th>failed</th><th>time per run</th><th>energy per run</th><th>mean power</th>"
-          "<th>energy vs its baseline</th><th>time vs its baseline</th><th>EDP</th><th>samples per GPU-hour</th>"
+  html += "<th>runs</th><th>time per run</th><th>energy per run</th><th>mean power</th>"
+          "<th>energy vs baseline</th><th>time vs baseline</th><th>EDP</th><th>samples per GPU-hour</th>"
           "<th>SM use</th><th>notes</th></tr>\n";
   const auto etas = eta_ranges(a);
   for (std::size_t i = 0; i < a.configs.size(); ++i) {
     const auto& c = a.configs[i];
     html += "<tr>";
     for (const auto& k : keys) html += cell(c.config.count(k) ? c.config.at(k) : "", number(c.config, k));
-    html += cell(std::to_string(c.time_s.n), static_cast<double>(c.time_s.n)) + cell(std::to_string(c.failed), c.failed);
+    html += cell(std::to_string(c.time_s.n) + (c.failed ? fmt::format(" ({} failed)", c.failed) : ""),
+                 static_cast<double>(c.time_s.n));
     html += cell(mean_sd(c.time_s, "s"), c.time_s.mean) + cell(mean_sd(c.energy_j, "J"), c.energy_j.mean);
     html += cell(format_si(c.energy_j.mean / c.time_s.mean, "W"), c.energy_j.mean / c.time_s.mean);
     if (c.trade_off) {
@@ -365,6 +369,34 @@ std::string objective_line(const SweepAnalysis& a, const std::string& objective,
   return line + "</li>\n";
 }
 
+// The fastest and the least-energy configuration are only news when the
+// runner-up is not as good within the spread of the repeats: say when it is.
+std::string close_calls(const SweepAnalysis& a) {
+  std::string html;
+  auto check = [&](const char* metric, const char* what, const char* adjective, auto summary_of, auto format) {
+    if (!a.best.count(metric)) return;
+    const std::size_t best = a.best.at(metric);
+    std::optional<std::size_t> runner_up;
+    for (std::size_t i = 0; i < a.configs.size(); ++i) {
+      if (i == best) continue;
+      if (!runner_up || summary_of(a.configs[i]).mean < summary_of(a.configs[*runner_up]).mean) runner_up = i;
+    }
+    if (!runner_up || !within_noise(summary_of(a.configs[best]), summary_of(a.configs[*runner_up]))) return;
+    const Summary& b = summary_of(a.configs[best]);
+    const Summary& r = summary_of(a.configs[*runner_up]);
+    html += fmt::format(
+        "<p>Close call on {}: <code>{}</code> ({} &plusmn; {}) is as {} as <code>{}</code> ({} &plusmn; {}) within the "
+        "spread of the repeats; more repeats would separate them.</p>\n",
+        what, html_escape(a.configs[*runner_up].label()), format(r.mean), format(r.stddev), adjective,
+        html_escape(a.configs[best].label()), format(b.mean), format(b.stddev));
+  };
+  check("time", "time", "fast", [](const ConfigResult& c) -> const Summary& { return c.time_s; },
+        [](double v) { return format_duration(v); });
+  check("energy", "energy", "frugal", [](const ConfigResult& c) -> const Summary& { return c.energy_j; },
+        [](double v) { return format_si(v, "J"); });
+  return html;
+}
+
 std::string summary(const std::vector<SweepRun>& runs, const SweepAnalysis& a) {
   const auto& base = a.configs[reference_of(a)];
   const bool limits = base.config.count("power_limit") > 0;
@@ -401,7 +433,7 @@ std::string summary(const std::vector<SweepRun>& runs, const SweepAnalysis& a) {
     joined[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(joined[0])));
     html += objective_line(a, joined, i);
   }
-  html += "</ul>\n";
+  html += "</ul>\n" + close_calls(a);
   html += fmt::format("<p class=\"muted\">Cost weighs energy against time: eta E + (1 - eta) {} T; eta 0 is time "
                       "only, eta 1 energy only.</p>\n</section>\n",
                       format_si(a.max_power_w, "W"));

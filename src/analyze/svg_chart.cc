@@ -17,16 +17,16 @@ namespace {
 constexpr std::size_t kPaletteSize = 8;
 
 // The chart's coordinate system (viewBox units; the page scales it).
-constexpr double kWidth = 640, kPlotHeight = 250, kRightMargin = 20;
+constexpr double kWidth = 600, kPlotHeight = 250, kRightMargin = 20;
 constexpr double kTitleLine = 19, kAxisBelow = 46, kLegendRow = 19;
 // Rough widths of a character at the tick and legend font sizes, for layout.
 constexpr double kTickCharWidth = 7.0, kLabelCharWidth = 6.6;
-constexpr std::size_t kTitleLineChars = 66, kLegendNameChars = 44;
+constexpr std::size_t kTitleLineChars = 62, kLegendNameChars = 44;
 
 double text_width(const std::string& text, double char_width) { return static_cast<double>(text.size()) * char_width; }
 
 std::string tick_text(double value, const ChartAxis& axis) {
-  return axis.unit.empty() ? format_si(value, "", 3) : format_si(value, axis.unit, 3);
+  return format_tick(value, axis.unit);
 }
 
 // One axis: the domain (log10 of it on a log axis), its ticks, and the pixels
@@ -152,7 +152,7 @@ Frame make_frame(const std::string& title, const std::vector<std::string>& legen
     f.legend.push_back(truncated(name, kLegendNameChars));
     longest = std::max(longest, f.legend.back().size());
   }
-  f.legend_column_width = std::min(kWidth - 20, static_cast<double>(longest) * kLabelCharWidth + 30);
+  f.legend_column_width = std::min(kWidth - 20, static_cast<double>(longest) * kLabelCharWidth + 48);
   f.legend_columns = std::max<std::size_t>(1, static_cast<std::size_t>((kWidth - 20) / f.legend_column_width));
   const std::size_t rows = (f.legend.size() + f.legend_columns - 1) / f.legend_columns;
   f.height = f.plot_bottom + kAxisBelow + kLegendRow * static_cast<double>(rows) + 6;
@@ -181,7 +181,7 @@ std::string axis_labels(const Frame& f, const std::string& x_label, const std::s
   return svg;
 }
 
-std::string legend_svg(const Frame& f, const std::vector<bool>& dashed) {
+std::string legend_svg(const Frame& f, const std::vector<bool>& dashed, const std::vector<std::size_t>& colours) {
   std::string svg;
   const double first_row = f.plot_bottom + kAxisBelow + 12;
   for (std::size_t k = 0; k < f.legend.size(); ++k) {
@@ -190,7 +190,7 @@ std::string legend_svg(const Frame& f, const std::vector<bool>& dashed) {
     svg += fmt::format(
         "<g class=\"c{}\"><line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"currentColor\" "
         "stroke-width=\"3\"{}/><text x=\"{:.1f}\" y=\"{:.1f}\" class=\"legend\">{}</text></g>\n",
-        k % kPaletteSize, x, y - 4, x + 20, y - 4, k < dashed.size() && dashed[k] ? " stroke-dasharray=\"5,4\"" : "",
+        (k < colours.size() ? colours[k] : k) % kPaletteSize, x, y - 4, x + 20, y - 4, k < dashed.size() && dashed[k] ? " stroke-dasharray=\"5,4\"" : "",
         x + 26, y, html_escape(f.legend[k]));
   }
   return svg;
@@ -225,7 +225,7 @@ std::string grid_and_ticks(const Frame& f, const Scale& x, const Scale& y) {
 }
 
 std::string series_svg(const ChartSeries& s, std::size_t k, const Scale& x, const Scale& y) {
-  std::string svg = fmt::format("<g class=\"c{}\">", k % kPaletteSize);
+  std::string svg = fmt::format("<g class=\"c{}\">", s.colour.value_or(k) % kPaletteSize);
   std::string points;
   for (const auto& [vx, vy] : s.points) {
     if (x.drawable(vx) && y.drawable(vy)) points += fmt::format("{:.1f},{:.1f} ", x.pixel(vx), y.pixel(vy));
@@ -313,9 +313,11 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
   Scale x = make_scale(axes.x, x_low, x_high), y = make_scale(axes.y, y_low, y_high);
   std::vector<std::string> names;
   std::vector<bool> dashed;
+  std::vector<std::size_t> colours;
   for (const auto& s : series) {
     names.push_back(s.name);
     dashed.push_back(s.dashed);
+    colours.push_back(s.colour.value_or(colours.size()));
   }
   const Frame f = make_frame(title, names, y_tick_margin(y));
   x.pixel_low = f.left + 14, x.pixel_high = f.plot_right() - 14;
@@ -338,7 +340,7 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
       svg += labels.place(x.pixel(vx), y.pixel(vy), s.point_labels[i], "point-label");
     }
   }
-  return svg + legend_svg(f, dashed) + "</svg>\n";
+  return svg + legend_svg(f, dashed, colours) + "</svg>\n";
 }
 
 std::string svg_bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
@@ -380,7 +382,7 @@ std::string svg_bar_chart(const std::string& title, const std::vector<std::strin
     svg += "</g>\n";
   }
   svg += rule_svg(f, {false, reference, ""}, x, y);
-  return svg + legend_svg(f, {}) + "</svg>\n";
+  return svg + legend_svg(f, {}, {}) + "</svg>\n";
 }
 
 std::string html_page(const std::string& title, const std::string& body) {
@@ -397,11 +399,11 @@ std::string html_page(const std::string& title, const std::string& body) {
 * {{ box-sizing: border-box; }}
 body {{ font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; padding: 1em clamp(0.6em, 3vw, 2.5em);
   max-width: 1500px; background: var(--bg); color: var(--fg); }}
-h1 {{ font-size: 1.5em; margin: 0.4em 0; overflow-wrap: anywhere; }} h2 {{ font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid var(--line); }}
-p, li {{ max-width: 80ch; overflow-wrap: anywhere; }}
+h1 {{ font-size: 1.5em; margin: 0.4em 0; overflow-wrap: break-word; }} h2 {{ font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid var(--line); }}
+p, li {{ max-width: 80ch; overflow-wrap: break-word; }}
 .summary {{ background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 0.6em 1.2em; }}
 .summary li {{ margin: 0.3em 0; }}
-.charts {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 560px), 1fr)); gap: 1em; }}
+.charts {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 460px), 1fr)); gap: 1em; }}
 figure.chart {{ margin: 0; min-width: 0; }}
 figure.chart figcaption {{ color: var(--muted); font-size: 0.9em; }}
 svg.plot {{ display: block; width: 100%; height: auto; max-width: 900px; background: var(--bg); color: var(--fg);
@@ -417,7 +419,8 @@ svg.plot .mark {{ fill: none; stroke: var(--fg); stroke-width: 1.8; }} svg.plot 
 .c0 {{ color: var(--c0); }} .c1 {{ color: var(--c1); }} .c2 {{ color: var(--c2); }} .c3 {{ color: var(--c3); }}
 .c4 {{ color: var(--c4); }} .c5 {{ color: var(--c5); }} .c6 {{ color: var(--c6); }} .c7 {{ color: var(--c7); }}
 table {{ display: block; max-width: 100%; overflow-x: auto; border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums; }}
-td, th {{ border-bottom: 1px solid var(--line); padding: 0.25em 0.7em; text-align: right; white-space: nowrap; }}
+td, th {{ border-bottom: 1px solid var(--line); padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }}
+th {{ white-space: normal; vertical-align: bottom; min-width: 4em; }}
 th {{ background: var(--panel); position: relative; }} td:first-child, th:first-child {{ text-align: left; }}
 table.sortable th {{ cursor: pointer; user-select: none; }} table.sortable th[aria-sort]::after {{ content: " \2195"; color: var(--muted); }}
 .tag {{ font-size: 0.8em; border: 1px solid var(--line); border-radius: 3px; padding: 0 0.3em; margin-left: 0.3em; color: var(--muted); }}

@@ -17,52 +17,62 @@ std::string trim_zeros(std::string text) {
   return text;
 }
 
-// `value` (0 < |value| < 1000 after prefixing, or any) to `significant` digits.
-std::string fixed_significant(double value, int significant) {
+// `value` to `significant` digits (more when it has more whole digits); the
+// zeros that show the precision kept unless `trim`.
+std::string fixed_significant(double value, int significant, bool trim) {
   if (value == 0.0) return "0";
   const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(value))));
   const int decimals = std::max(0, significant - 1 - magnitude);
-  std::string text = trim_zeros(fmt::format("{:.{}f}", value, decimals));
+  std::string text = fmt::format("{:.{}f}", value, decimals);
+  if (trim) text = trim_zeros(text);
   return text == "-0" ? "0" : text;
 }
 
 constexpr const char* kPrefixes[] = {"n", "u", "m", "", "k", "M", "G", "T"};  // 10^-9 .. 10^12
 constexpr int kUnprefixed = 3;
 
-}  // namespace
-
-std::string format_plain(double value, int significant) { return fixed_significant(value, significant); }
-
-std::string format_si(double value, const std::string& unit, int significant) {
+std::string si(double value, const std::string& unit, int significant, bool trim) {
   const std::string space = unit.empty() ? "" : " ";
-  if (value == 0.0 || !std::isfinite(value)) return fixed_significant(value, significant) + space + unit;
+  if (value == 0.0 || !std::isfinite(value)) return fixed_significant(value, significant, true) + space + unit;
+  // Ratios and counts: "0.8", not "800m"; prefixes only for large counts ("4.05M").
+  if (unit.empty() && std::fabs(value) < 1e4) return fixed_significant(value, significant, trim);
   int group = static_cast<int>(std::floor(std::log10(std::fabs(value)) / 3.0));
   // Seconds read better as "3600 s" than as "3.6 ks".
   if (unit == "s") group = std::min(group, 0);
   group = std::clamp(group, -kUnprefixed, static_cast<int>(std::size(kPrefixes)) - 1 - kUnprefixed);
   double scaled = value / std::pow(1000.0, group);
   // Rounding can carry into the next prefix: 999.7 -> "1000" -> "1 k".
-  const double rounded = std::stod(fixed_significant(scaled, significant));
+  const double rounded = std::stod(fixed_significant(scaled, significant, false));
   if (std::fabs(rounded) >= 1000.0 && group + kUnprefixed + 1 < static_cast<int>(std::size(kPrefixes)) &&
       !(unit == "s" && group >= 0)) {
     ++group;
-    scaled /= 1000.0;
+    scaled = rounded / 1000.0;
   }
-  return fixed_significant(scaled, significant) + space + kPrefixes[group + kUnprefixed] + unit;
+  return fixed_significant(scaled, significant, trim) + space + kPrefixes[group + kUnprefixed] + unit;
 }
+
+}  // namespace
+
+std::string format_plain(double value, int significant) { return fixed_significant(value, significant, true); }
+
+std::string format_si(double value, const std::string& unit, int significant) {
+  return si(value, unit, significant, false);
+}
+
+std::string format_tick(double value, const std::string& unit) { return si(value, unit, 3, true); }
 
 std::string format_duration(double seconds) {
   const double size = std::fabs(seconds);
   if (size < 1.0) return format_si(seconds, "s");
-  if (size < 120.0) return fixed_significant(seconds, 3) + " s";
-  if (size < 7200.0) return fixed_significant(seconds / 60.0, 3) + " min";
-  return fixed_significant(seconds / 3600.0, 3) + " h";
+  if (size < 120.0) return fixed_significant(seconds, 3, false) + " s";
+  if (size < 7200.0) return fixed_significant(seconds / 60.0, 3, false) + " min";
+  return fixed_significant(seconds / 3600.0, 3, false) + " h";
 }
 
 std::string format_watt_hours(double joules) {
   const double wh = joules / 3600.0;
-  if (std::fabs(wh) < 1000.0) return fixed_significant(wh, 3) + " Wh";
-  return fixed_significant(wh / 1000.0, 3) + " kWh";
+  if (std::fabs(wh) < 1000.0) return fixed_significant(wh, 3, false) + " Wh";
+  return fixed_significant(wh / 1000.0, 3, false) + " kWh";
 }
 
 std::vector<double> linear_ticks(double low, double high, int target, bool integer) {

@@ -109,12 +109,12 @@ TEST(SweepAnalysisTest, ReportSummarySaysWhatTheBestConfigurationsSave) {
   // Cost with max power 600 W: eta 0 and 0.25 pick the fastest, 0.5 and 0.75 the best EDP, 1 the least energy.
   EXPECT_NE(summary.find("<b>Least energy and cost at eta 1</b>: <code>gpus=1 power_limit=200</code>"), std::string::npos)
       << summary;
-  EXPECT_NE(summary.find("6 kJ, 1.67 Wh (19.9%) less than the baseline"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("10 s (10%) more than the baseline"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("6.00 kJ, 1.67 Wh (19.9%) less than the baseline"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("10.0 s (10%) more than the baseline"), std::string::npos) << summary;
   // Fastest: gpus=2 at 300 W, 50 s: 50 s (50%) less.
   EXPECT_NE(summary.find("<b>Fastest and cost at eta 0-0.25</b>: <code>gpus=2 power_limit=300</code>"),
             std::string::npos);
-  EXPECT_NE(summary.find("50 s (50%) less than the baseline"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("50.0 s (50%) less than the baseline"), std::string::npos) << summary;
   EXPECT_NE(summary.find("<b>Best energy-delay product and cost at eta 0.5-0.75</b>: <code>gpus=2 power_limit=200</code>"),
             std::string::npos);
 }

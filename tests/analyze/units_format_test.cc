@@ -13,19 +13,29 @@ namespace {
 TEST(UnitsFormatTest, SiPrefixesWithUnits) {
   EXPECT_EQ(format_si(4920, "J"), "4.92 kJ");
   EXPECT_EQ(format_si(250, "W"), "250 W");
-  EXPECT_EQ(format_si(1.2e6, "J"), "1.2 MJ");
+  EXPECT_EQ(format_si(1.2e6, "J"), "1.20 MJ");  // the precision shows
   EXPECT_EQ(format_si(0.25, "s"), "250 ms");
   EXPECT_EQ(format_si(0, "J"), "0 J");
   EXPECT_EQ(format_si(-4920, "J"), "-4.92 kJ");
   EXPECT_EQ(format_si(4.12e6, ""), "4.12M");
-  EXPECT_EQ(format_si(999.7, "W"), "1 kW");  // rounding carries into the next prefix
+  EXPECT_EQ(format_si(0.8, ""), "0.800");  // a ratio: no milli
+  EXPECT_EQ(format_tick(0.8, ""), "0.8");
+  EXPECT_EQ(format_si(999.7, "W"), "1.00 kW");  // rounding carries into the next prefix
   EXPECT_EQ(format_si(3600, "s"), "3600 s");  // never kiloseconds
-  EXPECT_EQ(format_si(2000, "J"), "2 kJ");   // no trailing zeros
+  EXPECT_EQ(format_si(141.42, "J", 2), "141 J");  // whole digits are never dropped
+}
+
+TEST(UnitsFormatTest, TicksDropTrailingZeros) {
+  EXPECT_EQ(format_tick(1.2e6, "J"), "1.2 MJ");
+  EXPECT_EQ(format_tick(2000, "J"), "2 kJ");
+  EXPECT_EQ(format_tick(2500, "J"), "2.5 kJ");
+  EXPECT_EQ(format_tick(0.05, "s"), "50 ms");
+  EXPECT_EQ(format_tick(1.2, ""), "1.2");
 }
 
 TEST(UnitsFormatTest, NoExponentNotationAnywhereInTheRange) {
   for (double v = 1e-8; v < 1e14; v *= 3.7) {
-    for (const std::string& text : {format_si(v, "J"), format_si(v, ""), format_plain(v), format_duration(v)}) {
+    for (const std::string& text : {format_si(v, "J"), format_si(v, ""), format_tick(v, "W"), format_plain(v), format_duration(v)}) {
       EXPECT_EQ(text.find("e+"), std::string::npos) << v << " -> " << text;
       EXPECT_EQ(text.find("e-"), std::string::npos) << v << " -> " << text;
     }
@@ -33,13 +43,13 @@ TEST(UnitsFormatTest, NoExponentNotationAnywhereInTheRange) {
 }
 
 TEST(UnitsFormatTest, DurationsAndWattHours) {
-  EXPECT_EQ(format_duration(16), "16 s");
+  EXPECT_EQ(format_duration(16), "16.0 s");
   EXPECT_EQ(format_duration(22.872), "22.9 s");
   EXPECT_EQ(format_duration(0.5), "500 ms");
-  EXPECT_EQ(format_duration(210), "3.5 min");
-  EXPECT_EQ(format_duration(7560), "2.1 h");
+  EXPECT_EQ(format_duration(210), "3.50 min");
+  EXPECT_EQ(format_duration(7560), "2.10 h");
   EXPECT_EQ(format_watt_hours(667), "0.185 Wh");  // 667 / 3600
-  EXPECT_EQ(format_watt_hours(7.2e6), "2 kWh");
+  EXPECT_EQ(format_watt_hours(7.2e6), "2.00 kWh");
   EXPECT_EQ(format_plain(1.19), "1.19");
   EXPECT_EQ(format_plain(2), "2");
 }
@@ -104,7 +114,7 @@ TEST(SvgChartTest, GpuCountAxisReadsOneAndTwoAndEnergyInKilojoules) {
   EXPECT_NE(svg.find(">two GPUs<"), std::string::npos);
   EXPECT_NE(svg.find(">baseline<"), std::string::npos);
   EXPECT_NE(svg.find("class=\"rule\""), std::string::npos);
-  EXPECT_NE(svg.find("viewBox=\"0 0 640 "), std::string::npos);
+  EXPECT_NE(svg.find("viewBox=\"0 0 600 "), std::string::npos);
   EXPECT_EQ(svg.find(" width=\""), std::string::npos);  // sized by the page, not in pixels
 }
 

@@ -24,6 +24,7 @@ struct ChartSeries {
   double stroke_width = 2.0;  // wider under narrower keeps overlapping paths visible
   std::vector<std::pair<double, double>> y_ranges = {};  // per point: (low, high) of an error bar; empty: none
   std::vector<std::string> point_labels = {};       // per point; empty: none
+  std::optional<std::size_t> colour = {};  // palette index (a fit in its data's colour); default: the position
 };
 
 struct ChartAxis {

@@ -9,15 +9,20 @@
 namespace joule {
 
 // `value` with an SI prefix (n, u, m, k, M, G, T) and `unit`, to `significant`
-// digits, trailing zeros dropped: (4920, "J") -> "4.92 kJ", (0.25, "s") ->
-// "250 ms", (12, "") -> "12". Never in e-notation.
+// digits (a measurement's precision: "3.10 kJ"): (4920, "J") -> "4.92 kJ",
+// (0.25, "s") -> "250 ms". Seconds take no positive prefix; numbers without a
+// unit take one only from 10^4 ((0.8, "") -> "0.800", (4.05e6, "") -> "4.05M").
+// Never in e-notation.
 std::string format_si(double value, const std::string& unit, int significant = 3);
 
-// A duration in s (ms below 1 s), min (from 2 min) or h (from 2 h): "16 s",
-// "3.5 min", "2.1 h".
+// An axis tick: format_si to 3 digits without trailing zeros ("1.2 MJ", "2 kJ").
+std::string format_tick(double value, const std::string& unit);
+
+// A duration in s (ms below 1 s), min (from 2 min) or h (from 2 h): "16.0 s",
+// "3.50 min", "2.10 h".
 std::string format_duration(double seconds);
 
-// Energy in Wh below 1 kWh, else kWh: 667 J -> "0.185 Wh", 7.2 MJ -> "2 kWh".
+// Energy in Wh below 1 kWh, else kWh: 667 J -> "0.185 Wh", 7.2 MJ -> "2.00 kWh".
 std::string format_watt_hours(double joules);
 
 // A plain number to `significant` digits without e-notation or trailing
