@@ -178,7 +178,7 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
   const ChartAxis gpus = {.label = "GPUs", .log = s.axis.log, .integer = true};
   return figure(svg_line_chart("Speed-up vs GPU count", speedups,
                                {.x = gpus, .y = {.label = "speed-up", .unit = "", .log = s.axis.log}}),
-                "Speed-up against the fewest GPUs of each group; dashed: the fitted t = a N^-b and linear scaling.") +
+                "Speed-up against the fewest GPUs of each group; dashed: the fitted t = a N<sup>-b</sup> and linear scaling.") +
          figure(svg_line_chart("Energy per run vs GPU count", energies,
                                {.x = gpus, .y = {.label = "energy per run", .unit = "J", .from_zero = true}}));
 }

@@ -181,17 +181,24 @@ std::string axis_labels(const Frame& f, const std::string& x_label, const std::s
   return svg;
 }
 
-std::string legend_svg(const Frame& f, const std::vector<bool>& dashed, const std::vector<std::size_t>& colours) {
+// How a series looks in the legend: a line, a dashed line, or a dot (markers only).
+enum class Swatch { kLine, kDashed, kDot };
+
+std::string legend_svg(const Frame& f, const std::vector<Swatch>& swatches, const std::vector<std::size_t>& colours) {
   std::string svg;
   const double first_row = f.plot_bottom + kAxisBelow + 12;
   for (std::size_t k = 0; k < f.legend.size(); ++k) {
     const double x = 10 + f.legend_column_width * static_cast<double>(k % f.legend_columns);
     const double y = first_row + kLegendRow * static_cast<double>(k / f.legend_columns);
-    svg += fmt::format(
-        "<g class=\"c{}\"><line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"currentColor\" "
-        "stroke-width=\"3\"{}/><text x=\"{:.1f}\" y=\"{:.1f}\" class=\"legend\">{}</text></g>\n",
-        (k < colours.size() ? colours[k] : k) % kPaletteSize, x, y - 4, x + 20, y - 4, k < dashed.size() && dashed[k] ? " stroke-dasharray=\"5,4\"" : "",
-        x + 26, y, html_escape(f.legend[k]));
+    const Swatch swatch = k < swatches.size() ? swatches[k] : Swatch::kLine;
+    const std::string mark =
+        swatch == Swatch::kDot
+            ? fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"currentColor\"/>", x + 10, y - 4)
+            : fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"currentColor\" "
+                          "stroke-width=\"3\"{}/>",
+                          x, y - 4, x + 20, y - 4, swatch == Swatch::kDashed ? " stroke-dasharray=\"5,4\"" : "");
+    svg += fmt::format("<g class=\"c{}\">{}<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"legend\">{}</text></g>\n",
+                       (k < colours.size() ? colours[k] : k) % kPaletteSize, mark, x + 26, y, html_escape(f.legend[k]));
   }
   return svg;
 }
@@ -312,11 +319,11 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
   }
   Scale x = make_scale(axes.x, x_low, x_high), y = make_scale(axes.y, y_low, y_high);
   std::vector<std::string> names;
-  std::vector<bool> dashed;
+  std::vector<Swatch> swatches;
   std::vector<std::size_t> colours;
   for (const auto& s : series) {
     names.push_back(s.name);
-    dashed.push_back(s.dashed);
+    swatches.push_back(s.dashed ? Swatch::kDashed : s.line && s.points.size() > 1 ? Swatch::kLine : Swatch::kDot);
     colours.push_back(s.colour.value_or(colours.size()));
   }
   const Frame f = make_frame(title, names, y_tick_margin(y));
@@ -340,7 +347,7 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
       svg += labels.place(x.pixel(vx), y.pixel(vy), s.point_labels[i], "point-label");
     }
   }
-  return svg + legend_svg(f, dashed, colours) + "</svg>\n";
+  return svg + legend_svg(f, swatches, colours) + "</svg>\n";
 }
 
 std::string svg_bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
