@@ -219,22 +219,27 @@ std::map<std::size_t, std::string> eta_ranges(const SweepAnalysis& a) {
 }
 
 std::string pareto_chart(const SweepAnalysis& a) {
+  // The baseline and the eta picks are ringed, their roles in their label:
+  // "gpus=1 (baseline, eta 0)"; one label per point keeps crowded fronts legible.
+  std::map<std::size_t, std::string> roles = {{reference_of(a), "baseline"}};
+  for (const auto& [i, text] : eta_ranges(a)) roles[i] += (roles[i].empty() ? "" : ", ") + text;
+  ChartNotes notes;
+  for (const auto& [i, text] : roles) {
+    notes.marks.push_back({a.configs[i].time_s.mean, a.configs[i].energy_j.mean, short_label(a, a.configs[i]) + " (" + text + ")"});
+  }
+  auto label = [&](std::size_t i, bool wanted) { return wanted && !roles.count(i) ? short_label(a, a.configs[i]) : ""; };
   ChartSeries others{.name = "configuration", .line = false}, front{.name = "Pareto front"};
   for (std::size_t i = 0; i < a.configs.size(); ++i) {
     if (std::find(a.pareto.begin(), a.pareto.end(), i) != a.pareto.end()) continue;
     others.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
     others.y_ranges.push_back(spread(a.configs[i].energy_j));
-    others.point_labels.push_back(a.configs.size() <= 12 ? short_label(a, a.configs[i]) : "");
+    others.point_labels.push_back(label(i, a.configs.size() <= 12));
   }
   for (std::size_t i : a.pareto) {
     front.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
     front.y_ranges.push_back(spread(a.configs[i].energy_j));
-    front.point_labels.push_back(short_label(a, a.configs[i]));
+    front.point_labels.push_back(label(i, true));
   }
-  ChartNotes notes;
-  for (const auto& [i, text] : eta_ranges(a)) notes.marks.push_back({a.configs[i].time_s.mean, a.configs[i].energy_j.mean, text});
-  const auto& base = a.configs[reference_of(a)];
-  notes.marks.push_back({base.time_s.mean, base.energy_j.mean, "baseline"});
   return figure(svg_line_chart("Energy vs time per run: the Pareto front", {others, front},
                                {.x = {.label = "time per run", .unit = "s"}, .y = {.label = "energy per run", .unit = "J"}},
                                notes),

@@ -42,6 +42,23 @@ struct Scale {
   double pixel(double v) const { return pixel_low + (t(v) - low) / (high - low) * (pixel_high - pixel_low); }
 };
 
+// The largest 1, 2 or 5 times a power of ten at or below v > 0, and the
+// smallest at or above.
+double nice_floor(double v) {
+  const double power = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {5.0, 2.0, 1.0}) {
+    if (m * power <= v * (1 + 1e-9)) return m * power;
+  }
+  return power;
+}
+double nice_ceil(double v) {
+  const double power = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * power >= v * (1 - 1e-9)) return m * power;
+  }
+  return 10 * power;
+}
+
 Scale make_scale(const ChartAxis& axis, double low, double high) {
   Scale s{axis};
   if (axis.min) low = *axis.min;
@@ -56,6 +73,12 @@ Scale make_scale(const ChartAxis& axis, double low, double high) {
     high = axis.log ? high * 2 : high + pad;
   }
   if (axis.log) {
+    // Out to the 1-2-5 values around the data, so the ends carry ticks
+    // (integer axes keep their range: their ticks are powers of two).
+    if (!axis.integer && low > 0 && !axis.min && !axis.max) {
+      low = nice_floor(low);
+      high = nice_ceil(high);
+    }
     s.ticks = log_ticks(low, high, axis.integer);
     s.low = std::log10(low);
     s.high = std::log10(high);
@@ -87,24 +110,26 @@ class LabelPlacer {
   LabelPlacer(double height) : height_(height) {}
 
   std::string place(double x, double y, const std::string& text, const std::string& css_class) {
-    const double w = text_width(text, kLabelCharWidth), h = 13;
-    struct Try { double dx, dy; bool end; };
-    const Try tries[] = {{9, -8, false}, {9, 17, false}, {-9, -8, true}, {-9, 17, true}, {0, -14, true}, {0, 26, false}};
+    const double char_width = css_class == "mark-label" ? kLabelCharWidth + 0.6 : kLabelCharWidth;  // bold is wider
+    const double w = text_width(text, char_width), h = 13;
+    // Right of the point, then left; nearest first, then further up or down.
     std::optional<Box> chosen;
-    Try used = tries[0];
-    for (const Try& t : tries) {
-      const double left = t.end ? x + t.dx - w : x + t.dx;
-      const Box box{left, y + t.dy - h + 2, left + w, y + t.dy + 2};
-      if (box.left < 2 || box.right > kWidth - 2 || box.top < 2 || box.bottom > height_ - 2) continue;
-      if (std::any_of(placed_.begin(), placed_.end(), [&](const Box& b) { return b.overlaps(box); })) continue;
-      chosen = box;
-      used = t;
-      break;
+    for (int step = 0; step < 8 && !chosen; ++step) {
+      for (double dy : {-8.0 - 14 * step, 17.0 + 14 * step}) {
+        for (bool left_side : {false, true}) {
+          const double left = left_side ? x - 9 - w : x + 9;
+          const Box box{left, y + dy - h + 2, left + w, y + dy + 2};
+          if (box.left < 2 || box.right > kWidth - 2 || box.top < 2 || box.bottom > height_ - 2) continue;
+          if (std::any_of(placed_.begin(), placed_.end(), [&](const Box& b) { return b.overlaps(box); })) continue;
+          chosen = box;
+          break;
+        }
+        if (chosen) break;
+      }
     }
     if (!chosen) {  // crowded: inside the chart at least
       const double left = std::clamp(x + 9, 2.0, kWidth - 2 - w);
       chosen = Box{left, y - 8 - h + 2, left + w, y - 6};
-      used = {left - x, -8, false};
     }
     placed_.push_back(*chosen);
     return fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"{}\">{}</text>\n", chosen->left, chosen->bottom - 2,

@@ -28,7 +28,7 @@ std::string fixed_significant(double value, int significant, bool trim) {
   return text == "-0" ? "0" : text;
 }
 
-constexpr const char* kPrefixes[] = {"n", "u", "m", "", "k", "M", "G", "T"};  // 10^-9 .. 10^12
+constexpr const char* kPrefixes[] = {"n", "\xC2\xB5", "m", "", "k", "M", "G", "T"};  // micro as UTF-8  // 10^-9 .. 10^12
 constexpr int kUnprefixed = 3;
 
 std::string si(double value, const std::string& unit, int significant, bool trim) {

@@ -128,8 +128,10 @@ TEST(SweepAnalysisTest, ReportDrawsErrorBarsLabelsMarksAndLimitsAndNoExponents) 
   const std::string page = html.substr(0, html.find("<details>"));  // the text analysis keeps its own format
   EXPECT_EQ(page.find("e+0"), std::string::npos);
   EXPECT_GE(count_of(page, "class=\"errorbar\""), 4u);
-  EXPECT_NE(page.find("class=\"point-label\">gpus=2 power_limit=300<"), std::string::npos);  // Pareto points labelled
-  EXPECT_NE(page.find("class=\"mark-label\">eta 0"), std::string::npos);
+  // Pareto points labelled; the eta picks (all of this front) and the baseline ringed with their roles.
+  EXPECT_NE(page.find("class=\"mark-label\">gpus=2 power_limit=300 (eta 0-0.25)<"), std::string::npos);
+  EXPECT_NE(page.find("class=\"mark-label\">gpus=1 power_limit=300 (baseline)<"), std::string::npos);
+  EXPECT_NE(page.find("class=\"mark-label\">gpus=2 power_limit=200 (eta 0.5-0.75)<"), std::string::npos);
   EXPECT_NE(page.find("class=\"rule-label\" text-anchor=\"end\">limit 200 W<"), std::string::npos);
   EXPECT_NE(page.find("class=\"rule-label\" text-anchor=\"end\">baseline<"), std::string::npos);
   EXPECT_EQ(count_of(page, "<table class=\"sortable\">"), 3u);  // configurations, scaling fits, eta picks

@@ -15,6 +15,7 @@ TEST(UnitsFormatTest, SiPrefixesWithUnits) {
   EXPECT_EQ(format_si(250, "W"), "250 W");
   EXPECT_EQ(format_si(1.2e6, "J"), "1.20 MJ");  // the precision shows
   EXPECT_EQ(format_si(0.25, "s"), "250 ms");
+  EXPECT_EQ(format_si(929e-6, "s"), "929 \xC2\xB5s");
   EXPECT_EQ(format_si(0, "J"), "0 J");
   EXPECT_EQ(format_si(-4920, "J"), "-4.92 kJ");
   EXPECT_EQ(format_si(4.12e6, ""), "4.12M");

@@ -8,7 +8,7 @@
 
 namespace joule {
 
-// `value` with an SI prefix (n, u, m, k, M, G, T) and `unit`, to `significant`
+// `value` with an SI prefix (n, µ, m, k, M, G, T) and `unit`, to `significant`
 // digits (a measurement's precision: "3.10 kJ"): (4920, "J") -> "4.92 kJ",
 // (0.25, "s") -> "250 ms". Seconds take no positive prefix; numbers without a
 // unit take one only from 10^4 ((0.8, "") -> "0.800", (4.05e6, "") -> "4.05M").
