@@ -3,141 +3,543 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <limits>
 #include <map>
+#include <set>
 
 #include "joule/analyze/svg_chart.h"
+#include "joule/analyze/units_format.h"
 
 namespace joule {
 
 namespace {
 
-using Series = ChartSeries;
+using Config = std::map<std::string, std::string>;
 
-std::string chart(const std::string& title, const std::vector<Series>& series, const std::string& x_label,
-                  const std::string& y_label, bool log_axes) {
-  return svg_line_chart(title, series, {x_label, y_label, log_axes, log_axes});
+// Power timelines drawn at most (one small chart per configuration).
+constexpr std::size_t kMaxTimelines = 16;
+
+std::optional<double> number(const Config& c, const std::string& key) {
+  const auto it = c.find(key);
+  if (it == c.end()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(it->second, &used);
+    return used == it->second.size() ? std::optional<double>(v) : std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
-
-double num(const std::map<std::string, std::string>& c, const std::string& k) { return std::stod(c.at(k)); }
 
 // The group a configuration belongs to when `drop` is the plotted setting;
 // the same names as the scaling fits' groups.
-std::string group_label(std::map<std::string, std::string> config, const std::string& drop) {
+std::string group_label(Config config, const std::string& drop) {
   config.erase(drop);
   return config_label(config, "all");
+}
+
+// The configuration every saving in the summary is measured against: the
+// first configuration's baseline as the analysis defines it (its settings at
+// the grid's largest power limit; the first configuration without a limit grid).
+std::size_t reference_of(const SweepAnalysis& a) { return a.configs.front().baseline.value_or(0); }
+
+// A numeric setting swept over two or more values, and how to draw its axis.
+struct SweptSetting {
+  std::string key;
+  std::vector<double> values;  // distinct, ascending
+  ChartAxis axis;
+};
+
+std::vector<SweptSetting> swept_settings(const SweepAnalysis& a) {
+  std::vector<SweptSetting> out;
+  for (const auto& [key, unused] : a.configs.front().config) {
+    std::set<double> values;
+    bool numeric = true;
+    for (const auto& c : a.configs) {
+      const auto v = number(c.config, key);
+      numeric = numeric && v.has_value();
+      if (v) values.insert(*v);
+    }
+    if (!numeric || values.size() < 2) continue;
+    SweptSetting s{key, {values.begin(), values.end()}, {}};
+    const bool integral = std::all_of(s.values.begin(), s.values.end(), [](double v) { return v == std::round(v); });
+    const bool powers_of_two = integral && std::all_of(s.values.begin(), s.values.end(), [](double v) {
+      return v >= 1 && std::fabs(std::log2(v) - std::round(std::log2(v))) < 1e-9;
+    });
+    s.axis = {.label = key == "power_limit" ? "power limit per GPU" : key == "gpus" ? "GPUs" : key,
+              .unit = key == "power_limit" ? "W" : "",
+              .log = powers_of_two,
+              .integer = integral};
+    out.push_back(std::move(s));
+  }
+  // Power limit first, then clocks, then the rest in name order.
+  auto rank = [](const SweptSetting& s) { return s.key == "power_limit" ? 0 : s.key.find("clock") != std::string::npos ? 1 : 2; };
+  std::stable_sort(out.begin(), out.end(), [&](const auto& l, const auto& r) { return rank(l) < rank(r); });
+  return out;
+}
+
+std::pair<double, double> spread(const Summary& s) { return {s.mean - s.stddev, s.mean + s.stddev}; }
+
+std::string figure(const std::string& svg, const std::string& caption = "") {
+  if (svg.empty()) return "";
+  return "<figure class=\"chart\">" + svg + (caption.empty() ? "" : "<figcaption>" + caption + "</figcaption>") +
+         "</figure>\n";
+}
+
+// Time and energy against one swept setting, a line per group of the other
+// settings, error bars of one standard deviation over the repeats.
+std::string setting_charts(const SweepAnalysis& a, const SweptSetting& s) {
+  std::map<std::string, ChartSeries> time_by, energy_by;
+  std::map<std::string, std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < a.configs.size(); ++i) members[group_label(a.configs[i].config, s.key)].push_back(i);
+  ChartNotes time_notes, energy_notes;
+  const std::size_t reference = reference_of(a);
+  for (auto& [group, indices] : members) {
+    std::sort(indices.begin(), indices.end(), [&](std::size_t l, std::size_t r) {
+      return *number(a.configs[l].config, s.key) < *number(a.configs[r].config, s.key);
+    });
+    ChartSeries& t = time_by[group];
+    ChartSeries& e = energy_by[group];
+    t.name = e.name = group;
+    for (std::size_t i : indices) {
+      const auto& c = a.configs[i];
+      const double x = *number(c.config, s.key);
+      t.points.emplace_back(x, c.time_s.mean);
+      t.y_ranges.push_back(spread(c.time_s));
+      e.points.emplace_back(x, c.energy_j.mean);
+      e.y_ranges.push_back(spread(c.energy_j));
+      if (i == reference && s.key != "power_limit") {
+        time_notes.marks.push_back({x, c.time_s.mean, "baseline"});
+        energy_notes.marks.push_back({x, c.energy_j.mean, "baseline"});
+      }
+    }
+  }
+  if (s.key == "power_limit") {
+    // Every configuration's baseline sits at the largest limit.
+    const ChartRule rule{.vertical = true, .at = s.values.back(), .label = "baseline"};
+    time_notes.rules.push_back(rule);
+    energy_notes.rules.push_back(rule);
+  }
+  std::vector<ChartSeries> times, energies;
+  for (auto& [g, series] : time_by) times.push_back(series);
+  for (auto& [g, series] : energy_by) energies.push_back(series);
+  return figure(svg_line_chart("Time per run vs " + s.axis.label, times,
+                               {.x = s.axis, .y = {.label = "time per run", .unit = "s", .from_zero = true}},
+                               time_notes)) +
+         figure(svg_line_chart("Energy per run vs " + s.axis.label, energies,
+                               {.x = s.axis, .y = {.label = "energy per run", .unit = "J", .from_zero = true}},
+                               energy_notes));
+}
+
+// Speed-up (against the fewest GPUs of each group) and energy against GPU
+// count, with the fitted t = a N^-b and ideal linear scaling dashed.
+std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
+  std::map<std::string, std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < a.configs.size(); ++i) members[group_label(a.configs[i].config, "gpus")].push_back(i);
+  std::vector<ChartSeries> speedups, energies, guides;
+  constexpr std::size_t kGrey = 7;  // the palette's last colour, for guides
+  for (auto& [group, indices] : members) {
+    const std::size_t colour = speedups.size();
+    std::sort(indices.begin(), indices.end(), [&](std::size_t l, std::size_t r) {
+      return *number(a.configs[l].config, "gpus") < *number(a.configs[r].config, "gpus");
+    });
+    const auto& first = a.configs[indices.front()];
+    const double n0 = *number(first.config, "gpus"), t0 = first.time_s.mean;
+    ChartSeries speedup{.name = group}, energy{.name = group};
+    for (std::size_t i : indices) {
+      const auto& c = a.configs[i];
+      const double n = *number(c.config, "gpus");
+      speedup.points.emplace_back(n, t0 / c.time_s.mean);
+      const auto [t_low, t_high] = spread(c.time_s);
+      speedup.y_ranges.emplace_back(t0 / t_high, t_low > 0 ? t0 / t_low : t0 / c.time_s.mean);
+      energy.points.emplace_back(n, c.energy_j.mean);
+      energy.y_ranges.push_back(spread(c.energy_j));
+    }
+    speedups.push_back(speedup);
+    energies.push_back(energy);
+    for (const auto& fit : a.scaling) {
+      if (fit.group != group) continue;
+      ChartSeries line{.name = group + " fit (b = " + format_plain(fit.fit.b, 2) + ")", .dashed = true,
+                       .colour = colour};
+      const double n1 = speedup.points.back().first;
+      for (int k = 0; k <= 20; ++k) {
+        const double n = n0 * std::pow(n1 / n0, k / 20.0);
+        line.points.emplace_back(n, std::pow(n / n0, fit.fit.b));
+      }
+      guides.push_back(line);
+    }
+  }
+  ChartSeries ideal{.name = "linear scaling", .dashed = true, .stroke_width = 1.2, .colour = kGrey};
+  ideal.points = {{s.values.front(), 1.0}, {s.values.back(), s.values.back() / s.values.front()}};
+  // Guides after the data, in their group's colour.
+  speedups.insert(speedups.end(), guides.begin(), guides.end());
+  speedups.push_back(ideal);
+  const ChartAxis gpus = {.label = "GPUs", .log = s.axis.log, .integer = true};
+  return figure(svg_line_chart("Speed-up vs GPU count", speedups,
+                               {.x = gpus, .y = {.label = "speed-up", .unit = "", .log = s.axis.log}}),
+                "Speed-up against the fewest GPUs of each group; dashed: the fitted t = a N<sup>-b</sup> and linear scaling.") +
+         figure(svg_line_chart("Energy per run vs GPU count", energies,
+                               {.x = gpus, .y = {.label = "energy per run", .unit = "J", .from_zero = true}}));
+}
+
+// The configurations' settings in a short label: the values of the settings
+// that vary ("128, 1"), or the full label when only one configuration exists.
+std::string short_label(const SweepAnalysis& a, const ConfigResult& c) {
+  std::string out;
+  for (const auto& [key, value] : c.config) {
+    bool varies = false;
+    for (const auto& other : a.configs) varies = varies || other.config.count(key) == 0 || other.config.at(key) != value;
+    if (varies) out += (out.empty() ? "" : " ") + key + "=" + value;
+  }
+  return out.empty() ? c.label() : out;
+}
+
+// The eta values picking each configuration: "eta 0.25-1" for a run of
+// consecutive etas, runs joined by commas ("eta 0, 1").
+std::map<std::size_t, std::string> eta_ranges(const SweepAnalysis& a) {
+  std::map<std::size_t, std::vector<std::pair<double, double>>> spans;  // config -> [first, last] eta runs
+  for (std::size_t k = 0; k < a.eta_picks.size(); ++k) {
+    const auto [eta, i] = a.eta_picks[k];
+    if (k > 0 && a.eta_picks[k - 1].second == i) {
+      spans[i].back().second = eta;
+    } else {
+      spans[i].emplace_back(eta, eta);
+    }
+  }
+  std::map<std::size_t, std::string> out;
+  for (const auto& [i, runs] : spans) {
+    std::string text;
+    for (const auto& [first, last] : runs) {
+      text += (text.empty() ? "" : ", ") + format_plain(first, 2) + (first == last ? "" : "-" + format_plain(last, 2));
+    }
+    out[i] = "eta " + text;
+  }
+  return out;
+}
+
+std::string pareto_chart(const SweepAnalysis& a) {
+  // The baseline and the eta picks are ringed, their roles in their label:
+  // "gpus=1 (baseline, eta 0)"; one label per point keeps crowded fronts legible.
+  std::map<std::size_t, std::string> roles = {{reference_of(a), "baseline"}};
+  for (const auto& [i, text] : eta_ranges(a)) roles[i] += (roles[i].empty() ? "" : ", ") + text;
+  ChartNotes notes;
+  for (const auto& [i, text] : roles) {
+    notes.marks.push_back({a.configs[i].time_s.mean, a.configs[i].energy_j.mean, short_label(a, a.configs[i]) + " (" + text + ")"});
+  }
+  auto label = [&](std::size_t i, bool wanted) { return wanted && !roles.count(i) ? short_label(a, a.configs[i]) : ""; };
+  ChartSeries others{.name = "configuration", .line = false}, front{.name = "Pareto front"};
+  for (std::size_t i = 0; i < a.configs.size(); ++i) {
+    if (std::find(a.pareto.begin(), a.pareto.end(), i) != a.pareto.end()) continue;
+    others.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
+    others.y_ranges.push_back(spread(a.configs[i].energy_j));
+    others.point_labels.push_back(label(i, a.configs.size() <= 12));
+  }
+  for (std::size_t i : a.pareto) {
+    front.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
+    front.y_ranges.push_back(spread(a.configs[i].energy_j));
+    front.point_labels.push_back(label(i, true));
+  }
+  return figure(svg_line_chart("Energy vs time per run: the Pareto front", {others, front},
+                               {.x = {.label = "time per run", .unit = "s"}, .y = {.label = "energy per run", .unit = "J"}},
+                               notes),
+                "Ringed: the baseline and what each eta picks (cost = eta E + (1 - eta) P<sub>max</sub> T, P<sub>max</sub> = " +
+                    format_si(a.max_power_w, "W") + "). Bars: one standard deviation of energy over the repeats.");
+}
+
+// One small chart per configuration (its first successful run): power of each
+// device over time, the run's power limit dashed where the grid set it.
+std::string timeline_charts(const std::vector<SweepRun>& runs, const std::vector<PowerPoint>& timelines) {
+  std::map<Config, const SweepRun*> first_run;
+  std::vector<Config> order;
+  for (const auto& r : runs) {
+    if (r.status != "ok" || first_run.count(r.config)) continue;
+    first_run[r.config] = &r;
+    order.push_back(r.config);
+  }
+  std::map<long long, std::map<std::string, ChartSeries>> by_run;
+  double highest_w = 0;
+  for (const auto& p : timelines) {
+    auto& s = by_run[p.run_id][p.device];
+    s.name = p.device;
+    s.markers = false;
+    s.stroke_width = 1.6;
+    s.points.emplace_back(p.time_s, p.power_w);
+    highest_w = std::max(highest_w, p.power_w);
+  }
+  std::string out;
+  std::size_t drawn = 0;
+  for (const auto& config : order) {
+    const SweepRun& r = *first_run[config];
+    if (!by_run.count(r.id)) continue;
+    if (++drawn > kMaxTimelines) break;
+    std::vector<ChartSeries> series;
+    for (auto& [device, s] : by_run[r.id]) {
+      std::sort(s.points.begin(), s.points.end());
+      series.push_back(s);
+    }
+    ChartNotes notes;
+    if (const auto limit_w = number(r.config, "power_limit")) {
+      notes.rules.push_back({.at = *limit_w, .label = "limit " + format_si(*limit_w, "W")});
+      highest_w = std::max(highest_w, *limit_w);
+    }
+    out += figure(svg_line_chart(config_label(config, "(single configuration)") + fmt::format(", run {}", r.id), series,
+                                 {.x = {.label = "time", .unit = "s", .from_zero = true},
+                                  .y = {.label = "power per GPU", .unit = "W", .min = 0.0, .max = highest_w * 1.05}},
+                                 notes));
+  }
+  return out;
+}
+
+std::string cell(const std::string& text, std::optional<double> sort_key = std::nullopt) {
+  if (!sort_key) return "<td>" + html_escape(text) + "</td>";
+  return fmt::format("<td data-sort=\"{}\">{}</td>", *sort_key, html_escape(text));
+}
+
+std::string signed_percent(double percent) { return (percent > 0 ? "+" : "") + format_plain(percent, 3) + "%"; }
+
+std::string mean_sd(const Summary& s, const std::string& unit) {
+  return format_si(s.mean, unit) + (s.n > 1 ? " \xC2\xB1 " + format_si(s.stddev, unit, 2) : "");
+}
+
+std::string config_table(const SweepAnalysis& a) {
+  const std::vector<std::string> keys = [&] {
+    std::vector<std::string> k;
+    for (const auto& [key, v] : a.configs.front().config) k.push_back(key);
+    return k;
+  }();
+  std::string html = "<table class=\"sortable\"><tr>";
+  for (const auto& k : keys) html += "<th>" + html_escape(k) + "</th>";
+  html += "<th>runs</th><th>time per run</th><th>energy per run</th><th>mean power</th>"
+          "<th>energy vs baseline</th><th>time vs baseline</th><th>EDP</th><th>samples per GPU-hour</th>"
+          "<th>SM use</th><th>notes</th></tr>\n";
+  const auto etas = eta_ranges(a);
+  for (std::size_t i = 0; i < a.configs.size(); ++i) {
+    const auto& c = a.configs[i];
+    html += "<tr>";
+    for (const auto& k : keys) html += cell(c.config.count(k) ? c.config.at(k) : "", number(c.config, k));
+    html += cell(std::to_string(c.time_s.n) + (c.failed ? fmt::format(" ({} failed)", c.failed) : ""),
+                 static_cast<double>(c.time_s.n));
+    html += cell(mean_sd(c.time_s, "s"), c.time_s.mean) + cell(mean_sd(c.energy_j, "J"), c.energy_j.mean);
+    html += cell(format_si(c.energy_j.mean / c.time_s.mean, "W"), c.energy_j.mean / c.time_s.mean);
+    if (c.trade_off) {
+      html += cell(signed_percent(-c.trade_off->energy_gain_percent), -c.trade_off->energy_gain_percent);
+      html += cell(signed_percent(c.trade_off->performance_loss_percent), c.trade_off->performance_loss_percent);
+      html += cell(format_si(c.trade_off->edp, "J s"), c.trade_off->edp);
+    } else {
+      html += "<td></td><td></td><td></td>";
+    }
+    html += c.samples_per_gpu_hour ? cell(format_si(*c.samples_per_gpu_hour, ""), *c.samples_per_gpu_hour) : "<td></td>";
+    html += c.gpu_util_mean ? cell(format_plain(*c.gpu_util_mean, 3) + "%", *c.gpu_util_mean) : "<td></td>";
+    std::string notes;
+    if (c.baseline == i) notes += "<span class=\"tag\">baseline</span>";
+    if (std::find(a.pareto.begin(), a.pareto.end(), i) != a.pareto.end()) notes += "<span class=\"tag\">Pareto</span>";
+    if (etas.count(i)) notes += "<span class=\"tag\">" + html_escape(etas.at(i)) + "</span>";
+    html += "<td>" + notes + "</td></tr>\n";
+  }
+  return html + "</table>\n";
+}
+
+// "6.91 s (30.2%) less than the baseline"; "the same as the baseline".
+std::string difference(double value, double base, bool energy) {
+  const double delta = value - base;
+  if (base == 0 || std::fabs(delta) < 1e-12 * std::fabs(base)) return "the same as the baseline";
+  const std::string amount =
+      energy ? format_si(std::fabs(delta), "J") + ", " + format_watt_hours(std::fabs(delta)) : format_duration(std::fabs(delta));
+  return fmt::format("{} ({}%) {} than the baseline", amount, format_plain(std::fabs(delta) / base * 100, 3),
+                     delta < 0 ? "less" : "more");
+}
+
+// True when two means are closer than their repeats' spread: a difference a
+// rerun could reverse.
+bool within_noise(const Summary& a, const Summary& b) {
+  return a.n > 1 && b.n > 1 && std::fabs(a.mean - b.mean) < std::hypot(a.stddev, b.stddev);
+}
+
+std::string objective_line(const SweepAnalysis& a, const std::string& objective, std::size_t i) {
+  const auto& c = a.configs[i];
+  const auto& base = a.configs[reference_of(a)];
+  std::string line = fmt::format("<li><b>{}</b>: <code>{}</code>", html_escape(objective), html_escape(c.label()));
+  if (i == reference_of(a)) return line + " &mdash; the baseline itself.</li>\n";
+  line += fmt::format(" &mdash; energy {} per run, {}; time {} per run, {}.", format_si(c.energy_j.mean, "J"),
+                      difference(c.energy_j.mean, base.energy_j.mean, true), format_duration(c.time_s.mean),
+                      difference(c.time_s.mean, base.time_s.mean, false));
+  std::vector<std::string> noisy;
+  if (within_noise(c.energy_j, base.energy_j)) noisy.push_back("energy");
+  if (within_noise(c.time_s, base.time_s)) noisy.push_back("time");
+  if (!noisy.empty()) {
+    line += fmt::format(" <span class=\"muted\">(the {} difference is within the spread of the repeats)</span>",
+                        noisy.size() == 2 ? "energy and time" : noisy.front());
+  }
+  return line + "</li>\n";
+}
+
+// The fastest and the least-energy configuration are only news when the
+// runner-up is not as good within the spread of the repeats: say when it is.
+std::string close_calls(const SweepAnalysis& a) {
+  std::string html;
+  auto check = [&](const char* metric, const char* what, const char* adjective, auto summary_of, auto format) {
+    if (!a.best.count(metric)) return;
+    const std::size_t best = a.best.at(metric);
+    std::optional<std::size_t> runner_up;
+    for (std::size_t i = 0; i < a.configs.size(); ++i) {
+      if (i == best) continue;
+      if (!runner_up || summary_of(a.configs[i]).mean < summary_of(a.configs[*runner_up]).mean) runner_up = i;
+    }
+    if (!runner_up || !within_noise(summary_of(a.configs[best]), summary_of(a.configs[*runner_up]))) return;
+    const Summary& b = summary_of(a.configs[best]);
+    const Summary& r = summary_of(a.configs[*runner_up]);
+    html += fmt::format(
+        "<p>Close call on {}: <code>{}</code> ({} &plusmn; {}) is as {} as <code>{}</code> ({} &plusmn; {}) within the "
+        "spread of the repeats; more repeats would separate them.</p>\n",
+        what, html_escape(a.configs[*runner_up].label()), format(r.mean), format(r.stddev), adjective,
+        html_escape(a.configs[best].label()), format(b.mean), format(b.stddev));
+  };
+  check("time", "time", "fast", [](const ConfigResult& c) -> const Summary& { return c.time_s; },
+        [](double v) { return format_duration(v); });
+  check("energy", "energy", "frugal", [](const ConfigResult& c) -> const Summary& { return c.energy_j; },
+        [](double v) { return format_si(v, "J"); });
+  return html;
+}
+
+std::string summary(const std::vector<SweepRun>& runs, const SweepAnalysis& a) {
+  const auto& base = a.configs[reference_of(a)];
+  const bool limits = base.config.count("power_limit") > 0;
+  std::size_t failed = 0;
+  for (const auto& r : runs) failed += r.status != "ok";
+  std::string html = "<section class=\"summary\"><h2>Summary</h2>\n";
+  html += fmt::format("<p>{} runs of {} configurations{}. Energy is GPU plus CPU package and DRAM where measured; "
+                      "times and energies are means over the successful repeats.</p>\n",
+                      runs.size(), a.configs.size(), failed ? fmt::format(" ({} failed)", failed) : ", all succeeded");
+  html += fmt::format("<p>Baseline: <code>{}</code> ({}) &mdash; {} and {} per run.</p>\n<ul>\n",
+                      html_escape(base.label()),
+                      limits ? "the first configuration at the largest power limit of the grid"
+                             : "the first configuration of the grid",
+                      format_duration(base.time_s.mean), format_si(base.energy_j.mean, "J"));
+  // Objectives in a fixed order; those picking the same configuration share a line.
+  std::vector<std::pair<std::size_t, std::string>> picks;
+  const std::pair<const char*, const char*> objectives[] = {
+      {"time", "fastest"}, {"energy", "least energy"}, {"edp", "best energy-delay product"}};
+  for (const auto& [metric, name] : objectives) {
+    if (a.best.count(metric)) picks.emplace_back(a.best.at(metric), name);
+  }
+  for (const auto& [i, etas] : eta_ranges(a)) picks.emplace_back(i, "cost at " + etas);
+  std::vector<std::pair<std::size_t, std::vector<std::string>>> lines;
+  for (const auto& [i, name] : picks) {
+    auto line = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == i; });
+    if (line == lines.end()) line = lines.insert(lines.end(), {i, {}});
+    line->second.push_back(name);
+  }
+  for (const auto& [i, names] : lines) {
+    std::string joined;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      joined += (k == 0 ? "" : k + 1 == names.size() ? " and " : ", ") + names[k];
+    }
+    joined[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(joined[0])));
+    html += objective_line(a, joined, i);
+  }
+  html += "</ul>\n" + close_calls(a);
+  html += fmt::format("<p class=\"muted\">Cost weighs energy against time: eta E + (1 - eta) {} T; eta 0 is time "
+                      "only, eta 1 energy only.</p>\n</section>\n",
+                      format_si(a.max_power_w, "W"));
+  return html;
+}
+
+std::string fits_and_picks(const SweepAnalysis& a) {
+  std::string html;
+  if (!a.scaling.empty()) {
+    html += "<h3>Scaling with GPU count</h3>\n<table class=\"sortable\"><tr><th>group</th><th>b (t = a N<sup>-b</sup>)</th>"
+            "<th>a</th><th>R<sup>2</sup></th><th>runs</th><th>time with twice the GPUs</th></tr>\n";
+    for (const auto& s : a.scaling) {
+      html += "<tr>" + cell(s.group) +
+              cell(format_plain(s.fit.b, 3) + " \xC2\xB1 " + format_plain(s.fit.b_se, 2), s.fit.b) +
+              cell(format_si(s.fit.a, "s") + " \xC2\xB1 " + format_si(s.fit.a_se, "s", 2), s.fit.a) +
+              cell(format_plain(s.fit.r_squared, 3), s.fit.r_squared) + cell(std::to_string(s.fit.n), s.fit.n) +
+              cell("\xC3\x97 " + format_plain(std::pow(2.0, -s.fit.b), 3), std::pow(2.0, -s.fit.b)) + "</tr>\n";
+    }
+    html += "</table>\n";
+  }
+  if (a.kwh_per_gpu_hour) {
+    html += fmt::format("<p>Energy grows with GPU-hours at {} \xC2\xB1 {} kWh per GPU-hour (R<sup>2</sup> {}, {} runs): "
+                        "about {} per GPU on average.</p>\n",
+                        format_plain(a.kwh_per_gpu_hour->slope, 3), format_plain(a.kwh_per_gpu_hour->slope_se, 2),
+                        format_plain(a.kwh_per_gpu_hour->r_squared, 3), a.kwh_per_gpu_hour->n,
+                        format_si(a.kwh_per_gpu_hour->slope * 1000, "W"));
+  }
+  html += "<h3>What each eta picks</h3>\n<table class=\"sortable\"><tr><th>eta</th><th>configuration</th>"
+          "<th>time per run</th><th>energy per run</th></tr>\n";
+  for (const auto& [eta, i] : a.eta_picks) {
+    const auto& c = a.configs[i];
+    html += "<tr>" + cell(format_plain(eta, 2), eta) + cell(c.label()) + cell(format_duration(c.time_s.mean), c.time_s.mean) +
+            cell(format_si(c.energy_j.mean, "J"), c.energy_j.mean) + "</tr>\n";
+  }
+  return html + "</table>\n";
+}
+
+// Everything about one set of runs (the whole sweep, or one node's runs).
+std::string sweep_sections(const std::vector<SweepRun>& runs, const SweepAnalysis& a,
+                           const std::vector<PowerPoint>& timelines, const std::string& heading_prefix) {
+  std::string html = "<h2>" + heading_prefix + "Configurations</h2>\n" + config_table(a);
+  html += "<p class=\"muted\">Energy and time against each configuration's own baseline (its settings at the largest "
+          "power limit, else the first configuration); EDP = energy \xC3\x97 time. Click a header to sort.</p>\n";
+  html += "<h2>" + heading_prefix + "Charts</h2>\n<div class=\"charts\">\n";
+  for (const auto& s : swept_settings(a)) html += s.key == "gpus" ? gpu_charts(a, s) : setting_charts(a, s);
+  html += pareto_chart(a) + "</div>\n";
+  html += "<p class=\"muted\">Error bars: one standard deviation over the repeats.</p>\n";
+  const std::string lines = timeline_charts(runs, timelines);
+  if (!lines.empty()) {
+    html += "<h2>" + heading_prefix + "Power over time</h2>\n<p class=\"muted\">The first successful run of each "
+            "configuration, one line per GPU" +
+            std::string(a.configs.front().config.count("power_limit")
+                            ? "; dashed: the power limit the run was given."
+                            : "; the grid sets no power limit, so the runs ran at the GPUs' own limit, which the "
+                              "store does not record.") +
+            "</p>\n<div class=\"charts\">\n" + lines + "</div>\n";
+  }
+  html += "<h2>" + heading_prefix + "Fits and choices</h2>\n" + fits_and_picks(a);
+  return html;
+}
+
+// The grid key naming the node a run ran on, when the sweep has one.
+std::optional<std::string> node_key(const std::vector<SweepRun>& runs) {
+  for (const char* key : {"node", "host"}) {
+    for (const auto& r : runs) {
+      if (r.config.count(key)) return std::string(key);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::string render_report(const std::string& title, const std::vector<SweepRun>& runs, const SweepAnalysis& a,
                           const std::vector<PowerPoint>& timelines) {
-  std::vector<std::string> plots;
-  const auto& first = a.configs.front().config;
-  if (first.count("power_limit")) {
-    std::map<std::string, Series> time_by, energy_by;
-    for (const auto& c : a.configs) {
-      const std::string g = group_label(c.config, "power_limit");
-      time_by[g].name = energy_by[g].name = g;
-      time_by[g].points.emplace_back(num(c.config, "power_limit"), c.time_s.mean);
-      energy_by[g].points.emplace_back(num(c.config, "power_limit"), c.energy_j.mean);
+  std::string body = summary(runs, a);
+  const auto key = node_key(runs);
+  std::map<std::string, std::vector<SweepRun>> by_node;
+  if (key) {
+    for (auto r : runs) {
+      const std::string node = r.config.count(*key) ? r.config.at(*key) : "(unnamed)";
+      r.config.erase(*key);
+      by_node[node].push_back(std::move(r));
     }
-    std::vector<Series> t, e;
-    for (auto& [g, s] : time_by) {
-      std::sort(s.points.begin(), s.points.end());
-      t.push_back(s);
-    }
-    for (auto& [g, s] : energy_by) {
-      std::sort(s.points.begin(), s.points.end());
-      e.push_back(s);
-    }
-    plots.push_back(chart("Time vs power limit", t, "power limit (W)", "time (s)", false));
-    plots.push_back(chart("Energy vs power limit", e, "power limit (W)", "energy (J)", false));
   }
-  if (first.count("gpus")) {
-    std::map<std::string, Series> speed_by, energy_by;
-    std::map<std::string, double> base_time;
-    for (const auto& c : a.configs) {
-      const std::string g = group_label(c.config, "gpus");
-      const double n = num(c.config, "gpus");
-      if (!base_time.count(g) || n == 1) base_time[g] = c.time_s.mean;
-    }
-    for (const auto& c : a.configs) {
-      const std::string g = group_label(c.config, "gpus");
-      speed_by[g].name = energy_by[g].name = g;
-      speed_by[g].points.emplace_back(num(c.config, "gpus"), base_time[g] / c.time_s.mean);
-      energy_by[g].points.emplace_back(num(c.config, "gpus"), c.energy_j.mean);
-    }
-    std::vector<Series> s, e;
-    for (auto& [g, series] : speed_by) {
-      std::sort(series.points.begin(), series.points.end());
-      s.push_back(series);
-      // The fitted t = a N^-b, as speed-up N^b relative to the first point.
-      for (const auto& fit : a.scaling) {
-        if (fit.group != g || series.points.empty()) continue;
-        Series line{g + " fit", {}, true, true};
-        const double n0 = series.points.front().first, n1 = series.points.back().first;
-        for (int i = 0; i <= 20; ++i) {
-          const double n = n0 * std::pow(n1 / n0, i / 20.0);
-          line.points.emplace_back(n, series.points.front().second * std::pow(n / n0, fit.fit.b));
-        }
-        s.push_back(line);
+  if (by_node.size() > 1) {
+    for (const auto& [node, node_runs] : by_node) {
+      bool any_ok = std::any_of(node_runs.begin(), node_runs.end(), [](const SweepRun& r) { return r.status == "ok"; });
+      body += "<h2 class=\"node\">Node " + html_escape(node) + "</h2>\n";
+      if (!any_ok) {
+        body += "<p>No run succeeded on this node.</p>\n";
+        continue;
       }
+      body += sweep_sections(node_runs, analyze_sweep(node_runs, a.max_power_w), timelines,
+                             html_escape(node) + ": ");
     }
-    for (auto& [g, series] : energy_by) {
-      std::sort(series.points.begin(), series.points.end());
-      e.push_back(series);
-    }
-    plots.push_back(chart("Speed-up vs GPU count (log-log, fitted t = a N^-b dashed)", s, "GPUs", "speed-up", true));
-    plots.push_back(chart("Energy vs GPU count", e, "GPUs", "energy (J)", true));
+  } else {
+    body += sweep_sections(runs, a, timelines, "");
   }
-  {
-    Series all{"configurations", {}, false, false}, front{"Pareto front", {}, true, false};
-    for (const auto& c : a.configs) all.points.emplace_back(c.time_s.mean, c.energy_j.mean);
-    for (std::size_t i : a.pareto) front.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
-    plots.push_back(chart("Energy-time Pareto front", {all, front}, "time (s)", "energy (J)", false));
-  }
-  {
-    // One timeline per configuration (its first run), summed over devices.
-    std::map<long long, std::string> run_label;
-    std::map<std::string, long long> first_run;
-    for (const auto& r : runs) {
-      const std::string label = config_label(r.config, "(single configuration)");
-      if (!first_run.count(label) && r.status == "ok") first_run[label] = r.id;
-    }
-    for (const auto& [label, id] : first_run) run_label[id] = label;
-    std::map<long long, Series> by_run;
-    for (const auto& p : timelines) {
-      if (!run_label.count(p.run_id)) continue;
-      auto& s = by_run[p.run_id];
-      s.name = run_label[p.run_id];
-      s.points.emplace_back(p.time_s, p.power_w);
-    }
-    std::vector<Series> lines;
-    for (auto& [id, s] : by_run) {
-      std::sort(s.points.begin(), s.points.end());
-      // Sum devices sampled at (nearly) the same instant.
-      std::vector<std::pair<double, double>> summed;
-      for (const auto& pt : s.points) {
-        if (!summed.empty() && pt.first - summed.back().first < 1e-3) {
-          summed.back().second += pt.second;
-        } else {
-          summed.push_back(pt);
-        }
-      }
-      s.points = summed;
-      s.dashed = false;
-      if (lines.size() < 8) lines.push_back(s);
-    }
-    if (!lines.empty()) plots.push_back(chart("Power over time (first run of each configuration)", lines, "time (s)", "power (W)", false));
-  }
-  std::string body =
-      fmt::format("<p>{} runs, {} configurations. Generated by joule report.</p>\n", runs.size(), a.configs.size());
-  for (const auto& p : plots) {
-    if (!p.empty()) body += "<div>" + p + "</div>\n";
-  }
-  body += "<h2>Analysis</h2>\n<pre>" + html_escape(to_text(a)) + "</pre>\n";
+  body += "<details><summary>The analysis as text (<code>joule analyze</code>)</summary><pre>" + html_escape(to_text(a)) +
+          "</pre></details>\n<p class=\"muted\">Generated by joule report.</p>\n";
   return html_page(title, body);
 }
 

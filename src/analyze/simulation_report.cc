@@ -32,15 +32,14 @@ std::string ratio_bars(const std::vector<SimulationSet>& sets, bool energy) {
                        energy ? "ETA / Default" : "TTA / Default", 1.0);
 }
 
-// A vertical dashed mark at the drift, spanning [low, high].
-ChartSeries drift_mark(const SimulationSet& set, double low, double high) {
-  const double x = *set.drift_after;
-  return {"drift", {{x, low}, {x, high}}, true, true};
+// A vertical dashed line where the data drifts.
+ChartNotes drift_notes(const SimulationSet& set) {
+  if (!set.drift_after) return {};
+  return {.rules = {{.vertical = true, .at = static_cast<double>(*set.drift_after), .label = "drift"}}};
 }
 
 std::string regret_chart(const SimulationSet& set) {
   std::vector<ChartSeries> series;
-  double high = 0.0;
   for (std::size_t v = 0; v < set.variants.size(); ++v) {
     const auto& runs = set.results[v];
     ChartSeries s{set.variants[v].label(), {}, true, false, false};
@@ -52,34 +51,34 @@ std::string regret_chart(const SimulationSet& set) {
       cumulative += mean / static_cast<double>(runs.size());
       s.points.emplace_back(static_cast<double>(i + 1), cumulative);
     }
-    high = std::max(high, cumulative);
     series.push_back(std::move(s));
   }
-  if (set.drift_after) series.push_back(drift_mark(set, 0.0, high));
   return svg_line_chart(fmt::format("{}: cumulative regret (mean of {} seeds)", set.workload,
                                     set.results.front().size()),
-                        series, {"recurrence", "regret / optimal recurrence cost"});
+                        series,
+                        {.x = {.label = "recurrence", .integer = true},
+                         .y = {.label = "regret / optimal recurrence cost", .from_zero = true}},
+                        drift_notes(set));
 }
 
 // The batch size each policy chose, recurrence by recurrence (first seed).
 std::string batch_size_chart(const SimulationSet& set) {
   std::vector<ChartSeries> series;
-  double low = 1e300, high = 0.0;
   for (std::size_t v = 0; v < set.variants.size(); ++v) {
     // Paths often coincide: each drawn narrower than the one before.
     const double width = 1.5 * static_cast<double>(set.variants.size() - v) + 0.5;
     ChartSeries s{set.variants[v].label(), {}, true, false, false, width};
     for (const Recurrence& r : set.results[v].front().recurrences) {
       s.points.emplace_back(static_cast<double>(r.index + 1), r.batch_size);
-      low = std::min(low, static_cast<double>(r.batch_size));
-      high = std::max(high, static_cast<double>(r.batch_size));
     }
     series.push_back(std::move(s));
   }
-  if (set.drift_after) series.push_back(drift_mark(set, low, high));
   return svg_line_chart(fmt::format("{}: batch size per recurrence (seed {})", set.workload,
                                     set.results.front().front().seed),
-                        series, {"recurrence", "batch size", false, true});
+                        series,
+                        {.x = {.label = "recurrence", .integer = true},
+                         .y = {.label = "batch size", .log = true, .integer = true}},
+                        drift_notes(set));
 }
 
 // The path each policy walked over (batch size, power limit), first seed,
@@ -96,12 +95,14 @@ std::string search_path_chart(const SimulationSet& set) {
   series.push_back({"optimum", {{static_cast<double>(opt.batch_size), opt.power_limit_w}}, false, false});
   return svg_line_chart(fmt::format("{}: search path over (batch size, power limit), seed {}", set.workload,
                                     set.results.front().front().seed),
-                        series, {"batch size", "power limit (W)", true, false});
+                        series,
+                        {.x = {.label = "batch size", .log = true, .integer = true},
+                         .y = {.label = "power limit", .unit = "W"}});
 }
 
 std::string summary_table(const std::vector<SimulationSet>& sets) {
   std::string html =
-      "<table><tr><th>workload</th><th>target</th><th>policy</th><th>ETA / Default, last 5</th><th>TTA / Default, "
+      "<table class=\"sortable\"><tr><th>workload</th><th>target</th><th>policy</th><th>ETA / Default, last 5</th><th>TTA / Default, "
       "last 5</th><th>ETA / Default, all</th><th>TTA / Default, all</th><th>regret / optimal</th><th>converged "
       "to</th><th>at</th><th>optimal</th></tr>\n";
   for (const SimulationSet& set : sets) {
@@ -125,14 +126,14 @@ std::string summary_table(const std::vector<SimulationSet>& sets) {
 std::string render_simulation_report(const std::string& title, const std::string& subtitle,
                                      const std::vector<SimulationSet>& sets) {
   std::string body = "<p>" + html_escape(subtitle) + "</p>\n";
-  body += "<div>" + ratio_bars(sets, true) + ratio_bars(sets, false) + "</div>\n";
+  body += "<div class=\"charts\">" + ratio_bars(sets, true) + ratio_bars(sets, false) + "</div>\n";
   body += summary_table(sets);
   body +=
       "<p>last 5: the mean of the last five recurrences (the steady state); all: every recurrence, exploration "
       "included (what the user paid). Regret: cost above the optimal configuration's expected cost, in units of "
       "that cost.</p>\n";
   for (const SimulationSet& set : sets) {
-    body += "<h2>" + html_escape(set.workload) + " (" + html_escape(set.target_text) + ")</h2>\n<div>";
+    body += "<h2>" + html_escape(set.workload) + " (" + html_escape(set.target_text) + ")</h2>\n<div class=\"charts\">";
     body += regret_chart(set) + batch_size_chart(set) + search_path_chart(set);
     body += "</div>\n";
   }

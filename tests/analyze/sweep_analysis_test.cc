@@ -79,19 +79,75 @@ TEST(SweepAnalysisTest, ParetoFrontAndEtaPicks) {
   EXPECT_EQ(a.configs[a.eta_picks.back().second].label(), "gpus=1 power_limit=200");   // eta 1: energy
 }
 
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 TEST(SweepAnalysisTest, ReportHoldsOneSvgPlotPerViewAndTheAnalysis) {
   auto runs = hand_worked();
   for (std::size_t i = 0; i < runs.size(); ++i) runs[i].id = static_cast<long long>(i + 1);
   const SweepAnalysis a = analyze_sweep(runs);
   const std::string html = render_report("test <report>", runs, a, {{1, 0.0, "gpu0", 250.0}, {1, 1.0, "gpu0", 260.0}});
-  std::size_t svgs = 0;
-  for (auto at = html.find("<svg class=\"plot\""); at != std::string::npos; at = html.find("<svg class=\"plot\"", at + 1)) {
-    ++svgs;
-  }
-  EXPECT_EQ(svgs, 6u);  // time & energy vs limit, speed-up & energy vs GPUs, Pareto, power timeline
+  // time & energy vs limit, speed-up & energy vs GPUs, Pareto, one power timeline
+  EXPECT_EQ(count_of(html, "<svg class=\"plot\""), 6u);
   EXPECT_NE(html.find("test &lt;report&gt;"), std::string::npos);
-  EXPECT_NE(html.find("energy-time Pareto front"), std::string::npos);
+  EXPECT_NE(html.find("Pareto front"), std::string::npos);
   EXPECT_EQ(html.find("<script src"), std::string::npos);  // self-contained
+  for (const char* fetch : {"src=\"http", "href=\"http", "url(http", "@import"}) EXPECT_EQ(html.find(fetch), std::string::npos);
+}
+
+TEST(SweepAnalysisTest, ReportSummarySaysWhatTheBestConfigurationsSave) {
+  auto runs = hand_worked();
+  const SweepAnalysis a = analyze_sweep(runs);
+  const std::string html = render_report("t", runs, a, {});
+  const std::string summary = html.substr(0, html.find("</section>"));
+  // The first configuration at the largest limit: 100 s and 30.1 kJ per run.
+  EXPECT_NE(summary.find("Baseline: <code>gpus=1 power_limit=300</code>"), std::string::npos) << summary;
+  // Least energy: gpus=1 at 200 W, 24.1 kJ: 6 kJ (6000 / 3600 Wh, 6000 / 30100) less, 10 s (10%) more time.
+  // Cost with max power 600 W: eta 0 and 0.25 pick the fastest, 0.5 and 0.75 the best EDP, 1 the least energy.
+  EXPECT_NE(summary.find("<b>Least energy and cost at eta 1</b>: <code>gpus=1 power_limit=200</code>"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("6.00 kJ, 1.67 Wh (19.9%) less than the baseline"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("10.0 s (10%) more than the baseline"), std::string::npos) << summary;
+  // Fastest: gpus=2 at 300 W, 50 s: 50 s (50%) less.
+  EXPECT_NE(summary.find("<b>Fastest and cost at eta 0-0.25</b>: <code>gpus=2 power_limit=300</code>"),
+            std::string::npos);
+  EXPECT_NE(summary.find("50.0 s (50%) less than the baseline"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("<b>Best energy-delay product and cost at eta 0.5-0.75</b>: <code>gpus=2 power_limit=200</code>"),
+            std::string::npos);
+}
+
+TEST(SweepAnalysisTest, ReportDrawsErrorBarsLabelsMarksAndLimitsAndNoExponents) {
+  auto runs = hand_worked();
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].id = static_cast<long long>(i + 1);
+  const SweepAnalysis a = analyze_sweep(runs);
+  // Run 3 is gpus=1 at 200 W: its timeline carries the 200 W limit.
+  const std::string html = render_report("t", runs, a, {{3, 0.0, "gpu0", 150.0}, {3, 2.0, "gpu0", 190.0}});
+  const std::string page = html.substr(0, html.find("<details>"));  // the text analysis keeps its own format
+  EXPECT_EQ(page.find("e+0"), std::string::npos);
+  EXPECT_GE(count_of(page, "class=\"errorbar\""), 4u);
+  // Pareto points labelled; the eta picks (all of this front) and the baseline ringed with their roles.
+  EXPECT_NE(page.find("class=\"mark-label\">gpus=2 power_limit=300 (eta 0-0.25)<"), std::string::npos);
+  EXPECT_NE(page.find("class=\"mark-label\">gpus=1 power_limit=300 (baseline)<"), std::string::npos);
+  EXPECT_NE(page.find("class=\"mark-label\">gpus=2 power_limit=200 (eta 0.5-0.75)<"), std::string::npos);
+  EXPECT_NE(page.find("class=\"rule-label\" text-anchor=\"end\">limit 200 W<"), std::string::npos);
+  EXPECT_NE(page.find("class=\"rule-label\" text-anchor=\"end\">baseline<"), std::string::npos);
+  EXPECT_EQ(count_of(page, "<table class=\"sortable\">"), 3u);  // configurations, scaling fits, eta picks
+  EXPECT_NE(page.find("<td data-sort=\"24100\">24.1 kJ \xC2\xB1 141 J</td>"), std::string::npos);
+  EXPECT_NE(page.find("prefers-color-scheme: dark"), std::string::npos);
+}
+
+TEST(SweepAnalysisTest, ReportHasASectionPerNodeOnlyWhenRunsNameSeveral) {
+  auto runs = hand_worked();
+  const std::string one_node = render_report("t", runs, analyze_sweep(runs), {});
+  EXPECT_EQ(one_node.find("<h2 class=\"node\">"), std::string::npos);
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].config["host"] = i % 2 ? "b" : "a";
+  const std::string two_nodes = render_report("t", runs, analyze_sweep(runs), {});
+  EXPECT_NE(two_nodes.find("<h2 class=\"node\">Node a</h2>"), std::string::npos);
+  EXPECT_NE(two_nodes.find("<h2 class=\"node\">Node b</h2>"), std::string::npos);
+  EXPECT_NE(two_nodes.find("<h2>a: Configurations</h2>"), std::string::npos);
 }
 
 TEST(SweepAnalysisTest, UnreadableStoreIsNamed) {
@@ -103,6 +159,20 @@ TEST(SweepAnalysisTest, UnreadableStoreIsNamed) {
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("not.sqlite"), std::string::npos) << e.what();
+  }
+}
+
+// Renders the page at a phone's and a desktop's width and checks what its
+// script recorded: every chart drew marks and nothing sticks out.
+void expect_every_chart_drew_and_nothing_overflows(const std::string& html_path, const testing::TempDir& tmp,
+                                                   int charts) {
+  for (const std::string width : {"390", "1400"}) {
+    const std::string body = testing::chromium_body_tag(html_path, tmp, width + ",900");
+    if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
+    EXPECT_EQ(testing::tag_attribute(body, "data-width"), width) << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-plots"), std::to_string(charts)) << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), std::to_string(charts)) << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at width " << width << ": " << body;
   }
 }
 
@@ -123,9 +193,19 @@ TEST(CharacterisationCliTest, SweepAnalyzeReportRenderInChromium) {
   EXPECT_EQ(j["scaling"].size(), 2u);
   const auto report = testing::run_process({JOULE_BINARY, "report", tmp.file("s.sqlite"), "-o", tmp.file("r.html")});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  const std::string body = testing::chromium_body_tag(tmp.file("r.html"), tmp);
-  if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
-  EXPECT_EQ(body, "<body data-plots=\"6\" data-plots-ok=\"6\">");
+  // Limit and GPU charts (4), the Pareto front, a power timeline per configuration (4).
+  expect_every_chart_drew_and_nothing_overflows(tmp.file("r.html"), tmp, 9);
+}
+
+// The real 2x H200 sweep's store, as the committed example report is made.
+TEST(CharacterisationCliTest, ExampleReportOfTheH200SweepRendersAtPhoneAndDesktopWidths) {
+  testing::TempDir tmp;
+  const auto report = testing::run_process({JOULE_BINARY, "report",
+                                            std::string(JOULE_SOURCE_DIR) + "/docs/examples/ddp_sweep_h200.sqlite",
+                                            "-o", tmp.file("r.html")});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  // Time & energy vs batch size, speed-up & energy vs GPUs, the Pareto front, four power timelines.
+  expect_every_chart_drew_and_nothing_overflows(tmp.file("r.html"), tmp, 9);
 }
 
 }  // namespace

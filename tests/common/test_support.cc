@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -112,17 +113,45 @@ RunResult run_process(const std::vector<std::string>& argv, const std::map<std::
   return result;
 }
 
-std::string chromium_body_tag(const std::string& html_path, const TempDir& dir) {
+std::string chromium_body_tag(const std::string& html_path, const TempDir& dir, const std::string& window_size) {
   const char* chromium = "/usr/bin/chromium";
   if (access(chromium, X_OK) != 0) return "";
-  const RunResult dom = run_process(
-      {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-       "--user-data-dir=" + dir.file("chromium-profile"), "--dump-dom", "file://" + html_path},
-      {}, 120);
+  std::vector<std::string> argv = {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                                   "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                                   "--disable-sync", "--hide-scrollbars", "--user-data-dir=" + dir.file("chromium-profile")};
+  std::string page = html_path;
+  if (!window_size.empty()) {
+    // Chromium's window is at least 500 px wide: narrower widths are laid out
+    // in an iframe of that size, whose page's <body> attributes are copied out.
+    const auto comma = window_size.find(',');
+    const std::string width = window_size.substr(0, comma), height = window_size.substr(comma + 1);
+    page = dir.file("window-" + width + ".html");
+    write_file(page, "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"file://" + html_path +
+                         "\" style=\"border:0;width:" + width + "px;height:" + height +
+                         "px\"></iframe><script>\n"
+                         "var f = document.getElementById('f');\n"
+                         "f.addEventListener('load', function () {\n"
+                         "  var b = f.contentDocument.body;\n"
+                         "  for (var i = 0; i < b.attributes.length; i++) "
+                         "document.body.setAttribute(b.attributes[i].name, b.attributes[i].value);\n"
+                         "});\n</script></body></html>\n");
+    argv.push_back("--allow-file-access-from-files");
+    argv.push_back("--window-size=" + std::to_string(std::max(500, std::stoi(width))) + "," + height);
+  }
+  argv.push_back("--dump-dom");
+  argv.push_back("file://" + page);
+  const RunResult dom = run_process(argv, {}, 120);
   const auto body = dom.out.find("<body");
   if (body == std::string::npos) return "chromium drew no page: " + dom.err;
   return dom.out.substr(body, dom.out.find('>', body) - body + 1);
+}
+
+std::string tag_attribute(const std::string& tag, const std::string& name) {
+  const std::string opening = " " + name + "=\"";
+  const auto at = tag.find(opening);
+  if (at == std::string::npos) return "";
+  const auto begin = at + opening.size();
+  return tag.substr(begin, tag.find('"', begin) - begin);
 }
 
 }  // namespace joule::testing

@@ -50,8 +50,13 @@ RunResult run_process(const std::vector<std::string>& argv, const std::map<std::
 
 // Opens an HTML page in headless Chromium (a profile under dir) and returns
 // its <body ...> tag after the page's scripts ran (the reports mark there how
-// many charts drew), or "" when /usr/bin/chromium is not installed.
-std::string chromium_body_tag(const std::string& html_path, const TempDir& dir);
+// many charts drew and what overflows), or "" when /usr/bin/chromium is not
+// installed. window_size ("390,900") sets the window the page is laid out in.
+std::string chromium_body_tag(const std::string& html_path, const TempDir& dir, const std::string& window_size = "");
+
+// The value of attribute `name` in a tag such as chromium_body_tag returns;
+// "" when absent.
+std::string tag_attribute(const std::string& tag, const std::string& name);
 
 // Starts argv in the background with stdout/stderr to files in dir.
 pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,

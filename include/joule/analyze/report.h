@@ -1,7 +1,13 @@
-// `joule report`: one self-contained HTML file with inline SVG plots of a
-// sweep: time and energy against power limit, speed-up and energy against GPU
-// count (log-log, with the fitted line), the energy-time Pareto front, and
-// power timelines.
+// `joule report`: one self-contained HTML file about a sweep. At the top a
+// summary in plain words (the best configuration per objective and what it
+// saves against the baseline); then the configurations as a sortable table;
+// charts with error bars from the repeats: time and energy against each
+// swept setting (power limit first, the baseline marked), speed-up and energy
+// against GPU count with the fitted scaling, the energy-time Pareto front
+// with its points labelled and the eta picks marked; power timelines per
+// configuration with the run's power limit drawn; the fits and eta choices
+// as tables. Runs whose configuration names a node (a grid key "node" or
+// "host") get a section per node when there is more than one.
 #pragma once
 
 #include <string>

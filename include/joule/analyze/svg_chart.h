@@ -1,9 +1,14 @@
 // Inline SVG charts and the HTML page around them, shared by the sweep report
 // and the simulation report: self-contained (no script or style from the
-// network), each chart an <svg class="plot"> that a headless browser can
-// check drew something (the page sets data-plots / data-plots-ok on <body>).
+// network), light and dark friendly (colours come from CSS variables through
+// classes and currentColor), each chart an <svg class="plot"> whose viewBox
+// scales to the page width. The page's script records on <body> how many
+// charts drew (data-plots, data-plots-ok), what overflows (data-overflow,
+// "none" when nothing) and the window width it was laid out for (data-width),
+// so a headless browser can check it as a person would.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,23 +16,52 @@
 namespace joule {
 
 struct ChartSeries {
-  std::string name;
-  std::vector<std::pair<double, double>> points;  // (x, y)
+  std::string name = {};
+  std::vector<std::pair<double, double>> points = {};  // (x, y)
   bool line = true;     // join the points
   bool dashed = false;  // a dashed line without markers (fits, marks)
   bool markers = true;  // a dot at each point (not drawn when dashed)
   double stroke_width = 2.0;  // wider under narrower keeps overlapping paths visible
+  std::vector<std::pair<double, double>> y_ranges = {};  // per point: (low, high) of an error bar; empty: none
+  std::vector<std::string> point_labels = {};       // per point; empty: none
+  std::optional<std::size_t> colour = {};  // palette index (a fit in its data's colour); default: the position
+};
+
+struct ChartAxis {
+  std::string label = {};
+  std::string unit = {};  // ticks read "250 W", "4.92 kJ"; empty: plain numbers
+  bool log = false;
+  bool integer = false;   // whole-number ticks only (GPU counts)
+  bool from_zero = false; // a linear axis reaches down (or up) to 0
+  std::optional<double> min = {}, max = {};  // a fixed range, e.g. shared by small multiples
 };
 
 struct ChartAxes {
-  std::string x_label, y_label;
-  bool log_x = false;
-  bool log_y = false;
+  ChartAxis x = {}, y = {};
 };
 
-// Lines and markers, one colour per series, legend on the right. Empty when
-// no point can be drawn.
-std::string svg_line_chart(const std::string& title, const std::vector<ChartSeries>& series, const ChartAxes& axes);
+// A point ringed and labelled: the baseline, what an eta picks.
+struct ChartMark {
+  double x = 0, y = 0;
+  std::string label = {};
+};
+
+// A dashed reference line across the plot: a power limit, an ideal.
+struct ChartRule {
+  bool vertical = false;  // at x = at; else at y = at
+  double at = 0;
+  std::string label = {};
+};
+
+struct ChartNotes {
+  std::vector<ChartMark> marks = {};
+  std::vector<ChartRule> rules = {};
+};
+
+// Lines and markers, one colour per series, legend under the plot. Empty
+// when no point can be drawn.
+std::string svg_line_chart(const std::string& title, const std::vector<ChartSeries>& series, const ChartAxes& axes,
+                           const ChartNotes& notes = {});
 
 // Grouped bars: one group per label, one bar per series in each group
 // (values[series][group]); a dashed line at `reference` (e.g. 1 for ratios).
@@ -37,8 +71,9 @@ std::string svg_bar_chart(const std::string& title, const std::vector<std::strin
 
 std::string html_escape(const std::string& text);
 
-// A whole page: title, the body given (HTML), the shared style and the
-// script that counts the charts drawn.
+// A whole page: title, the body given (HTML), the shared style, and the
+// script that sorts tables (<table class="sortable">: click a header; cells
+// sort by their data-sort number when they carry one) and checks the charts.
 std::string html_page(const std::string& title, const std::string& body);
 
 }  // namespace joule
