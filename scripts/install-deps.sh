@@ -21,7 +21,7 @@ packages=(
   # LibTorch for examples/libtorch; Chromium renders `joule report` output in the tests
   libtorch-dev chromium
   # the Debian package: man pages from --help, and its check
-  help2man lintian
+  help2man lintian debootstrap
   # `joule top` is tested by driving it in a terminal multiplexer
   tmux
 )

@@ -52,3 +52,36 @@ for path in /usr/bin/joule /usr/sbin/jouled /etc/joule /var/lib/joule /usr/share
   fi
 done
 step "purged: nothing left"
+
+# The same on a fresh Debian bookworm (debootstrap, minimal): apt resolves the
+# package's dependencies from Debian's repository. JOULE_PACKAGE_FRESH=0 skips
+# it (it downloads ~100 MB and takes a few minutes).
+if [[ ${JOULE_PACKAGE_FRESH:-1} == 1 ]]; then
+  fresh=$(mktemp -d /tmp/joule-fresh.XXXXXX)
+  cleanup_fresh() {
+    umount "$fresh/proc" 2>/dev/null || true
+    rm -rf --one-file-system "$fresh"
+  }
+  trap cleanup_fresh EXIT
+  mirror=${JOULE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+  debootstrap --variant=minbase bookworm "$fresh" "$mirror" >"$build_dir/debootstrap.log" 2>&1 ||
+    { tail -20 "$build_dir/debootstrap.log" >&2; echo "package-test.sh: debootstrap failed" >&2; exit 1; }
+  cp "$deb" "$fresh/tmp/joule.deb"
+  cp /etc/resolv.conf "$fresh/etc/resolv.conf"
+  mount -t proc proc "$fresh/proc"
+  in_fresh() { chroot "$fresh" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
+  in_fresh sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends /tmp/joule.deb' \
+    >"$build_dir/fresh-install.log" 2>&1 ||
+    { tail -20 "$build_dir/fresh-install.log" >&2; echo "package-test.sh: install on a fresh bookworm failed" >&2; exit 1; }
+  in_fresh joule info >/dev/null
+  in_fresh jouled --check-config --config /etc/joule/jouled.conf >/dev/null
+  in_fresh sh -c 'joule simulate --workload cifar100 --seeds 1..2 2>/dev/null' | grep -q "cifar100 .* zeus"
+  in_fresh python3 -c "import joule"
+  in_fresh dpkg --purge joule >/dev/null
+  for path in /usr/bin/joule /etc/joule /var/lib/joule /usr/share/joule; do
+    [[ -e $fresh$path ]] && { echo "package-test.sh: $path is left after purge on the fresh system" >&2; exit 1; }
+  done
+  cleanup_fresh
+  trap - EXIT
+  step "fresh bookworm: installed with its dependencies by apt, used, purged"
+fi
