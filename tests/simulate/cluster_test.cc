@@ -10,24 +10,14 @@
 
 #include "common/test_support.h"
 #include "joule/error.h"
+#include "simulate/toy_trace.h"
 
 namespace joule {
 namespace {
 
-// A deterministic toy (as in simulator_test): every run of a batch size needs
-// the same epochs; 16 never converges. Cost follows epochs alone.
-WorkloadTrace toy() {
-  WorkloadTrace t;
-  t.spec = {"toy", "toy-data", "net", "sgd", 0.5, "toy target", 64};
-  t.default_batch_size = 64;
-  t.batch_sizes = {16, 32, 64, 128};
-  t.epochs = {{16, {std::nullopt, std::nullopt}}, {32, {10, 10}}, {64, {8, 8}}, {128, {12, 12}}};
-  t.power_limits_w = {100, 200};
-  t.max_power_w = 200;
-  t.max_epochs = 40;
-  for (int b : t.batch_sizes) t.power[b] = {{100, 12.0, 95}, {200, 10.0, 190}};
-  return t;
-}
+// The shared toy (simulate/toy_trace.h) under a dataset name of its own, as
+// the zeus group format names datasets, not workloads.
+WorkloadTrace toy() { return testing::toy_trace("toy-data"); }
 
 struct Replayed {
   ClusterReport report;

@@ -4,51 +4,39 @@
 #include "joule/error.h"
 #include "joule/simulate/comparison.h"
 #include "joule/simulate/simulator.h"
+#include "simulate/toy_trace.h"
 
 namespace joule {
 namespace {
 
-// Every run of a batch size needs the same epochs; same time per epoch for
-// every size, so cost follows epochs: b=64 is optimal (8 epochs), then b=32.
-WorkloadTrace toy() {
-  WorkloadTrace t;
-  t.spec = {"toy", "toy", "net", "sgd", 0.5, "toy target", 64};
-  t.default_batch_size = 64;
-  t.batch_sizes = {16, 32, 64, 128};
-  t.epochs = {{16, {std::nullopt, std::nullopt}}, {32, {10, 10}}, {64, {8, 8}}, {128, {12, 12}}};
-  t.power_limits_w = {100, 200};
-  t.max_power_w = 200;
-  t.max_epochs = 40;
-  for (int b : t.batch_sizes) t.power[b] = {{100, 12.0, 95}, {200, 10.0, 190}};
-  return t;
-}
+using testing::toy_trace;
 
 TEST(DriftTest, DriftedTraceScalesTheEpochsOfTheNamedSizesOnly) {
-  const WorkloadTrace d = drifted_trace(toy(), {{64, 2.0}, {128, 0.55}});
+  const WorkloadTrace d = drifted_trace(toy_trace(), {{64, 2.0}, {128, 0.55}});
   EXPECT_EQ(d.epochs.at(64), (std::vector<std::optional<int>>{16, 16}));
   EXPECT_EQ(d.epochs.at(128), (std::vector<std::optional<int>>{7, 7}));  // 6.6 rounds to 7
   EXPECT_EQ(d.epochs.at(32), (std::vector<std::optional<int>>{10, 10}));
   EXPECT_FALSE(d.epochs.at(16).front().has_value());  // never reaching the target stays so
   EXPECT_EQ(d.max_epochs, 40);
-  EXPECT_EQ(drifted_trace(toy(), {{32, 5.0}}).max_epochs, 50);  // longer than any run before
+  EXPECT_EQ(drifted_trace(toy_trace(), {{32, 5.0}}).max_epochs, 50);  // longer than any run before
 }
 
 TEST(DriftTest, BadDriftsAreRefusedByName) {
   try {
-    drifted_trace(toy(), {{48, 2.0}});
+    drifted_trace(toy_trace(), {{48, 2.0}});
     FAIL() << "no error";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("no batch size 48"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(drifted_trace(toy(), {{64, 0.0}}), UsageError);
-  EXPECT_THROW(drifted_trace(toy(), {{64, -1.0}}), UsageError);
+  EXPECT_THROW(drifted_trace(toy_trace(), {{64, 0.0}}), UsageError);
+  EXPECT_THROW(drifted_trace(toy_trace(), {{64, -1.0}}), UsageError);
 }
 
 TEST(DriftTest, AfterTheDriftRunsComeFromTheDriftedTraceAndRegretFromItsOptimum) {
   SimulationOptions options;
   options.recurrences = 10;
   options.drift = DriftScenario{4, {{64, 2.0}}};
-  const SimulationResult r = simulate(toy(), Policy::kDefault, options);
+  const SimulationResult r = simulate(toy_trace(), Policy::kDefault, options);
   ASSERT_TRUE(r.optimal_after.has_value());
   EXPECT_EQ(r.optimal.batch_size, 64);
   EXPECT_EQ(r.optimal_after->batch_size, 32);

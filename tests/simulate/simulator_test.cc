@@ -5,27 +5,15 @@
 #include <filesystem>
 
 #include "joule/error.h"
+#include "simulate/toy_trace.h"
 
 namespace joule {
 namespace {
 
-// A deterministic toy: every run of a batch size needs the same epochs.
-WorkloadTrace toy() {
-  WorkloadTrace t;
-  t.spec = {"toy", "toy", "net", "sgd", 0.5, "toy target", 64};
-  t.default_batch_size = 64;
-  t.batch_sizes = {16, 32, 64, 128};
-  t.epochs = {{16, {std::nullopt, std::nullopt}}, {32, {10, 10}}, {64, {8, 8}}, {128, {12, 12}}};
-  t.power_limits_w = {100, 200};
-  t.max_power_w = 200;
-  t.max_epochs = 40;
-  // Same time per epoch for every batch size: cost follows epochs alone.
-  for (int b : t.batch_sizes) t.power[b] = {{100, 12.0, 95}, {200, 10.0, 190}};
-  return t;
-}
+using testing::toy_trace;
 
 TEST(SimulatorTest, OptimalConfigIsTheLeastExpectedCost) {
-  const OptimalConfig best = optimal_config(toy(), 0.5);
+  const OptimalConfig best = optimal_config(toy_trace(), 0.5);
   // b=64: 8 epochs x min((47.5+100) x 12, (95+100) x 10) = 8 x 1770
   EXPECT_EQ(best.batch_size, 64);
   EXPECT_DOUBLE_EQ(best.power_limit_w, 100);
@@ -33,7 +21,7 @@ TEST(SimulatorTest, OptimalConfigIsTheLeastExpectedCost) {
 }
 
 TEST(SimulatorTest, DefaultPolicyRunsTheDefaultAtTheLargestLimit) {
-  const SimulationResult r = simulate(toy(), Policy::kDefault, {});
+  const SimulationResult r = simulate(toy_trace(), Policy::kDefault, {});
   ASSERT_EQ(r.recurrences.size(), 2u * 4u * 2u);
   for (const auto& x : r.recurrences) {
     EXPECT_EQ(x.batch_size, 64);
@@ -47,7 +35,7 @@ TEST(SimulatorTest, DefaultPolicyRunsTheDefaultAtTheLargestLimit) {
 TEST(SimulatorTest, ZeusPolicyFindsTheOptimumAndStopsHopelessRunsEarly) {
   SimulationOptions options;
   options.recurrences = 30;
-  const SimulationResult r = simulate(toy(), Policy::kZeus, options);
+  const SimulationResult r = simulate(toy_trace(), Policy::kZeus, options);
   EXPECT_EQ(r.final_batch_size(), 64);
   EXPECT_DOUBLE_EQ(r.final_power_limit_w(), 100);
   // Batch size 16 never converges; its attempt is cut at beta x best cost.
@@ -65,7 +53,7 @@ TEST(SimulatorTest, ZeusPolicyFindsTheOptimumAndStopsHopelessRunsEarly) {
 }
 
 TEST(SimulatorTest, GridSearchTriesEachLimitThenKeepsTheBest) {
-  const SimulationResult r = simulate(toy(), Policy::kGridSearch, {});
+  const SimulationResult r = simulate(toy_trace(), Policy::kGridSearch, {});
   // 64 at 200 and 100 W, 32 at both, 16 once (misses, pruned), 128 at both.
   std::vector<std::pair<int, double>> tried;
   for (int i = 0; i < 7; ++i) tried.emplace_back(r.recurrences[i].batch_size, r.recurrences[i].power_limit_w);
@@ -80,7 +68,7 @@ TEST(SimulatorTest, GridSearchTriesEachLimitThenKeepsTheBest) {
 // each batch size is tried over the limits it has, the default runs at its
 // own largest.
 TEST(SimulatorTest, IncompleteLimitGridsAreSearchedOverTheLimitsEachBatchSizeHas) {
-  WorkloadTrace t = toy();
+  WorkloadTrace t = toy_trace();
   t.power[32] = {{100, 12.0, 95}};   // 200 W missing
   t.power[128] = {{200, 10.0, 190}};  // 100 W missing
   t.default_batch_size = 32;
