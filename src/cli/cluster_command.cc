@@ -164,17 +164,7 @@ int run_simulate_cluster(const SimulateOptions& o) {
 }
 
 int run_cluster_trace(const ClusterTraceOptions& o) {
-  ClusterTraceShape shape;
-  shape.jobs = o.jobs;
-  shape.groups = o.groups;
-  shape.days = o.days;
-  shape.seed = o.seed;
-  shape.group_size_alpha = o.group_size_alpha;
-  shape.max_group_weight = o.max_group_weight;
-  shape.bursty_fraction = o.bursty_fraction;
-  shape.median_runtime_s = o.median_runtime_s;
-  shape.runtime_spread = o.runtime_spread;
-  shape.job_runtime_spread = o.job_runtime_spread;
+  const ClusterTraceShape& shape = o.shape;
   if (o.out_path == "-") {
     generate_cluster_trace(shape, std::cout);
     std::cout.flush();

@@ -9,6 +9,7 @@
 
 #include "cli/top_view.h"
 #include "joule/device/discovery.h"
+#include "joule/simulate/cluster.h"
 
 namespace joule::cli {
 
@@ -96,11 +97,7 @@ std::vector<uint64_t> parse_seeds(const std::string& text);
 int run_simulate_cluster(const SimulateOptions& options);
 
 struct ClusterTraceOptions {
-  std::size_t jobs = 20000, groups = 500;
-  double days = 60;
-  uint64_t seed = 1;
-  double group_size_alpha = 1.5, max_group_weight = 200, bursty_fraction = 0.3;
-  double median_runtime_s = 1800, runtime_spread = 1.5, job_runtime_spread = 0.3;
+  ClusterTraceShape shape;  // the flags set its fields; its defaults are the command's
   std::string out_path = "-";
 };
 int run_cluster_trace(const ClusterTraceOptions& options);

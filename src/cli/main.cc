@@ -122,21 +122,21 @@ int main(int argc, char** argv) {
   joule::cli::ClusterTraceOptions cluster_trace;
   CLI::App* cluster_trace_command = app.add_subcommand(
       "cluster-trace", "write a synthetic job-group trace (raw format) for `joule simulate --cluster`");
-  cluster_trace_command->add_option("--jobs", cluster_trace.jobs, "jobs in all (default 20000)");
-  cluster_trace_command->add_option("--groups", cluster_trace.groups, "recurring job groups (default 500)");
-  cluster_trace_command->add_option("--days", cluster_trace.days, "time span (default 60)");
-  cluster_trace_command->add_option("--seed", cluster_trace.seed, "random seed (default 1)");
-  cluster_trace_command->add_option("--group-size-alpha", cluster_trace.group_size_alpha,
+  cluster_trace_command->add_option("--jobs", cluster_trace.shape.jobs, "jobs in all (default 20000)");
+  cluster_trace_command->add_option("--groups", cluster_trace.shape.groups, "recurring job groups (default 500)");
+  cluster_trace_command->add_option("--days", cluster_trace.shape.days, "time span (default 60)");
+  cluster_trace_command->add_option("--seed", cluster_trace.shape.seed, "random seed (default 1)");
+  cluster_trace_command->add_option("--group-size-alpha", cluster_trace.shape.group_size_alpha,
                                     "Pareto tail of group sizes, smaller is heavier (default 1.5)");
-  cluster_trace_command->add_option("--max-group-weight", cluster_trace.max_group_weight,
+  cluster_trace_command->add_option("--max-group-weight", cluster_trace.shape.max_group_weight,
                                     "largest group weight, the smallest being 1: truncates the tail (default 200)");
-  cluster_trace_command->add_option("--bursty-fraction", cluster_trace.bursty_fraction,
+  cluster_trace_command->add_option("--bursty-fraction", cluster_trace.shape.bursty_fraction,
                                     "share of groups submitting in bursts (default 0.3)");
-  cluster_trace_command->add_option("--median-runtime-s", cluster_trace.median_runtime_s,
+  cluster_trace_command->add_option("--median-runtime-s", cluster_trace.shape.median_runtime_s,
                                     "median over groups of a group's median job runtime (default 1800)");
-  cluster_trace_command->add_option("--runtime-spread", cluster_trace.runtime_spread,
+  cluster_trace_command->add_option("--runtime-spread", cluster_trace.shape.runtime_spread,
                                     "log-normal sigma of group median runtimes (default 1.5)");
-  cluster_trace_command->add_option("--job-runtime-spread", cluster_trace.job_runtime_spread,
+  cluster_trace_command->add_option("--job-runtime-spread", cluster_trace.shape.job_runtime_spread,
                                     "log-normal sigma of job runtimes within a group (default 0.3)");
   cluster_trace_command->add_option("--out", cluster_trace.out_path, "CSV file to write (default '-': stdout)");
 
