@@ -14,10 +14,7 @@ namespace {
 using testing::run_process;
 using testing::TempDir;
 
-// No driver and no RAPL tree, whatever the machine running the tests has.
-const std::map<std::string, std::string> kSimEnv = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
-                                                     {"JOULE_POWERCAP_ROOT", "/nonexistent/powercap"},
-                                                     {"JOULE_SIM", ""}};
+const std::map<std::string, std::string>& kSimEnv = testing::simulated_only_env();
 
 std::map<std::string, std::string> with(std::map<std::string, std::string> env,
                                         const std::map<std::string, std::string>& more) {

@@ -22,12 +22,7 @@ namespace {
 using testing::run_process;
 using testing::TempDir;
 
-// No driver and no RAPL tree, whatever the machine running the tests has;
-// no jouled either.
-const std::map<std::string, std::string> kSimEnv = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
-                                                     {"JOULE_POWERCAP_ROOT", "/nonexistent/powercap"},
-                                                     {"JOULE_DAEMON_SOCKET", "/nonexistent/jouled.sock"},
-                                                     {"JOULE_SIM", ""}};
+const std::map<std::string, std::string>& kSimEnv = testing::simulated_only_env();
 
 bool have_tmux() { return run_process({"sh", "-c", "command -v tmux"}).exit_code == 0; }
 

@@ -154,4 +154,12 @@ std::string tag_attribute(const std::string& tag, const std::string& name) {
   return tag.substr(begin, tag.find('"', begin) - begin);
 }
 
+const std::map<std::string, std::string>& simulated_only_env() {
+  static const std::map<std::string, std::string> env = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                                         {"JOULE_POWERCAP_ROOT", "/nonexistent/powercap"},
+                                                         {"JOULE_DAEMON_SOCKET", "/nonexistent/jouled.sock"},
+                                                         {"JOULE_SIM", ""}};
+  return env;
+}
+
 }  // namespace joule::testing

@@ -43,6 +43,10 @@ struct RunResult {
   std::string err;
 };
 
+// Simulated GPUs only, whatever the machine running the tests has: no driver,
+// no RAPL tree, no jouled, the default simulated GPUs. For run_process.
+const std::map<std::string, std::string>& simulated_only_env();
+
 // Runs argv with the current environment plus env (an empty value unsets),
 // waiting at most timeout_s before killing it.
 RunResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
