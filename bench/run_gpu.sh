@@ -40,7 +40,8 @@ for part in $parts; do
         --benchmark_report_aggregates_only=true 2>&1 | tee -a "$out/monitor_bench.txt"
       echo "== sampler CPU cost" | tee "$out/sampler_cost.txt"
       for args in "--backend sim --gpus 0 --hz 10" "--backend nvml --hz 10" "--backend nvml --hz 10 --window" \
-                  "--backend nvml --hz 10 --windows-per-s 1 --seconds 40" "--backend nvml --hz 10 --windows-per-s 0.5 --seconds 40" \
+                  "--backend nvml --hz 10 --windows-per-s 2 --seconds 40" "--backend nvml --hz 10 --windows-per-s 1 --seconds 40" \
+                  "--backend nvml --hz 10 --windows-per-s 0.5 --seconds 40" \
                   "--backend fake --gpus 8 --hz 10" "--backend fake --gpus 8 --hz 10 --window" \
                   "--backend nvml --hz 100 --window"; do
         "$bin/joule_bench_sampler_cost" --seconds 10 $args 2>&1 | tee -a "$out/sampler_cost.txt"

@@ -3,11 +3,14 @@
 //   build/bin/joule_bench_sampler_cost --backend fake --gpus 8 --hz 100 --seconds 10
 // --windows-per-s F notes window edges as a Monitor does (a window of half a
 // period every 1/F s, so 2F edges a second that share no counter step): the
-// counter anchors are then read, and their thread's CPU is reported too.
+// counter anchors are then read, and their thread's CPU is reported too,
+// over the whole run and over the steady state after --warmup-s (default 5 s:
+// past the one-time search for each GPU's counter steps at the first edge).
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "bench_support.h"
@@ -21,6 +24,7 @@ int main(int argc, char** argv) {
   bool window_open = false;  // a measurement window open throughout (drains power samples every tick)
   double counter_interval_s = joule::SamplerOptions{}.counter_interval_s;
   double windows_per_s = 0;
+  double warmup_s = 5.0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string {
@@ -38,9 +42,10 @@ int main(int argc, char** argv) {
     else if (arg == "--window") window_open = true;
     else if (arg == "--counter-interval-s") counter_interval_s = std::stod(next());
     else if (arg == "--windows-per-s") windows_per_s = std::stod(next());
+    else if (arg == "--warmup-s") warmup_s = std::stod(next());
     else {
       fmt::print(stderr, "usage: joule_bench_sampler_cost [--backend sim|fake|nvml] [--gpus N] [--hz F] "
-                         "[--seconds S] [--all-fields] [--window] [--windows-per-s F] [--counter-interval-s S]\n");
+                         "[--seconds S] [--all-fields] [--window] [--windows-per-s F] [--warmup-s S] [--counter-interval-s S]\n");
       return 2;
     }
   }
@@ -54,9 +59,12 @@ int main(int argc, char** argv) {
   sampler.start();
   const auto clock = joule::SteadyClock::instance();
   if (window_open || windows_per_s > 0) sampler.pin_history(clock->now_s());
+  std::optional<joule::SamplerStats> after_warmup;
   if (windows_per_s > 0) {
     const double period_s = 1.0 / windows_per_s;
-    for (double t = clock->now_s(), stop_s = t + seconds; t < stop_s; t += period_s) {
+    const double start_s = clock->now_s();
+    for (double t = start_s, stop_s = t + seconds; t < stop_s; t += period_s) {
+      if (!after_warmup && t - start_s >= warmup_s) after_warmup = sampler.stats();
       std::this_thread::sleep_for(std::chrono::duration<double>(t - clock->now_s()));
       sampler.note_window_edge(clock->now_s());
       std::this_thread::sleep_for(std::chrono::duration<double>(t + 0.5 * period_s - clock->now_s()));
@@ -81,5 +89,17 @@ int main(int argc, char** argv) {
              stats.anchors.anchors, stats.anchors.rationed);
   fmt::print("whole process CPU:  {:.4f} s = {:.3f}% of one core\n", process_cpu_s,
              100.0 * process_cpu_s / stats.running_s);
+  if (after_warmup) {
+    // The steady state: what a long run with windows at this rate costs.
+    const double span_s = stats.running_s - after_warmup->running_s;
+    const double sampler_cpu_s = stats.thread_cpu_s - after_warmup->thread_cpu_s;
+    const double reader_cpu_s = stats.anchors.thread_cpu_s - after_warmup->anchors.thread_cpu_s;
+    const uint64_t reads = stats.anchors.reads - after_warmup->anchors.reads;
+    fmt::print("after {:g} s ({:.1f} s): sampler thread {:.3f}%, anchor reader {:.3f}% ({:.2f} counter reads/s, "
+               "{} rationed), both {:.3f}% of one core\n",
+               warmup_s, span_s, 100.0 * sampler_cpu_s / span_s, 100.0 * reader_cpu_s / span_s, reads / span_s,
+               stats.anchors.rationed - after_warmup->anchors.rationed,
+               100.0 * (sampler_cpu_s + reader_cpu_s) / span_s);
+  }
   return 0;
 }

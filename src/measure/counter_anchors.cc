@@ -35,7 +35,10 @@ constexpr int kMaxReadsPerPoll = 256;
 
 CounterAnchors::CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<bool> enabled,
                                std::shared_ptr<const Clock> clock, CounterAnchorOptions options)
-    : gpus_(gpus.size()), clock_(std::move(clock)), options_(options) {
+    : gpus_(gpus.size()),
+      clock_(std::move(clock)),
+      options_(options),
+      awaiting_reads_(std::make_unique<std::atomic<bool>[]>(gpus.size())) {
   if (enabled.size() != gpus.size()) throw UsageError("CounterAnchors: one enabled flag per GPU");
   if (!(options_.reads_per_s > 0 && options_.burst_reads >= 1 && options_.margin_s > 0.002 &&
         options_.margin_s < 0.05 && options_.poll_s > 0 && options_.max_distance_s > 0)) {
@@ -49,6 +52,7 @@ CounterAnchors::CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vect
       g.note = "windows not anchored to the energy counter";
     } else {
       g.mode = Mode::kSearch;  // the first poll() starts the search
+      awaiting_reads_[i].store(true);
       g.scan_until_s = std::numeric_limits<double>::quiet_NaN();
       g.note = "finding the energy counter's steps";
     }
@@ -56,6 +60,11 @@ CounterAnchors::CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vect
 }
 
 CounterAnchors::~CounterAnchors() { stop(); }
+
+void CounterAnchors::turn_off_locked(GpuState& g) {
+  g.mode = Mode::kOff;
+  awaiting_reads_[static_cast<std::size_t>(&g - gpus_.data())].store(false);
+}
 
 void CounterAnchors::start(std::function<void()> on_anchor) {
   if (thread_.joinable()) return;
@@ -73,6 +82,7 @@ void CounterAnchors::stop() {
   thread_.join();
   std::lock_guard lock(mutex_);
   stopped_ = true;  // planned reads will not happen: nothing is pending any more
+  for (std::size_t i = 0; i < gpus_.size(); ++i) awaiting_reads_[i].store(false);
 }
 
 void CounterAnchors::run() {
@@ -115,7 +125,7 @@ double CounterAnchors::poll() {
       read.counter_mj = g.device->total_energy_mj();
     } catch (const DeviceError& e) {
       std::lock_guard lock(mutex_);
-      g.mode = Mode::kOff;
+      turn_off_locked(g);
       g.note = fmt::format("windows not anchored: the energy counter failed ({})", e.what());
       g.planned.clear();
       g.waiting.clear();
@@ -243,7 +253,7 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
 void CounterAnchors::advance_grid_state_locked(GpuState& g, double now_s) {
   if (g.mode == Mode::kSearch) {
     if (now_s > g.scan_until_s) {  // false while NaN: the search has not started
-      g.mode = Mode::kOff;
+      turn_off_locked(g);
       g.note = fmt::format("windows not anchored: the energy counter did not show two steps within {:.1f} s",
                            2 * options_.max_period_s);
       g.waiting.clear();
@@ -293,16 +303,22 @@ void CounterAnchors::plan_edges_locked(GpuState& g, double now_s) {
     }
     if (before == last_before) continue;  // planned for an earlier edge in the same step
     last_before = before;
-    // Both steps around the edge, the nearer first when the ration is short.
+    // Both steps around the edge, the nearer first. When the ration runs
+    // short, the farther side waits for a spare read: one stays in reserve for
+    // the next edge's nearer side, so every edge keeps an anchor while edges
+    // come no faster than the ration.
     const bool after_nearer = step_time(g, before + 1) - edge_s < edge_s - step_time(g, before);
+    bool nearer = true;
     for (const int64_t step : {after_nearer ? before + 1 : before, after_nearer ? before : before + 1}) {
+      const double tokens_needed = nearer ? 1.0 : 2.0;
+      nearer = false;
       if (now_s > latest_read_s(g, step) || has_anchor(g, step) ||
           std::binary_search(g.planned.begin(), g.planned.end(), step)) {
         continue;
       }
       g.tokens = std::min(options_.burst_reads, g.tokens + (now_s - g.tokens_at_s) * options_.reads_per_s);
       g.tokens_at_s = now_s;
-      if (g.tokens < 1.0) {
+      if (g.tokens < tokens_needed) {
         rationed_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
@@ -411,7 +427,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     if (g.found_steps_s.size() < 2) return;
     const double period_s = g.found_steps_s[1] - g.found_steps_s[0];
     if (period_s < kMinPeriod) {
-      g.mode = Mode::kOff;
+      turn_off_locked(g);
       g.note = "windows not anchored: the energy counter moves at every read (no steps to lock onto)";
       g.waiting.clear();
       return;

@@ -62,14 +62,14 @@ Measurement Monitor::end_window(const std::string& name) {
     it->closing = true;  // stays in open_ (pinning its history) until computed
   }
   sampler_.note_window_edge(end_s);
-  Measurement m = compute(name, begin_s, end_s);
+  Measurement m = compute(name, begin_s, end_s, /*end_just_noted=*/true);
   std::lock_guard lock(mutex_);
   open_.erase(std::find_if(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name; }));
   repin_locked();
   return m;
 }
 
-Measurement Monitor::compute(const std::string& name, double begin_s, double end_s) const {
+Measurement Monitor::compute(const std::string& name, double begin_s, double end_s, bool end_just_noted) const {
   Measurement m;
   m.name = name;
   m.begin_s = begin_s;
@@ -83,7 +83,7 @@ Measurement Monitor::compute(const std::string& name, double begin_s, double end
   std::vector<EnergyEstimate> gpus, zones;
   gpus.reserve(sampler_.gpus().size());
   zones.reserve(sampler_.cpu_zones().size());
-  sampler_.energies(begin_s, end_s, gpus, zones);
+  sampler_.energies(begin_s, end_s, gpus, zones, end_just_noted);
   m.gpu_energy_j.reserve(gpus.size());
   m.gpu_sources.reserve(gpus.size());
   for (const EnergyEstimate& estimate : gpus) {

@@ -564,13 +564,25 @@ EnergyEstimate Sampler::cpu_energy(std::size_t zone, double begin_s, double end_
 }
 
 void Sampler::energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
-                       std::vector<EnergyEstimate>& cpu_zones) const {
+                       std::vector<EnergyEstimate>& cpu_zones, bool end_just_noted) const {
   gpus.clear();
   cpu_zones.clear();
+  bool end_pending_everywhere = end_just_noted && anchors_ != nullptr;
+  for (std::size_t i = 0; end_pending_everywhere && i < gpu_tracks_.size(); ++i) {
+    end_pending_everywhere = anchors_->awaits_reads(i);
+  }
   std::lock_guard lock(mutex_);
-  if (anchors_) anchors_->windows(begin_s, end_s, anchor_lookups_);
-  for (std::size_t i = 0; i < gpu_tracks_.size(); ++i) {
-    gpus.push_back(gpu_energy_locked(i, begin_s, end_s, anchors_ ? &anchor_lookups_[i] : nullptr));
+  if (end_pending_everywhere) {
+    for (std::size_t i = 0; i < gpu_tracks_.size(); ++i) {
+      EnergyEstimate estimate = gpu_energy_locked(i, begin_s, end_s, nullptr);
+      if (!estimate.problem) estimate.settled = false;  // the end's reads are to come
+      gpus.push_back(std::move(estimate));
+    }
+  } else {
+    if (anchors_) anchors_->windows(begin_s, end_s, anchor_lookups_);
+    for (std::size_t i = 0; i < gpu_tracks_.size(); ++i) {
+      gpus.push_back(gpu_energy_locked(i, begin_s, end_s, anchors_ ? &anchor_lookups_[i] : nullptr));
+    }
   }
   for (std::size_t i = 0; i < cpu_tracks_.size(); ++i) cpu_zones.push_back(cpu_energy_locked(i, begin_s, end_s));
 }

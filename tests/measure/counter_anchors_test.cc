@@ -124,6 +124,42 @@ TEST(CounterAnchorsTest, EdgesBeyondTheRationGetTheNearerSideOrNone) {
   EXPECT_LE(stats.reads - reads_before, 2.0 + 2.0 * 5.0 + 20.0);
 }
 
+// Edges in bursts (four 0.2 s apart every 2 s, as when two streams of
+// windows cross): both sides of each outrun the ration, but a read stays in
+// reserve for every edge's nearer side, so no edge is left to the samples
+// alone; the farther sides take what is spare.
+TEST(CounterAnchorsTest, EdgesWithinTheRationEachKeepTheirNearerSide) {
+  CounterAnchorOptions options;
+  options.reads_per_s = 3.0;
+  options.burst_reads = 8.0;
+  Rig rig(kPeriodS, options);
+  rig.anchors->note_edge(0.5);
+  rig.run_to(3.0);
+  std::vector<double> edges;
+  for (int burst = 0; burst < 10; ++burst) {  // 2 edges a second (4 reads wanted), 20 s
+    for (int i = 0; i < 4; ++i) {
+      const double edge_s = 3.0 + 2.0 * burst + 0.2 * i + 0.013 + 0.031 * ((burst + i) % 3);
+      edges.push_back(edge_s);
+      rig.run_to(edge_s);
+      rig.anchors->note_edge(edge_s);
+    }
+  }
+  rig.run_to(25.0);
+  EXPECT_GT(rig.anchors->stats().rationed, 0u);
+  int both_sides = 0;
+  for (const double edge_s : edges) {
+    const CounterAnchors::Lookup lookup = rig.anchors->window(0, edge_s, edge_s).first;
+    ASSERT_EQ(lookup.status, CounterAnchors::Status::kReady) << edge_s;
+    const double before_s = step_before(edge_s);
+    const bool after_nearer = before_s + kPeriodS - edge_s < edge_s - before_s;
+    EXPECT_TRUE(after_nearer ? lookup.after.has_value() : lookup.before.has_value()) << edge_s;
+    both_sides += lookup.before && lookup.after ? 1 : 0;
+  }
+  // The spare reads (3 a second against 2 nearer sides) go to farther sides.
+  EXPECT_GE(both_sides, 10);
+  EXPECT_LT(both_sides, 40);
+}
+
 TEST(CounterAnchorsTest, FindsTheGridAgainWhenTheStepsMove) {
   Rig rig;
   rig.anchors->note_edge(0.5);

@@ -119,12 +119,29 @@ Results run_windows(const OnOffLoad& load, double run_s) {
 
   // Virtual time in 0.1 ms steps: ticks every 100 ms, as by default; the
   // anchor reads placed between counter steps (a real thread does this).
+  std::map<double, double> begin_by_end_s;
+  for (const Window& w : windows) begin_by_end_s[w.end_s] = w.begin_s;
+  std::vector<EnergyEstimate> looked_up, at_once, zones;
+  int immediate_values_compared = 0;
   auto next_edge = edges.begin();
   for (int64_t step = 1; step * 1e-4 <= run_s; ++step) {
     const double now_s = static_cast<double>(step) * 1e-4;
     clock->set_s(now_s);
     set_fake_time(now_s);
-    for (; next_edge != edges.end() && *next_edge <= now_s + 1e-9; ++next_edge) anchored.note_window_edge(*next_edge);
+    for (; next_edge != edges.end() && *next_edge <= now_s + 1e-9; ++next_edge) {
+      anchored.note_window_edge(*next_edge);
+      // The value end_window returns at once skips the anchor lookups: it
+      // must be what they would have given.
+      if (const auto end = begin_by_end_s.find(*next_edge); end != begin_by_end_s.end()) {
+        anchored.energies(end->second, end->first, looked_up, zones);
+        anchored.energies(end->second, end->first, at_once, zones, /*end_just_noted=*/true);
+        EXPECT_EQ(at_once[0].energy_j, looked_up[0].energy_j) << end->first;
+        EXPECT_FALSE(at_once[0].settled);
+        EXPECT_FALSE(looked_up[0].settled);
+        EXPECT_FALSE(looked_up[0].counter_anchored);
+        ++immediate_values_compared;
+      }
+    }
     if (step % 5 == 0) anchored.poll_counter_anchors();
     if (step % 1000 == 0) {
       anchored.sample_now();
@@ -149,6 +166,7 @@ Results run_windows(const OnOffLoad& load, double run_s) {
     results.usage[length_s].add(usage.gpu_energy(0, w.begin_s, w.end_s).energy_j / truth_j - 1.0);
     results.sync_counter[length_s].add((counter_at(load, w.end_s) - counter_at(load, w.begin_s)) / truth_j - 1.0);
   }
+  EXPECT_EQ(immediate_values_compared, static_cast<int>(windows.size()));
   const SamplerStats stats = anchored.stats();
   EXPECT_EQ(stats.anchors.relocks, 0u);
   // Two per edge at most (the steps on either side), within the ration.

@@ -42,12 +42,14 @@ namespace joule {
 
 struct CounterAnchorOptions {
   bool enabled = true;
-  // Anchor reads per GPU, sustained and in a burst. A read costs 4-6 ms of
-  // CPU on an H100 (3.9 ms alone, more beside other NVML calls), so 4 a
-  // second is 1.6-2.4% of a core while windows come that fast: both sides of
-  // both edges of a window a second (edges that share a step share its
-  // read); beyond that, the side nearer each edge first.
-  double reads_per_s = 4.0;
+  // Anchor reads per GPU, sustained and in a burst. A read costs ~3.9 ms of
+  // CPU on an H100, so 3 a second is 1.2% of a core at most: with the
+  // sampling thread (~0.5%) and this thread's wake-ups (~0.2%) under the 2%
+  // per GPU that joule allows itself whatever the window rate. That covers
+  // both sides of every edge up to a window every 1.3 s (edges that share a
+  // step share its read; back-to-back windows share their edges); beyond
+  // that, the side nearer each edge first, then the sample integral.
+  double reads_per_s = 3.0;
   double burst_reads = 8.0;
   // Reads start this long after a predicted step and must end this long
   // before the next one: the grid error tolerated. Generous: a read whose
@@ -117,6 +119,11 @@ class CounterAnchors {
   void windows(double begin_s, double end_s, std::vector<std::pair<Lookup, Lookup>>& out) const;
 
   bool anchored(std::size_t gpu) const;
+  // Lock-free: whether an edge noted just now on gpu still waits for its
+  // reads (the GPU is anchored and the reads will come). Then a window
+  // ending at that edge can only have its sample integral yet, and
+  // Monitor::end_window's immediate value skips the lookups.
+  bool awaits_reads(std::size_t gpu) const { return awaiting_reads_[gpu].load(std::memory_order_relaxed); }
   // E.g. "windows anchored to counter steps every 100.003 ms".
   std::string describe(std::size_t gpu) const;
 
@@ -181,6 +188,7 @@ class CounterAnchors {
 
   void run();
   void take_new_edges_locked();
+  void turn_off_locked(GpuState& g);  // no anchors for this GPU from now on
   void plan_locked(GpuState& g, double now_s);
   // The parts of plan_locked: searches that time out, checks that missed;
   // reads for new edges; when to check the grid next.
@@ -225,6 +233,8 @@ class CounterAnchors {
   std::condition_variable wake_;
   bool stop_ = false;
   bool stopped_ = false;  // guarded by mutex_: the thread is gone, reads planned will not come
+  // Per GPU, mode != kOff && !stopped_, readable without the lock.
+  std::unique_ptr<std::atomic<bool>[]> awaiting_reads_;
   std::thread thread_;
   std::function<void()> on_anchor_;
   std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0}, held_up_{0};

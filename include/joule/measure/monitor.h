@@ -101,7 +101,7 @@ class Monitor {
     bool closing = false;
   };
   void repin_locked();
-  Measurement compute(const std::string& name, double begin_s, double end_s) const;
+  Measurement compute(const std::string& name, double begin_s, double end_s, bool end_just_noted = false) const;
 
   std::shared_ptr<const Clock> clock_;
   std::function<void()> synchronize_;
