@@ -147,6 +147,11 @@ double CounterAnchors::poll() {
   return clock_->now_s();
 }
 
+void CounterAnchors::refill_tokens_locked(GpuState& g, double now_s) const {
+  g.tokens = std::min(options_.burst_reads, g.tokens + (now_s - g.tokens_at_s) * options_.reads_per_s);
+  g.tokens_at_s = now_s;
+}
+
 void CounterAnchors::take_new_edges_locked() {
   if (inbox_.empty()) return;
   taken_.swap(inbox_);
@@ -316,8 +321,7 @@ void CounterAnchors::plan_edges_locked(GpuState& g, double now_s) {
           std::binary_search(g.planned.begin(), g.planned.end(), step)) {
         continue;
       }
-      g.tokens = std::min(options_.burst_reads, g.tokens + (now_s - g.tokens_at_s) * options_.reads_per_s);
-      g.tokens_at_s = now_s;
+      refill_tokens_locked(g, now_s);
       if (g.tokens < tokens_needed) {
         rationed_.fetch_add(1, std::memory_order_relaxed);
         continue;

@@ -42,14 +42,15 @@ namespace joule {
 
 struct CounterAnchorOptions {
   bool enabled = true;
-  // Anchor reads per GPU, sustained and in a burst. A read costs ~3.9 ms of
-  // CPU on an H100, so 3 a second is 1.2% of a core at most: with the
-  // sampling thread (~0.5%) and this thread's wake-ups (~0.2%) under the 2%
-  // per GPU that joule allows itself whatever the window rate. That covers
-  // both sides of every edge up to a window every 1.3 s (edges that share a
-  // step share its read; back-to-back windows share their edges); beyond
-  // that, the side nearer each edge first, then the sample integral.
-  double reads_per_s = 3.0;
+  // Counter reads per GPU once its grid is found (anchors and the grid's
+  // checks), sustained and in a burst. A read costs ~4.1 ms of CPU on an
+  // H100, so 2.5 a second is ~1.0% of a core at most: with the sampling
+  // thread (~0.5%) and this thread's wake-ups (~0.25%) under the 2% per GPU
+  // that joule allows itself whatever the window rate. That covers both
+  // sides of every edge up to a window every ~1.8 s (edges that share a step
+  // share its read; back-to-back windows share their edges); beyond that,
+  // the side nearer each edge first, then the sample integral.
+  double reads_per_s = 2.5;
   double burst_reads = 8.0;
   // Reads start this long after a predicted step and must end this long
   // before the next one: the grid error tolerated. Generous: a read whose
@@ -63,7 +64,7 @@ struct CounterAnchorOptions {
   double poll_s = 0.02;
   // The grid is re-checked at most this far apart while edges keep coming,
   // and not at all once none came for keep_locked_s (no cost when idle).
-  double recheck_every_s = 10.0;
+  double recheck_every_s = 30.0;
   double keep_locked_s = 30.0;
   // Anchors kept (windows older than this settle without them).
   double history_s = 30.0;
@@ -189,6 +190,7 @@ class CounterAnchors {
   void run();
   void take_new_edges_locked();
   void turn_off_locked(GpuState& g);  // no anchors for this GPU from now on
+  void refill_tokens_locked(GpuState& g, double now_s) const;  // the ration's bucket, up to now_s
   void plan_locked(GpuState& g, double now_s);
   // The parts of plan_locked: searches that time out, checks that missed;
   // reads for new edges; when to check the grid next.
