@@ -1,0 +1,86 @@
+// Where the batch-size service keeps its jobs: each job's spec and its
+// optimizer's state, every recurrence handed out and its result, and the
+// power-limit profiles measured per GPU model. A store hands out write
+// transactions; the service does all the logic inside one, so concurrent
+// recurrences (threads, processes, replicas sharing a database) never lose
+// an update. SQLite by default; PostgreSQL for replicas (planned).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace joule::service {
+
+struct StoredJob {
+  std::string name;
+  std::string spec_json;   // as registered (the canonical form)
+  std::string state_json;  // BatchSizeOptimizer::to_json()
+  int64_t revision = 0;    // bumped by every change of the state
+  double created_at_s = 0.0;  // Unix time
+};
+
+struct RecurrenceRow {
+  int64_t id = 0;
+  std::string job;
+  int batch_size = 0;
+  std::optional<double> power_limit_w;
+  // The early-stop threshold handed out with it: a run stopped there costs
+  // exactly that (+inf is stored as NULL).
+  std::optional<double> threshold_cost;
+  std::string node;
+  double started_at_s = 0.0;  // Unix time
+  // Set when its result comes in.
+  std::optional<double> finished_at_s, energy_j, time_s, cost;
+  std::optional<bool> reached_target;
+  bool stopped_early = false;
+
+  bool finished() const { return finished_at_s.has_value(); }
+};
+
+// One transaction: everything done through it is committed together by
+// commit(), or rolled back when it is destroyed first.
+class StoreTransaction {
+ public:
+  virtual ~StoreTransaction() = default;
+  virtual std::optional<StoredJob> job(const std::string& name) = 0;
+  // False when a job of that name exists (nothing written).
+  virtual bool insert_job(const StoredJob& job) = 0;
+  // Writes the state and bumps the revision.
+  virtual void save_state(const std::string& name, const std::string& state_json) = 0;
+  virtual int64_t insert_recurrence(const RecurrenceRow& row) = 0;  // returns its id
+  virtual std::optional<RecurrenceRow> recurrence(int64_t id) = 0;
+  virtual void finish_recurrence(const RecurrenceRow& row) = 0;
+  // A GPU model's power profile for one job and batch size (JSON), if any.
+  virtual std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
+                                                   int batch_size) = 0;
+  virtual void put_power_profile(const std::string& gpu_model, const std::string& job, int batch_size,
+                                 const std::string& profile_json) = 0;
+  virtual void commit() = 0;
+};
+
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+  // A write transaction. Blocks while another holds the job rows it needs
+  // (SQLite: the whole database) up to the store's busy timeout.
+  virtual std::unique_ptr<StoreTransaction> begin() = 0;
+  // Reads outside a transaction (listings, exports).
+  virtual std::optional<StoredJob> job(const std::string& name) = 0;
+  virtual std::vector<StoredJob> jobs() = 0;
+  virtual std::vector<RecurrenceRow> recurrences(const std::string& job) = 0;
+  // E.g. "SQLite /var/lib/joule/jobs.db, schema 1".
+  virtual std::string describe() const = 0;
+};
+
+// The schema version this build writes; older databases are migrated when
+// opened, newer ones refused.
+inline constexpr int kJobStoreSchemaVersion = 1;
+
+// url: "sqlite:PATH" or a plain path (SQLite; created when missing).
+// Throws Error naming the URL when it cannot be opened or migrated.
+std::unique_ptr<JobStore> open_job_store(const std::string& url);
+
+}  // namespace joule::service

@@ -1,0 +1,294 @@
+#include "joule/service/batch_size_service.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "joule/optimize/batch_size_optimizer.h"
+#include "joule/optimize/cost.h"
+#include "service/job_store_sql.h"
+
+namespace joule::service {
+namespace {
+
+constexpr std::size_t kMaxNameLength = 200;
+constexpr std::size_t kMaxBatchSizes = 256;
+
+[[noreturn]] void bad_request(const std::string& what) { throw RequestError(400, what); }
+
+template <typename T>
+T field(const nlohmann::json& j, const char* name, const char* what) {
+  if (!j.contains(name)) bad_request(fmt::format("{}: '{}' is missing", what, name));
+  try {
+    return j.at(name).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    bad_request(fmt::format("{}: '{}' has the wrong type ({})", what, name, j.at(name).type_name()));
+  }
+}
+
+template <typename T>
+T field_or(const nlohmann::json& j, const char* name, const char* what, T fallback) {
+  return j.contains(name) && !j.at(name).is_null() ? field<T>(j, name, what) : fallback;
+}
+
+double finite_non_negative(const nlohmann::json& j, const char* name, const char* what) {
+  const auto v = field<double>(j, name, what);
+  if (!std::isfinite(v) || v < 0) bad_request(fmt::format("{}: '{}' must be a finite number >= 0", what, name));
+  return v;
+}
+
+BatchSizeOptimizer optimizer_for(const JobSpec& spec) {
+  BatchSizeOptimizerOptions o;
+  o.batch_sizes = spec.batch_sizes;
+  o.default_batch_size = spec.default_batch_size;
+  o.beta = spec.beta;
+  o.window = spec.window;
+  o.seed = spec.seed;
+  return BatchSizeOptimizer(o);
+}
+
+nlohmann::json parse_stored(const std::string& text, const std::string& what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("job store: {} is not valid JSON ({})", what, e.what()));
+  }
+}
+
+JobSpec stored_spec(const StoredJob& job) { return JobSpec::from_json(parse_stored(job.spec_json, "spec of " + job.name)); }
+
+BatchSizeOptimizer stored_optimizer(const StoredJob& job) {
+  return BatchSizeOptimizer::from_json(parse_stored(job.state_json, "state of " + job.name));
+}
+
+StoredJob job_or_404(StoreTransaction& txn, const std::string& name) {
+  auto job = txn.job(name);
+  if (!job) throw RequestError(404, fmt::format("no job '{}'", name));
+  return *job;
+}
+
+std::vector<PowerProfileEntry> profile_entries(const nlohmann::json& entries) {
+  if (!entries.is_array() || entries.empty()) bad_request("power profile: 'entries' must be a non-empty array");
+  std::vector<PowerProfileEntry> out;
+  for (const auto& e : entries) {
+    if (!e.is_object()) bad_request("power profile: every entry must be an object");
+    PowerProfileEntry p{finite_non_negative(e, "power_limit_w", "power profile entry"),
+                        finite_non_negative(e, "time_per_epoch_s", "power profile entry"),
+                        finite_non_negative(e, "avg_power_w", "power profile entry")};
+    if (p.power_limit_w <= 0 || p.time_per_epoch_s <= 0) {
+      bad_request("power profile entry: power_limit_w and time_per_epoch_s must be > 0");
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+JobSpec JobSpec::from_json(const nlohmann::json& j) {
+  constexpr const char* kWhat = "job spec";
+  if (!j.is_object()) bad_request("job spec: expected a JSON object");
+  JobSpec s;
+  s.name = field<std::string>(j, "name", kWhat);
+  if (s.name.empty() || s.name.size() > kMaxNameLength ||
+      !std::all_of(s.name.begin(), s.name.end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; })) {
+    bad_request(fmt::format("job spec: name must be 1-{} letters, digits, '-', '_' or '.'", kMaxNameLength));
+  }
+  s.batch_sizes = field<std::vector<int>>(j, "batch_sizes", kWhat);
+  if (s.batch_sizes.empty() || s.batch_sizes.size() > kMaxBatchSizes) {
+    bad_request(fmt::format("job spec: batch_sizes must list 1-{} sizes", kMaxBatchSizes));
+  }
+  if (!std::is_sorted(s.batch_sizes.begin(), s.batch_sizes.end()) ||
+      std::adjacent_find(s.batch_sizes.begin(), s.batch_sizes.end()) != s.batch_sizes.end() ||
+      s.batch_sizes.front() <= 0) {
+    bad_request("job spec: batch_sizes must be positive, distinct and increasing");
+  }
+  s.default_batch_size = field<int>(j, "default_batch_size", kWhat);
+  if (!std::binary_search(s.batch_sizes.begin(), s.batch_sizes.end(), s.default_batch_size)) {
+    bad_request(fmt::format("job spec: default_batch_size {} is not among batch_sizes", s.default_batch_size));
+  }
+  s.eta = field_or<double>(j, "eta", kWhat, 0.5);
+  if (!(s.eta >= 0 && s.eta <= 1)) bad_request("job spec: eta must be in [0, 1]");
+  s.beta = field_or<double>(j, "beta", kWhat, 2.0);
+  if (!(s.beta > 1 && std::isfinite(s.beta))) bad_request("job spec: beta must be > 1");
+  s.target_metric = field_or<std::string>(j, "target_metric", kWhat, "");
+  s.max_epochs = field_or<int>(j, "max_epochs", kWhat, 0);
+  if (s.max_epochs < 0) bad_request("job spec: max_epochs must be >= 0");
+  if (j.contains("window") && !j.at("window").is_null()) {
+    const auto window = field<int64_t>(j, "window", kWhat);
+    if (window < 1) bad_request("job spec: window must be >= 1");
+    s.window = static_cast<std::size_t>(window);
+  }
+  s.gpu_model = field_or<std::string>(j, "gpu_model", kWhat, "");
+  s.gpu_count = field_or<int>(j, "gpu_count", kWhat, 1);
+  if (s.gpu_count < 1) bad_request("job spec: gpu_count must be >= 1");
+  s.max_power_w = field<double>(j, "max_power_w", kWhat);
+  if (!(s.max_power_w > 0 && std::isfinite(s.max_power_w))) bad_request("job spec: max_power_w must be > 0");
+  s.seed = field_or<uint64_t>(j, "seed", kWhat, 1);
+  return s;
+}
+
+nlohmann::json JobSpec::to_json() const {
+  return {{"name", name},
+          {"batch_sizes", batch_sizes},
+          {"default_batch_size", default_batch_size},
+          {"eta", eta},
+          {"beta", beta},
+          {"target_metric", target_metric},
+          {"max_epochs", max_epochs},
+          {"window", window ? nlohmann::json(*window) : nlohmann::json()},
+          {"gpu_model", gpu_model},
+          {"gpu_count", gpu_count},
+          {"max_power_w", max_power_w},
+          {"seed", seed}};
+}
+
+RecurrenceResult RecurrenceResult::from_json(const nlohmann::json& j) {
+  constexpr const char* kWhat = "result";
+  if (!j.is_object()) bad_request("result: expected a JSON object");
+  RecurrenceResult r;
+  r.energy_j = finite_non_negative(j, "energy_j", kWhat);
+  r.time_s = finite_non_negative(j, "time_s", kWhat);
+  r.reached_target = field<bool>(j, "reached_target", kWhat);
+  r.stopped_early = field_or<bool>(j, "stopped_early", kWhat, false);
+  if (r.stopped_early && r.reached_target) bad_request("result: a run stopped early did not reach the target");
+  return r;
+}
+
+BatchSizeService::BatchSizeService(std::shared_ptr<JobStore> store) : store_(std::move(store)) {}
+
+bool BatchSizeService::register_job(const JobSpec& spec) {
+  const std::string spec_json = spec.to_json().dump();
+  auto txn = store_->begin();
+  if (auto existing = txn->job(spec.name)) {
+    if (existing->spec_json == spec_json) return false;
+    throw RequestError(409, fmt::format("job '{}' exists with a different spec (its spec: {})", spec.name,
+                                        existing->spec_json));
+  }
+  txn->insert_job({spec.name, spec_json, optimizer_for(spec).to_json().dump(), 1, unix_time_s()});
+  txn->commit();
+  return true;
+}
+
+Assignment BatchSizeService::ask(const std::string& job_name, const std::string& node) {
+  auto txn = store_->begin();
+  const StoredJob job = job_or_404(*txn, job_name);
+  const JobSpec spec = stored_spec(job);
+  BatchSizeOptimizer optimizer = stored_optimizer(job);
+  Assignment a;
+  a.batch_size = optimizer.predict();
+  a.early_stop_threshold_cost = optimizer.early_stop_threshold_cost();
+  if (auto profile = txn->power_profile(spec.gpu_model, spec.name, a.batch_size)) {
+    const auto entries = profile_entries(parse_stored(*profile, "power profile of " + spec.name));
+    a.power_limit_w = optimal_power_limit(entries, spec.eta, spec.max_power_w).power_limit_w;
+  }
+  txn->save_state(job.name, optimizer.to_json().dump());
+  RecurrenceRow row;
+  row.job = job.name;
+  row.batch_size = a.batch_size;
+  row.power_limit_w = a.power_limit_w;
+  row.threshold_cost = a.early_stop_threshold_cost;
+  row.node = node;
+  row.started_at_s = unix_time_s();
+  a.recurrence_id = txn->insert_recurrence(row);
+  txn->commit();
+  return a;
+}
+
+double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& result) {
+  auto txn = store_->begin();
+  auto row = txn->recurrence(recurrence_id);
+  if (!row) throw RequestError(404, fmt::format("no recurrence {}", recurrence_id));
+  if (row->finished()) throw RequestError(409, fmt::format("recurrence {} has already reported", recurrence_id));
+  const StoredJob job = job_or_404(*txn, row->job);
+  const JobSpec spec = stored_spec(job);
+  BatchSizeOptimizer optimizer = stored_optimizer(job);
+  // A run stopped at its threshold costs the threshold (what the optimizer
+  // would have computed had the run gone on); otherwise what it measured.
+  const double cost = result.stopped_early && row->threshold_cost
+                          ? *row->threshold_cost
+                          : zeus_cost(result.energy_j, result.time_s, spec.eta, spec.max_power_w);
+  optimizer.observe(row->batch_size, cost, result.reached_target);
+  txn->save_state(job.name, optimizer.to_json().dump());
+  row->finished_at_s = unix_time_s();
+  row->energy_j = result.energy_j;
+  row->time_s = result.time_s;
+  row->cost = cost;
+  row->reached_target = result.reached_target;
+  row->stopped_early = result.stopped_early;
+  txn->finish_recurrence(*row);
+  txn->commit();
+  return cost;
+}
+
+void BatchSizeService::put_power_profile(const std::string& job_name, const std::string& gpu_model, int batch_size,
+                                         const nlohmann::json& entries) {
+  const auto parsed = profile_entries(entries);
+  auto txn = store_->begin();
+  const JobSpec spec = stored_spec(job_or_404(*txn, job_name));
+  if (!std::binary_search(spec.batch_sizes.begin(), spec.batch_sizes.end(), batch_size)) {
+    bad_request(fmt::format("power profile: batch size {} is not one of job '{}''s", batch_size, job_name));
+  }
+  nlohmann::json canonical = nlohmann::json::array();
+  for (const auto& p : parsed) {
+    canonical.push_back({{"power_limit_w", p.power_limit_w}, {"time_per_epoch_s", p.time_per_epoch_s},
+                         {"avg_power_w", p.avg_power_w}});
+  }
+  txn->put_power_profile(gpu_model, job_name, batch_size, canonical.dump());
+  txn->commit();
+}
+
+std::vector<JobSummary> BatchSizeService::jobs() {
+  std::vector<JobSummary> out;
+  for (const StoredJob& job : store_->jobs()) out.push_back(summarize(job));
+  return out;
+}
+
+JobSummary BatchSizeService::job(const std::string& name) {
+  const std::optional<StoredJob> stored = store_->job(name);
+  if (!stored) throw RequestError(404, fmt::format("no job '{}'", name));
+  return summarize(*stored);
+}
+
+JobSummary BatchSizeService::summarize(const StoredJob& stored) {
+  const BatchSizeOptimizer optimizer = stored_optimizer(stored);
+  JobSummary s{stored_spec(stored), optimizer.phase() == BatchSizeOptimizer::Phase::kPruning ? "pruning" : "thompson",
+               optimizer.best_known(), stored.revision, 0, 0};
+  for (const RecurrenceRow& r : store_->recurrences(stored.name)) {
+    ++s.recurrences;
+    s.in_flight += r.finished() ? 0 : 1;
+  }
+  return s;
+}
+
+nlohmann::json BatchSizeService::export_job(const std::string& name) {
+  const std::optional<StoredJob> stored = store_->job(name);
+  if (!stored) throw RequestError(404, fmt::format("no job '{}'", name));
+  const JobSummary summary = summarize(*stored);
+  nlohmann::json recurrences = nlohmann::json::array();
+  for (const RecurrenceRow& r : store_->recurrences(name)) {
+    auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+    recurrences.push_back({{"id", r.id},
+                           {"batch_size", r.batch_size},
+                           {"power_limit_w", opt(r.power_limit_w)},
+                           {"threshold_cost", opt(r.threshold_cost)},
+                           {"node", r.node},
+                           {"started_at", r.started_at_s},
+                           {"finished_at", opt(r.finished_at_s)},
+                           {"energy_j", opt(r.energy_j)},
+                           {"time_s", opt(r.time_s)},
+                           {"cost", opt(r.cost)},
+                           {"reached_target", r.reached_target ? nlohmann::json(*r.reached_target) : nlohmann::json()},
+                           {"stopped_early", r.stopped_early}});
+  }
+  return {{"spec", summary.spec.to_json()},
+          {"phase", summary.phase},
+          {"best_batch_size", summary.best_batch_size},
+          {"revision", summary.revision},
+          {"state", parse_stored(stored->state_json, "state of " + name)},
+          {"recurrences", recurrences}};
+}
+
+}  // namespace joule::service

@@ -1,0 +1,260 @@
+// The SQLite job store: one file, nothing to install. Write transactions are
+// BEGIN IMMEDIATE (one writer at a time, others wait up to the busy timeout),
+// the journal is a write-ahead log (readers do not block the writer), and
+// connections are pooled per store so the server's threads each get their own.
+#include <fmt/format.h>
+
+#include <limits>
+#include <mutex>
+#include <stack>
+
+#include "common/sqlite.h"
+#include "joule/error.h"
+#include "joule/service/job_store.h"
+#include "service/job_store_sql.h"
+
+namespace joule::service {
+namespace {
+
+constexpr int kBusyTimeoutMs = 10000;
+
+std::optional<double> finite_or_null(const std::optional<double>& v) {
+  if (v && *v == std::numeric_limits<double>::infinity()) return std::nullopt;
+  return v;
+}
+
+RecurrenceRow read_recurrence(const SqliteStatement& s) {
+  RecurrenceRow r;
+  r.id = s.column_int(0);
+  r.job = s.column_text(1);
+  r.batch_size = static_cast<int>(s.column_int(2));
+  r.power_limit_w = s.column_optional_double(3);
+  r.threshold_cost = s.column_optional_double(4);
+  r.node = s.column_text(5);
+  r.started_at_s = s.column_double(6);
+  r.finished_at_s = s.column_optional_double(7);
+  r.energy_j = s.column_optional_double(8);
+  r.time_s = s.column_optional_double(9);
+  r.cost = s.column_optional_double(10);
+  if (!s.is_null(11)) r.reached_target = s.column_int(11) != 0;
+  r.stopped_early = s.column_int(12) != 0;
+  return r;
+}
+
+StoredJob read_job(const SqliteStatement& s) {
+  return {s.column_text(0), s.column_text(1), s.column_text(2), s.column_int(3), s.column_double(4)};
+}
+
+class SqliteJobStore;
+
+class SqliteTransaction final : public StoreTransaction {
+ public:
+  SqliteTransaction(SqliteJobStore& store, std::unique_ptr<SqliteDatabase> db);
+  ~SqliteTransaction() override;
+
+  std::optional<StoredJob> job(const std::string& name) override {
+    SqliteStatement s(*db_, "SELECT name, spec, state, revision, created_at FROM jobs WHERE name = ?");
+    s.bind(1, name);
+    if (!s.step()) return std::nullopt;
+    return read_job(s);
+  }
+  bool insert_job(const StoredJob& job) override {
+    SqliteStatement s(*db_,
+                      "INSERT INTO jobs (name, spec, state, revision, created_at) VALUES (?, ?, ?, 1, ?)"
+                      " ON CONFLICT (name) DO NOTHING");
+    s.bind(1, job.name).bind(2, job.spec_json).bind(3, job.state_json).bind(4, job.created_at_s).run();
+    return db_->changes() == 1;
+  }
+  void save_state(const std::string& name, const std::string& state_json) override {
+    SqliteStatement s(*db_, "UPDATE jobs SET state = ?, revision = revision + 1 WHERE name = ?");
+    s.bind(1, state_json).bind(2, name).run();
+    if (db_->changes() != 1) throw Error(fmt::format("job store: no job '{}' to update", name));
+  }
+  int64_t insert_recurrence(const RecurrenceRow& r) override {
+    SqliteStatement s(*db_,
+                      "INSERT INTO recurrences (job, batch_size, power_limit_w, threshold_cost, node, started_at)"
+                      " VALUES (?, ?, ?, ?, ?, ?)");
+    s.bind(1, r.job).bind(2, r.batch_size).bind(3, r.power_limit_w).bind(4, finite_or_null(r.threshold_cost));
+    s.bind(5, r.node).bind(6, r.started_at_s).run();
+    return db_->last_insert_rowid();
+  }
+  std::optional<RecurrenceRow> recurrence(int64_t id) override {
+    SqliteStatement s(*db_, std::string(kSelectRecurrence).append(" WHERE id = ?").c_str());
+    s.bind(1, id);
+    if (!s.step()) return std::nullopt;
+    return read_recurrence(s);
+  }
+  void finish_recurrence(const RecurrenceRow& r) override {
+    SqliteStatement s(*db_,
+                      "UPDATE recurrences SET finished_at = ?, energy_j = ?, time_s = ?, cost = ?, reached_target = ?,"
+                      " stopped_early = ? WHERE id = ? AND finished_at IS NULL");
+    s.bind(1, r.finished_at_s).bind(2, r.energy_j).bind(3, r.time_s).bind(4, r.cost);
+    r.reached_target ? s.bind(5, *r.reached_target ? 1 : 0) : s.bind_null(5);
+    s.bind(6, r.stopped_early ? 1 : 0).bind(7, r.id).run();
+    if (db_->changes() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
+  }
+  std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
+                                           int batch_size) override {
+    SqliteStatement s(*db_, "SELECT profile FROM power_profiles WHERE gpu_model = ? AND job = ? AND batch_size = ?");
+    s.bind(1, gpu_model).bind(2, job).bind(3, batch_size);
+    if (!s.step()) return std::nullopt;
+    return s.column_text(0);
+  }
+  void put_power_profile(const std::string& gpu_model, const std::string& job, int batch_size,
+                         const std::string& profile_json) override {
+    SqliteStatement s(*db_,
+                      "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
+                      " VALUES (?, ?, ?, ?, ?) ON CONFLICT (gpu_model, job, batch_size)"
+                      " DO UPDATE SET profile = excluded.profile, updated_at = excluded.updated_at");
+    s.bind(1, gpu_model).bind(2, job).bind(3, batch_size).bind(4, profile_json).bind(5, unix_time_s()).run();
+  }
+  void commit() override {
+    db_->exec("COMMIT");
+    committed_ = true;
+  }
+
+ private:
+  SqliteJobStore& store_;
+  std::unique_ptr<SqliteDatabase> db_;
+  bool committed_ = false;
+};
+
+class SqliteJobStore final : public JobStore {
+ public:
+  explicit SqliteJobStore(std::string path) : path_(std::move(path)) {
+    auto db = connect(/*create=*/true);
+    migrate(*db);
+    give_back(std::move(db));
+  }
+
+  std::unique_ptr<StoreTransaction> begin() override {
+    auto db = take();
+    db->exec("BEGIN IMMEDIATE");
+    return std::make_unique<SqliteTransaction>(*this, std::move(db));
+  }
+
+  std::optional<StoredJob> job(const std::string& name) override {
+    auto db = take();
+    std::optional<StoredJob> out;
+    {
+      SqliteStatement s(*db, "SELECT name, spec, state, revision, created_at FROM jobs WHERE name = ?");
+      s.bind(1, name);
+      if (s.step()) out = read_job(s);
+    }
+    give_back(std::move(db));
+    return out;
+  }
+
+  std::vector<StoredJob> jobs() override {
+    auto db = take();
+    std::vector<StoredJob> out;
+    {
+      SqliteStatement s(*db, "SELECT name, spec, state, revision, created_at FROM jobs ORDER BY name");
+      while (s.step()) out.push_back(read_job(s));
+    }
+    give_back(std::move(db));
+    return out;
+  }
+
+  std::vector<RecurrenceRow> recurrences(const std::string& job) override {
+    auto db = take();
+    std::vector<RecurrenceRow> out;
+    {
+      SqliteStatement s(*db, std::string(kSelectRecurrence).append(" WHERE job = ? ORDER BY id").c_str());
+      s.bind(1, job);
+      while (s.step()) out.push_back(read_recurrence(s));
+    }
+    give_back(std::move(db));
+    return out;
+  }
+
+  std::string describe() const override { return fmt::format("SQLite {}, schema {}", path_, kJobStoreSchemaVersion); }
+
+  void give_back(std::unique_ptr<SqliteDatabase> db) {
+    std::lock_guard lock(mutex_);
+    pool_.push(std::move(db));
+  }
+
+ private:
+  std::unique_ptr<SqliteDatabase> take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!pool_.empty()) {
+        auto db = std::move(pool_.top());
+        pool_.pop();
+        return db;
+      }
+    }
+    return connect(/*create=*/false);
+  }
+
+  // Write-ahead log: readers never wait for the writer. Synchronous NORMAL:
+  // a commit is durable once in the log, which survives the service's crash
+  // (a power cut may lose the last commits, never corrupt the file), and
+  // costs no fsync per transaction.
+  std::unique_ptr<SqliteDatabase> connect(bool create) const {
+    auto db = std::make_unique<SqliteDatabase>(path_, create, kBusyTimeoutMs);
+    db->exec("PRAGMA journal_mode = WAL");
+    db->exec("PRAGMA synchronous = NORMAL");
+    db->exec("PRAGMA foreign_keys = ON");
+    return db;
+  }
+
+  static void migrate(SqliteDatabase& db) {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+      int version = 0;
+      {
+        SqliteStatement s(db, "SELECT MAX(version) FROM schema_version");
+        if (s.step() && !s.is_null(0)) version = static_cast<int>(s.column_int(0));
+      }
+      if (version > kJobStoreSchemaVersion) {
+        throw Error(fmt::format("job store '{}' has schema {}, newer than this joule's {}: upgrade joule",
+                                db.path(), version, kJobStoreSchemaVersion));
+      }
+      for (const Migration& m : kMigrations) {
+        if (m.version <= version) continue;
+        for (const char* sql : m.statements) db.exec(sql);
+        SqliteStatement s(db, "INSERT INTO schema_version (version) VALUES (?)");
+        s.bind(1, m.version).run();
+      }
+      db.exec("COMMIT");
+    } catch (...) {
+      db.exec("ROLLBACK");
+      throw;
+    }
+  }
+
+  std::string path_;
+  std::mutex mutex_;
+  std::stack<std::unique_ptr<SqliteDatabase>> pool_;
+};
+
+SqliteTransaction::SqliteTransaction(SqliteJobStore& store, std::unique_ptr<SqliteDatabase> db)
+    : store_(store), db_(std::move(db)) {}
+
+SqliteTransaction::~SqliteTransaction() {
+  if (!committed_) {
+    try {
+      db_->exec("ROLLBACK");
+    } catch (const Error&) {
+      return;  // the connection is in an unknown state: drop it, not pool it
+    }
+  }
+  store_.give_back(std::move(db_));
+}
+
+}  // namespace
+
+std::unique_ptr<JobStore> open_job_store(const std::string& url) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+    throw UsageError(fmt::format("job store '{}': PostgreSQL is not built into this joule yet", url));
+  }
+  const std::string path = url.rfind(kSqlite, 0) == 0 ? url.substr(kSqlite.size()) : url;
+  if (path.empty()) throw UsageError("job store: empty path (use sqlite:PATH)");
+  return std::make_unique<SqliteJobStore>(path);
+}
+
+}  // namespace joule::service
