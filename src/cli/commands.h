@@ -144,4 +144,21 @@ struct ReportOptions {
 };
 int run_report(const ReportOptions& options);
 
+struct ServeCliOptions {
+  std::string store = "sqlite:joule-jobs.db";  // sqlite:PATH
+  std::string listen = "127.0.0.1:8321";
+  std::size_t max_body_kb = 64;
+  std::string port_file;  // the port listened on is written here (for --listen :0)
+  bool quiet = false;     // no request log
+};
+int run_serve(const ServeCliOptions& options);
+
+struct JobsCliOptions {
+  std::string action;  // list | show | export
+  std::string name;
+  std::string service_url;  // default $JOULE_SERVICE_URL, else http://127.0.0.1:8321
+  bool json = false;
+};
+int run_jobs(const JobsCliOptions& options);
+
 }  // namespace joule::cli

@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate" &&
       first != "train-sim" && first != "cluster-trace" && first != "sweep" && first != "analyze" && first != "report" &&
-      first != "top") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, cluster-trace or train-sim; see 'joule --help')\n", first);
+      first != "top" && first != "serve" && first != "jobs") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, cluster-trace, train-sim, serve or jobs; see 'joule --help')\n", first);
     return 2;
   }
   joule::cli::SimulateOptions simulate;
@@ -183,6 +183,25 @@ int main(int argc, char** argv) {
   report_command->add_option("-o,--output", report.output_path, "HTML file to write (default report.html)");
   report_command->add_option("--title", report.title, "the report's title");
 
+  joule::cli::ServeCliOptions serve;
+  CLI::App* serve_command = app.add_subcommand(
+      "serve", "run the batch-size service: one bandit per recurring job, shared by every node (HTTP/JSON)");
+  serve_command->add_option("--store", serve.store, "where jobs are kept: sqlite:PATH (default sqlite:joule-jobs.db)");
+  serve_command->add_option("--listen", serve.listen, "address to listen on, HOST:PORT (default 127.0.0.1:8321; port 0: any)");
+  serve_command->add_option("--max-body-kb", serve.max_body_kb, "largest request body accepted (default 64)");
+  serve_command->add_option("--port-file", serve.port_file, "write the port listened on to this file");
+  serve_command->add_flag("--quiet", serve.quiet, "no request log on stderr");
+
+  joule::cli::JobsCliOptions jobs;
+  CLI::App* jobs_command = app.add_subcommand("jobs", "list, show or export the jobs of a running `joule serve`");
+  jobs_command->add_option("action", jobs.action, "list, show NAME or export NAME")
+      ->required()
+      ->check(CLI::IsMember({"list", "show", "export"}));
+  jobs_command->add_option("name", jobs.name, "the job (show, export)");
+  jobs_command->add_option("--service", jobs.service_url,
+                           "the service's URL (default $JOULE_SERVICE_URL, else http://127.0.0.1:8321)");
+  jobs_command->add_flag("--json", jobs.json, "list: print JSON");
+
   // Every subcommand's help ends with an example that runs as written.
   info_command->footer("Example:\n  joule info --json");
   top_command->footer("Examples:\n  joule top\n  joule top --backend sim --sim count=4,load=0.6 --once");
@@ -196,6 +215,8 @@ int main(int argc, char** argv) {
   sweep_command->footer("Examples:\n  joule sweep sweep.toml --dry-run\n  joule sweep sweep.toml --export runs.csv");
   analyze_command->footer("Example:\n  joule analyze sweep.sqlite --json");
   report_command->footer("Example:\n  joule report sweep.sqlite -o report.html");
+  serve_command->footer("Example:\n  joule serve --store sqlite:/var/lib/joule/jobs.db --listen 127.0.0.1:8321");
+  jobs_command->footer("Examples:\n  joule jobs list\n  joule jobs export resnet50 --service http://127.0.0.1:8321");
   app.footer(
       "Run 'joule SUBCOMMAND --help' for its options and an example.\n"
       "Exit status: 0 success; 1 an error (device, file, data; the message says which); 2 a usage error (an\n"
@@ -244,6 +265,8 @@ int main(int argc, char** argv) {
     if (*sweep_command) return joule::cli::run_sweep_command(common, sweep);
     if (*analyze_command) return joule::cli::run_analyze(analyze);
     if (*report_command) return joule::cli::run_report(report);
+    if (*serve_command) return joule::cli::run_serve(serve);
+    if (*jobs_command) return joule::cli::run_jobs(jobs);
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", e.what());
     return 2;

@@ -1,0 +1,52 @@
+// A client of `joule serve` (HTTP/JSON, keep-alive): what a training run, the
+// simulator (`joule simulate --service`) and `joule jobs` use. Not thread-safe:
+// one per thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "joule/service/batch_size_service.h"
+
+namespace joule::service {
+
+// A request the service refused (status >= 400, its message), or no answer
+// (status 0: connection refused, timed out).
+class ServiceError : public Error {
+ public:
+  ServiceError(int status, const std::string& what) : Error(what), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+class BatchSizeClient {
+ public:
+  // url: http://HOST:PORT (a path prefix is not supported). timeout_s bounds
+  // every request.
+  explicit BatchSizeClient(const std::string& url, double timeout_s = 10.0);
+  ~BatchSizeClient();
+  BatchSizeClient(const BatchSizeClient&) = delete;
+  BatchSizeClient& operator=(const BatchSizeClient&) = delete;
+
+  // true: registered now; false: the same spec was there.
+  bool register_job(const JobSpec& spec);
+  Assignment ask(const std::string& job, const std::string& node = "");
+  double report(int64_t recurrence_id, const RecurrenceResult& result);
+  void put_power_profile(const std::string& job, const std::string& gpu_model, int batch_size,
+                         const nlohmann::json& entries);
+  nlohmann::json jobs();
+  nlohmann::json job(const std::string& name);
+  nlohmann::json export_job(const std::string& name);
+  nlohmann::json health();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace joule::service

@@ -1,0 +1,54 @@
+// `joule serve`: the batch-size service over HTTP/JSON (cpp-httplib).
+//
+//   GET  /healthz                                  liveness and the store
+//   GET  /metrics                                  Prometheus text format
+//   GET  /v1/jobs                                  every job, summarised
+//   POST /v1/jobs                  JobSpec         201 registered, 200 same spec there, 409 other spec
+//   GET  /v1/jobs/NAME                             the job's summary
+//   GET  /v1/jobs/NAME/export                      spec, state and every recurrence
+//   POST /v1/jobs/NAME/recurrences {"node": ...}   201 an Assignment
+//   POST /v1/recurrences/ID/result RecurrenceResult 200 {"cost": ...}
+//   PUT  /v1/jobs/NAME/profiles/GPU_MODEL/BATCH_SIZE {"entries": [...]}  204
+//
+// Errors are {"error": "..."} with a 4xx status; nothing is changed by a
+// refused request. Listens on 127.0.0.1 by default.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "joule/service/batch_size_service.h"
+
+namespace joule::service {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8321;  // 0: any free port (see HttpServer::port)
+  std::size_t max_body_bytes = 64 * 1024;
+  int read_timeout_s = 5;  // a client that sends slower than this is dropped
+  std::size_t threads = 64;  // connections served at once (keep-alive holds one each)
+  // One line per request (method, path, status, milliseconds); null: none.
+  std::function<void(const std::string&)> log;
+};
+
+class HttpServer {
+ public:
+  // Binds at once (throws Error naming host:port when it cannot).
+  HttpServer(std::shared_ptr<BatchSizeService> service, std::string store_description, ServeOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const;
+  // Serves until stop() (from any thread or a signal-handling thread).
+  void run();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace joule::service

@@ -1,0 +1,118 @@
+// `joule serve` (the batch-size service) and `joule jobs` (its jobs, through
+// the service's HTTP interface).
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "joule/error.h"
+#include "joule/service/client.h"
+#include "joule/service/http_server.h"
+
+namespace joule::cli {
+namespace {
+
+// "HOST:PORT" or ":PORT" (loopback); IPv4 literals and localhost.
+std::pair<std::string, int> parse_listen(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) throw UsageError(fmt::format("--listen '{}': expected HOST:PORT", listen));
+  std::string host = listen.substr(0, colon);
+  if (host.empty() || host == "localhost") host = "127.0.0.1";
+  int port = -1;
+  try {
+    std::size_t used = 0;
+    port = std::stoi(listen.substr(colon + 1), &used);
+    if (used != listen.size() - colon - 1) port = -1;
+  } catch (const std::exception&) {
+  }
+  if (port < 0 || port > 65535) throw UsageError(fmt::format("--listen '{}': the port must be 0-65535", listen));
+  return {host, port};
+}
+
+bool is_loopback(const std::string& host) {
+  in_addr address{};
+  return inet_pton(AF_INET, host.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
+}
+
+std::string service_url(const std::string& given) {
+  if (!given.empty()) return given;
+  const char* env = std::getenv("JOULE_SERVICE_URL");
+  return env && *env ? env : "http://127.0.0.1:8321";
+}
+
+}  // namespace
+
+int run_serve(const ServeCliOptions& o) {
+  auto [host, port] = parse_listen(o.listen);
+  if (!is_loopback(host)) {
+    // Remote clients will need tokens; until the service checks them it
+    // answers this machine only.
+    throw UsageError(fmt::format("--listen {}: joule serve answers loopback addresses only (127.x.x.x) in this "
+                                 "version; put a reverse proxy with authentication in front for remote clients",
+                                 o.listen));
+  }
+  // SIGINT/SIGTERM are taken by a thread of their own (sigwait), so every
+  // server thread started below inherits them blocked.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto store = std::shared_ptr<service::JobStore>(service::open_job_store(o.store));
+  service::ServeOptions options;
+  options.host = host;
+  options.port = port;
+  options.max_body_bytes = o.max_body_kb * 1024;
+  if (!o.quiet) options.log = [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; };
+  service::HttpServer server(std::make_shared<service::BatchSizeService>(store), store->describe(), options);
+  std::cerr << fmt::format("joule serve: listening on http://{}:{} ({})\n", host, server.port(), store->describe());
+  if (!o.port_file.empty()) {
+    std::ofstream(o.port_file) << server.port() << '\n';
+  }
+  std::thread stopper([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    std::cerr << fmt::format("joule serve: {} received, stopping\n", strsignal(signal_number));
+    server.stop();
+  });
+  server.run();
+  // run() also returns when the listening socket fails: wake the stopper.
+  kill(getpid(), SIGTERM);
+  stopper.join();
+  return 0;
+}
+
+int run_jobs(const JobsCliOptions& o) {
+  service::BatchSizeClient client(service_url(o.service_url));
+  if (o.action == "list") {
+    const nlohmann::json jobs = client.jobs();
+    if (o.json) {
+      std::cout << jobs.dump(2) << '\n';
+      return 0;
+    }
+    std::cout << fmt::format("{:<24} {:<9} {:>5} {:>11} {:>9}  {}\n", "job", "phase", "best", "recurrences", "in flight",
+                             "gpu");
+    for (const auto& j : jobs) {
+      std::cout << fmt::format("{:<24} {:<9} {:>5} {:>11} {:>9}  {}\n", j["spec"]["name"].get<std::string>(),
+                               j["phase"].get<std::string>(), j["best_batch_size"].get<int>(),
+                               j["recurrences"].get<int64_t>(), j["in_flight"].get<int64_t>(),
+                               j["spec"]["gpu_model"].get<std::string>());
+    }
+    return 0;
+  }
+  if (o.name.empty()) throw UsageError(fmt::format("joule jobs {}: name the job", o.action));
+  const nlohmann::json reply = o.action == "show" ? client.job(o.name) : client.export_job(o.name);
+  std::cout << reply.dump(2) << '\n';
+  return 0;
+}
+
+}  // namespace joule::cli

@@ -1,0 +1,236 @@
+#include "joule/service/http_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "joule/version.h"
+
+namespace joule::service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void reply_json(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void reply_error(httplib::Response& res, int status, const std::string& what) {
+  reply_json(res, status, {{"error", what}});
+}
+
+nlohmann::json parse_body(const httplib::Request& req) {
+  if (req.body.empty()) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(req.body);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw RequestError(400, fmt::format("the request body is not valid JSON ({})", e.what()));
+  }
+}
+
+nlohmann::json to_json(const Assignment& a) {
+  return {{"recurrence_id", a.recurrence_id},
+          {"batch_size", a.batch_size},
+          {"power_limit_w", a.power_limit_w ? nlohmann::json(*a.power_limit_w) : nlohmann::json()},
+          // JSON has no infinity: no threshold yet is null.
+          {"early_stop_threshold_cost", std::isfinite(a.early_stop_threshold_cost)
+                                            ? nlohmann::json(a.early_stop_threshold_cost)
+                                            : nlohmann::json()}};
+}
+
+nlohmann::json to_json(const JobSummary& s) {
+  return {{"spec", s.spec.to_json()},       {"phase", s.phase},
+          {"best_batch_size", s.best_batch_size}, {"revision", s.revision},
+          {"recurrences", s.recurrences},   {"in_flight", s.in_flight}};
+}
+
+int64_t parse_id(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const long long id = std::stoll(text, &used);
+    if (used == text.size() && id > 0) return id;
+  } catch (const std::exception&) {
+  }
+  throw RequestError(400, fmt::format("'{}' is not a recurrence id", text));
+}
+
+// Request counts and latencies per route, for /metrics.
+class RequestMetrics {
+ public:
+  static constexpr std::array<double, 9> kBucketsS = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5};
+
+  void add(const std::string& route, int status, double seconds) {
+    std::lock_guard lock(mutex_);
+    ++counts_[{route, status}];
+    Histogram& h = latency_[route];
+    for (std::size_t i = 0; i < kBucketsS.size(); ++i) h.buckets[i] += seconds <= kBucketsS[i] ? 1 : 0;
+    ++h.count;
+    h.sum_s += seconds;
+  }
+
+  std::string render() const {
+    std::lock_guard lock(mutex_);
+    std::string out =
+        "# HELP joule_service_requests_total Requests answered, by route and status.\n"
+        "# TYPE joule_service_requests_total counter\n";
+    for (const auto& [key, n] : counts_) {
+      out += fmt::format("joule_service_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
+    }
+    out +=
+        "# HELP joule_service_request_duration_seconds Time to answer a request, by route.\n"
+        "# TYPE joule_service_request_duration_seconds histogram\n";
+    for (const auto& [route, h] : latency_) {
+      for (std::size_t i = 0; i < kBucketsS.size(); ++i) {
+        out += fmt::format("joule_service_request_duration_seconds_bucket{{route=\"{}\",le=\"{}\"}} {}\n", route,
+                           kBucketsS[i], h.buckets[i]);
+      }
+      out += fmt::format("joule_service_request_duration_seconds_bucket{{route=\"{}\",le=\"+Inf\"}} {}\n", route,
+                         h.count);
+      out += fmt::format("joule_service_request_duration_seconds_sum{{route=\"{}\"}} {}\n", route, h.sum_s);
+      out += fmt::format("joule_service_request_duration_seconds_count{{route=\"{}\"}} {}\n", route, h.count);
+    }
+    return out;
+  }
+
+ private:
+  struct Histogram {
+    std::array<uint64_t, kBucketsS.size()> buckets{};
+    uint64_t count = 0;
+    double sum_s = 0;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> counts_;
+  std::map<std::string, Histogram> latency_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  std::shared_ptr<BatchSizeService> service;
+  std::string store_description;
+  ServeOptions options;
+  httplib::Server server;
+  RequestMetrics metrics;
+  int port = 0;
+
+  // Runs a handler: maps the service's refusals to their status, anything
+  // else to 500 (logged; the server goes on), and counts the request.
+  template <typename Handler>
+  httplib::Server::Handler route(const std::string& name, Handler handler) {
+    return [this, name, handler](const httplib::Request& req, httplib::Response& res) {
+      const auto start = Clock::now();
+      try {
+        handler(req, res);
+      } catch (const RequestError& e) {
+        reply_error(res, e.status(), e.what());
+      } catch (const std::exception& e) {
+        reply_error(res, 500, fmt::format("internal error: {}", e.what()));
+      }
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      metrics.add(name, res.status, seconds);
+      if (options.log) {
+        options.log(fmt::format("{} {} {} {:.2f} ms", req.method, req.path, res.status, 1e3 * seconds));
+      }
+    };
+  }
+
+  void add_routes();
+};
+
+void HttpServer::Impl::add_routes() {
+  server.Get("/healthz", route("healthz", [this](const httplib::Request&, httplib::Response& res) {
+    reply_json(res, 200, {{"status", "ok"}, {"store", store_description}, {"joule_version", version()}});
+  }));
+  server.Get("/metrics", route("metrics", [this](const httplib::Request&, httplib::Response& res) {
+    int64_t jobs = 0, in_flight = 0;
+    for (const JobSummary& s : service->jobs()) {
+      ++jobs;
+      in_flight += s.in_flight;
+    }
+    std::string text = metrics.render();
+    text += fmt::format(
+        "# HELP joule_service_jobs Jobs registered.\n# TYPE joule_service_jobs gauge\njoule_service_jobs {}\n"
+        "# HELP joule_service_recurrences_in_flight Recurrences asked for and not yet reported.\n"
+        "# TYPE joule_service_recurrences_in_flight gauge\njoule_service_recurrences_in_flight {}\n",
+        jobs, in_flight);
+    res.status = 200;
+    res.set_content(text, "text/plain; version=0.0.4");
+  }));
+  server.Get("/v1/jobs", route("jobs", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const JobSummary& s : service->jobs()) list.push_back(to_json(s));
+    reply_json(res, 200, {{"jobs", list}});
+  }));
+  server.Post("/v1/jobs", route("register", [this](const httplib::Request& req, httplib::Response& res) {
+    const JobSpec spec = JobSpec::from_json(parse_body(req));
+    const bool created = service->register_job(spec);
+    reply_json(res, created ? 201 : 200, to_json(service->job(spec.name)));
+  }));
+  server.Get(R"(/v1/jobs/([A-Za-z0-9._-]+))", route("job", [this](const httplib::Request& req, httplib::Response& res) {
+    reply_json(res, 200, to_json(service->job(req.matches[1])));
+  }));
+  server.Get(R"(/v1/jobs/([A-Za-z0-9._-]+)/export)",
+             route("export", [this](const httplib::Request& req, httplib::Response& res) {
+               reply_json(res, 200, service->export_job(req.matches[1]));
+             }));
+  server.Post(R"(/v1/jobs/([A-Za-z0-9._-]+)/recurrences)",
+              route("ask", [this](const httplib::Request& req, httplib::Response& res) {
+                const nlohmann::json body = parse_body(req);
+                const auto node = body.value("node", std::string(req.remote_addr));
+                reply_json(res, 201, to_json(service->ask(req.matches[1], node)));
+              }));
+  server.Post(R"(/v1/recurrences/([0-9]+)/result)",
+              route("report", [this](const httplib::Request& req, httplib::Response& res) {
+                const double cost = service->report(parse_id(req.matches[1]), RecurrenceResult::from_json(parse_body(req)));
+                reply_json(res, 200, {{"cost", cost}});
+              }));
+  server.Put(R"(/v1/jobs/([A-Za-z0-9._-]+)/profiles/([^/]+)/([0-9]+))",
+             route("profile", [this](const httplib::Request& req, httplib::Response& res) {
+               const nlohmann::json body = parse_body(req);
+               if (!body.contains("entries")) throw RequestError(400, "power profile: 'entries' is missing");
+               service->put_power_profile(req.matches[1], req.matches[2], std::stoi(req.matches[3]), body.at("entries"));
+               res.status = 204;
+             }));
+  // Unknown paths and methods: a JSON error like every other refusal.
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    reply_error(res, res.status,
+                res.status == 404   ? fmt::format("no such path: {} {}", req.method, req.path)
+                : res.status == 413 ? fmt::format("the request body is larger than the service takes")
+                                    : fmt::format("{} {}: refused", req.method, req.path));
+  });
+}
+
+HttpServer::HttpServer(std::shared_ptr<BatchSizeService> service, std::string store_description, ServeOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->service = std::move(service);
+  impl_->store_description = std::move(store_description);
+  impl_->options = std::move(options);
+  auto& server = impl_->server;
+  const std::size_t threads = impl_->options.threads;
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_payload_max_length(impl_->options.max_body_bytes);
+  server.set_read_timeout(impl_->options.read_timeout_s, 0);
+  server.set_write_timeout(impl_->options.read_timeout_s, 0);
+  impl_->add_routes();
+  const std::string& host = impl_->options.host;
+  const int port = impl_->options.port;
+  impl_->port = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  if (impl_->port < 0) throw Error(fmt::format("joule serve: cannot listen on {}:{} (in use, or not an address here)", host, port));
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::port() const { return impl_->port; }
+
+void HttpServer::run() { impl_->server.listen_after_bind(); }
+
+void HttpServer::stop() { impl_->server.stop(); }
+
+}  // namespace joule::service
