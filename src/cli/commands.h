@@ -10,6 +10,7 @@
 #include "cli/top_view.h"
 #include "joule/device/discovery.h"
 #include "joule/simulate/cluster.h"
+#include "joule/simulate/simulator.h"
 
 namespace joule::cli {
 
@@ -78,6 +79,9 @@ struct SimulateOptions {
   std::string translate_with = "trace";  // trace | profiled:N
   double prior_observations = 2.0;
   std::string cluster_trace;  // replay this job-group trace ("-": stdin)
+  // The zeus policy asks a running `joule serve` at this URL instead of its
+  // own optimizer (one job registered per workload, window and seed).
+  std::string service_url;
   int max_retries = 20;
 };
 int run_simulate(const SimulateOptions& options);
@@ -152,6 +156,9 @@ struct ServeCliOptions {
   bool quiet = false;     // no request log
 };
 int run_serve(const ServeCliOptions& options);
+// For `joule simulate --service URL`: each simulated job's zeus optimizer is
+// a job registered on that service (service_command.cc).
+RemoteZeusFactory service_zeus_factory(const std::string& url);
 
 struct JobsCliOptions {
   std::string action;  // list | show | export

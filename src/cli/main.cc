@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
       "simulate", "replay a recurring job on Zeus-format traces and compare batch-size/power-limit policies");
   simulate_command->add_option("--gpu", simulate.gpu,
                                "GPU model whose bundled Zeus power trace runs: v100 (default) or a40");
+  simulate_command->add_option("--service", simulate.service_url,
+                               "the zeus policy asks this running `joule serve` (http://HOST:PORT) instead of its own optimizer");
   simulate_command->add_option("--train-trace", simulate.train_trace, "train trace CSV (default: the bundled one)");
   simulate_command->add_option("--power-trace", simulate.power_trace, "power trace CSV of one GPU model (instead of --gpu)");
   simulate_command->add_flag("--synthetic", simulate.synthetic, "run two built-in synthetic workloads instead of traces");

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -48,7 +49,65 @@ std::string service_url(const std::string& given) {
   return env && *env ? env : "http://127.0.0.1:8321";
 }
 
+// One simulated job's optimizer, served: registered under a name unique to
+// this run, its power profiles published so the service picks the limits.
+class ServiceZeusOptimizer final : public RemoteZeusOptimizer {
+ public:
+  ServiceZeusOptimizer(const std::string& url, const WorkloadTrace& trace, const SimulationOptions& o)
+      : client_(url) {
+    static const std::string run_id = fmt::format("{}-{}", getpid(), std::time(nullptr));
+    std::string workload = trace.spec.name;
+    for (char& c : workload) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '-';
+    }
+    service::JobSpec spec;
+    spec.name = fmt::format("simulate-{}-w{}-s{}-{}", workload, o.window.value_or(0), o.seed, run_id);
+    spec.batch_sizes = trace.batch_sizes;
+    spec.default_batch_size = trace.default_batch_size;
+    spec.eta = o.eta;
+    spec.beta = o.beta;
+    spec.window = o.window;
+    spec.target_metric = trace.spec.target_text;
+    spec.max_epochs = trace.max_epochs;
+    spec.gpu_model = "simulated";
+    spec.max_power_w = trace.max_power_w;
+    spec.seed = o.seed;
+    client_.register_job(spec);
+    for (const auto& [batch_size, entries] : trace.power) {
+      nlohmann::json profile = nlohmann::json::array();
+      for (const PowerProfileEntry& e : entries) {
+        profile.push_back({{"power_limit_w", e.power_limit_w},
+                           {"time_per_epoch_s", e.time_per_epoch_s},
+                           {"avg_power_w", e.avg_power_w}});
+      }
+      client_.put_power_profile(spec.name, spec.gpu_model, batch_size, profile);
+    }
+    job_ = spec.name;
+  }
+
+  Decision ask() override {
+    const service::Assignment a = client_.ask(job_, "joule simulate");
+    recurrence_id_ = a.recurrence_id;
+    return {a.batch_size, a.power_limit_w, a.early_stop_threshold_cost};
+  }
+
+  void report(const Recurrence& r) override {
+    client_.report(recurrence_id_, {r.energy_j, r.time_s, r.converged, r.stopped_early});
+  }
+
+ private:
+  service::BatchSizeClient client_;
+  std::string job_;
+  int64_t recurrence_id_ = 0;
+};
+
 }  // namespace
+
+RemoteZeusFactory service_zeus_factory(const std::string& url) {
+  return [url](const WorkloadTrace& trace, const SimulationOptions& options) {
+    return std::make_unique<ServiceZeusOptimizer>(url, trace, options);
+  };
+}
 
 int run_serve(const ServeCliOptions& o) {
   auto [host, port] = parse_listen(o.listen);

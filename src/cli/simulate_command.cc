@@ -159,7 +159,9 @@ SimulationSet simulate_workload(const SimulateOptions& o, const WorkloadTrace& t
   for (const PolicyVariant& variant : set.variants) {
     std::vector<SimulationResult>& runs = set.results.emplace_back();
     for (uint64_t seed : seeds) {
-      runs.push_back(simulate(trace, variant.policy, {o.eta, o.beta, seed, variant.window, o.recurrences, drift}));
+      SimulationOptions options{o.eta, o.beta, seed, variant.window, o.recurrences, drift, {}};
+      if (!o.service_url.empty()) options.remote_zeus = service_zeus_factory(o.service_url);
+      runs.push_back(simulate(trace, variant.policy, options));
     }
   }
   return set;

@@ -187,7 +187,7 @@ int run_simulate_translate(const SimulateOptions& o) {
       std::vector<TransferResult> runs;
       for (uint64_t seed : seeds) {
         TransferOptions options;
-        options.simulation = {o.eta, o.beta, seed, o.window, 0, std::nullopt};
+        options.simulation = {o.eta, o.beta, seed, o.window, 0, std::nullopt, {}};
         options.learn_recurrences = o.learn_recurrences;
         options.deploy_recurrences = o.deploy_recurrences;
         options.profiled_points = known.profiled_points;

@@ -216,6 +216,7 @@ HttpServer::HttpServer(std::shared_ptr<BatchSizeService> service, std::string st
   const std::size_t threads = impl_->options.threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_payload_max_length(impl_->options.max_body_bytes);
+  server.set_tcp_nodelay(true);  // replies are one small write: no Nagle delay
   server.set_read_timeout(impl_->options.read_timeout_s, 0);
   server.set_write_timeout(impl_->options.read_timeout_s, 0);
   impl_->add_routes();

@@ -119,7 +119,10 @@ class Replay {
     group.workload = job.workload;
     ++report_.groups_per_workload[job.workload];
     group.seed = SplitMix64::mix(options_.seed ^ fnv1a(group.id));
-    SimulationOptions driver_options{options_.eta, options_.beta, group.seed, std::nullopt, 0, std::nullopt};
+    SimulationOptions driver_options;
+    driver_options.eta = options_.eta;
+    driver_options.beta = options_.beta;
+    driver_options.seed = group.seed;
     for (Policy policy : options_.policies) {
       group.lanes.push_back({simulate_internal::make_policy_driver(traces_[job.workload], policy, driver_options), {}, 0});
     }
@@ -148,7 +151,7 @@ class Replay {
     while (!lane.in_flight.empty() && lane.in_flight.top().end_s <= t) {
       const InFlight x = lane.in_flight.top();
       lane.in_flight.pop();
-      lane.driver->observe(x.run.batch_size, x.run.power_limit_w, x.run.cost, x.run.converged);
+      lane.driver->observe(x.run);
       const bool retry = !x.run.converged && x.attempt < options_.max_retries;
       record(group, p, x, !x.run.converged && !retry);
       if (retry) launch(group, p, x.job, x.attempt + 1, x.end_s, x.end_s + (x.end_s - x.start_s), x.runtime_ratio);

@@ -21,7 +21,7 @@ class PolicyDriver {
  public:
   virtual ~PolicyDriver() = default;
   virtual std::pair<int, double> choose() = 0;
-  virtual void observe(int batch_size, double limit_w, double cost, bool converged) = 0;
+  virtual void observe(const Recurrence& r) = 0;
   virtual double early_stop_threshold() const = 0;
 };
 

@@ -101,7 +101,7 @@ class DefaultDriver final : public PolicyDriver {
   std::pair<int, double> choose() override {
     return {trace_.default_batch_size, max_power_limit_w(trace_, trace_.default_batch_size)};
   }
-  void observe(int, double, double, bool) override {}
+  void observe(const Recurrence&) override {}
   double early_stop_threshold() const override { return std::numeric_limits<double>::infinity(); }
 
  private:
@@ -122,12 +122,34 @@ class ZeusDriver final : public PolicyDriver {
     const int b = optimizer_.predict();
     return {b, limit_.at(b)};
   }
-  void observe(int b, double, double cost, bool converged) override { optimizer_.observe(b, cost, converged); }
+  void observe(const Recurrence& r) override { optimizer_.observe(r.batch_size, r.cost, r.converged); }
   double early_stop_threshold() const override { return optimizer_.early_stop_threshold_cost(); }
 
  private:
   BatchSizeOptimizer optimizer_;
   std::map<int, double> limit_;
+};
+
+// The zeus policy with its optimizer elsewhere (SimulationOptions::remote_zeus,
+// e.g. a joule serve): asked for every recurrence, told every outcome. A
+// limit the remote side does not know is the trace's best, as in process.
+class RemoteZeusDriver final : public PolicyDriver {
+ public:
+  RemoteZeusDriver(const WorkloadTrace& t, const SimulationOptions& o) : remote_(o.remote_zeus(t, o)) {
+    for (int b : t.batch_sizes) limit_[b] = optimal_power_limit(t.power.at(b), o.eta, t.max_power_w).power_limit_w;
+  }
+  std::pair<int, double> choose() override {
+    const RemoteZeusOptimizer::Decision d = remote_->ask();
+    threshold_ = d.early_stop_threshold_cost;
+    return {d.batch_size, d.power_limit_w.value_or(limit_.at(d.batch_size))};
+  }
+  void observe(const Recurrence& r) override { remote_->report(r); }
+  double early_stop_threshold() const override { return threshold_; }
+
+ private:
+  std::unique_ptr<RemoteZeusOptimizer> remote_;
+  std::map<int, double> limit_;
+  double threshold_ = std::numeric_limits<double>::infinity();
 };
 
 // Tries every power limit (largest first) of each batch size the pruning walk
@@ -147,9 +169,12 @@ class GridDriver final : public PolicyDriver {
     exploring_ = std::pair<int, double>{b, nth_largest_limit_w(b, limit_index_)};
     return *exploring_;
   }
-  void observe(int b, double limit_w, double cost, bool converged) override {
-    if (converged && cost < best_cost_) {
-      best_cost_ = cost;
+  void observe(const Recurrence& r) override {
+    const int b = r.batch_size;
+    const double limit_w = r.power_limit_w;
+    const bool converged = r.converged;
+    if (converged && r.cost < best_cost_) {
+      best_cost_ = r.cost;
       best_ = {b, limit_w};
     }
     // Only the exploration's outcome moves the walk. A concurrent job of the
@@ -198,7 +223,9 @@ const PowerProfileEntry& profile_at(const WorkloadTrace& t, int b, double limit_
 std::unique_ptr<PolicyDriver> make_policy_driver(const WorkloadTrace& trace, Policy policy,
                                                  const SimulationOptions& options) {
   switch (policy) {
-    case Policy::kZeus: return std::make_unique<ZeusDriver>(trace, options);
+    case Policy::kZeus:
+      if (options.remote_zeus) return std::make_unique<RemoteZeusDriver>(trace, options);
+      return std::make_unique<ZeusDriver>(trace, options);
     case Policy::kGridSearch: return std::make_unique<GridDriver>(trace, options);
     case Policy::kDefault: return std::make_unique<DefaultDriver>(trace);
   }
@@ -283,7 +310,7 @@ SimulationResult simulate(const WorkloadTrace& trace, Policy policy, const Simul
     Recurrence r = run_recurrence(now, b, limit_w, run, driver->early_stop_threshold(), options.eta);
     r.index = i;
     r.regret = r.cost - (drifted ? *result.optimal_after : result.optimal).expected_cost;
-    driver->observe(b, limit_w, r.cost, r.converged);
+    driver->observe(r);
     result.recurrences.push_back(r);
   }
   return result;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,26 @@ struct DriftScenario {
   std::map<int, double> epoch_scale;  // batch size -> factor on its epochs to target
 };
 
+struct SimulationOptions;
+struct Recurrence;
+
+// A batch-size optimizer outside this process (e.g. `joule serve`, through
+// `joule simulate --service`): the zeus policy asks it for every recurrence
+// and reports every outcome instead of keeping its own optimizer.
+class RemoteZeusOptimizer {
+ public:
+  struct Decision {
+    int batch_size = 0;
+    std::optional<double> power_limit_w;  // none: the trace's best for that size
+    double early_stop_threshold_cost = 0.0;
+  };
+  virtual ~RemoteZeusOptimizer() = default;
+  virtual Decision ask() = 0;
+  virtual void report(const Recurrence& r) = 0;
+};
+using RemoteZeusFactory =
+    std::function<std::unique_ptr<RemoteZeusOptimizer>(const WorkloadTrace&, const SimulationOptions&)>;
+
 struct SimulationOptions {
   double eta = 0.5;
   double beta = 2.0;
@@ -37,6 +59,7 @@ struct SimulationOptions {
   std::optional<std::size_t> window;
   int recurrences = 0;  // 0: 2 x |batch sizes| x |power limits|
   std::optional<DriftScenario> drift;
+  RemoteZeusFactory remote_zeus;  // set: the zeus policy's optimizer lives there
 };
 
 struct Recurrence {
