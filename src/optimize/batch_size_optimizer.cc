@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -177,19 +178,111 @@ double BatchSizeOptimizer::early_stop_threshold_cost() const {
   return has_min_cost_ ? options_.beta * min_cost_ : std::numeric_limits<double>::infinity();
 }
 
-nlohmann::json BatchSizeOptimizer::to_json() const {
-  if (!sampler_.keeps_history()) {
-    throw UsageError("batch-size optimizer: its state cannot be saved, it keeps no observations (keep_observations)");
-  }
+namespace {
+
+// Version 1 lists every observation of each batch size. Version 2, for an
+// optimizer that keeps none, has each size's running sums instead: its size
+// stays the same however often the job recurs, for a service that loads and
+// saves the state on every request.
+constexpr int kStateWithObservations = 1;
+constexpr int kStateWithRunningSums = 2;
+
+nlohmann::json observations_json(const GaussianThompsonSampler& sampler, const std::vector<int>& sizes) {
   nlohmann::json observations = nlohmann::json::object();
-  for (int b : options_.batch_sizes) {
-    const auto& x = sampler_.observations(b);
+  for (int b : sizes) {
+    const auto& x = sampler.observations(b);
     observations[std::to_string(b)] = std::vector<double>(x.begin(), x.end());
   }
+  return observations;
+}
+
+// nlohmann::json writes each double in the fewest digits that parse back to
+// the same bits, so the sums, and every belief drawn from them, survive.
+nlohmann::json running_sums_json(const GaussianThompsonSampler& sampler, const std::vector<int>& sizes) {
+  nlohmann::json all = nlohmann::json::object();
+  for (int b : sizes) {
+    const RunningSums r = sampler.running(b);
+    all[std::to_string(b)] = {{"n", r.n}, {"sum", r.sum}, {"welford_mean", r.welford_mean}, {"m2", r.m2}};
+  }
+  return all;
+}
+
+// A batch size written as a JSON key; it must be one of the choices.
+int batch_size_key(const std::string& key, const std::vector<int>& sizes, const char* what) {
+  int b = 0;
+  const char* end = key.data() + key.size();
+  const auto parsed = std::from_chars(key.data(), end, b);
+  if (parsed.ec != std::errc() || parsed.ptr != end || !std::binary_search(sizes.begin(), sizes.end(), b)) {
+    throw UsageError(fmt::format("optimizer state: {} for batch size {}, not one of the choices", what, key));
+  }
+  return b;
+}
+
+BatchSizeOptimizerOptions options_from_json(const nlohmann::json& o, int version) {
+  BatchSizeOptimizerOptions options;
+  options.batch_sizes = o.at("batch_sizes").get<std::vector<int>>();
+  options.default_batch_size = o.at("default_batch_size").get<int>();
+  options.beta = o.at("beta").get<double>();
+  if (!o.at("window").is_null()) options.window = o.at("window").get<std::size_t>();
+  options.prior = {o.at("prior").at("mean").get<double>(), o.at("prior").at("precision").get<double>()};
+  options.seed = o.at("seed").get<uint64_t>();
+  if (version == kStateWithRunningSums) {
+    // A window needs its observations, so a windowed state is version 1.
+    if (options.window) throw UsageError("optimizer state: version 2 (running sums) cannot have a window");
+    if (o.at("keep_observations").get<bool>()) {
+      throw UsageError("optimizer state: version 2 (running sums) must have keep_observations false");
+    }
+    options.keep_observations = false;
+  }
+  return options;
+}
+
+void restore_observations(const nlohmann::json& all, const std::vector<int>& sizes, GaussianThompsonSampler& sampler) {
+  for (const auto& [key, costs] : all.items()) {
+    const int b = batch_size_key(key, sizes, "observations");
+    for (double cost : costs.get<std::vector<double>>()) sampler.observe(b, cost);
+  }
+}
+
+RunningSums running_sums_from_json(int b, const nlohmann::json& j) {
+  const auto& n = j.at("n");
+  if (!n.is_number_unsigned() && !(n.is_number_integer() && n.get<std::int64_t>() >= 0)) {
+    throw UsageError(fmt::format("optimizer state: batch size {} has n {} (must be a whole number >= 0)", b, n.dump()));
+  }
+  // NaN and infinity are saved as null; in a caller's own object, as numbers,
+  // the sampler refuses them.
+  const auto number = [&](const char* name) {
+    const auto& v = j.at(name);
+    if (!v.is_number()) {
+      throw UsageError(fmt::format("optimizer state: batch size {} has {} {} (must be a finite number)", b, name,
+                                   v.dump()));
+    }
+    return v.get<double>();
+  };
+  return {n.get<std::size_t>(), number("sum"), number("welford_mean"), number("m2")};
+}
+
+// Every choice has its sums in a saved state: one missing is a broken state,
+// not a size never observed.
+void restore_running_sums(const nlohmann::json& all, const std::vector<int>& sizes, GaussianThompsonSampler& sampler) {
+  if (!all.is_object()) throw UsageError("optimizer state: running_sums must be an object keyed by batch size");
+  for (int b : sizes) {
+    if (!all.contains(std::to_string(b))) {
+      throw UsageError(fmt::format("optimizer state: no running sums for batch size {}", b));
+    }
+  }
+  for (const auto& [key, sums] : all.items()) {
+    const int b = batch_size_key(key, sizes, "running sums");
+    sampler.restore_running(b, running_sums_from_json(b, sums));
+  }
+}
+
+}  // namespace
+
+nlohmann::json BatchSizeOptimizer::to_json() const {
   std::ostringstream rng;
   rng << rng_;
   nlohmann::json j = {
-      {"version", 1},
       {"options",
        {{"batch_sizes", options_.batch_sizes},
         {"default_batch_size", options_.default_batch_size},
@@ -208,9 +301,18 @@ nlohmann::json BatchSizeOptimizer::to_json() const {
       {"survivors", survivors_},
       {"round_costs", round_costs_},
       {"min_cost", has_min_cost_ ? nlohmann::json(min_cost_) : nlohmann::json()},
-      {"observations", observations},
       {"rng", rng.str()},
   };
+  // With a window the sampler keeps the window's observations whatever
+  // keep_observations says, and they are its state: version 1.
+  if (sampler_.keeps_history()) {
+    j["version"] = kStateWithObservations;
+    j["observations"] = observations_json(sampler_, options_.batch_sizes);
+  } else {
+    j["version"] = kStateWithRunningSums;
+    j["options"]["keep_observations"] = false;
+    j["running_sums"] = running_sums_json(sampler_, options_.batch_sizes);
+  }
   // Only a warm-started optimizer has per-size priors; states without them
   // stay as they were.
   if (!sampler_.arm_priors().empty()) {
@@ -225,15 +327,12 @@ nlohmann::json BatchSizeOptimizer::to_json() const {
 
 BatchSizeOptimizer BatchSizeOptimizer::from_json(const nlohmann::json& j) {
   try {
-    if (j.at("version").get<int>() != 1) throw UsageError("optimizer state: unsupported version");
-    const auto& o = j.at("options");
-    BatchSizeOptimizerOptions options;
-    options.batch_sizes = o.at("batch_sizes").get<std::vector<int>>();
-    options.default_batch_size = o.at("default_batch_size").get<int>();
-    options.beta = o.at("beta").get<double>();
-    if (!o.at("window").is_null()) options.window = o.at("window").get<std::size_t>();
-    options.prior = {o.at("prior").at("mean").get<double>(), o.at("prior").at("precision").get<double>()};
-    options.seed = o.at("seed").get<uint64_t>();
+    const int version = j.at("version").get<int>();
+    if (version != kStateWithObservations && version != kStateWithRunningSums) {
+      throw UsageError(fmt::format("optimizer state: unsupported version {} (this joule reads 1 and 2)", version));
+    }
+    const BatchSizeOptimizerOptions options = options_from_json(j.at("options"), version);
+    const auto& sizes = options.batch_sizes;
     BatchSizeOptimizer optimizer(options);
     const std::string phase = j.at("phase").get<std::string>();
     if (phase != "pruning" && phase != "thompson") throw UsageError("optimizer state: unknown phase '" + phase + "'");
@@ -250,15 +349,14 @@ BatchSizeOptimizer BatchSizeOptimizer::from_json(const nlohmann::json& j) {
       optimizer.min_cost_ = j.at("min_cost").get<double>();
       optimizer.has_min_cost_ = true;
     }
-    for (const auto& [key, costs] : j.at("observations").items()) {
-      for (double cost : costs.get<std::vector<double>>()) optimizer.sampler_.observe(std::stoi(key), cost);
+    if (version == kStateWithObservations) {
+      restore_observations(j.at("observations"), sizes, optimizer.sampler_);
+    } else {
+      restore_running_sums(j.at("running_sums"), sizes, optimizer.sampler_);
     }
     if (j.contains("arm_priors")) {
       for (const auto& [key, prior] : j.at("arm_priors").items()) {
-        if (!std::binary_search(options.batch_sizes.begin(), options.batch_sizes.end(), std::stoi(key))) {
-          throw UsageError(fmt::format("optimizer state: a prior for batch size {}, not one of the choices", key));
-        }
-        optimizer.sampler_.set_arm_prior(std::stoi(key),
+        optimizer.sampler_.set_arm_prior(batch_size_key(key, sizes, "a prior"),
                                          {prior.at("mean").get<double>(), prior.at("precision").get<double>()});
       }
     }

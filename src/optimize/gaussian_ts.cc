@@ -43,12 +43,33 @@ void GaussianThompsonSampler::observe(int arm, double cost) {
     list.push_back(cost);
     if (window_ && list.size() > *window_) list.pop_front();
   }
-  Running& r = running_[arm];
+  RunningSums& r = running_[arm];
   ++r.n;
   r.sum += cost;
   const double delta = cost - r.welford_mean;
   r.welford_mean += delta / static_cast<double>(r.n);
   r.m2 += delta * (cost - r.welford_mean);
+}
+
+RunningSums GaussianThompsonSampler::running(int arm) const {
+  const auto it = running_.find(arm);
+  return it == running_.end() ? RunningSums{} : it->second;
+}
+
+void GaussianThompsonSampler::restore_running(int arm, const RunningSums& sums) {
+  if (keeps_history()) {
+    throw UsageError(
+        fmt::format("batch size {}: running sums cannot replace the observations this sampler keeps", arm));
+  }
+  const bool finite = std::isfinite(sums.sum) && std::isfinite(sums.welford_mean) && std::isfinite(sums.m2);
+  const bool empty_is_zero = sums.n > 0 || (sums.sum == 0 && sums.welford_mean == 0 && sums.m2 == 0);
+  if (!finite || !(sums.m2 >= 0) || !empty_is_zero) {
+    throw UsageError(fmt::format(
+        "batch size {}: running sums n {}, sum {}, welford_mean {}, m2 {} are not those of any observations "
+        "(they must be finite, m2 >= 0, and all 0 when n is 0)",
+        arm, sums.n, sums.sum, sums.welford_mean, sums.m2));
+  }
+  running_[arm] = sums;
 }
 
 std::size_t GaussianThompsonSampler::count(int arm) const {

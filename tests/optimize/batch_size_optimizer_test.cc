@@ -2,7 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <limits>
 #include <map>
+#include <random>
+#include <string>
 
 #include "joule/error.h"
 #include "joule/optimize/pruning.h"
@@ -131,12 +139,193 @@ TEST(BatchSizeOptimizerTest, RejectsBadOptionsAndState) {
   EXPECT_THROW(BatchSizeOptimizer::from_json(nlohmann::json::object()), UsageError);
 }
 
-TEST(BatchSizeOptimizerTest, WithoutKeptObservationsStateIsNotSaved) {
-  BatchSizeOptimizerOptions options{{32, 64, 128}, 64, 2.0, std::nullopt, {}, 1, false};
-  BatchSizeOptimizer optimizer(options);
-  optimizer.observe(optimizer.predict(), 10.0, true);
-  EXPECT_THROW(optimizer.to_json(), UsageError);
+BatchSizeOptimizerOptions sums_only_options() {
+  BatchSizeOptimizerOptions o = options();
+  o.keep_observations = false;
+  return o;
 }
 
+// A job whose cost at each batch size is noisy (seeded: every optimizer fed
+// from one job sees the same costs) and stopped early past the threshold;
+// 16 never reaches the target.
+class NoisyJob {
+ public:
+  explicit NoisyJob(uint64_t seed) : rng_(seed) {}
+  // One recurrence at batch size b: {cost, converged}.
+  std::pair<double, bool> run(int b, double threshold_cost) {
+    static const std::map<int, double> kMeanCost = {{16, 250}, {32, 110}, {64, 100}, {128, 96}, {256, 103}};
+    const double cost = kMeanCost.at(b) * std::exp(0.1 * noise_(rng_));
+    if (b == 16 || cost > threshold_cost) return {std::min(cost, threshold_cost), false};
+    return {cost, true};
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  std::normal_distribution<double> noise_;
+};
+
+void expect_same_bits(const RunningSums& a, const RunningSums& b, int batch_size) {
+  EXPECT_EQ(a.n, b.n) << batch_size;
+  EXPECT_EQ(std::bit_cast<uint64_t>(a.sum), std::bit_cast<uint64_t>(b.sum)) << batch_size;
+  EXPECT_EQ(std::bit_cast<uint64_t>(a.welford_mean), std::bit_cast<uint64_t>(b.welford_mean)) << batch_size;
+  EXPECT_EQ(std::bit_cast<uint64_t>(a.m2), std::bit_cast<uint64_t>(b.m2)) << batch_size;
+}
+
+// As a service would: every request (predict, then observe) loads the state
+// from its text and saves it back. Every fifth recurrence a second job is
+// submitted before the first reports.
+TEST(BatchSizeOptimizerTest, RunningSumsStateSavedEveryRequestDecidesAsNeverSaved) {
+  BatchSizeOptimizerOptions o = sums_only_options();
+  o.beta = 1.3;  // many runs are stopped early: the thresholds matter
+  BatchSizeOptimizer never_saved(o);
+  o.keep_observations = true;
+  BatchSizeOptimizer kept(o);  // same seed, every observation kept
+  std::string saved = never_saved.to_json().dump();
+  const auto request = [&saved](auto&& act) {
+    BatchSizeOptimizer loaded = BatchSizeOptimizer::from_json(nlohmann::json::parse(saved));
+    const auto result = act(loaded);
+    saved = loaded.to_json().dump();
+    return result;
+  };
+  NoisyJob job(7);
+  int stopped_early = 0;
+  for (int i = 0; i < 200; ++i) {
+    const int jobs = i % 5 == 4 ? 2 : 1;
+    std::vector<int> sizes;
+    for (int k = 0; k < jobs; ++k) {
+      const int b = never_saved.predict();
+      ASSERT_EQ(request([](BatchSizeOptimizer& loaded) { return loaded.predict(); }), b) << i;
+      ASSERT_EQ(kept.predict(), b) << i;
+      sizes.push_back(b);
+    }
+    for (int b : sizes) {
+      const double threshold = never_saved.early_stop_threshold_cost();
+      ASSERT_EQ(request([](BatchSizeOptimizer& loaded) { return loaded.early_stop_threshold_cost(); }), threshold) << i;
+      ASSERT_EQ(kept.early_stop_threshold_cost(), threshold) << i;
+      const auto [cost, converged] = job.run(b, threshold);
+      stopped_early += cost == threshold;
+      never_saved.observe(b, cost, converged);
+      kept.observe(b, cost, converged);
+      request([&, cost = cost, converged = converged](BatchSizeOptimizer& loaded) {
+        loaded.observe(b, cost, converged);
+        return 0;
+      });
+    }
+  }
+  EXPECT_EQ(never_saved.phase(), BatchSizeOptimizer::Phase::kThompson);
+  EXPECT_GT(stopped_early, 20);
+  const nlohmann::json state = nlohmann::json::parse(saved);
+  EXPECT_EQ(state.at("version"), 2);
+  EXPECT_FALSE(state.contains("observations"));
+  EXPECT_EQ(state, never_saved.to_json());
+  const BatchSizeOptimizer restored = BatchSizeOptimizer::from_json(state);
+  EXPECT_FALSE(restored.sampler().keeps_history());
+  for (int b : options().batch_sizes) {
+    expect_same_bits(restored.sampler().running(b), never_saved.sampler().running(b), b);
+    expect_same_bits(restored.sampler().running(b), kept.sampler().running(b), b);
+  }
+}
+
+TEST(BatchSizeOptimizerTest, RunningSumsStateSizeDoesNotGrowWithRecurrences) {
+  BatchSizeOptimizer optimizer(sums_only_options());
+  NoisyJob job(11);
+  std::map<int, nlohmann::json> state;
+  for (int i = 1; i <= 1000; ++i) {
+    const int b = optimizer.predict();
+    const auto [cost, converged] = job.run(b, optimizer.early_stop_threshold_cost());
+    optimizer.observe(b, cost, converged);
+    if (i == 10 || i == 1000) state[i] = optimizer.to_json();
+  }
+  EXPECT_GT(state[1000].at("running_sums").at("128").at("n").get<int>(), 500);  // the job did recur
+  // The random generator's state is 312 words whatever the job, but their
+  // decimal digits vary by a few dozen bytes: compared apart.
+  const auto size_bytes = [](nlohmann::json j) {
+    j.erase("rng");
+    return static_cast<double>(j.dump().size());
+  };
+  // Apart from it, only n's digits grow (at most 3 per size here).
+  EXPECT_NEAR(size_bytes(state[1000]), size_bytes(state[10]), 16.0);
+  EXPECT_NEAR(static_cast<double>(state[1000].dump().size()), static_cast<double>(state[10].dump().size()), 64.0);
+}
+
+// tests/optimize/data/batch_size_optimizer_v1.json was written by to_json()
+// before version 2 existed, from options() and the Job's costs plus 0.1 per
+// recurrence, 14 recurrences.
+TEST(BatchSizeOptimizerTest, VersionOneStatesStillLoadAndAreWrittenAsBefore) {
+  std::ifstream file(std::string(JOULE_SOURCE_DIR) + "/tests/optimize/data/batch_size_optimizer_v1.json");
+  ASSERT_TRUE(file);
+  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  BatchSizeOptimizer replayed(options());
+  Job job;
+  for (int i = 0; i < 14; ++i) {
+    const int b = replayed.predict();
+    replayed.observe(b, job.converges(b) ? job.cost.at(b) + 0.1 * i : 250.0, job.converges(b));
+  }
+  EXPECT_EQ(replayed.to_json().dump(2) + "\n", text);
+  BatchSizeOptimizer loaded = BatchSizeOptimizer::from_json(nlohmann::json::parse(text));
+  EXPECT_TRUE(loaded.sampler().keeps_history());
+  EXPECT_EQ(loaded.sampler().observations(128).size(), 8u);
+  for (int i = 0; i < 20; ++i) {
+    const int b = replayed.predict();
+    ASSERT_EQ(loaded.predict(), b) << i;
+    replayed.observe(b, job.cost.at(b) + i, true);
+    loaded.observe(b, job.cost.at(b) + i, true);
+  }
+}
+
+// With a window its observations are the state, whatever keep_observations.
+TEST(BatchSizeOptimizerTest, WindowedStateListsTheWindowsObservations) {
+  BatchSizeOptimizerOptions o = sums_only_options();
+  o.window = 3;
+  BatchSizeOptimizer optimizer(o);
+  for (int i = 0; i < 5; ++i) optimizer.observe(64, 100.0 + i, true);
+  const nlohmann::json state = optimizer.to_json();
+  EXPECT_EQ(state.at("version"), 1);
+  EXPECT_EQ(state.at("observations").at("64"), nlohmann::json({102.0, 103.0, 104.0}));
+  EXPECT_EQ(BatchSizeOptimizer::from_json(state).to_json(), state);
+}
+
+void expect_refused(const nlohmann::json& state, const std::string& message) {
+  try {
+    BatchSizeOptimizer::from_json(state);
+    ADD_FAILURE() << "accepted; expected: " << message;
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
+TEST(BatchSizeOptimizerTest, MalformedRunningSumsStatesAreRefused) {
+  BatchSizeOptimizer optimizer(sums_only_options());
+  for (int i = 0; i < 3; ++i) optimizer.observe(64, 100.0 + i, true);
+  const nlohmann::json good = optimizer.to_json();
+  ASSERT_NO_THROW(BatchSizeOptimizer::from_json(good));
+  const auto broken = [&good](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    return j;
+  };
+  const auto sums = "/running_sums/64"_json_pointer;
+  expect_refused(broken([](auto& j) { j["version"] = 3; }), "optimizer state: unsupported version 3");
+  expect_refused(broken([&](auto& j) { j[sums]["n"] = -3; }), "optimizer state: batch size 64 has n -3");
+  expect_refused(broken([&](auto& j) { j[sums]["n"] = 2.5; }), "optimizer state: batch size 64 has n 2.5");
+  // NaN and infinity: as a caller's object, and as the null they are saved as.
+  expect_refused(broken([&](auto& j) { j[sums]["sum"] = std::numeric_limits<double>::quiet_NaN(); }),
+                 "batch size 64: running sums n 3, sum nan");
+  expect_refused(broken([&](auto& j) { j[sums]["m2"] = std::numeric_limits<double>::infinity(); }),
+                 "batch size 64: running sums n 3, sum 303, welford_mean 101, m2 inf");
+  expect_refused(nlohmann::json::parse(broken([&](auto& j) {
+                                         j[sums]["welford_mean"] = std::numeric_limits<double>::infinity();
+                                       }).dump()),
+                 "optimizer state: batch size 64 has welford_mean null (must be a finite number)");
+  expect_refused(broken([&](auto& j) { j[sums]["m2"] = -1.0; }), "batch size 64: running sums");
+  expect_refused(broken([](auto& j) { j["running_sums"]["48"] = j["running_sums"]["64"]; }),
+                 "optimizer state: running sums for batch size 48, not one of the choices");
+  expect_refused(broken([](auto& j) { j["running_sums"].erase("32"); }),
+                 "optimizer state: no running sums for batch size 32");
+  expect_refused(broken([](auto& j) { j["options"]["window"] = 10; }), "cannot have a window");
+  expect_refused(broken([](auto& j) { j["options"]["keep_observations"] = true; }),
+                 "must have keep_observations false");
+  expect_refused(broken([](auto& j) { j.erase("running_sums"); }), "running_sums");
+}
 }  // namespace
 }  // namespace joule

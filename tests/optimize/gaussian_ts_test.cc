@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "joule/error.h"
 
@@ -80,6 +81,35 @@ TEST(GaussianTsTest, RunningSumsWithoutHistoryGiveTheSameBeliefs) {
   EXPECT_NEAR(kept.belief(32).variance, 416.5 / 5 / 5, 1e-9);
   EXPECT_FALSE(sums_only.keeps_history());
   EXPECT_TRUE(GaussianThompsonSampler(3, {}, false).keeps_history());  // a window is always kept
+}
+
+TEST(GaussianTsTest, RestoredRunningSumsGiveTheSameBeliefsAndDraws) {
+  GaussianThompsonSampler saved(std::nullopt, {}, false), restored(std::nullopt, {}, false);
+  for (double c : {100.1, 93.5, 120.25}) saved.observe(32, c);
+  for (double c : {104.3, 108.7}) saved.observe(64, c);
+  for (int arm : {32, 64}) restored.restore_running(arm, saved.running(arm));
+  EXPECT_EQ(restored.count(32), 3u);
+  EXPECT_EQ(restored.belief(32).mean, saved.belief(32).mean);
+  EXPECT_EQ(restored.belief(32).variance, saved.belief(32).variance);
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 a(seed), b(seed);
+    EXPECT_EQ(restored.predict({32, 64}, a), saved.predict({32, 64}, b)) << seed;
+  }
+  EXPECT_EQ(saved.running(128).n, 0u);  // never seen: empty sums
+}
+
+TEST(GaussianTsTest, RestoreRunningRefusesSumsNoObservationsGive) {
+  GaussianThompsonSampler ts(std::nullopt, {}, false);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(ts.restore_running(32, {2, nan, 1.0, 0.0}), UsageError);
+  EXPECT_THROW(ts.restore_running(32, {2, 2.0, 1.0, -std::numeric_limits<double>::infinity()}), UsageError);
+  EXPECT_THROW(ts.restore_running(32, {2, 2.0, 1.0, -0.5}), UsageError);  // m2 < 0
+  EXPECT_THROW(ts.restore_running(32, {0, 2.0, 1.0, 0.0}), UsageError);   // sums of nothing
+  EXPECT_EQ(ts.count(32), 0u);
+  // A sampler that keeps observations would disagree with restored sums.
+  GaussianThompsonSampler kept;
+  EXPECT_THROW(kept.restore_running(32, {2, 2.0, 1.0, 0.0}), UsageError);
+  EXPECT_THROW(GaussianThompsonSampler(3, {}, false).restore_running(32, {2, 2.0, 1.0, 0.0}), UsageError);
 }
 
 }  // namespace

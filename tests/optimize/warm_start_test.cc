@@ -115,6 +115,27 @@ TEST(WarmStartTest, WarmStartedStateRoundTripsThroughJson) {
   EXPECT_THROW(BatchSizeOptimizer::from_json(broken), UsageError);
 }
 
+// Without kept observations the state holds running sums (version 2); the
+// per-size priors travel with them.
+TEST(WarmStartTest, WarmStartedRunningSumsStateRoundTripsThroughJson) {
+  BatchSizeOptimizer original({{16, 32, 64, 128, 256}, 128, 2.0, {}, {}, 3, false});
+  WarmStart start = prior();
+  start.unexplored = {128};
+  ASSERT_TRUE(original.warm_start(start));
+  original.observe(original.predict(), 150, true);
+  const nlohmann::json state = original.to_json();
+  ASSERT_EQ(state.at("version"), 2);
+  ASSERT_TRUE(state.contains("arm_priors"));
+  BatchSizeOptimizer restored = BatchSizeOptimizer::from_json(nlohmann::json::parse(state.dump()));
+  EXPECT_EQ(restored.to_json(), state);
+  for (int i = 0; i < 20; ++i) {
+    const int b = original.predict();
+    ASSERT_EQ(restored.predict(), b) << i;
+    original.observe(b, 100 + i, true);
+    restored.observe(b, 100 + i, true);
+  }
+}
+
 // The prior weighs as at most max_prior_observations of the job's own runs:
 // its belief's variance is the per-run spread over that many.
 TEST(WarmStartTest, PriorWeighsAsAtMostTheGivenObservations) {

@@ -39,7 +39,8 @@ struct BatchSizeOptimizerOptions {
   GaussianPrior prior;
   uint64_t seed = 1;
   // false: the sampler keeps running sums only (flat memory for replays of
-  // millions of recurrences); to_json() then refuses.
+  // millions of recurrences, and a saved state of flat size); the decisions
+  // are the same either way. A window keeps its observations regardless.
   bool keep_observations = true;
 };
 
@@ -106,8 +107,17 @@ class BatchSizeOptimizer {
   int best_known() const;
   const GaussianThompsonSampler& sampler() const { return sampler_; }
 
-  // State as JSON (options, phase, observations, random state), and back:
-  // a later process continues exactly where this one stopped.
+  // State as JSON (options, phase, evidence per batch size, random state),
+  // and back: a later process continues exactly where this one stopped, with
+  // the same predictions and thresholds. The evidence is, by "version":
+  //   1: "observations", every cost per size (kept observations, or a window);
+  //   2: "running_sums", {"n", "sum", "welford_mean", "m2"} per size, when
+  //      keep_observations is false and there is no window; options then
+  //      hold "keep_observations": false. Its size does not grow with the
+  //      number of recurrences.
+  // from_json reads both; it throws UsageError for an unknown version or
+  // evidence that is malformed (negative n, non-finite sums, a size not among
+  // the choices, a size missing from running_sums).
   nlohmann::json to_json() const;
   static BatchSizeOptimizer from_json(const nlohmann::json& state);
 

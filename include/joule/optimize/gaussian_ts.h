@@ -23,6 +23,14 @@ struct GaussianPrior {
   double precision = 0.0;  // 0: flat
 };
 
+// Everything an arm's belief needs when no window is set: the sum of its
+// costs (for the mean) and Welford's running mean and sum of squared
+// deviations (for the spread), over n observations in arrival order.
+struct RunningSums {
+  std::size_t n = 0;
+  double sum = 0, welford_mean = 0, m2 = 0;
+};
+
 struct ArmBelief {
   double mean = 0.0;
   double variance = 0.0;
@@ -33,9 +41,10 @@ class GaussianThompsonSampler {
  public:
   // window: when set, only the last `window` observations of each arm count
   // (for workloads that drift).
-  // keep_history: keep every observation (for observations() and saved
-  // state); false keeps only running sums, so memory stays flat however long
-  // a job recurs. With a window the window is always kept.
+  // keep_history: keep every observation (for observations()); false keeps
+  // only running sums, so memory stays flat however long a job recurs, and
+  // running()/restore_running() carry the state. With a window the window is
+  // always kept.
   explicit GaussianThompsonSampler(std::optional<std::size_t> window = std::nullopt, GaussianPrior prior = {},
                                    bool keep_history = true);
 
@@ -57,6 +66,15 @@ class GaussianThompsonSampler {
   // How many observations count.
   std::size_t count(int arm) const;
   bool keeps_history() const { return keep_history_ || window_.has_value(); }
+  // An arm's running sums (all zero for an arm never observed), for saving
+  // the state of a sampler that keeps no history.
+  RunningSums running(int arm) const;
+  // Puts back sums that running() gave; every later belief, mean and draw is
+  // then the same as the saved sampler's. Throws UsageError when the sampler
+  // keeps history (its observations are its state, and would disagree with
+  // the sums), or for sums no observations give: non-finite, m2 < 0, or
+  // nonzero with n = 0.
+  void restore_running(int arm, const RunningSums& sums);
   // Mean of the costs that count (nullopt: none). O(1) without a window.
   std::optional<double> mean(int arm) const;
   std::vector<int> arms() const;
@@ -73,12 +91,8 @@ class GaussianThompsonSampler {
   // Running sums of every observation (in arrival order, so the mean is the
   // same number a loop over them gives; Welford's update for the spread):
   // without a window, a belief costs O(1) however long the job recurs.
-  struct Running {
-    std::size_t n = 0;
-    double sum = 0, welford_mean = 0, m2 = 0;
-  };
   std::map<int, std::deque<double>> observations_;
-  std::map<int, Running> running_;
+  std::map<int, RunningSums> running_;
 };
 
 }  // namespace joule
