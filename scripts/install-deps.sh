@@ -13,6 +13,8 @@ packages=(
   build-essential cmake pkg-config git
   # libraries joule links
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libtomlplusplus-dev
+  # joule serve: HTTP server and client
+  libcpp-httplib-dev
   # tests and benchmarks; clang's libFuzzer for the daemon's protocol fuzzer
   libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # the Python module and its tests (Debian's python3, pybind11, PyTorch for CPU)
@@ -22,8 +24,9 @@ packages=(
   libtorch-dev chromium
   # the Debian package: man pages from --help, and its check
   help2man lintian debootstrap
-  # `joule top` is tested by driving it in a terminal multiplexer
-  tmux
+  # `joule top` is tested by driving it in a terminal multiplexer; curl sends
+  # the service requests its own client never would
+  tmux curl
 )
 
 missing=()

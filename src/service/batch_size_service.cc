@@ -46,6 +46,9 @@ BatchSizeOptimizer optimizer_for(const JobSpec& spec) {
   o.beta = spec.beta;
   o.window = spec.window;
   o.seed = spec.seed;
+  // Running sums only: the stored state (version 2) stays the same size
+  // however many recurrences the job has seen. A window needs its history.
+  o.keep_observations = false;
   return BatchSizeOptimizer(o);
 }
 

@@ -1,0 +1,166 @@
+// `joule serve` as users run it: the real binary on a loopback port, driven by
+// `joule simulate --service`, `joule jobs`, the C++ client from several
+// processes, and bad requests.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "common/test_support.h"
+#include "joule/service/client.h"
+
+namespace joule {
+namespace {
+
+using testing::run_process;
+
+// A `joule serve` on a free loopback port, stopped with SIGTERM at the end.
+class Server {
+ public:
+  explicit Server(const testing::TempDir& dir, const std::string& store)
+      : err_path_(dir.file("serve.err")) {
+    const std::string port_file = dir.file("port");
+    std::filesystem::remove(port_file);
+    pid_ = testing::start_process({JOULE_BINARY, "serve", "--store", store, "--listen", "127.0.0.1:0", "--port-file",
+                                   port_file},
+                                  {}, dir.file("serve.out"), err_path_);
+    for (int i = 0; i < 200 && port_ == 0; ++i) {  // up to 10 s
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const std::string text = std::filesystem::exists(port_file) ? testing::read_file(port_file) : "";
+      if (!text.empty() && text.back() == '\n') port_ = std::stoi(text);
+    }
+  }
+  ~Server() {
+    if (pid_ > 0) stop();
+  }
+  int stop() {
+    kill(pid_, SIGTERM);
+    const int code = testing::wait_process(pid_, 10.0);
+    pid_ = -1;
+    return code;
+  }
+  std::string url() const { return fmt::format("http://127.0.0.1:{}", port_); }
+  int port() const { return port_; }
+  std::string log() const { return testing::read_file(err_path_); }
+
+ private:
+  std::string err_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// The end-to-end proof: the six V100 workloads, ten seeds, through HTTP and
+// the database, give byte for byte what the in-process optimizer gives.
+TEST(ServeCliTest, SimulatingThroughTheServiceGivesTheInProcessResultsOnSqlite) {
+  testing::TempDir tmp;
+  Server server(tmp, "sqlite:" + tmp.file("jobs.db"));
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::vector<std::string> common = {JOULE_BINARY, "simulate", "--seeds", "1..10", "--policy", "zeus"};
+  auto local = common, remote = common;
+  local.insert(local.end(), {"--out", tmp.file("local.csv")});
+  remote.insert(remote.end(), {"--service", server.url(), "--out", tmp.file("remote.csv")});
+  const auto a = run_process(local);
+  const auto b = run_process(remote, {}, 120.0);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  const std::string local_csv = testing::read_file(tmp.file("local.csv"));
+  EXPECT_GT(local_csv.size(), 1000000u);  // every recurrence of every seed
+  EXPECT_TRUE(local_csv == testing::read_file(tmp.file("remote.csv"))) << "per-recurrence results differ";
+  // 60 jobs were registered (6 workloads x 10 seeds), and `joule jobs` lists them.
+  const auto jobs = run_process({JOULE_BINARY, "jobs", "list", "--json", "--service", server.url()});
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
+  EXPECT_EQ(nlohmann::json::parse(jobs.out).size(), 60u);
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// Recurrences of one job from several processes at once, through HTTP: none
+// is lost, each is handed out once.
+TEST(ServeCliTest, ProcessesSharingOneJobLoseNoRecurrence) {
+  testing::TempDir tmp;
+  Server server(tmp, tmp.file("jobs.db"));
+  ASSERT_GT(server.port(), 0) << server.log();
+  service::BatchSizeClient client(server.url());
+  ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
+      {{"name", "shared"}, {"batch_sizes", {32, 64, 128}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+  constexpr int kProcesses = 4, kEach = 30;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int code = 0;
+      try {
+        service::BatchSizeClient mine(server.url());
+        for (int i = 0; i < kEach; ++i) {
+          const service::Assignment a = mine.ask("shared", fmt::format("node-{}", p));
+          mine.report(a.recurrence_id, {100.0 * a.batch_size, 10.0 + i, true, false});
+        }
+      } catch (const std::exception&) {
+        code = 1;
+      }
+      _exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) EXPECT_EQ(testing::wait_process(pid, 60.0), 0);
+  const nlohmann::json job = client.job("shared");
+  EXPECT_EQ(job["recurrences"].get<int>(), kProcesses * kEach);
+  EXPECT_EQ(job["in_flight"].get<int>(), 0);
+  EXPECT_EQ(job["revision"].get<int>(), 1 + 2 * kProcesses * kEach);
+}
+
+TEST(ServeCliTest, BadRequestsGetClearErrorsAndTheServiceGoesOn) {
+  testing::TempDir tmp;
+  Server server(tmp, tmp.file("jobs.db"));
+  ASSERT_GT(server.port(), 0) << server.log();
+  service::BatchSizeClient client(server.url());
+  auto status_of = [](auto&& call) {
+    try {
+      call();
+    } catch (const service::ServiceError& e) {
+      return e.status();
+    }
+    return 0;
+  };
+  EXPECT_EQ(status_of([&] { client.ask("nobody"); }), 404);
+  EXPECT_EQ(status_of([&] { client.report(99, {1, 1, true, false}); }), 404);
+  EXPECT_EQ(status_of([&] { client.export_job("nobody"); }), 404);
+  try {
+    client.ask("nobody");
+  } catch (const service::ServiceError& e) {
+    EXPECT_NE(std::string(e.what()).find("no job 'nobody'"), std::string::npos) << e.what();
+  }
+  // Raw bodies the client would never send.
+  const auto post = [&](const std::string& path, const std::string& body) {
+    return run_process({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "--data-binary", body,
+                        server.url() + path});
+  };
+  if (run_process({"curl", "--version"}).exit_code == 0) {
+    EXPECT_EQ(post("/v1/jobs", "{not json").out, "400");
+    EXPECT_EQ(post("/v1/jobs", "[1,2]").out, "400");
+    EXPECT_EQ(post("/v1/jobs", std::string(70 * 1024, 'x')).out, "413");
+    EXPECT_EQ(post("/v1/recurrences/abc/result", "{}").out, "404");
+  }
+  EXPECT_EQ(client.health()["status"], "ok");  // still serving
+  EXPECT_EQ(client.jobs().size(), 0u);         // and nothing was stored
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(ServeCliTest, ListensOnLoopbackOnlyUntilTokensExist) {
+  testing::TempDir tmp;
+  const auto r = run_process({JOULE_BINARY, "serve", "--store", tmp.file("j.db"), "--listen", "0.0.0.0:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("loopback addresses only"), std::string::npos) << r.err;
+  const auto bad = run_process({JOULE_BINARY, "serve", "--store", tmp.file("j.db"), "--listen", "127.0.0.1:99999"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("0-65535"), std::string::npos) << bad.err;
+  const auto jobs = run_process({JOULE_BINARY, "jobs", "list", "--service", "http://127.0.0.1:1"});
+  EXPECT_EQ(jobs.exit_code, 1);
+  EXPECT_NE(jobs.err.find("no answer"), std::string::npos) << jobs.err;
+}
+
+}  // namespace
+}  // namespace joule
