@@ -49,7 +49,7 @@ class SqliteJobStore;
 
 class SqliteTransaction final : public StoreTransaction {
  public:
-  SqliteTransaction(SqliteJobStore& store, std::unique_ptr<SqliteDatabase> db);
+  SqliteTransaction(SqliteJobStore& store, std::unique_ptr<SqliteDatabase> db, std::unique_lock<std::mutex> writer);
   ~SqliteTransaction() override;
 
   std::optional<StoredJob> job(const std::string& name) override {
@@ -116,6 +116,7 @@ class SqliteTransaction final : public StoreTransaction {
  private:
   SqliteJobStore& store_;
   std::unique_ptr<SqliteDatabase> db_;
+  std::unique_lock<std::mutex> writer_;  // released last, after the commit or rollback
   bool committed_ = false;
 };
 
@@ -128,9 +129,14 @@ class SqliteJobStore final : public JobStore {
   }
 
   std::unique_ptr<StoreTransaction> begin() override {
+    // SQLite has one writer at a time; writers of this process queue on a
+    // mutex (fair, no delay) rather than in SQLite's busy handler, which
+    // sleeps up to 100 ms between tries. Other processes still meet the
+    // busy handler.
+    std::unique_lock writer(writer_mutex_);
     auto db = take();
     db->exec("BEGIN IMMEDIATE");
-    return std::make_unique<SqliteTransaction>(*this, std::move(db));
+    return std::make_unique<SqliteTransaction>(*this, std::move(db), std::move(writer));
   }
 
   std::optional<StoredJob> job(const std::string& name) override {
@@ -227,12 +233,14 @@ class SqliteJobStore final : public JobStore {
   }
 
   std::string path_;
-  std::mutex mutex_;
+  std::mutex writer_mutex_;
+  std::mutex mutex_;  // the pool
   std::stack<std::unique_ptr<SqliteDatabase>> pool_;
 };
 
-SqliteTransaction::SqliteTransaction(SqliteJobStore& store, std::unique_ptr<SqliteDatabase> db)
-    : store_(store), db_(std::move(db)) {}
+SqliteTransaction::SqliteTransaction(SqliteJobStore& store, std::unique_ptr<SqliteDatabase> db,
+                                     std::unique_lock<std::mutex> writer)
+    : store_(store), db_(std::move(db)), writer_(std::move(writer)) {}
 
 SqliteTransaction::~SqliteTransaction() {
   if (!committed_) {
