@@ -178,8 +178,7 @@ bool BatchSizeService::register_job(const JobSpec& spec) {
 Assignment BatchSizeService::ask(const std::string& job_name, const std::string& node) {
   auto txn = store_->begin();
   const StoredJob job = job_or_404(*txn, job_name);
-  const JobSpec spec = stored_spec(job);
-  BatchSizeOptimizer optimizer = stored_optimizer(job);
+  auto [spec, optimizer] = restore(job);
   Assignment a;
   a.batch_size = optimizer.predict();
   a.early_stop_threshold_cost = optimizer.early_stop_threshold_cost();
@@ -197,6 +196,7 @@ Assignment BatchSizeService::ask(const std::string& job_name, const std::string&
   row.started_at_s = unix_time_s();
   a.recurrence_id = txn->insert_recurrence(row);
   txn->commit();
+  remember(job.name, job.revision + 1, spec, optimizer);
   return a;
 }
 
@@ -206,8 +206,7 @@ double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& r
   if (!row) throw RequestError(404, fmt::format("no recurrence {}", recurrence_id));
   if (row->finished()) throw RequestError(409, fmt::format("recurrence {} has already reported", recurrence_id));
   const StoredJob job = job_or_404(*txn, row->job);
-  const JobSpec spec = stored_spec(job);
-  BatchSizeOptimizer optimizer = stored_optimizer(job);
+  auto [spec, optimizer] = restore(job);
   // A run stopped at its threshold costs the threshold (what the optimizer
   // would have computed had the run gone on); otherwise what it measured.
   const double cost = result.stopped_early && row->threshold_cost
@@ -223,7 +222,29 @@ double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& r
   row->stopped_early = result.stopped_early;
   txn->finish_recurrence(*row);
   txn->commit();
+  remember(job.name, job.revision + 1, spec, optimizer);
   return cost;
+}
+
+std::pair<JobSpec, BatchSizeOptimizer> BatchSizeService::restore(const StoredJob& job) {
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (auto it = cache_.find(job.name); it != cache_.end() && it->second.revision == job.revision) {
+      return {it->second.spec, it->second.optimizer};
+    }
+  }
+  return {stored_spec(job), stored_optimizer(job)};
+}
+
+void BatchSizeService::remember(const std::string& name, int64_t revision, const JobSpec& spec,
+                                const BatchSizeOptimizer& optimizer) {
+  std::lock_guard lock(cache_mutex_);
+  auto it = cache_.find(name);
+  if (it == cache_.end()) {
+    cache_.emplace(name, CachedJob{revision, spec, optimizer});
+  } else if (it->second.revision < revision) {  // another thread may have committed a later one
+    it->second = CachedJob{revision, spec, optimizer};
+  }
 }
 
 void BatchSizeService::put_power_profile(const std::string& job_name, const std::string& gpu_model, int batch_size,

@@ -217,6 +217,11 @@ HttpServer::HttpServer(std::shared_ptr<BatchSizeService> service, std::string st
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_payload_max_length(impl_->options.max_body_bytes);
   server.set_tcp_nodelay(true);  // replies are one small write: no Nagle delay
+  // A training run's client keeps its connection for every request; closing
+  // it every few requests (the library's default is 5) races with the next
+  // request already on its way. An idle connection is closed after 5 s (the
+  // library's default), which also bounds how long stop() waits for one.
+  server.set_keep_alive_max_count(100000);
   server.set_read_timeout(impl_->options.read_timeout_s, 0);
   server.set_write_timeout(impl_->options.read_timeout_s, 0);
   impl_->add_routes();

@@ -7,12 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "joule/error.h"
+#include "joule/optimize/batch_size_optimizer.h"
 #include "joule/service/job_store.h"
 
 namespace joule::service {
@@ -97,8 +100,20 @@ class BatchSizeService {
 
  private:
   JobSummary summarize(const StoredJob& stored);
+  // The job's spec and optimizer as of its stored revision: from the cache
+  // when this process wrote that revision, else parsed from the store.
+  std::pair<JobSpec, BatchSizeOptimizer> restore(const StoredJob& job);
+  // After a commit: the job is now at revision with this optimizer.
+  void remember(const std::string& name, int64_t revision, const JobSpec& spec, const BatchSizeOptimizer& optimizer);
 
   std::shared_ptr<JobStore> store_;
+  struct CachedJob {
+    int64_t revision;
+    JobSpec spec;
+    BatchSizeOptimizer optimizer;
+  };
+  std::mutex cache_mutex_;
+  std::map<std::string, CachedJob> cache_;
 };
 
 }  // namespace joule::service
