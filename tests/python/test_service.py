@@ -89,7 +89,7 @@ def test_health_and_the_url_from_the_environment(server, monkeypatch):
     client = joule.BatchSizeClient()
     assert client.url == server
     health = client.health()
-    assert health["status"] == "ok" and health["store"].startswith("sqlite:")
+    assert health["status"] == "ok" and "jobs.db" in health["store"]
     monkeypatch.delenv("JOULE_SERVICE_URL")
     assert joule.BatchSizeClient().url == "http://127.0.0.1:8321"
 
@@ -110,18 +110,22 @@ def test_register_once_then_same_spec_then_conflict(client):
 def test_ask_report_agrees_with_the_in_process_optimizer(client):
     register(client, window=None)
     bso = joule.BatchSizeOptimizer(SIZES, 32, beta=2.0, seed=7)
-    # Energy and time per batch size; 16 never converges, 128 only sometimes.
-    energy = {16: 9000.0, 32: 5000.0, 64: 4200.0, 128: 6000.0}
-    time_s = {16: 40.0, 32: 20.0, 64: 16.0, 128: 30.0}
+    # Energy and time per batch size, noisy; 16 never converges (and is
+    # stopped early), 128 fails one run in three; 32 and 64 are close, so
+    # Thompson sampling keeps trying both and the seed matters.
+    energy = {16: 12000.0, 32: 5000.0, 64: 4900.0, 128: 5200.0}
+    time_s = {16: 40.0, 32: 20.0, 64: 19.5, 128: 20.0}
     stopped = 0
+    chosen = []
     for i in range(30):
         a = client.ask("bert", node=f"node-{i % 3}")
         assert a.batch_size == bso.predict(), f"recurrence {i}"
         assert a.early_stop_threshold_cost == bso.early_stop_threshold_cost
         assert a.power_limit_w is None
         b = a.batch_size
-        e, t = energy[b] * (1 + 0.01 * (i % 5)), time_s[b] * (1 + 0.02 * (i % 4))
-        reached = b != 16 and not (b == 128 and i % 2)
+        chosen.append(b)
+        e, t = energy[b] * (1 + 0.04 * ((i * 7) % 5)), time_s[b] * (1 + 0.03 * ((i * 3) % 4))
+        reached = b != 16 and not (b == 128 and i % 3 == 0)
         measured = 0.5 * e + 0.5 * 300.0 * t
         early = not reached and measured >= a.early_stop_threshold_cost
         cost = client.report(a.recurrence_id, e, t, reached, stopped_early=early)
@@ -130,6 +134,7 @@ def test_ask_report_agrees_with_the_in_process_optimizer(client):
         bso.observe(b, expected, reached)
         stopped += early
     assert stopped > 0  # the stopped-early path was taken
+    assert chosen[4:].count(32) and chosen[4:].count(64)  # sampled after pruning, not one size
     job = client.job("bert")
     assert job["recurrences"] == 30 and job["in_flight"] == 0
     assert job["phase"] == bso.phase == "thompson"
@@ -211,8 +216,9 @@ def test_recurrence_helper_stops_early_past_the_threshold(client, simulated):
     monitor = joule.Monitor(interval_ms=10)
     with joule.torch.BatchSizeRecurrence(client, "bert", monitor=monitor) as rec:
         assert rec.early_stop_threshold_cost == pytest.approx(13.0)
-        assert not rec.should_stop(energy_j=10.0, time_s=0.01)
-        assert rec.should_stop(energy_j=30.0, time_s=0.01)
+        assert rec.cost_of(20.0, 0.03) == pytest.approx(10.0 + 4.5)  # 0.5 E + 0.5 x 300 W x T
+        assert not rec.should_stop(energy_j=20.0, time_s=0.01)  # 11.5
+        assert rec.should_stop(energy_j=20.0, time_s=0.03)  # 14.5: the time term counts
         time.sleep(0.1)  # 2 GPUs x 650 W x 0.1 s: ~65 J in the cost
         assert rec.should_stop()
         cost = rec.finish(reached_target=False)
