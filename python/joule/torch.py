@@ -12,11 +12,18 @@
 
 With PyTorch Lightning installed, joule.torch.LightningCallback(plo) plugs the
 same optimizer into a Trainer: Trainer(callbacks=[joule.torch.LightningCallback(plo)]).
+
+joule.torch.BatchSizeRecurrence(client, job, monitor=monitor) runs one
+recurrence of a job on a `joule serve` batch-size service (see its docstring).
 """
 import contextlib
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import torch
+
+if TYPE_CHECKING:
+    from ._joule import Monitor
+    from .service import Assignment, BatchSizeClient
 
 
 def synchronizer(device=None):
@@ -119,12 +126,14 @@ class BatchSizeRecurrence:
     client.job(job)["in_flight"]) and teaches the optimizer nothing.
     """
 
-    def __init__(self, client, job: str, node: Optional[str] = None, monitor=None) -> None:
+    def __init__(
+        self, client: "BatchSizeClient", job: str, node: Optional[str] = None, monitor: Optional["Monitor"] = None
+    ) -> None:
         self.client = client
         self.job = job
         self.node = node
         self.monitor = monitor
-        self.assignment = None  # a joule.service.Assignment once entered
+        self.assignment: Optional["Assignment"] = None  # once entered
         self.cost: Optional[float] = None  # what the service learned, once finished
         self._eta = 0.5
         self._max_power_w = 0.0
@@ -199,7 +208,7 @@ class BatchSizeRecurrence:
         self.monitor.begin_window(name)
         return name
 
-    def _measured_so_far(self):
+    def _measured_so_far(self) -> Tuple[float, float]:
         """The energy and time since entry: probe windows laid end to end
         (the next one begins before the last one ends, so nothing is missed)."""
         if self._probe is None:
