@@ -12,10 +12,18 @@
 
 With PyTorch Lightning installed, joule.torch.LightningCallback(plo) plugs the
 same optimizer into a Trainer: Trainer(callbacks=[joule.torch.LightningCallback(plo)]).
+
+joule.torch.BatchSizeRecurrence(client, job, monitor=monitor) runs one
+recurrence of a job on a `joule serve` batch-size service (see its docstring).
 """
 import contextlib
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import torch
+
+if TYPE_CHECKING:
+    from ._joule import Monitor
+    from .service import Assignment, BatchSizeClient
 
 
 def synchronizer(device=None):
@@ -81,3 +89,141 @@ if _LightningCallbackBase is not None:
 
         def on_train_end(self, trainer, pl_module):
             self.optimizer.restore()
+
+
+
+class BatchSizeRecurrence:
+    """One training run (a recurrence) of a job on a `joule serve`
+    batch-size service: asks for its batch size on entry and reports its
+    energy and time with finish().
+
+        client = joule.BatchSizeClient()
+        monitor = joule.Monitor(synchronize=joule.torch.synchronizer())
+        with joule.torch.BatchSizeRecurrence(client, "resnet50", monitor=monitor) as rec:
+            loader = make_loader(batch_size=rec.batch_size)
+            reached = False
+            for epoch in range(max_epochs):
+                reached = train_one_epoch(loader)
+                if reached or rec.should_stop():
+                    break
+            rec.finish(reached_target=reached)
+
+    With a monitor, a window ("joule-recurrence-ID") measures the GPUs'
+    energy and the time from entry to finish(); without one, pass energy_j
+    and time_s (the run's totals so far) to should_stop() and finish().
+
+    should_stop() computes the Zeus cost C = eta * E + (1 - eta) * max_power_w * T
+    with the job's eta and max_power_w (from client.job(job)["spec"]) and says
+    whether it reached the early-stop threshold. finish() reports a run that
+    did not reach its target and whose cost reached the threshold as stopped
+    early (the service then counts it at the threshold).
+
+    power_limit_w is the limit the service advises for this batch size (None
+    without a power profile); setting it on the GPUs is up to the caller.
+
+    If the with-block exits with an exception, or without finish(), nothing
+    is reported: the recurrence stays in flight on the service (it shows in
+    client.job(job)["in_flight"]) and teaches the optimizer nothing.
+    """
+
+    def __init__(
+        self, client: "BatchSizeClient", job: str, node: Optional[str] = None, monitor: Optional["Monitor"] = None
+    ) -> None:
+        self.client = client
+        self.job = job
+        self.node = node
+        self.monitor = monitor
+        self.assignment: Optional["Assignment"] = None  # once entered
+        self.cost: Optional[float] = None  # what the service learned, once finished
+        self._eta = 0.5
+        self._max_power_w = 0.0
+        self._window: Optional[str] = None  # entry to finish
+        self._probe: Optional[str] = None  # since the last should_stop
+        self._probes = 0
+        self._probed_energy_j = 0.0
+        self._probed_time_s = 0.0
+        self._finished = False
+
+    def __enter__(self) -> "BatchSizeRecurrence":
+        spec = self.client.job(self.job)["spec"]
+        self._eta = float(spec["eta"])
+        self._max_power_w = float(spec["max_power_w"])
+        self.assignment = self.client.ask(self.job, self.node)
+        if self.monitor is not None:
+            self._window = f"joule-recurrence-{self.recurrence_id}"
+            self._probe = self._next_probe()
+            self.monitor.begin_window(self._window)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self._close_windows()
+        return False
+
+    @property
+    def recurrence_id(self) -> int:
+        return self.assignment.recurrence_id
+
+    @property
+    def batch_size(self) -> int:
+        return self.assignment.batch_size
+
+    @property
+    def power_limit_w(self) -> Optional[float]:
+        return self.assignment.power_limit_w
+
+    @property
+    def early_stop_threshold_cost(self) -> float:
+        return self.assignment.early_stop_threshold_cost
+
+    def cost_of(self, energy_j: float, time_s: float) -> float:
+        """The Zeus cost of energy_j and time_s with the job's eta and max_power_w."""
+        return self._eta * energy_j + (1.0 - self._eta) * self._max_power_w * time_s
+
+    def should_stop(self, energy_j: Optional[float] = None, time_s: Optional[float] = None) -> bool:
+        """Whether the run so far costs at least the early-stop threshold."""
+        if energy_j is None or time_s is None:
+            energy_j, time_s = self._measured_so_far()
+        return self.cost_of(energy_j, time_s) >= self.early_stop_threshold_cost
+
+    def finish(self, reached_target: bool, energy_j: Optional[float] = None, time_s: Optional[float] = None) -> float:
+        """Reports the run (energy and time from the monitor's window unless
+        given); returns the cost the service learned from."""
+        if self._finished:
+            raise RuntimeError(f"recurrence {self.recurrence_id} has already finished")
+        if energy_j is None or time_s is None:
+            if self._window is None:
+                raise ValueError("BatchSizeRecurrence.finish: without a monitor, pass energy_j and time_s")
+            m = self.monitor.end_window(self._window)
+            self._window = None
+            energy_j, time_s = m.total_energy_j, m.elapsed_s
+        self._close_windows()
+        stopped_early = not reached_target and self.cost_of(energy_j, time_s) >= self.early_stop_threshold_cost
+        self.cost = self.client.report(self.recurrence_id, energy_j, time_s, reached_target, stopped_early)
+        self._finished = True
+        return self.cost
+
+    def _next_probe(self) -> str:
+        self._probes += 1
+        name = f"joule-recurrence-{self.recurrence_id}-probe-{self._probes}"
+        self.monitor.begin_window(name)
+        return name
+
+    def _measured_so_far(self) -> Tuple[float, float]:
+        """The energy and time since entry: probe windows laid end to end
+        (the next one begins before the last one ends, so nothing is missed)."""
+        if self._probe is None:
+            raise ValueError("BatchSizeRecurrence.should_stop: without a monitor, pass energy_j and time_s")
+        previous, self._probe = self._probe, self._next_probe()
+        m = self.monitor.end_window(previous)
+        self._probed_energy_j += m.total_energy_j
+        self._probed_time_s += m.elapsed_s
+        return self._probed_energy_j, self._probed_time_s
+
+    def _close_windows(self) -> None:
+        for name in (self._probe, self._window):
+            if name is not None:
+                try:
+                    self.monitor.end_window(name)
+                except Exception:  # closing only; nothing is reported
+                    pass
+        self._probe = self._window = None

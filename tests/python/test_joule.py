@@ -181,4 +181,6 @@ def test_batch_size_optimizer_state_round_trips(simulated):
 def test_type_stubs_cover_every_public_name():
     stubs = open(os.path.join(os.path.dirname(joule.__file__), "_joule.pyi")).read()
     for name in joule.__all__:
+        if name in ("BatchSizeClient", "ServiceError"):  # pure Python: joule/service.py
+            continue
         assert re.search(rf"^(class|def) {name}\b", stubs, re.M), name

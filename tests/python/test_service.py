@@ -1,0 +1,240 @@
+"""joule.BatchSizeClient and joule.torch.BatchSizeRecurrence against the real
+`joule serve` (SQLite store in a temporary directory, any free loopback port).
+
+The binary is $JOULE_TEST_BINARY (set by CTest), else bin/joule next to the
+build tree's python/ directory that PYTHONPATH points at.
+"""
+import math
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import joule
+import joule.torch
+
+
+def joule_binary() -> str:
+    explicit = os.environ.get("JOULE_TEST_BINARY")
+    if explicit:
+        return explicit
+    # build/python/joule/__init__.py -> build/bin/joule
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(joule.__file__))))
+    return os.path.join(build, "bin", "joule")
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A `joule serve` on a free port; yields its URL, stops it with SIGTERM."""
+    binary = joule_binary()
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"no joule binary at {binary} (set JOULE_TEST_BINARY)")
+    port_file = tmp_path / "port"
+    log = open(tmp_path / "serve.log", "w+")
+    process = subprocess.Popen(
+        [binary, "serve", "--store", f"sqlite:{tmp_path / 'jobs.db'}", "--listen", "127.0.0.1:0",
+         "--port-file", str(port_file), "--quiet"],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        port = 0
+        deadline = time.monotonic() + 10.0
+        while port == 0 and time.monotonic() < deadline and process.poll() is None:
+            text = port_file.read_text() if port_file.exists() else ""
+            if text.endswith("\n"):
+                port = int(text)
+            else:
+                time.sleep(0.02)
+        if port == 0:
+            log.seek(0)
+            pytest.fail(f"joule serve did not start: {log.read()}")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log.close()
+
+
+@pytest.fixture
+def client(server):
+    with joule.BatchSizeClient(server, timeout_s=5.0) as c:
+        yield c
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    """Two simulated GPUs drawing 650 W each."""
+    monkeypatch.setenv("JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+    monkeypatch.setenv("JOULE_SIM", "count=2,load=1")
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+
+
+SIZES = [16, 32, 64, 128]
+
+
+def register(client, name="bert", **overrides):
+    args = dict(batch_sizes=SIZES, default_batch_size=32, max_power_w=300.0, eta=0.5, beta=2.0, seed=7)
+    args.update(overrides)
+    return client.register_job(name, **args)
+
+
+def test_health_and_the_url_from_the_environment(server, monkeypatch):
+    monkeypatch.setenv("JOULE_SERVICE_URL", server)
+    client = joule.BatchSizeClient()
+    assert client.url == server
+    health = client.health()
+    assert health["status"] == "ok" and "jobs.db" in health["store"]
+    monkeypatch.delenv("JOULE_SERVICE_URL")
+    assert joule.BatchSizeClient().url == "http://127.0.0.1:8321"
+
+
+def test_register_once_then_same_spec_then_conflict(client):
+    assert register(client) is True
+    assert register(client) is False
+    with pytest.raises(joule.ServiceError) as e:
+        register(client, beta=3.0)
+    assert e.value.status == 409
+    assert "bert" in str(e.value)
+    job = client.job("bert")
+    assert job["spec"]["batch_sizes"] == SIZES and job["spec"]["seed"] == 7
+    assert job["phase"] == "pruning" and job["recurrences"] == 0
+    assert [j["spec"]["name"] for j in client.jobs()] == ["bert"]
+
+
+def test_ask_report_agrees_with_the_in_process_optimizer(client):
+    register(client, window=None)
+    bso = joule.BatchSizeOptimizer(SIZES, 32, beta=2.0, seed=7)
+    # Energy and time per batch size, noisy; 16 never converges (and is
+    # stopped early), 128 fails one run in three; 32 and 64 are close, so
+    # Thompson sampling keeps trying both and the seed matters.
+    energy = {16: 12000.0, 32: 5000.0, 64: 4900.0, 128: 5200.0}
+    time_s = {16: 40.0, 32: 20.0, 64: 19.5, 128: 20.0}
+    stopped = 0
+    chosen = []
+    for i in range(30):
+        a = client.ask("bert", node=f"node-{i % 3}")
+        assert a.batch_size == bso.predict(), f"recurrence {i}"
+        assert a.early_stop_threshold_cost == bso.early_stop_threshold_cost
+        assert a.power_limit_w is None
+        b = a.batch_size
+        chosen.append(b)
+        e, t = energy[b] * (1 + 0.04 * ((i * 7) % 5)), time_s[b] * (1 + 0.03 * ((i * 3) % 4))
+        reached = b != 16 and not (b == 128 and i % 3 == 0)
+        measured = 0.5 * e + 0.5 * 300.0 * t
+        early = not reached and measured >= a.early_stop_threshold_cost
+        cost = client.report(a.recurrence_id, e, t, reached, stopped_early=early)
+        expected = a.early_stop_threshold_cost if early else measured
+        assert cost == pytest.approx(expected, rel=1e-12)
+        bso.observe(b, expected, reached)
+        stopped += early
+    assert stopped > 0  # the stopped-early path was taken
+    assert chosen[4:].count(32) and chosen[4:].count(64)  # sampled after pruning, not one size
+    job = client.job("bert")
+    assert job["recurrences"] == 30 and job["in_flight"] == 0
+    assert job["phase"] == bso.phase == "thompson"
+    exported = client.export_job("bert")
+    assert len(exported["recurrences"]) == 30
+    assert sum(r["stopped_early"] for r in exported["recurrences"]) == stopped
+
+
+def test_errors_carry_the_status_and_the_services_message(client, tmp_path):
+    with pytest.raises(joule.ServiceError) as e:
+        client.ask("nobody")
+    assert e.value.status == 404 and "no job 'nobody'" in str(e.value)
+    for call in (lambda: client.job("nobody"), lambda: client.export_job("nobody")):
+        with pytest.raises(joule.ServiceError, match="no job 'nobody'") as e:
+            call()
+        assert e.value.status == 404
+    with pytest.raises(joule.ServiceError, match="no recurrence 987654") as e:
+        client.report(987654, 1.0, 1.0, True)
+    assert e.value.status == 404
+    with pytest.raises(joule.ServiceError) as e:
+        client.register_job("bad", [], 32, max_power_w=300.0)
+    assert e.value.status == 400 and "batch_sizes" in str(e.value)
+
+    register(client)
+    a = client.ask("bert")
+    client.report(a.recurrence_id, 100.0, 1.0, True)
+    with pytest.raises(joule.ServiceError, match="already reported") as e:
+        client.report(a.recurrence_id, 100.0, 1.0, True)
+    assert e.value.status == 409
+
+    # Nothing listening: status 0.
+    nobody = joule.BatchSizeClient("http://127.0.0.1:1", timeout_s=1.0)
+    with pytest.raises(joule.ServiceError, match="no answer") as e:
+        nobody.health()
+    assert e.value.status == 0
+    with pytest.raises(joule.ServiceError):
+        joule.BatchSizeClient("ftp://example")
+
+
+def test_a_power_profile_gives_later_recurrences_a_limit(client):
+    register(client, gpu_model="NVIDIA A100-SXM4-40GB")
+    first = client.ask("bert")
+    assert first.power_limit_w is None
+    for b in SIZES:  # the lowest limit is both cheapest and fast enough here
+        client.put_power_profile("bert", "NVIDIA A100-SXM4-40GB", b, [
+            {"power_limit_w": 200.0, "time_per_epoch_s": 10.0, "avg_power_w": 190.0},
+            {"power_limit_w": 300.0, "time_per_epoch_s": 9.8, "avg_power_w": 290.0},
+        ])
+    assert client.ask("bert").power_limit_w == 200.0
+    with pytest.raises(joule.ServiceError) as e:
+        client.put_power_profile("bert", "NVIDIA A100-SXM4-40GB", 48, [])
+    assert e.value.status == 400
+
+
+def test_recurrence_helper_measures_with_a_monitor(client, simulated):
+    register(client)
+    monitor = joule.Monitor(interval_ms=10)
+    assert monitor.simulated
+    with joule.torch.BatchSizeRecurrence(client, "bert", node="worker", monitor=monitor) as rec:
+        assert rec.batch_size in SIZES and rec.power_limit_w is None
+        assert math.isinf(rec.early_stop_threshold_cost)
+        time.sleep(0.1)
+        assert not rec.should_stop()  # no threshold yet
+        time.sleep(0.1)
+        cost = rec.finish(reached_target=True)
+    r = client.export_job("bert")["recurrences"][0]
+    assert r["id"] == rec.recurrence_id and r["node"] == "worker" and r["reached_target"] is True
+    assert r["time_s"] >= 0.2 and r["energy_j"] > 0
+    assert r["energy_j"] == pytest.approx(2 * 650.0 * r["time_s"], rel=0.05)
+    assert cost == pytest.approx(0.5 * r["energy_j"] + 0.5 * 300.0 * r["time_s"])
+    with pytest.raises(RuntimeError, match="already finished"):
+        rec.finish(reached_target=True)
+
+
+def test_recurrence_helper_stops_early_past_the_threshold(client, simulated):
+    register(client)
+    first = client.ask("bert")
+    client.report(first.recurrence_id, 10.0, 0.01, True)  # cost 6.5: threshold 13
+    monitor = joule.Monitor(interval_ms=10)
+    with joule.torch.BatchSizeRecurrence(client, "bert", monitor=monitor) as rec:
+        assert rec.early_stop_threshold_cost == pytest.approx(13.0)
+        assert rec.cost_of(20.0, 0.03) == pytest.approx(10.0 + 4.5)  # 0.5 E + 0.5 x 300 W x T
+        assert not rec.should_stop(energy_j=20.0, time_s=0.01)  # 11.5
+        assert rec.should_stop(energy_j=20.0, time_s=0.03)  # 14.5: the time term counts
+        time.sleep(0.1)  # 2 GPUs x 650 W x 0.1 s: ~65 J in the cost
+        assert rec.should_stop()
+        cost = rec.finish(reached_target=False)
+    assert cost == pytest.approx(13.0)  # a run stopped early costs its threshold
+    r = client.export_job("bert")["recurrences"][1]
+    assert r["stopped_early"] is True and r["reached_target"] is False and r["energy_j"] > 0
+
+
+def test_recurrence_helper_without_monitor_and_on_exceptions(client):
+    register(client, eta=1.0)
+    with joule.torch.BatchSizeRecurrence(client, "bert") as rec:
+        with pytest.raises(ValueError, match="pass energy_j and time_s"):
+            rec.should_stop()
+        assert rec.finish(True, energy_j=500.0, time_s=3.0) == pytest.approx(500.0)
+    with pytest.raises(ZeroDivisionError):
+        with joule.torch.BatchSizeRecurrence(client, "bert") as rec:
+            1 / 0
+    job = client.job("bert")
+    assert job["recurrences"] == 2 and job["in_flight"] == 1  # the failed run reported nothing
