@@ -188,7 +188,8 @@ int main(int argc, char** argv) {
   joule::cli::ServeCliOptions serve;
   CLI::App* serve_command = app.add_subcommand(
       "serve", "run the batch-size service: one bandit per recurring job, shared by every node (HTTP/JSON)");
-  serve_command->add_option("--store", serve.store, "where jobs are kept: sqlite:PATH (default sqlite:joule-jobs.db)");
+  serve_command->add_option("--store", serve.store,
+                            "where jobs are kept: sqlite:PATH or postgresql://... (default sqlite:joule-jobs.db)");
   serve_command->add_option("--listen", serve.listen, "address to listen on, HOST:PORT (default 127.0.0.1:8321; port 0: any)");
   serve_command->add_option("--max-body-kb", serve.max_body_kb, "largest request body accepted (default 64)");
   serve_command->add_option("--port-file", serve.port_file, "write the port listened on to this file");

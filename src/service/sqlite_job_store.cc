@@ -12,6 +12,7 @@
 #include "joule/error.h"
 #include "joule/service/job_store.h"
 #include "service/job_store_sql.h"
+#include "service/postgres_job_store.h"
 
 namespace joule::service {
 namespace {
@@ -258,7 +259,7 @@ SqliteTransaction::~SqliteTransaction() {
 std::unique_ptr<JobStore> open_job_store(const std::string& url) {
   constexpr std::string_view kSqlite = "sqlite:";
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
-    throw UsageError(fmt::format("job store '{}': PostgreSQL is not built into this joule yet", url));
+    return open_postgres_job_store(url);
   }
   const std::string path = url.rfind(kSqlite, 0) == 0 ? url.substr(kSqlite.size()) : url;
   if (path.empty()) throw UsageError("job store: empty path (use sqlite:PATH)");

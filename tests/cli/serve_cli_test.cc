@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/postgres_server.h"
 #include "common/test_support.h"
 #include "joule/service/client.h"
 
@@ -53,10 +54,10 @@ class Server {
 };
 
 // The end-to-end proof: the six V100 workloads, ten seeds, through HTTP and
-// the database, give byte for byte what the in-process optimizer gives.
-TEST(ServeCliTest, SimulatingThroughTheServiceGivesTheInProcessResultsOnSqlite) {
+// the store, give byte for byte what the in-process optimizer gives.
+void expect_simulating_through_the_service_gives_the_in_process_results(const std::string& store) {
   testing::TempDir tmp;
-  Server server(tmp, "sqlite:" + tmp.file("jobs.db"));
+  Server server(tmp, store);
   ASSERT_GT(server.port(), 0) << server.log();
   const std::vector<std::string> common = {JOULE_BINARY, "simulate", "--seeds", "1..10", "--policy", "zeus"};
   auto local = common, remote = common;
@@ -77,11 +78,33 @@ TEST(ServeCliTest, SimulatingThroughTheServiceGivesTheInProcessResultsOnSqlite) 
   EXPECT_EQ(server.stop(), 0);
 }
 
+// A fresh database on the tests' PostgreSQL server, or "" with *skip_reason set.
+std::string fresh_postgres_store(const std::string& name, std::string* skip_reason) {
+  auto& server = testing::shared_postgres();
+  if (!server.running()) {
+    *skip_reason = server.skip_reason();
+    return "";
+  }
+  return server.create_database(name);
+}
+
+TEST(ServeCliTest, SimulatingThroughTheServiceGivesTheInProcessResultsOnSqlite) {
+  testing::TempDir tmp;
+  expect_simulating_through_the_service_gives_the_in_process_results("sqlite:" + tmp.file("jobs.db"));
+}
+
+TEST(ServeCliTest, SimulatingThroughTheServiceGivesTheInProcessResultsOnPostgres) {
+  std::string skip_reason;
+  const std::string store = fresh_postgres_store("simulate", &skip_reason);
+  if (store.empty()) GTEST_SKIP() << skip_reason;
+  expect_simulating_through_the_service_gives_the_in_process_results(store);
+}
+
 // Recurrences of one job from several processes at once, through HTTP: none
 // is lost, each is handed out once.
-TEST(ServeCliTest, ProcessesSharingOneJobLoseNoRecurrence) {
+void expect_processes_sharing_one_job_lose_no_recurrence(const std::string& store) {
   testing::TempDir tmp;
-  Server server(tmp, tmp.file("jobs.db"));
+  Server server(tmp, store);
   ASSERT_GT(server.port(), 0) << server.log();
   service::BatchSizeClient client(server.url());
   ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
@@ -110,6 +133,18 @@ TEST(ServeCliTest, ProcessesSharingOneJobLoseNoRecurrence) {
   EXPECT_EQ(job["recurrences"].get<int>(), kProcesses * kEach);
   EXPECT_EQ(job["in_flight"].get<int>(), 0);
   EXPECT_EQ(job["revision"].get<int>(), 1 + 2 * kProcesses * kEach);
+}
+
+TEST(ServeCliTest, ProcessesSharingOneJobLoseNoRecurrence) {
+  testing::TempDir tmp;
+  expect_processes_sharing_one_job_lose_no_recurrence(tmp.file("jobs.db"));
+}
+
+TEST(ServeCliTest, ProcessesSharingOneJobLoseNoRecurrenceOnPostgres) {
+  std::string skip_reason;
+  const std::string store = fresh_postgres_store("shared", &skip_reason);
+  if (store.empty()) GTEST_SKIP() << skip_reason;
+  expect_processes_sharing_one_job_lose_no_recurrence(store);
 }
 
 TEST(ServeCliTest, BadRequestsGetClearErrorsAndTheServiceGoesOn) {

@@ -1,14 +1,18 @@
-// The batch-size service's logic on a real SQLite file: registration, the
-// ask/report cycle against the in-process optimizer, persistence across
-// reopening, power profiles, concurrent recurrences, bad input.
+// The batch-size service's logic on each store, a real SQLite file and a real
+// PostgreSQL server: registration, the ask/report cycle against the
+// in-process optimizer, persistence across reopening, power profiles,
+// concurrent recurrences, bad input, schema versions.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <thread>
 
+#include "common/postgres_server.h"
 #include "common/test_support.h"
 #include "joule/optimize/batch_size_optimizer.h"
 #include "joule/optimize/cost.h"
@@ -18,6 +22,55 @@ namespace joule::service {
 namespace {
 
 using testing::TempDir;
+
+// A kind of store the same tests run on.
+struct StoreKind {
+  std::string name;
+  // A fresh, empty store's URL (its files under dir), or "" with *skip_reason set.
+  std::function<std::string(const TempDir& dir, std::string* skip_reason)> fresh_url;
+  // Runs one SQL statement in the store behind url, outside joule.
+  std::function<void(const std::string& url, const std::string& sql)> exec;
+};
+
+// Names the store in test names and failures (not its bytes).
+void PrintTo(const StoreKind& kind, std::ostream* os) { *os << kind.name; }
+
+const StoreKind kSqlite{
+    "Sqlite",
+    [](const TempDir& dir, std::string*) { return "sqlite:" + dir.file("jobs.db"); },
+    [](const std::string& url, const std::string& sql) {
+      sqlite3* db = nullptr;
+      ASSERT_EQ(sqlite3_open(url.substr(std::string("sqlite:").size()).c_str(), &db), SQLITE_OK);
+      EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+      sqlite3_close(db);
+    }};
+
+const StoreKind kPostgres{
+    "Postgres",
+    [](const TempDir&, std::string* skip_reason) -> std::string {
+      auto& server = testing::shared_postgres();
+      if (!server.running()) {
+        *skip_reason = server.skip_reason();
+        return "";
+      }
+      static int databases = 0;
+      return server.create_database(fmt::format("jobs_{}", ++databases));
+    },
+    [](const std::string& url, const std::string& sql) {
+      testing::shared_postgres().exec(url.substr(url.rfind('/') + 1), sql);
+    }};
+
+class BatchSizeServiceTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  void SetUp() override {
+    std::string skip_reason;
+    url_ = GetParam().fresh_url(tmp_, &skip_reason);
+    if (url_.empty()) GTEST_SKIP() << skip_reason;
+  }
+
+  TempDir tmp_;
+  std::string url_;
+};
 
 JobSpec spec_named(const std::string& name) {
   return JobSpec::from_json({{"name", name},
@@ -45,9 +98,8 @@ struct CostModel {
   }
 };
 
-TEST(BatchSizeServiceTest, RegisteringTheSameSpecAgainIsFineADifferentOneConflicts) {
-  TempDir tmp;
-  BatchSizeService service(open_job_store(tmp.file("jobs.db")));
+TEST_P(BatchSizeServiceTest, RegisteringTheSameSpecAgainIsFineADifferentOneConflicts) {
+  BatchSizeService service(open_job_store(url_));
   EXPECT_TRUE(service.register_job(spec_named("resnet")));
   EXPECT_FALSE(service.register_job(spec_named("resnet")));
   JobSpec other = spec_named("resnet");
@@ -62,9 +114,8 @@ TEST(BatchSizeServiceTest, RegisteringTheSameSpecAgainIsFineADifferentOneConflic
   EXPECT_EQ(service.jobs().size(), 1u);
 }
 
-TEST(BatchSizeServiceTest, AskAndReportMakeTheSameDecisionsAsTheOptimizerInProcess) {
-  TempDir tmp;
-  BatchSizeService service(open_job_store(tmp.file("jobs.db")));
+TEST_P(BatchSizeServiceTest, AskAndReportMakeTheSameDecisionsAsTheOptimizerInProcess) {
+  BatchSizeService service(open_job_store(url_));
   const JobSpec spec = spec_named("bert");
   service.register_job(spec);
   BatchSizeOptimizer local({spec.batch_sizes, spec.default_batch_size, spec.beta, spec.window, {}, spec.seed});
@@ -88,13 +139,12 @@ TEST(BatchSizeServiceTest, AskAndReportMakeTheSameDecisionsAsTheOptimizerInProce
   EXPECT_EQ(summary.phase, "thompson");
 }
 
-TEST(BatchSizeServiceTest, TheBanditContinuesAfterTheStoreIsReopened) {
-  TempDir tmp;
+TEST_P(BatchSizeServiceTest, TheBanditContinuesAfterTheStoreIsReopened) {
   const JobSpec spec = spec_named("gpt");
   BatchSizeOptimizer local({spec.batch_sizes, spec.default_batch_size, spec.beta, spec.window, {}, spec.seed});
   CostModel model;
   for (int round = 0; round < 4; ++round) {  // a new service (a restart) every 10 recurrences
-    BatchSizeService service(open_job_store("sqlite:" + tmp.file("jobs.db")));
+    BatchSizeService service(open_job_store(url_));
     if (round == 0) service.register_job(spec);
     for (int i = 0; i < 10; ++i) {
       const Assignment a = service.ask("gpt", "n");
@@ -105,9 +155,8 @@ TEST(BatchSizeServiceTest, TheBanditContinuesAfterTheStoreIsReopened) {
   }
 }
 
-TEST(BatchSizeServiceTest, ARunStoppedEarlyCostsTheThresholdItWasGiven) {
-  TempDir tmp;
-  BatchSizeService service(open_job_store(tmp.file("jobs.db")));
+TEST_P(BatchSizeServiceTest, ARunStoppedEarlyCostsTheThresholdItWasGiven) {
+  BatchSizeService service(open_job_store(url_));
   service.register_job(spec_named("t5"));
   CostModel model;
   double threshold = std::numeric_limits<double>::infinity();
@@ -123,9 +172,8 @@ TEST(BatchSizeServiceTest, ARunStoppedEarlyCostsTheThresholdItWasGiven) {
   EXPECT_EQ(service.report(a.recurrence_id, stopped), threshold);
 }
 
-TEST(BatchSizeServiceTest, APowerProfileGivesLaterRecurrencesTheirLimit) {
-  TempDir tmp;
-  BatchSizeService service(open_job_store(tmp.file("jobs.db")));
+TEST_P(BatchSizeServiceTest, APowerProfileGivesLaterRecurrencesTheirLimit) {
+  BatchSizeService service(open_job_store(url_));
   service.register_job(spec_named("vit"));
   // At eta 0.5 and 300 W max: 250 W is cheapest per epoch here.
   const nlohmann::json entries = {{{"power_limit_w", 300}, {"time_per_epoch_s", 10.0}, {"avg_power_w", 290}},
@@ -140,9 +188,8 @@ TEST(BatchSizeServiceTest, APowerProfileGivesLaterRecurrencesTheirLimit) {
   EXPECT_THROW(service.put_power_profile("vit", "V100", 64, nlohmann::json::array()), RequestError);
 }
 
-TEST(BatchSizeServiceTest, UnknownJobsAndRecurrencesAndSecondReportsAreRefusedAndChangeNothing) {
-  TempDir tmp;
-  BatchSizeService service(open_job_store(tmp.file("jobs.db")));
+TEST_P(BatchSizeServiceTest, UnknownJobsAndRecurrencesAndSecondReportsAreRefusedAndChangeNothing) {
+  BatchSizeService service(open_job_store(url_));
   service.register_job(spec_named("a"));
   auto status_of = [](auto&& call) {
     try {
@@ -176,16 +223,15 @@ TEST(BatchSizeServiceTest, UnknownJobsAndRecurrencesAndSecondReportsAreRefusedAn
 
 // Threads asking and reporting at once on one job: every change is kept
 // (the revision counts them all), every recurrence is finished once.
-TEST(BatchSizeServiceTest, ConcurrentRecurrencesLoseNoUpdate) {
-  TempDir tmp;
-  auto store = std::shared_ptr<JobStore>(open_job_store(tmp.file("jobs.db")));
+TEST_P(BatchSizeServiceTest, ConcurrentRecurrencesLoseNoUpdate) {
+  auto store = std::shared_ptr<JobStore>(open_job_store(url_));
   BatchSizeService service(store);
   service.register_job(spec_named("busy"));
   constexpr int kThreads = 8, kEach = 25;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      BatchSizeService mine(open_job_store(tmp.file("jobs.db")));  // its own connections, as a process would
+      BatchSizeService mine(open_job_store(url_));  // its own connections, as a process would
       CostModel model;
       model.rng.seed(static_cast<uint64_t>(t));
       for (int i = 0; i < kEach; ++i) {
@@ -201,22 +247,91 @@ TEST(BatchSizeServiceTest, ConcurrentRecurrencesLoseNoUpdate) {
   EXPECT_EQ(summary.revision, 1 + 2 * kThreads * kEach);
   const auto rows = store->recurrences("busy");
   EXPECT_TRUE(std::all_of(rows.begin(), rows.end(), [](const RecurrenceRow& r) { return r.cost.has_value(); }));
+  // The revision counts writes, not what they kept: the optimizer's state
+  // must hold every run that reached the target (it learns from all of
+  // those; a state written over another's, read before it, would miss some).
+  const auto state = nlohmann::json::parse(store->job("busy")->state_json);
+  int64_t observed = 0;
+  for (const auto& [size, sums] : state["running_sums"].items()) observed += sums["n"].get<int64_t>();
+  const auto reached = std::count_if(rows.begin(), rows.end(), [](const RecurrenceRow& r) { return *r.reached_target; });
+  EXPECT_GE(observed, reached);
+  EXPECT_LE(observed, kThreads * kEach);
 }
 
-TEST(BatchSizeServiceTest, ADatabaseFromANewerJouleIsRefused) {
-  TempDir tmp;
-  open_job_store(tmp.file("jobs.db"));
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(tmp.file("jobs.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "INSERT INTO schema_version (version) VALUES (99)", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+TEST_P(BatchSizeServiceTest, ADatabaseFromANewerJouleIsRefused) {
+  open_job_store(url_);
+  GetParam().exec(url_, "INSERT INTO schema_version (version) VALUES (99)");
   try {
-    open_job_store(tmp.file("jobs.db"));
+    open_job_store(url_);
     FAIL() << "a newer schema was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("schema 99, newer"), std::string::npos) << e.what();
   }
 }
+
+// What only the PostgreSQL store has to show: servers starting at once on an
+// empty database, and a password kept out of what it says.
+TEST(PostgresJobStoreTest, StoresOpeningAtOnceOnAnEmptyDatabaseMigrateItOnce) {
+  auto& server = testing::shared_postgres();
+  if (!server.running()) GTEST_SKIP() << server.skip_reason();
+  const std::string url = server.create_database("empty");
+  std::vector<std::thread> threads;
+  std::atomic<int> failures = 0;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      try {
+        open_job_store(url);
+      } catch (const Error&) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures, 0);
+  const auto store = open_job_store(url);
+  EXPECT_EQ(store->describe().rfind("PostgreSQL host=127.0.0.1 ", 0), 0u) << store->describe();
+  EXPECT_NE(store->describe().find("dbname=empty, schema 1"), std::string::npos) << store->describe();
+}
+
+// The server drops every connection (a restart, a failover): at most the
+// transaction under way fails, with an Error; the store then reconnects.
+TEST(PostgresJobStoreTest, AStoreOutlivesItsConnectionsBeingDropped) {
+  auto& server = testing::shared_postgres();
+  if (!server.running()) GTEST_SKIP() << server.skip_reason();
+  BatchSizeService service(open_job_store(server.create_database("dropped")));
+  service.register_job(spec_named("j"));
+  service.ask("j", "n");
+  server.exec("postgres", "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'dropped'");
+  int failures = 0;
+  for (int i = 0; i < 2; ++i) {
+    try {
+      service.ask("j", "n");
+    } catch (const Error& e) {
+      ++failures;
+      EXPECT_NE(std::string(e.what()).find("dropped': "), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_LE(failures, 1);
+  EXPECT_GT(service.ask("j", "n").batch_size, 0);
+}
+
+TEST(PostgresJobStoreTest, ErrorsNameTheUrlWithoutItsPassword) {
+  for (const std::string& url : {std::string("postgresql://joule:s3cret@127.0.0.1:1/jobs"),
+                                 std::string("postgres://127.0.0.1:1/jobs?user=joule&password=s3cret")}) {
+    try {
+      open_job_store(url);
+      FAIL() << "a store with no server behind it opened";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find("s3cret"), std::string::npos) << what;
+      EXPECT_NE(what.find("127.0.0.1:1/jobs"), std::string::npos) << what;
+      EXPECT_NE(what.find("connecting failed"), std::string::npos) << what;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, BatchSizeServiceTest, ::testing::Values(kSqlite, kPostgres),
+                         [](const ::testing::TestParamInfo<StoreKind>& kind) { return kind.param.name; });
 
 }  // namespace
 }  // namespace joule::service

@@ -3,7 +3,7 @@
 // power-limit profiles measured per GPU model. A store hands out write
 // transactions; the service does all the logic inside one, so concurrent
 // recurrences (threads, processes, replicas sharing a database) never lose
-// an update. SQLite by default; PostgreSQL for replicas (planned).
+// an update. SQLite by default; PostgreSQL for replicas.
 #pragma once
 
 #include <cstdint>
@@ -65,13 +65,15 @@ class JobStore {
  public:
   virtual ~JobStore() = default;
   // A write transaction. Blocks while another holds the job rows it needs
-  // (SQLite: the whole database) up to the store's busy timeout.
+  // (SQLite: the whole database, up to its busy timeout; PostgreSQL: the
+  // rows the other read to change, until it ends).
   virtual std::unique_ptr<StoreTransaction> begin() = 0;
   // Reads outside a transaction (listings, exports).
   virtual std::optional<StoredJob> job(const std::string& name) = 0;
   virtual std::vector<StoredJob> jobs() = 0;
   virtual std::vector<RecurrenceRow> recurrences(const std::string& job) = 0;
-  // E.g. "SQLite /var/lib/joule/jobs.db, schema 1".
+  // E.g. "SQLite /var/lib/joule/jobs.db, schema 1" or
+  // "PostgreSQL host=db port=5432 dbname=joule, schema 1" (never a password).
   virtual std::string describe() const = 0;
 };
 
@@ -79,7 +81,8 @@ class JobStore {
 // opened, newer ones refused.
 inline constexpr int kJobStoreSchemaVersion = 1;
 
-// url: "sqlite:PATH" or a plain path (SQLite; created when missing).
+// url: "sqlite:PATH" or a plain path (SQLite; created when missing), or
+// "postgresql://..." / "postgres://..." (a libpq URI; the database must exist).
 // Throws Error naming the URL when it cannot be opened or migrated.
 std::unique_ptr<JobStore> open_job_store(const std::string& url);
 

@@ -1,0 +1,326 @@
+// The PostgreSQL job store, for replicas of the service sharing one database.
+// Transactions are READ COMMITTED with row locks: every row a transaction
+// reads in order to change it is read FOR UPDATE, so two replicas updating
+// one job queue up instead of one overwriting the other. Connections are
+// pooled per store; a broken one is dropped, never pooled again.
+#include "service/postgres_job_store.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <regex>
+#include <stack>
+
+#include "joule/error.h"
+#include "service/job_store_sql.h"
+
+namespace joule::service {
+namespace {
+
+// Any 64-bit key, the same in every joule: serializes the migrations of
+// servers starting at once against one database.
+constexpr int64_t kMigrationLockKey = 0x6a6f756c65;  // "joule"
+
+// The URL as errors may show it: without the password, whether in the
+// userinfo (postgresql://user:secret@host) or a parameter (?password=...).
+std::string redact(const std::string& url) {
+  static const std::regex userinfo_password(R"(^([a-z]+://[^:/@]*):[^@/]*@)");
+  static const std::regex password_param(R"(([?&]password=)[^&]*)");
+  return std::regex_replace(std::regex_replace(url, userinfo_password, "$1:***@"), password_param, "$1***");
+}
+
+// Doubles travel as text: fmt's shortest form reads back to the same bits,
+// which keeps the service's decisions identical to the in-process ones.
+std::optional<std::string> number(const std::optional<double>& v) {
+  if (!v) return std::nullopt;
+  if (*v == std::numeric_limits<double>::infinity()) return std::nullopt;  // +inf is stored as NULL
+  return fmt::format("{}", *v);
+}
+
+std::optional<double> optional_double(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<double>();
+}
+
+RecurrenceRow read_recurrence(const pqxx::row& row) {
+  RecurrenceRow r;
+  r.id = row[0].as<int64_t>();
+  r.job = row[1].as<std::string>();
+  r.batch_size = row[2].as<int>();
+  r.power_limit_w = optional_double(row[3]);
+  r.threshold_cost = optional_double(row[4]);
+  r.node = row[5].as<std::string>();
+  r.started_at_s = row[6].as<double>();
+  r.finished_at_s = optional_double(row[7]);
+  r.energy_j = optional_double(row[8]);
+  r.time_s = optional_double(row[9]);
+  r.cost = optional_double(row[10]);
+  if (!row[11].is_null()) r.reached_target = row[11].as<int>() != 0;
+  r.stopped_early = row[12].as<int>() != 0;
+  return r;
+}
+
+StoredJob read_job(const pqxx::row& row) {
+  return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(), row[3].as<int64_t>(),
+          row[4].as<double>()};
+}
+
+constexpr const char* kSelectJob = "SELECT name, spec, state, revision, created_at FROM jobs";
+
+class PostgresJobStore;
+
+class PostgresTransaction final : public StoreTransaction {
+ public:
+  PostgresTransaction(PostgresJobStore& store, std::unique_ptr<pqxx::connection> conn);
+  ~PostgresTransaction() override;
+
+  std::optional<StoredJob> job(const std::string& name) override {
+    // FOR UPDATE: the service reads the job to write its state back.
+    const auto rows = run("reading a job", [&] {
+      return work_->exec_params(std::string(kSelectJob) + " WHERE name = $1 FOR UPDATE", name);
+    });
+    if (rows.empty()) return std::nullopt;
+    return read_job(rows[0]);
+  }
+  bool insert_job(const StoredJob& job) override {
+    const auto rows = run("inserting a job", [&] {
+      return work_->exec_params(
+          "INSERT INTO jobs (name, spec, state, revision, created_at) VALUES ($1, $2, $3, 1, $4)"
+          " ON CONFLICT (name) DO NOTHING",
+          job.name, job.spec_json, job.state_json, number(job.created_at_s));
+    });
+    return rows.affected_rows() == 1;
+  }
+  void save_state(const std::string& name, const std::string& state_json) override {
+    const auto rows = run("saving a job's state", [&] {
+      return work_->exec_params("UPDATE jobs SET state = $1, revision = revision + 1 WHERE name = $2", state_json,
+                                name);
+    });
+    if (rows.affected_rows() != 1) throw Error(fmt::format("job store: no job '{}' to update", name));
+  }
+  int64_t insert_recurrence(const RecurrenceRow& r) override {
+    const auto rows = run("inserting a recurrence", [&] {
+      return work_->exec_params(
+          "INSERT INTO recurrences (job, batch_size, power_limit_w, threshold_cost, node, started_at)"
+          " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+          r.job, r.batch_size, number(r.power_limit_w), number(r.threshold_cost), r.node, number(r.started_at_s));
+    });
+    return rows[0][0].as<int64_t>();
+  }
+  std::optional<RecurrenceRow> recurrence(int64_t id) override {
+    // FOR UPDATE: the service reads it to finish it.
+    const auto rows = run("reading a recurrence", [&] {
+      return work_->exec_params(std::string(kSelectRecurrence) + " WHERE id = $1 FOR UPDATE", id);
+    });
+    if (rows.empty()) return std::nullopt;
+    return read_recurrence(rows[0]);
+  }
+  void finish_recurrence(const RecurrenceRow& r) override {
+    std::optional<int> reached;
+    if (r.reached_target) reached = *r.reached_target ? 1 : 0;
+    const auto rows = run("finishing a recurrence", [&] {
+      return work_->exec_params(
+          "UPDATE recurrences SET finished_at = $1, energy_j = $2, time_s = $3, cost = $4, reached_target = $5,"
+          " stopped_early = $6 WHERE id = $7 AND finished_at IS NULL",
+          number(r.finished_at_s), number(r.energy_j), number(r.time_s), number(r.cost), reached,
+          r.stopped_early ? 1 : 0, r.id);
+    });
+    if (rows.affected_rows() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
+  }
+  std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
+                                           int batch_size) override {
+    const auto rows = run("reading a power profile", [&] {
+      return work_->exec_params(
+          "SELECT profile FROM power_profiles WHERE gpu_model = $1 AND job = $2 AND batch_size = $3", gpu_model, job,
+          batch_size);
+    });
+    if (rows.empty()) return std::nullopt;
+    return rows[0][0].as<std::string>();
+  }
+  void put_power_profile(const std::string& gpu_model, const std::string& job, int batch_size,
+                         const std::string& profile_json) override {
+    run("storing a power profile", [&] {
+      return work_->exec_params(
+          "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
+          " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (gpu_model, job, batch_size)"
+          " DO UPDATE SET profile = excluded.profile, updated_at = excluded.updated_at",
+          gpu_model, job, batch_size, profile_json, number(unix_time_s()));
+    });
+  }
+  void commit() override {
+    run("committing", [&] {
+      work_->commit();
+      return pqxx::result();
+    });
+  }
+
+ private:
+  template <typename F>
+  pqxx::result run(const char* what, F&& f);
+
+  PostgresJobStore& store_;
+  std::unique_ptr<pqxx::connection> conn_;
+  std::unique_ptr<pqxx::work> work_;
+};
+
+class PostgresJobStore final : public JobStore {
+ public:
+  explicit PostgresJobStore(std::string url) : url_(std::move(url)), shown_url_(redact(url_)) {
+    auto conn = connect();
+    describe_ = fmt::format("PostgreSQL host={} port={} dbname={}, schema {}", conn->hostname(), conn->port(),
+                            conn->dbname(), kJobStoreSchemaVersion);
+    migrate(*conn);
+    give_back(std::move(conn));
+  }
+
+  std::unique_ptr<StoreTransaction> begin() override { return std::make_unique<PostgresTransaction>(*this, take()); }
+
+  std::optional<StoredJob> job(const std::string& name) override {
+    const auto rows = read("reading a job", [&](pqxx::read_transaction& t) {
+      return t.exec_params(std::string(kSelectJob) + " WHERE name = $1", name);
+    });
+    if (rows.empty()) return std::nullopt;
+    return read_job(rows[0]);
+  }
+
+  std::vector<StoredJob> jobs() override {
+    std::vector<StoredJob> out;
+    for (const auto& row : read("listing jobs", [&](pqxx::read_transaction& t) {
+           return t.exec(std::string(kSelectJob) + " ORDER BY name");
+         })) {
+      out.push_back(read_job(row));
+    }
+    return out;
+  }
+
+  std::vector<RecurrenceRow> recurrences(const std::string& job) override {
+    std::vector<RecurrenceRow> out;
+    for (const auto& row : read("listing recurrences", [&](pqxx::read_transaction& t) {
+           return t.exec_params(std::string(kSelectRecurrence) + " WHERE job = $1 ORDER BY id", job);
+         })) {
+      out.push_back(read_recurrence(row));
+    }
+    return out;
+  }
+
+  std::string describe() const override { return describe_; }
+
+  // What failed, on which database (the URL without its password), and why.
+  Error error(const char* what, const std::exception& e) const {
+    return Error(fmt::format("job store '{}': {} failed: {}", shown_url_, what, e.what()));
+  }
+
+  // A connection whose transaction ended goes back to the pool, unless it
+  // broke: the next transaction gets a fresh one instead.
+  void give_back(std::unique_ptr<pqxx::connection> conn) {
+    if (!conn->is_open()) return;
+    std::lock_guard lock(mutex_);
+    pool_.push(std::move(conn));
+  }
+
+ private:
+  std::unique_ptr<pqxx::connection> take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!pool_.empty()) {
+        auto conn = std::move(pool_.top());
+        pool_.pop();
+        return conn;
+      }
+    }
+    return connect();
+  }
+
+  std::unique_ptr<pqxx::connection> connect() const {
+    try {
+      return std::make_unique<pqxx::connection>(url_);
+    } catch (const std::exception& e) {
+      throw error("connecting", e);
+    }
+  }
+
+  template <typename F>
+  pqxx::result read(const char* what, F&& f) {
+    auto conn = take();
+    pqxx::result rows;
+    try {
+      pqxx::read_transaction t(*conn);
+      rows = f(t);
+    } catch (const std::exception& e) {
+      give_back(std::move(conn));
+      throw error(what, e);
+    }
+    give_back(std::move(conn));
+    return rows;
+  }
+
+  // Like SQLite's: the versions applied are in schema_version, the missing
+  // migrations go in one transaction. The advisory lock makes a second
+  // server starting at once wait, then find the tables made.
+  void migrate(pqxx::connection& conn) const {
+    int version = 0;
+    try {
+      pqxx::work t(conn);
+      t.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
+      t.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+      const auto rows = t.exec("SELECT MAX(version) FROM schema_version");
+      if (!rows[0][0].is_null()) version = rows[0][0].as<int>();
+      if (version > kJobStoreSchemaVersion) {
+        throw Error(fmt::format("job store '{}' has schema {}, newer than this joule's {}: upgrade joule", shown_url_,
+                                version, kJobStoreSchemaVersion));
+      }
+      for (const Migration& m : kMigrations) {
+        if (m.version <= version) continue;
+        for (const char* sql : m.statements) t.exec(postgres_dialect(sql));
+        t.exec_params("INSERT INTO schema_version (version) VALUES ($1)", m.version);
+      }
+      t.commit();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw error("migrating the schema", e);
+    }
+  }
+
+  std::string url_, shown_url_, describe_;
+  std::mutex mutex_;
+  std::stack<std::unique_ptr<pqxx::connection>> pool_;
+};
+
+PostgresTransaction::PostgresTransaction(PostgresJobStore& store, std::unique_ptr<pqxx::connection> conn)
+    : store_(store), conn_(std::move(conn)) {
+  run("beginning a transaction", [&] {
+    work_ = std::make_unique<pqxx::work>(*conn_);
+    return pqxx::result();
+  });
+}
+
+// Rolls back what was not committed (pqxx::work's destructor aborts).
+PostgresTransaction::~PostgresTransaction() {
+  work_.reset();
+  store_.give_back(std::move(conn_));
+}
+
+// Every libpqxx failure (a lost connection, a deadlock, a constraint) becomes
+// an Error naming the store and the step; the transaction is then dead, and
+// destroying it rolls it back.
+template <typename F>
+pqxx::result PostgresTransaction::run(const char* what, F&& f) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw store_.error(what, e);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<JobStore> open_postgres_job_store(const std::string& url) {
+  return std::make_unique<PostgresJobStore>(url);
+}
+
+}  // namespace joule::service
