@@ -11,7 +11,8 @@ cxx=("${FUZZ_CXX:-clang++-14}" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undef
 "${cxx[@]}" fuzz/protocol_fuzzer.cc src/daemon/protocol.cc -lfmt -o "$out/protocol_fuzzer"
 "${cxx[@]}" fuzz/service_fuzzer.cc src/service/batch_size_service.cc src/service/sqlite_job_store.cc src/common/sqlite.cc \
   src/common/error.cc src/optimize/batch_size_optimizer.cc src/optimize/gaussian_ts.cc src/optimize/pruning.cc \
-  src/optimize/cost.cc src/optimize/objective.cc -lfmt -lsqlite3 -o "$out/service_fuzzer"
+  src/service/postgres_job_store.cc src/optimize/cost.cc src/optimize/objective.cc -lfmt -lsqlite3 \
+  $(pkg-config --cflags --libs libpqxx) -o "$out/service_fuzzer"
 # Each fuzzer gets half the time.
 for fuzzer in protocol_fuzzer service_fuzzer; do
   mkdir -p "$out/corpus_$fuzzer"
