@@ -74,13 +74,7 @@ class ServiceZeusOptimizer final : public RemoteZeusOptimizer {
     spec.seed = o.seed;
     client_.register_job(spec);
     for (const auto& [batch_size, entries] : trace.power) {
-      nlohmann::json profile = nlohmann::json::array();
-      for (const PowerProfileEntry& e : entries) {
-        profile.push_back({{"power_limit_w", e.power_limit_w},
-                           {"time_per_epoch_s", e.time_per_epoch_s},
-                           {"avg_power_w", e.avg_power_w}});
-      }
-      client_.put_power_profile(spec.name, spec.gpu_model, batch_size, profile);
+      client_.put_power_profile(spec.name, spec.gpu_model, batch_size, service::power_profile_json(entries));
     }
     job_ = spec.name;
   }

@@ -90,6 +90,16 @@ std::vector<PowerProfileEntry> profile_entries(const nlohmann::json& entries) {
 
 }  // namespace
 
+nlohmann::json power_profile_json(const std::vector<PowerProfileEntry>& entries) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : entries) {
+    out.push_back({{"power_limit_w", e.power_limit_w},
+                   {"time_per_epoch_s", e.time_per_epoch_s},
+                   {"avg_power_w", e.avg_power_w}});
+  }
+  return out;
+}
+
 JobSpec JobSpec::from_json(const nlohmann::json& j) {
   constexpr const char* kWhat = "job spec";
   if (!j.is_object()) bad_request("job spec: expected a JSON object");
@@ -255,12 +265,7 @@ void BatchSizeService::put_power_profile(const std::string& job_name, const std:
   if (!std::binary_search(spec.batch_sizes.begin(), spec.batch_sizes.end(), batch_size)) {
     bad_request(fmt::format("power profile: batch size {} is not one of job '{}''s", batch_size, job_name));
   }
-  nlohmann::json canonical = nlohmann::json::array();
-  for (const auto& p : parsed) {
-    canonical.push_back({{"power_limit_w", p.power_limit_w}, {"time_per_epoch_s", p.time_per_epoch_s},
-                         {"avg_power_w", p.avg_power_w}});
-  }
-  txn->put_power_profile(gpu_model, job_name, batch_size, canonical.dump());
+  txn->put_power_profile(gpu_model, job_name, batch_size, power_profile_json(parsed).dump());
   txn->commit();
 }
 
@@ -278,13 +283,9 @@ JobSummary BatchSizeService::job(const std::string& name) {
 
 JobSummary BatchSizeService::summarize(const StoredJob& stored) {
   const BatchSizeOptimizer optimizer = stored_optimizer(stored);
-  JobSummary s{stored_spec(stored), optimizer.phase() == BatchSizeOptimizer::Phase::kPruning ? "pruning" : "thompson",
-               optimizer.best_known(), stored.revision, 0, 0};
-  for (const RecurrenceRow& r : store_->recurrences(stored.name)) {
-    ++s.recurrences;
-    s.in_flight += r.finished() ? 0 : 1;
-  }
-  return s;
+  const RecurrenceCounts counts = store_->recurrence_counts(stored.name);
+  return {stored_spec(stored), optimizer.phase() == BatchSizeOptimizer::Phase::kPruning ? "pruning" : "thompson",
+          optimizer.best_known(), stored.revision, counts.total, counts.in_flight};
 }
 
 nlohmann::json BatchSizeService::export_job(const std::string& name) {

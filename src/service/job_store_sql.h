@@ -30,6 +30,12 @@ inline constexpr Migration kMigrations[] = {
       " profile TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (gpu_model, job, batch_size))"}},
 };
 
+inline constexpr const char* kSelectJob = "SELECT name, spec, state, revision, created_at FROM jobs";
+
+// How many recurrences a job has had, and how many have not reported.
+inline constexpr const char* kCountRecurrences =
+    "SELECT COUNT(*), COUNT(*) - COUNT(finished_at) FROM recurrences WHERE job = $1";
+
 inline constexpr const char* kSelectRecurrence =
     "SELECT id, job, batch_size, power_limit_w, threshold_cost, node, started_at, finished_at, energy_j, time_s,"
     " cost, reached_target, stopped_early FROM recurrences";

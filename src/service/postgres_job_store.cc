@@ -67,8 +67,6 @@ StoredJob read_job(const pqxx::row& row) {
           row[4].as<double>()};
 }
 
-constexpr const char* kSelectJob = "SELECT name, spec, state, revision, created_at FROM jobs";
-
 class PostgresJobStore;
 
 class PostgresTransaction final : public StoreTransaction {
@@ -203,6 +201,13 @@ class PostgresJobStore final : public JobStore {
       out.push_back(read_recurrence(row));
     }
     return out;
+  }
+
+  RecurrenceCounts recurrence_counts(const std::string& job) override {
+    const auto rows = read("counting recurrences", [&](pqxx::read_transaction& t) {
+      return t.exec_params(kCountRecurrences, job);
+    });
+    return {rows[0][0].as<int64_t>(), rows[0][1].as<int64_t>()};
   }
 
   std::string describe() const override { return describe_; }

@@ -54,7 +54,7 @@ class SqliteTransaction final : public StoreTransaction {
   ~SqliteTransaction() override;
 
   std::optional<StoredJob> job(const std::string& name) override {
-    SqliteStatement s(*db_, "SELECT name, spec, state, revision, created_at FROM jobs WHERE name = ?");
+    SqliteStatement s(*db_, std::string(kSelectJob).append(" WHERE name = ?").c_str());
     s.bind(1, name);
     if (!s.step()) return std::nullopt;
     return read_job(s);
@@ -141,38 +141,38 @@ class SqliteJobStore final : public JobStore {
   }
 
   std::optional<StoredJob> job(const std::string& name) override {
-    auto db = take();
     std::optional<StoredJob> out;
-    {
-      SqliteStatement s(*db, "SELECT name, spec, state, revision, created_at FROM jobs WHERE name = ?");
+    read(std::string(kSelectJob).append(" WHERE name = ?"), [&](SqliteStatement& s) {
       s.bind(1, name);
       if (s.step()) out = read_job(s);
-    }
-    give_back(std::move(db));
+    });
     return out;
   }
 
   std::vector<StoredJob> jobs() override {
-    auto db = take();
     std::vector<StoredJob> out;
-    {
-      SqliteStatement s(*db, "SELECT name, spec, state, revision, created_at FROM jobs ORDER BY name");
+    read(std::string(kSelectJob).append(" ORDER BY name"), [&](SqliteStatement& s) {
       while (s.step()) out.push_back(read_job(s));
-    }
-    give_back(std::move(db));
+    });
     return out;
   }
 
   std::vector<RecurrenceRow> recurrences(const std::string& job) override {
-    auto db = take();
     std::vector<RecurrenceRow> out;
-    {
-      SqliteStatement s(*db, std::string(kSelectRecurrence).append(" WHERE job = ? ORDER BY id").c_str());
+    read(std::string(kSelectRecurrence).append(" WHERE job = ? ORDER BY id"), [&](SqliteStatement& s) {
       s.bind(1, job);
       while (s.step()) out.push_back(read_recurrence(s));
-    }
-    give_back(std::move(db));
+    });
     return out;
+  }
+
+  RecurrenceCounts recurrence_counts(const std::string& job) override {
+    RecurrenceCounts counts;
+    read(kCountRecurrences, [&](SqliteStatement& s) {  // SQLite binds $1 by position too
+      s.bind(1, job);
+      if (s.step()) counts = {s.column_int(0), s.column_int(1)};
+    });
+    return counts;
   }
 
   std::string describe() const override { return fmt::format("SQLite {}, schema {}", path_, kJobStoreSchemaVersion); }
@@ -183,6 +183,23 @@ class SqliteJobStore final : public JobStore {
   }
 
  private:
+  // One statement outside a transaction on a pooled connection; the
+  // connection goes back to the pool however use() ends.
+  template <typename Use>
+  void read(const std::string& sql, Use&& use) {
+    auto db = take();
+    {
+      SqliteStatement s(*db, sql.c_str());
+      try {
+        use(s);
+      } catch (...) {
+        give_back(std::move(db));
+        throw;
+      }
+    }
+    give_back(std::move(db));
+  }
+
   std::unique_ptr<SqliteDatabase> take() {
     {
       std::lock_guard lock(mutex_);

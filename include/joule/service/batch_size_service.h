@@ -16,6 +16,7 @@
 
 #include "joule/error.h"
 #include "joule/optimize/batch_size_optimizer.h"
+#include "joule/optimize/cost.h"
 #include "joule/service/job_store.h"
 
 namespace joule::service {
@@ -30,6 +31,9 @@ class RequestError : public UsageError {
  private:
   int status_;
 };
+
+// A power profile as the service takes it (PUT .../profiles/...: "entries").
+nlohmann::json power_profile_json(const std::vector<PowerProfileEntry>& entries);
 
 struct JobSpec {
   std::string name;

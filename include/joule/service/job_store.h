@@ -40,6 +40,11 @@ struct RecurrenceRow {
   bool finished() const { return finished_at_s.has_value(); }
 };
 
+struct RecurrenceCounts {
+  int64_t total = 0;
+  int64_t in_flight = 0;  // asked for, not yet reported
+};
+
 // One transaction: everything done through it is committed together by
 // commit(), or rolled back when it is destroyed first.
 class StoreTransaction {
@@ -72,6 +77,8 @@ class JobStore {
   virtual std::optional<StoredJob> job(const std::string& name) = 0;
   virtual std::vector<StoredJob> jobs() = 0;
   virtual std::vector<RecurrenceRow> recurrences(const std::string& job) = 0;
+  // Counted by the database: a summary costs the same whatever the job's age.
+  virtual RecurrenceCounts recurrence_counts(const std::string& job) = 0;
   // E.g. "SQLite /var/lib/joule/jobs.db, schema 1" or
   // "PostgreSQL host=db port=5432 dbname=joule, schema 1" (never a password).
   virtual std::string describe() const = 0;
