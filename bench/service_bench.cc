@@ -1,14 +1,31 @@
 // Throughput and latency of the batch-size service over HTTP: an in-process
 // `joule serve` (HttpServer on a loopback port, the store given by --store)
-// and N client threads, each doing ask + report round trips on one shared job
-// for a while. Prints round trips per second and request latency percentiles.
-//   build/bin/joule_bench_service --clients 32 --seconds 10 [--store sqlite:/tmp/b.db]
+// and N connections, each doing ask + report round trips on one shared job
+// without think time, as recurrences of a job would. Prints round trips per
+// second and request latency percentiles.
+//   build/bin/joule_bench_service --clients 32 --seconds 10 [--store URL] [--driver raw|client]
+// Drivers (the load generator shares the machine with the server):
+//   raw (default): two threads multiplex every connection with poll(2) and
+//     write prebuilt HTTP/1.1 requests, so the load costs little CPU (as wrk
+//     does) and the figures are mostly the server's;
+//   client: a thread per connection through joule::service::BatchSizeClient,
+//     the end-to-end cost of our C++ client and the server on one machine.
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -26,40 +43,142 @@ double percentile(std::vector<double>& v, double p) {
   return v[k];
 }
 
-}  // namespace
+// The raw driver: `threads` threads each multiplex their share of the
+// connections with poll(2), writing prebuilt HTTP/1.1 requests and reading
+// the answers by Content-Length. Each connection alternates ask and report.
+class RawDriver {
+ public:
+  RawDriver(int port, std::string job, int connections, int threads)
+      : port_(port), job_(std::move(job)), connections_(connections), threads_(threads) {}
 
-int main(int argc, char** argv) {
-  int clients = 32;
-  double seconds = 10;
-  std::string store_url;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string arg = argv[i];
-    if (arg == "--clients") clients = std::stoi(argv[i + 1]);
-    else if (arg == "--seconds") seconds = std::stod(argv[i + 1]);
-    else if (arg == "--store") store_url = argv[i + 1];
-    else {
-      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL]\n");
-      return 2;
+  // Runs until stop; returns the latencies (ms) per thread.
+  void run(const std::atomic<bool>& stop, std::atomic<int64_t>& round_trips, std::atomic<int64_t>& errors,
+           std::vector<std::vector<double>>& latencies_ms) {
+    std::vector<std::thread> threads;
+    latencies_ms.resize(static_cast<std::size_t>(threads_));
+    for (int t = 0; t < threads_; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<Connection> mine;
+        for (int c = t; c < connections_; c += threads_) mine.emplace_back(port_, job_, c);
+        drive(mine, stop, round_trips, errors, latencies_ms[static_cast<std::size_t>(t)]);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  struct Connection {
+    int fd = -1;
+    std::string job, node;
+    std::string in;
+    bool asking = true;
+    int64_t recurrence_id = 0;
+    int batch_size = 0;
+    int round = 0;
+    Clock::time_point sent;
+
+    Connection(int port, std::string j, int index) : job(std::move(j)), node(fmt::format("raw-{}", index)) {
+      fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(port));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        throw std::runtime_error(fmt::format("connect: {}", std::strerror(errno)));
+      }
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    Connection(Connection&& o) noexcept
+        : fd(std::exchange(o.fd, -1)), job(std::move(o.job)), node(std::move(o.node)), asking(o.asking) {}
+    ~Connection() {
+      if (fd >= 0) ::close(fd);
+    }
+
+    void send_next() {
+      std::string body, path;
+      if (asking) {
+        path = fmt::format("/v1/jobs/{}/recurrences", job);
+        body = fmt::format(R"({{"node":"{}"}})", node);
+      } else {
+        path = fmt::format("/v1/recurrences/{}/result", recurrence_id);
+        body = fmt::format(R"({{"energy_j":{},"time_s":{},"reached_target":true,"stopped_early":false}})",
+                           100.0 * batch_size, 1000.0 / batch_size + round % 7);
+      }
+      const std::string request = fmt::format(
+          "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+          path, body.size(), body);
+      sent = Clock::now();
+      if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+        throw std::runtime_error("send failed");
+      }
+    }
+
+    // True once a whole answer is in (and taken).
+    bool receive(int& status, std::string& body) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) throw std::runtime_error("the server closed the connection");
+      in.append(buf, static_cast<std::size_t>(n));
+      const auto head_end = in.find("\r\n\r\n");
+      if (head_end == std::string::npos) return false;
+      const auto cl = in.find("Content-Length: ");
+      if (cl == std::string::npos || cl > head_end) throw std::runtime_error("an answer without Content-Length");
+      const auto length = std::stoul(in.substr(cl + 16));
+      if (in.size() < head_end + 4 + length) return false;
+      status = std::stoi(in.substr(9, 3));
+      body = in.substr(head_end + 4, length);
+      in.erase(0, head_end + 4 + length);
+      return true;
+    }
+  };
+
+  static void drive(std::vector<Connection>& conns, const std::atomic<bool>& stop, std::atomic<int64_t>& round_trips,
+                    std::atomic<int64_t>& errors, std::vector<double>& latencies_ms) {
+    std::vector<pollfd> fds;
+    for (auto& c : conns) {
+      c.send_next();
+      fds.push_back({c.fd, POLLIN, 0});
+    }
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
+      for (std::size_t i = 0; i < conns.size(); ++i) {
+        if (!(fds[i].revents & POLLIN)) continue;
+        Connection& c = conns[i];
+        int status = 0;
+        std::string body;
+        if (!c.receive(status, body)) continue;
+        latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - c.sent).count());
+        if (status >= 300) {
+          if (errors.fetch_add(1) == 0) fmt::print(stderr, "first error: {} {}\n", status, body);
+          c.asking = true;
+        } else if (c.asking) {
+          const auto reply = nlohmann::json::parse(body);
+          c.recurrence_id = reply.at("recurrence_id").get<int64_t>();
+          c.batch_size = reply.at("batch_size").get<int>();
+          c.asking = false;
+        } else {
+          round_trips.fetch_add(1, std::memory_order_relaxed);
+          ++c.round;
+          c.asking = true;
+        }
+        c.send_next();
+      }
     }
   }
-  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("joule_bench_service_{}.db", getpid())).string();
-  if (store_url.empty()) store_url = "sqlite:" + path;
-  using namespace joule::service;
-  auto store = std::shared_ptr<JobStore>(open_job_store(store_url));
-  ServeOptions options;
-  options.port = 0;
-  HttpServer server(std::make_shared<BatchSizeService>(store), store->describe(), options);
-  std::thread serving([&] { server.run(); });
-  const std::string url = fmt::format("http://127.0.0.1:{}", server.port());
-  const std::string job = fmt::format("bench-{}", getpid());
-  BatchSizeClient(url).register_job(JobSpec::from_json(
-      {{"name", job}, {"batch_sizes", {16, 32, 64, 128, 256, 512}}, {"default_batch_size", 64}, {"max_power_w", 300}}));
 
-  std::atomic<bool> stop{false};
-  std::vector<std::vector<double>> latencies_ms(static_cast<std::size_t>(clients));
+  int port_;
+  std::string job_;
+  int connections_, threads_;
+};
+
+// The client driver: a thread per connection, through BatchSizeClient.
+void run_clients(const std::string& url, const std::string& job, int clients, const std::atomic<bool>& stop,
+                 std::atomic<int64_t>& round_trips, std::atomic<int64_t>& errors,
+                 std::vector<std::vector<double>>& latencies_ms) {
+  using namespace joule::service;
+  latencies_ms.resize(static_cast<std::size_t>(clients));
   std::vector<std::thread> threads;
-  std::atomic<int64_t> round_trips{0}, errors{0};
-  const auto start = Clock::now();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
       BatchSizeClient client(url);
@@ -80,16 +199,65 @@ int main(int argc, char** argv) {
       }
     });
   }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int clients = 32;
+  double seconds = 10;
+  std::string store_url, driver = "raw";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string arg = argv[i];
+    if (arg == "--clients") clients = std::stoi(argv[i + 1]);
+    else if (arg == "--seconds") seconds = std::stod(argv[i + 1]);
+    else if (arg == "--store") store_url = argv[i + 1];
+    else if (arg == "--driver") driver = argv[i + 1];
+    else {
+      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client]\n");
+      return 2;
+    }
+  }
+  if (driver != "raw" && driver != "client") {
+    fmt::print(stderr, "joule_bench_service: --driver is raw or client, not '{}'\n", driver);
+    return 2;
+  }
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("joule_bench_service_{}.db", getpid())).string();
+  if (store_url.empty()) store_url = "sqlite:" + path;
+  using namespace joule::service;
+  auto store = std::shared_ptr<JobStore>(open_job_store(store_url));
+  ServeOptions options;
+  options.port = 0;
+  HttpServer server(std::make_shared<BatchSizeService>(store), store->describe(), options);
+  std::thread serving([&] { server.run(); });
+  const std::string url = fmt::format("http://127.0.0.1:{}", server.port());
+  const std::string job = fmt::format("bench-{}", getpid());
+  BatchSizeClient(url).register_job(JobSpec::from_json(
+      {{"name", job}, {"batch_sizes", {16, 32, 64, 128, 256, 512}}, {"default_batch_size", 64}, {"max_power_w", 300}}));
+
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> round_trips{0}, errors{0};
+  std::vector<std::vector<double>> latencies_ms;
+  const auto start = Clock::now();
+  std::thread load([&] {
+    if (driver == "raw") {
+      RawDriver(server.port(), job, clients, std::min(clients, 2)).run(stop, round_trips, errors, latencies_ms);
+    } else {
+      run_clients(url, job, clients, stop, round_trips, errors, latencies_ms);
+    }
+  });
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
-  for (auto& t : threads) t.join();
+  load.join();
   const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   server.stop();
   serving.join();
   std::vector<double> all;
   for (auto& v : latencies_ms) all.insert(all.end(), v.begin(), v.end());
-  fmt::print("store: {}\nclients: {}, {:.1f} s: {} ask+report round trips ({:.0f}/s), {} errors\n",
-             store->describe(), clients, elapsed_s, round_trips.load(), round_trips.load() / elapsed_s, errors.load());
+  fmt::print("store: {}\ndriver: {}, clients: {}, {:.1f} s: {} ask+report round trips ({:.0f}/s), {} errors\n",
+             store->describe(), driver, clients, elapsed_s, round_trips.load(), round_trips.load() / elapsed_s,
+             errors.load());
   fmt::print("request latency ms: p50 {:.2f}, p90 {:.2f}, p99 {:.2f}, max {:.2f}\n", percentile(all, 0.5),
              percentile(all, 0.9), percentile(all, 0.99), percentile(all, 1.0));
   if (store_url == "sqlite:" + path) {

@@ -16,7 +16,18 @@ SqliteDatabase::SqliteDatabase(const std::string& path, bool create, int busy_ti
   sqlite3_busy_timeout(db_, busy_timeout_ms);
 }
 
-SqliteDatabase::~SqliteDatabase() { sqlite3_close(db_); }
+SqliteDatabase::~SqliteDatabase() {
+  statements_.clear();  // finalized before the connection closes
+  sqlite3_close(db_);
+}
+
+SqliteStatementUse SqliteDatabase::cached(const std::string& sql) {
+  auto& statement = statements_[sql];
+  if (!statement) statement = std::make_unique<SqliteStatement>(*this, sql.c_str());
+  return SqliteStatementUse(*statement);
+}
+
+SqliteStatementUse::~SqliteStatementUse() { statement_.reset(); }
 
 void SqliteDatabase::exec(const std::string& sql) {
   char* error = nullptr;

@@ -7,11 +7,31 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace joule {
+
+class SqliteStatement;
+
+// A use of a statement its connection keeps prepared (SqliteDatabase::cached):
+// when the use ends, the statement is reset and its parameters unbound, so it
+// holds no lock and no stale value into the next use.
+class SqliteStatementUse {
+ public:
+  explicit SqliteStatementUse(SqliteStatement& s) : statement_(s) {}
+  ~SqliteStatementUse();
+  SqliteStatementUse(const SqliteStatementUse&) = delete;
+  SqliteStatementUse& operator=(const SqliteStatementUse&) = delete;
+  SqliteStatement* operator->() const { return &statement_; }
+  SqliteStatement& operator*() const { return statement_; }
+
+ private:
+  SqliteStatement& statement_;
+};
 
 class SqliteDatabase {
  public:
@@ -24,6 +44,9 @@ class SqliteDatabase {
 
   // Runs statements without results (schema, BEGIN/COMMIT, pragmas).
   void exec(const std::string& sql);
+  // The statement for sql, prepared on its first use on this connection and
+  // kept until the connection closes: a hot path pays SQLite's parser once.
+  SqliteStatementUse cached(const std::string& sql);
   int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
   int changes() const { return sqlite3_changes(db_); }
   // "<what> '<path>': <SQLite's message>", for errors raised by callers.
@@ -34,6 +57,7 @@ class SqliteDatabase {
  private:
   sqlite3* db_ = nullptr;
   std::string path_;
+  std::unordered_map<std::string, std::unique_ptr<SqliteStatement>> statements_;
 };
 
 class SqliteStatement {

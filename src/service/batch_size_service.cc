@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "joule/optimize/batch_size_optimizer.h"
 #include "joule/optimize/cost.h"
+#include "service/group_commit.h"
 #include "service/job_store_sql.h"
 
 namespace joule::service {
@@ -170,7 +173,130 @@ RecurrenceResult RecurrenceResult::from_json(const nlohmann::json& j) {
   return r;
 }
 
-BatchSizeService::BatchSizeService(std::shared_ptr<JobStore> store) : store_(std::move(store)) {}
+// A job as a batch of writes works on it: loaded once, changed in memory by
+// every write of the batch, saved once.
+struct WorkingJob {
+  JobSpec spec;
+  BatchSizeOptimizer optimizer;
+  int64_t revision = 0;  // as read
+  int64_t changes = 0;   // writes of this batch that changed it
+  std::map<int, std::optional<double>> power_limit_w;  // by batch size, as looked up
+};
+
+// One store transaction shared by a batch of asks and reports. The rule that
+// lets a failed write leave the others be: a write throws RequestError only
+// before it changes anything; any other failure rolls the whole batch back.
+class WriteBatch {
+ public:
+  using Cache = std::map<std::string, WorkingJob>;
+
+  WriteBatch(std::unique_ptr<StoreTransaction> txn, Cache& cache) : txn_(std::move(txn)), cache_(cache) {}
+
+  StoreTransaction& store() { return *txn_; }
+
+  // The job, its row locked. The optimizer comes from the cache when the
+  // stored revision is the one this process wrote last (no state read or
+  // parsed), else from the store.
+  WorkingJob& job(const std::string& name) {
+    if (auto it = jobs_.find(name); it != jobs_.end()) return it->second;
+    const std::optional<int64_t> revision = txn_->job_revision(name);
+    if (!revision) throw RequestError(404, fmt::format("no job '{}'", name));
+    if (auto cached = cache_.extract(name); !cached.empty() && cached.mapped().revision == *revision) {
+      cached.mapped().power_limit_w.clear();  // profiles may have changed since
+      return jobs_.insert(std::move(cached)).position->second;
+    }
+    const std::optional<StoredJob> stored = txn_->job(name);
+    if (!stored) throw Error(fmt::format("job store: job '{}' vanished inside a transaction", name));
+    return jobs_.emplace(name, WorkingJob{stored_spec(*stored), stored_optimizer(*stored), stored->revision, 0, {}})
+        .first->second;
+  }
+
+  // The best limit of a published power profile for this batch size on the
+  // job's GPU model, if any.
+  std::optional<double> power_limit_w(WorkingJob& job, int batch_size) {
+    auto [it, first] = job.power_limit_w.try_emplace(batch_size);
+    if (first) {
+      if (auto profile = txn_->power_profile(job.spec.gpu_model, job.spec.name, batch_size)) {
+        const auto entries = profile_entries(parse_stored(*profile, "power profile of " + job.spec.name));
+        it->second = optimal_power_limit(entries, job.spec.eta, job.spec.max_power_w).power_limit_w;
+      }
+    }
+    return it->second;
+  }
+
+  // Saves every changed job once, commits, and keeps the jobs for the next
+  // batch. A job left out of the cache (a failed batch) is read again.
+  void commit() {
+    for (auto& [name, job] : jobs_) {
+      if (job.changes == 0) continue;
+      job.revision += job.changes;
+      job.changes = 0;
+      txn_->save_state(name, job.optimizer.to_json().dump(), job.revision);
+    }
+    txn_->commit();
+    cache_.merge(jobs_);
+  }
+
+ private:
+  std::unique_ptr<StoreTransaction> txn_;
+  Cache& cache_;
+  Cache jobs_;
+};
+
+class BatchSizeService::Writes {
+ public:
+  // Enough to keep one transaction short (a few ms at most on a slow disk).
+  static constexpr std::size_t kMaxBatch = 256;
+
+  explicit Writes(std::shared_ptr<JobStore> store)
+      : store_(std::move(store)), commits_([this](const auto& batch) { run(batch); }, kMaxBatch) {}
+
+  void submit(std::function<void(WriteBatch&)> write) { commits_.submit(std::move(write)); }
+
+  WriteCounts counts() const { return {writes_.load(), transactions_.load()}; }
+
+ private:
+  using Request = GroupCommit<WriteBatch>::Request;
+
+  // The group commit's runner, called by one leader at a time: the cache is
+  // the leaders' alone. When the shared transaction fails, each request is
+  // run again alone, so that only a request that fails by itself fails.
+  void run(const std::vector<Request*>& batch) {
+    writes_ += batch.size();
+    ++transactions_;
+    try {
+      WriteBatch writes(store_->begin(), cache_);
+      for (Request* r : batch) {
+        r->error = nullptr;
+        try {
+          r->apply(writes);
+        } catch (const RequestError&) {
+          r->error = std::current_exception();
+        }
+      }
+      writes.commit();
+    } catch (...) {
+      if (batch.size() == 1) {
+        batch.front()->error = std::current_exception();
+        return;
+      }
+      writes_ -= batch.size();  // counted again, one by one
+      for (Request* r : batch) run({r});
+    }
+  }
+
+  std::shared_ptr<JobStore> store_;
+  WriteBatch::Cache cache_;
+  std::atomic<uint64_t> writes_{0}, transactions_{0};
+  GroupCommit<WriteBatch> commits_;
+};
+
+BatchSizeService::BatchSizeService(std::shared_ptr<JobStore> store)
+    : store_(std::move(store)), writes_(std::make_unique<Writes>(store_)) {}
+
+BatchSizeService::~BatchSizeService() = default;
+
+BatchSizeService::WriteCounts BatchSizeService::write_counts() const { return writes_->counts(); }
 
 bool BatchSizeService::register_job(const JobSpec& spec) {
   const std::string spec_json = spec.to_json().dump();
@@ -186,75 +312,48 @@ bool BatchSizeService::register_job(const JobSpec& spec) {
 }
 
 Assignment BatchSizeService::ask(const std::string& job_name, const std::string& node) {
-  auto txn = store_->begin();
-  const StoredJob job = job_or_404(*txn, job_name);
-  auto [spec, optimizer] = restore(job);
   Assignment a;
-  a.batch_size = optimizer.predict();
-  a.early_stop_threshold_cost = optimizer.early_stop_threshold_cost();
-  if (auto profile = txn->power_profile(spec.gpu_model, spec.name, a.batch_size)) {
-    const auto entries = profile_entries(parse_stored(*profile, "power profile of " + spec.name));
-    a.power_limit_w = optimal_power_limit(entries, spec.eta, spec.max_power_w).power_limit_w;
-  }
-  txn->save_state(job.name, optimizer.to_json().dump());
-  RecurrenceRow row;
-  row.job = job.name;
-  row.batch_size = a.batch_size;
-  row.power_limit_w = a.power_limit_w;
-  row.threshold_cost = a.early_stop_threshold_cost;
-  row.node = node;
-  row.started_at_s = unix_time_s();
-  a.recurrence_id = txn->insert_recurrence(row);
-  txn->commit();
-  remember(job.name, job.revision + 1, spec, optimizer);
+  writes_->submit([&](WriteBatch& batch) {
+    WorkingJob& job = batch.job(job_name);
+    a.batch_size = job.optimizer.predict();
+    ++job.changes;
+    a.early_stop_threshold_cost = job.optimizer.early_stop_threshold_cost();
+    a.power_limit_w = batch.power_limit_w(job, a.batch_size);
+    RecurrenceRow row;
+    row.job = job_name;
+    row.batch_size = a.batch_size;
+    row.power_limit_w = a.power_limit_w;
+    row.threshold_cost = a.early_stop_threshold_cost;
+    row.node = node;
+    row.started_at_s = unix_time_s();
+    a.recurrence_id = batch.store().insert_recurrence(row);
+  });
   return a;
 }
 
 double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& result) {
-  auto txn = store_->begin();
-  auto row = txn->recurrence(recurrence_id);
-  if (!row) throw RequestError(404, fmt::format("no recurrence {}", recurrence_id));
-  if (row->finished()) throw RequestError(409, fmt::format("recurrence {} has already reported", recurrence_id));
-  const StoredJob job = job_or_404(*txn, row->job);
-  auto [spec, optimizer] = restore(job);
-  // A run stopped at its threshold costs the threshold (what the optimizer
-  // would have computed had the run gone on); otherwise what it measured.
-  const double cost = result.stopped_early && row->threshold_cost
-                          ? *row->threshold_cost
-                          : zeus_cost(result.energy_j, result.time_s, spec.eta, spec.max_power_w);
-  optimizer.observe(row->batch_size, cost, result.reached_target);
-  txn->save_state(job.name, optimizer.to_json().dump());
-  row->finished_at_s = unix_time_s();
-  row->energy_j = result.energy_j;
-  row->time_s = result.time_s;
-  row->cost = cost;
-  row->reached_target = result.reached_target;
-  row->stopped_early = result.stopped_early;
-  txn->finish_recurrence(*row);
-  txn->commit();
-  remember(job.name, job.revision + 1, spec, optimizer);
+  double cost = 0.0;
+  writes_->submit([&](WriteBatch& batch) {
+    auto row = batch.store().recurrence(recurrence_id);
+    if (!row) throw RequestError(404, fmt::format("no recurrence {}", recurrence_id));
+    if (row->finished()) throw RequestError(409, fmt::format("recurrence {} has already reported", recurrence_id));
+    WorkingJob& job = batch.job(row->job);
+    // A run stopped at its threshold costs the threshold (what the optimizer
+    // would have computed had the run gone on); otherwise what it measured.
+    cost = result.stopped_early && row->threshold_cost
+               ? *row->threshold_cost
+               : zeus_cost(result.energy_j, result.time_s, job.spec.eta, job.spec.max_power_w);
+    job.optimizer.observe(row->batch_size, cost, result.reached_target);
+    ++job.changes;
+    row->finished_at_s = unix_time_s();
+    row->energy_j = result.energy_j;
+    row->time_s = result.time_s;
+    row->cost = cost;
+    row->reached_target = result.reached_target;
+    row->stopped_early = result.stopped_early;
+    batch.store().finish_recurrence(*row);
+  });
   return cost;
-}
-
-std::pair<JobSpec, BatchSizeOptimizer> BatchSizeService::restore(const StoredJob& job) {
-  {
-    std::lock_guard lock(cache_mutex_);
-    if (auto it = cache_.find(job.name); it != cache_.end() && it->second.revision == job.revision) {
-      return {it->second.spec, it->second.optimizer};
-    }
-  }
-  return {stored_spec(job), stored_optimizer(job)};
-}
-
-void BatchSizeService::remember(const std::string& name, int64_t revision, const JobSpec& spec,
-                                const BatchSizeOptimizer& optimizer) {
-  std::lock_guard lock(cache_mutex_);
-  auto it = cache_.find(name);
-  if (it == cache_.end()) {
-    cache_.emplace(name, CachedJob{revision, spec, optimizer});
-  } else if (it->second.revision < revision) {  // another thread may have committed a later one
-    it->second = CachedJob{revision, spec, optimizer};
-  }
 }
 
 void BatchSizeService::put_power_profile(const std::string& job_name, const std::string& gpu_model, int batch_size,

@@ -9,6 +9,8 @@
 #include <map>
 #include <mutex>
 
+#include <sys/socket.h>
+
 #include "joule/version.h"
 
 namespace joule::service {
@@ -154,11 +156,16 @@ void HttpServer::Impl::add_routes() {
       in_flight += s.in_flight;
     }
     std::string text = metrics.render();
+    const BatchSizeService::WriteCounts writes = service->write_counts();
     text += fmt::format(
         "# HELP joule_service_jobs Jobs registered.\n# TYPE joule_service_jobs gauge\njoule_service_jobs {}\n"
         "# HELP joule_service_recurrences_in_flight Recurrences asked for and not yet reported.\n"
-        "# TYPE joule_service_recurrences_in_flight gauge\njoule_service_recurrences_in_flight {}\n",
-        jobs, in_flight);
+        "# TYPE joule_service_recurrences_in_flight gauge\njoule_service_recurrences_in_flight {}\n"
+        "# HELP joule_service_writes_total Asks and reports applied to the store.\n"
+        "# TYPE joule_service_writes_total counter\njoule_service_writes_total {}\n"
+        "# HELP joule_service_write_transactions_total Store transactions that carried them (group commit).\n"
+        "# TYPE joule_service_write_transactions_total counter\njoule_service_write_transactions_total {}\n",
+        jobs, in_flight, writes.writes, writes.transactions);
     res.status = 200;
     res.set_content(text, "text/plain; version=0.0.4");
   }));
@@ -225,10 +232,22 @@ HttpServer::HttpServer(std::shared_ptr<BatchSizeService> service, std::string st
   server.set_read_timeout(impl_->options.read_timeout_s, 0);
   server.set_write_timeout(impl_->options.read_timeout_s, 0);
   impl_->add_routes();
+  int listening_fd = -1;
+  server.set_socket_options([&listening_fd](int fd) {
+    httplib::default_socket_options(fd);
+    listening_fd = fd;
+  });
   const std::string& host = impl_->options.host;
   const int port = impl_->options.port;
   impl_->port = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
   if (impl_->port < 0) throw Error(fmt::format("joule serve: cannot listen on {}:{} (in use, or not an address here)", host, port));
+  // The library listens with a backlog of 5: a burst of recurrences
+  // connecting at once (a cluster's jobs starting together) overflowed it,
+  // and on Linux a connection the accept queue has no room for looks
+  // established to its client, whose request then goes unanswered for a
+  // second or is reset. Listening again only enlarges the queue.
+  if (listening_fd >= 0) ::listen(listening_fd, SOMAXCONN);
+  server.set_socket_options(httplib::default_socket_options);  // forget listening_fd
 }
 
 HttpServer::~HttpServer() { stop(); }

@@ -12,6 +12,7 @@
 #include <pqxx/pqxx>
 #include <regex>
 #include <stack>
+#include <vector>
 
 #include "joule/error.h"
 #include "service/job_store_sql.h"
@@ -29,6 +30,42 @@ std::string redact(const std::string& url) {
   static const std::regex userinfo_password(R"(^([a-z]+://[^:/@]*):[^@/]*@)");
   static const std::regex password_param(R"(([?&]password=)[^&]*)");
   return std::regex_replace(std::regex_replace(url, userinfo_password, "$1:***@"), password_param, "$1***");
+}
+
+// A transaction waits at most this long for a row another one holds (a
+// replica stuck mid-transaction, a person's open psql session); then its
+// request fails with 503 and changes nothing, instead of hanging.
+constexpr int kLockTimeoutMs = 10000;
+
+// The statements of write transactions, prepared once per connection. Rows
+// read in order to be changed are read FOR UPDATE.
+struct PreparedStatement {
+  const char* name;
+  std::string sql;
+};
+
+const std::vector<PreparedStatement>& prepared_statements() {
+  static const std::vector<PreparedStatement> statements = {
+      {"lock_job", std::string(kSelectJob) + " WHERE name = $1 FOR UPDATE"},
+      {"lock_revision", "SELECT revision FROM jobs WHERE name = $1 FOR UPDATE"},
+      {"insert_job",
+       "INSERT INTO jobs (name, spec, state, revision, created_at) VALUES ($1, $2, $3, 1, $4)"
+       " ON CONFLICT (name) DO NOTHING"},
+      {"save_state", "UPDATE jobs SET state = $1, revision = $2 WHERE name = $3"},
+      {"insert_recurrence",
+       "INSERT INTO recurrences (job, batch_size, power_limit_w, threshold_cost, node, started_at)"
+       " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id"},
+      {"lock_recurrence", std::string(kSelectRecurrence) + " WHERE id = $1 FOR UPDATE"},
+      {"finish_recurrence",
+       "UPDATE recurrences SET finished_at = $1, energy_j = $2, time_s = $3, cost = $4, reached_target = $5,"
+       " stopped_early = $6 WHERE id = $7 AND finished_at IS NULL"},
+      {"power_profile", "SELECT profile FROM power_profiles WHERE gpu_model = $1 AND job = $2 AND batch_size = $3"},
+      {"put_power_profile",
+       "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
+       " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (gpu_model, job, batch_size)"
+       " DO UPDATE SET profile = excluded.profile, updated_at = excluded.updated_at"},
+  };
+  return statements;
 }
 
 // Doubles travel as text: fmt's shortest form reads back to the same bits,
@@ -75,43 +112,35 @@ class PostgresTransaction final : public StoreTransaction {
   ~PostgresTransaction() override;
 
   std::optional<StoredJob> job(const std::string& name) override {
-    // FOR UPDATE: the service reads the job to write its state back.
-    const auto rows = run("reading a job", [&] {
-      return work_->exec_params(std::string(kSelectJob) + " WHERE name = $1 FOR UPDATE", name);
-    });
+    const auto rows = run("reading a job", [&] { return work_->exec_prepared("lock_job", name); });
     if (rows.empty()) return std::nullopt;
     return read_job(rows[0]);
   }
+  std::optional<int64_t> job_revision(const std::string& name) override {
+    const auto rows = run("reading a job's revision", [&] { return work_->exec_prepared("lock_revision", name); });
+    if (rows.empty()) return std::nullopt;
+    return rows[0][0].as<int64_t>();
+  }
   bool insert_job(const StoredJob& job) override {
     const auto rows = run("inserting a job", [&] {
-      return work_->exec_params(
-          "INSERT INTO jobs (name, spec, state, revision, created_at) VALUES ($1, $2, $3, 1, $4)"
-          " ON CONFLICT (name) DO NOTHING",
-          job.name, job.spec_json, job.state_json, number(job.created_at_s));
+      return work_->exec_prepared("insert_job", job.name, job.spec_json, job.state_json, number(job.created_at_s));
     });
     return rows.affected_rows() == 1;
   }
-  void save_state(const std::string& name, const std::string& state_json) override {
-    const auto rows = run("saving a job's state", [&] {
-      return work_->exec_params("UPDATE jobs SET state = $1, revision = revision + 1 WHERE name = $2", state_json,
-                                name);
-    });
+  void save_state(const std::string& name, const std::string& state_json, int64_t revision) override {
+    const auto rows =
+        run("saving a job's state", [&] { return work_->exec_prepared("save_state", state_json, revision, name); });
     if (rows.affected_rows() != 1) throw Error(fmt::format("job store: no job '{}' to update", name));
   }
   int64_t insert_recurrence(const RecurrenceRow& r) override {
     const auto rows = run("inserting a recurrence", [&] {
-      return work_->exec_params(
-          "INSERT INTO recurrences (job, batch_size, power_limit_w, threshold_cost, node, started_at)"
-          " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-          r.job, r.batch_size, number(r.power_limit_w), number(r.threshold_cost), r.node, number(r.started_at_s));
+      return work_->exec_prepared("insert_recurrence", r.job, r.batch_size, number(r.power_limit_w),
+                                  number(r.threshold_cost), r.node, number(r.started_at_s));
     });
     return rows[0][0].as<int64_t>();
   }
   std::optional<RecurrenceRow> recurrence(int64_t id) override {
-    // FOR UPDATE: the service reads it to finish it.
-    const auto rows = run("reading a recurrence", [&] {
-      return work_->exec_params(std::string(kSelectRecurrence) + " WHERE id = $1 FOR UPDATE", id);
-    });
+    const auto rows = run("reading a recurrence", [&] { return work_->exec_prepared("lock_recurrence", id); });
     if (rows.empty()) return std::nullopt;
     return read_recurrence(rows[0]);
   }
@@ -119,32 +148,23 @@ class PostgresTransaction final : public StoreTransaction {
     std::optional<int> reached;
     if (r.reached_target) reached = *r.reached_target ? 1 : 0;
     const auto rows = run("finishing a recurrence", [&] {
-      return work_->exec_params(
-          "UPDATE recurrences SET finished_at = $1, energy_j = $2, time_s = $3, cost = $4, reached_target = $5,"
-          " stopped_early = $6 WHERE id = $7 AND finished_at IS NULL",
-          number(r.finished_at_s), number(r.energy_j), number(r.time_s), number(r.cost), reached,
-          r.stopped_early ? 1 : 0, r.id);
+      return work_->exec_prepared("finish_recurrence", number(r.finished_at_s), number(r.energy_j), number(r.time_s),
+                                  number(r.cost), reached, r.stopped_early ? 1 : 0, r.id);
     });
     if (rows.affected_rows() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
   }
   std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
                                            int batch_size) override {
-    const auto rows = run("reading a power profile", [&] {
-      return work_->exec_params(
-          "SELECT profile FROM power_profiles WHERE gpu_model = $1 AND job = $2 AND batch_size = $3", gpu_model, job,
-          batch_size);
-    });
+    const auto rows = run("reading a power profile",
+                          [&] { return work_->exec_prepared("power_profile", gpu_model, job, batch_size); });
     if (rows.empty()) return std::nullopt;
     return rows[0][0].as<std::string>();
   }
   void put_power_profile(const std::string& gpu_model, const std::string& job, int batch_size,
                          const std::string& profile_json) override {
     run("storing a power profile", [&] {
-      return work_->exec_params(
-          "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
-          " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (gpu_model, job, batch_size)"
-          " DO UPDATE SET profile = excluded.profile, updated_at = excluded.updated_at",
-          gpu_model, job, batch_size, profile_json, number(unix_time_s()));
+      return work_->exec_prepared("put_power_profile", gpu_model, job, batch_size, profile_json,
+                                  number(unix_time_s()));
     });
   }
   void commit() override {
@@ -217,6 +237,13 @@ class PostgresJobStore final : public JobStore {
     return Error(fmt::format("job store '{}': {} failed: {}", shown_url_, what, e.what()));
   }
 
+  // A lock wait over kLockTimeoutMs, or a deadlock PostgreSQL broke by
+  // cancelling this transaction: the request may be retried.
+  static bool gave_up_waiting(const std::exception& e) {
+    const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
+    return sql && (sql->sqlstate() == "55P03" || sql->sqlstate() == "40P01");
+  }
+
   // A connection whose transaction ended goes back to the pool, unless it
   // broke: the next transaction gets a fresh one instead.
   void give_back(std::unique_ptr<pqxx::connection> conn) {
@@ -240,7 +267,10 @@ class PostgresJobStore final : public JobStore {
 
   std::unique_ptr<pqxx::connection> connect() const {
     try {
-      return std::make_unique<pqxx::connection>(url_);
+      auto conn = std::make_unique<pqxx::connection>(url_);
+      pqxx::nontransaction(*conn).exec(fmt::format("SET lock_timeout = {}", kLockTimeoutMs));
+      for (const auto& [name, sql] : prepared_statements()) conn->prepare(name, sql);
+      return conn;
     } catch (const std::exception& e) {
       throw error("connecting", e);
     }
@@ -318,6 +348,7 @@ pqxx::result PostgresTransaction::run(const char* what, F&& f) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
+    if (PostgresJobStore::gave_up_waiting(e)) throw StoreBusyError(store_.error(what, e).what());
     throw store_.error(what, e);
   }
 }

@@ -54,63 +54,69 @@ class SqliteTransaction final : public StoreTransaction {
   ~SqliteTransaction() override;
 
   std::optional<StoredJob> job(const std::string& name) override {
-    SqliteStatement s(*db_, std::string(kSelectJob).append(" WHERE name = ?").c_str());
-    s.bind(1, name);
-    if (!s.step()) return std::nullopt;
-    return read_job(s);
+    auto s = db_->cached(std::string(kSelectJob).append(" WHERE name = ?"));
+    s->bind(1, name);
+    if (!s->step()) return std::nullopt;
+    return read_job(*s);
+  }
+  std::optional<int64_t> job_revision(const std::string& name) override {
+    auto s = db_->cached("SELECT revision FROM jobs WHERE name = ?");
+    s->bind(1, name);
+    if (!s->step()) return std::nullopt;
+    return s->column_int(0);
   }
   bool insert_job(const StoredJob& job) override {
-    SqliteStatement s(*db_,
-                      "INSERT INTO jobs (name, spec, state, revision, created_at) VALUES (?, ?, ?, 1, ?)"
-                      " ON CONFLICT (name) DO NOTHING");
-    s.bind(1, job.name).bind(2, job.spec_json).bind(3, job.state_json).bind(4, job.created_at_s).run();
+    auto s = db_->cached(
+        "INSERT INTO jobs (name, spec, state, revision, created_at) VALUES (?, ?, ?, 1, ?)"
+        " ON CONFLICT (name) DO NOTHING");
+    s->bind(1, job.name).bind(2, job.spec_json).bind(3, job.state_json).bind(4, job.created_at_s).run();
     return db_->changes() == 1;
   }
-  void save_state(const std::string& name, const std::string& state_json) override {
-    SqliteStatement s(*db_, "UPDATE jobs SET state = ?, revision = revision + 1 WHERE name = ?");
-    s.bind(1, state_json).bind(2, name).run();
+  void save_state(const std::string& name, const std::string& state_json, int64_t revision) override {
+    auto s = db_->cached("UPDATE jobs SET state = ?, revision = ? WHERE name = ?");
+    s->bind(1, state_json).bind(2, revision).bind(3, name).run();
     if (db_->changes() != 1) throw Error(fmt::format("job store: no job '{}' to update", name));
   }
   int64_t insert_recurrence(const RecurrenceRow& r) override {
-    SqliteStatement s(*db_,
-                      "INSERT INTO recurrences (job, batch_size, power_limit_w, threshold_cost, node, started_at)"
-                      " VALUES (?, ?, ?, ?, ?, ?)");
-    s.bind(1, r.job).bind(2, r.batch_size).bind(3, r.power_limit_w).bind(4, finite_or_null(r.threshold_cost));
-    s.bind(5, r.node).bind(6, r.started_at_s).run();
+    auto s = db_->cached(
+        "INSERT INTO recurrences (job, batch_size, power_limit_w, threshold_cost, node, started_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)");
+    s->bind(1, r.job).bind(2, r.batch_size).bind(3, r.power_limit_w).bind(4, finite_or_null(r.threshold_cost));
+    s->bind(5, r.node).bind(6, r.started_at_s).run();
     return db_->last_insert_rowid();
   }
   std::optional<RecurrenceRow> recurrence(int64_t id) override {
-    SqliteStatement s(*db_, std::string(kSelectRecurrence).append(" WHERE id = ?").c_str());
-    s.bind(1, id);
-    if (!s.step()) return std::nullopt;
-    return read_recurrence(s);
+    auto s = db_->cached(std::string(kSelectRecurrence).append(" WHERE id = ?"));
+    s->bind(1, id);
+    if (!s->step()) return std::nullopt;
+    return read_recurrence(*s);
   }
   void finish_recurrence(const RecurrenceRow& r) override {
-    SqliteStatement s(*db_,
-                      "UPDATE recurrences SET finished_at = ?, energy_j = ?, time_s = ?, cost = ?, reached_target = ?,"
-                      " stopped_early = ? WHERE id = ? AND finished_at IS NULL");
-    s.bind(1, r.finished_at_s).bind(2, r.energy_j).bind(3, r.time_s).bind(4, r.cost);
-    r.reached_target ? s.bind(5, *r.reached_target ? 1 : 0) : s.bind_null(5);
-    s.bind(6, r.stopped_early ? 1 : 0).bind(7, r.id).run();
+    auto s = db_->cached(
+        "UPDATE recurrences SET finished_at = ?, energy_j = ?, time_s = ?, cost = ?, reached_target = ?,"
+        " stopped_early = ? WHERE id = ? AND finished_at IS NULL");
+    s->bind(1, r.finished_at_s).bind(2, r.energy_j).bind(3, r.time_s).bind(4, r.cost);
+    r.reached_target ? s->bind(5, *r.reached_target ? 1 : 0) : s->bind_null(5);
+    s->bind(6, r.stopped_early ? 1 : 0).bind(7, r.id).run();
     if (db_->changes() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
   }
   std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
                                            int batch_size) override {
-    SqliteStatement s(*db_, "SELECT profile FROM power_profiles WHERE gpu_model = ? AND job = ? AND batch_size = ?");
-    s.bind(1, gpu_model).bind(2, job).bind(3, batch_size);
-    if (!s.step()) return std::nullopt;
-    return s.column_text(0);
+    auto s = db_->cached("SELECT profile FROM power_profiles WHERE gpu_model = ? AND job = ? AND batch_size = ?");
+    s->bind(1, gpu_model).bind(2, job).bind(3, batch_size);
+    if (!s->step()) return std::nullopt;
+    return s->column_text(0);
   }
   void put_power_profile(const std::string& gpu_model, const std::string& job, int batch_size,
                          const std::string& profile_json) override {
-    SqliteStatement s(*db_,
-                      "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
-                      " VALUES (?, ?, ?, ?, ?) ON CONFLICT (gpu_model, job, batch_size)"
-                      " DO UPDATE SET profile = excluded.profile, updated_at = excluded.updated_at");
-    s.bind(1, gpu_model).bind(2, job).bind(3, batch_size).bind(4, profile_json).bind(5, unix_time_s()).run();
+    auto s = db_->cached(
+        "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (gpu_model, job, batch_size)"
+        " DO UPDATE SET profile = excluded.profile, updated_at = excluded.updated_at");
+    s->bind(1, gpu_model).bind(2, job).bind(3, batch_size).bind(4, profile_json).bind(5, unix_time_s()).run();
   }
   void commit() override {
-    db_->exec("COMMIT");
+    db_->cached("COMMIT")->run();
     committed_ = true;
   }
 
@@ -136,7 +142,7 @@ class SqliteJobStore final : public JobStore {
     // busy handler.
     std::unique_lock writer(writer_mutex_);
     auto db = take();
-    db->exec("BEGIN IMMEDIATE");
+    db->cached("BEGIN IMMEDIATE")->run();
     return std::make_unique<SqliteTransaction>(*this, std::move(db), std::move(writer));
   }
 
@@ -188,14 +194,12 @@ class SqliteJobStore final : public JobStore {
   template <typename Use>
   void read(const std::string& sql, Use&& use) {
     auto db = take();
-    {
-      SqliteStatement s(*db, sql.c_str());
-      try {
-        use(s);
-      } catch (...) {
-        give_back(std::move(db));
-        throw;
-      }
+    try {
+      auto s = db->cached(sql);
+      use(*s);
+    } catch (...) {
+      give_back(std::move(db));
+      throw;
     }
     give_back(std::move(db));
   }

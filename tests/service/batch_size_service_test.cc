@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -256,6 +257,110 @@ TEST_P(BatchSizeServiceTest, ConcurrentRecurrencesLoseNoUpdate) {
   const auto reached = std::count_if(rows.begin(), rows.end(), [](const RecurrenceRow& r) { return *r.reached_target; });
   EXPECT_GE(observed, reached);
   EXPECT_LE(observed, kThreads * kEach);
+}
+
+// A store whose first write transaction starts late (the first writer's
+// batch takes a while), so that writes submitted meanwhile queue up.
+class SlowFirstTransaction final : public JobStore {
+ public:
+  explicit SlowFirstTransaction(std::unique_ptr<JobStore> inner) : inner_(std::move(inner)) {}
+  std::unique_ptr<StoreTransaction> begin() override {
+    if (first_.exchange(false)) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return inner_->begin();
+  }
+  std::optional<StoredJob> job(const std::string& name) override { return inner_->job(name); }
+  std::vector<StoredJob> jobs() override { return inner_->jobs(); }
+  std::vector<RecurrenceRow> recurrences(const std::string& job) override { return inner_->recurrences(job); }
+  RecurrenceCounts recurrence_counts(const std::string& job) override { return inner_->recurrence_counts(job); }
+  std::string describe() const override { return inner_->describe(); }
+  void arm() { first_ = true; }
+
+ private:
+  std::unique_ptr<JobStore> inner_;
+  std::atomic<bool> first_{false};
+};
+
+// Runs call on n threads at once; returns what each threw (null: nothing).
+std::vector<std::exception_ptr> on_threads(int n, const std::function<void(int)>& call) {
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        call(t);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+    if (t == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first one leads
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+// Writes that arrive while a transaction runs go together in the next one,
+// and each still gets its own answer.
+TEST_P(BatchSizeServiceTest, WritesArrivingTogetherShareATransaction) {
+  auto store = std::make_shared<SlowFirstTransaction>(open_job_store(url_));
+  BatchSizeService service(store);
+  service.register_job(spec_named("together"));
+  store->arm();
+  constexpr int kThreads = 12;
+  std::vector<int64_t> ids(kThreads);
+  const auto errors = on_threads(kThreads, [&](int t) { ids[static_cast<std::size_t>(t)] = service.ask("together", "n").recurrence_id; });
+  for (const auto& e : errors) EXPECT_FALSE(e);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end()) << "every ask gets its own recurrence";
+  const BatchSizeService::WriteCounts counts = service.write_counts();
+  EXPECT_EQ(counts.writes, kThreads);
+  // The first alone (it leads while the others queue), then the rest.
+  EXPECT_LE(counts.transactions, 3u);
+  EXPECT_EQ(service.job("together").revision, 1 + kThreads);
+  EXPECT_EQ(service.job("together").in_flight, kThreads);
+}
+
+// A write that fails inside a shared transaction rolls it back; the others
+// are run again alone and succeed: only the failing one fails.
+TEST_P(BatchSizeServiceTest, AWriteThatFailsInASharedTransactionFailsAlone) {
+  auto store = std::make_shared<SlowFirstTransaction>(open_job_store(url_));
+  BatchSizeService service(store);
+  service.register_job(spec_named("good"));
+  service.register_job(spec_named("broken"));
+  // A stored profile that is not JSON: asking "broken" for its first size
+  // (the default, 64) fails inside the transaction, after the optimizer moved.
+  GetParam().exec(url_, "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
+                        " VALUES ('V100', 'broken', 64, 'not json', 0)");
+  store->arm();
+  const auto errors = on_threads(9, [&](int t) {
+    if (t % 3 == 1) {
+      service.ask("broken", "n");
+    } else if (t % 3 == 2) {
+      service.report(100000 + t, {1, 1, true, false});
+    } else {
+      service.ask("good", "n");
+    }
+  });
+  for (int t = 0; t < 9; ++t) {
+    const auto& e = errors[static_cast<std::size_t>(t)];
+    if (t % 3 == 0) {
+      EXPECT_FALSE(e) << "ask on the good job, thread " << t;
+      continue;
+    }
+    ASSERT_TRUE(e) << "thread " << t;
+    try {
+      std::rethrow_exception(e);
+    } catch (const RequestError& r) {
+      EXPECT_EQ(t % 3, 2) << r.what();
+      EXPECT_EQ(r.status(), 404);
+    } catch (const Error& err) {
+      EXPECT_EQ(t % 3, 1) << err.what();
+      EXPECT_NE(std::string(err.what()).find("power profile of broken"), std::string::npos) << err.what();
+    }
+  }
+  EXPECT_EQ(service.job("good").revision, 1 + 3);
+  EXPECT_EQ(service.job("good").recurrences, 3);
+  EXPECT_EQ(service.job("broken").revision, 1);
+  EXPECT_EQ(service.job("broken").recurrences, 0);
 }
 
 TEST_P(BatchSizeServiceTest, ADatabaseFromANewerJouleIsRefused) {

@@ -2,14 +2,15 @@
 // per registered job, kept in a JobStore and changed only inside one of its
 // transactions (load the state, act, save it), so recurrences asking and
 // reporting at once from threads, processes or replicas never lose an update.
+// Asks and reports arriving together share a transaction (group commit): each
+// returns once its change is committed, and one failing request never fails
+// the others.
 // `joule serve` puts it behind HTTP (service/http_server.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +85,9 @@ struct JobSummary {
 class BatchSizeService {
  public:
   explicit BatchSizeService(std::shared_ptr<JobStore> store);
+  ~BatchSizeService();
+  BatchSizeService(const BatchSizeService&) = delete;
+  BatchSizeService& operator=(const BatchSizeService&) = delete;
 
   // true: created; false: already there with the same spec. A different
   // spec under the name is a RequestError(409).
@@ -97,6 +101,14 @@ class BatchSizeService {
   void put_power_profile(const std::string& job, const std::string& gpu_model, int batch_size,
                          const nlohmann::json& entries);
 
+  // Asks and reports run, and the store transactions that ran them (with
+  // many clients at once, far fewer than the writes: group commit, above).
+  struct WriteCounts {
+    uint64_t writes = 0;
+    uint64_t transactions = 0;
+  };
+  WriteCounts write_counts() const;
+
   std::vector<JobSummary> jobs();
   JobSummary job(const std::string& name);
   // Spec, state and every recurrence, as JSON (joule jobs export).
@@ -104,20 +116,12 @@ class BatchSizeService {
 
  private:
   JobSummary summarize(const StoredJob& stored);
-  // The job's spec and optimizer as of its stored revision: from the cache
-  // when this process wrote that revision, else parsed from the store.
-  std::pair<JobSpec, BatchSizeOptimizer> restore(const StoredJob& job);
-  // After a commit: the job is now at revision with this optimizer.
-  void remember(const std::string& name, int64_t revision, const JobSpec& spec, const BatchSizeOptimizer& optimizer);
 
   std::shared_ptr<JobStore> store_;
-  struct CachedJob {
-    int64_t revision;
-    JobSpec spec;
-    BatchSizeOptimizer optimizer;
-  };
-  std::mutex cache_mutex_;
-  std::map<std::string, CachedJob> cache_;
+  // Asks and reports, group-committed (service/group_commit.h), with the
+  // optimizers of the revisions this process wrote last.
+  class Writes;
+  std::unique_ptr<Writes> writes_;
 };
 
 }  // namespace joule::service

@@ -12,7 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "joule/error.h"
+
 namespace joule::service {
+
+// A transaction gave up waiting for rows another holds (PostgreSQL's lock
+// timeout or a deadlock it broke): nothing was changed, and the same request
+// may succeed when retried. The service answers 503.
+class StoreBusyError : public Error {
+ public:
+  using Error::Error;
+};
 
 struct StoredJob {
   std::string name;
@@ -50,11 +60,15 @@ struct RecurrenceCounts {
 class StoreTransaction {
  public:
   virtual ~StoreTransaction() = default;
+  // The job, its row locked for this transaction.
   virtual std::optional<StoredJob> job(const std::string& name) = 0;
+  // Only its revision (the row locked likewise): what a writer that holds
+  // the state of that revision in memory needs, without the state's bytes.
+  virtual std::optional<int64_t> job_revision(const std::string& name) = 0;
   // False when a job of that name exists (nothing written).
   virtual bool insert_job(const StoredJob& job) = 0;
-  // Writes the state and bumps the revision.
-  virtual void save_state(const std::string& name, const std::string& state_json) = 0;
+  // Writes the state and its revision: the one read, plus the changes made.
+  virtual void save_state(const std::string& name, const std::string& state_json, int64_t revision) = 0;
   virtual int64_t insert_recurrence(const RecurrenceRow& row) = 0;  // returns its id
   virtual std::optional<RecurrenceRow> recurrence(int64_t id) = 0;
   virtual void finish_recurrence(const RecurrenceRow& row) = 0;
