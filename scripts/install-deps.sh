@@ -15,7 +15,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libtomlplusplus-dev
   # joule serve: HTTP server and client; the PostgreSQL job store (the server
   # itself for its tests)
-  libcpp-httplib-dev libpqxx-dev postgresql
+  libcpp-httplib-dev libssl-dev openssl libpqxx-dev postgresql
   # tests and benchmarks; clang's libFuzzer for the daemon's protocol fuzzer
   libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # the Python module and its tests (Debian's python3, pybind11, PyTorch for CPU)

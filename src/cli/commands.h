@@ -154,8 +154,18 @@ struct ServeCliOptions {
   std::size_t max_body_kb = 64;
   std::string port_file;  // the port listened on is written here (for --listen :0)
   bool quiet = false;     // no request log
+  std::string tokens_file;  // remote clients' tokens (joule tokens); needed to listen beyond loopback
+  bool require_token = false;  // loopback clients too
 };
 int run_serve(const ServeCliOptions& options);
+
+struct TokensCliOptions {
+  std::string action;  // create | list | revoke
+  std::string file;
+  std::string user;                // create; revoke: the user or a sha256: prefix
+  std::vector<std::string> jobs;   // create
+};
+int run_tokens(const TokensCliOptions& options);
 // For `joule simulate --service URL`: each simulated job's zeus optimizer is
 // a job registered on that service (service_command.cc).
 RemoteZeusFactory service_zeus_factory(const std::string& url);

@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate" &&
       first != "train-sim" && first != "cluster-trace" && first != "sweep" && first != "analyze" && first != "report" &&
-      first != "top" && first != "serve" && first != "jobs") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, cluster-trace, train-sim, serve or jobs; see 'joule --help')\n", first);
+      first != "top" && first != "serve" && first != "jobs" && first != "tokens") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, cluster-trace, train-sim, serve, jobs or tokens; see 'joule --help')\n", first);
     return 2;
   }
   joule::cli::SimulateOptions simulate;
@@ -194,6 +194,23 @@ int main(int argc, char** argv) {
   serve_command->add_option("--max-body-kb", serve.max_body_kb, "largest request body accepted (default 64)");
   serve_command->add_option("--port-file", serve.port_file, "write the port listened on to this file");
   serve_command->add_flag("--quiet", serve.quiet, "no request log on stderr");
+  serve_command->add_option("--tokens", serve.tokens_file,
+                            "clients on other machines need a token from this file (joule tokens create); "
+                            "without it only this machine is answered");
+  serve_command->add_flag("--require-token", serve.require_token,
+                          "clients on this machine need a token too (e.g. behind a local reverse proxy)");
+
+  joule::cli::TokensCliOptions tokens;
+  CLI::App* tokens_command = app.add_subcommand("tokens", "create, list or revoke the tokens of `joule serve --tokens FILE`");
+  tokens_command->add_option("action", tokens.action, "create, list, or revoke USER|sha256:PREFIX")
+      ->required()
+      ->check(CLI::IsMember({"create", "list", "revoke"}));
+  tokens_command->add_option("user", tokens.user, "revoke: the user whose tokens go, or a digest prefix (sha256:...)");
+  tokens_command->add_option("--file", tokens.file, "the tokens file (created by the first create, mode 0600)")->required();
+  tokens_command->add_option("--user", tokens.user, "create: whom the token names");
+  tokens_command->add_option("--jobs", tokens.jobs,
+                             "create: the jobs it may use: names, prefixes ending in '*', or '*' (comma-separated)")
+      ->delimiter(',');
 
   joule::cli::JobsCliOptions jobs;
   CLI::App* jobs_command = app.add_subcommand("jobs", "list, show or export the jobs of a running `joule serve`");
@@ -218,8 +235,12 @@ int main(int argc, char** argv) {
   sweep_command->footer("Examples:\n  joule sweep sweep.toml --dry-run\n  joule sweep sweep.toml --export runs.csv");
   analyze_command->footer("Example:\n  joule analyze sweep.sqlite --json");
   report_command->footer("Example:\n  joule report sweep.sqlite -o report.html");
-  serve_command->footer("Example:\n  joule serve --store sqlite:/var/lib/joule/jobs.db --listen 127.0.0.1:8321");
-  jobs_command->footer("Examples:\n  joule jobs list\n  joule jobs export resnet50 --service http://127.0.0.1:8321");
+  serve_command->footer("Examples:\n  joule serve --store sqlite:/var/lib/joule/jobs.db --listen 127.0.0.1:8321\n"
+                        "  joule serve --store sqlite:jobs.db --listen 0.0.0.0:8321 --tokens tokens");
+  jobs_command->footer("Examples:\n  joule jobs list\n  joule jobs export resnet50 --service http://127.0.0.1:8321\n"
+                       "A token for a remote service comes from $JOULE_SERVICE_TOKEN.");
+  tokens_command->footer("Examples:\n  joule tokens create --file tokens --user alice --jobs 'resnet50,bert-*'\n"
+                         "  joule tokens list --file tokens\n  joule tokens revoke alice --file tokens");
   app.footer(
       "Run 'joule SUBCOMMAND --help' for its options and an example.\n"
       "Exit status: 0 success; 1 an error (device, file, data; the message says which); 2 a usage error (an\n"
@@ -269,6 +290,7 @@ int main(int argc, char** argv) {
     if (*analyze_command) return joule::cli::run_analyze(analyze);
     if (*report_command) return joule::cli::run_report(report);
     if (*serve_command) return joule::cli::run_serve(serve);
+    if (*tokens_command) return joule::cli::run_tokens(tokens);
     if (*jobs_command) return joule::cli::run_jobs(jobs);
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", e.what());

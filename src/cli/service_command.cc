@@ -17,6 +17,7 @@
 #include "joule/error.h"
 #include "joule/service/client.h"
 #include "joule/service/http_server.h"
+#include "joule/service/tokens.h"
 
 namespace joule::cli {
 namespace {
@@ -105,13 +106,12 @@ RemoteZeusFactory service_zeus_factory(const std::string& url) {
 
 int run_serve(const ServeCliOptions& o) {
   auto [host, port] = parse_listen(o.listen);
-  if (!is_loopback(host)) {
-    // Remote clients will need tokens; until the service checks them it
-    // answers this machine only.
-    throw UsageError(fmt::format("--listen {}: joule serve answers loopback addresses only (127.x.x.x) in this "
-                                 "version; put a reverse proxy with authentication in front for remote clients",
+  if (!is_loopback(host) && o.tokens_file.empty()) {
+    throw UsageError(fmt::format("--listen {}: answering other machines needs --tokens FILE (joule tokens create "
+                                 "makes one); without tokens joule serve listens on loopback addresses only",
                                  o.listen));
   }
+  if (o.require_token && o.tokens_file.empty()) throw UsageError("--require-token needs --tokens FILE");
   // SIGINT/SIGTERM are taken by a thread of their own (sigwait), so every
   // server thread started below inherits them blocked.
   sigset_t stop_signals;
@@ -126,8 +126,17 @@ int run_serve(const ServeCliOptions& o) {
   options.port = port;
   options.max_body_bytes = o.max_body_kb * 1024;
   if (!o.quiet) options.log = [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; };
+  if (!o.tokens_file.empty()) {
+    // Token file news (re-read, or refused and kept) go to the log even with --quiet.
+    options.tokens = std::make_shared<service::TokenFile>(
+        o.tokens_file, [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; });
+  }
+  options.require_token = o.require_token;
   service::HttpServer server(std::make_shared<service::BatchSizeService>(store), store->describe(), options);
-  std::cerr << fmt::format("joule serve: listening on http://{}:{} ({})\n", host, server.port(), store->describe());
+  std::cerr << fmt::format("joule serve: listening on http://{}:{} ({}; {})\n", host, server.port(), store->describe(),
+                           o.tokens_file.empty() ? "this machine's clients only"
+                           : o.require_token     ? "every client needs a token from " + o.tokens_file
+                                                 : "other machines need a token from " + o.tokens_file);
   if (!o.port_file.empty()) {
     std::ofstream(o.port_file) << server.port() << '\n';
   }
@@ -141,6 +150,29 @@ int run_serve(const ServeCliOptions& o) {
   // run() also returns when the listening socket fails: wake the stopper.
   kill(getpid(), SIGTERM);
   stopper.join();
+  return 0;
+}
+
+int run_tokens(const TokensCliOptions& o) {
+  if (o.action == "create") {
+    if (o.user.empty()) throw UsageError("joule tokens create: --user NAME is needed");
+    if (o.jobs.empty()) throw UsageError("joule tokens create: --jobs is needed ('*' for every job)");
+    std::cout << service::create_token(o.file, o.user, o.jobs) << '\n';
+    std::cerr << fmt::format("joule tokens: added to {} (only its SHA-256); the token is shown this once\n", o.file);
+    return 0;
+  }
+  if (o.action == "revoke") {
+    if (o.user.empty()) throw UsageError("joule tokens revoke: name the user (or sha256:PREFIX)");
+    const int removed = service::revoke_tokens(o.file, o.user);
+    std::cerr << fmt::format("joule tokens: {} token{} revoked in {}\n", removed, removed == 1 ? "" : "s", o.file);
+    return removed > 0 ? 0 : 1;
+  }
+  std::cout << fmt::format("{:<20} {:<24} {}\n", "digest", "user", "jobs");
+  for (const service::TokenLine& t : service::read_token_file(o.file)) {
+    std::string jobs;
+    for (const auto& p : t.grant.job_patterns) jobs += (jobs.empty() ? "" : ",") + p;
+    std::cout << fmt::format("{:<20} {:<24} {}\n", t.sha256_hex.substr(0, 19), t.grant.user, jobs);
+  }
   return 0;
 }
 

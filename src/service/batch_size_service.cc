@@ -331,11 +331,13 @@ Assignment BatchSizeService::ask(const std::string& job_name, const std::string&
   return a;
 }
 
-double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& result) {
+double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& result,
+                                const std::function<void(const std::string& job)>& check_job) {
   double cost = 0.0;
   writes_->submit([&](WriteBatch& batch) {
     auto row = batch.store().recurrence(recurrence_id);
     if (!row) throw RequestError(404, fmt::format("no recurrence {}", recurrence_id));
+    if (check_job) check_job(row->job);
     if (row->finished()) throw RequestError(409, fmt::format("recurrence {} has already reported", recurrence_id));
     WorkingJob& job = batch.job(row->job);
     // A run stopped at its threshold costs the threshold (what the optimizer

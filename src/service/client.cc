@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace joule::service {
@@ -28,8 +29,13 @@ struct BatchSizeClient::Impl {
   std::string url;
   httplib::Client http;
 
-  Impl(const std::string& u, double timeout_s) : url(u), http(u) {
+  Impl(const std::string& u, double timeout_s, std::optional<std::string> token) : url(u), http(u) {
     if (!http.is_valid()) throw ServiceError(0, fmt::format("'{}' is not a service URL (http://HOST:PORT)", u));
+    if (!token) {
+      const char* env = std::getenv("JOULE_SERVICE_TOKEN");
+      if (env && *env) token = env;
+    }
+    if (token && !token->empty()) http.set_bearer_token_auth(*token);
     const auto timeout = std::chrono::duration<double>(timeout_s);
     http.set_connection_timeout(timeout);
     http.set_read_timeout(timeout);
@@ -64,8 +70,8 @@ struct BatchSizeClient::Impl {
   }
 };
 
-BatchSizeClient::BatchSizeClient(const std::string& url, double timeout_s)
-    : impl_(std::make_unique<Impl>(url, timeout_s)) {}
+BatchSizeClient::BatchSizeClient(const std::string& url, double timeout_s, std::optional<std::string> token)
+    : impl_(std::make_unique<Impl>(url, timeout_s, std::move(token))) {}
 
 BatchSizeClient::~BatchSizeClient() = default;
 

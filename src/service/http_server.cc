@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <type_traits>
 #include <mutex>
 
 #include <sys/socket.h>
@@ -111,7 +112,28 @@ class RequestMetrics {
   std::map<std::string, Histogram> latency_;
 };
 
+bool is_loopback_address(const std::string& address) {
+  return address.rfind("127.", 0) == 0 || address == "::1" || address.rfind("::ffff:127.", 0) == 0;
+}
+
 }  // namespace
+
+bool RequestAccess::allows(const std::string& job) const { return !grant || grant->allows(job); }
+
+RequestAccess access_of(const std::string& remote_address, const std::string& authorization, TokenFile* tokens,
+                        bool require_token) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (authorization.empty()) {
+    if (is_loopback_address(remote_address) && !require_token) return {};
+    throw RequestError(401, tokens ? "this service needs a token (Authorization: Bearer TOKEN)"
+                                   : "this service answers requests from its own machine only");
+  }
+  if (authorization.rfind(kBearer, 0) != 0) throw RequestError(401, "the Authorization header must be 'Bearer TOKEN'");
+  if (!tokens) throw RequestError(401, "this service takes no tokens (it was started without --tokens)");
+  std::optional<TokenGrant> grant = tokens->grant(authorization.substr(kBearer.size()));
+  if (!grant) throw RequestError(401, "unknown or revoked token");
+  return {std::move(grant)};
+}
 
 struct HttpServer::Impl {
   std::shared_ptr<BatchSizeService> service;
@@ -123,14 +145,25 @@ struct HttpServer::Impl {
 
   // Runs a handler: maps the service's refusals to their status, anything
   // else to 500 (logged; the server goes on), and counts the request.
+  // Open routes (health, metrics) take (req, res); the others also get what
+  // the request may touch, checked first.
   template <typename Handler>
   httplib::Server::Handler route(const std::string& name, Handler handler) {
     return [this, name, handler](const httplib::Request& req, httplib::Response& res) {
       const auto start = Clock::now();
       try {
-        handler(req, res);
+        if constexpr (std::is_invocable_v<Handler, const httplib::Request&, httplib::Response&>) {
+          handler(req, res);
+        } else {
+          handler(req, res, access_of(req.remote_addr, req.get_header_value("Authorization"), options.tokens.get(),
+                                      options.require_token));
+        }
       } catch (const RequestError& e) {
+        if (e.status() == 401) res.set_header("WWW-Authenticate", "Bearer realm=\"joule\"");
         reply_error(res, e.status(), e.what());
+      } catch (const StoreBusyError& e) {
+        res.set_header("Retry-After", "1");
+        reply_error(res, 503, e.what());
       } catch (const std::exception& e) {
         reply_error(res, 500, fmt::format("internal error: {}", e.what()));
       }
@@ -143,6 +176,12 @@ struct HttpServer::Impl {
   }
 
   void add_routes();
+
+  static void check(const RequestAccess& access, const std::string& job) {
+    if (!access.allows(job)) {
+      throw RequestError(403, fmt::format("the token of user '{}' does not cover job '{}'", access.grant->user, job));
+    }
+  }
 };
 
 void HttpServer::Impl::add_routes() {
@@ -169,36 +208,48 @@ void HttpServer::Impl::add_routes() {
     res.status = 200;
     res.set_content(text, "text/plain; version=0.0.4");
   }));
-  server.Get("/v1/jobs", route("jobs", [this](const httplib::Request&, httplib::Response& res) {
+  server.Get("/v1/jobs", route("jobs", [this](const httplib::Request&, httplib::Response& res, const RequestAccess& access) {
     nlohmann::json list = nlohmann::json::array();
-    for (const JobSummary& s : service->jobs()) list.push_back(to_json(s));
+    for (const JobSummary& s : service->jobs()) {
+      if (access.allows(s.spec.name)) list.push_back(to_json(s));
+    }
     reply_json(res, 200, {{"jobs", list}});
   }));
-  server.Post("/v1/jobs", route("register", [this](const httplib::Request& req, httplib::Response& res) {
+  server.Post("/v1/jobs", route("register", [this](const httplib::Request& req, httplib::Response& res,
+                                                   const RequestAccess& access) {
     const JobSpec spec = JobSpec::from_json(parse_body(req));
+    check(access, spec.name);
     const bool created = service->register_job(spec);
     reply_json(res, created ? 201 : 200, to_json(service->job(spec.name)));
   }));
-  server.Get(R"(/v1/jobs/([A-Za-z0-9._-]+))", route("job", [this](const httplib::Request& req, httplib::Response& res) {
-    reply_json(res, 200, to_json(service->job(req.matches[1])));
-  }));
+  server.Get(R"(/v1/jobs/([A-Za-z0-9._-]+))",
+             route("job", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {
+               check(access, req.matches[1]);
+               reply_json(res, 200, to_json(service->job(req.matches[1])));
+             }));
   server.Get(R"(/v1/jobs/([A-Za-z0-9._-]+)/export)",
-             route("export", [this](const httplib::Request& req, httplib::Response& res) {
+             route("export", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {
+               check(access, req.matches[1]);
                reply_json(res, 200, service->export_job(req.matches[1]));
              }));
   server.Post(R"(/v1/jobs/([A-Za-z0-9._-]+)/recurrences)",
-              route("ask", [this](const httplib::Request& req, httplib::Response& res) {
+              route("ask", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {
+                check(access, req.matches[1]);
                 const nlohmann::json body = parse_body(req);
                 const auto node = body.value("node", std::string(req.remote_addr));
                 reply_json(res, 201, to_json(service->ask(req.matches[1], node)));
               }));
   server.Post(R"(/v1/recurrences/([0-9]+)/result)",
-              route("report", [this](const httplib::Request& req, httplib::Response& res) {
-                const double cost = service->report(parse_id(req.matches[1]), RecurrenceResult::from_json(parse_body(req)));
+              route("report", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {
+                const RecurrenceResult result = RecurrenceResult::from_json(parse_body(req));
+                const double cost = service->report(parse_id(req.matches[1]), result, [&](const std::string& job) {
+                  check(access, job);
+                });
                 reply_json(res, 200, {{"cost", cost}});
               }));
   server.Put(R"(/v1/jobs/([A-Za-z0-9._-]+)/profiles/([^/]+)/([0-9]+))",
-             route("profile", [this](const httplib::Request& req, httplib::Response& res) {
+             route("profile", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {
+               check(access, req.matches[1]);
                const nlohmann::json body = parse_body(req);
                if (!body.contains("entries")) throw RequestError(400, "power profile: 'entries' is missing");
                service->put_power_profile(req.matches[1], req.matches[2], std::stoi(req.matches[3]), body.at("entries"));

@@ -21,13 +21,14 @@ using testing::run_process;
 // A `joule serve` on a free loopback port, stopped with SIGTERM at the end.
 class Server {
  public:
-  explicit Server(const testing::TempDir& dir, const std::string& store)
+  explicit Server(const testing::TempDir& dir, const std::string& store, const std::vector<std::string>& extra = {})
       : err_path_(dir.file("serve.err")) {
     const std::string port_file = dir.file("port");
     std::filesystem::remove(port_file);
-    pid_ = testing::start_process({JOULE_BINARY, "serve", "--store", store, "--listen", "127.0.0.1:0", "--port-file",
-                                   port_file},
-                                  {}, dir.file("serve.out"), err_path_);
+    std::vector<std::string> argv = {JOULE_BINARY, "serve", "--store", store, "--listen", "127.0.0.1:0",
+                                     "--port-file", port_file};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    pid_ = testing::start_process(argv, {}, dir.file("serve.out"), err_path_);
     for (int i = 0; i < 200 && port_ == 0; ++i) {  // up to 10 s
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       const std::string text = std::filesystem::exists(port_file) ? testing::read_file(port_file) : "";
@@ -183,11 +184,73 @@ TEST(ServeCliTest, BadRequestsGetClearErrorsAndTheServiceGoesOn) {
   EXPECT_EQ(client.jobs().size(), 0u);         // and nothing was stored
 }  // the client goes first: the server's stop need not wait for its idle connection
 
+// Tokens end to end, on loopback (--require-token makes this machine's
+// clients need one as other machines' do): made and revoked with `joule
+// tokens`, sent by the C++ client and `joule jobs` ($JOULE_SERVICE_TOKEN).
+TEST(ServeCliTest, TokensLetClientsUseTheirJobsOnly) {
+  testing::TempDir tmp;
+  const std::string file = tmp.file("tokens");
+  auto create = [&](const std::string& user, const std::string& jobs) {
+    const auto r = run_process({JOULE_BINARY, "tokens", "create", "--file", file, "--user", user, "--jobs", jobs});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  };
+  const std::string admin = create("admin", "*");
+  const std::string alice = create("alice", "a*,shared");
+  Server server(tmp, "sqlite:" + tmp.file("jobs.db"), {"--tokens", file, "--require-token"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  auto status_of = [](auto&& call) {
+    try {
+      call();
+    } catch (const service::ServiceError& e) {
+      return e.status();
+    }
+    return 0;
+  };
+  auto spec = [](const std::string& name) {
+    return service::JobSpec::from_json(
+        {{"name", name}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}});
+  };
+  service::BatchSizeClient anonymous(server.url(), 10.0, std::string());
+  service::BatchSizeClient as_admin(server.url(), 10.0, admin), as_alice(server.url(), 10.0, alice);
+  EXPECT_EQ(status_of([&] { anonymous.jobs(); }), 401);
+  EXPECT_EQ(status_of([&] { service::BatchSizeClient(server.url(), 10.0, "joule_forged").jobs(); }), 401);
+  EXPECT_EQ(anonymous.health()["status"], "ok");  // health and metrics stay open
+  as_admin.register_job(spec("b1"));
+  EXPECT_EQ(status_of([&] { as_alice.register_job(spec("b2")); }), 403);
+  as_alice.register_job(spec("a1"));
+  const auto theirs = as_admin.ask("b1");
+  EXPECT_EQ(status_of([&] { as_alice.ask("b1"); }), 403);
+  EXPECT_EQ(status_of([&] { as_alice.report(theirs.recurrence_id, {1, 1, true, false}); }), 403);
+  EXPECT_EQ(status_of([&] { as_alice.export_job("b1"); }), 403);
+  const auto mine = as_alice.ask("a1");
+  as_alice.report(mine.recurrence_id, {1, 1, true, false});
+  EXPECT_EQ(as_alice.jobs().size(), 1u) << "alice sees her jobs only";
+  EXPECT_EQ(as_admin.jobs().size(), 2u);
+  EXPECT_EQ(as_admin.job("b1")["in_flight"], 1) << "a refused report changed nothing";
+  const auto listed = run_process({JOULE_BINARY, "jobs", "list", "--json", "--service", server.url()},
+                                  {{"JOULE_SERVICE_TOKEN", alice}});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(nlohmann::json::parse(listed.out).size(), 1u);
+  const auto tokens_list = run_process({JOULE_BINARY, "tokens", "list", "--file", file});
+  EXPECT_NE(tokens_list.out.find("alice"), std::string::npos);
+  EXPECT_EQ(tokens_list.out.find(alice), std::string::npos);
+  // Revoked: refused within the server's once-a-second look at the file.
+  ASSERT_EQ(run_process({JOULE_BINARY, "tokens", "revoke", "alice", "--file", file}).exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  EXPECT_EQ(status_of([&] { as_alice.jobs(); }), 401);
+  EXPECT_EQ(as_admin.jobs().size(), 2u);
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(ServeCliTest, ListensOnLoopbackOnlyUntilTokensExist) {
   testing::TempDir tmp;
   const auto r = run_process({JOULE_BINARY, "serve", "--store", tmp.file("j.db"), "--listen", "0.0.0.0:0"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("loopback addresses only"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs --tokens FILE"), std::string::npos) << r.err;
+  const auto missing = run_process({JOULE_BINARY, "serve", "--store", tmp.file("j.db"), "--tokens", tmp.file("none")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
   const auto bad = run_process({JOULE_BINARY, "serve", "--store", tmp.file("j.db"), "--listen", "127.0.0.1:99999"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("0-65535"), std::string::npos) << bad.err;

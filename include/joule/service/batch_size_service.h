@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,7 +95,10 @@ class BatchSizeService {
   bool register_job(const JobSpec& spec);
   Assignment ask(const std::string& job, const std::string& node);
   // Returns the cost the optimizer learned from. A recurrence reports once.
-  double report(int64_t recurrence_id, const RecurrenceResult& result);
+  // check_job, when given, sees the recurrence's job first and may refuse
+  // it by throwing RequestError (an access check: nothing is changed).
+  double report(int64_t recurrence_id, const RecurrenceResult& result,
+                const std::function<void(const std::string& job)>& check_job = nullptr);
   // A measured power profile (entries of power_limit_w, time_per_epoch_s,
   // avg_power_w) for one batch size of a job on a GPU model: later
   // recurrences on that model get its best limit without profiling.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,11 @@ class ServiceError : public Error {
 class BatchSizeClient {
  public:
   // url: http://HOST:PORT (a path prefix is not supported). timeout_s bounds
-  // every request.
-  explicit BatchSizeClient(const std::string& url, double timeout_s = 10.0);
+  // every request. token: sent as "Authorization: Bearer TOKEN" (a service
+  // on another machine needs one; see joule tokens); nullopt: the value of
+  // $JOULE_SERVICE_TOKEN when set, else none; "": none.
+  explicit BatchSizeClient(const std::string& url, double timeout_s = 10.0,
+                           std::optional<std::string> token = std::nullopt);
   ~BatchSizeClient();
   BatchSizeClient(const BatchSizeClient&) = delete;
   BatchSizeClient& operator=(const BatchSizeClient&) = delete;

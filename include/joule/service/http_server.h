@@ -17,13 +17,20 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "joule/service/batch_size_service.h"
+#include "joule/service/tokens.h"
 
 namespace joule::service {
 
 struct ServeOptions {
+  // Loopback clients may do anything without a token (unless
+  // require_token); other clients need a token from this file. Without one,
+  // only loopback clients are answered.
+  std::shared_ptr<TokenFile> tokens;
+  bool require_token = false;
   std::string host = "127.0.0.1";
   int port = 8321;  // 0: any free port (see HttpServer::port)
   std::size_t max_body_bytes = 64 * 1024;
@@ -32,6 +39,20 @@ struct ServeOptions {
   // One line per request (method, path, status, milliseconds); null: none.
   std::function<void(const std::string&)> log;
 };
+
+// What a request may touch: every job (no grant: a loopback client without
+// a token), or the jobs of its token's grant.
+struct RequestAccess {
+  std::optional<TokenGrant> grant;
+  bool allows(const std::string& job) const;
+};
+
+// Decides from the client's address and its Authorization header; throws
+// RequestError(401) for a missing, malformed, unknown or revoked token where
+// one is needed. (Apart from the server so that tests can give it any
+// address: the tests themselves listen on loopback only.)
+RequestAccess access_of(const std::string& remote_address, const std::string& authorization, TokenFile* tokens,
+                        bool require_token);
 
 class HttpServer {
  public:
