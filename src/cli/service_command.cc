@@ -125,6 +125,7 @@ int run_serve(const ServeCliOptions& o) {
   options.host = host;
   options.port = port;
   options.max_body_bytes = o.max_body_kb * 1024;
+  options.read_timeout_s = o.read_timeout_s;
   if (!o.quiet) options.log = [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; };
   service::HttpServer server(std::make_shared<service::BatchSizeService>(store), store->describe(), options);
   std::cerr << fmt::format("joule serve: listening on http://{}:{} ({})\n", host, server.port(), store->describe());
