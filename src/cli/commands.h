@@ -152,6 +152,7 @@ struct ServeCliOptions {
   std::string store = "sqlite:joule-jobs.db";  // sqlite:PATH
   std::string listen = "127.0.0.1:8321";
   std::size_t max_body_kb = 64;
+  int read_timeout_s = 5;  // a connection silent this long is dropped (408 mid-body)
   std::string port_file;  // the port listened on is written here (for --listen :0)
   bool quiet = false;     // no request log
   std::string tokens_file;  // remote clients' tokens (joule tokens); needed to listen beyond loopback

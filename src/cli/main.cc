@@ -192,6 +192,10 @@ int main(int argc, char** argv) {
                             "where jobs are kept: sqlite:PATH or postgresql://... (default sqlite:joule-jobs.db)");
   serve_command->add_option("--listen", serve.listen, "address to listen on, HOST:PORT (default 127.0.0.1:8321; port 0: any)");
   serve_command->add_option("--max-body-kb", serve.max_body_kb, "largest request body accepted (default 64)");
+  serve_command
+      ->add_option("--read-timeout-s", serve.read_timeout_s,
+                   "drop a connection silent this long, idle or mid-request; a body cut short gets 408 (default 5)")
+      ->check(CLI::Range(1, 3600));
   serve_command->add_option("--port-file", serve.port_file, "write the port listened on to this file");
   serve_command->add_flag("--quiet", serve.quiet, "no request log on stderr");
   serve_command->add_option("--tokens", serve.tokens_file,
@@ -235,7 +239,7 @@ int main(int argc, char** argv) {
   sweep_command->footer("Examples:\n  joule sweep sweep.toml --dry-run\n  joule sweep sweep.toml --export runs.csv");
   analyze_command->footer("Example:\n  joule analyze sweep.sqlite --json");
   report_command->footer("Example:\n  joule report sweep.sqlite -o report.html");
-  serve_command->footer("Examples:\n  joule serve --store sqlite:/var/lib/joule/jobs.db --listen 127.0.0.1:8321\n"
+  serve_command->footer("Examples:\n  joule serve --store sqlite:/var/lib/joule-serve/jobs.db --listen 127.0.0.1:8321\n"
                         "  joule serve --store sqlite:jobs.db --listen 0.0.0.0:8321 --tokens tokens");
   jobs_command->footer("Examples:\n  joule jobs list\n  joule jobs export resnet50 --service http://127.0.0.1:8321\n"
                        "A token for a remote service comes from $JOULE_SERVICE_TOKEN.");

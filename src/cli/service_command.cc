@@ -125,6 +125,7 @@ int run_serve(const ServeCliOptions& o) {
   options.host = host;
   options.port = port;
   options.max_body_bytes = o.max_body_kb * 1024;
+  options.read_timeout_s = o.read_timeout_s;
   if (!o.quiet) options.log = [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; };
   if (!o.tokens_file.empty()) {
     // Token file news (re-read, or refused and kept) go to the log even with --quiet.

@@ -53,6 +53,20 @@ nlohmann::json to_json(const JobSummary& s) {
           {"recurrences", s.recurrences},   {"in_flight", s.in_flight}};
 }
 
+// True when a request's body ended before its Content-Length: the library
+// answers 400 when a body read times out or the client hangs up mid-body, and
+// keeps what arrived in req.body (compressed or multipart bodies aside).
+bool body_cut_short(const httplib::Request& req) {
+  if (!req.has_header("Content-Length") || req.has_header("Content-Encoding") || req.is_multipart_form_data()) {
+    return false;
+  }
+  try {
+    return req.body.size() < std::stoull(req.get_header_value("Content-Length"));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 int64_t parse_id(const std::string& text) {
   try {
     std::size_t used = 0;
@@ -182,6 +196,7 @@ struct HttpServer::Impl {
       throw RequestError(403, fmt::format("the token of user '{}' does not cover job '{}'", access.grant->user, job));
     }
   }
+  void refuse_unrouted(const httplib::Request& req, httplib::Response& res);
 };
 
 void HttpServer::Impl::add_routes() {
@@ -255,14 +270,29 @@ void HttpServer::Impl::add_routes() {
                service->put_power_profile(req.matches[1], req.matches[2], std::stoi(req.matches[3]), body.at("entries"));
                res.status = 204;
              }));
-  // Unknown paths and methods: a JSON error like every other refusal.
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
+  server.set_error_handler(
+      [this](const httplib::Request& req, httplib::Response& res) { refuse_unrouted(req, res); });
+}
+
+// Unknown paths and methods, bodies too large or too slow, requests the
+// library cannot parse: a JSON error like every other refusal, logged.
+void HttpServer::Impl::refuse_unrouted(const httplib::Request& req, httplib::Response& res) {
+  if (!res.body.empty()) return;  // a handler's own refusal
+  if (res.status == 400 && body_cut_short(req)) {
+    // The client stalled (or hung up) mid-body; what follows on this
+    // connection would be the rest of that body, so it must close.
+    res.set_header("Connection", "close");
+    reply_error(res, 408,
+                fmt::format("the request body stopped after {} of {} bytes (nothing for {} s); nothing was changed",
+                            req.body.size(), req.get_header_value("Content-Length"), options.read_timeout_s));
+  } else {
     reply_error(res, res.status,
                 res.status == 404   ? fmt::format("no such path: {} {}", req.method, req.path)
                 : res.status == 413 ? fmt::format("the request body is larger than the service takes")
-                                    : fmt::format("{} {}: refused", req.method, req.path));
-  });
+                                    : fmt::format("{} {}: refused (a malformed or incomplete request)", req.method,
+                                                  req.path));
+  }
+  if (options.log) options.log(fmt::format("{} {} {} (refused before routing)", req.method, req.path, res.status));
 }
 
 HttpServer::HttpServer(std::shared_ptr<BatchSizeService> service, std::string store_description, ServeOptions options)
@@ -277,9 +307,12 @@ HttpServer::HttpServer(std::shared_ptr<BatchSizeService> service, std::string st
   server.set_tcp_nodelay(true);  // replies are one small write: no Nagle delay
   // A training run's client keeps its connection for every request; closing
   // it every few requests (the library's default is 5) races with the next
-  // request already on its way. An idle connection is closed after 5 s (the
-  // library's default), which also bounds how long stop() waits for one.
+  // request already on its way. A connection silent for the read timeout is
+  // closed, idle between requests or in the middle of one; that also bounds
+  // how long stop() waits for an idle one. The timeout is per read, not per
+  // request: docs/service.md ("Slow clients") says what that leaves open.
   server.set_keep_alive_max_count(100000);
+  server.set_keep_alive_timeout(impl_->options.read_timeout_s);
   server.set_read_timeout(impl_->options.read_timeout_s, 0);
   server.set_write_timeout(impl_->options.read_timeout_s, 0);
   impl_->add_routes();

@@ -62,5 +62,21 @@ TEST(HelpCliTest, BashCompletionOffersSubcommandsAndTheirOptions) {
   EXPECT_NE(complete("joule measure -- pyth", 3).find("python3"), std::string::npos);  // the measured command
 }
 
+// Every flag of `joule serve` is described in its help and completed.
+TEST(HelpCliTest, ServeHelpAndCompletionCoverEveryFlag) {
+  const std::string help = run_process({JOULE_BINARY, "serve", "--help"}).out;
+  std::string offered = " " + complete("joule serve --", 2);  // " --a --b\n"
+  if (offered.back() == '\n') offered.back() = ' ';
+  for (const std::string flag : {"--store", "--listen", "--max-body-kb", "--read-timeout-s", "--port-file", "--quiet"}) {
+    const auto at = help.find("  " + flag + " ");
+    ASSERT_NE(at, std::string::npos) << flag << " is not in:\n" << help;
+    // Its entry runs to the next option or the end of the list (a long one's
+    // description is on the next line).
+    const std::string entry = help.substr(at, std::min(help.find("\n  -", at), help.find("\n\n", at)) - at);
+    EXPECT_GT(entry.size(), flag.size() + 40) << "no description: " << entry;
+    EXPECT_NE(offered.find(" " + flag + " "), std::string::npos) << flag << " is not offered:" << offered;
+  }
+}
+
 }  // namespace
 }  // namespace joule

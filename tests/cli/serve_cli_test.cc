@@ -1,9 +1,14 @@
 // `joule serve` as users run it: the real binary on a loopback port, driven by
 // `joule simulate --service`, `joule jobs`, the C++ client from several
 // processes, and bad requests.
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -21,13 +26,13 @@ using testing::run_process;
 // A `joule serve` on a free loopback port, stopped with SIGTERM at the end.
 class Server {
  public:
-  explicit Server(const testing::TempDir& dir, const std::string& store, const std::vector<std::string>& extra = {})
+  explicit Server(const testing::TempDir& dir, const std::string& store, const std::vector<std::string>& more = {})
       : err_path_(dir.file("serve.err")) {
     const std::string port_file = dir.file("port");
     std::filesystem::remove(port_file);
-    std::vector<std::string> argv = {JOULE_BINARY, "serve", "--store", store, "--listen", "127.0.0.1:0",
+    std::vector<std::string> argv = {JOULE_BINARY, "serve",       "--store", store, "--listen", "127.0.0.1:0",
                                      "--port-file", port_file};
-    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), more.begin(), more.end());
     pid_ = testing::start_process(argv, {}, dir.file("serve.out"), err_path_);
     for (int i = 0; i < 200 && port_ == 0; ++i) {  // up to 10 s
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -241,6 +246,126 @@ TEST(ServeCliTest, TokensLetClientsUseTheirJobsOnly) {
   EXPECT_EQ(status_of([&] { as_alice.jobs(); }), 401);
   EXPECT_EQ(as_admin.jobs().size(), 2u);
   EXPECT_EQ(server.stop(), 0);
+}
+
+// A client the C++ client cannot be: raw bytes over TCP to a loopback port.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  }
+  ~RawConnection() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return connected_; }
+  bool send_text(const std::string& text) {
+    return send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+  }
+  // True when the server has sent something or closed (without waiting).
+  bool readable_now() const {
+    pollfd p{fd_, POLLIN, 0};
+    return poll(&p, 1, 0) > 0;
+  }
+  // What the server sends until it closes the connection, waiting at most
+  // timeout_s; closed() says whether it closed.
+  std::string read_until_closed(double timeout_s) {
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (!closed_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buffer[4096];
+      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) closed_ = true;  // end of stream, or reset
+      if (n > 0) got.append(buffer, static_cast<std::size_t>(n));
+    }
+    return got;
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  bool closed_ = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Slow clients (slowloris): one stalls mid-body, one mid-request-line. The
+// first gets 408 once the read timeout passes, the second is dropped; neither
+// changes anything, and a normal client is served meanwhile.
+TEST(ServeCliTest, StalledClientsAreRefusedAndOthersAreServedMeanwhile) {
+  testing::TempDir tmp;
+  constexpr int kTimeoutS = 2;
+  Server server(tmp, tmp.file("jobs.db"), {"--read-timeout-s", std::to_string(kTimeoutS)});
+  ASSERT_GT(server.port(), 0) << server.log();
+  service::BatchSizeClient client(server.url());
+  for (const char* name : {"stalled", "busy"}) {
+    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
+        {{"name", name}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+  }
+  const int64_t waiting = client.ask("stalled", "node-1").recurrence_id;
+  const std::string before = client.export_job("stalled").dump();
+
+  const auto start = std::chrono::steady_clock::now();
+  RawConnection mid_body(server.port()), mid_line(server.port()), mid_headers(server.port());
+  ASSERT_TRUE(mid_body.connected() && mid_line.connected() && mid_headers.connected());
+  const std::string body = R"({"energy_j": 1000, "time_s": 10, "reached_target": true, "stopped_early": false})";
+  ASSERT_LT(body.size(), 100u);
+  ASSERT_TRUE(mid_body.send_text(fmt::format("POST /v1/recurrences/{}/result HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                             "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{}",
+                                             waiting, body.substr(0, 40))));
+  ASSERT_TRUE(mid_line.send_text("POST /v1/jobs/stalled/recurr"));
+  ASSERT_TRUE(mid_headers.send_text("POST /v1/jobs/stalled/recurrences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le"));
+
+  // While both stall, another client asks and reports.
+  const service::Assignment a = client.ask("busy", "node-2");
+  EXPECT_GT(client.report(a.recurrence_id, {500.0, 5.0, true, false}), 0.0);
+  const double served_after_s = seconds_since(start);
+  EXPECT_FALSE(mid_body.readable_now()) << "answered before the read timeout";
+  EXPECT_LT(served_after_s, kTimeoutS) << "the normal client waited for the stalled ones";
+
+  const std::string answer = mid_body.read_until_closed(10.0);
+  const double closed_after_s = seconds_since(start);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408 ", 0), 0u) << answer;
+  EXPECT_NE(answer.find(R"({"error":"the request body stopped after 40 of 100 bytes)"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  EXPECT_TRUE(mid_body.closed()) << "still open 10 s later";
+  EXPECT_GE(closed_after_s, kTimeoutS - 0.5);  // it waited for the body
+  EXPECT_LT(closed_after_s, 10.0);
+
+  EXPECT_EQ(mid_line.read_until_closed(10.0), "");  // dropped without an answer
+  EXPECT_TRUE(mid_line.closed()) << "the half request line still holds its connection";
+  // The library cannot tell a stall in the headers from bad headers: 400.
+  const std::string headers_answer = mid_headers.read_until_closed(10.0);
+  EXPECT_EQ(headers_answer.rfind("HTTP/1.1 400 ", 0), 0u) << headers_answer;
+  EXPECT_NE(headers_answer.find("refused (a malformed or incomplete request)"), std::string::npos) << headers_answer;
+  EXPECT_TRUE(mid_headers.closed());
+
+  EXPECT_EQ(client.export_job("stalled").dump(), before);  // nothing changed
+  EXPECT_EQ(client.job("stalled")["in_flight"].get<int>(), 1);
+  EXPECT_EQ(client.job("busy")["recurrences"].get<int>(), 1);
+  EXPECT_NE(server.log().find("POST /v1/recurrences/" + std::to_string(waiting) + "/result 408"), std::string::npos)
+      << server.log();
+}
+
+TEST(ServeCliTest, ReadTimeoutMustBeAtLeastOneSecond) {
+  testing::TempDir tmp;
+  const auto r = run_process({JOULE_BINARY, "serve", "--store", tmp.file("j.db"), "--read-timeout-s", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--read-timeout-s"), std::string::npos) << r.err;
+  const auto help = run_process({JOULE_BINARY, "serve", "--help"});
+  EXPECT_NE(help.out.find("--read-timeout-s"), std::string::npos) << help.out;
 }
 
 TEST(ServeCliTest, ListensOnLoopbackOnlyUntilTokensExist) {

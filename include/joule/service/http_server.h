@@ -34,8 +34,13 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8321;  // 0: any free port (see HttpServer::port)
   std::size_t max_body_bytes = 64 * 1024;
-  int read_timeout_s = 5;  // a client that sends slower than this is dropped
-  std::size_t threads = 64;  // connections served at once (keep-alive holds one each)
+  // A connection silent this long is dropped: idle between requests, or in
+  // the middle of one (a body cut short is answered 408 first). Per read, not
+  // per request: a client trickling bytes keeps its connection.
+  int read_timeout_s = 5;
+  // Connections served at once (keep-alive holds one each); more wait, accepted,
+  // until one of these ends.
+  std::size_t threads = 64;
   // One line per request (method, path, status, milliseconds); null: none.
   std::function<void(const std::string&)> log;
 };
