@@ -19,6 +19,16 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 10000;
 
+// The write-ahead log is copied back into the database file (a checkpoint,
+// with an fsync) by the commit that takes it past this many pages, while
+// that commit still holds the writer lock, so the log then starts over and
+// stays under ~40 MB. SQLite's default, 1,000 pages, made that stall happen
+// every ~0.2 s under load and set the p99 latency at 32 clients (9-10 ms);
+// at 10,000 it comes every ~1.5 s (a ~90 ms pause for the requests queued
+// then), p99 4.7 ms. A checkpoint on a thread of its own did no better: a
+// passive one never lets the log start over while commits keep coming.
+constexpr int kCheckpointLogPages = 10000;
+
 std::optional<double> finite_or_null(const std::optional<double>& v) {
   if (v && *v == std::numeric_limits<double>::infinity()) return std::nullopt;
   return v;
@@ -225,6 +235,7 @@ class SqliteJobStore final : public JobStore {
     db->exec("PRAGMA journal_mode = WAL");
     db->exec("PRAGMA synchronous = NORMAL");
     db->exec("PRAGMA foreign_keys = ON");
+    db->exec(fmt::format("PRAGMA wal_autocheckpoint = {}", kCheckpointLogPages));
     return db;
   }
 
