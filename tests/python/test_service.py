@@ -1,64 +1,14 @@
 """joule.BatchSizeClient and joule.torch.BatchSizeRecurrence against the real
-`joule serve` (SQLite store in a temporary directory, any free loopback port).
-
-The binary is $JOULE_TEST_BINARY (set by CTest), else bin/joule next to the
-build tree's python/ directory that PYTHONPATH points at.
+`joule serve` (the server fixture in conftest.py: SQLite store in a temporary
+directory, any free loopback port).
 """
 import math
-import os
-import signal
-import subprocess
 import time
 
 import pytest
 
 import joule
 import joule.torch
-
-
-def joule_binary() -> str:
-    explicit = os.environ.get("JOULE_TEST_BINARY")
-    if explicit:
-        return explicit
-    # build/python/joule/__init__.py -> build/bin/joule
-    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(joule.__file__))))
-    return os.path.join(build, "bin", "joule")
-
-
-@pytest.fixture
-def server(tmp_path):
-    """A `joule serve` on a free port; yields its URL, stops it with SIGTERM."""
-    binary = joule_binary()
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"no joule binary at {binary} (set JOULE_TEST_BINARY)")
-    port_file = tmp_path / "port"
-    log = open(tmp_path / "serve.log", "w+")
-    process = subprocess.Popen(
-        [binary, "serve", "--store", f"sqlite:{tmp_path / 'jobs.db'}", "--listen", "127.0.0.1:0",
-         "--port-file", str(port_file), "--quiet"],
-        stdout=log, stderr=subprocess.STDOUT)
-    try:
-        port = 0
-        deadline = time.monotonic() + 10.0
-        while port == 0 and time.monotonic() < deadline and process.poll() is None:
-            text = port_file.read_text() if port_file.exists() else ""
-            if text.endswith("\n"):
-                port = int(text)
-            else:
-                time.sleep(0.02)
-        if port == 0:
-            log.seek(0)
-            pytest.fail(f"joule serve did not start: {log.read()}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        log.close()
 
 
 @pytest.fixture
