@@ -58,9 +58,10 @@ env -i PATH=/usr/bin:/usr/sbin:/bin:/sbin JOULE_NVML_LIBRARY=/nonexistent /usr/b
 /usr/sbin/jouled --check-config --config /etc/joule/jouled.conf
 env -i PATH=/usr/bin:/bin /usr/bin/joule simulate --workload cifar100 --seeds 1..2 2>/dev/null | grep -q "cifar100 .* zeus"
 env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "import joule, sys; sys.exit(0 if joule.__file__.startswith('/usr/lib/python3/dist-packages/') else 1)"
+env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "import joule.service; joule.BatchSizeClient('http://127.0.0.1:8321')"
 [[ -f /usr/share/man/man1/joule.1.gz && -f /usr/share/man/man8/jouled.8.gz && -f /usr/share/bash-completion/completions/joule ]]
 grep -q "^ExecStart=/usr/sbin/jouled " /lib/systemd/system/jouled.service
-step "installed: joule info, jouled --check-config, joule simulate (bundled traces), import joule, man pages, bash completion, unit"
+step "installed: joule info, jouled --check-config, joule simulate (bundled traces), import joule (and joule.service), man pages, bash completion, unit"
 check_serve_unit
 
 dpkg --purge joule >/dev/null

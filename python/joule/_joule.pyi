@@ -73,6 +73,16 @@ class PowerLimitOptimizer:
         batch_size: int = 0,
         profile_path: str = "",
         reprofile: bool = False,
+        # Start decided, without profiling: the limit to train at (what the
+        # batch-size service advises), or rows measured before (as `profile`
+        # gives them; steps and avg_power_w may be left out). Not both.
+        known_limit_w: Optional[float] = None,
+        known_profile: Optional[list[dict]] = None,
+        # Called once with the measured rows (as `profile`) when profiling
+        # here ends; what it raises comes out of on_step_end(). The optimizer
+        # holds it where Python's collector cannot see: a callback that refers
+        # to the optimizer should do so through a weakref.
+        on_profiled: Optional[Callable[[list[dict]], None]] = None,
     ) -> None: ...
     def on_epoch_begin(self) -> None: ...
     def on_step_begin(self) -> None: ...
@@ -88,6 +98,10 @@ class PowerLimitOptimizer:
     def chosen_limit_w(self) -> Optional[float]: ...
     @property
     def candidate_limits_w(self) -> list[float]: ...
+    @property
+    def from_saved_profile(self) -> bool: ...
+    @property
+    def from_caller(self) -> bool: ...  # started from known_limit_w or known_profile
     @property
     def profile(self) -> list[dict]: ...
 

@@ -17,12 +17,14 @@ joule.torch.BatchSizeRecurrence(client, job, monitor=monitor) runs one
 recurrence of a job on a `joule serve` batch-size service (see its docstring).
 """
 import contextlib
-from typing import TYPE_CHECKING, Optional, Tuple
+import warnings
+import weakref
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import torch
 
 if TYPE_CHECKING:
-    from ._joule import Monitor
+    from ._joule import Monitor, PowerLimitOptimizer
     from .service import Assignment, BatchSizeClient
 
 
@@ -92,6 +94,15 @@ if _LightningCallbackBase is not None:
 
 
 
+def _publisher(recurrence: "weakref.ref[BatchSizeRecurrence]"):
+    def publish(rows: List[Dict[str, float]]) -> None:
+        alive = recurrence()
+        if alive is not None:
+            alive._publish_profile(rows)
+
+    return publish
+
+
 class BatchSizeRecurrence:
     """One training run (a recurrence) of a job on a `joule serve`
     batch-size service: asks for its batch size on entry and reports its
@@ -119,7 +130,20 @@ class BatchSizeRecurrence:
     early (the service then counts it at the threshold).
 
     power_limit_w is the limit the service advises for this batch size (None
-    without a power profile); setting it on the GPUs is up to the caller.
+    without a power profile). make_power_limit_optimizer() builds the
+    just-in-time power-limit optimizer for the run, which applies it:
+
+        with joule.torch.BatchSizeRecurrence(client, "resnet50", monitor=monitor) as rec:
+            callbacks = joule.torch.TrainingCallbacks(rec.make_power_limit_optimizer())
+            ... train with callbacks.epoch() and callbacks.step() ...
+
+    With an advised limit the optimizer starts decided at it (no profiling).
+    Without one it profiles during the first epoch and, once decided,
+    publishes the profile to the service for this job, this batch size and
+    the GPU model (the job spec's gpu_model, else the name of the monitor's
+    first GPU), so the next recurrence with this batch size on any node with
+    that model starts decided. The service advises limits for the spec's
+    gpu_model only: register the job with gpu_model to share profiles.
 
     If the with-block exits with an exception, or without finish(), nothing
     is reported: the recurrence stays in flight on the service (it shows in
@@ -143,11 +167,17 @@ class BatchSizeRecurrence:
         self._probed_energy_j = 0.0
         self._probed_time_s = 0.0
         self._finished = False
+        self._gpu_model = ""  # the job spec's
+        self.power_limit_optimizer: Optional["PowerLimitOptimizer"] = None  # once made
+        # Whether the profile measured in this run reached the service (None:
+        # nothing to publish, or not yet).
+        self.profile_published: Optional[bool] = None
 
     def __enter__(self) -> "BatchSizeRecurrence":
         spec = self.client.job(self.job)["spec"]
         self._eta = float(spec["eta"])
         self._max_power_w = float(spec["max_power_w"])
+        self._gpu_model = str(spec.get("gpu_model") or "")
         self.assignment = self.client.ask(self.job, self.node)
         if self.monitor is not None:
             self._window = f"joule-recurrence-{self.recurrence_id}"
@@ -157,6 +187,8 @@ class BatchSizeRecurrence:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._close_windows()
+        if self.power_limit_optimizer is not None:
+            self.power_limit_optimizer.restore()  # the run is over: original limits back
         return False
 
     @property
@@ -174,6 +206,77 @@ class BatchSizeRecurrence:
     @property
     def early_stop_threshold_cost(self) -> float:
         return self.assignment.early_stop_threshold_cost
+
+    @property
+    def gpu_model(self) -> str:
+        """The GPU model profiles are published under: the job spec's
+        gpu_model, else the name of the monitor's first GPU."""
+        if self._gpu_model:
+            return self._gpu_model
+        if self.monitor is None:
+            raise ValueError("BatchSizeRecurrence: the job has no gpu_model and there is no monitor to ask")
+        return str(self.monitor.gpus[0]["name"])
+
+    def make_power_limit_optimizer(self, **options: Any) -> "PowerLimitOptimizer":
+        """The just-in-time power-limit optimizer for this run, on the monitor's
+        GPUs (see the class docstring). options go to joule.PowerLimitOptimizer;
+        by default it minimises the Zeus cost with the job's eta, as the
+        service does. reprofile=True ignores the advised limit."""
+        if self.monitor is None:
+            raise ValueError("BatchSizeRecurrence.make_power_limit_optimizer needs a monitor")
+        if self.assignment is None:
+            raise RuntimeError("BatchSizeRecurrence.make_power_limit_optimizer: enter the recurrence first")
+        if self.power_limit_optimizer is not None:
+            raise RuntimeError(f"recurrence {self.recurrence_id} already has a power-limit optimizer")
+        from . import PowerLimitOptimizer
+
+        options.setdefault("objective", "cost")
+        options.setdefault("eta", self._eta)
+        options.setdefault("job", self.job)
+        options.setdefault("batch_size", self.batch_size)
+        here = str(self.monitor.gpus[0]["name"])
+        if self._gpu_model and here != self._gpu_model:
+            # The service's profiles are for the spec's model: neither use nor overwrite them.
+            warnings.warn(f"joule: job '{self.job}' is for {self._gpu_model} GPUs but this node has {here}; "
+                          "profiling here without the service's advice, and not publishing", RuntimeWarning)
+        elif self.power_limit_w is not None and not options.get("reprofile", False):
+            options.setdefault("known_limit_w", self.power_limit_w)
+        else:
+            # Through a weak reference: the optimizer keeps its callback in C++,
+            # where Python's collector cannot see (and break) a cycle back to it.
+            options.setdefault("on_profiled", _publisher(weakref.ref(self)))
+        self.power_limit_optimizer = PowerLimitOptimizer(self.monitor, **options)
+        return self.power_limit_optimizer
+
+    def profile_entries(self, rows: List[Dict[str, float]]) -> List[Dict[str, float]]:
+        """The service's entries for the optimizer's rows. The service only
+        picks the argmin of eta * avg_power * t + (1 - eta) * max_power_w * t
+        over them, so the time of any fixed unit of work will do: a step's.
+        max_power_w is one GPU's largest limit, so the power is per GPU (all
+        the job's GPUs run at the same limit, which keeps the argmin)."""
+        gpus = len(self.monitor.gpus)
+        return [
+            {"power_limit_w": r["power_limit_w"], "time_per_epoch_s": r["time_per_step_s"],
+             "avg_power_w": r["avg_power_w"] / gpus}
+            for r in rows
+        ]
+
+    def _publish_profile(self, rows: List[Dict[str, float]]) -> None:
+        """on_profiled: hands the measured profile to the service. A failure
+        warns and training goes on (the next recurrence profiles again)."""
+        if self.power_limit_optimizer is not None and self.power_limit_optimizer.observer:
+            warnings.warn("joule: observer mode measured every limit at the current one; "
+                          "the profile is not published to the service", RuntimeWarning)
+            self.profile_published = False
+            return
+        from .service import ServiceError
+
+        try:
+            self.client.put_power_profile(self.job, self.gpu_model, self.batch_size, self.profile_entries(rows))
+            self.profile_published = True
+        except (ServiceError, ValueError) as e:
+            warnings.warn(f"joule: publishing the power profile of job '{self.job}' failed: {e}", RuntimeWarning)
+            self.profile_published = False
 
     def cost_of(self, energy_j: float, time_s: float) -> float:
         """The Zeus cost of energy_j and time_s with the job's eta and max_power_w."""

@@ -191,25 +191,70 @@ PowerLimitOptimizer::PowerLimitOptimizer(Monitor& monitor, PowerLimitOptimizerOp
   if (candidates_w_.back() > low_mw / 1000.0 + 1e-9) candidates_w_.push_back(low_mw / 1000.0);
   observer_ = options_.observer;
 
-  if (!options_.profile_path.empty() && !options_.reprofile) {
-    const nlohmann::json file = read_profile_file(options_.profile_path);
-    const nlohmann::json key = profile_key(options_, gpus_);
-    for (const auto& entry : file["profiles"]) {
-      if (entry.value("key", nlohmann::json()) != key) continue;
-      try {
-        rows_ = rows_from_json(entry.at("rows"));
-      } catch (const nlohmann::json::exception& e) {
-        throw UsageError(fmt::format("profile file '{}': bad entry for {}: {}", options_.profile_path, key.dump(),
-                                     e.what()));
-      }
-      from_saved_profile_ = !rows_.empty();
-    }
-    if (from_saved_profile_) {
-      std::lock_guard lock(mutex_);
-      decide_locked();
-    }
+  if (!options_.known_profile.empty() || options_.known_limit_w) {
+    start_from_caller();
+  } else if (!options_.profile_path.empty() && !options_.reprofile) {
+    start_from_saved_profile();
   }
   if (options_.restore_on_signals && !observer_) SignalRestorer::instance().add(this);
+}
+
+void PowerLimitOptimizer::start_from_saved_profile() {
+  const nlohmann::json file = read_profile_file(options_.profile_path);
+  const nlohmann::json key = profile_key(options_, gpus_);
+  for (const auto& entry : file["profiles"]) {
+    if (entry.value("key", nlohmann::json()) != key) continue;
+    try {
+      rows_ = rows_from_json(entry.at("rows"));
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(
+          fmt::format("profile file '{}': bad entry for {}: {}", options_.profile_path, key.dump(), e.what()));
+    }
+    from_saved_profile_ = !rows_.empty();
+  }
+  if (!from_saved_profile_) return;
+  std::lock_guard lock(mutex_);
+  decide_locked();
+  log(report_locked());
+}
+
+// The limits a caller hands in must be ones these GPUs accept: a profile
+// measured on other GPUs (or a typo) is refused, not clamped.
+void PowerLimitOptimizer::start_from_caller() {
+  const auto& rows = options_.known_profile;
+  if (!rows.empty() && options_.known_limit_w) {
+    throw UsageError("power-limit optimizer: pass a known profile or a known limit, not both");
+  }
+  if (options_.reprofile) {
+    throw UsageError("power-limit optimizer: reprofile contradicts a known profile or limit from the caller");
+  }
+  const double low_w = candidates_w_.back(), high_w = max_limit_w_;
+  auto check_limit = [&](double limit_w, const char* what) {
+    if (!std::isfinite(limit_w) || limit_w < low_w - 1e-9 || limit_w > high_w + 1e-9) {
+      throw UsageError(fmt::format("power-limit optimizer: {} {} W is outside the GPUs' limit range {:g}-{:g} W",
+                                   what, limit_w, low_w, high_w));
+    }
+  };
+  for (const auto& r : rows) {
+    check_limit(r.power_limit_w, "the known profile's limit");
+    if (!(r.time_per_step_s > 0) || !std::isfinite(r.time_per_step_s) || !(r.energy_per_step_j >= 0) ||
+        !std::isfinite(r.energy_per_step_j)) {
+      throw UsageError(fmt::format("power-limit optimizer: the known profile's row for {} W needs a positive time "
+                                   "and a non-negative energy per step",
+                                   r.power_limit_w));
+    }
+  }
+  if (options_.known_limit_w) check_limit(*options_.known_limit_w, "the known limit");
+  std::lock_guard lock(mutex_);
+  from_caller_ = true;
+  if (rows.empty()) {
+    chosen_w_ = *options_.known_limit_w;
+    state_ = State::kDecided;
+  } else {
+    rows_ = rows;
+    decide_locked();
+  }
+  log(report_locked());
 }
 
 PowerLimitOptimizer::~PowerLimitOptimizer() {
@@ -286,8 +331,19 @@ void PowerLimitOptimizer::on_step_begin() {
 }
 
 void PowerLimitOptimizer::on_step_end() {
-  std::lock_guard lock(mutex_);
-  if (state_ != State::kProfiling || phase_ == Phase::kApply) return;
+  std::vector<PowerLimitProfileRow> measured;
+  {
+    std::lock_guard lock(mutex_);
+    if (!step_end_locked()) return;
+    measured = rows_;
+  }
+  // Outside the lock: the callback may ask this optimizer anything.
+  if (options_.on_profiled) options_.on_profiled(measured);
+}
+
+// true when this step ended profiling.
+bool PowerLimitOptimizer::step_end_locked() {
+  if (state_ != State::kProfiling || phase_ == Phase::kApply) return false;
   ++steps_;
   const double now_s = monitor_.sampler().clock().now_s();
   if (phase_ == Phase::kWarmup) {
@@ -297,15 +353,15 @@ void PowerLimitOptimizer::on_step_end() {
       steps_ = 0;
       phase_started_s_ = now_s;
     }
-    return;
+    return false;
   }
-  if (steps_ >= options_.measure_steps && now_s - phase_started_s_ >= options_.min_measure_s) {
-    const Measurement m = monitor_.end_window(window_name());
-    const double energy_j = m.gpu_total_energy_j();
-    rows_.push_back({candidates_w_[candidate_], steps_, m.elapsed_s / steps_, energy_j / steps_,
-                     m.elapsed_s > 0 ? energy_j / m.elapsed_s : 0.0});
-    next_candidate_locked();
-  }
+  if (steps_ < options_.measure_steps || now_s - phase_started_s_ < options_.min_measure_s) return false;
+  const Measurement m = monitor_.end_window(window_name());
+  const double energy_j = m.gpu_total_energy_j();
+  rows_.push_back({candidates_w_[candidate_], steps_, m.elapsed_s / steps_, energy_j / steps_,
+                   m.elapsed_s > 0 ? energy_j / m.elapsed_s : 0.0});
+  next_candidate_locked();
+  return state_ == State::kDecided;
 }
 
 void PowerLimitOptimizer::on_epoch_end() {
@@ -329,28 +385,30 @@ void PowerLimitOptimizer::next_candidate_locked() {
     return;
   }
   decide_locked();
-  if (!options_.profile_path.empty()) {
-    nlohmann::json file = read_profile_file(options_.profile_path);
-    const nlohmann::json key = profile_key(options_, gpus_);
-    auto& list = file["profiles"];
-    list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& e) { return e.value("key", nlohmann::json()) == key; }),
-               list.end());
-    list.push_back({{"key", key}, {"rows", rows_to_json(rows_)}, {"observer", observer_}});
-    write_profile_file(options_.profile_path, file);
-  }
+  apply_locked(*chosen_w_);
+  applied_choice_ = true;
+  log(report_locked());
+  save_profile_locked();
 }
 
+void PowerLimitOptimizer::save_profile_locked() const {
+  if (options_.profile_path.empty()) return;
+  nlohmann::json file = read_profile_file(options_.profile_path);
+  const nlohmann::json key = profile_key(options_, gpus_);
+  auto& list = file["profiles"];
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& e) { return e.value("key", nlohmann::json()) == key; }),
+             list.end());
+  list.push_back({{"key", key}, {"rows", rows_to_json(rows_)}, {"observer", observer_}});
+  write_profile_file(options_.profile_path, file);
+}
+
+// Chooses from rows_; the caller applies the choice (now, or at the next step).
 void PowerLimitOptimizer::decide_locked() {
   std::vector<LimitMeasurement> units;
   for (const auto& r : rows_) units.push_back({r.power_limit_w, r.time_per_step_s, r.energy_per_step_j});
   const double price_w = max_limit_w_ * static_cast<double>(gpus_.size());
   chosen_w_ = rows_[choose_power_limit(units, options_.objective, price_w)].power_limit_w;
   state_ = State::kDecided;
-  if (!from_saved_profile_) {
-    apply_locked(*chosen_w_);
-    applied_choice_ = true;
-  }
-  log(report_locked());
 }
 
 PowerLimitOptimizer::State PowerLimitOptimizer::state() const {
@@ -379,13 +437,21 @@ std::string PowerLimitOptimizer::report() const {
 }
 
 std::string PowerLimitOptimizer::report_locked() const {
+  const char* source = from_saved_profile_                  ? " (saved profile)"
+                       : from_caller_ && rows_.empty()     ? " (limit from the caller)"
+                       : from_caller_                      ? " (profile from the caller)"
+                                                           : "";
   std::string out = fmt::format("joule power-limit profile: job '{}', batch size {}, {} x {}, objective {}{}\n",
                                 options_.job_name, options_.batch_size, gpus_.size(), gpus_.front()->name(),
-                                options_.objective.describe(), from_saved_profile_ ? " (saved profile)" : "");
+                                options_.objective.describe(), source);
   if (observer_) {
-    out += fmt::format("  OBSERVER MODE: no limit was changed; every row was measured at the current limit "
-                       "({:.0f} W)\n",
+    out += fmt::format("  OBSERVER MODE: no limit was changed; {} at the current limit ({:.0f} W)\n",
+                       from_saved_profile_ || from_caller_ ? "training stays" : "every row was measured",
                        original_mw_.front() / 1000.0);
+  }
+  if (rows_.empty()) {
+    if (chosen_w_) out += fmt::format("  {} {:.0f} W, not profiled here\n", observer_ ? "would use" : "uses", *chosen_w_);
+    return out;
   }
   out += fmt::format("  {:>9}  {:>7}  {:>13}  {:>15}  {:>12}\n", "limit W", "steps", "time/step ms", "energy/step J",
                      "avg power W");
@@ -394,7 +460,7 @@ std::string PowerLimitOptimizer::report_locked() const {
                        r.time_per_step_s * 1e3, r.energy_per_step_j, r.avg_power_w,
                        chosen_w_ && r.power_limit_w == *chosen_w_ ? "  <- chosen" : "");
   }
-  if (chosen_w_ && !rows_.empty()) {
+  if (chosen_w_) {
     const auto& top = rows_.front();
     const auto& pick = *std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.power_limit_w == *chosen_w_; });
     out += fmt::format("  {} {:.0f} W: time per step {:+.1f}%, energy per step {:+.1f}% against {:.0f} W\n",

@@ -111,6 +111,47 @@ class PyWindow {
   std::optional<joule::Measurement> measurement_;
 };
 
+py::list profile_rows(const std::vector<joule::PowerLimitProfileRow>& rows) {
+  py::list out;
+  for (const auto& r : rows) {
+    out.append(py::dict("power_limit_w"_a = r.power_limit_w, "steps"_a = r.steps,
+                        "time_per_step_s"_a = r.time_per_step_s, "energy_per_step_j"_a = r.energy_per_step_j,
+                        "avg_power_w"_a = r.avg_power_w));
+  }
+  return out;
+}
+
+// Rows as `profile` gives them; steps and avg_power_w may be left out.
+std::vector<joule::PowerLimitProfileRow> profile_rows_from(const py::list& rows) {
+  std::vector<joule::PowerLimitProfileRow> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto row = rows[i].cast<py::dict>();
+    auto number = [&](const char* key) {
+      if (!row.contains(key)) {
+        throw joule::UsageError("known_profile row " + std::to_string(i) + ": no '" + key + "'");
+      }
+      return row[key].cast<double>();
+    };
+    joule::PowerLimitProfileRow r;
+    r.power_limit_w = number("power_limit_w");
+    r.time_per_step_s = number("time_per_step_s");
+    r.energy_per_step_j = number("energy_per_step_j");
+    r.steps = row.contains("steps") ? row["steps"].cast<int>() : 0;
+    r.avg_power_w = row.contains("avg_power_w") ? number("avg_power_w") : r.energy_per_step_j / r.time_per_step_s;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// on_profiled runs on the training thread with the GIL released: take it back.
+std::function<void(const std::vector<joule::PowerLimitProfileRow>&)> profiled_callback(const py::function& fn) {
+  auto held = std::make_shared<py::function>(fn);
+  return [held](const std::vector<joule::PowerLimitProfileRow>& rows) {
+    py::gil_scoped_acquire gil;
+    (*held)(profile_rows(rows));
+  };
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_joule, m) {
@@ -212,7 +253,9 @@ PYBIND11_MODULE(_joule, m) {
   py::class_<joule::PowerLimitOptimizer>(m, "PowerLimitOptimizer")
       .def(py::init([](PyMonitor& monitor, const std::string& objective, double eta, double max_slowdown, bool observer,
                        double step_w, int warmup_steps, int measure_steps, double min_warmup_s, double min_measure_s,
-                       const std::string& job, int batch_size, const std::string& profile_path, bool reprofile) {
+                       const std::string& job, int batch_size, const std::string& profile_path, bool reprofile,
+                       std::optional<double> known_limit_w, std::optional<py::list> known_profile,
+                       std::optional<py::function> on_profiled) {
              joule::PowerLimitOptimizerOptions o;
              o.objective = joule::parse_objective(objective, eta, max_slowdown);
              o.observer = observer;
@@ -225,11 +268,15 @@ PYBIND11_MODULE(_joule, m) {
              o.batch_size = batch_size;
              o.profile_path = profile_path;
              o.reprofile = reprofile;
+             o.known_limit_w = known_limit_w;
+             if (known_profile) o.known_profile = profile_rows_from(*known_profile);
+             if (on_profiled) o.on_profiled = profiled_callback(*on_profiled);
              return std::make_unique<joule::PowerLimitOptimizer>(monitor.monitor(), o);
            }),
            "monitor"_a, "objective"_a = "cost", "eta"_a = 0.5, "max_slowdown"_a = 1.1, "observer"_a = false,
            "step_w"_a = 25.0, "warmup_steps"_a = 5, "measure_steps"_a = 20, "min_warmup_s"_a = 1.0,
            "min_measure_s"_a = 2.0, "job"_a = "job", "batch_size"_a = 0, "profile_path"_a = "", "reprofile"_a = false,
+           "known_limit_w"_a = py::none(), "known_profile"_a = py::none(), "on_profiled"_a = py::none(),
            py::keep_alive<1, 2>())
       .def("on_epoch_begin", &joule::PowerLimitOptimizer::on_epoch_begin, py::call_guard<py::gil_scoped_release>())
       .def("on_step_begin", &joule::PowerLimitOptimizer::on_step_begin, py::call_guard<py::gil_scoped_release>())
@@ -243,15 +290,9 @@ PYBIND11_MODULE(_joule, m) {
       .def_property_readonly("observer", &joule::PowerLimitOptimizer::observer)
       .def_property_readonly("chosen_limit_w", &joule::PowerLimitOptimizer::chosen_limit_w)
       .def_property_readonly("candidate_limits_w", &joule::PowerLimitOptimizer::candidate_limits_w)
-      .def_property_readonly("profile", [](const joule::PowerLimitOptimizer& o) {
-        py::list rows;
-        for (const auto& r : o.profile()) {
-          rows.append(py::dict("power_limit_w"_a = r.power_limit_w, "steps"_a = r.steps,
-                               "time_per_step_s"_a = r.time_per_step_s, "energy_per_step_j"_a = r.energy_per_step_j,
-                               "avg_power_w"_a = r.avg_power_w));
-        }
-        return rows;
-      });
+      .def_property_readonly("from_saved_profile", &joule::PowerLimitOptimizer::from_saved_profile)
+      .def_property_readonly("from_caller", &joule::PowerLimitOptimizer::from_caller)
+      .def_property_readonly("profile", [](const joule::PowerLimitOptimizer& o) { return profile_rows(o.profile()); });
 
   py::class_<joule::BatchSizeOptimizer>(m, "BatchSizeOptimizer")
       .def(py::init([](std::vector<int> batch_sizes, int default_batch_size, double beta, std::optional<std::size_t> window,

@@ -147,6 +147,140 @@ TEST(PowerLimitOptimizerTest, SavedProfileSkipsProfilingForTheSameJob) {
   }
 }
 
+// What the batch-size service hands a recurrence: the limit alone. Training
+// starts at it, and no step is spent on other limits.
+TEST(PowerLimitOptimizerTest, AKnownLimitSkipsProfilingAndIsAppliedAtTheFirstStep) {
+  SimulatedTraining training({SimGpuModel{}, SimGpuModel{}});
+  auto options = quiet(Objective::energy());
+  options.known_limit_w = 450.0;
+  int profiled = 0;
+  options.on_profiled = [&](const auto&) { ++profiled; };
+  std::string report;
+  options.log = [&](const std::string& text) { report += text; };
+  {
+    PowerLimitOptimizer optimizer(training.monitor(), options);
+    EXPECT_TRUE(optimizer.from_caller());
+    EXPECT_FALSE(optimizer.from_saved_profile());
+    EXPECT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+    EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), 450.0);
+    for (int i = 0; i < 200; ++i) {
+      training.step(optimizer);
+      for (const auto& gpu : training.gpus()) ASSERT_EQ(gpu->power_limit_mw(), 450'000u) << "step " << i;
+    }
+    EXPECT_TRUE(optimizer.profile().empty());
+  }
+  EXPECT_EQ(profiled, 0);
+  for (const auto& gpu : training.gpus()) EXPECT_EQ(gpu->power_limit_mw(), 700'000u);  // restored
+  EXPECT_NE(report.find("(limit from the caller)"), std::string::npos) << report;
+  EXPECT_NE(report.find("uses 450 W, not profiled here"), std::string::npos) << report;
+}
+
+// A profile measured here goes to the caller once, when the choice is made;
+// handed to the next run, it decides without profiling, by that run's own
+// objective.
+TEST(PowerLimitOptimizerTest, AMeasuredProfileGoesToTheCallerAndAKnownProfileDecidesTheNextRun) {
+  testing::TempDir tmp;
+  auto options = quiet(Objective::energy());
+  options.profile_path = tmp.file("profiles.json");  // the file keeps working alongside
+  std::vector<PowerLimitProfileRow> handed;
+  int calls = 0;
+  double chosen = 0;
+  {
+    SimulatedTraining training({SimGpuModel{}});
+    PowerLimitOptimizer* self = nullptr;
+    options.on_profiled = [&](const std::vector<PowerLimitProfileRow>& rows) {
+      ++calls;
+      handed = rows;
+      // Outside the lock: the optimizer answers, and the choice is in place.
+      ASSERT_EQ(self->state(), PowerLimitOptimizer::State::kDecided);
+      EXPECT_EQ(training.gpus()[0]->power_limit_mw(), static_cast<uint32_t>(*self->chosen_limit_w() * 1000));
+      EXPECT_EQ(self->profile().size(), rows.size());
+    };
+    PowerLimitOptimizer optimizer(training.monitor(), options);
+    self = &optimizer;
+    training.epoch(optimizer, 200);
+    training.epoch(optimizer, 200);
+    ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+    chosen = *optimizer.chosen_limit_w();
+    EXPECT_EQ(handed.size(), optimizer.candidate_limits_w().size());
+  }
+  EXPECT_EQ(calls, 1);
+  EXPECT_LT(chosen, 700.0);  // energy prefers a lower limit on the model
+  EXPECT_TRUE(std::filesystem::exists(options.profile_path));
+
+  SimulatedTraining training({SimGpuModel{}});
+  auto next = quiet(Objective::energy());
+  next.known_profile = handed;
+  next.on_profiled = [&](const auto&) { ++calls; };
+  PowerLimitOptimizer optimizer(training.monitor(), next);
+  EXPECT_TRUE(optimizer.from_caller());
+  EXPECT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+  EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), chosen);
+  training.epoch(optimizer, 50);
+  EXPECT_EQ(training.gpus()[0]->power_limit_mw(), static_cast<uint32_t>(chosen * 1000));
+  EXPECT_EQ(calls, 1);
+  auto for_time = next;
+  for_time.objective = Objective::time();
+  EXPECT_DOUBLE_EQ(*PowerLimitOptimizer(training.monitor(), for_time).chosen_limit_w(), 700.0);
+  // The caller's profile wins over the saved file.
+  next.profile_path = options.profile_path;
+  EXPECT_FALSE(PowerLimitOptimizer(training.monitor(), next).from_saved_profile());
+}
+
+TEST(PowerLimitOptimizerTest, ObserverModeNeverAppliesAKnownLimitOrProfile) {
+  SimulatedTraining training({SimGpuModel{}});
+  auto options = quiet(Objective::energy());
+  options.observer = true;
+  std::string report;
+  options.log = [&](const std::string& text) { report += text; };
+  options.known_limit_w = 300.0;
+  {
+    PowerLimitOptimizer optimizer(training.monitor(), options);
+    for (int i = 0; i < 50; ++i) {
+      training.step(optimizer);
+      ASSERT_EQ(training.gpus()[0]->power_limit_mw(), 700'000u) << "step " << i;
+    }
+    EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), 300.0);
+  }
+  EXPECT_NE(report.find("OBSERVER MODE"), std::string::npos) << report;
+  EXPECT_NE(report.find("would use 300 W"), std::string::npos) << report;
+  options.known_limit_w.reset();
+  options.known_profile = {{700.0, 5, 0.1, 70.0, 700.0}, {300.0, 5, 0.2, 40.0, 200.0}};
+  PowerLimitOptimizer optimizer(training.monitor(), options);
+  EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), 300.0);
+  training.epoch(optimizer, 50);
+  EXPECT_EQ(training.gpus()[0]->power_limit_mw(), 700'000u);
+}
+
+TEST(PowerLimitOptimizerTest, RefusesKnownLimitsTheGpusCannotTakeAndContradictions) {
+  SimulatedTraining training({SimGpuModel{}});
+  auto expect_refused = [&](const PowerLimitOptimizerOptions& options, const std::string& part) {
+    try {
+      PowerLimitOptimizer optimizer(training.monitor(), options);
+      ADD_FAILURE() << "accepted; expected: " << part;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  auto options = quiet(Objective::energy());
+  options.known_limit_w = 150.0;
+  expect_refused(options, "the known limit 150 W is outside the GPUs' limit range 200-700 W");
+  options.known_limit_w = 750.0;
+  expect_refused(options, "outside the GPUs' limit range");
+  options.known_limit_w = 300.0;
+  options.reprofile = true;
+  expect_refused(options, "reprofile contradicts");
+  options.reprofile = false;
+  options.known_profile = {{300.0, 5, 0.1, 30.0, 300.0}};
+  expect_refused(options, "not both");
+  options.known_limit_w.reset();
+  options.known_profile = {{300.0, 5, 0.0, 30.0, 300.0}};
+  expect_refused(options, "row for 300 W needs a positive time");
+  options.known_profile = {{100.0, 5, 0.1, 30.0, 300.0}};
+  expect_refused(options, "the known profile's limit 100 W is outside");
+  EXPECT_EQ(training.gpus()[0]->power_limit_mw(), 700'000u);
+}
+
 TEST(PowerLimitOptimizerTest, CorruptProfileFileIsAnErrorAndIsLeftAlone) {
   testing::TempDir tmp;
   testing::write_file(tmp.file("p.json"), "{not json");

@@ -9,7 +9,7 @@ trap 'rm -rf "$venv"' EXIT
 "$venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps --no-index "$source_dir"
 cd "$venv"  # not the source tree: import the installed package
 "$venv/bin/python" -c "
-import joule, joule.torch
+import joule, joule.torch, joule.service
 assert joule.__file__.startswith('$venv'), joule.__file__
 print('installed joule at', joule.__file__)
 print(joule.devices(backend='sim', sim='count=1')['gpus'][0]['name'])

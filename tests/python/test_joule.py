@@ -7,6 +7,7 @@ import json
 import os
 import re
 import time
+import weakref
 
 import pytest
 import torch
@@ -22,19 +23,6 @@ def simulated(monkeypatch):
     monkeypatch.setenv("JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
     monkeypatch.setenv("JOULE_SIM", "count=2,load=1")
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
-
-
-@pytest.fixture
-def fake_gpus(monkeypatch, tmp_path):
-    """Two fake A40s (limits 200-300 W) drawing 400 W, so every limit caps the power."""
-    config = tmp_path / "fake.conf"
-    config.write_text('device name="NVIDIA A40" power_w=400 min_limit_w=200 max_limit_w=300\n' * 2)
-    log = tmp_path / "set_calls.log"
-    monkeypatch.setenv("JOULE_NVML_LIBRARY", FAKE_NVML)
-    monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
-    monkeypatch.setenv("JOULE_FAKE_NVML_LOG", str(log))
-    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
-    return log
 
 
 def test_window_context_manager_measures_energy_and_time(simulated):
@@ -162,6 +150,79 @@ def test_pytorch_training_loop_with_the_power_limit_optimizer(fake_gpus):
     plo.restore()
     calls = fake_gpus.read_text().splitlines()
     assert [re.search(r"limit_mw=(\d+)", c).group(1) for c in calls] == ["250000"] * 2 + ["200000"] * 2 + ["300000"] * 2
+
+
+def fake_steps(plo, steps, step_s=0.02):
+    """Training steps that only take time (the fake GPUs draw their power)."""
+    for _ in range(steps):
+        plo.on_step_begin()
+        time.sleep(step_s)
+        plo.on_step_end()
+
+
+def limits_set(log):
+    return [int(re.search(r"limit_mw=(\d+)", c).group(1)) // 1000 for c in log.read_text().splitlines()] \
+        if log.exists() else []
+
+
+def test_power_limit_optimizer_hands_its_profile_over_and_starts_from_a_known_one(fake_gpus):
+    monitor = joule.Monitor(interval_ms=5)
+    handed = []
+    states = []
+
+    def on_profiled(rows):
+        # A weak reference: the optimizer holds the callback, and Python cannot
+        # collect a cycle through it.
+        states.append(plo_ref().state)  # asking works: called outside the optimizer's lock
+        handed.append(rows)
+
+    quick = dict(objective="energy", step_w=50, warmup_steps=1, measure_steps=4, min_warmup_s=0, min_measure_s=0)
+    plo = joule.PowerLimitOptimizer(monitor, on_profiled=on_profiled, **quick)
+    plo_ref = weakref.ref(plo)
+    plo.on_epoch_begin()
+    fake_steps(plo, 20)
+    assert len(handed) == 1 and handed[0] == plo.profile and states == ["decided"]
+    assert [r["power_limit_w"] for r in handed[0]] == [300.0, 250.0, 200.0]
+    assert plo.chosen_limit_w == 200.0 and not plo.from_caller
+    plo.restore()
+
+    # The rows as they came (or without steps and avg_power_w) decide at once.
+    rows = [{k: r[k] for k in ("power_limit_w", "time_per_step_s", "energy_per_step_j")} for r in handed[0]]
+    again = joule.PowerLimitOptimizer(monitor, known_profile=rows, on_profiled=handed.append, **quick)
+    assert again.state == "decided" and again.from_caller and again.chosen_limit_w == 200.0
+    fake_steps(again, 5)
+    assert len(handed) == 1
+    with pytest.raises(joule.UsageError, match="row 0: no 'time_per_step_s'"):
+        joule.PowerLimitOptimizer(monitor, known_profile=[{"power_limit_w": 250.0}])
+
+
+def test_power_limit_optimizer_with_a_known_limit_sets_only_that_one(fake_gpus):
+    monitor = joule.Monitor(interval_ms=5)
+    plo = joule.PowerLimitOptimizer(monitor, known_limit_w=250.0, min_warmup_s=0, min_measure_s=0)
+    assert plo.state == "decided" and plo.from_caller and plo.profile == []
+    fake_steps(plo, 10, step_s=0.001)
+    assert "(limit from the caller)" in plo.report()
+    plo.restore()
+    assert limits_set(fake_gpus) == [250, 250, 300, 300]
+    with pytest.raises(joule.UsageError, match="outside the GPUs' limit range 200-300 W"):
+        joule.PowerLimitOptimizer(monitor, known_limit_w=350.0)
+    observer = joule.PowerLimitOptimizer(monitor, known_limit_w=200.0, observer=True)
+    fake_steps(observer, 5, step_s=0.001)
+    assert limits_set(fake_gpus) == [250, 250, 300, 300]  # nothing more
+
+
+def test_what_on_profiled_raises_comes_out_of_on_step_end(fake_gpus):
+    monitor = joule.Monitor(interval_ms=5)
+
+    def refuse(rows):
+        raise KeyError("no service")
+
+    plo = joule.PowerLimitOptimizer(monitor, step_w=50, warmup_steps=0, measure_steps=1, min_warmup_s=0,
+                                    min_measure_s=0, on_profiled=refuse)
+    with pytest.raises(KeyError, match="no service"):
+        fake_steps(plo, 10, step_s=0.005)
+    assert plo.state == "decided"
+    plo.restore()
 
 
 def test_batch_size_optimizer_state_round_trips(simulated):

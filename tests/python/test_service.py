@@ -1,64 +1,15 @@
 """joule.BatchSizeClient and joule.torch.BatchSizeRecurrence against the real
-`joule serve` (SQLite store in a temporary directory, any free loopback port).
-
-The binary is $JOULE_TEST_BINARY (set by CTest), else bin/joule next to the
-build tree's python/ directory that PYTHONPATH points at.
+`joule serve` (the server fixture in conftest.py: SQLite store in a temporary
+directory, any free loopback port).
 """
 import math
-import os
-import signal
-import subprocess
+import re
 import time
 
 import pytest
 
 import joule
 import joule.torch
-
-
-def joule_binary() -> str:
-    explicit = os.environ.get("JOULE_TEST_BINARY")
-    if explicit:
-        return explicit
-    # build/python/joule/__init__.py -> build/bin/joule
-    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(joule.__file__))))
-    return os.path.join(build, "bin", "joule")
-
-
-@pytest.fixture
-def server(tmp_path):
-    """A `joule serve` on a free port; yields its URL, stops it with SIGTERM."""
-    binary = joule_binary()
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"no joule binary at {binary} (set JOULE_TEST_BINARY)")
-    port_file = tmp_path / "port"
-    log = open(tmp_path / "serve.log", "w+")
-    process = subprocess.Popen(
-        [binary, "serve", "--store", f"sqlite:{tmp_path / 'jobs.db'}", "--listen", "127.0.0.1:0",
-         "--port-file", str(port_file), "--quiet"],
-        stdout=log, stderr=subprocess.STDOUT)
-    try:
-        port = 0
-        deadline = time.monotonic() + 10.0
-        while port == 0 and time.monotonic() < deadline and process.poll() is None:
-            text = port_file.read_text() if port_file.exists() else ""
-            if text.endswith("\n"):
-                port = int(text)
-            else:
-                time.sleep(0.02)
-        if port == 0:
-            log.seek(0)
-            pytest.fail(f"joule serve did not start: {log.read()}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        log.close()
 
 
 @pytest.fixture
@@ -76,6 +27,13 @@ def simulated(monkeypatch):
 
 
 SIZES = [16, 32, 64, 128]
+
+
+def limits_set(log):
+    """The limits (W) set on the fake GPUs, in order."""
+    if not log.exists():
+        return []
+    return [int(re.search(r"limit_mw=(\d+)", line).group(1)) // 1000 for line in log.read_text().splitlines()]
 
 
 def register(client, name="bert", **overrides):
@@ -238,3 +196,88 @@ def test_recurrence_helper_without_monitor_and_on_exceptions(client):
             1 / 0
     job = client.job("bert")
     assert job["recurrences"] == 2 and job["in_flight"] == 1  # the failed run reported nothing
+
+
+def profile_then_train(rec, steps=30, step_s=0.02):
+    """A training loop of steps that only take time, with the recurrence's
+    power-limit optimizer (quick profiling: 4 steps per limit)."""
+    plo = rec.make_power_limit_optimizer(step_w=50, warmup_steps=1, measure_steps=3, min_warmup_s=0,
+                                         min_measure_s=0)
+    callbacks = joule.torch.TrainingCallbacks(plo)
+    with callbacks.epoch():
+        for _ in range(steps):
+            with callbacks.step():
+                time.sleep(step_s)
+    return plo
+
+
+def test_a_recurrence_publishes_its_profile_and_the_next_one_starts_from_it(client, fake_gpus):
+    register(client, gpu_model="NVIDIA A40", max_power_w=300.0)
+    monitor = joule.Monitor(interval_ms=5)
+    with joule.torch.BatchSizeRecurrence(client, "bert", node="a", monitor=monitor) as first:
+        assert first.power_limit_w is None and first.gpu_model == "NVIDIA A40"
+        plo = profile_then_train(first)
+        assert plo.state == "decided" and not plo.from_caller and first.profile_published is True
+        # Per GPU: each of the two fake GPUs draws what its limit allows.
+        for entry in first.profile_entries(plo.profile):
+            assert entry["avg_power_w"] == pytest.approx(entry["power_limit_w"], rel=0.05)
+        chosen = plo.chosen_limit_w
+        first.finish(reached_target=True)
+    assert limits_set(fake_gpus)[-2:] == [300, 300]  # put back when the run ended
+
+    # The service's argmin over the published entries (per GPU, time per step)
+    # is the optimizer's own choice; only that batch size has a profile.
+    later = [client.ask("bert") for _ in range(6)]
+    for a in later:
+        assert a.power_limit_w == (chosen if a.batch_size == first.batch_size else None), a
+    assert any(a.power_limit_w is not None for a in later)
+    # While an exploration (16) is out, the service hands out the best size
+    # known: the profiled one, with its limit. Training starts there.
+    calls_before = len(limits_set(fake_gpus))
+    with joule.torch.BatchSizeRecurrence(client, "bert", node="b", monitor=monitor) as rec:
+        assert rec.batch_size == first.batch_size and rec.power_limit_w == chosen
+        plo = profile_then_train(rec, steps=20)
+        assert plo.from_caller and plo.profile == [] and plo.chosen_limit_w == chosen
+        rec.finish(reached_target=True)
+    assert rec.profile_published is None  # nothing measured, nothing published
+    changes = limits_set(fake_gpus)[calls_before:]
+    assert changes == ([chosen] * 2 + [300] * 2 if chosen != 300 else []), changes
+
+
+def test_a_node_with_another_gpu_model_neither_uses_nor_publishes_profiles(client, fake_gpus):
+    register(client, gpu_model="NVIDIA A100-SXM4-40GB")
+    for b in SIZES:
+        client.put_power_profile("bert", "NVIDIA A100-SXM4-40GB", b, [
+            {"power_limit_w": 250.0, "time_per_epoch_s": 1.0, "avg_power_w": 240.0}])
+    monitor = joule.Monitor(interval_ms=5)
+    with joule.torch.BatchSizeRecurrence(client, "bert", monitor=monitor) as rec:
+        assert rec.power_limit_w == 250.0
+        with pytest.warns(RuntimeWarning, match="is for NVIDIA A100-SXM4-40GB GPUs but this node has NVIDIA A40"):
+            plo = profile_then_train(rec)
+        assert not plo.from_caller and plo.state == "decided" and rec.profile_published is None
+        rec.finish(reached_target=True)
+    assert client.ask("bert").power_limit_w == 250.0  # the A100 profile is untouched
+
+
+def test_a_recurrence_in_observer_mode_publishes_nothing(client, fake_a40s, tmp_path, monkeypatch):
+    no_permission = "error function=nvmlDeviceSetPowerManagementLimit device=0 code=4\n"  # NVML_ERROR_NO_PERMISSION
+    for name, value in fake_a40s(tmp_path / "observer", extra=no_permission).items():
+        monkeypatch.setenv(name, value)
+    register(client, gpu_model="NVIDIA A40")
+    monitor = joule.Monitor(interval_ms=5)
+    with joule.torch.BatchSizeRecurrence(client, "bert", monitor=monitor) as rec:
+        with pytest.warns(RuntimeWarning, match="observer mode .* not published"):
+            plo = profile_then_train(rec)
+        assert plo.observer and plo.state == "decided" and rec.profile_published is False
+        rec.finish(reached_target=True)
+    later = [client.ask("bert") for _ in range(2)]  # an exploration, then the size just run
+    assert rec.batch_size in [a.batch_size for a in later]
+    assert [a.power_limit_w for a in later] == [None, None]
+    assert limits_set(tmp_path / "observer" / "set_calls.log") == []
+
+
+def test_power_limit_optimizer_needs_a_monitor_and_an_entered_recurrence(client):
+    register(client)
+    rec = joule.torch.BatchSizeRecurrence(client, "bert")
+    with pytest.raises(ValueError, match="needs a monitor"):
+        rec.make_power_limit_optimizer()

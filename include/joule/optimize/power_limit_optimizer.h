@@ -11,6 +11,12 @@
 // back by restore(), the destructor (also when an exception unwinds), and on
 // SIGINT/SIGTERM. A permission error switches to observer mode: profiling
 // continues at the current limit and the report says what would be chosen.
+//
+// A profile measured before skips profiling: one saved in profile_path, or one
+// the caller hands in (known_profile, or only its best limit, known_limit_w:
+// what the batch-size service advises). on_profiled hands a profile measured
+// here to the caller (to publish it, e.g. to the service), so the next run
+// anywhere can start decided.
 #pragma once
 
 #include <functional>
@@ -24,6 +30,14 @@
 #include "joule/optimize/objective.h"
 
 namespace joule {
+
+struct PowerLimitProfileRow {
+  double power_limit_w = 0.0;
+  int steps = 0;
+  double time_per_step_s = 0.0;
+  double energy_per_step_j = 0.0;  // all GPUs
+  double avg_power_w = 0.0;        // all GPUs
+};
 
 struct PowerLimitOptimizerOptions {
   std::string job_name = "job";
@@ -40,17 +54,22 @@ struct PowerLimitOptimizerOptions {
   bool observer = false;       // never change a limit; profile and report only
   std::string profile_path;    // JSON file of saved profiles; empty: none
   bool reprofile = false;      // ignore a saved profile
+  // From the caller (at most one of the two; either wins over profile_path,
+  // and contradicts reprofile): rows measured before on these GPUs (the
+  // objective chooses among them), or the limit to train at. The optimizer
+  // starts decided and applies the limit at the first step (observer mode:
+  // only reports it).
+  std::vector<PowerLimitProfileRow> known_profile;
+  std::optional<double> known_limit_w;  // inside the GPUs' shared limit range
+  // Called once, when profiling here ends and the choice is applied, with the
+  // measured rows (not when starting from a saved or known profile; in
+  // observer mode every row was measured at the current limit: see
+  // observer()). Runs on the training thread outside the optimizer's lock;
+  // what it throws reaches the caller of on_step_end().
+  std::function<void(const std::vector<PowerLimitProfileRow>&)> on_profiled;
   bool restore_on_signals = true;
   // Receives the report and notices; default: standard error.
   std::function<void(const std::string&)> log;
-};
-
-struct PowerLimitProfileRow {
-  double power_limit_w = 0.0;
-  int steps = 0;
-  double time_per_step_s = 0.0;
-  double energy_per_step_j = 0.0;  // all GPUs
-  double avg_power_w = 0.0;        // all GPUs
 };
 
 class PowerLimitOptimizer {
@@ -75,6 +94,8 @@ class PowerLimitOptimizer {
   State state() const;
   bool observer() const;
   bool from_saved_profile() const { return from_saved_profile_; }
+  // Started decided from known_profile or known_limit_w.
+  bool from_caller() const { return from_caller_; }
   std::vector<double> candidate_limits_w() const { return candidates_w_; }
   std::optional<double> chosen_limit_w() const;
   std::vector<PowerLimitProfileRow> profile() const;
@@ -86,6 +107,10 @@ class PowerLimitOptimizer {
   void apply_locked(double limit_w);
   void next_candidate_locked();
   void decide_locked();
+  void start_from_caller();
+  void start_from_saved_profile();
+  void save_profile_locked() const;
+  bool step_end_locked();
   void log(const std::string& text) const;
   std::string report_locked() const;
   std::string window_name() const;
@@ -106,6 +131,7 @@ class PowerLimitOptimizer {
   double phase_started_s_ = 0.0;
   bool observer_ = false;
   bool from_saved_profile_ = false;
+  bool from_caller_ = false;
   bool applied_choice_ = false;
   std::vector<PowerLimitProfileRow> rows_;
   std::optional<double> chosen_w_;
