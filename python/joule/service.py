@@ -59,9 +59,12 @@ def _segment(text: str) -> str:
 
 class BatchSizeClient:
     """Talks to a `joule serve` at url (default: $JOULE_SERVICE_URL, else
-    http://127.0.0.1:8321). timeout_s bounds connecting and each read."""
+    http://127.0.0.1:8321). timeout_s bounds connecting and each read.
+    token is sent as "Authorization: Bearer TOKEN" (a service on another
+    machine needs one: `joule tokens create`); default $JOULE_SERVICE_TOKEN,
+    else none; "" sends none."""
 
-    def __init__(self, url: Optional[str] = None, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: Optional[str] = None, timeout_s: float = 10.0, token: Optional[str] = None) -> None:
         self.url = (url or os.environ.get("JOULE_SERVICE_URL") or DEFAULT_URL).rstrip("/")
         parsed = urllib.parse.urlsplit(self.url)
         if parsed.scheme != "http" or not parsed.hostname or parsed.path not in ("", "/"):
@@ -72,6 +75,7 @@ class BatchSizeClient:
         except ValueError as e:
             raise ServiceError(0, f"'{self.url}' is not a service URL (http://HOST:PORT): {e}") from None
         self.timeout_s = timeout_s
+        self._token = os.environ.get("JOULE_SERVICE_TOKEN", "") if token is None else token
         self._connection: Optional[http.client.HTTPConnection] = None
         self._reused = False  # the connection has answered a request before
 
@@ -94,6 +98,8 @@ class BatchSizeClient:
             self._connection = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
             self._reused = False
         headers = {"Content-Type": "application/json"} if body is not None else {}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
         self._connection.request(method, path, body=body, headers=headers)
         return self._connection.getresponse()
 

@@ -26,6 +26,11 @@ def joule_binary() -> str:
 @pytest.fixture
 def server(tmp_path):
     """A `joule serve` on a free port; yields its URL, stops it with SIGTERM."""
+    yield from serve(tmp_path)
+
+
+def serve(tmp_path, *extra):
+    """Runs `joule serve ... extra`; yields its URL; stops it afterwards."""
     binary = joule_binary()
     if not os.access(binary, os.X_OK):
         pytest.fail(f"no joule binary at {binary} (set JOULE_TEST_BINARY)")
@@ -33,7 +38,7 @@ def server(tmp_path):
     log = open(tmp_path / "serve.log", "w+")
     process = subprocess.Popen(
         [binary, "serve", "--store", f"sqlite:{tmp_path / 'jobs.db'}", "--listen", "127.0.0.1:0",
-         "--port-file", str(port_file), "--quiet"],
+         "--port-file", str(port_file), "--quiet", *extra],
         stdout=log, stderr=subprocess.STDOUT)
     try:
         port = 0

@@ -6,6 +6,8 @@ import math
 import re
 import time
 
+import subprocess
+
 import pytest
 
 import joule
@@ -281,3 +283,33 @@ def test_power_limit_optimizer_needs_a_monitor_and_an_entered_recurrence(client)
     rec = joule.torch.BatchSizeRecurrence(client, "bert")
     with pytest.raises(ValueError, match="needs a monitor"):
         rec.make_power_limit_optimizer()
+
+
+def test_tokens_from_the_argument_or_the_environment(tmp_path, monkeypatch):
+    from conftest import joule_binary, serve
+
+    tokens = tmp_path / "tokens"
+
+    def create(user, jobs):
+        done = subprocess.run([joule_binary(), "tokens", "create", "--file", str(tokens), "--user", user,
+                               "--jobs", jobs], capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    alice, admin = create("alice", "a*"), create("admin", "*")
+    for url in serve(tmp_path, "--tokens", str(tokens), "--require-token"):
+        monkeypatch.delenv("JOULE_SERVICE_TOKEN", raising=False)
+        with pytest.raises(joule.ServiceError) as e:
+            joule.BatchSizeClient(url).jobs()
+        assert e.value.status == 401 and "token" in str(e.value)
+        spec = {"batch_sizes": [32, 64], "default_batch_size": 64, "max_power_w": 300}
+        joule.BatchSizeClient(url, token=admin).register_job("b1", **spec)
+        monkeypatch.setenv("JOULE_SERVICE_TOKEN", alice)
+        client = joule.BatchSizeClient(url)
+        client.register_job("a1", **spec)
+        with pytest.raises(joule.ServiceError) as e:
+            client.ask("b1")
+        assert e.value.status == 403
+        assert [j["spec"]["name"] for j in client.jobs()] == ["a1"]
+        with pytest.raises(joule.ServiceError) as e:
+            joule.BatchSizeClient(url, token="").jobs()  # "" overrides the environment
+        assert e.value.status == 401
