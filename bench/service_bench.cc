@@ -4,6 +4,9 @@
 // without think time, as recurrences of a job would. Prints round trips per
 // second and request latency percentiles.
 //   build/bin/joule_bench_service --clients 32 --seconds 10 [--store URL] [--driver raw|client]
+//                                 [--prior N]
+// --prior N: the job first gets N recurrences (in process, before timing), to
+// show that a request's cost does not grow with the job's age.
 // Drivers (the load generator shares the machine with the server):
 //   raw (default): two threads multiplex every connection with poll(2) and
 //     write prebuilt HTTP/1.1 requests, so the load costs little CPU (as wrk
@@ -208,14 +211,16 @@ int main(int argc, char** argv) {
   int clients = 32;
   double seconds = 10;
   std::string store_url, driver = "raw";
+  int64_t prior = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
     if (arg == "--clients") clients = std::stoi(argv[i + 1]);
     else if (arg == "--seconds") seconds = std::stod(argv[i + 1]);
     else if (arg == "--store") store_url = argv[i + 1];
     else if (arg == "--driver") driver = argv[i + 1];
+    else if (arg == "--prior") prior = std::stoll(argv[i + 1]);
     else {
-      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client]\n");
+      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client] [--prior N]\n");
       return 2;
     }
   }
@@ -229,12 +234,18 @@ int main(int argc, char** argv) {
   auto store = std::shared_ptr<JobStore>(open_job_store(store_url));
   ServeOptions options;
   options.port = 0;
-  HttpServer server(std::make_shared<BatchSizeService>(store), store->describe(), options);
+  auto service = std::make_shared<BatchSizeService>(store);
+  HttpServer server(service, store->describe(), options);
   std::thread serving([&] { server.run(); });
   const std::string url = fmt::format("http://127.0.0.1:{}", server.port());
   const std::string job = fmt::format("bench-{}", getpid());
   BatchSizeClient(url).register_job(JobSpec::from_json(
       {{"name", job}, {"batch_sizes", {16, 32, 64, 128, 256, 512}}, {"default_batch_size", 64}, {"max_power_w", 300}}));
+
+  for (int64_t i = 0; i < prior; ++i) {
+    const Assignment a = service->ask(job, "prior");
+    service->report(a.recurrence_id, {100.0 * a.batch_size, 1000.0 / a.batch_size + i % 7, true, false});
+  }
 
   std::atomic<bool> stop{false};
   std::atomic<int64_t> round_trips{0}, errors{0};
@@ -255,8 +266,8 @@ int main(int argc, char** argv) {
   serving.join();
   std::vector<double> all;
   for (auto& v : latencies_ms) all.insert(all.end(), v.begin(), v.end());
-  fmt::print("store: {}\ndriver: {}, clients: {}, {:.1f} s: {} ask+report round trips ({:.0f}/s), {} errors\n",
-             store->describe(), driver, clients, elapsed_s, round_trips.load(), round_trips.load() / elapsed_s,
+  fmt::print("store: {}\ndriver: {}, clients: {}, prior recurrences: {}, {:.1f} s: {} ask+report round trips ({:.0f}/s), {} errors\n",
+             store->describe(), driver, clients, prior, elapsed_s, round_trips.load(), round_trips.load() / elapsed_s,
              errors.load());
   fmt::print("request latency ms: p50 {:.2f}, p90 {:.2f}, p99 {:.2f}, max {:.2f}\n", percentile(all, 0.5),
              percentile(all, 0.9), percentile(all, 0.99), percentile(all, 1.0));
