@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "common/postgres_server.h"
@@ -22,6 +23,16 @@ namespace joule {
 namespace {
 
 using testing::run_process;
+
+// The HTTP status a client call was refused with; 0 when it succeeded.
+int status_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const service::ServiceError& e) {
+    return e.status();
+  }
+  return 0;
+}
 
 // A `joule serve` on a free loopback port, stopped with SIGTERM at the end.
 class Server {
@@ -158,14 +169,6 @@ TEST(ServeCliTest, BadRequestsGetClearErrorsAndTheServiceGoesOn) {
   Server server(tmp, tmp.file("jobs.db"));
   ASSERT_GT(server.port(), 0) << server.log();
   service::BatchSizeClient client(server.url());
-  auto status_of = [](auto&& call) {
-    try {
-      call();
-    } catch (const service::ServiceError& e) {
-      return e.status();
-    }
-    return 0;
-  };
   EXPECT_EQ(status_of([&] { client.ask("nobody"); }), 404);
   EXPECT_EQ(status_of([&] { client.report(99, {1, 1, true, false}); }), 404);
   EXPECT_EQ(status_of([&] { client.export_job("nobody"); }), 404);
@@ -204,14 +207,6 @@ TEST(ServeCliTest, TokensLetClientsUseTheirJobsOnly) {
   const std::string alice = create("alice", "a*,shared");
   Server server(tmp, "sqlite:" + tmp.file("jobs.db"), {"--tokens", file, "--require-token"});
   ASSERT_GT(server.port(), 0) << server.log();
-  auto status_of = [](auto&& call) {
-    try {
-      call();
-    } catch (const service::ServiceError& e) {
-      return e.status();
-    }
-    return 0;
-  };
   auto spec = [](const std::string& name) {
     return service::JobSpec::from_json(
         {{"name", name}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}});
