@@ -224,9 +224,36 @@ class WriteBatch {
     return it->second;
   }
 
+  // Recurrences a report of this batch will read: read together (one
+  // round trip on PostgreSQL) by fetch_recurrences().
+  void want_recurrence(int64_t id) { wanted_.push_back(id); }
+  void fetch_recurrences() {
+    for (RecurrenceRow& row : txn_->lock_recurrences(wanted_)) recurrences_[row.id] = std::move(row);
+    wanted_.clear();
+  }
+  // The recurrence as this batch sees it (a report earlier in the batch may
+  // have finished it); null when there is none.
+  RecurrenceRow* recurrence(int64_t id) {
+    if (auto it = recurrences_.find(id); it != recurrences_.end()) return &it->second;
+    auto rows = txn_->lock_recurrences({id});  // not announced: read alone
+    if (rows.empty()) return nullptr;
+    return &(recurrences_[id] = std::move(rows.front()));
+  }
+
+  // Written at commit, each kind in one set: the id of an inserted row goes
+  // to *id_out then (before any request of the batch is answered).
+  void insert_recurrence(RecurrenceRow row, int64_t* id_out) {
+    inserts_.push_back(std::move(row));
+    insert_ids_.push_back(id_out);
+  }
+  void finish_recurrence(const RecurrenceRow& row) { finishes_.push_back(row); }
+
   // Saves every changed job once, commits, and keeps the jobs for the next
   // batch. A job left out of the cache (a failed batch) is read again.
   void commit() {
+    txn_->insert_recurrences(inserts_);
+    for (std::size_t i = 0; i < inserts_.size(); ++i) *insert_ids_[i] = inserts_[i].id;
+    txn_->finish_recurrences(finishes_);
     for (auto& [name, job] : jobs_) {
       if (job.changes == 0) continue;
       job.revision += job.changes;
@@ -241,6 +268,11 @@ class WriteBatch {
   std::unique_ptr<StoreTransaction> txn_;
   Cache& cache_;
   Cache jobs_;
+  std::vector<int64_t> wanted_;
+  std::map<int64_t, RecurrenceRow> recurrences_;
+  std::vector<RecurrenceRow> inserts_;
+  std::vector<int64_t*> insert_ids_;
+  std::vector<RecurrenceRow> finishes_;
 };
 
 class BatchSizeService::Writes {
@@ -251,7 +283,9 @@ class BatchSizeService::Writes {
   explicit Writes(std::shared_ptr<JobStore> store)
       : store_(std::move(store)), commits_([this](const auto& batch) { run(batch); }, kMaxBatch) {}
 
-  void submit(std::function<void(WriteBatch&)> write) { commits_.submit(std::move(write)); }
+  void submit(std::function<void(WriteBatch&)> write, std::function<void(WriteBatch&)> prepare = nullptr) {
+    commits_.submit(std::move(write), std::move(prepare));
+  }
 
   WriteCounts counts() const { return {writes_.load(), transactions_.load()}; }
 
@@ -266,6 +300,10 @@ class BatchSizeService::Writes {
     ++transactions_;
     try {
       WriteBatch writes(store_->begin(), cache_);
+      for (Request* r : batch) {
+        if (r->prepare) r->prepare(writes);
+      }
+      writes.fetch_recurrences();
       for (Request* r : batch) {
         r->error = nullptr;
         try {
@@ -326,7 +364,7 @@ Assignment BatchSizeService::ask(const std::string& job_name, const std::string&
     row.threshold_cost = a.early_stop_threshold_cost;
     row.node = node;
     row.started_at_s = unix_time_s();
-    a.recurrence_id = batch.store().insert_recurrence(row);
+    batch.insert_recurrence(std::move(row), &a.recurrence_id);
   });
   return a;
 }
@@ -334,8 +372,9 @@ Assignment BatchSizeService::ask(const std::string& job_name, const std::string&
 double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& result,
                                 const std::function<void(const std::string& job)>& check_job) {
   double cost = 0.0;
+  const auto prepare = [&](WriteBatch& batch) { batch.want_recurrence(recurrence_id); };
   writes_->submit([&](WriteBatch& batch) {
-    auto row = batch.store().recurrence(recurrence_id);
+    RecurrenceRow* row = batch.recurrence(recurrence_id);
     if (!row) throw RequestError(404, fmt::format("no recurrence {}", recurrence_id));
     if (check_job) check_job(row->job);
     if (row->finished()) throw RequestError(409, fmt::format("recurrence {} has already reported", recurrence_id));
@@ -353,8 +392,8 @@ double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& r
     row->cost = cost;
     row->reached_target = result.reached_target;
     row->stopped_early = result.stopped_early;
-    batch.store().finish_recurrence(*row);
-  });
+    batch.finish_recurrence(*row);
+  }, prepare);
   return cost;
 }
 

@@ -34,6 +34,9 @@ template <typename Batch>
 class GroupCommit {
  public:
   struct Request {
+    // Before any request of the batch is applied: says what it will need
+    // (e.g. rows to read), so the runner can fetch them for all at once.
+    std::function<void(Batch&)> prepare;
     std::function<void(Batch&)> apply;
     std::exception_ptr error;  // set by the runner when apply failed
     std::atomic<int> state{kQueued};
@@ -45,8 +48,9 @@ class GroupCommit {
   GroupCommit(Runner runner, std::size_t max_batch) : runner_(std::move(runner)), max_batch_(max_batch) {}
 
   // Blocks until apply has run in a committed batch; rethrows its failure.
-  void submit(std::function<void(Batch&)> apply) {
+  void submit(std::function<void(Batch&)> apply, std::function<void(Batch&)> prepare = nullptr) {
     Request request;
+    request.prepare = std::move(prepare);
     request.apply = std::move(apply);
     {
       std::lock_guard lock(mutex_);

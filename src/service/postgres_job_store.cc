@@ -7,8 +7,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <limits>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <regex>
 #include <stack>
@@ -52,13 +55,18 @@ const std::vector<PreparedStatement>& prepared_statements() {
        "INSERT INTO jobs (name, spec, state, revision, created_at) VALUES ($1, $2, $3, 1, $4)"
        " ON CONFLICT (name) DO NOTHING"},
       {"save_state", "UPDATE jobs SET state = $1, revision = $2 WHERE name = $3"},
-      {"insert_recurrence",
+      // A set of rows travels as one JSON array: one statement, one round trip.
+      {"insert_recurrences",
        "INSERT INTO recurrences (job, batch_size, power_limit_w, threshold_cost, node, started_at)"
-       " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id"},
-      {"lock_recurrence", std::string(kSelectRecurrence) + " WHERE id = $1 FOR UPDATE"},
-      {"finish_recurrence",
-       "UPDATE recurrences SET finished_at = $1, energy_j = $2, time_s = $3, cost = $4, reached_target = $5,"
-       " stopped_early = $6 WHERE id = $7 AND finished_at IS NULL"},
+       " SELECT job, batch_size, power_limit_w, threshold_cost, node, started_at FROM json_to_recordset($1::json)"
+       " AS r(ord int, job text, batch_size int, power_limit_w float8, threshold_cost float8, node text,"
+       " started_at float8) ORDER BY ord RETURNING id"},
+      {"lock_recurrences", std::string(kSelectRecurrence) + " WHERE id = ANY($1::bigint[]) FOR UPDATE"},
+      {"finish_recurrences",
+       "UPDATE recurrences AS r SET finished_at = v.finished_at, energy_j = v.energy_j, time_s = v.time_s,"
+       " cost = v.cost, reached_target = v.reached_target, stopped_early = v.stopped_early"
+       " FROM json_to_recordset($1::json) AS v(id bigint, finished_at float8, energy_j float8, time_s float8,"
+       " cost float8, reached_target int, stopped_early int) WHERE r.id = v.id AND r.finished_at IS NULL"},
       {"power_profile", "SELECT profile FROM power_profiles WHERE gpu_model = $1 AND job = $2 AND batch_size = $3"},
       {"put_power_profile",
        "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
@@ -74,6 +82,13 @@ std::optional<std::string> number(const std::optional<double>& v) {
   if (!v) return std::nullopt;
   if (*v == std::numeric_limits<double>::infinity()) return std::nullopt;  // +inf is stored as NULL
   return fmt::format("{}", *v);
+}
+
+// For sets sent as JSON: nlohmann::json writes a double in the fewest digits
+// that read back to the same bits, as number() does; +inf is NULL.
+nlohmann::json json_number(const std::optional<double>& v) {
+  if (!v || *v == std::numeric_limits<double>::infinity()) return nullptr;
+  return *v;
 }
 
 std::optional<double> optional_double(const pqxx::field& f) {
@@ -132,26 +147,59 @@ class PostgresTransaction final : public StoreTransaction {
         run("saving a job's state", [&] { return work_->exec_prepared("save_state", state_json, revision, name); });
     if (rows.affected_rows() != 1) throw Error(fmt::format("job store: no job '{}' to update", name));
   }
-  int64_t insert_recurrence(const RecurrenceRow& r) override {
-    const auto rows = run("inserting a recurrence", [&] {
-      return work_->exec_prepared("insert_recurrence", r.job, r.batch_size, number(r.power_limit_w),
-                                  number(r.threshold_cost), r.node, number(r.started_at_s));
-    });
-    return rows[0][0].as<int64_t>();
+  void insert_recurrences(std::vector<RecurrenceRow>& rows) override {
+    if (rows.empty()) return;
+    nlohmann::json set = nlohmann::json::array();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const RecurrenceRow& r = rows[i];
+      set.push_back({{"ord", i},
+                     {"job", r.job},
+                     {"batch_size", r.batch_size},
+                     {"power_limit_w", json_number(r.power_limit_w)},
+                     {"threshold_cost", json_number(r.threshold_cost)},
+                     {"node", r.node},
+                     {"started_at", r.started_at_s}});
+    }
+    const auto result =
+        run("inserting recurrences", [&] { return work_->exec_prepared("insert_recurrences", set.dump()); });
+    // The identity column numbers rows in the order they are inserted (ORDER
+    // BY ord): the ids, sorted, are the rows' in order.
+    std::vector<int64_t> ids;
+    for (const auto& row : result) ids.push_back(row[0].as<int64_t>());
+    if (ids.size() != rows.size()) throw Error("job store: inserting recurrences returned the wrong number of ids");
+    std::sort(ids.begin(), ids.end());
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].id = ids[i];
   }
-  std::optional<RecurrenceRow> recurrence(int64_t id) override {
-    const auto rows = run("reading a recurrence", [&] { return work_->exec_prepared("lock_recurrence", id); });
-    if (rows.empty()) return std::nullopt;
-    return read_recurrence(rows[0]);
+  std::vector<RecurrenceRow> lock_recurrences(const std::vector<int64_t>& ids) override {
+    std::vector<RecurrenceRow> out;
+    if (ids.empty()) return out;
+    std::string array = "{";
+    for (const int64_t id : ids) array += (array.size() > 1 ? "," : "") + std::to_string(id);
+    array += "}";
+    for (const auto& row :
+         run("reading recurrences", [&] { return work_->exec_prepared("lock_recurrences", array); })) {
+      out.push_back(read_recurrence(row));
+    }
+    return out;
   }
-  void finish_recurrence(const RecurrenceRow& r) override {
-    std::optional<int> reached;
-    if (r.reached_target) reached = *r.reached_target ? 1 : 0;
-    const auto rows = run("finishing a recurrence", [&] {
-      return work_->exec_prepared("finish_recurrence", number(r.finished_at_s), number(r.energy_j), number(r.time_s),
-                                  number(r.cost), reached, r.stopped_early ? 1 : 0, r.id);
-    });
-    if (rows.affected_rows() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
+  void finish_recurrences(const std::vector<RecurrenceRow>& rows) override {
+    if (rows.empty()) return;
+    nlohmann::json set = nlohmann::json::array();
+    for (const RecurrenceRow& r : rows) {
+      set.push_back({{"id", r.id},
+                     {"finished_at", json_number(r.finished_at_s)},
+                     {"energy_j", json_number(r.energy_j)},
+                     {"time_s", json_number(r.time_s)},
+                     {"cost", json_number(r.cost)},
+                     {"reached_target", r.reached_target ? nlohmann::json(*r.reached_target ? 1 : 0) : nlohmann::json()},
+                     {"stopped_early", r.stopped_early ? 1 : 0}});
+    }
+    const auto result =
+        run("finishing recurrences", [&] { return work_->exec_prepared("finish_recurrences", set.dump()); });
+    if (result.affected_rows() != rows.size()) {
+      throw Error(fmt::format("job store: {} of {} recurrences were not open", rows.size() - result.affected_rows(),
+                              rows.size()));
+    }
   }
   std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
                                            int batch_size) override {

@@ -87,28 +87,40 @@ class SqliteTransaction final : public StoreTransaction {
     s->bind(1, state_json).bind(2, revision).bind(3, name).run();
     if (db_->changes() != 1) throw Error(fmt::format("job store: no job '{}' to update", name));
   }
-  int64_t insert_recurrence(const RecurrenceRow& r) override {
+  // In process, a statement costs microseconds: one cached statement per row.
+  void insert_recurrences(std::vector<RecurrenceRow>& rows) override {
     auto s = db_->cached(
         "INSERT INTO recurrences (job, batch_size, power_limit_w, threshold_cost, node, started_at)"
         " VALUES (?, ?, ?, ?, ?, ?)");
-    s->bind(1, r.job).bind(2, r.batch_size).bind(3, r.power_limit_w).bind(4, finite_or_null(r.threshold_cost));
-    s->bind(5, r.node).bind(6, r.started_at_s).run();
-    return db_->last_insert_rowid();
+    for (RecurrenceRow& r : rows) {
+      s->bind(1, r.job).bind(2, r.batch_size).bind(3, r.power_limit_w).bind(4, finite_or_null(r.threshold_cost));
+      s->bind(5, r.node).bind(6, r.started_at_s).run();
+      r.id = db_->last_insert_rowid();
+      s->reset();
+    }
   }
-  std::optional<RecurrenceRow> recurrence(int64_t id) override {
+  std::vector<RecurrenceRow> lock_recurrences(const std::vector<int64_t>& ids) override {
+    // The write lock (BEGIN IMMEDIATE) already covers every row.
     auto s = db_->cached(std::string(kSelectRecurrence).append(" WHERE id = ?"));
-    s->bind(1, id);
-    if (!s->step()) return std::nullopt;
-    return read_recurrence(*s);
+    std::vector<RecurrenceRow> out;
+    for (const int64_t id : ids) {
+      s->bind(1, id);
+      if (s->step()) out.push_back(read_recurrence(*s));
+      s->reset();
+    }
+    return out;
   }
-  void finish_recurrence(const RecurrenceRow& r) override {
+  void finish_recurrences(const std::vector<RecurrenceRow>& rows) override {
     auto s = db_->cached(
         "UPDATE recurrences SET finished_at = ?, energy_j = ?, time_s = ?, cost = ?, reached_target = ?,"
         " stopped_early = ? WHERE id = ? AND finished_at IS NULL");
-    s->bind(1, r.finished_at_s).bind(2, r.energy_j).bind(3, r.time_s).bind(4, r.cost);
-    r.reached_target ? s->bind(5, *r.reached_target ? 1 : 0) : s->bind_null(5);
-    s->bind(6, r.stopped_early ? 1 : 0).bind(7, r.id).run();
-    if (db_->changes() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
+    for (const RecurrenceRow& r : rows) {
+      s->bind(1, r.finished_at_s).bind(2, r.energy_j).bind(3, r.time_s).bind(4, r.cost);
+      r.reached_target ? s->bind(5, *r.reached_target ? 1 : 0) : s->bind_null(5);
+      s->bind(6, r.stopped_early ? 1 : 0).bind(7, r.id).run();
+      if (db_->changes() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
+      s->reset();
+    }
   }
   std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
                                            int batch_size) override {

@@ -319,6 +319,41 @@ TEST_P(BatchSizeServiceTest, WritesArrivingTogetherShareATransaction) {
   EXPECT_EQ(service.job("together").in_flight, kThreads);
 }
 
+// Reports of one recurrence that land in one transaction: the first
+// finishes it, the others see it finished (the rows are written only at
+// commit, so the transaction must remember what it changed).
+TEST_P(BatchSizeServiceTest, ASecondReportInTheSameTransactionIsRefused) {
+  auto store = std::make_shared<SlowFirstTransaction>(open_job_store(url_));
+  BatchSizeService service(store);
+  service.register_job(spec_named("twice"));
+  service.register_job(spec_named("other"));
+  const Assignment a = service.ask("twice", "n");
+  store->arm();
+  std::atomic<int> finished{0}, conflicts{0};
+  const auto errors = on_threads(5, [&](int t) {
+    if (t == 0) {
+      service.ask("other", "n");  // leads, in the slow transaction
+      return;
+    }
+    try {
+      service.report(a.recurrence_id, {100, 10, true, false});
+      ++finished;
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status(), 409) << e.what();
+      ++conflicts;
+    }
+  });
+  for (const auto& e : errors) EXPECT_FALSE(e);
+  EXPECT_EQ(finished, 1);
+  EXPECT_EQ(conflicts, 3);
+  EXPECT_LE(service.write_counts().transactions, 4u) << "the reports were meant to share a transaction";
+  EXPECT_EQ(service.job("twice").revision, 1 + 2);
+  EXPECT_EQ(service.job("twice").in_flight, 0);
+  const auto rows = store->recurrences("twice");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].energy_j, 100.0);
+}
+
 // A write that fails inside a shared transaction rolls it back; the others
 // are run again alone and succeed: only the failing one fails.
 TEST_P(BatchSizeServiceTest, AWriteThatFailsInASharedTransactionFailsAlone) {

@@ -69,9 +69,16 @@ class StoreTransaction {
   virtual bool insert_job(const StoredJob& job) = 0;
   // Writes the state and its revision: the one read, plus the changes made.
   virtual void save_state(const std::string& name, const std::string& state_json, int64_t revision) = 0;
-  virtual int64_t insert_recurrence(const RecurrenceRow& row) = 0;  // returns its id
-  virtual std::optional<RecurrenceRow> recurrence(int64_t id) = 0;
-  virtual void finish_recurrence(const RecurrenceRow& row) = 0;
+  // Recurrences go in sets, each set in as few round trips to the database
+  // as it allows (one statement on PostgreSQL), so that a transaction
+  // carrying many requests costs little more than one carrying a single.
+  // Inserts the rows in order and sets each one's id.
+  virtual void insert_recurrences(std::vector<RecurrenceRow>& rows) = 0;
+  // Those of ids that exist, their rows locked (in no particular order).
+  virtual std::vector<RecurrenceRow> lock_recurrences(const std::vector<int64_t>& ids) = 0;
+  // Writes the results of rows that are all still open; throws Error (and
+  // the transaction must be rolled back) if one is not.
+  virtual void finish_recurrences(const std::vector<RecurrenceRow>& rows) = 0;
   // A GPU model's power profile for one job and batch size (JSON), if any.
   virtual std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
                                                    int batch_size) = 0;
