@@ -271,6 +271,9 @@ int main(int argc, char** argv) {
              errors.load());
   fmt::print("request latency ms: p50 {:.2f}, p90 {:.2f}, p99 {:.2f}, max {:.2f}\n", percentile(all, 0.5),
              percentile(all, 0.9), percentile(all, 0.99), percentile(all, 1.0));
+  const BatchSizeService::WriteCounts counts = service->write_counts();
+  fmt::print("store transactions: {} for {} asks and reports ({:.1f} a transaction)\n", counts.transactions,
+             counts.writes, static_cast<double>(counts.writes) / static_cast<double>(std::max<uint64_t>(counts.transactions, 1)));
   if (store_url == "sqlite:" + path) {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
   }
