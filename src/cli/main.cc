@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"create", "list", "revoke"}));
   tokens_command->add_option("user", tokens.user, "revoke: the user whose tokens go, or a digest prefix (sha256:...)");
-  tokens_command->add_option("--file", tokens.file, "the tokens file (created by the first create, mode 0600)")->required();
+  tokens_command->add_option("--file", tokens.file, "the tokens file (created by the first create; it holds digests only)")->required();
   tokens_command->add_option("--user", tokens.user, "create: whom the token names");
   tokens_command->add_option("--jobs", tokens.jobs,
                              "create: the jobs it may use: names, prefixes ending in '*', or '*' (comma-separated)")

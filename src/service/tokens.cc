@@ -126,7 +126,7 @@ std::string create_token(const std::string& path, const std::string& user, const
   }
   const std::string token = std::string(kTokenPrefix) + hex(bytes, sizeof bytes);
   const std::string line = format_line({token_digest(token), {user, jobs}});
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(fmt::format("tokens file '{}': cannot open it ({})", path, std::strerror(errno)));
   const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   const bool closed = ::close(fd) == 0;
@@ -159,7 +159,8 @@ int revoke_tokens(const std::string& path, const std::string& user_or_digest_pre
     out << kept;
     if (!out.flush()) throw Error(fmt::format("tokens file '{}': cannot write {}", path, temporary));
   }
-  ::chmod(temporary.c_str(), 0600);
+  struct stat old {};
+  ::chmod(temporary.c_str(), ::stat(path.c_str(), &old) == 0 ? (old.st_mode & 07777) : 0644);
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     throw Error(fmt::format("tokens file '{}': cannot replace it ({})", path, std::strerror(errno)));
   }

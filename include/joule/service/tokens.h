@@ -44,14 +44,15 @@ std::string token_digest(const std::string& token);
 std::vector<TokenLine> read_token_file(const std::string& path);
 
 // Makes a token for user and jobs, appends its digest line to path (created
-// with mode 0600 when missing), and returns the token: the only time it is
-// shown. Throws UsageError for an empty user or a bad pattern.
+// with mode 0644 when missing: digests cannot be turned back into tokens,
+// and the service, often another user, must read them), and returns the
+// token: the only time it is shown. Throws UsageError for an empty user or a bad pattern.
 std::string create_token(const std::string& path, const std::string& user, const std::vector<std::string>& jobs);
 
 // Removes every line of user (or whose digest starts with user, for one
 // token among several): the file is rewritten to a temporary file and
-// renamed over the old one, so a reader sees the old or the new file, never
-// a half. Returns the lines removed.
+// renamed over the old one (keeping its mode), so a reader sees the old or
+// the new file, never a half. Returns the lines removed.
 int revoke_tokens(const std::string& path, const std::string& user_or_digest_prefix);
 
 // The server's view of the file: grants by digest, re-read when the file's
