@@ -192,8 +192,6 @@ class WriteBatch {
 
   WriteBatch(std::unique_ptr<StoreTransaction> txn, Cache& cache) : txn_(std::move(txn)), cache_(cache) {}
 
-  StoreTransaction& store() { return *txn_; }
-
   // The job, its row locked. The optimizer comes from the cache when the
   // stored revision is the one this process wrote last (no state read or
   // parsed), else from the store.
