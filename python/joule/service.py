@@ -173,10 +173,14 @@ class BatchSizeClient:
         status, _ = self._call("POST", "/v1/jobs", spec)
         return status == 201
 
-    def ask(self, job: str, node: Optional[str] = None) -> Assignment:
+    def ask(self, job: str, node: Optional[str] = None, gpu_model: Optional[str] = None) -> Assignment:
         """Starts a recurrence of job: its batch size, power limit and
-        early-stop threshold. node names the asker (default: its address)."""
+        early-stop threshold. node names the asker (default: its address);
+        gpu_model is its GPU model, whose published profile gives the power
+        limit (default: the job spec's gpu_model)."""
         body: Dict[str, Any] = {} if node is None else {"node": node}
+        if gpu_model:
+            body["gpu_model"] = gpu_model
         _, reply = self._call("POST", f"/v1/jobs/{_segment(job)}/recurrences", body)
         limit = reply.get("power_limit_w")
         threshold = reply.get("early_stop_threshold_cost")

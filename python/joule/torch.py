@@ -140,10 +140,11 @@ class BatchSizeRecurrence:
     With an advised limit the optimizer starts decided at it (no profiling).
     Without one it profiles during the first epoch and, once decided,
     publishes the profile to the service for this job, this batch size and
-    the GPU model (the job spec's gpu_model, else the name of the monitor's
-    first GPU), so the next recurrence with this batch size on any node with
-    that model starts decided. The service advises limits for the spec's
-    gpu_model only: register the job with gpu_model to share profiles.
+    this node's GPU model (the name of the monitor's first GPU; without a
+    monitor, the job spec's gpu_model), so the next recurrence with this
+    batch size on any node with that model starts decided. The recurrence
+    asks with its GPU model, so a job that runs on several models learns a
+    limit per model.
 
     If the with-block exits with an exception, or without finish(), nothing
     is reported: the recurrence stays in flight on the service (it shows in
@@ -177,8 +178,9 @@ class BatchSizeRecurrence:
         spec = self.client.job(self.job)["spec"]
         self._eta = float(spec["eta"])
         self._max_power_w = float(spec["max_power_w"])
-        self._gpu_model = str(spec.get("gpu_model") or "")
-        self.assignment = self.client.ask(self.job, self.node)
+        self._gpu_model = str(self.monitor.gpus[0]["name"]) if self.monitor is not None else ""
+        self._gpu_model = self._gpu_model or str(spec.get("gpu_model") or "")
+        self.assignment = self.client.ask(self.job, self.node, self._gpu_model or None)
         if self.monitor is not None:
             self._window = f"joule-recurrence-{self.recurrence_id}"
             self._probe = self._next_probe()
@@ -209,13 +211,11 @@ class BatchSizeRecurrence:
 
     @property
     def gpu_model(self) -> str:
-        """The GPU model profiles are published under: the job spec's
-        gpu_model, else the name of the monitor's first GPU."""
-        if self._gpu_model:
-            return self._gpu_model
-        if self.monitor is None:
+        """The GPU model the recurrence asked with and publishes profiles
+        under: the monitor's first GPU's name, else the job spec's gpu_model."""
+        if not self._gpu_model:
             raise ValueError("BatchSizeRecurrence: the job has no gpu_model and there is no monitor to ask")
-        return str(self.monitor.gpus[0]["name"])
+        return self._gpu_model
 
     def make_power_limit_optimizer(self, **options: Any) -> "PowerLimitOptimizer":
         """The just-in-time power-limit optimizer for this run, on the monitor's
@@ -234,12 +234,8 @@ class BatchSizeRecurrence:
         options.setdefault("eta", self._eta)
         options.setdefault("job", self.job)
         options.setdefault("batch_size", self.batch_size)
-        here = str(self.monitor.gpus[0]["name"])
-        if self._gpu_model and here != self._gpu_model:
-            # The service's profiles are for the spec's model: neither use nor overwrite them.
-            warnings.warn(f"joule: job '{self.job}' is for {self._gpu_model} GPUs but this node has {here}; "
-                          "profiling here without the service's advice, and not publishing", RuntimeWarning)
-        elif self.power_limit_w is not None and not options.get("reprofile", False):
+        # The advice (if any) is for this node's GPU model: it asked with it.
+        if self.power_limit_w is not None and not options.get("reprofile", False):
             options.setdefault("known_limit_w", self.power_limit_w)
         else:
             # Through a weak reference: the optimizer keeps its callback in C++,

@@ -180,7 +180,7 @@ struct WorkingJob {
   BatchSizeOptimizer optimizer;
   int64_t revision = 0;  // as read
   int64_t changes = 0;   // writes of this batch that changed it
-  std::map<int, std::optional<double>> power_limit_w;  // by batch size, as looked up
+  std::map<std::pair<std::string, int>, std::optional<double>> power_limit_w;  // by GPU model and batch size
 };
 
 // One store transaction shared by a batch of asks and reports. The rule that
@@ -209,12 +209,12 @@ class WriteBatch {
         .first->second;
   }
 
-  // The best limit of a published power profile for this batch size on the
-  // job's GPU model, if any.
-  std::optional<double> power_limit_w(WorkingJob& job, int batch_size) {
-    auto [it, first] = job.power_limit_w.try_emplace(batch_size);
+  // The best limit of a published power profile for this batch size on this
+  // GPU model, if any.
+  std::optional<double> power_limit_w(WorkingJob& job, const std::string& gpu_model, int batch_size) {
+    auto [it, first] = job.power_limit_w.try_emplace({gpu_model, batch_size});
     if (first) {
-      if (auto profile = txn_->power_profile(job.spec.gpu_model, job.spec.name, batch_size)) {
+      if (auto profile = txn_->power_profile(gpu_model, job.spec.name, batch_size)) {
         const auto entries = profile_entries(parse_stored(*profile, "power profile of " + job.spec.name));
         it->second = optimal_power_limit(entries, job.spec.eta, job.spec.max_power_w).power_limit_w;
       }
@@ -347,14 +347,14 @@ bool BatchSizeService::register_job(const JobSpec& spec) {
   return true;
 }
 
-Assignment BatchSizeService::ask(const std::string& job_name, const std::string& node) {
+Assignment BatchSizeService::ask(const std::string& job_name, const std::string& node, const std::string& gpu_model) {
   Assignment a;
   writes_->submit([&](WriteBatch& batch) {
     WorkingJob& job = batch.job(job_name);
     a.batch_size = job.optimizer.predict();
     ++job.changes;
     a.early_stop_threshold_cost = job.optimizer.early_stop_threshold_cost();
-    a.power_limit_w = batch.power_limit_w(job, a.batch_size);
+    a.power_limit_w = batch.power_limit_w(job, gpu_model.empty() ? job.spec.gpu_model : gpu_model, a.batch_size);
     RecurrenceRow row;
     row.job = job_name;
     row.batch_size = a.batch_size;

@@ -82,9 +82,10 @@ bool BatchSizeClient::register_job(const JobSpec& spec) {
   return status == 201;
 }
 
-Assignment BatchSizeClient::ask(const std::string& job, const std::string& node) {
+Assignment BatchSizeClient::ask(const std::string& job, const std::string& node, const std::string& gpu_model) {
   nlohmann::json body = nlohmann::json::object();
   if (!node.empty()) body["node"] = node;
+  if (!gpu_model.empty()) body["gpu_model"] = gpu_model;
   const nlohmann::json reply = impl_->call("POST", fmt::format("/v1/jobs/{}/recurrences", job), &body);
   Assignment a;
   a.recurrence_id = reply.at("recurrence_id").get<int64_t>();

@@ -67,6 +67,16 @@ bool body_cut_short(const httplib::Request& req) {
   }
 }
 
+// A string field of a request body, if there; another type is a 400.
+std::optional<std::string> optional_text(const nlohmann::json& body, const char* name) {
+  if (!body.is_object()) throw RequestError(400, "the request body must be a JSON object");
+  if (!body.contains(name) || body.at(name).is_null()) return std::nullopt;
+  if (!body.at(name).is_string()) {
+    throw RequestError(400, fmt::format("'{}' must be a string, not {}", name, body.at(name).type_name()));
+  }
+  return body.at(name).get<std::string>();
+}
+
 int64_t parse_id(const std::string& text) {
   try {
     std::size_t used = 0;
@@ -251,8 +261,9 @@ void HttpServer::Impl::add_routes() {
               route("ask", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {
                 check(access, req.matches[1]);
                 const nlohmann::json body = parse_body(req);
-                const auto node = body.value("node", std::string(req.remote_addr));
-                reply_json(res, 201, to_json(service->ask(req.matches[1], node)));
+                const std::string node = optional_text(body, "node").value_or(req.remote_addr);
+                const std::string gpu_model = optional_text(body, "gpu_model").value_or("");
+                reply_json(res, 201, to_json(service->ask(req.matches[1], node, gpu_model)));
               }));
   server.Post(R"(/v1/recurrences/([0-9]+)/result)",
               route("report", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {

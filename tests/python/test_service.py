@@ -246,19 +246,35 @@ def test_a_recurrence_publishes_its_profile_and_the_next_one_starts_from_it(clie
     assert changes == ([chosen] * 2 + [300] * 2 if chosen != 300 else []), changes
 
 
-def test_a_node_with_another_gpu_model_neither_uses_nor_publishes_profiles(client, fake_gpus):
+def test_each_gpu_model_gets_and_publishes_its_own_profile(client, fake_gpus):
     register(client, gpu_model="NVIDIA A100-SXM4-40GB")
     for b in SIZES:
         client.put_power_profile("bert", "NVIDIA A100-SXM4-40GB", b, [
             {"power_limit_w": 250.0, "time_per_epoch_s": 1.0, "avg_power_w": 240.0}])
     monitor = joule.Monitor(interval_ms=5)
+    # This node has A40s: the A100 profile is not its advice; it profiles and
+    # publishes under its own model.
     with joule.torch.BatchSizeRecurrence(client, "bert", monitor=monitor) as rec:
-        assert rec.power_limit_w == 250.0
-        with pytest.warns(RuntimeWarning, match="is for NVIDIA A100-SXM4-40GB GPUs but this node has NVIDIA A40"):
-            plo = profile_then_train(rec)
-        assert not plo.from_caller and plo.state == "decided" and rec.profile_published is None
+        assert rec.gpu_model == "NVIDIA A40" and rec.power_limit_w is None
+        plo = profile_then_train(rec)
+        assert not plo.from_caller and plo.state == "decided" and rec.profile_published is True
         rec.finish(reached_target=True)
-    assert client.ask("bert").power_limit_w == 250.0  # the A100 profile is untouched
+    assert client.ask("bert").power_limit_w == 250.0  # the spec's model: the A100 profile, untouched
+    for b in SIZES:  # whatever size comes next: each model gets its own profile's limit
+        client.put_power_profile("bert", "NVIDIA A40", b, [
+            {"power_limit_w": 225.0, "time_per_epoch_s": 1.0, "avg_power_w": 220.0}])
+    assert client.ask("bert", gpu_model="NVIDIA A40").power_limit_w == 225.0
+    assert client.ask("bert", gpu_model="NVIDIA A100-SXM4-40GB").power_limit_w == 250.0
+    assert client.ask("bert", gpu_model="NVIDIA H100").power_limit_w is None
+
+
+def test_ask_fields_of_the_wrong_type_are_400s(client):
+    register(client)
+    for body in ({"gpu_model": 40}, {"node": ["a"]}):
+        with pytest.raises(joule.ServiceError, match="must be a string") as e:
+            client._call("POST", "/v1/jobs/bert/recurrences", body)
+        assert e.value.status == 400
+    assert client.job("bert")["recurrences"] == 0
 
 
 def test_a_recurrence_in_observer_mode_publishes_nothing(client, fake_a40s, tmp_path, monkeypatch):

@@ -185,6 +185,15 @@ TEST_P(BatchSizeServiceTest, APowerProfileGivesLaterRecurrencesTheirLimit) {
   ASSERT_EQ(a.batch_size, 64);  // the default comes first
   ASSERT_TRUE(a.power_limit_w.has_value());
   EXPECT_EQ(*a.power_limit_w, 250.0);
+  // An asker on another model gets that model's profile, here none; naming
+  // the spec's model is the same as naming none.
+  EXPECT_FALSE(service.ask("vit", "n", "A100").power_limit_w);
+  service.put_power_profile("vit", "A100", 64, {{{"power_limit_w", 400}, {"time_per_epoch_s", 5.0}, {"avg_power_w", 390}}});
+  service.put_power_profile("vit", "A100", 32, {{{"power_limit_w", 400}, {"time_per_epoch_s", 5.0}, {"avg_power_w", 390}}});
+  service.put_power_profile("vit", "A100", 128, {{{"power_limit_w", 400}, {"time_per_epoch_s", 5.0}, {"avg_power_w", 390}}});
+  const Assignment on_a100 = service.ask("vit", "n", "A100");
+  ASSERT_TRUE(on_a100.power_limit_w) << "batch size " << on_a100.batch_size;
+  EXPECT_EQ(*on_a100.power_limit_w, 400.0);
   EXPECT_THROW(service.put_power_profile("vit", "V100", 48, entries), RequestError);
   EXPECT_THROW(service.put_power_profile("vit", "V100", 64, nlohmann::json::array()), RequestError);
 }

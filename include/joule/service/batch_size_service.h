@@ -93,7 +93,9 @@ class BatchSizeService {
   // true: created; false: already there with the same spec. A different
   // spec under the name is a RequestError(409).
   bool register_job(const JobSpec& spec);
-  Assignment ask(const std::string& job, const std::string& node);
+  // gpu_model: the asker's GPU model, whose published profile gives the
+  // power limit ("" : the job spec's gpu_model).
+  Assignment ask(const std::string& job, const std::string& node, const std::string& gpu_model = "");
   // Returns the cost the optimizer learned from. A recurrence reports once.
   // check_job, when given, sees the recurrence's job first and may refuse
   // it by throwing RequestError (an access check: nothing is changed).

@@ -39,7 +39,9 @@ class BatchSizeClient {
 
   // true: registered now; false: the same spec was there.
   bool register_job(const JobSpec& spec);
-  Assignment ask(const std::string& job, const std::string& node = "");
+  // gpu_model: this node's GPU model, whose profile gives the advised limit
+  // ("": the job spec's).
+  Assignment ask(const std::string& job, const std::string& node = "", const std::string& gpu_model = "");
   double report(int64_t recurrence_id, const RecurrenceResult& result);
   void put_power_profile(const std::string& job, const std::string& gpu_model, int batch_size,
                          const nlohmann::json& entries);
