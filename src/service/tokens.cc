@@ -73,6 +73,33 @@ TokenLine parse_line(const std::string& line) {
   return t;
 }
 
+// Every line of a tokens file as written, with its token (none for blank
+// lines and comments). Throws Error naming path:line for a line that does not
+// parse.
+std::vector<std::pair<std::string, std::optional<TokenLine>>> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("tokens file '{}': cannot read it ({})", path, std::strerror(errno)));
+  std::vector<std::pair<std::string, std::optional<TokenLine>>> out;
+  for (std::string line; std::getline(in, line);) {
+    const auto first = line.find_first_not_of(" \t");
+    std::optional<TokenLine> token;
+    if (first != std::string::npos && line[first] != '#') {
+      try {
+        token = parse_line(line);
+      } catch (const std::runtime_error& e) {
+        throw Error(fmt::format("tokens file '{}', line {}: {}", path, out.size() + 1, e.what()));
+      }
+    }
+    out.emplace_back(std::move(line), std::move(token));
+  }
+  return out;
+}
+
+// What a file's modification time and size say: changed or not.
+std::pair<int64_t, int64_t> file_version(const struct stat& st) {
+  return {static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, st.st_size};
+}
+
 std::string format_line(const TokenLine& t) {
   std::string jobs;
   for (const auto& p : t.grant.job_patterns) jobs += (jobs.empty() ? "" : ",") + p;
@@ -98,19 +125,9 @@ std::string token_digest(const std::string& token) {
 }
 
 std::vector<TokenLine> read_token_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("tokens file '{}': cannot read it ({})", path, std::strerror(errno)));
   std::vector<TokenLine> out;
-  int number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++number;
-    const auto first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == '#') continue;
-    try {
-      out.push_back(parse_line(line));
-    } catch (const std::runtime_error& e) {
-      throw Error(fmt::format("tokens file '{}', line {}: {}", path, number, e.what()));
-    }
+  for (auto& [text, token] : read_lines(path)) {
+    if (token) out.push_back(std::move(*token));
   }
   return out;
 }
@@ -136,22 +153,16 @@ std::string create_token(const std::string& path, const std::string& user, const
 
 int revoke_tokens(const std::string& path, const std::string& user_or_digest_prefix) {
   if (user_or_digest_prefix.empty()) throw UsageError("tokens: name the user or the digest to revoke");
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("tokens file '{}': cannot read it ({})", path, std::strerror(errno)));
-  read_token_file(path);  // refuse to rewrite a file we cannot parse
+  const bool by_digest = user_or_digest_prefix.rfind(kDigestPrefix, 0) == 0;
   std::string kept;
   int removed = 0;
-  for (std::string line; std::getline(in, line);) {
-    const auto first = line.find_first_not_of(" \t");
-    if (first != std::string::npos && line[first] != '#') {
-      const TokenLine t = parse_line(line);
-      if (t.grant.user == user_or_digest_prefix ||
-          (user_or_digest_prefix.rfind(kDigestPrefix, 0) == 0 && t.sha256_hex.rfind(user_or_digest_prefix, 0) == 0)) {
-        ++removed;
-        continue;
-      }
+  for (const auto& [text, token] : read_lines(path)) {  // a file that does not parse is not rewritten
+    if (token && (token->grant.user == user_or_digest_prefix ||
+                  (by_digest && token->sha256_hex.rfind(user_or_digest_prefix, 0) == 0))) {
+      ++removed;
+      continue;
     }
-    kept += line + "\n";
+    kept += text + "\n";
   }
   const std::string temporary = path + ".new";
   {
@@ -174,8 +185,7 @@ TokenFile::TokenFile(std::string path, std::function<void(const std::string&)> l
     throw Error(fmt::format("tokens file '{}': cannot read it ({})", path_, std::strerror(errno)));
   }
   lines_ = read_token_file(path_);
-  mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  size_ = st.st_size;
+  version_ = file_version(st);
   checked_ = std::chrono::steady_clock::now();
 }
 
@@ -206,10 +216,8 @@ void TokenFile::reload_if_changed() {
     reload_error_ = error;
     return;
   }
-  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (mtime_ns == mtime_ns_ && st.st_size == size_) return;
-  mtime_ns_ = mtime_ns;  // a bad file is reported once, not on every request
-  size_ = st.st_size;
+  if (file_version(st) == version_) return;
+  version_ = file_version(st);  // a bad file is reported once, not on every request
   try {
     lines_ = read_token_file(path_);
     reload_error_.reset();

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace joule::service {
@@ -75,7 +76,7 @@ class TokenFile {
   std::function<void(const std::string&)> log_;
   mutable std::mutex mutex_;
   std::vector<TokenLine> lines_;
-  int64_t mtime_ns_ = 0, size_ = -1;
+  std::pair<int64_t, int64_t> version_;  // modification time (ns) and size, as last read
   std::chrono::steady_clock::time_point checked_;
   std::optional<std::string> reload_error_;
 };
