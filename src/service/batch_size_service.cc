@@ -63,7 +63,22 @@ nlohmann::json parse_stored(const std::string& text, const std::string& what) {
   }
 }
 
-JobSpec stored_spec(const StoredJob& job) { return JobSpec::from_json(parse_stored(job.spec_json, "spec of " + job.name)); }
+// Stored data that does not validate is the store's fault, not the
+// request's: an Error (500), never a RequestError, which would also tell the
+// group commit that the request failed before changing anything.
+template <typename Parse>
+auto from_store(const std::string& what, Parse&& parse) {
+  try {
+    return parse();
+  } catch (const RequestError& e) {
+    throw Error(fmt::format("job store: {} is malformed ({})", what, e.what()));
+  }
+}
+
+JobSpec stored_spec(const StoredJob& job) {
+  const std::string what = "spec of " + job.name;
+  return from_store(what, [&] { return JobSpec::from_json(parse_stored(job.spec_json, what)); });
+}
 
 BatchSizeOptimizer stored_optimizer(const StoredJob& job) {
   return BatchSizeOptimizer::from_json(parse_stored(job.state_json, "state of " + job.name));
@@ -215,7 +230,8 @@ class WriteBatch {
     auto [it, first] = job.power_limit_w.try_emplace({gpu_model, batch_size});
     if (first) {
       if (auto profile = txn_->power_profile(gpu_model, job.spec.name, batch_size)) {
-        const auto entries = profile_entries(parse_stored(*profile, "power profile of " + job.spec.name));
+        const std::string what = "power profile of " + job.spec.name;
+        const auto entries = from_store(what, [&] { return profile_entries(parse_stored(*profile, what)); });
         it->second = optimal_power_limit(entries, job.spec.eta, job.spec.max_power_w).power_limit_w;
       }
     }

@@ -407,6 +407,26 @@ TEST_P(BatchSizeServiceTest, AWriteThatFailsInASharedTransactionFailsAlone) {
   EXPECT_EQ(service.job("broken").recurrences, 0);
 }
 
+// A stored profile that is JSON but not a profile is the store's fault: the
+// ask fails as a server error and changes nothing (a refusal of the request
+// would have let the batch commit the optimizer's move without its row).
+TEST_P(BatchSizeServiceTest, AMalformedStoredProfileFailsTheAskAndChangesNothing) {
+  BatchSizeService service(open_job_store(url_));
+  service.register_job(spec_named("hollow"));
+  GetParam().exec(url_, "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
+                        " VALUES ('V100', 'hollow', 64, '[]', 0)");
+  try {
+    service.ask("hollow", "n");
+    FAIL() << "the ask succeeded";
+  } catch (const RequestError& e) {
+    FAIL() << "refused as the request's fault (" << e.status() << "): " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("power profile of hollow is malformed"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(service.job("hollow").revision, 1);
+  EXPECT_EQ(service.job("hollow").recurrences, 0);
+}
+
 TEST_P(BatchSizeServiceTest, ADatabaseFromANewerJouleIsRefused) {
   open_job_store(url_);
   GetParam().exec(url_, "INSERT INTO schema_version (version) VALUES (99)");
