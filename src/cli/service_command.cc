@@ -170,9 +170,8 @@ int run_tokens(const TokensCliOptions& o) {
   }
   std::cout << fmt::format("{:<20} {:<24} {}\n", "digest", "user", "jobs");
   for (const service::TokenLine& t : service::read_token_file(o.file)) {
-    std::string jobs;
-    for (const auto& p : t.grant.job_patterns) jobs += (jobs.empty() ? "" : ",") + p;
-    std::cout << fmt::format("{:<20} {:<24} {}\n", t.sha256_hex.substr(0, 19), t.grant.user, jobs);
+    std::cout << fmt::format("{:<20} {:<24} {}\n", t.sha256_hex.substr(0, 19), t.grant.user,
+                             fmt::join(t.grant.job_patterns, ","));
   }
   return 0;
 }

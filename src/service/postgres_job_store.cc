@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>

@@ -101,9 +101,7 @@ std::pair<int64_t, int64_t> file_version(const struct stat& st) {
 }
 
 std::string format_line(const TokenLine& t) {
-  std::string jobs;
-  for (const auto& p : t.grant.job_patterns) jobs += (jobs.empty() ? "" : ",") + p;
-  return fmt::format("{} user={} jobs={}\n", t.sha256_hex, t.grant.user, jobs);
+  return fmt::format("{} user={} jobs={}\n", t.sha256_hex, t.grant.user, fmt::join(t.grant.job_patterns, ","));
 }
 
 }  // namespace
