@@ -168,7 +168,7 @@ class BatchSizeRecurrence:
         self._probed_energy_j = 0.0
         self._probed_time_s = 0.0
         self._finished = False
-        self._gpu_model = ""  # the job spec's
+        self._gpu_model = ""  # asked with and published under (see gpu_model)
         self.power_limit_optimizer: Optional["PowerLimitOptimizer"] = None  # once made
         # Whether the profile measured in this run reached the service (None:
         # nothing to publish, or not yet).
@@ -178,8 +178,8 @@ class BatchSizeRecurrence:
         spec = self.client.job(self.job)["spec"]
         self._eta = float(spec["eta"])
         self._max_power_w = float(spec["max_power_w"])
-        self._gpu_model = str(self.monitor.gpus[0]["name"]) if self.monitor is not None else ""
-        self._gpu_model = self._gpu_model or str(spec.get("gpu_model") or "")
+        here = str(self.monitor.gpus[0]["name"]) if self.monitor is not None else ""
+        self._gpu_model = here or str(spec.get("gpu_model") or "")
         self.assignment = self.client.ask(self.job, self.node, self._gpu_model or None)
         if self.monitor is not None:
             self._window = f"joule-recurrence-{self.recurrence_id}"
