@@ -4,9 +4,16 @@
 // without think time, as recurrences of a job would. Prints round trips per
 // second and request latency percentiles.
 //   build/bin/joule_bench_service --clients 32 --seconds 10 [--store URL] [--driver raw|client]
-//                                 [--prior N]
+//                                 [--prior N] [--rate R]
 // --prior N: the job first gets N recurrences (in process, before timing), to
 // show that a request's cost does not grow with the job's age.
+// --rate R (raw driver): an open loop at R round trips per second in all,
+// each connection starting its round trips on a fixed schedule (as wrk2
+// does) instead of right after the last one ended. A request's latency is
+// counted from when it was due, so a server that falls behind is charged
+// for the wait too. Without it the loop is closed: each connection asks
+// again at once, and the latency is what the throughput allows (Little's
+// law: latency = connections / requests per second).
 // Drivers (the load generator shares the machine with the server):
 //   raw (default): two threads multiplex every connection with poll(2) and
 //     write prebuilt HTTP/1.1 requests, so the load costs little CPU (as wrk
@@ -51,8 +58,9 @@ double percentile(std::vector<double>& v, double p) {
 // the answers by Content-Length. Each connection alternates ask and report.
 class RawDriver {
  public:
-  RawDriver(int port, std::string job, int connections, int threads)
-      : port_(port), job_(std::move(job)), connections_(connections), threads_(threads) {}
+  // rate: round trips per second over all connections; 0 for a closed loop.
+  RawDriver(int port, std::string job, int connections, int threads, double rate)
+      : port_(port), job_(std::move(job)), connections_(connections), threads_(threads), rate_(rate) {}
 
   // Runs until stop; returns the latencies (ms) per thread.
   void run(const std::atomic<bool>& stop, std::atomic<int64_t>& round_trips, std::atomic<int64_t>& errors,
@@ -72,15 +80,17 @@ class RawDriver {
  private:
   struct Connection {
     int fd = -1;
+    int index;  // among all connections
     std::string job, node;
     std::string in;
     bool asking = true;
     int64_t recurrence_id = 0;
     int batch_size = 0;
     int round = 0;
-    Clock::time_point sent;
+    Clock::time_point due;    // when the request in flight was due (latency counts from there)
+    bool in_flight = false;
 
-    Connection(int port, std::string j, int index) : job(std::move(j)), node(fmt::format("raw-{}", index)) {
+    Connection(int port, std::string j, int i) : index(i), job(std::move(j)), node(fmt::format("raw-{}", i)) {
       fd = ::socket(AF_INET, SOCK_STREAM, 0);
       sockaddr_in a{};
       a.sin_family = AF_INET;
@@ -93,12 +103,13 @@ class RawDriver {
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     Connection(Connection&& o) noexcept
-        : fd(std::exchange(o.fd, -1)), job(std::move(o.job)), node(std::move(o.node)), asking(o.asking) {}
+        : fd(std::exchange(o.fd, -1)), index(o.index), job(std::move(o.job)), node(std::move(o.node)),
+          asking(o.asking) {}
     ~Connection() {
       if (fd >= 0) ::close(fd);
     }
 
-    void send_next() {
+    void send_next(Clock::time_point due_at) {
       std::string body, path;
       if (asking) {
         path = fmt::format("/v1/jobs/{}/recurrences", job);
@@ -111,7 +122,8 @@ class RawDriver {
       const std::string request = fmt::format(
           "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
           path, body.size(), body);
-      sent = Clock::now();
+      due = due_at;
+      in_flight = true;
       if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
         throw std::runtime_error("send failed");
       }
@@ -136,22 +148,42 @@ class RawDriver {
     }
   };
 
-  static void drive(std::vector<Connection>& conns, const std::atomic<bool>& stop, std::atomic<int64_t>& round_trips,
-                    std::atomic<int64_t>& errors, std::vector<double>& latencies_ms) {
+  void drive(std::vector<Connection>& conns, const std::atomic<bool>& stop, std::atomic<int64_t>& round_trips,
+             std::atomic<int64_t>& errors, std::vector<double>& latencies_ms) const {
+    // Open loop: connection k of n starts round trips every n / rate
+    // seconds, the connections' schedules spread evenly over that period.
+    const auto period = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(rate_ > 0 ? connections_ / rate_ : 0.0));
+    const auto start = Clock::now();
+    std::vector<Clock::time_point> next_round(conns.size());
     std::vector<pollfd> fds;
-    for (auto& c : conns) {
-      c.send_next();
-      fds.push_back({c.fd, POLLIN, 0});
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      next_round[i] = start + period * conns[i].index / connections_;
+      fds.push_back({conns[i].fd, POLLIN, 0});
     }
     while (!stop.load(std::memory_order_relaxed)) {
-      if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
+      auto now = Clock::now();
+      auto wake = now + std::chrono::milliseconds(100);
+      for (std::size_t i = 0; i < conns.size(); ++i) {
+        if (conns[i].in_flight) continue;
+        if (next_round[i] <= now) {
+          conns[i].send_next(next_round[i]);
+        } else {
+          wake = std::min(wake, next_round[i]);
+        }
+      }
+      const auto wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
+      const timespec timeout{static_cast<time_t>(wait_ns / 1000000000), static_cast<long>(wait_ns % 1000000000)};
+      if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) <= 0) continue;
+      now = Clock::now();
       for (std::size_t i = 0; i < conns.size(); ++i) {
         if (!(fds[i].revents & POLLIN)) continue;
         Connection& c = conns[i];
         int status = 0;
         std::string body;
         if (!c.receive(status, body)) continue;
-        latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - c.sent).count());
+        c.in_flight = false;
+        latencies_ms.push_back(std::chrono::duration<double, std::milli>(now - c.due).count());
         if (status >= 300) {
           if (errors.fetch_add(1) == 0) fmt::print(stderr, "first error: {} {}\n", status, body);
           c.asking = true;
@@ -160,12 +192,16 @@ class RawDriver {
           c.recurrence_id = reply.at("recurrence_id").get<int64_t>();
           c.batch_size = reply.at("batch_size").get<int>();
           c.asking = false;
+          c.send_next(now);  // a report goes as soon as its ask is answered
+          continue;
         } else {
           round_trips.fetch_add(1, std::memory_order_relaxed);
           ++c.round;
           c.asking = true;
         }
-        c.send_next();
+        // The next round trip: at once in a closed loop, else when due (it
+        // may be overdue already: the lateness counts in its latency).
+        next_round[i] = period.count() > 0 ? next_round[i] + period : now;
       }
     }
   }
@@ -173,6 +209,7 @@ class RawDriver {
   int port_;
   std::string job_;
   int connections_, threads_;
+  double rate_;
 };
 
 // The client driver: a thread per connection, through BatchSizeClient.
@@ -212,6 +249,7 @@ int main(int argc, char** argv) {
   double seconds = 10;
   std::string store_url, driver = "raw";
   int64_t prior = 0;
+  double rate = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
     if (arg == "--clients") clients = std::stoi(argv[i + 1]);
@@ -219,13 +257,18 @@ int main(int argc, char** argv) {
     else if (arg == "--store") store_url = argv[i + 1];
     else if (arg == "--driver") driver = argv[i + 1];
     else if (arg == "--prior") prior = std::stoll(argv[i + 1]);
+    else if (arg == "--rate") rate = std::stod(argv[i + 1]);
     else {
-      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client] [--prior N]\n");
+      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client] [--prior N] [--rate R]\n");
       return 2;
     }
   }
   if (driver != "raw" && driver != "client") {
     fmt::print(stderr, "joule_bench_service: --driver is raw or client, not '{}'\n", driver);
+    return 2;
+  }
+  if (rate < 0 || (rate > 0 && driver != "raw")) {
+    fmt::print(stderr, "joule_bench_service: --rate takes round trips per second > 0, with --driver raw\n");
     return 2;
   }
   const std::string path = (std::filesystem::temp_directory_path() / fmt::format("joule_bench_service_{}.db", getpid())).string();
@@ -253,7 +296,7 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   std::thread load([&] {
     if (driver == "raw") {
-      RawDriver(server.port(), job, clients, std::min(clients, 2)).run(stop, round_trips, errors, latencies_ms);
+      RawDriver(server.port(), job, clients, std::min(clients, 2), rate).run(stop, round_trips, errors, latencies_ms);
     } else {
       run_clients(url, job, clients, stop, round_trips, errors, latencies_ms);
     }
@@ -266,9 +309,9 @@ int main(int argc, char** argv) {
   serving.join();
   std::vector<double> all;
   for (auto& v : latencies_ms) all.insert(all.end(), v.begin(), v.end());
-  fmt::print("store: {}\ndriver: {}, clients: {}, prior recurrences: {}, {:.1f} s: {} ask+report round trips ({:.0f}/s), {} errors\n",
-             store->describe(), driver, clients, prior, elapsed_s, round_trips.load(), round_trips.load() / elapsed_s,
-             errors.load());
+  fmt::print("store: {}\ndriver: {}, clients: {}, {}, prior recurrences: {}, {:.1f} s: {} ask+report round trips ({:.0f}/s), {} errors\n",
+             store->describe(), driver, clients, rate > 0 ? fmt::format("open loop at {:.0f}/s", rate) : "closed loop",
+             prior, elapsed_s, round_trips.load(), round_trips.load() / elapsed_s, errors.load());
   fmt::print("request latency ms: p50 {:.2f}, p90 {:.2f}, p99 {:.2f}, max {:.2f}\n", percentile(all, 0.5),
              percentile(all, 0.9), percentile(all, 0.99), percentile(all, 1.0));
   const BatchSizeService::WriteCounts counts = service->write_counts();
