@@ -12,7 +12,7 @@ packages=(
   # toolchain and build
   build-essential cmake pkg-config git
   # libraries joule links
-  libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libtomlplusplus-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libtomlplusplus-dev libpcg-cpp-dev
   # joule serve: HTTP server and client; the PostgreSQL job store (the server
   # itself for its tests)
   libcpp-httplib-dev libssl-dev openssl libpqxx-dev postgresql

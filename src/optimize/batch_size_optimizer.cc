@@ -277,6 +277,21 @@ void restore_running_sums(const nlohmann::json& all, const std::vector<int>& siz
   }
 }
 
+// The generator's state as to_json() writes it (PCG's three numbers, ~60
+// bytes), or as earlier builds wrote it: std::mt19937_64's 313 (~6 KB, most
+// of a stored job's bytes). Such a state goes on with a PCG generator seeded
+// from the old one, so a restored optimizer stays deterministic.
+pcg32 rng_from_json(const std::string& text) {
+  pcg32 rng;
+  std::istringstream in(text);
+  if (in >> rng && (in >> std::ws).eof()) return rng;
+  std::mt19937_64 older;
+  std::istringstream again(text);
+  if (!(again >> older) || !(again >> std::ws).eof()) throw UsageError("optimizer state: bad random-generator state");
+  const uint64_t state = older(), stream = older();
+  return pcg32(state, stream);
+}
+
 }  // namespace
 
 nlohmann::json BatchSizeOptimizer::to_json() const {
@@ -360,9 +375,7 @@ BatchSizeOptimizer BatchSizeOptimizer::from_json(const nlohmann::json& j) {
                                          {prior.at("mean").get<double>(), prior.at("precision").get<double>()});
       }
     }
-    std::istringstream rng(j.at("rng").get<std::string>());
-    rng >> optimizer.rng_;
-    if (rng.fail()) throw UsageError("optimizer state: bad random-generator state");
+    optimizer.rng_ = rng_from_json(j.at("rng").get<std::string>());
     return optimizer;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("optimizer state: {}", e.what()));

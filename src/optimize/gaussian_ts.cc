@@ -125,7 +125,7 @@ ArmBelief GaussianThompsonSampler::belief(int arm) const {
   return {(prior.precision * prior.mean + data_precision * mean) / precision, 1.0 / precision, n};
 }
 
-int GaussianThompsonSampler::predict(const std::vector<int>& arms, std::mt19937_64& rng) const {
+int GaussianThompsonSampler::predict(const std::vector<int>& arms, pcg32& rng) const {
   if (arms.empty()) throw Error("Thompson sampling needs at least one batch size");
   int best_arm = arms.front();
   double best_draw = std::numeric_limits<double>::infinity();

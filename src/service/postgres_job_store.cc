@@ -315,7 +315,10 @@ class PostgresJobStore final : public JobStore {
   std::unique_ptr<pqxx::connection> connect() const {
     try {
       auto conn = std::make_unique<pqxx::connection>(url_);
-      pqxx::nontransaction(*conn).exec(fmt::format("SET lock_timeout = {}", kLockTimeoutMs));
+      // extra_float_digits > 0: doubles come back in the fewest digits that
+      // read back to the same bits, whatever the server's default.
+      pqxx::nontransaction(*conn).exec(
+          fmt::format("SET lock_timeout = {}; SET extra_float_digits = 3", kLockTimeoutMs));
       for (const auto& [name, sql] : prepared_statements()) conn->prepare(name, sql);
       return conn;
     } catch (const std::exception& e) {

@@ -251,6 +251,8 @@ TEST(BatchSizeOptimizerTest, RunningSumsStateSizeDoesNotGrowWithRecurrences) {
 // tests/optimize/data/batch_size_optimizer_v1.json was written by to_json()
 // before version 2 existed, from options() and the Job's costs plus 0.1 per
 // recurrence, 14 recurrences.
+// The file was written by an earlier build, whose random generator was a
+// std::mt19937_64 (its "rng" is 313 numbers; PCG's is 3).
 TEST(BatchSizeOptimizerTest, VersionOneStatesStillLoadAndAreWrittenAsBefore) {
   std::ifstream file(std::string(JOULE_SOURCE_DIR) + "/tests/optimize/data/batch_size_optimizer_v1.json");
   ASSERT_TRUE(file);
@@ -261,15 +263,28 @@ TEST(BatchSizeOptimizerTest, VersionOneStatesStillLoadAndAreWrittenAsBefore) {
     const int b = replayed.predict();
     replayed.observe(b, job.converges(b) ? job.cost.at(b) + 0.1 * i : 250.0, job.converges(b));
   }
-  EXPECT_EQ(replayed.to_json().dump(2) + "\n", text);
+  // All but the generator is written as before.
+  nlohmann::json written = replayed.to_json(), stored = nlohmann::json::parse(text);
+  ASSERT_GT(stored.at("rng").get<std::string>().size(), 1000u);
+  written.erase("rng");
+  stored.erase("rng");
+  EXPECT_EQ(written, stored);
+  // The old generator's state loads, and goes on the same way every time.
   BatchSizeOptimizer loaded = BatchSizeOptimizer::from_json(nlohmann::json::parse(text));
+  BatchSizeOptimizer again = BatchSizeOptimizer::from_json(nlohmann::json::parse(text));
   EXPECT_TRUE(loaded.sampler().keeps_history());
   EXPECT_EQ(loaded.sampler().observations(128).size(), 8u);
+  // A state written now goes on exactly where its writer stopped.
+  BatchSizeOptimizer restored = BatchSizeOptimizer::from_json(replayed.to_json());
   for (int i = 0; i < 20; ++i) {
-    const int b = replayed.predict();
-    ASSERT_EQ(loaded.predict(), b) << i;
-    replayed.observe(b, job.cost.at(b) + i, true);
+    const int b = loaded.predict();
+    ASSERT_EQ(again.predict(), b) << i;
     loaded.observe(b, job.cost.at(b) + i, true);
+    again.observe(b, job.cost.at(b) + i, true);
+    const int r = replayed.predict();
+    ASSERT_EQ(restored.predict(), r) << i;
+    replayed.observe(r, job.cost.at(r) + i, true);
+    restored.observe(r, job.cost.at(r) + i, true);
   }
 }
 
@@ -306,6 +321,9 @@ TEST(BatchSizeOptimizerTest, MalformedRunningSumsStatesAreRefused) {
   };
   const auto sums = "/running_sums/64"_json_pointer;
   expect_refused(broken([](auto& j) { j["version"] = 3; }), "optimizer state: unsupported version 3");
+  for (const char* rng : {"", "1 2", "6364136223846793005 1442695040888963407 1 extra", "not numbers"}) {
+    expect_refused(broken([&](auto& j) { j["rng"] = rng; }), "optimizer state: bad random-generator state");
+  }
   expect_refused(broken([&](auto& j) { j[sums]["n"] = -3; }), "optimizer state: batch size 64 has n -3");
   expect_refused(broken([&](auto& j) { j[sums]["n"] = 2.5; }), "optimizer state: batch size 64 has n 2.5");
   // NaN and infinity: as a caller's object, and as the null they are saved as.

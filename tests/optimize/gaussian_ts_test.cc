@@ -48,7 +48,7 @@ TEST(GaussianTsTest, PredictTakesTheSmallestPosteriorDraw) {
   for (double c : {100.0, 110.0}) ts.observe(32, c);  // N(105, 25/2)
   for (double c : {104.0, 108.0}) ts.observe(64, c);  // N(106, 4/2)
   for (uint64_t seed = 1; seed <= 50; ++seed) {
-    std::mt19937_64 rng(seed), replay(seed);
+    pcg32 rng(seed), replay(seed);
     const double draw32 = std::normal_distribution<double>(105.0, std::sqrt(12.5))(replay);
     const double draw64 = std::normal_distribution<double>(106.0, std::sqrt(2.0))(replay);
     EXPECT_EQ(ts.predict({32, 64}, rng), draw32 < draw64 ? 32 : 64) << seed;
@@ -59,7 +59,7 @@ TEST(GaussianTsTest, ClearlyCheaperArmWinsAndUntriedArmsGoFirst) {
   GaussianThompsonSampler ts;
   for (double c : {10.0, 11.0}) ts.observe(1, c);
   for (double c : {50.0, 51.0}) ts.observe(2, c);
-  std::mt19937_64 rng(7);
+  pcg32 rng(7);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(ts.predict({1, 2}, rng), 1);
   ts.add_arm(3);
   EXPECT_EQ(ts.predict({1, 2, 3}, rng), 3);
@@ -92,7 +92,7 @@ TEST(GaussianTsTest, RestoredRunningSumsGiveTheSameBeliefsAndDraws) {
   EXPECT_EQ(restored.belief(32).mean, saved.belief(32).mean);
   EXPECT_EQ(restored.belief(32).variance, saved.belief(32).variance);
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    std::mt19937_64 a(seed), b(seed);
+    pcg32 a(seed), b(seed);
     EXPECT_EQ(restored.predict({32, 64}, a), saved.predict({32, 64}, b)) << seed;
   }
   EXPECT_EQ(saved.running(128).n, 0u);  // never seen: empty sums

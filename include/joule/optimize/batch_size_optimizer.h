@@ -115,7 +115,9 @@ class BatchSizeOptimizer {
   //      keep_observations is false and there is no window; options then
   //      hold "keep_observations": false. Its size does not grow with the
   //      number of recurrences.
-  // from_json reads both; it throws UsageError for an unknown version or
+  // "rng" is the random generator's state (PCG32: three numbers). from_json
+  // reads both versions, and the larger std::mt19937_64 "rng" that earlier
+  // builds wrote; it throws UsageError for an unknown version or
   // evidence that is malformed (negative n, non-finite sums, a size not among
   // the choices, a size missing from running_sums).
   nlohmann::json to_json() const;
@@ -128,7 +130,7 @@ class BatchSizeOptimizer {
 
   BatchSizeOptimizerOptions options_;
   GaussianThompsonSampler sampler_;
-  std::mt19937_64 rng_;
+  pcg32 rng_;
   Phase phase_ = Phase::kPruning;
   int round_ = 0;
   int b0_ = 0;

@@ -13,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <pcg_random.hpp>
 #include <random>
 #include <vector>
 
@@ -59,7 +60,7 @@ class GaussianThompsonSampler {
   // Samples each listed arm's belief; returns the arm with the smallest draw.
   // Arms without observations and with a flat prior are drawn first
   // (returned before any other).
-  int predict(const std::vector<int>& arms, std::mt19937_64& rng) const;
+  int predict(const std::vector<int>& arms, pcg32& rng) const;
 
   // The observations kept (empty when keep_history is off and no window).
   const std::deque<double>& observations(int arm) const;
