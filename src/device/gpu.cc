@@ -19,6 +19,7 @@ const char* to_string(GpuCapability capability) {
     case GpuCapability::kSmClock: return "sm_clock";
     case GpuCapability::kTemperature: return "temperature";
     case GpuCapability::kMemoryUsed: return "memory_used";
+    case GpuCapability::kRunningProcesses: return "running_processes";
     case GpuCapability::kSetPowerLimit: return "set_power_limit";
   }
   return "unknown";
@@ -30,6 +31,10 @@ std::string Gpu::label() const {
 
 void Gpu::read_power_samples(std::vector<PowerSample>& /*out*/) {
   throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: no buffered power samples", index()));
+}
+
+std::vector<GpuProcess> Gpu::running_processes() {
+  throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: this backend cannot list processes", index()));
 }
 
 void check_power_limit_in_range(const Gpu& gpu, uint32_t limit_mw, PowerLimitRange range) {

@@ -286,6 +286,7 @@ TEST(JouledTest, TheLibraryGoesThroughTheDaemonAndLeasesEndWithTheProcess) {
     EXPECT_EQ(devices.control_path, "jouled at " + jouled.socket + " (requested)");
     devices.gpus[0]->set_power_limit_mw(180'000);
     EXPECT_DOUBLE_EQ(jouled.limit_w(0), 180.0);
+    EXPECT_TRUE(devices.gpus[0]->running_processes().empty());  // readings pass through the wrapper
   }  // the connection closes with the devices
   for (int i = 0; i < 200 && jouled.limit_w(0) != 300.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_DOUBLE_EQ(jouled.limit_w(0), 300.0);

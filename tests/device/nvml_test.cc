@@ -88,6 +88,65 @@ TEST(NvmlTest, PowerUsageByDefaultInstantFieldOnRequest) {
   EXPECT_EQ(devices.gpus[1]->power_mw(), 300'000u);  // no field: power usage after all
 }
 
+// Compute and graphics lists merged by pid; memory the driver will not tell
+// is absent, not zero; processes come and go with the fake's clock.
+TEST(NvmlTest, ListsEachProcessOnceWithTheMemoryTheDriverTells) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, R"(clock virtual
+device power_w=300
+device power_w=100
+process device=0 pid=100 used_mib=512
+process device=0 pid=200 used_mib=1024 kind=both
+process device=0 pid=300 used_mib=na kind=graphics
+process device=0 pid=400 used_mib=64 start_ms=1000 end_ms=2000
+)");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  auto* set_fake_time = reinterpret_cast<void (*)(double)>(
+      dlsym(dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD), "joule_fake_nvml_set_time_s"));
+  ASSERT_NE(set_fake_time, nullptr);
+  const std::vector<GpuProcess> at_start = {{100, 512ull << 20}, {200, 1024ull << 20}, {300, std::nullopt}};
+  EXPECT_EQ(devices.gpus[0]->running_processes(), at_start);
+  EXPECT_TRUE(devices.gpus[1]->running_processes().empty());
+  set_fake_time(1.5);
+  std::vector<GpuProcess> later = at_start;
+  later.push_back({400, 64ull << 20});
+  EXPECT_EQ(devices.gpus[0]->running_processes(), later);
+  set_fake_time(2.0);
+  EXPECT_EQ(devices.gpus[0]->running_processes(), at_start);
+}
+
+// More processes than a first guess holds: the list is asked for its size.
+TEST(NvmlTest, ListsManyProcesses) {
+  TempDir tmp;
+  std::string config = "device power_w=300\n";
+  for (int pid = 1000; pid < 1040; ++pid) config += "process device=0 pid=" + std::to_string(pid) + " used_mib=1\n";
+  const auto fake = use_fake_nvml(tmp, config);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  const std::vector<GpuProcess> listed = devices.gpus[0]->running_processes();
+  ASSERT_EQ(listed.size(), 40u);
+  EXPECT_EQ(listed.front().pid, 1000u);
+  EXPECT_EQ(listed.back().pid, 1039u);
+}
+
+TEST(NvmlTest, AProcessListTheDriverRefusesIsATypedErrorAndAnUnavailableCapability) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, "device power_w=300\nprocess device=0 pid=7\n"
+                                       "error function=nvmlDeviceGetComputeRunningProcesses_v3 device=0 code=4\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  try {
+    devices.gpus[0]->running_processes();
+    ADD_FAILURE() << "listed processes the driver refused";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kNoPermission);
+    EXPECT_NE(std::string(e.what()).find("nvmlDeviceGetComputeRunningProcesses_v3"), std::string::npos) << e.what();
+  }
+  for (const CapabilityStatus& c : devices.gpus[0]->probe_capabilities()) {
+    if (c.capability != GpuCapability::kRunningProcesses) continue;
+    EXPECT_FALSE(c.available);
+    EXPECT_NE(c.reason.find("nvmlDeviceGetComputeRunningProcesses_v3"), std::string::npos) << c.reason;
+  }
+}
+
 TEST(NvmlTest, PowerSamplesAreReadOnceEachAndMovedOntoTheCountersTimeline) {
   TempDir tmp;
   // Stamped 4.5 ms before their intervals end, as an H100's are; on the

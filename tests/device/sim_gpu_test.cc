@@ -84,5 +84,19 @@ TEST(SimSpecTest, ParsesKeysAndRejectsBadOnes) {
   }
 }
 
+TEST(SimGpuTest, ListsTheProcessesItIsGivenByPid) {
+  auto clock = std::make_shared<VirtualClock>();
+  SimGpu gpu(0, SimGpuModel{}, clock);
+  EXPECT_TRUE(gpu.running_processes().empty());
+  gpu.set_processes({{300, std::nullopt}, {100, 1ull << 30}});
+  const std::vector<GpuProcess> expected = {{100, 1ull << 30}, {300, std::nullopt}};
+  EXPECT_EQ(gpu.running_processes(), expected);
+  for (const CapabilityStatus& c : gpu.probe_capabilities()) {
+    if (c.capability == GpuCapability::kRunningProcesses) {
+      EXPECT_TRUE(c.available);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace joule

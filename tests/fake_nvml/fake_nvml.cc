@@ -20,6 +20,12 @@
 //          sample_ms=20 sample_buffer=100 sample_latency_ms=0 sample_prefill=0
 //          energy_phase_ms=0 sample_cover_ms=20
 //   error function=nvmlDeviceGetPowerUsage device=0 code=15 after_calls=3 after_ms=0
+//   process device=0 pid=4242 used_mib=512 kind=compute start_ms=0 end_ms=5000
+//
+// Processes: listed by nvmlDevice{Compute,Graphics}RunningProcesses_v3 while
+// start_ms <= t < end_ms (end_ms absent: until the end); kind is compute
+// (default), graphics or both; used_mib=na makes the memory "not available",
+// as a driver reports it to an unprivileged caller.
 //
 // Power profile (every level is capped by the power limit in force):
 //   power_w=P                        constant P (default 100 W)
@@ -263,6 +269,13 @@ struct Device {
   double sample_stamp_lead_ms = 0.0;  // stamps this much before the interval ends (an H100: ~4.5 ms)
   bool sample_prefill = false;  // the buffer holds samples from before nvmlInit
   std::vector<LimitEra> eras;  // oldest first; set up at nvmlInit
+  struct Process {
+    unsigned pid = 0;
+    unsigned long long used_bytes = 0;  // joule::nvml::kValueNotAvailable for "na"
+    bool compute = true, graphics = false;
+    double start_s = 0.0, end_s = 1e300;
+  };
+  std::vector<Process> processes;
 };
 
 struct ErrorRule {
@@ -494,6 +507,33 @@ void load_config(State& s) {
         return;
       }
       s.devices.push_back(std::move(d));
+    } else if (directive == "process") {
+      const auto device = static_cast<std::size_t>(number_or(kv, "device", 0));
+      if (device >= s.devices.size()) {
+        s.load_error = where + ": process names device " + std::to_string(device) + ", not defined above";
+        return;
+      }
+      Device::Process p;
+      p.pid = static_cast<unsigned>(number_or(kv, "pid", 0));
+      const std::string used = kv.count("used_mib") ? kv.at("used_mib") : "0";
+      char* end = nullptr;
+      const double used_mib = std::strtod(used.c_str(), &end);
+      if (used != "na" && (end == used.c_str() || *end != '\0' || !(used_mib >= 0))) {
+        s.load_error = where + ": process used_mib must be a number >= 0 or na, not '" + used + "'";
+        return;
+      }
+      p.used_bytes = used == "na" ? joule::nvml::kValueNotAvailable
+                                  : static_cast<unsigned long long>(used_mib * 1024 * 1024);
+      const std::string kind = kv.count("kind") ? kv.at("kind") : "compute";
+      if (kind != "compute" && kind != "graphics" && kind != "both") {
+        s.load_error = where + ": process kind must be compute, graphics or both, not '" + kind + "'";
+        return;
+      }
+      p.compute = kind != "graphics";
+      p.graphics = kind != "compute";
+      p.start_s = number_or(kv, "start_ms", 0) / 1000.0;
+      p.end_s = kv.count("end_ms") ? number_or(kv, "end_ms", 0) / 1000.0 : 1e300;
+      s.devices[device].processes.push_back(p);
     } else if (directive == "error") {
       ErrorRule rule;
       rule.function = kv.count("function") ? kv.at("function") : "*";
@@ -884,6 +924,39 @@ FAKE_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t*
   memory->used = d->mem_used;
   memory->free = d->mem_total - d->mem_used;
   return 0;
+}
+
+namespace {
+
+// The _v3 list protocol: with room for fewer than the processes running, the
+// count needed and NVML_ERROR_INSUFFICIENT_SIZE; else the list.
+nvmlReturn_t list_processes(const Device& d, bool graphics, unsigned int* count, nvmlProcessInfo_t* infos) {
+  const double now = now_s();
+  std::vector<nvmlProcessInfo_t> running;
+  for (const Device::Process& p : d.processes) {
+    if ((graphics ? p.graphics : p.compute) && p.start_s <= now && now < p.end_s) {
+      running.push_back({p.pid, p.used_bytes, 0xffffffffu, 0xffffffffu});
+    }
+  }
+  const unsigned int room = *count;
+  *count = static_cast<unsigned int>(running.size());
+  if (room < running.size()) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  std::copy(running.begin(), running.end(), infos);
+  return 0;
+}
+
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                              nvmlProcessInfo_t* infos) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetComputeRunningProcesses_v3");
+  return list_processes(*d, /*graphics=*/false, count, infos);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                               nvmlProcessInfo_t* infos) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetGraphicsRunningProcesses_v3");
+  return list_processes(*d, /*graphics=*/true, count, infos);
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit_mw) {

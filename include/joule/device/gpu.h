@@ -24,6 +24,7 @@ enum class GpuCapability {
   kSmClock,           // current SM clock
   kTemperature,       // core temperature
   kMemoryUsed,        // device memory in use
+  kRunningProcesses,  // the processes with a context on the GPU
   kSetPowerLimit,     // control: set a limit / restore the default
 };
 
@@ -32,7 +33,7 @@ inline constexpr GpuCapability kAllGpuCapabilities[] = {
     GpuCapability::kPowerSamples,
     GpuCapability::kPowerLimit,    GpuCapability::kLimitConstraints, GpuCapability::kDefaultLimit,
     GpuCapability::kUtilization,   GpuCapability::kSmClock,       GpuCapability::kTemperature,
-    GpuCapability::kMemoryUsed,    GpuCapability::kSetPowerLimit,
+    GpuCapability::kMemoryUsed,    GpuCapability::kRunningProcesses, GpuCapability::kSetPowerLimit,
 };
 
 const char* to_string(GpuCapability capability);
@@ -58,6 +59,16 @@ struct PowerSample {
 struct Utilization {
   uint32_t gpu_percent = 0;
   uint32_t memory_percent = 0;
+};
+
+// A process with a context on a GPU (compute, graphics, or both).
+struct GpuProcess {
+  uint32_t pid = 0;
+  // Device memory it holds; none where the driver will not say (e.g. to an
+  // unprivileged caller, or under MIG).
+  std::optional<uint64_t> used_memory_bytes;
+
+  bool operator==(const GpuProcess&) const = default;
 };
 
 // One GPU. Readings throw DeviceError (with the backend's own message) when
@@ -100,6 +111,9 @@ class Gpu {
   virtual uint32_t sm_clock_mhz() = 0;
   virtual uint32_t temperature_c() = 0;
   virtual uint64_t memory_used_bytes() = 0;
+  // The processes using the GPU now, by pid, each once. Throws DeviceError;
+  // the default says the backend cannot tell.
+  virtual std::vector<GpuProcess> running_processes();
 
   // Control. Limits outside power_limit_range_mw() are refused before any
   // driver call, with a DeviceError(kInvalidArgument).

@@ -70,7 +70,11 @@ class SimGpu final : public Gpu {
   uint32_t sm_clock_mhz() override;
   uint32_t temperature_c() override;
   uint64_t memory_used_bytes() override { return model_.memory_used_bytes; }
+  std::vector<GpuProcess> running_processes() override;
   void set_power_limit_mw(uint32_t limit_mw) override;
+
+  // The processes the simulated GPU says are using it (none at first).
+  void set_processes(std::vector<GpuProcess> processes);
 
   // The fraction of the GPU kept busy from now on, in [0, 1].
   void set_load(double load);
@@ -93,6 +97,7 @@ class SimGpu final : public Gpu {
   mutable double accounted_until_s_;
   double load_ = 0.0;
   uint32_t limit_mw_;
+  std::vector<GpuProcess> processes_;
 };
 
 // What `JOULE_SIM` (or --sim) asks for: "count=4,load=0.6,name=...".

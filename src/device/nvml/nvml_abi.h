@@ -36,6 +36,14 @@ struct nvmlSample_t {
   nvmlValue_t sampleValue;
 };
 
+// What the _v3 process lists fill (nvmlProcessInfo_v2_t in nvml.h).
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // kValueNotAvailable when the driver will not say
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
 struct nvmlFieldValue_t {
   unsigned int fieldId;
   unsigned int scopeId;
@@ -68,6 +76,10 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int clock_type, unsigned int* clock_mhz);
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned int* temp_c);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_t* infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                      nvmlProcessInfo_t* infos);
 nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit_mw);
 
 }  // extern "C"
@@ -97,6 +109,7 @@ inline constexpr int kValueTypeUnsignedInt = 1;           // NVML_VALUE_TYPE_UNS
 inline constexpr int kClockSm = 1;                       // NVML_CLOCK_SM
 inline constexpr int kTemperatureGpu = 0;                // NVML_TEMPERATURE_GPU
 inline constexpr unsigned int kArchitectureUnknown = 0xffffffff;
+inline constexpr unsigned long long kValueNotAvailable = ~0ull;  // NVML_VALUE_NOT_AVAILABLE
 
 // Buffer sizes from nvml.h (NVML_DEVICE_NAME_V2_BUFFER_SIZE, ...UUID_V2...).
 inline constexpr unsigned int kNameBufferSize = 96;

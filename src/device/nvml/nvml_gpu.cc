@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <map>
 
 #include "joule/device/nvml.h"
 
@@ -220,6 +221,39 @@ uint64_t NvmlGpu::memory_used_bytes() {
   return memory.used;
 }
 
+// NVML lists compute and graphics contexts apart; a process with both is in
+// each. A list is read by asking its size first: it may grow between the two
+// calls (a process starting), so a short buffer is retried a few times.
+std::vector<GpuProcess> NvmlGpu::running_processes() {
+  std::map<uint32_t, GpuProcess> by_pid;
+  const auto read = [&](auto list, const char* function) {
+    std::vector<nvmlProcessInfo_t> infos;
+    for (int attempt = 0;; ++attempt) {
+      unsigned int count = static_cast<unsigned int>(infos.size());
+      const nvmlReturn_t rc = require(list, function)(handle_, &count, infos.data());
+      if (rc == kErrorInsufficientSize && attempt < 3) {
+        infos.resize(count + 8);  // room for a few that start meanwhile
+        continue;
+      }
+      check(rc, function);
+      infos.resize(count);
+      break;
+    }
+    for (const nvmlProcessInfo_t& info : infos) {
+      GpuProcess& p = by_pid[info.pid];
+      p.pid = info.pid;
+      if (info.usedGpuMemory != kValueNotAvailable) {
+        p.used_memory_bytes = std::max(p.used_memory_bytes.value_or(0), uint64_t{info.usedGpuMemory});
+      }
+    }
+  };
+  read(fn_.nvmlDeviceGetComputeRunningProcesses_v3, "nvmlDeviceGetComputeRunningProcesses_v3");
+  read(fn_.nvmlDeviceGetGraphicsRunningProcesses_v3, "nvmlDeviceGetGraphicsRunningProcesses_v3");
+  std::vector<GpuProcess> out;
+  for (auto& [pid, p] : by_pid) out.push_back(p);
+  return out;
+}
+
 void NvmlGpu::set_power_limit_mw(uint32_t limit_mw) {
   require(fn_.nvmlDeviceSetPowerManagementLimit, "nvmlDeviceSetPowerManagementLimit");
   check_power_limit_in_range(*this, limit_mw, power_limit_range_mw());
@@ -251,6 +285,7 @@ std::vector<CapabilityStatus> NvmlGpu::probe_capabilities() {
   result.push_back(status_of(GpuCapability::kSmClock, [&] { sm_clock_mhz(); }));
   result.push_back(status_of(GpuCapability::kTemperature, [&] { temperature_c(); }));
   result.push_back(status_of(GpuCapability::kMemoryUsed, [&] { memory_used_bytes(); }));
+  result.push_back(status_of(GpuCapability::kRunningProcesses, [&] { running_processes(); }));
   // Control cannot be probed without changing the GPU; report whether the
   // driver has the call, and that the change itself needs privileges.
   CapabilityStatus control{GpuCapability::kSetPowerLimit, fn_.nvmlDeviceSetPowerManagementLimit != nullptr, {}};

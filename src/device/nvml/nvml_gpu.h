@@ -36,6 +36,7 @@ class NvmlGpu final : public Gpu {
   uint32_t sm_clock_mhz() override;
   uint32_t temperature_c() override;
   uint64_t memory_used_bytes() override;
+  std::vector<GpuProcess> running_processes() override;
   void set_power_limit_mw(uint32_t limit_mw) override;
 
   uint32_t power_usage_mw();

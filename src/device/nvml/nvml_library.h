@@ -36,6 +36,8 @@ namespace joule::nvml {
   X(nvmlDeviceGetClockInfo)                       \
   X(nvmlDeviceGetTemperature)                     \
   X(nvmlDeviceGetMemoryInfo)                      \
+  X(nvmlDeviceGetComputeRunningProcesses_v3)      \
+  X(nvmlDeviceGetGraphicsRunningProcesses_v3)     \
   X(nvmlDeviceSetPowerManagementLimit)
 
 struct FunctionTable {

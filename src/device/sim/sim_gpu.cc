@@ -117,6 +117,17 @@ double SimGpu::relative_speed() const {
   return model_.relative_speed(load_, limit_mw_ / 1000.0);
 }
 
+std::vector<GpuProcess> SimGpu::running_processes() {
+  std::lock_guard lock(mutex_);
+  return processes_;
+}
+
+void SimGpu::set_processes(std::vector<GpuProcess> processes) {
+  std::sort(processes.begin(), processes.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+  std::lock_guard lock(mutex_);
+  processes_ = std::move(processes);
+}
+
 std::vector<CapabilityStatus> SimGpu::probe_capabilities() {
   std::vector<CapabilityStatus> result;
   for (GpuCapability capability : kAllGpuCapabilities) {
