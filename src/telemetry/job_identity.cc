@@ -1,0 +1,119 @@
+#include "joule/telemetry/job_identity.h"
+
+#include <fmt/format.h>
+#include <pwd.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+namespace joule {
+namespace {
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Slurm puts a job's processes under .../job_<id>/step_<n>/... (cgroup v1:
+// /slurm/uid_U/job_N; v2: /system.slice/slurmstepd.scope/job_N).
+std::optional<std::string> slurm_job_of_cgroup(const std::string& cgroups) {
+  static const std::regex job(R"(/job_([0-9]+)(/|$))");
+  std::smatch m;
+  std::istringstream lines(cgroups);
+  for (std::string line; std::getline(lines, line);) {
+    if (std::regex_search(line, m, job)) return m[1].str();
+  }
+  return std::nullopt;
+}
+
+// The kubelet names a pod's cgroup after its uid: pod<uid> (cgroupfs driver)
+// or ...-pod<uid with '_' for '-'>.slice (systemd driver).
+std::optional<std::string> kubernetes_pod_of_cgroup(const std::string& cgroups) {
+  static const std::regex pod(
+      R"(kubepods.*pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}))");
+  std::smatch m;
+  std::istringstream lines(cgroups);
+  for (std::string line; std::getline(lines, line);) {
+    if (std::regex_search(line, m, pod)) {
+      std::string uid = m[1].str();
+      std::replace(uid.begin(), uid.end(), '_', '-');
+      return uid;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> slurm_job_of_environment(const std::string& environ) {
+  constexpr std::string_view kKey = "SLURM_JOB_ID=";
+  std::size_t start = 0;
+  while (start < environ.size()) {
+    const std::size_t end = std::min(environ.find('\0', start), environ.size());
+    const std::string_view entry(environ.data() + start, end - start);
+    if (entry.substr(0, kKey.size()) == kKey && entry.size() > kKey.size()) {
+      return std::string(entry.substr(kKey.size()));
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+// The real uid from status's "Uid:" line, by name where it has one.
+std::optional<std::string> user_of_status(const std::string& status) {
+  std::istringstream lines(status);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    uid_t uid = 0;
+    if (!(std::istringstream(line.substr(4)) >> uid)) return std::nullopt;
+    passwd entry{};
+    passwd* found = nullptr;
+    std::vector<char> buffer(4096);
+    if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) return found->pw_name;
+    return std::to_string(uid);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* to_string(JobIdentity::Scheduler scheduler) {
+  switch (scheduler) {
+    case JobIdentity::Scheduler::kSlurm: return "slurm";
+    case JobIdentity::Scheduler::kKubernetes: return "kubernetes";
+    case JobIdentity::Scheduler::kNone: return "none";
+  }
+  return "none";
+}
+
+std::string JobIdentity::job_label() const {
+  if (scheduler == Scheduler::kNone) return "user/" + user;
+  return fmt::format("{}/{}", to_string(scheduler), job_id);
+}
+
+std::optional<JobIdentity> identify_job(uint32_t pid, const std::filesystem::path& proc_root) {
+  const std::filesystem::path dir = proc_root / std::to_string(pid);
+  const std::optional<std::string> status = read_file(dir / "status");
+  if (!status) return std::nullopt;  // gone (or never was)
+  JobIdentity id;
+  id.user = user_of_status(*status).value_or("unknown");
+  const std::string cgroups = read_file(dir / "cgroup").value_or("");
+  if (auto job = slurm_job_of_cgroup(cgroups)) {
+    id.scheduler = JobIdentity::Scheduler::kSlurm;
+    id.job_id = *job;
+  } else if (auto pod = kubernetes_pod_of_cgroup(cgroups)) {
+    id.scheduler = JobIdentity::Scheduler::kKubernetes;
+    id.job_id = *pod;
+  } else if (auto env_job = slurm_job_of_environment(read_file(dir / "environ").value_or(""))) {
+    id.scheduler = JobIdentity::Scheduler::kSlurm;
+    id.job_id = *env_job;
+  }
+  return id;
+}
+
+}  // namespace joule
