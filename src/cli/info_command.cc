@@ -8,16 +8,24 @@
 #include "joule/version.h"
 #include "joule/error.h"
 #include "joule/measure/sampler.h"
+#include "joule/telemetry/job_identity.h"
 
 namespace joule::cli {
 
 namespace {
+
+// A process on a GPU and whom it works for (none when it ended meanwhile).
+struct ProcessInfo {
+  GpuProcess process;
+  std::optional<JobIdentity> job;
+};
 
 struct GpuInfo {
   std::shared_ptr<Gpu> gpu;
   std::vector<CapabilityStatus> capabilities;
   std::optional<uint32_t> limit_mw, default_mw;
   std::optional<PowerLimitRange> range_mw;
+  std::optional<std::vector<ProcessInfo>> processes;  // none when the driver will not list them
 };
 
 template <typename T, typename Read>
@@ -39,7 +47,11 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
   const Devices devices = common.open_devices();
   std::vector<GpuInfo> infos;
   for (const auto& gpu : devices.gpus) {
-    GpuInfo info{gpu, gpu->probe_capabilities(), {}, {}, {}};
+    GpuInfo info{gpu, gpu->probe_capabilities(), {}, {}, {}, {}};
+    if (auto processes = try_read<std::vector<GpuProcess>>([&] { return gpu->running_processes(); })) {
+      info.processes.emplace();
+      for (const GpuProcess& p : *processes) info.processes->push_back({p, identify_job(p.pid)});
+    }
     info.limit_mw = try_read<uint32_t>([&] { return gpu->power_limit_mw(); });
     info.default_mw = try_read<uint32_t>([&] { return gpu->default_power_limit_mw(); });
     info.range_mw = try_read<PowerLimitRange>([&] { return gpu->power_limit_range_mw(); });
@@ -54,6 +66,19 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
         capabilities[to_string(c.capability)] = {{"available", c.available}, {"reason", c.reason}};
       }
       auto w = [](const std::optional<uint32_t>& mw) { return mw ? nlohmann::json(*mw / 1000.0) : nlohmann::json(); };
+      nlohmann::json processes;  // null: not listed
+      if (info.processes) {
+        processes = nlohmann::json::array();
+        for (const ProcessInfo& p : *info.processes) {
+          const auto& used = p.process.used_memory_bytes;
+          processes.push_back({{"pid", p.process.pid},
+                               {"used_memory_bytes", used ? nlohmann::json(*used) : nlohmann::json()},
+                               {"job", p.job ? nlohmann::json(p.job->job_label()) : nlohmann::json()},
+                               {"scheduler", p.job ? nlohmann::json(to_string(p.job->scheduler)) : nlohmann::json()},
+                               {"job_id", p.job ? nlohmann::json(p.job->job_id) : nlohmann::json()},
+                               {"user", p.job ? nlohmann::json(p.job->user) : nlohmann::json()}});
+        }
+      }
       gpus.push_back({{"index", info.gpu->index()},
                       {"name", info.gpu->name()},
                       {"uuid", info.gpu->uuid()},
@@ -66,7 +91,8 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                       {"max_limit_w", info.range_mw ? nlohmann::json(info.range_mw->max_mw / 1000.0) : nlohmann::json()},
                       {"energy_method", to_string(energy_method_for(*info.gpu, SamplerOptions{}))},
                       {"energy_method_detail", explain_energy_method(*info.gpu, SamplerOptions{})},
-                      {"capabilities", capabilities}});
+                      {"capabilities", capabilities},
+                      {"processes", processes}});
     }
     nlohmann::json zones = nlohmann::json::array();
     for (const auto& zone : devices.cpu_zones) {
@@ -105,6 +131,17 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                                                          info.range_mw->max_mw / 1000.0)
                                            : std::string("unreadable"));
     std::cout << fmt::format("  energy: {}\n", explain_energy_method(gpu, SamplerOptions{}));
+    if (!info.processes) {
+      std::cout << "  processes: not listed by the driver\n";
+    } else if (info.processes->empty()) {
+      std::cout << "  processes: none\n";
+    }
+    for (const ProcessInfo& p : info.processes.value_or(std::vector<ProcessInfo>{})) {
+      const auto& used = p.process.used_memory_bytes;
+      std::cout << fmt::format("  process {:<8} {:<24} user {:<12} {}\n", p.process.pid,
+                               p.job ? p.job->job_label() : "(ended)", p.job ? p.job->user : "-",
+                               used ? fmt::format("{} MiB", *used >> 20) : "memory not shown");
+    }
     for (const auto& c : info.capabilities) {
       std::cout << fmt::format("  {:<18} {}{}\n", to_string(c.capability), c.available ? "yes" : "no",
                                c.available ? "" : "  (" + c.reason + ")");

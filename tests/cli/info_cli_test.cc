@@ -1,5 +1,6 @@
 // `joule info` end to end.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,34 @@ TEST(InfoCliTest, ListsFakeNvmlGpusWithEachCapability) {
   EXPECT_FALSE(gpu["capabilities"]["temperature"]["available"].get<bool>());
   EXPECT_NE(gpu["capabilities"]["temperature"]["reason"].get<std::string>().find("not supported"), std::string::npos);
   EXPECT_EQ(info["cpu_problems"].size(), 1u);
+}
+
+// The processes on each GPU and their jobs: this test's own process (a real
+// /proc entry) and one that has ended.
+TEST(InfoCliTest, ListsTheProcessesOnEachGpuWithTheirJobs) {
+  TempDir tmp;
+  const std::string me = std::to_string(getpid());
+  const auto fake = testing::use_fake_nvml(tmp, "device power_w=300\ndevice power_w=100\n"
+                                                "process device=0 pid=" + me + " used_mib=512\n"
+                                                "process device=0 pid=4194303 used_mib=na\n");
+  const auto r = run_process({JOULE_BINARY, "info", "--json"},
+                             {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", "/nonexistent"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto info = nlohmann::json::parse(r.out);
+  const auto& listed = info["gpus"][0]["processes"];
+  ASSERT_EQ(listed.size(), 2u) << listed;
+  EXPECT_EQ(listed[0]["pid"].get<int>(), getpid());
+  EXPECT_EQ(listed[0]["used_memory_bytes"].get<uint64_t>(), 512ull << 20);
+  EXPECT_FALSE(listed[0]["user"].get<std::string>().empty());
+  EXPECT_TRUE(listed[0]["job"].is_string());
+  EXPECT_TRUE(listed[1]["used_memory_bytes"].is_null());
+  EXPECT_TRUE(listed[1]["job"].is_null());  // no such process
+  EXPECT_TRUE(info["gpus"][1]["processes"].empty());
+  const auto text = run_process({JOULE_BINARY, "info"}, {{"JOULE_NVML_LIBRARY", fake.library_path}});
+  EXPECT_NE(text.out.find("process " + me), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("512 MiB"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(ended)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("processes: none"), std::string::npos) << text.out;
 }
 
 TEST(InfoCliTest, OldDriverNamesTheMissingFunctions) {
