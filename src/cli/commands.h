@@ -148,6 +148,17 @@ struct ReportOptions {
 };
 int run_report(const ReportOptions& options);
 
+// "HOST:PORT" or ":PORT" (loopback); IPv4 literals and localhost. Throws
+// UsageError naming the flag's value.
+std::pair<std::string, int> parse_listen(const std::string& listen);
+
+struct ExporterCliOptions {
+  std::string listen = "127.0.0.1:9400";  // dcgm-exporter's port
+  double interval_s = 1.0;                // accounting
+  std::string port_file;
+};
+int run_exporter(const CommonOptions& common, const ExporterCliOptions& options);
+
 struct ServeCliOptions {
   std::string store = "sqlite:joule-jobs.db";  // sqlite:PATH
   std::string listen = "127.0.0.1:8321";

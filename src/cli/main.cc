@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "info" && first != "measure" && first != "simulate" &&
       first != "train-sim" && first != "cluster-trace" && first != "sweep" && first != "analyze" && first != "report" &&
-      first != "top" && first != "serve" && first != "jobs" && first != "tokens") {
-    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, cluster-trace, train-sim, serve, jobs or tokens; see 'joule --help')\n", first);
+      first != "top" && first != "serve" && first != "jobs" && first != "tokens" && first != "exporter") {
+    std::cerr << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, cluster-trace, train-sim, serve, jobs, tokens or exporter; see 'joule --help')\n", first);
     return 2;
   }
   joule::cli::SimulateOptions simulate;
@@ -185,6 +185,15 @@ int main(int argc, char** argv) {
   report_command->add_option("-o,--output", report.output_path, "HTML file to write (default report.html)");
   report_command->add_option("--title", report.title, "the report's title");
 
+  joule::cli::ExporterCliOptions exporter;
+  CLI::App* exporter_command = app.add_subcommand(
+      "exporter", "serve Prometheus metrics: every GPU under dcgm-exporter's names, energy per GPU, CPU zone and job");
+  add_common_options(*exporter_command, common);
+  exporter_command->add_option("--listen", exporter.listen, "address to listen on, HOST:PORT (default 127.0.0.1:9400; port 0: any)");
+  exporter_command->add_option("--interval-s", exporter.interval_s,
+                               "how often energy is accounted and processes listed (default 1)");
+  exporter_command->add_option("--port-file", exporter.port_file, "write the port listened on to this file");
+
   joule::cli::ServeCliOptions serve;
   CLI::App* serve_command = app.add_subcommand(
       "serve", "run the batch-size service: one bandit per recurring job, shared by every node (HTTP/JSON)");
@@ -245,6 +254,8 @@ int main(int argc, char** argv) {
                        "A token for a remote service comes from $JOULE_SERVICE_TOKEN.");
   tokens_command->footer("Examples:\n  joule tokens create --file tokens --user alice --jobs 'resnet50,bert-*'\n"
                          "  joule tokens list --file tokens\n  joule tokens revoke alice --file tokens");
+  exporter_command->footer("Examples:\n  joule exporter                                # http://127.0.0.1:9400/metrics\n"
+                           "  joule exporter --listen 0.0.0.0:9400 --interval-s 1");
   app.footer(
       "Run 'joule SUBCOMMAND --help' for its options and an example.\n"
       "Exit status: 0 success; 1 an error (device, file, data; the message says which); 2 a usage error (an\n"
@@ -294,6 +305,7 @@ int main(int argc, char** argv) {
     if (*analyze_command) return joule::cli::run_analyze(analyze);
     if (*report_command) return joule::cli::run_report(report);
     if (*serve_command) return joule::cli::run_serve(serve);
+    if (*exporter_command) return joule::cli::run_exporter(common, exporter);
     if (*tokens_command) return joule::cli::run_tokens(tokens);
     if (*jobs_command) return joule::cli::run_jobs(jobs);
   } catch (const joule::UsageError& e) {

@@ -20,9 +20,7 @@
 #include "joule/service/tokens.h"
 
 namespace joule::cli {
-namespace {
 
-// "HOST:PORT" or ":PORT" (loopback); IPv4 literals and localhost.
 std::pair<std::string, int> parse_listen(const std::string& listen) {
   const auto colon = listen.rfind(':');
   if (colon == std::string::npos) throw UsageError(fmt::format("--listen '{}': expected HOST:PORT", listen));
@@ -38,6 +36,8 @@ std::pair<std::string, int> parse_listen(const std::string& listen) {
   if (port < 0 || port > 65535) throw UsageError(fmt::format("--listen '{}': the port must be 0-65535", listen));
   return {host, port};
 }
+
+namespace {
 
 bool is_loopback(const std::string& host) {
   in_addr address{};

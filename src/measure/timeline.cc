@@ -54,11 +54,18 @@ void Timeline::add(const std::vector<TimelineSample>& samples) {
 
 void Timeline::add_locked(const TimelineSample& sample) {
   if (stream_.is_open()) stream_ << csv_row(sample);
+  if (sample.device >= latest_.size()) latest_.resize(sample.device + 1);
+  latest_[sample.device] = sample;
   samples_.push_back(sample);
   if (samples_.size() > capacity_) {
     samples_.pop_front();
     ++dropped_;
   }
+}
+
+std::optional<TimelineSample> Timeline::latest(uint32_t device) const {
+  std::lock_guard lock(mutex_);
+  return device < latest_.size() ? latest_[device] : std::nullopt;
 }
 
 std::vector<TimelineSample> Timeline::samples() const {

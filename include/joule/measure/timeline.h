@@ -37,6 +37,9 @@ class Timeline {
   void add(const TimelineSample& sample);
   void add(const std::vector<TimelineSample>& samples);  // one lock for a whole tick
   std::vector<TimelineSample> samples() const;
+  // The newest sample of a device, if any (a copy of one row, not of the
+  // whole timeline: what a scrape of the exporter reads).
+  std::optional<TimelineSample> latest(uint32_t device) const;
   std::size_t size() const;
   // Samples pushed out of memory by the capacity (still in the CSV stream).
   uint64_t dropped() const;
@@ -59,6 +62,7 @@ class Timeline {
   std::size_t capacity_;
   mutable std::mutex mutex_;
   std::deque<TimelineSample> samples_;
+  std::vector<std::optional<TimelineSample>> latest_;  // by device
   uint64_t dropped_ = 0;
   std::ofstream stream_;
   std::string stream_path_;

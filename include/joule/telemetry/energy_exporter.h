@@ -1,0 +1,94 @@
+// What `joule exporter` serves to Prometheus: every GPU's readings under the
+// names and labels dcgm-exporter uses, and what only joule has: energy since
+// the exporter started per GPU and CPU zone, and each GPU's energy per job.
+//
+// A scrape reads what the sampler and the accounting step already hold, so
+// it costs no driver call and any scrape interval works. The accounting step
+// (once a second by default) adds each GPU's energy since the last step, as
+// the sampler integrated it (not the driver's counter, so a counter reset or
+// wrap-around changes nothing), and splits it equally over the processes the
+// driver lists on that GPU at the step, rolled up to their jobs
+// (identify_job). A GPU with no process accrues "unattributed" energy.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <condition_variable>
+#include <vector>
+
+#include "joule/clock.h"
+#include "joule/device/cpu_energy.h"
+#include "joule/device/gpu.h"
+#include "joule/measure/sampler.h"
+#include "joule/telemetry/job_identity.h"
+
+namespace joule {
+
+struct ExporterOptions {
+  double accounting_interval_s = 1.0;
+  std::string hostname;        // the Hostname label; this machine's name when empty
+  std::string driver_version;  // the DCGM_FI_DRIVER_VERSION label
+  std::filesystem::path proc_root = "/proc";
+  // Utilisation, SM clock, temperature and memory are always sampled.
+  SamplerOptions sampler;
+};
+
+class EnergyExporter {
+ public:
+  EnergyExporter(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
+                 std::shared_ptr<const Clock> clock, ExporterOptions options = {});
+  ~EnergyExporter();
+  EnergyExporter(const EnergyExporter&) = delete;
+  EnergyExporter& operator=(const EnergyExporter&) = delete;
+
+  // Starts the sampler and, with options.sampler.background_thread, a thread
+  // that runs account_now() every accounting_interval_s.
+  void start();
+  void stop();  // idempotent
+  // One accounting step: energy up to what the sampler has data for.
+  void account_now();
+  // The Prometheus text format (version 0.0.4) of the latest readings and
+  // every total accounted so far.
+  std::string metrics_text() const;
+  Sampler& sampler() { return sampler_; }
+
+ private:
+  struct JobKey {
+    std::string job, user;
+    std::size_t gpu;
+    auto operator<=>(const JobKey&) const = default;
+  };
+  struct GpuState {
+    double energy_j = 0.0;
+    double unattributed_j = 0.0;
+    bool up = true;
+    std::optional<uint32_t> limit_mw;
+    std::optional<std::string> problem;
+  };
+
+  std::string gpu_labels(std::size_t gpu) const;
+  void account_loop();
+
+  std::vector<std::shared_ptr<Gpu>> gpus_;
+  std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones_;
+  std::shared_ptr<const Clock> clock_;
+  ExporterOptions options_;
+  Sampler sampler_;
+  mutable std::mutex mutex_;  // what follows
+  double accounted_until_s_ = 0.0;
+  std::vector<GpuState> gpu_states_;
+  std::vector<double> cpu_energy_j_;
+  std::map<JobKey, double> job_energy_j_;
+  std::map<uint32_t, std::optional<JobIdentity>> identities_;  // by pid, for the processes listed last
+  uint64_t accounting_steps_ = 0;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace joule

@@ -1,0 +1,258 @@
+#include "joule/telemetry/energy_exporter.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <set>
+
+#include "joule/error.h"
+
+namespace joule {
+namespace {
+
+// A label value as the text format wants it: \, " and newlines escaped.
+std::string escaped(const std::string& value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string this_hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+// One metric family: HELP and TYPE once, then its samples.
+class Family {
+ public:
+  Family(std::string& out, const char* name, const char* type, const char* help) : out_(out), name_(name) {
+    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+  void add(const std::string& labels, double value) { out_ += fmt::format("{}{{{}}} {}\n", name_, labels, value); }
+
+ private:
+  std::string& out_;
+  const char* name_;
+};
+
+}  // namespace
+
+EnergyExporter::EnergyExporter(std::vector<std::shared_ptr<Gpu>> gpus,
+                               std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
+                               std::shared_ptr<const Clock> clock, ExporterOptions options)
+    : gpus_(std::move(gpus)),
+      cpu_zones_(std::move(cpu_zones)),
+      clock_(std::move(clock)),
+      options_([&] {
+        options.sampler.fields = {true, true, true, true};
+        if (options.hostname.empty()) options.hostname = this_hostname();
+        if (!(options.accounting_interval_s > 0)) throw UsageError("exporter: the accounting interval must be > 0");
+        return options;
+      }()),
+      sampler_(gpus_, cpu_zones_, clock_, options_.sampler),
+      gpu_states_(gpus_.size()),
+      cpu_energy_j_(cpu_zones_.size(), 0.0) {}
+
+EnergyExporter::~EnergyExporter() { stop(); }
+
+void EnergyExporter::start() {
+  sampler_.start();
+  {
+    std::lock_guard lock(mutex_);
+    accounted_until_s_ = clock_->now_s();
+  }
+  if (options_.sampler.background_thread) thread_ = std::thread([this] { account_loop(); });
+}
+
+void EnergyExporter::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  sampler_.stop();
+}
+
+void EnergyExporter::account_loop() {
+  std::unique_lock lock(mutex_);
+  const auto interval = std::chrono::duration<double>(options_.accounting_interval_s);
+  while (!wake_.wait_for(lock, interval, [&] { return stopping_; })) {
+    lock.unlock();
+    account_now();
+    lock.lock();
+  }
+}
+
+void EnergyExporter::account_now() {
+  double begin_s = 0.0;
+  {
+    std::lock_guard lock(mutex_);
+    begin_s = accounted_until_s_;
+  }
+  // Only what the sampler has data for: a later step would not correct an
+  // estimate carried forward past it.
+  const double end_s = std::min(clock_->now_s(), sampler_.covered_until_s());
+  std::vector<EnergyEstimate> gpu_energy, cpu_energy;
+  if (end_s > begin_s) sampler_.energies(begin_s, end_s, gpu_energy, cpu_energy);
+
+  // Driver calls and /proc reads, outside the lock: a scrape never waits on them.
+  struct Listed {
+    std::optional<std::vector<GpuProcess>> processes;
+    std::optional<uint32_t> limit_mw;
+  };
+  std::vector<Listed> listed(gpus_.size());
+  std::map<uint32_t, std::optional<JobIdentity>> identities;
+  std::map<uint32_t, std::optional<JobIdentity>> known;
+  {
+    std::lock_guard lock(mutex_);
+    known = identities_;
+  }
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    try {
+      listed[i].processes = gpus_[i]->running_processes();
+    } catch (const DeviceError&) {
+    }
+    try {
+      listed[i].limit_mw = gpus_[i]->power_limit_mw();
+    } catch (const DeviceError&) {
+    }
+    for (const GpuProcess& p : listed[i].processes.value_or(std::vector<GpuProcess>{})) {
+      if (identities.count(p.pid)) continue;
+      const auto cached = known.find(p.pid);
+      identities[p.pid] = cached != known.end() ? cached->second : identify_job(p.pid, options_.proc_root);
+    }
+  }
+
+  std::lock_guard lock(mutex_);
+  ++accounting_steps_;
+  identities_ = std::move(identities);  // pids no longer listed are forgotten (pids are reused)
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    GpuState& state = gpu_states_[i];
+    state.limit_mw = listed[i].limit_mw;
+    if (gpu_energy.empty()) continue;
+    const EnergyEstimate& e = gpu_energy[i];
+    state.up = !e.problem.has_value();
+    state.problem = e.problem;
+    if (!state.up) continue;
+    state.energy_j += e.energy_j;
+    // Equal shares per process; a process whose job is unknown (it ended
+    // between the list and /proc) leaves its share unattributed.
+    const std::vector<GpuProcess>& processes = listed[i].processes.value_or(std::vector<GpuProcess>{});
+    if (processes.empty()) {
+      state.unattributed_j += e.energy_j;
+      continue;
+    }
+    const double share_j = e.energy_j / static_cast<double>(processes.size());
+    for (const GpuProcess& p : processes) {
+      const std::optional<JobIdentity>& id = identities_[p.pid];
+      if (!id) {
+        state.unattributed_j += share_j;
+        continue;
+      }
+      job_energy_j_[{id->job_label(), id->user, i}] += share_j;
+    }
+  }
+  for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
+    if (!cpu_energy[z].problem) cpu_energy_j_[z] += cpu_energy[z].energy_j;
+  }
+  if (end_s > begin_s) accounted_until_s_ = end_s;
+}
+
+std::string EnergyExporter::gpu_labels(std::size_t i) const {
+  const Gpu& gpu = *gpus_[i];
+  return fmt::format(R"(gpu="{}",UUID="{}",device="nvidia{}",modelName="{}",Hostname="{}",DCGM_FI_DRIVER_VERSION="{}")",
+                     gpu.index(), escaped(gpu.uuid()), gpu.index(), escaped(gpu.name()), escaped(options_.hostname),
+                     escaped(options_.driver_version));
+}
+
+std::string EnergyExporter::metrics_text() const {
+  std::vector<std::optional<TimelineSample>> latest;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) latest.push_back(sampler_.timeline().latest(static_cast<uint32_t>(i)));
+  std::lock_guard lock(mutex_);
+  std::string out;
+  // The readings, under dcgm-exporter's names and units.
+  const auto gauge = [&](const char* name, const char* help, auto value_of) {
+    Family family(out, name, "gauge", help);
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      if (!latest[i] || !gpu_states_[i].up) continue;
+      if (const std::optional<double> v = value_of(*latest[i]); v) family.add(gpu_labels(i), *v);
+    }
+  };
+  const auto known = [](auto v) { return v >= 0 ? std::optional<double>(static_cast<double>(v)) : std::nullopt; };
+  gauge("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).",
+        [](const TimelineSample& s) { return std::optional<double>(s.power_w); });
+  gauge("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).",
+        [&](const TimelineSample& s) { return known(s.gpu_util_percent); });
+  gauge("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).",
+        [&](const TimelineSample& s) { return known(s.memory_util_percent); });
+  gauge("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).",
+        [&](const TimelineSample& s) { return known(s.sm_clock_mhz); });
+  gauge("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).",
+        [&](const TimelineSample& s) { return known(s.temperature_c); });
+  gauge("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", [&](const TimelineSample& s) {
+    return s.memory_used_bytes >= 0 ? std::optional<double>(static_cast<double>(s.memory_used_bytes >> 20))
+                                    : std::nullopt;
+  });
+  {
+    Family family(out, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power management limit (in W).");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      if (gpu_states_[i].limit_mw) family.add(gpu_labels(i), *gpu_states_[i].limit_mw / 1000.0);
+    }
+  }
+  {
+    Family family(out, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+                  "Total energy consumption since the exporter started (in mJ).");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), gpu_states_[i].energy_j * 1000.0);
+  }
+  // What only joule has.
+  {
+    Family family(out, "joule_gpu_up", "gauge", "1 while the GPU's energy is read, 0 once it fails (lost GPU).");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), gpu_states_[i].up ? 1 : 0);
+  }
+  {
+    Family family(out, "joule_gpu_energy_joules_total", "counter",
+                  "GPU energy since the exporter started, integrated by joule's sampler (J).");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), gpu_states_[i].energy_j);
+  }
+  {
+    Family family(out, "joule_gpu_unattributed_energy_joules_total", "counter",
+                  "GPU energy drawn while no process was listed on it, or by processes whose job was unknown (J).");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), gpu_states_[i].unattributed_j);
+  }
+  {
+    Family family(out, "joule_job_gpu_energy_joules_total", "counter",
+                  "GPU energy per job and user: each GPU's energy split equally over its processes (J).");
+    for (const auto& [key, energy_j] : job_energy_j_) {
+      const Gpu& gpu = *gpus_[key.gpu];
+      family.add(fmt::format(R"(job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
+                             escaped(key.user), gpu.index(), escaped(gpu.uuid()), escaped(options_.hostname)),
+                 energy_j);
+    }
+  }
+  {
+    Family family(out, "joule_cpu_energy_joules_total", "counter", "CPU package and DRAM energy (RAPL) since the exporter started (J).");
+    for (std::size_t z = 0; z < cpu_zones_.size(); ++z) {
+      const CpuEnergyZone& zone = *cpu_zones_[z];
+      family.add(fmt::format(R"(package="{}",domain="{}",Hostname="{}")", zone.package_index(),
+                             to_string(zone.domain()), escaped(options_.hostname)),
+                 cpu_energy_j_[z]);
+    }
+  }
+  {
+    Family family(out, "joule_exporter_accounting_steps_total", "counter", "Accounting steps taken.");
+    family.add(fmt::format(R"(Hostname="{}")", escaped(options_.hostname)), static_cast<double>(accounting_steps_));
+  }
+  return out;
+}
+
+}  // namespace joule

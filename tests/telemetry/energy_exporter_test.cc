@@ -1,0 +1,152 @@
+// The exporter's accounting and text on simulated GPUs and a virtual clock,
+// and its HTTP face through curl.
+#include "joule/telemetry/energy_exporter.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <thread>
+
+#include "common/test_support.h"
+#include "joule/device/sim.h"
+#include "joule/telemetry/metrics_server.h"
+
+namespace joule {
+namespace {
+
+using testing::TempDir;
+
+// The value of the one sample of `name` whose labels contain every one of
+// `labels` (e.g. {"gpu=\"0\""}); fails the test when there is not exactly one.
+double sample(const std::string& text, const std::string& name, const std::vector<std::string>& labels) {
+  std::optional<double> found;
+  int matches = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    const auto close = line.rfind('}');
+    const std::string label_text = line.substr(name.size() + 1, close - name.size() - 1);
+    if (!std::all_of(labels.begin(), labels.end(), [&](const auto& l) { return label_text.find(l) != std::string::npos; })) {
+      continue;
+    }
+    ++matches;
+    found = std::stod(line.substr(close + 2));
+  }
+  EXPECT_EQ(matches, 1) << name << " with " << ::testing::PrintToString(labels) << " in\n" << text;
+  return found.value_or(-1);
+}
+
+void fake_process(const TempDir& proc, uint32_t pid, const std::string& cgroup) {
+  const std::string dir = proc.file(std::to_string(pid));
+  std::filesystem::create_directories(dir);
+  testing::write_file(dir + "/status", "Uid:\t0\t0\t0\t0\n");
+  testing::write_file(dir + "/cgroup", cgroup);
+}
+
+struct Rig {
+  TempDir proc;
+  std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();
+  std::vector<std::shared_ptr<SimGpu>> sims;
+  std::unique_ptr<EnergyExporter> exporter;
+
+  Rig() {
+    for (unsigned i = 0; i < 2; ++i) sims.push_back(std::make_shared<SimGpu>(i, SimGpuModel{}, clock));
+    ExporterOptions options;
+    options.hostname = "node7";
+    options.driver_version = "580.95.05";
+    options.proc_root = proc.file("");
+    options.sampler.background_thread = false;
+    exporter = std::make_unique<EnergyExporter>(std::vector<std::shared_ptr<Gpu>>(sims.begin(), sims.end()),
+                                                std::vector<std::shared_ptr<CpuEnergyZone>>{}, clock, options);
+  }
+  // Ticks of 0.1 s, an accounting step every second.
+  void run_s(double seconds) {
+    for (int tick = 1; tick <= static_cast<int>(seconds * 10 + 0.5); ++tick) {
+      clock->advance_s(0.1);
+      exporter->sampler().sample_now();
+      if (tick % 10 == 0) exporter->account_now();
+    }
+  }
+};
+
+TEST(EnergyExporterTest, SplitsEachGpusEnergyOverItsProcessesJobs) {
+  Rig rig;
+  fake_process(rig.proc, 100, "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n");
+  fake_process(rig.proc, 200, "0::/user.slice/user-0.slice/session-3.scope\n");
+  rig.sims[0]->set_load(1.0);  // 650 W
+  rig.sims[0]->set_processes({{100, 1ull << 30}, {200, std::nullopt}});
+  rig.exporter->start();
+  rig.run_s(10);  // gpu1 idles at 70 W with no process
+  std::string text = rig.exporter->metrics_text();
+  EXPECT_NEAR(sample(text, "joule_gpu_energy_joules_total", {"gpu=\"0\""}), 6500, 1);
+  EXPECT_NEAR(sample(text, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", {"gpu=\"0\""}), 6500e3, 1e3);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"job=\"slurm/4711\"", "user=\"root\"", "gpu=\"0\""}),
+              3250, 1);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"job=\"user/root\"", "gpu=\"0\""}), 3250, 1);
+  EXPECT_NEAR(sample(text, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"1\""}), 700, 1);
+  EXPECT_NEAR(sample(text, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"0\""}), 0, 1e-9);
+  EXPECT_DOUBLE_EQ(sample(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"0\"", "Hostname=\"node7\"", "modelName=\"Simulated GPU (H100-like)\"",
+                                                        "DCGM_FI_DRIVER_VERSION=\"580.95.05\""}),
+                   650);
+  EXPECT_DOUBLE_EQ(sample(text, "DCGM_FI_DEV_POWER_MGMT_LIMIT", {"gpu=\"1\""}), 700);
+  EXPECT_EQ(sample(text, "joule_gpu_up", {"gpu=\"0\""}), 1);
+
+  // The session ends; the job goes on alone and gets all of it.
+  rig.sims[0]->set_processes({{100, 1ull << 30}});
+  rig.run_s(10);
+  text = rig.exporter->metrics_text();
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"job=\"slurm/4711\"", "gpu=\"0\""}), 3250 + 6500, 1);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"job=\"user/root\"", "gpu=\"0\""}), 3250, 1);
+  EXPECT_EQ(sample(text, "joule_exporter_accounting_steps_total", {}), 20);
+}
+
+// Every family has its HELP and TYPE once, and every sample line parses.
+TEST(EnergyExporterTest, TheTextIsPrometheusFormat) {
+  Rig rig;
+  rig.exporter->start();
+  rig.run_s(2);
+  const std::string text = rig.exporter->metrics_text();
+  const std::regex help(R"(# HELP ([A-Za-z_:][A-Za-z0-9_:]*) .+)"), type(R"(# TYPE ([A-Za-z_:][A-Za-z0-9_:]*) (gauge|counter))");
+  const std::regex line(R"(([A-Za-z_:][A-Za-z0-9_:]*)\{([A-Za-z_][A-Za-z0-9_]*="([^"\\]|\\.)*",?)*\} [-+0-9.eE]+)");
+  std::set<std::string> typed;
+  std::istringstream lines(text);
+  for (std::string l; std::getline(lines, l);) {
+    std::smatch m;
+    if (std::regex_match(l, m, type)) {
+      EXPECT_TRUE(typed.insert(m[1]).second) << "TYPE twice: " << l;
+    } else if (!std::regex_match(l, help)) {
+      ASSERT_TRUE(std::regex_match(l, m, line)) << l;
+      EXPECT_TRUE(typed.count(m[1])) << "a sample before its TYPE: " << l;
+    }
+  }
+  EXPECT_GE(typed.size(), 12u);
+}
+
+TEST(MetricsServerTest, ServesGetOnlyAndNothingElse) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  MetricsServer server([] { return std::string("joule_test_metric{a=\"b\"} 1\n"); }, "127.0.0.1", 0);
+  std::thread serving([&] { server.run(); });
+  const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
+  const auto status = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::run_process(argv).out;
+  };
+  for (int i = 0; i < 100 && status({base + "/healthz"}) != "200"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto metrics = testing::run_process({"curl", "-s", "-i", base + "/metrics"});
+  EXPECT_NE(metrics.out.find("200 OK"), std::string::npos) << metrics.out;
+  EXPECT_NE(metrics.out.find("text/plain; version=0.0.4"), std::string::npos) << metrics.out;
+  EXPECT_NE(metrics.out.find("joule_test_metric{a=\"b\"} 1"), std::string::npos) << metrics.out;
+  EXPECT_EQ(status({base + "/healthz"}), "200");
+  EXPECT_EQ(status({base + "/"}), "404");
+  EXPECT_EQ(status({base + "/metrics/x"}), "404");
+  EXPECT_EQ(status({"-d", "x", base + "/metrics"}), "405");  // a POST
+  EXPECT_EQ(status({"-X", "DELETE", base + "/healthz"}), "405");
+  const auto post = testing::run_process({"curl", "-s", "-i", "-X", "PUT", "-d", "x", base + "/metrics"});
+  EXPECT_NE(post.out.find("Allow: GET"), std::string::npos) << post.out;
+  server.stop();
+  serving.join();
+}
+
+}  // namespace
+}  // namespace joule
