@@ -28,6 +28,8 @@ packages=(
   # `joule top` is tested by driving it in a terminal multiplexer; curl sends
   # the service requests its own client never would
   tmux curl
+  # a real Prometheus scrapes `joule exporter` in its CI test
+  prometheus
 )
 
 missing=()

@@ -156,6 +156,7 @@ struct ExporterCliOptions {
   std::string listen = "127.0.0.1:9400";  // dcgm-exporter's port
   double interval_s = 1.0;                // accounting
   std::string port_file;
+  std::optional<std::string> jouled_socket;  // none: $JOULE_DAEMON_SOCKET or jouled's default
 };
 int run_exporter(const CommonOptions& common, const ExporterCliOptions& options);
 

@@ -31,12 +31,14 @@ int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   ExporterOptions options;
   options.accounting_interval_s = o.interval_s;
   options.driver_version = devices.driver_version;
+  options.jouled_socket = o.jouled_socket.value_or(daemon::configured_socket_path());
   EnergyExporter exporter(devices.gpus, devices.cpu_zones, std::make_shared<SteadyClock>(), options);
   MetricsServer server([&] { return exporter.metrics_text(); }, host, port);
   exporter.start();
-  std::cerr << fmt::format("joule exporter: {} GPU{} ({}), {} CPU zone{}; http://{}:{}/metrics\n", devices.gpus.size(),
-                           devices.gpus.size() == 1 ? "" : "s", devices.gpu_backend, devices.cpu_zones.size(),
-                           devices.cpu_zones.size() == 1 ? "" : "s", host, server.port());
+  std::cerr << fmt::format("joule exporter: {} GPU{} ({}), {} CPU zone{}; jouled leases from {}; http://{}:{}/metrics\n",
+                           devices.gpus.size(), devices.gpus.size() == 1 ? "" : "s", devices.gpu_backend,
+                           devices.cpu_zones.size(), devices.cpu_zones.size() == 1 ? "" : "s",
+                           options.jouled_socket.empty() ? "nowhere" : options.jouled_socket, host, server.port());
   if (!o.port_file.empty()) std::ofstream(o.port_file) << server.port() << '\n';
   std::thread stopper([&] {
     int signal_number = 0;

@@ -82,6 +82,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
       gpus.push_back({{"index", info.gpu->index()},
                       {"name", info.gpu->name()},
                       {"uuid", info.gpu->uuid()},
+                      {"pci_bus_id", info.gpu->pci_bus_id().empty() ? nlohmann::json() : nlohmann::json(info.gpu->pci_bus_id())},
                       {"architecture", info.gpu->architecture()},
                       {"backend", info.gpu->backend()},
                       {"simulated", info.gpu->simulated()},
@@ -124,8 +125,8 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
   }
   for (const auto& info : infos) {
     const Gpu& gpu = *info.gpu;
-    std::cout << fmt::format("\n{}\n  uuid {}, architecture {}, backend {}\n", gpu.label(), gpu.uuid(),
-                             gpu.architecture(), gpu.backend());
+    std::cout << fmt::format("\n{}\n  uuid {}, PCI {}, architecture {}, backend {}\n", gpu.label(), gpu.uuid(),
+                             gpu.pci_bus_id().empty() ? "unknown" : gpu.pci_bus_id(), gpu.architecture(), gpu.backend());
     std::cout << fmt::format("  power limit {} (default {}, range {})\n", watts(info.limit_mw), watts(info.default_mw),
                              info.range_mw ? fmt::format("{:.1f}-{:.1f} W", info.range_mw->min_mw / 1000.0,
                                                          info.range_mw->max_mw / 1000.0)

@@ -193,6 +193,9 @@ int main(int argc, char** argv) {
   exporter_command->add_option("--interval-s", exporter.interval_s,
                                "how often energy is accounted and processes listed (default 1)");
   exporter_command->add_option("--port-file", exporter.port_file, "write the port listened on to this file");
+  exporter_command->add_option("--jouled-socket", exporter.jouled_socket,
+                               "jouled's socket, asked who holds each GPU's limit (default $JOULE_DAEMON_SOCKET or "
+                               "/run/joule/jouled.sock; empty: do not ask)");
 
   joule::cli::ServeCliOptions serve;
   CLI::App* serve_command = app.add_subcommand(

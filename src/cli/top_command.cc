@@ -17,7 +17,7 @@
 #include "cli/terminal.h"
 #include "cli/top_view.h"
 #include "joule/daemon/client.h"
-#include "joule/daemon/protocol.h"
+#include "joule/daemon/lease_watcher.h"
 #include "joule/error.h"
 #include "joule/measure/sampler.h"
 
@@ -27,46 +27,6 @@ namespace {
 
 // Refreshes kept for the sparkline: wider than any terminal row needs.
 constexpr std::size_t kHistoryLength = 256;
-
-// Who holds each GPU's limit, asked of jouled at every refresh. jouled is
-// optional: when it is absent or fails, holders are "-" and the status says
-// why; the next refresh tries again.
-class LeaseHolders {
- public:
-  LeaseHolders() {
-    const char* configured = std::getenv("JOULE_DAEMON_SOCKET");
-    socket_path_ = configured != nullptr ? configured : daemon::kDefaultSocketPath;
-  }
-
-  // Holder per uuid; an empty map when jouled cannot be asked.
-  std::map<std::string, std::string> poll() {
-    if (socket_path_.empty()) {
-      status_ = "disabled ($JOULE_DAEMON_SOCKET is empty)";
-      return {};
-    }
-    try {
-      if (!client_) client_ = std::make_unique<daemon::DaemonClient>(socket_path_);
-      const nlohmann::json reply = client_->call({{"op", "state"}});
-      std::map<std::string, std::string> holders;
-      for (const auto& gpu : reply.value("gpus", nlohmann::json::array())) {
-        const auto held_by = gpu.find("held_by");
-        if (held_by != gpu.end() && held_by->is_string()) holders[gpu.value("uuid", "")] = held_by->get<std::string>();
-      }
-      status_ = fmt::format("{}, {} lease{}", socket_path_, holders.size(), holders.size() == 1 ? "" : "s");
-      return holders;
-    } catch (const std::exception& e) {
-      client_.reset();
-      status_ = fmt::format("not reachable ({})", e.what());
-      return {};
-    }
-  }
-  const std::string& status() const { return status_; }
-
- private:
-  std::string socket_path_;
-  std::unique_ptr<daemon::DaemonClient> client_;
-  std::string status_;
-};
 
 // A reading that stops being asked for once the driver refused it: a GPU
 // without a temperature sensor should not cost a failing call per refresh.
@@ -174,10 +134,10 @@ class TopModel {
     snapshot.simulated = devices_.simulated();
     snapshot.since_reset_s = now_s - energy_->reset_at_s();
     snapshot.interval_s = interval_s_;
-    const auto holders = leases_.poll();
+    const auto leases = leases_.poll();
     snapshot.daemon_status = leases_.status();
     for (std::size_t i = 0; i < devices_.gpus.size(); ++i) {
-      TopGpuRow row = read_gpu(i, holders);
+      TopGpuRow row = read_gpu(i, leases);
       row.power_w = power_w(gpu_recent[i]);
       row.energy_j = energy_j[i];
       row.problem = gpu_estimates[i].problem;
@@ -206,7 +166,7 @@ class TopModel {
     return options;
   }
 
-  TopGpuRow read_gpu(std::size_t i, const std::map<std::string, std::string>& holders) {
+  TopGpuRow read_gpu(std::size_t i, const std::map<std::string, daemon::GpuLease>& leases) {
     Gpu& gpu = *devices_.gpus[i];
     GpuReadings& r = readings_[i];
     TopGpuRow row;
@@ -217,8 +177,8 @@ class TopModel {
     row.gpu_util_percent = r.util_percent.get([&] { return gpu.utilization().gpu_percent; });
     row.sm_clock_mhz = r.sm_clock_mhz.get([&] { return gpu.sm_clock_mhz(); });
     row.temperature_c = r.temperature_c.get([&] { return gpu.temperature_c(); });
-    const auto holder = holders.find(gpu.uuid());
-    if (holder != holders.end()) row.limit_holder = holder->second;
+    const auto lease = leases.find(gpu.uuid());
+    if (lease != leases.end()) row.limit_holder = lease->second.holder;
     return row;
   }
 
@@ -227,7 +187,7 @@ class TopModel {
   Sampler sampler_;
   std::vector<GpuReadings> readings_;
   std::unique_ptr<EnergySinceReset> energy_;
-  LeaseHolders leases_;
+  daemon::LeaseWatcher leases_;  // who holds each GPU's limit, asked at every refresh
   double previous_s_ = 0.0;
 };
 

@@ -161,6 +161,7 @@ void Server::accept_client() {
   client.uid = credentials.uid;
   client.gid = credentials.gid;
   const passwd* pw = getpwuid(credentials.uid);
+  client.user = pw ? pw->pw_name : std::to_string(credentials.uid);
   client.who = fmt::format("{} (uid {}, pid {})", pw ? pw->pw_name : "?", credentials.uid, credentials.pid);
   clients_.emplace(fd, std::move(client));
 }
@@ -220,7 +221,12 @@ std::string Server::handle(Client& client, const Request& request) {
         g["error"] = e.what();
       }
       const auto holder = holders_.find(static_cast<unsigned>(i));
-      g["held_by"] = holder == holders_.end() ? nlohmann::json() : nlohmann::json(clients_.at(holder->second).who);
+      g["held_by"] = nullptr;
+      if (holder != holders_.end()) {
+        const Client& c = clients_.at(holder->second);
+        g["held_by"] = c.who;
+        g["holder"] = {{"user", c.user}, {"uid", c.uid}, {"pid", c.pid}};
+      }
       list.push_back(g);
     }
     return ok_response(request.id, {{"gpus", list}});

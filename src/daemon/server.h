@@ -38,6 +38,7 @@ class Server {
     pid_t pid = 0;
     uid_t uid = 0;
     gid_t gid = 0;
+    std::string user;                    // "alice"; the uid where it has no name
     std::string who;                     // "alice (uid 1000, pid 42)"
     std::string buffer;
     std::map<unsigned, uint32_t> leases;  // gpu -> limit (mW) to restore

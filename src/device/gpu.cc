@@ -17,6 +17,7 @@ const char* to_string(GpuCapability capability) {
     case GpuCapability::kDefaultLimit: return "default_limit";
     case GpuCapability::kUtilization: return "utilization";
     case GpuCapability::kSmClock: return "sm_clock";
+    case GpuCapability::kMemoryClock: return "memory_clock";
     case GpuCapability::kTemperature: return "temperature";
     case GpuCapability::kMemoryUsed: return "memory_used";
     case GpuCapability::kRunningProcesses: return "running_processes";
@@ -31,6 +32,10 @@ std::string Gpu::label() const {
 
 void Gpu::read_power_samples(std::vector<PowerSample>& /*out*/) {
   throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: no buffered power samples", index()));
+}
+
+uint32_t Gpu::memory_clock_mhz() {
+  throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: this backend cannot read the memory clock", index()));
 }
 
 std::vector<GpuProcess> Gpu::running_processes() {

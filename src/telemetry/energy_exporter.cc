@@ -59,7 +59,9 @@ EnergyExporter::EnergyExporter(std::vector<std::shared_ptr<Gpu>> gpus,
       }()),
       sampler_(gpus_, cpu_zones_, clock_, options_.sampler),
       gpu_states_(gpus_.size()),
-      cpu_energy_j_(cpu_zones_.size(), 0.0) {}
+      cpu_energy_j_(cpu_zones_.size(), 0.0) {
+  if (!options_.jouled_socket.empty()) leases_ = std::make_unique<daemon::LeaseWatcher>(options_.jouled_socket);
+}
 
 EnergyExporter::~EnergyExporter() { stop(); }
 
@@ -109,6 +111,9 @@ void EnergyExporter::account_now() {
   struct Listed {
     std::optional<std::vector<GpuProcess>> processes;
     std::optional<uint32_t> limit_mw;
+    std::optional<uint32_t> memory_clock_mhz;
+    std::optional<uint32_t> default_limit_mw;
+    std::optional<GpuState::Lease> lease;
   };
   std::vector<Listed> listed(gpus_.size());
   std::map<uint32_t, std::optional<JobIdentity>> identities;
@@ -122,8 +127,17 @@ void EnergyExporter::account_now() {
       listed[i].processes = gpus_[i]->running_processes();
     } catch (const DeviceError&) {
     }
+    // Read once a step, not by the sampler: both change rarely.
     try {
       listed[i].limit_mw = gpus_[i]->power_limit_mw();
+    } catch (const DeviceError&) {
+    }
+    try {
+      listed[i].memory_clock_mhz = gpus_[i]->memory_clock_mhz();
+    } catch (const DeviceError&) {
+    }
+    try {
+      listed[i].default_limit_mw = gpus_[i]->default_power_limit_mw();
     } catch (const DeviceError&) {
     }
     for (const GpuProcess& p : listed[i].processes.value_or(std::vector<GpuProcess>{})) {
@@ -133,12 +147,35 @@ void EnergyExporter::account_now() {
     }
   }
 
+  // Who holds each GPU's limit through jouled, and the job that holder works for.
+  bool jouled_up = false;
+  if (leases_) {
+    const std::map<std::string, daemon::GpuLease> leases = leases_->poll();
+    jouled_up = leases_->reachable();
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      const auto held = leases.find(gpus_[i]->uuid());
+      if (held == leases.end()) continue;
+      GpuState::Lease lease{held->second.user, "", held->second.power_limit_w};
+      if (held->second.pid) {
+        if (const std::optional<JobIdentity> id = identify_job(*held->second.pid, options_.proc_root); id) {
+          lease.job = id->job_label();
+          if (lease.user.empty()) lease.user = id->user;
+        }
+      }
+      listed[i].lease = std::move(lease);
+    }
+  }
+
   std::lock_guard lock(mutex_);
   ++accounting_steps_;
+  jouled_up_ = jouled_up;
   identities_ = std::move(identities);  // pids no longer listed are forgotten (pids are reused)
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     GpuState& state = gpu_states_[i];
     state.limit_mw = listed[i].limit_mw;
+    state.memory_clock_mhz = listed[i].memory_clock_mhz;
+    state.default_limit_mw = listed[i].default_limit_mw;
+    state.lease = std::move(listed[i].lease);
     if (gpu_energy.empty()) continue;
     const EnergyEstimate& e = gpu_energy[i];
     state.up = !e.problem.has_value();
@@ -170,9 +207,10 @@ void EnergyExporter::account_now() {
 
 std::string EnergyExporter::gpu_labels(std::size_t i) const {
   const Gpu& gpu = *gpus_[i];
-  return fmt::format(R"(gpu="{}",UUID="{}",device="nvidia{}",modelName="{}",Hostname="{}",DCGM_FI_DRIVER_VERSION="{}")",
-                     gpu.index(), escaped(gpu.uuid()), gpu.index(), escaped(gpu.name()), escaped(options_.hostname),
-                     escaped(options_.driver_version));
+  return fmt::format(
+      R"(gpu="{}",UUID="{}",pci_bus_id="{}",device="nvidia{}",modelName="{}",Hostname="{}",DCGM_FI_DRIVER_VERSION="{}")",
+      gpu.index(), escaped(gpu.uuid()), escaped(gpu.pci_bus_id()), gpu.index(), escaped(gpu.name()),
+      escaped(options_.hostname), escaped(options_.driver_version));
 }
 
 std::string EnergyExporter::metrics_text() const {
@@ -204,6 +242,12 @@ std::string EnergyExporter::metrics_text() const {
                                     : std::nullopt;
   });
   {
+    Family family(out, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      if (gpu_states_[i].memory_clock_mhz && gpu_states_[i].up) family.add(gpu_labels(i), *gpu_states_[i].memory_clock_mhz);
+    }
+  }
+  {
     Family family(out, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power management limit (in W).");
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       if (gpu_states_[i].limit_mw) family.add(gpu_labels(i), *gpu_states_[i].limit_mw / 1000.0);
@@ -231,10 +275,10 @@ std::string EnergyExporter::metrics_text() const {
   }
   {
     Family family(out, "joule_job_gpu_energy_joules_total", "counter",
-                  "GPU energy per job and user: each GPU's energy split equally over its processes (J).");
+                  "GPU energy per job (joule_job: slurm/ID, kubernetes/POD_UID or user/NAME) and user: each GPU's energy split equally over its processes (J).");
     for (const auto& [key, energy_j] : job_energy_j_) {
       const Gpu& gpu = *gpus_[key.gpu];
-      family.add(fmt::format(R"(job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
+      family.add(fmt::format(R"(joule_job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
                              escaped(key.user), gpu.index(), escaped(gpu.uuid()), escaped(options_.hostname)),
                  energy_j);
     }
@@ -246,6 +290,27 @@ std::string EnergyExporter::metrics_text() const {
       family.add(fmt::format(R"(package="{}",domain="{}",Hostname="{}")", zone.package_index(),
                              to_string(zone.domain()), escaped(options_.hostname)),
                  cpu_energy_j_[z]);
+    }
+  }
+  {
+    Family family(out, "joule_gpu_default_power_limit_watts", "gauge",
+                  "The power limit the GPU boots with (W): a POWER_MGMT_LIMIT below it is a cap someone set.");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      if (gpu_states_[i].default_limit_mw) family.add(gpu_labels(i), *gpu_states_[i].default_limit_mw / 1000.0);
+    }
+  }
+  if (leases_) {
+    Family up(out, "joule_jouled_up", "gauge", "1 when jouled answered the last accounting step's lease query.");
+    up.add(fmt::format(R"(Hostname="{}")", escaped(options_.hostname)), jouled_up_ ? 1 : 0);
+    Family family(out, "joule_gpu_lease_power_limit_watts", "gauge",
+                  "The power limit in force under a jouled lease (W), labelled by its holder's user and job; "
+                  "absent while no lease is held.");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      const std::optional<GpuState::Lease>& lease = gpu_states_[i].lease;
+      if (!lease) continue;
+      family.add(fmt::format(R"({},holder_user="{}",holder_job="{}")", gpu_labels(i), escaped(lease->user),
+                             escaped(lease->job)),
+                 lease->power_limit_w);
     }
   }
   {

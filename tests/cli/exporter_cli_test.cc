@@ -2,13 +2,17 @@
 // with curl, stopped with SIGTERM.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <thread>
 
 #include "common/test_support.h"
+#include "joule/daemon/client.h"
+#include "joule/telemetry/job_identity.h"
 
 namespace joule {
 namespace {
@@ -26,27 +30,43 @@ double value_of(const std::string& text, const std::string& name, const std::str
   return -1;
 }
 
-TEST(ExporterCliTest, ServesEveryGpuAndThisProcesssJobUntilStopped) {
-  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
-  TempDir tmp;
-  const std::string me = std::to_string(getpid());
-  const auto fake = testing::use_fake_nvml(tmp, "driver_version 580.95.05\n"
-                                                "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n"
-                                                "device name=\"NVIDIA H100 80GB HBM3\" power_w=100\n"
-                                                "process device=0 pid=" + me + " used_mib=512\n");
+// `joule exporter` on the fake NVML in tmp, on a free loopback port.
+struct RunningExporter {
+  pid_t pid = -1;
+  std::string url;  // .../metrics
+};
+
+RunningExporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake, std::vector<std::string> extra = {}) {
   const std::string port_file = tmp.file("port");
-  const pid_t pid = testing::start_process(
-      {JOULE_BINARY, "exporter", "--listen", "127.0.0.1:0", "--port-file", port_file, "--interval-s", "0.2"},
-      {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", "/nonexistent"}}, tmp.file("out"),
-      tmp.file("err"));
+  std::vector<std::string> args = {JOULE_BINARY, "exporter", "--listen", "127.0.0.1:0", "--port-file", port_file,
+                                   "--interval-s", "0.2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunningExporter exporter;
+  exporter.pid = testing::start_process(args, {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", "/nonexistent"}},
+                                        tmp.file("out"), tmp.file("err"));
   int port = 0;
   for (int i = 0; i < 200 && port == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::string text = std::filesystem::exists(port_file) ? testing::read_file(port_file) : "";
     if (!text.empty() && text.back() == '\n') port = std::stoi(text);
   }
-  ASSERT_NE(port, 0) << testing::read_file(tmp.file("err"));
-  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  EXPECT_NE(port, 0) << testing::read_file(tmp.file("err"));
+  exporter.url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  return exporter;
+}
+
+TEST(ExporterCliTest, ServesEveryGpuAndThisProcesssJobUntilStopped) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const std::string me = std::to_string(getpid());
+  const auto fake = testing::use_fake_nvml(tmp, "driver_version 580.95.05\n"
+                                                "device name=\"NVIDIA H100 80GB HBM3\" power_w=300 mem_mhz=2619 "
+                                                "pci=00000000:9A:00.0\n"
+                                                "device name=\"NVIDIA H100 80GB HBM3\" power_w=100\n"
+                                                "process device=0 pid=" + me + " used_mib=512\n");
+  const RunningExporter exporter = start_exporter(tmp, fake, {"--jouled-socket", ""});
+  const pid_t pid = exporter.pid;
+  const std::string& url = exporter.url;
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   const std::string first = testing::run_process({"curl", "-s", url}).out;
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
@@ -56,19 +76,122 @@ TEST(ExporterCliTest, ServesEveryGpuAndThisProcesssJobUntilStopped) {
   EXPECT_EQ(value_of(second, "DCGM_FI_DEV_POWER_USAGE", "gpu=\"1\""), 100) << second;
   EXPECT_NE(second.find("DCGM_FI_DRIVER_VERSION=\"580.95.05\""), std::string::npos) << second;
   EXPECT_NE(second.find("modelName=\"NVIDIA H100 80GB HBM3\""), std::string::npos) << second;
+  EXPECT_EQ(value_of(second, "DCGM_FI_DEV_MEM_CLOCK", "pci_bus_id=\"00000000:9A:00.0\""), 2619) << second;
+  EXPECT_EQ(value_of(second, "DCGM_FI_DEV_POWER_USAGE", "pci_bus_id=\"00000000:19:00.0\""), 100) << second;
+  EXPECT_EQ(second.find("joule_jouled_up"), std::string::npos) << "jouled was not to be asked\n" << second;
   // About 1 s at 300 W between the scrapes, all of it this process's job's.
   const double added_j = value_of(second, "joule_gpu_energy_joules_total", "gpu=\"0\"") -
                          value_of(first, "joule_gpu_energy_joules_total", "gpu=\"0\"");
   EXPECT_GT(added_j, 150) << first << second;
   EXPECT_LT(added_j, 600) << first << second;
   std::smatch job;
-  ASSERT_TRUE(std::regex_search(second, job, std::regex(R"re(joule_job_gpu_energy_joules_total\{job="([^"]+)",user="[^"]+",gpu="0")re")))
+  ASSERT_TRUE(std::regex_search(second, job, std::regex(R"re(joule_job_gpu_energy_joules_total\{joule_job="([^"]+)",user="[^"]+",gpu="0")re")))
       << second;
-  EXPECT_GT(value_of(second, "joule_job_gpu_energy_joules_total", "job=\"" + job[1].str() + "\""), 0);
+  EXPECT_GT(value_of(second, "joule_job_gpu_energy_joules_total", "joule_job=\"" + job[1].str() + "\""), 0);
   EXPECT_GT(value_of(second, "joule_gpu_unattributed_energy_joules_total", "gpu=\"1\""), 0);  // no process there
 
   kill(pid, SIGTERM);
   EXPECT_EQ(testing::wait_process(pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+}
+
+// Polls the exporter until `until` holds for its text (at most ~10 s).
+std::string scrape_until(const std::string& url, const std::function<bool(const std::string&)>& until) {
+  std::string text;
+  for (int i = 0; i < 100; ++i) {
+    text = testing::run_process({"curl", "-s", url}).out;
+    if (until(text)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return text;
+}
+
+// A lease taken through a real jouled shows up with its holder's user and
+// job, goes when the lease ends, and a jouled that dies reads as down.
+TEST(ExporterCliTest, ShowsWhoHoldsAGpusLimitThroughJouled) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n"
+                                                "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n");
+  const passwd* me = getpwuid(getuid());
+  ASSERT_NE(me, nullptr);
+  const std::string socket = tmp.file("jouled.sock");
+  testing::write_file(tmp.file("jouled.conf"), R"({"socket": ")" + socket + R"(", "state_file": ")" +
+                                                   tmp.file("jouled.state") + R"(", "allow": [{"user": ")" +
+                                                   me->pw_name + R"(", "gpus": [1]}]})");
+  const pid_t jouled = testing::start_process({JOULED_BINARY, "--config", tmp.file("jouled.conf")},
+                                              {{"JOULE_NVML_LIBRARY", fake.library_path}}, tmp.file("jouled.out"),
+                                              tmp.file("jouled.err"));
+  for (int i = 0; i < 500 && access(socket.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(access(socket.c_str(), F_OK), 0) << testing::read_file(tmp.file("jouled.err"));
+  const RunningExporter exporter = start_exporter(tmp, fake, {"--jouled-socket", socket});
+  const auto has_lease = [](const std::string& text) {
+    return text.find("joule_gpu_lease_power_limit_watts{gpu=\"1\"") != std::string::npos;
+  };
+
+  std::string text;
+  {
+    daemon::DaemonClient client(socket);
+    client.call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 150}});
+    text = scrape_until(exporter.url, has_lease);
+    const std::optional<JobIdentity> my_job = identify_job(static_cast<uint32_t>(getpid()));
+    ASSERT_TRUE(my_job);
+    EXPECT_EQ(value_of(text, "joule_gpu_lease_power_limit_watts",
+                       "holder_user=\"" + std::string(me->pw_name) + "\",holder_job=\"" + my_job->job_label() + "\""),
+              150)
+        << text;
+    EXPECT_EQ(text.find("joule_gpu_lease_power_limit_watts{gpu=\"0\""), std::string::npos) << text;
+    EXPECT_EQ(value_of(text, "joule_jouled_up", "Hostname"), 1) << text;
+  }  // the connection ends, and with it the lease
+
+  text = scrape_until(exporter.url, [&](const std::string& t) { return !has_lease(t); });
+  EXPECT_FALSE(has_lease(text)) << text;
+  kill(jouled, SIGTERM);
+  EXPECT_EQ(testing::wait_process(jouled, 10.0), 0) << testing::read_file(tmp.file("jouled.err"));
+  text = scrape_until(exporter.url, [](const std::string& t) { return value_of(t, "joule_jouled_up", "Hostname") == 0; });
+  EXPECT_EQ(value_of(text, "joule_jouled_up", "Hostname"), 0) << text;
+  EXPECT_NE(value_of(text, "DCGM_FI_DEV_POWER_USAGE", "gpu=\"1\""), -1) << "the GPUs are still served\n" << text;
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+}
+
+// gpu1 falls off the bus 1.5 s in (every call fails with GPU_IS_LOST): it
+// is marked down, its counter keeps what it had, its gauges go, and gpu0 is
+// served and counted as before.
+TEST(ExporterCliTest, KeepsServingWhenAGpuIsLost) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const auto fake = testing::use_fake_nvml(tmp, "device power_w=300\n"
+                                                "device power_w=200\n"
+                                                "error function=* device=1 code=15 after_ms=1500\n");
+  const RunningExporter exporter = start_exporter(tmp, fake, {"--jouled-socket", ""});
+  const auto up = [](const std::string& text, const char* gpu) {
+    return value_of(text, "joule_gpu_up", std::string("gpu=\"") + gpu + "\"");
+  };
+  const std::string before = scrape_until(exporter.url, [&](const std::string& t) {
+    return value_of(t, "joule_gpu_energy_joules_total", "gpu=\"1\"") > 0;
+  });
+  EXPECT_EQ(up(before, "1"), 1) << before;
+  const std::string lost = scrape_until(exporter.url, [&](const std::string& t) { return up(t, "1") == 0; });
+  ASSERT_EQ(up(lost, "1"), 0) << lost;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const std::string after = testing::run_process({"curl", "-s", exporter.url}).out;
+
+  EXPECT_EQ(up(after, "1"), 0) << after;
+  EXPECT_EQ(up(after, "0"), 1) << after;
+  // gpu1's counter stays where it stopped (about 1.5 s at 200 W), neither reset nor growing.
+  const double lost_j = value_of(lost, "joule_gpu_energy_joules_total", "gpu=\"1\"");
+  EXPECT_GT(lost_j, 150) << lost;
+  EXPECT_LT(lost_j, 450) << lost;
+  EXPECT_EQ(value_of(after, "joule_gpu_energy_joules_total", "gpu=\"1\""), lost_j) << after;
+  EXPECT_EQ(value_of(after, "DCGM_FI_DEV_POWER_USAGE", "gpu=\"1\""), -1) << "no reading of a lost GPU\n" << after;
+  EXPECT_EQ(value_of(after, "DCGM_FI_DEV_POWER_USAGE", "gpu=\"0\""), 300) << after;
+  EXPECT_GT(value_of(after, "joule_gpu_energy_joules_total", "gpu=\"0\""),
+            value_of(lost, "joule_gpu_energy_joules_total", "gpu=\"0\"") + 150)
+      << "gpu0 is still counted\n" << lost << after;
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
 }
 
 TEST(ExporterCliTest, ABadListenAddressIsAUsageError) {

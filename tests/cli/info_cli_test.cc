@@ -16,7 +16,8 @@ TEST(InfoCliTest, ListsFakeNvmlGpusWithEachCapability) {
   TempDir tmp;
   const auto fake = testing::use_fake_nvml(
       tmp, "driver_version 580.95.05\n"
-           "device name=\"NVIDIA H100 80GB HBM3\" arch=9 min_limit_w=200 max_limit_w=700 limit_w=650\n"
+           "device name=\"NVIDIA H100 80GB HBM3\" arch=9 min_limit_w=200 max_limit_w=700 limit_w=650 "
+           "pci=00000000:9A:00.0\n"
            "error function=nvmlDeviceGetTemperature device=0 code=3\n");
   const auto r = run_process({JOULE_BINARY, "info", "--json"},
                              {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", "/nonexistent"}});
@@ -29,6 +30,8 @@ TEST(InfoCliTest, ListsFakeNvmlGpusWithEachCapability) {
   ASSERT_EQ(info["gpus"].size(), 1u);
   const auto& gpu = info["gpus"][0];
   EXPECT_EQ(gpu["architecture"], "Hopper");
+  EXPECT_EQ(gpu["pci_bus_id"], "00000000:9A:00.0");
+  EXPECT_TRUE(gpu["capabilities"]["memory_clock"]["available"].get<bool>());
   EXPECT_DOUBLE_EQ(gpu["power_limit_w"].get<double>(), 650.0);
   EXPECT_DOUBLE_EQ(gpu["default_limit_w"].get<double>(), 700.0);
   EXPECT_DOUBLE_EQ(gpu["min_limit_w"].get<double>(), 200.0);

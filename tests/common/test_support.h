@@ -62,6 +62,10 @@ std::string chromium_body_tag(const std::string& html_path, const TempDir& dir, 
 // "" when absent.
 std::string tag_attribute(const std::string& tag, const std::string& name);
 
+// A loopback port nothing listens on now (the kernel's pick; another
+// process may still take it before the caller binds it).
+int free_loopback_port();
+
 // Starts argv in the background with stdout/stderr to files in dir.
 pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                     const std::string& out_path, const std::string& err_path);

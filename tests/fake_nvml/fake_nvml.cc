@@ -14,7 +14,8 @@
 //   clock virtual                   (or "clock wall", the default; see Time)
 //   device name="NVIDIA H100" arch=9 power_w=300 limit_w=700 min_limit_w=200
 //          max_limit_w=700 default_limit_w=700 util_gpu=80 util_mem=40
-//          sm_mhz=1980 temp_c=55 mem_used_mib=1024 instant_power=1
+//          sm_mhz=1980 mem_mhz=2619 temp_c=55 mem_used_mib=1024 instant_power=1
+//          pci=00000000:18:00.0 (default: bus 0x18 + index)
 //          energy_update_ms=100 energy_call_ms=4 pulse_w=500 pulse_period_ms=200
 //          instant_offset_w=20 power_update_ms=100 usage_window_ms=1000
 //          sample_ms=20 sample_buffer=100 sample_latency_ms=0 sample_prefill=0
@@ -253,7 +254,8 @@ struct Device {
   unsigned arch = 9;
   PowerProfile profile;
   unsigned limit_mw = 300000, min_limit_mw = 100000, max_limit_mw = 300000, default_limit_mw = 300000;
-  unsigned util_gpu = 0, util_mem = 0, sm_mhz = 1000, temp_c = 40;
+  std::string pci_bus_id;
+  unsigned util_gpu = 0, util_mem = 0, sm_mhz = 1000, mem_mhz = 2619, temp_c = 40;
   unsigned long long mem_used = 0, mem_total = 80ull << 30;
   bool instant_power = true;
   double instant_offset_w = 0.0;  // the instantaneous field reads this much above the power
@@ -429,6 +431,9 @@ std::string configure_device(Device& d, std::size_t index, const Pairs& kv, cons
   char uuid[64];
   std::snprintf(uuid, sizeof uuid, "GPU-fake0000-0000-0000-0000-%012zu", index);
   d.uuid = kv.count("uuid") ? kv.at("uuid") : uuid;
+  char pci[32];
+  std::snprintf(pci, sizeof pci, "00000000:%02zX:00.0", 0x18 + index);
+  d.pci_bus_id = kv.count("pci") ? kv.at("pci") : pci;
   d.arch = static_cast<unsigned>(num("arch", d.arch));
   d.max_limit_mw = static_cast<unsigned>(num("max_limit_w", d.max_limit_mw / 1000.0) * 1000);
   d.min_limit_mw = static_cast<unsigned>(num("min_limit_w", d.min_limit_mw / 1000.0) * 1000);
@@ -437,6 +442,7 @@ std::string configure_device(Device& d, std::size_t index, const Pairs& kv, cons
   d.util_gpu = static_cast<unsigned>(num("util_gpu", d.util_gpu));
   d.util_mem = static_cast<unsigned>(num("util_mem", d.util_mem));
   d.sm_mhz = static_cast<unsigned>(num("sm_mhz", d.sm_mhz));
+  d.mem_mhz = static_cast<unsigned>(num("mem_mhz", d.mem_mhz));
   d.temp_c = static_cast<unsigned>(num("temp_c", d.temp_c));
   d.mem_used = static_cast<unsigned long long>(num("mem_used_mib", 0)) << 20;
   d.instant_power = num("instant_power", 1) != 0;
@@ -798,6 +804,14 @@ FAKE_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigne
   return 0;
 }
 
+FAKE_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetPciInfo_v3");
+  *pci = {};
+  std::snprintf(pci->busId, sizeof pci->busId, "%s", d->pci_bus_id.c_str());
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%s", d->pci_bus_id.c_str() + (d->pci_bus_id.size() > 12 ? 4 : 0));
+  return 0;
+}
+
 #ifndef JOULE_FAKE_NVML_OLD_DRIVER
 FAKE_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch) {
   FAKE_DEVICE_CALL("nvmlDeviceGetArchitecture");
@@ -906,8 +920,13 @@ FAKE_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUti
 
 FAKE_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int clock_type, unsigned int* clock_mhz) {
   FAKE_DEVICE_CALL("nvmlDeviceGetClockInfo");
-  if (clock_type != 1) return 3;
-  *clock_mhz = d->sm_mhz;
+  if (clock_type == joule::nvml::kClockSm) {
+    *clock_mhz = d->sm_mhz;
+  } else if (clock_type == joule::nvml::kClockMem) {
+    *clock_mhz = d->mem_mhz;
+  } else {
+    return joule::nvml::kErrorNotSupported;
+  }
   return 0;
 }
 

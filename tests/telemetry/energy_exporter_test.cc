@@ -80,23 +80,25 @@ TEST(EnergyExporterTest, SplitsEachGpusEnergyOverItsProcessesJobs) {
   std::string text = rig.exporter->metrics_text();
   EXPECT_NEAR(sample(text, "joule_gpu_energy_joules_total", {"gpu=\"0\""}), 6500, 1);
   EXPECT_NEAR(sample(text, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", {"gpu=\"0\""}), 6500e3, 1e3);
-  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"job=\"slurm/4711\"", "user=\"root\"", "gpu=\"0\""}),
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/4711\"", "user=\"root\"", "gpu=\"0\""}),
               3250, 1);
-  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"job=\"user/root\"", "gpu=\"0\""}), 3250, 1);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"user/root\"", "gpu=\"0\""}), 3250, 1);
   EXPECT_NEAR(sample(text, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"1\""}), 700, 1);
   EXPECT_NEAR(sample(text, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"0\""}), 0, 1e-9);
   EXPECT_DOUBLE_EQ(sample(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"0\"", "Hostname=\"node7\"", "modelName=\"Simulated GPU (H100-like)\"",
                                                         "DCGM_FI_DRIVER_VERSION=\"580.95.05\""}),
                    650);
   EXPECT_DOUBLE_EQ(sample(text, "DCGM_FI_DEV_POWER_MGMT_LIMIT", {"gpu=\"1\""}), 700);
+  EXPECT_DOUBLE_EQ(sample(text, "DCGM_FI_DEV_MEM_CLOCK", {"gpu=\"1\"", "pci_bus_id=\"00000000:19:00.0\""}), 2619);
+  EXPECT_DOUBLE_EQ(sample(text, "joule_gpu_default_power_limit_watts", {"gpu=\"0\""}), 700);
   EXPECT_EQ(sample(text, "joule_gpu_up", {"gpu=\"0\""}), 1);
 
   // The session ends; the job goes on alone and gets all of it.
   rig.sims[0]->set_processes({{100, 1ull << 30}});
   rig.run_s(10);
   text = rig.exporter->metrics_text();
-  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"job=\"slurm/4711\"", "gpu=\"0\""}), 3250 + 6500, 1);
-  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"job=\"user/root\"", "gpu=\"0\""}), 3250, 1);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/4711\"", "gpu=\"0\""}), 3250 + 6500, 1);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"user/root\"", "gpu=\"0\""}), 3250, 1);
   EXPECT_EQ(sample(text, "joule_exporter_accounting_steps_total", {}), 20);
 }
 

@@ -48,6 +48,7 @@ class DaemonControlledGpu final : public Gpu {
   std::string uuid() const override { return inner_->uuid(); }
   std::string architecture() const override { return inner_->architecture(); }
   std::string backend() const override { return inner_->backend(); }
+  std::string pci_bus_id() const override { return inner_->pci_bus_id(); }
   bool simulated() const override { return inner_->simulated(); }
   std::vector<CapabilityStatus> probe_capabilities() override;
   bool has_energy_counter() const override { return inner_->has_energy_counter(); }
@@ -62,6 +63,7 @@ class DaemonControlledGpu final : public Gpu {
   uint32_t default_power_limit_mw() override { return inner_->default_power_limit_mw(); }
   Utilization utilization() override { return inner_->utilization(); }
   uint32_t sm_clock_mhz() override { return inner_->sm_clock_mhz(); }
+  uint32_t memory_clock_mhz() override { return inner_->memory_clock_mhz(); }
   uint32_t temperature_c() override { return inner_->temperature_c(); }
   uint64_t memory_used_bytes() override { return inner_->memory_used_bytes(); }
   std::vector<GpuProcess> running_processes() override { return inner_->running_processes(); }

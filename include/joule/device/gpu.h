@@ -22,6 +22,7 @@ enum class GpuCapability {
   kDefaultLimit,      // limit the GPU boots with
   kUtilization,       // GPU (SM) and memory utilisation, percent
   kSmClock,           // current SM clock
+  kMemoryClock,       // current memory clock
   kTemperature,       // core temperature
   kMemoryUsed,        // device memory in use
   kRunningProcesses,  // the processes with a context on the GPU
@@ -32,7 +33,8 @@ inline constexpr GpuCapability kAllGpuCapabilities[] = {
     GpuCapability::kEnergyCounter, GpuCapability::kPowerUsage,    GpuCapability::kInstantPower,
     GpuCapability::kPowerSamples,
     GpuCapability::kPowerLimit,    GpuCapability::kLimitConstraints, GpuCapability::kDefaultLimit,
-    GpuCapability::kUtilization,   GpuCapability::kSmClock,       GpuCapability::kTemperature,
+    GpuCapability::kUtilization,   GpuCapability::kSmClock,       GpuCapability::kMemoryClock,
+    GpuCapability::kTemperature,
     GpuCapability::kMemoryUsed,    GpuCapability::kRunningProcesses, GpuCapability::kSetPowerLimit,
 };
 
@@ -82,6 +84,9 @@ class Gpu {
   virtual std::string uuid() const = 0;
   virtual std::string architecture() const = 0;  // "Hopper", "Volta", ...
   virtual std::string backend() const = 0;       // "nvml", "sim"
+  // "00000000:18:00.0" (domain:bus:device.function), as NVML and
+  // dcgm-exporter write it; empty where the backend cannot tell.
+  virtual std::string pci_bus_id() const { return {}; }
   virtual bool simulated() const = 0;
 
   // Checks every capability once (reads each value; never changes anything).
@@ -109,6 +114,8 @@ class Gpu {
   virtual uint32_t default_power_limit_mw() = 0;
   virtual Utilization utilization() = 0;
   virtual uint32_t sm_clock_mhz() = 0;
+  // Throws DeviceError; the default says the backend cannot tell.
+  virtual uint32_t memory_clock_mhz();
   virtual uint32_t temperature_c() = 0;
   virtual uint64_t memory_used_bytes() = 0;
   // The processes using the GPU now, by pid, each once. Throws DeviceError;

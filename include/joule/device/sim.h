@@ -27,6 +27,7 @@ struct SimGpuModel {
   double idle_power_w = 70.0;
   double full_load_power_w = 650.0;
   uint32_t max_sm_clock_mhz = 1980;
+  uint32_t memory_clock_mhz = 2619;  // an H100 SXM's HBM3
   uint64_t memory_used_bytes = 1ull << 30;
 
   // Optional measured behaviour at full load, by power limit (mW): the power
@@ -54,6 +55,7 @@ class SimGpu final : public Gpu {
   std::string uuid() const override;
   std::string architecture() const override { return "simulated"; }
   std::string backend() const override { return "sim"; }
+  std::string pci_bus_id() const override;
   bool simulated() const override { return true; }
 
   std::vector<CapabilityStatus> probe_capabilities() override;
@@ -68,6 +70,7 @@ class SimGpu final : public Gpu {
   uint32_t default_power_limit_mw() override { return model_.default_limit_mw; }
   Utilization utilization() override;
   uint32_t sm_clock_mhz() override;
+  uint32_t memory_clock_mhz() override { return model_.memory_clock_mhz; }
   uint32_t temperature_c() override;
   uint64_t memory_used_bytes() override { return model_.memory_used_bytes; }
   std::vector<GpuProcess> running_processes() override;

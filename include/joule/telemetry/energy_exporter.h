@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "joule/clock.h"
+#include "joule/daemon/lease_watcher.h"
 #include "joule/device/cpu_energy.h"
 #include "joule/device/gpu.h"
 #include "joule/measure/sampler.h"
@@ -34,6 +35,9 @@ struct ExporterOptions {
   std::string hostname;        // the Hostname label; this machine's name when empty
   std::string driver_version;  // the DCGM_FI_DRIVER_VERSION label
   std::filesystem::path proc_root = "/proc";
+  // jouled's socket, asked for lease holders at each accounting step; empty:
+  // jouled is not asked (no joule_jouled_up, no lease series).
+  std::string jouled_socket;
   // Utilisation, SM clock, temperature and memory are always sampled.
   SamplerOptions sampler;
 };
@@ -68,7 +72,14 @@ class EnergyExporter {
     double unattributed_j = 0.0;
     bool up = true;
     std::optional<uint32_t> limit_mw;
+    std::optional<uint32_t> memory_clock_mhz;
+    std::optional<uint32_t> default_limit_mw;
     std::optional<std::string> problem;
+    struct Lease {
+      std::string user, job;
+      double power_limit_w = 0.0;
+    };
+    std::optional<Lease> lease;  // held through jouled, as of the last step
   };
 
   std::string gpu_labels(std::size_t gpu) const;
@@ -86,6 +97,8 @@ class EnergyExporter {
   std::map<JobKey, double> job_energy_j_;
   std::map<uint32_t, std::optional<JobIdentity>> identities_;  // by pid, for the processes listed last
   uint64_t accounting_steps_ = 0;
+  std::unique_ptr<daemon::LeaseWatcher> leases_;  // only the accounting step uses it
+  bool jouled_up_ = false;
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread thread_;

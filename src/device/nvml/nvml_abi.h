@@ -44,6 +44,17 @@ struct nvmlProcessInfo_t {
   unsigned int computeInstanceId;
 };
 
+// nvmlDeviceGetPciInfo_v3 fills busId; busIdLegacy is the older, shorter form.
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+};
+
 struct nvmlFieldValue_t {
   unsigned int fieldId;
   unsigned int scopeId;
@@ -62,6 +73,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length);
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length);
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci);
 nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch);
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy_mj);
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw);
@@ -107,6 +119,7 @@ inline constexpr unsigned int kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_IN
 inline constexpr int kTotalPowerSamples = 0;               // NVML_TOTAL_POWER_SAMPLES (mW)
 inline constexpr int kValueTypeUnsignedInt = 1;           // NVML_VALUE_TYPE_UNSIGNED_INT
 inline constexpr int kClockSm = 1;                       // NVML_CLOCK_SM
+inline constexpr int kClockMem = 2;                      // NVML_CLOCK_MEM
 inline constexpr int kTemperatureGpu = 0;                // NVML_TEMPERATURE_GPU
 inline constexpr unsigned int kArchitectureUnknown = 0xffffffff;
 inline constexpr unsigned long long kValueNotAvailable = ~0ull;  // NVML_VALUE_NOT_AVAILABLE

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -37,6 +38,10 @@ NvmlGpu::NvmlGpu(std::shared_ptr<Library> library, unsigned index, nvmlDevice_t 
   if (fn_.nvmlDeviceGetName && fn_.nvmlDeviceGetName(handle_, buffer, sizeof buffer) == kSuccess) name_ = buffer;
   char uuid[kUuidBufferSize] = {};
   if (fn_.nvmlDeviceGetUUID && fn_.nvmlDeviceGetUUID(handle_, uuid, sizeof uuid) == kSuccess) uuid_ = uuid;
+  nvmlPciInfo_t pci{};
+  if (fn_.nvmlDeviceGetPciInfo_v3 && fn_.nvmlDeviceGetPciInfo_v3(handle_, &pci) == kSuccess) {
+    pci_bus_id_.assign(pci.busId, strnlen(pci.busId, sizeof pci.busId));
+  }
   unsigned int arch = kArchitectureUnknown;
   if (fn_.nvmlDeviceGetArchitecture && fn_.nvmlDeviceGetArchitecture(handle_, &arch) == kSuccess) {
     architecture_ = architecture_name(arch);
@@ -209,6 +214,12 @@ uint32_t NvmlGpu::sm_clock_mhz() {
   return mhz;
 }
 
+uint32_t NvmlGpu::memory_clock_mhz() {
+  unsigned int mhz = 0;
+  JOULE_NVML_CALL(nvmlDeviceGetClockInfo, kClockMem, &mhz);
+  return mhz;
+}
+
 uint32_t NvmlGpu::temperature_c() {
   unsigned int celsius = 0;
   JOULE_NVML_CALL(nvmlDeviceGetTemperature, kTemperatureGpu, &celsius);
@@ -283,6 +294,7 @@ std::vector<CapabilityStatus> NvmlGpu::probe_capabilities() {
   result.push_back(status_of(GpuCapability::kDefaultLimit, [&] { default_power_limit_mw(); }));
   result.push_back(status_of(GpuCapability::kUtilization, [&] { utilization(); }));
   result.push_back(status_of(GpuCapability::kSmClock, [&] { sm_clock_mhz(); }));
+  result.push_back(status_of(GpuCapability::kMemoryClock, [&] { memory_clock_mhz(); }));
   result.push_back(status_of(GpuCapability::kTemperature, [&] { temperature_c(); }));
   result.push_back(status_of(GpuCapability::kMemoryUsed, [&] { memory_used_bytes(); }));
   result.push_back(status_of(GpuCapability::kRunningProcesses, [&] { running_processes(); }));

@@ -18,6 +18,7 @@ class NvmlGpu final : public Gpu {
   std::string uuid() const override { return uuid_; }
   std::string architecture() const override { return architecture_; }
   std::string backend() const override { return "nvml"; }
+  std::string pci_bus_id() const override { return pci_bus_id_; }
   bool simulated() const override { return false; }
 
   std::vector<CapabilityStatus> probe_capabilities() override;
@@ -34,6 +35,7 @@ class NvmlGpu final : public Gpu {
   uint32_t default_power_limit_mw() override;
   Utilization utilization() override;
   uint32_t sm_clock_mhz() override;
+  uint32_t memory_clock_mhz() override;
   uint32_t temperature_c() override;
   uint64_t memory_used_bytes() override;
   std::vector<GpuProcess> running_processes() override;
@@ -62,6 +64,7 @@ class NvmlGpu final : public Gpu {
   std::string name_ = "unknown NVIDIA GPU";
   std::string uuid_ = "unknown";
   std::string architecture_ = "unknown";
+  std::string pci_bus_id_;
   bool has_energy_counter_ = false;
   bool use_instant_power_ = false;  // sample the instantaneous field, not power usage
   bool has_power_samples_ = false;

@@ -24,6 +24,7 @@ namespace joule::nvml {
   X(nvmlSystemGetDriverVersion)                   \
   X(nvmlDeviceGetName)                            \
   X(nvmlDeviceGetUUID)                            \
+  X(nvmlDeviceGetPciInfo_v3)                      \
   X(nvmlDeviceGetArchitecture)                    \
   X(nvmlDeviceGetTotalEnergyConsumption)          \
   X(nvmlDeviceGetPowerUsage)                      \

@@ -51,6 +51,9 @@ SimGpu::SimGpu(unsigned index, SimGpuModel model, std::shared_ptr<const Clock> c
 
 std::string SimGpu::uuid() const { return fmt::format("SIM-{:08x}-0000-0000-0000-{:012x}", index_, index_); }
 
+// One bus per GPU, as on a typical 8-GPU server.
+std::string SimGpu::pci_bus_id() const { return fmt::format("00000000:{:02X}:00.0", 0x18 + index_); }
+
 void SimGpu::advance_locked() const {
   const double now_s = clock_->now_s();
   if (now_s > accounted_until_s_) {
