@@ -169,7 +169,10 @@ void EnergyExporter::account_now() {
   std::lock_guard lock(mutex_);
   ++accounting_steps_;
   jouled_up_ = jouled_up;
-  identities_ = std::move(identities);  // pids no longer listed are forgotten (pids are reused)
+  const auto identity_of = [&](uint32_t pid) -> const std::optional<JobIdentity>& {
+    const auto now = identities.find(pid);
+    return now != identities.end() ? now->second : identities_[pid];
+  };
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     GpuState& state = gpu_states_[i];
     state.limit_mw = listed[i].limit_mw;
@@ -182,16 +185,26 @@ void EnergyExporter::account_now() {
     state.problem = e.problem;
     if (!state.up) continue;
     state.energy_j += e.energy_j;
-    // Equal shares per process; a process whose job is unknown (it ended
-    // between the list and /proc) leaves its share unattributed.
-    const std::vector<GpuProcess>& processes = listed[i].processes.value_or(std::vector<GpuProcess>{});
-    if (processes.empty()) {
+    // Equal shares over the processes listed at the step's start or end: a
+    // job that ends within a step is charged for it, not the next one to
+    // start, and a GPU with one job loses none of its energy to the edges.
+    // A process whose job is unknown (it ended between the list and /proc)
+    // leaves its share unattributed.
+    std::set<uint32_t> sharing(state.previous_pids.begin(), state.previous_pids.end());
+    if (listed[i].processes) {
+      state.previous_pids.clear();
+      for (const GpuProcess& p : *listed[i].processes) {
+        sharing.insert(p.pid);
+        state.previous_pids.push_back(p.pid);
+      }
+    }
+    if (sharing.empty()) {
       state.unattributed_j += e.energy_j;
       continue;
     }
-    const double share_j = e.energy_j / static_cast<double>(processes.size());
-    for (const GpuProcess& p : processes) {
-      const std::optional<JobIdentity>& id = identities_[p.pid];
+    const double share_j = e.energy_j / static_cast<double>(sharing.size());
+    for (const uint32_t pid : sharing) {
+      const std::optional<JobIdentity>& id = identity_of(pid);
       if (!id) {
         state.unattributed_j += share_j;
         continue;
@@ -199,6 +212,13 @@ void EnergyExporter::account_now() {
       job_energy_j_[{id->job_label(), id->user, i}] += share_j;
     }
   }
+  // Identities of the processes the next step may charge (those listed now),
+  // and no others: pids are reused.
+  std::map<uint32_t, std::optional<JobIdentity>> kept;
+  for (const GpuState& state : gpu_states_) {
+    for (const uint32_t pid : state.previous_pids) kept[pid] = identity_of(pid);
+  }
+  identities_ = std::move(kept);
   for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
     if (!cpu_energy[z].problem) cpu_energy_j_[z] += cpu_energy[z].energy_j;
   }
@@ -316,6 +336,14 @@ std::string EnergyExporter::metrics_text() const {
   {
     Family family(out, "joule_exporter_accounting_steps_total", "counter", "Accounting steps taken.");
     family.add(fmt::format(R"(Hostname="{}")", escaped(options_.hostname)), static_cast<double>(accounting_steps_));
+  }
+  {
+    // A counter's value is the energy up to this moment, not up to the
+    // scrape: what lines a rate up with another clock to the millisecond.
+    Family family(out, "joule_exporter_accounted_until_seconds", "gauge",
+                  "Unix time up to which the energy counters are accounted (the last accounting step's end).");
+    family.add(fmt::format(R"(Hostname="{}")", escaped(options_.hostname)),
+               accounted_until_s_ - clock_->from_realtime_us(0));
   }
   return out;
 }

@@ -93,13 +93,26 @@ TEST(EnergyExporterTest, SplitsEachGpusEnergyOverItsProcessesJobs) {
   EXPECT_DOUBLE_EQ(sample(text, "joule_gpu_default_power_limit_watts", {"gpu=\"0\""}), 700);
   EXPECT_EQ(sample(text, "joule_gpu_up", {"gpu=\"0\""}), 1);
 
-  // The session ends; the job goes on alone and gets all of it.
+  // The session ends within a step: that step is still shared by both (it
+  // was listed at the step's start), and from then on the job gets all of it.
   rig.sims[0]->set_processes({{100, 1ull << 30}});
   rig.run_s(10);
   text = rig.exporter->metrics_text();
-  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/4711\"", "gpu=\"0\""}), 3250 + 6500, 1);
-  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"user/root\"", "gpu=\"0\""}), 3250, 1);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/4711\"", "gpu=\"0\""}),
+              3250 + 325 + 9 * 650, 1);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"user/root\"", "gpu=\"0\""}), 3250 + 325, 1);
   EXPECT_EQ(sample(text, "joule_exporter_accounting_steps_total", {}), 20);
+
+  // The job ends too: its last step is its own, not unattributed; then the
+  // GPU's energy is nobody's.
+  rig.sims[0]->set_processes({});
+  rig.run_s(3);
+  text = rig.exporter->metrics_text();
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/4711\"", "gpu=\"0\""}),
+              3250 + 325 + 10 * 650, 1);
+  EXPECT_NEAR(sample(text, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"0\""}), 2 * 650, 1);
+  // A virtual clock is its own wall clock: the counters hold energy up to now.
+  EXPECT_DOUBLE_EQ(sample(text, "joule_exporter_accounted_until_seconds", {}), rig.clock->now_s());
 }
 
 // Every family has its HELP and TYPE once, and every sample line parses.

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "common/prometheus_server.h"
@@ -98,6 +100,30 @@ TEST(PrometheusScrapeTest, RatesAndJobTotalsMatchWhatTheDriverDrew) {
                                        R"(sum(increase(joule_gpu_energy_joules_total{gpu="0"}[15s])))"),
                 1.0, 1e-6);
     EXPECT_EQ(only_value(prometheus, R"(increase(joule_gpu_unattributed_energy_joules_total{gpu="0"}[15s]))"), 0);
+
+    // Every query of the Grafana dashboard runs, with Grafana's variables as
+    // it would fill them, and returns data, except where this machine has
+    // none to give: no jouled, no RAPL, no lost GPU.
+    const std::set<std::string> nothing_here = {"Limits held through jouled", "jouled reachable",
+                                                "CPU package and DRAM power", "GPUs lost"};
+    const auto dashboard = nlohmann::json::parse(
+        testing::read_file(std::string(JOULE_SOURCE_DIR) + "/packaging/grafana/joule-dashboard.json"));
+    int queries = 0;
+    for (const auto& panel : dashboard["panels"]) {
+      for (const auto& target : panel.value("targets", nlohmann::json::array())) {
+        std::string expr = target.value("expr", "");
+        for (const auto& [variable, value] : std::map<std::string, std::string>{
+                 {"$__rate_interval", "5s"}, {"$__range", "15s"}, {"$Hostname", ".*"}}) {
+          for (std::size_t at; (at = expr.find(variable)) != std::string::npos;) expr.replace(at, variable.size(), value);
+        }
+        const std::string title = panel.value("title", "");
+        std::vector<testing::PromSample> result;
+        EXPECT_NO_THROW(result = prometheus.query(expr)) << title;
+        EXPECT_EQ(result.empty(), nothing_here.count(title) == 1) << title << ": " << expr;
+        ++queries;
+      }
+    }
+    EXPECT_GE(queries, 10);
   }
   kill(exporter, SIGTERM);
   EXPECT_EQ(testing::wait_process(exporter, 10.0), 0) << testing::read_file(tmp.file("err"));

@@ -80,6 +80,7 @@ class EnergyExporter {
       double power_limit_w = 0.0;
     };
     std::optional<Lease> lease;  // held through jouled, as of the last step
+    std::vector<uint32_t> previous_pids;  // listed at the end of the last step that accounted energy
   };
 
   std::string gpu_labels(std::size_t gpu) const;
@@ -95,7 +96,7 @@ class EnergyExporter {
   std::vector<GpuState> gpu_states_;
   std::vector<double> cpu_energy_j_;
   std::map<JobKey, double> job_energy_j_;
-  std::map<uint32_t, std::optional<JobIdentity>> identities_;  // by pid, for the processes listed last
+  std::map<uint32_t, std::optional<JobIdentity>> identities_;  // by pid: every GpuState's previous_pids
   uint64_t accounting_steps_ = 0;
   std::unique_ptr<daemon::LeaseWatcher> leases_;  // only the accounting step uses it
   bool jouled_up_ = false;
