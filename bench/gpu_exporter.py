@@ -40,21 +40,30 @@ def http_get(url, timeout=10.0):
 
 
 class CounterPoller(threading.Thread):
-    """The GPU's energy counter (mJ) every period_s, stamped with the wall clock mid-call."""
+    """The GPU's energy counter (mJ) every period_s, stamped with the wall clock mid-call; and, every
+    fourth time, the processes NVML lists on the GPU (when each pid was first and last seen)."""
 
     def __init__(self, handle, period_s=0.05):
         super().__init__(daemon=True)
         self.handle, self.period_s = handle, period_s
         self.times, self.energy_mj = [], []
+        self.first_seen, self.last_seen = {}, {}
         self.stop = threading.Event()
 
     def run(self):
+        ticks = 0
         while not self.stop.is_set():
             before = time.time()
             e = pynvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
             after = time.time()
             self.times.append((before + after) / 2)
             self.energy_mj.append(e)
+            if ticks % 4 == 0:
+                now = time.time()
+                for p in pynvml.nvmlDeviceGetComputeRunningProcesses(self.handle):
+                    self.first_seen.setdefault(p.pid, now)
+                    self.last_seen[p.pid] = now
+            ticks += 1
             self.stop.wait(self.period_s)
 
     def joules_at(self, t):
@@ -92,7 +101,7 @@ def run_job(name, argv, job_id, log):
     proc.wait()
     end = time.time()
     print(f"{name}: exit {proc.returncode}, {end - start:.1f} s", flush=True)
-    return {"name": name, "job": f"slurm/{job_id}", "start": start, "end": end, "exit": proc.returncode}
+    return {"name": name, "job": f"slurm/{job_id}", "pid": proc.pid, "start": start, "end": end, "exit": proc.returncode}
 
 
 def main():
@@ -180,12 +189,16 @@ def main():
             values = dict(job_series[0])
             job_j = values.get(b[0], job_series[0][-1][1]) - values.get(a[0], 0.0)
         counter_life_j = poller.joules_at(job["end"]) - poller.joules_at(job["start"])
+        listed = (poller.first_seen.get(job["pid"]), poller.last_seen.get(job["pid"]))
+        counter_listed_j = poller.joules_at(listed[1]) - poller.joules_at(listed[0]) if listed[0] else None
         entry = dict(job, exporter_j=exporter_j, counter_j=counter_j, error=exporter_j / counter_j - 1,
-                     span_s=b[1] - a[1], job_series_j=job_j, counter_over_process_life_j=counter_life_j)
+                     span_s=b[1] - a[1], job_series_j=job_j, counter_over_process_life_j=counter_life_j,
+                     listed_s=(listed[1] - listed[0]) if listed[0] else None, counter_while_listed_j=counter_listed_j)
         result["jobs"].append(entry)
         print(f"{job['name']}: exporter {exporter_j:.1f} J, counter {counter_j:.1f} J over {b[1] - a[1]:.1f} s: "
-              f"{100 * entry['error']:+.3f}%; joule_job {job['job']}: {job_j} J "
-              f"(counter over the process's life {counter_life_j:.1f} J)", flush=True)
+              f"{100 * entry['error']:+.3f}%; joule_job {job['job']}: {job_j} J; counter over the process's life "
+              f"{counter_life_j:.1f} J ({job['end'] - job['start']:.1f} s), while NVML listed it {counter_listed_j} J "
+              f"({entry['listed_s']} s)", flush=True)
     for length_s in (30, 60):
         errors = []
         for i, a in enumerate(scrapes):

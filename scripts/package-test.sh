@@ -19,22 +19,22 @@ fi
 step() { echo "package-test.sh: $*"; }
 fail() { echo "package-test.sh: $*" >&2; exit 1; }
 
-# joule-serve.service: installed, naming the installed joule, enabled by no
-# one (the operator enables it), and valid to systemd where systemd-analyze
-# exists (its verify exits 0 on unknown keys and bad values, so any message
-# fails the check).
-check_serve_unit() {
-  local unit=/lib/systemd/system/joule-serve.service
+# joule-NAME.service: installed, starting the installed `joule NAME`, enabled
+# by no one (the operator enables it), and valid to systemd where
+# systemd-analyze exists (its verify exits 0 on unknown keys and bad values,
+# so any message fails the check).
+check_joule_unit() {
+  local name=$1 unit=/lib/systemd/system/joule-$1.service
   [[ -f $unit ]] || fail "$unit is not in the package"
-  grep -q "^ExecStart=/usr/bin/joule serve " "$unit" || fail "$unit does not start /usr/bin/joule serve"
-  [[ ! -e /etc/systemd/system/multi-user.target.wants/joule-serve.service ]] || fail "the package enabled $unit"
+  grep -q "^ExecStart=/usr/bin/joule $name " "$unit" || fail "$unit does not start /usr/bin/joule $name"
+  [[ ! -e /etc/systemd/system/multi-user.target.wants/joule-$name.service ]] || fail "the package enabled $unit"
   if command -v systemd-analyze >/dev/null; then
     local found
     found=$(systemd-analyze verify --man=no "$unit" 2>&1) || fail "systemd-analyze verify $unit: ${found:-failed}"
     [[ -z $found ]] || fail "systemd-analyze verify $unit: $found"
-    step "joule-serve.service: installed, not enabled, systemd-analyze verify clean"
+    step "joule-$name.service: installed, not enabled, systemd-analyze verify clean"
   else
-    step "joule-serve.service: installed, not enabled (no systemd-analyze here: not verified)"
+    step "joule-$name.service: installed, not enabled (no systemd-analyze here: not verified)"
   fi
 }
 
@@ -62,12 +62,15 @@ env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "import joule.service; joule.Batch
 [[ -f /usr/share/man/man1/joule.1.gz && -f /usr/share/man/man8/jouled.8.gz && -f /usr/share/bash-completion/completions/joule ]]
 grep -q "^ExecStart=/usr/sbin/jouled " /lib/systemd/system/jouled.service
 step "installed: joule info, jouled --check-config, joule simulate (bundled traces), import joule (and joule.service), man pages, bash completion, unit"
-check_serve_unit
+check_joule_unit serve
+check_joule_unit exporter
+[[ -f /usr/share/joule/grafana/joule-dashboard.json ]] || fail "the Grafana dashboard is not in the package"
 
 dpkg --purge joule >/dev/null
 trap - EXIT
 for path in /usr/bin/joule /usr/sbin/jouled /etc/joule /var/lib/joule /usr/share/joule /usr/lib/python3/dist-packages/joule \
-            /lib/systemd/system/jouled.service /lib/systemd/system/joule-serve.service /usr/lib/joule \
+            /lib/systemd/system/jouled.service /lib/systemd/system/joule-serve.service \
+            /lib/systemd/system/joule-exporter.service /usr/lib/joule \
             /usr/share/bash-completion/completions/joule; do
   if [[ -e $path ]]; then
     echo "package-test.sh: $path is left after purge" >&2

@@ -295,7 +295,7 @@ std::string EnergyExporter::metrics_text() const {
   }
   {
     Family family(out, "joule_job_gpu_energy_joules_total", "counter",
-                  "GPU energy per job (joule_job: slurm/ID, kubernetes/POD_UID or user/NAME) and user: each GPU's energy split equally over its processes (J).");
+                  "GPU energy per job (joule_job: slurm/ID, kubernetes/POD_UID or user/NAME) and user: each accounting step's GPU energy split equally over the processes listed at its start or end (J).");
     for (const auto& [key, energy_j] : job_energy_j_) {
       const Gpu& gpu = *gpus_[key.gpu];
       family.add(fmt::format(R"(joule_job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),

@@ -7,8 +7,9 @@
 // (once a second by default) adds each GPU's energy since the last step, as
 // the sampler integrated it (not the driver's counter, so a counter reset or
 // wrap-around changes nothing), and splits it equally over the processes the
-// driver lists on that GPU at the step, rolled up to their jobs
-// (identify_job). A GPU with no process accrues "unattributed" energy.
+// driver listed on that GPU at the step's start or end, rolled up to their
+// jobs (identify_job). A GPU with no process accrues "unattributed" energy.
+// It also asks jouled, when given its socket, who holds each GPU's limit.
 #pragma once
 
 #include <filesystem>
