@@ -451,6 +451,9 @@ void Sampler::pair_counters_locked(GpuTrack& track) {
     CounterPoint point = track.pending_counters.front();
     track.pending_counters.pop_front();
     point.integral_j = integral_at(track.points, point.time_s);
+    // A counter that went back was restarted (driver reload, GPU reset):
+    // what it said before no longer lines up with what it says now.
+    if (!track.counters.empty() && point.counter_j < track.counters.back().counter_j) track.counters.clear();
     track.counters.push_back(point);
     added = true;
   }

@@ -194,6 +194,28 @@ TEST(ExporterCliTest, KeepsServingWhenAGpuIsLost) {
   EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
 }
 
+// The driver's energy counter restarts from 0 1.5 s in (a driver reload):
+// the exporter's counters only grow, at the power the GPU draws.
+TEST(ExporterCliTest, ItsCountersKeepGrowingWhenTheDriversCounterRestarts) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const auto fake = testing::use_fake_nvml(tmp, "device power_w=300 energy_update_ms=100 sample_ms=20 energy_reset_ms=1500\n");
+  const RunningExporter exporter = start_exporter(tmp, fake, {"--jouled-socket", ""});
+  std::vector<std::pair<std::chrono::steady_clock::time_point, double>> readings;
+  for (int i = 0; i < 8; ++i) {
+    const std::string text = testing::run_process({"curl", "-s", exporter.url}).out;
+    readings.emplace_back(std::chrono::steady_clock::now(), value_of(text, "joule_gpu_energy_joules_total", "gpu=\"0\""));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  for (std::size_t i = 1; i < readings.size(); ++i) EXPECT_GE(readings[i].second, readings[i - 1].second) << i;
+  // From the second reading (past start-up) to the last: ~3 s at 300 W,
+  // within the accounting step (0.2 s) at either end.
+  const double elapsed_s = std::chrono::duration<double>(readings.back().first - readings[1].first).count();
+  EXPECT_NEAR(readings.back().second - readings[1].second, 300 * elapsed_s, 300 * 0.45);
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+}
+
 TEST(ExporterCliTest, ABadListenAddressIsAUsageError) {
   const auto r = testing::run_process({JOULE_BINARY, "exporter", "--sim", "count=1", "--listen", "127.0.0.1:99999"});
   EXPECT_EQ(r.exit_code, 2);

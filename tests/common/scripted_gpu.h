@@ -36,6 +36,8 @@ class ScriptedGpu final : public Gpu {
   // counter_phase_s + k * counter_update_s.
   double counter_update_s = 0.0;
   double counter_phase_s = 0.0;
+  // >= 0: the counter restarts from 0 at this time (a driver reload).
+  double counter_reset_at_s = -1.0;
   bool has_counter = true;
   std::atomic<int> counter_reads{0};  // the sampling and anchor threads both read
 
@@ -65,7 +67,8 @@ class ScriptedGpu final : public Gpu {
     if (counter_update_s > 0) {
       t = std::max(0.0, std::floor((t - counter_phase_s) / counter_update_s) * counter_update_s + counter_phase_s);
     }
-    return static_cast<uint64_t>(true_energy_j(0.0, t) * 1000.0);
+    const double since_s = counter_reset_at_s >= 0 && t >= counter_reset_at_s ? counter_reset_at_s : 0.0;
+    return static_cast<uint64_t>(true_energy_j(since_s, t) * 1000.0);
   }
   uint32_t power_mw() override {
     double power_w = power_(clock_->now_s());

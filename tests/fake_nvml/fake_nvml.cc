@@ -47,7 +47,8 @@
 //   nvmlDeviceGetTotalEnergyConsumption  E at the last energy_update_ms tick, in
 //       whole mJ; each call keeps the CPU busy for energy_call_ms (not on a virtual clock).
 //       energy_phase_ms=F puts the ticks at F + k * energy_update_ms (an H100's
-//       steps have a phase of their own).
+//       steps have a phase of their own). energy_reset_ms=R restarts the
+//       counter from 0 at R, as a driver reload or GPU reset does.
 //   nvmlDeviceGetPowerUsage  p(tau), or with usage_window_ms=W the trailing mean
 //       (E(tau) - E(tau - W)) / W (the mean since 0 while tau < W), as an H100
 //       reports a one-second mean refreshed every 100 ms.
@@ -261,6 +262,7 @@ struct Device {
   double instant_offset_w = 0.0;  // the instantaneous field reads this much above the power
   double energy_update_ms = 0.0;
   double energy_phase_ms = 0.0;
+  double energy_reset_ms = -1.0;  // >= 0: the counter restarts from 0 then (a driver reload)
   double energy_call_ms = 0.0;
   double power_update_ms = 0.0;  // > 0: power usage and the instant field refresh at these ticks
   double usage_window_ms = 0.0;  // > 0: power usage is the trailing mean over this window
@@ -450,6 +452,7 @@ std::string configure_device(Device& d, std::size_t index, const Pairs& kv, cons
   d.energy_update_ms = num("energy_update_ms", 0);
   d.energy_call_ms = num("energy_call_ms", 0);
   d.energy_phase_ms = num("energy_phase_ms", 0);
+  d.energy_reset_ms = num("energy_reset_ms", -1);
   d.sample_cover_ms = num("sample_cover_ms", 0);
   d.power_update_ms = num("power_update_ms", 0);
   d.usage_window_ms = num("usage_window_ms", 0);
@@ -839,7 +842,9 @@ FAKE_API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, u
   const double tick_s = std::max(0.0, last_tick_s(now_s() - phase_s, d->energy_update_ms) + phase_s);
   // Rounded, not truncated: float noise (29999.999999 mJ) must not lose a mJ
   // of an exact integral.
-  *energy_mj = static_cast<unsigned long long>(std::llround(energy_j(*d, tick_s) * 1000.0));
+  double counted_j = energy_j(*d, tick_s);
+  if (d->energy_reset_ms >= 0 && tick_s >= d->energy_reset_ms / 1000.0) counted_j -= energy_j(*d, d->energy_reset_ms / 1000.0);
+  *energy_mj = static_cast<unsigned long long>(std::llround(counted_j * 1000.0));
   return 0;
 }
 

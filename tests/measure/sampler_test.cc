@@ -82,6 +82,29 @@ TEST(SamplerTest, CounterCalibratesABiasedPowerReading) {
   EXPECT_NEAR(static_cast<double>(sampler.stats().counter_reads), 40.0, 2.0);
 }
 
+// The driver's counter restarts (a driver reload) while a sensor reads 10%
+// low: the calibration forgets the counter's past and keeps its scale, and
+// energy stays right through it.
+TEST(SamplerTest, ACounterThatRestartsKeepsTheCalibration) {
+  auto clock = std::make_shared<VirtualClock>();
+  auto gpu = std::make_shared<ScriptedGpu>(0, clock, [](double t) { return 200.0 + 50.0 * std::sin(2 * M_PI * t); });
+  gpu->reading_bias = 0.9;
+  gpu->counter_update_s = 0.1;
+  gpu->counter_reset_at_s = 45.0;
+  SamplerOptions options = manual(0.01);
+  options.counter_interval_s = 1.0;
+  Sampler sampler({gpu}, {}, clock, options);
+  sampler.start();
+  run_until(sampler, *clock, 44.0);
+  EXPECT_NEAR(sampler.gpu_scale(0), 1.0 / 0.9, 0.01);
+  for (const double until_s : {70.0, 100.0}) {  // too little history since the reset, then enough again
+    run_until(sampler, *clock, until_s);
+    EXPECT_NEAR(sampler.gpu_scale(0), 1.0 / 0.9, 0.01) << until_s;
+    const double truth_j = gpu->true_energy_j(until_s - 10.0, until_s - 1.0);
+    EXPECT_NEAR(sampler.gpu_energy(0, until_s - 10.0, until_s - 1.0).energy_j, truth_j, 0.01 * truth_j) << until_s;
+  }
+}
+
 TEST(SamplerTest, CounterReadsShareOneBudgetRoundRobin) {
   auto clock = std::make_shared<VirtualClock>();
   std::vector<std::shared_ptr<Gpu>> gpus;
