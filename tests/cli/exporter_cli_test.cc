@@ -36,13 +36,14 @@ struct RunningExporter {
   std::string url;  // .../metrics
 };
 
-RunningExporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake, std::vector<std::string> extra = {}) {
+RunningExporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake, std::vector<std::string> extra = {},
+                               const std::string& powercap_root = "/nonexistent") {
   const std::string port_file = tmp.file("port");
   std::vector<std::string> args = {JOULE_BINARY, "exporter", "--listen", "127.0.0.1:0", "--port-file", port_file,
                                    "--interval-s", "0.2"};
   args.insert(args.end(), extra.begin(), extra.end());
   RunningExporter exporter;
-  exporter.pid = testing::start_process(args, {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", "/nonexistent"}},
+  exporter.pid = testing::start_process(args, {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", powercap_root}},
                                         tmp.file("out"), tmp.file("err"));
   int port = 0;
   for (int i = 0; i < 200 && port == 0; ++i) {
@@ -212,6 +213,48 @@ TEST(ExporterCliTest, ItsCountersKeepGrowingWhenTheDriversCounterRestarts) {
   // within the accounting step (0.2 s) at either end.
   const double elapsed_s = std::chrono::duration<double>(readings.back().first - readings[1].first).count();
   EXPECT_NEAR(readings.back().second - readings[1].second, 300 * elapsed_s, 300 * 0.45);
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+}
+
+// A RAPL package zone (a fixture tree the test advances at 50 W, through the
+// counter's wrap at max_energy_range_uj) and its DRAM zone: served as
+// counters in joules that grow at the zone's power across the wrap.
+TEST(ExporterCliTest, ServesRaplEnergyAcrossTheCountersWrap) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const auto fake = testing::use_fake_nvml(tmp, "device power_w=100\n");
+  const std::string package = tmp.file("powercap/intel-rapl:0");
+  constexpr uint64_t kMaxUj = 262143328850;
+  const auto set_uj = [&](const std::string& zone, uint64_t uj) {  // replaced whole: a read never sees half a write
+    testing::write_file(zone + "/energy_uj.new", std::to_string(uj) + "\n");
+    std::filesystem::rename(zone + "/energy_uj.new", zone + "/energy_uj");
+  };
+  testing::write_file(package + "/name", "package-0\n");
+  testing::write_file(package + "/max_energy_range_uj", std::to_string(kMaxUj) + "\n");
+  testing::write_file(package + "/intel-rapl:0:0/name", "dram\n");
+  testing::write_file(package + "/intel-rapl:0:0/max_energy_range_uj", std::to_string(kMaxUj) + "\n");
+  uint64_t package_uj = kMaxUj - 60'000'000;  // 60 J before the wrap
+  set_uj(package, package_uj);
+  set_uj(package + "/intel-rapl:0:0", 0);
+  const RunningExporter exporter = start_exporter(tmp, fake, {"--jouled-socket", ""}, tmp.file("powercap"));
+  const auto package_j = [&] {
+    const std::string text = testing::run_process({"curl", "-s", exporter.url}).out;
+    return value_of(text, "joule_cpu_energy_joules_total", "package=\"0\",domain=\"package\"");
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double first_j = package_j();
+  // 3 s at 50 W (5 J every 100 ms), wrapping 1.2 s in.
+  for (int tick = 0; tick < 30; ++tick) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    package_uj = (package_uj + 5'000'000) % (kMaxUj + 1);
+    set_uj(package, package_uj);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // an accounting step past the last write
+  const double last_j = package_j();
+  EXPECT_NEAR(last_j - first_j, 150, 20) << "50 W for 3 s";
+  const std::string text = testing::run_process({"curl", "-s", exporter.url}).out;
+  EXPECT_EQ(value_of(text, "joule_cpu_energy_joules_total", "domain=\"dram\""), 0) << text;
   kill(exporter.pid, SIGTERM);
   EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
 }
