@@ -32,9 +32,11 @@ int main() {
   options.min_measure_s = 0;
   joule::PowerLimitOptimizer optimizer(monitor, options);  // prints the table when it decides
 
-  for (int epoch = 0; epoch < 3; ++epoch) {
+  // Profiling visits every limit twice (its cost's spread is measured, not
+  // assumed), then again those still undecided: a few epochs of 30 steps.
+  for (int epoch = 0; epoch < 5; ++epoch) {
     optimizer.on_epoch_begin();
-    for (int step = 0; step < 20; ++step) {
+    for (int step = 0; step < 30; ++step) {
       optimizer.on_step_begin();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // forward, backward, optimizer step
       optimizer.on_step_end();

@@ -21,7 +21,8 @@ typedef struct joule_session joule_session;
  *                    "observer": true, "step_w": 25, "warmup_steps": 5,
  *                    "measure_steps": 20, "min_warmup_s": 1, "min_measure_s": 2,
  *                    "job": "name", "batch_size": 0, "profile_path": "",
- *                    "reprofile": false}}
+ *                    "reprofile": false, "noise_aware": true, "min_rounds": 2,
+ *                    "max_rounds": 4, "stretches_per_visit": 2, "confidence": 0.95}}
  * Returns NULL on failure. */
 joule_session* joule_session_open(const char* options_json);
 void joule_session_close(joule_session* session);

@@ -83,6 +83,16 @@ class PowerLimitOptimizer:
         # holds it where Python's collector cannot see: a callback that refers
         # to the optimizer should do so through a weakref.
         on_profiled: Optional[Callable[[list[dict]], None]] = None,
+        # Noise: every limit visited in at least min_rounds rounds (then those
+        # still undecided, up to max_rounds), each visit split in
+        # stretches_per_visit stretches; the choice leaves the limit in force
+        # only on a difference significant at `confidence`. noise_aware=False:
+        # one round and the plain argmin.
+        noise_aware: bool = True,
+        min_rounds: int = 2,
+        max_rounds: int = 4,
+        stretches_per_visit: int = 2,
+        confidence: float = 0.95,
     ) -> None: ...
     def on_epoch_begin(self) -> None: ...
     def on_step_begin(self) -> None: ...

@@ -111,7 +111,7 @@ struct TrainSimOptions {
   double eta = 0.5;
   double max_slowdown = 1.1;
   int epochs = 2;
-  int steps_per_epoch = 500;
+  int steps_per_epoch = 1000;
   double step_ms = 100.0;
   double step_w = 25.0;
   int warmup_steps = 5;

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   train_sim_command->add_option("--eta", train_sim.eta, "for cost: energy (1) vs time (0), default 0.5");
   train_sim_command->add_option("--max-slowdown", train_sim.max_slowdown, "for slowdown: allowed factor, default 1.1");
   train_sim_command->add_option("--epochs", train_sim.epochs, "default 2");
-  train_sim_command->add_option("--steps-per-epoch", train_sim.steps_per_epoch, "default 500");
+  train_sim_command->add_option("--steps-per-epoch", train_sim.steps_per_epoch, "default 1000");
   train_sim_command->add_option("--step-ms", train_sim.step_ms, "step time at full speed, default 100");
   train_sim_command->add_option("--step-w", train_sim.step_w, "spacing of the limits tried, default 25");
   train_sim_command->add_option("--warmup-steps", train_sim.warmup_steps, "per limit, default 5");

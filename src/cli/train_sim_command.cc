@@ -41,8 +41,10 @@ int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
   const Measurement total = monitor.end_window("training");
 
   if (optimizer.state() != PowerLimitOptimizer::State::kDecided) {
-    std::cout << fmt::format("profiling did not finish within the run ({} of {} limits measured); use more steps\n",
-                             optimizer.profile().size(), optimizer.candidate_limits_w().size());
+    std::cout << fmt::format(
+        "profiling did not finish within the run ({} of {} limits measured, {} round{} done); use more steps\n",
+        optimizer.profile().size(), optimizer.candidate_limits_w().size(), optimizer.rounds(),
+        optimizer.rounds() == 1 ? "" : "s");
   } else {
     const auto rows = optimizer.profile();
     const double steps = static_cast<double>(o.epochs) * o.steps_per_epoch;

@@ -171,11 +171,16 @@ NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidat
   choice.t_critical = student_t_quantile(1.0 - alpha, cost_spread.df);
   const double t = choice.t_critical;
   if (objective.kind == Objective::Kind::kMaxSlowdown) {
+    // Against the fastest limit's mean, as choose_power_limit() counts it.
+    double fastest_s = base.time_per_step_s;
+    for (const CandidateEstimate& e : choice.estimates) {
+      if (e.visits > 0) fastest_s = std::min(fastest_s, e.time_per_step_s);
+    }
     for (std::size_t c = 0; c < k; ++c) {
       CandidateEstimate& e = choice.estimates[c];
       if (c == baseline || e.visits == 0) continue;
       const double time_se = standard_error(time_spread, e.time_per_step_s, e.visits);
-      e.admissible = e.time_per_step_s + t * time_se <= objective.max_slowdown * base.time_per_step_s;
+      e.admissible = e.time_per_step_s + t * time_se <= objective.max_slowdown * fastest_s;
     }
   }
 

@@ -176,6 +176,17 @@ PowerLimitOptimizer::PowerLimitOptimizer(Monitor& monitor, PowerLimitOptimizerOp
   if (options_.warmup_steps < 0 || options_.measure_steps < 1) {
     throw UsageError("power-limit optimizer: warm-up steps must be >= 0 and measured steps >= 1");
   }
+  if (options_.stretches_per_visit < 1 || options_.min_rounds < 1 || options_.max_rounds < options_.min_rounds ||
+      (options_.noise_aware && options_.max_rounds < 2)) {
+    throw UsageError(fmt::format(
+        "power-limit optimizer: stretches per visit ({}) and rounds ({}-{}) must be >= 1, max >= min, and noise-aware "
+        "profiling needs at least 2 rounds",
+        options_.stretches_per_visit, options_.min_rounds, options_.max_rounds));
+  }
+  if (!(options_.confidence > 0.5 && options_.confidence < 1.0) || !(options_.tolerance >= 0)) {
+    throw UsageError(fmt::format("power-limit optimizer: confidence {} must lie in (0.5, 1) and tolerance {} be >= 0",
+                                 options_.confidence, options_.tolerance));
+  }
   // Candidates lie inside every GPU's constraints.
   uint32_t low_mw = 0, high_mw = UINT32_MAX;
   for (const auto& gpu : gpus_) {
@@ -190,6 +201,13 @@ PowerLimitOptimizer::PowerLimitOptimizer(Monitor& monitor, PowerLimitOptimizerOp
   for (double w = max_limit_w_; w >= low_mw / 1000.0 - 1e-9; w -= options_.step_w) candidates_w_.push_back(w);
   if (candidates_w_.back() > low_mw / 1000.0 + 1e-9) candidates_w_.push_back(low_mw / 1000.0);
   observer_ = options_.observer;
+  // Staying means the limit in force: the candidate nearest it.
+  const double original_w = original_mw_.front() / 1000.0;
+  for (std::size_t c = 0; c < candidates_w_.size(); ++c) {
+    if (std::fabs(candidates_w_[c] - original_w) < std::fabs(candidates_w_[baseline_] - original_w)) baseline_ = c;
+    samples_.push_back({candidates_w_[c], {}});
+    round_order_.push_back(c);
+  }
 
   if (!options_.known_profile.empty() || options_.known_limit_w) {
     start_from_caller();
@@ -323,11 +341,18 @@ void PowerLimitOptimizer::on_step_begin() {
     return;
   }
   if (phase_ == Phase::kApply) {
-    apply_locked(candidates_w_[candidate_]);
-    phase_ = Phase::kWarmup;
-    steps_ = 0;
-    phase_started_s_ = monitor_.sampler().clock().now_s();
+    profiling_started_s_ = monitor_.sampler().clock().now_s();
+    start_visit_locked(round_order_.front());
   }
+}
+
+void PowerLimitOptimizer::start_visit_locked(std::size_t candidate) {
+  candidate_ = candidate;
+  apply_locked(candidates_w_[candidate_]);
+  phase_ = Phase::kWarmup;
+  steps_ = 0;
+  stretch_in_visit_ = 0;
+  phase_started_s_ = monitor_.sampler().clock().now_s();
 }
 
 void PowerLimitOptimizer::on_step_end() {
@@ -355,13 +380,37 @@ bool PowerLimitOptimizer::step_end_locked() {
     }
     return false;
   }
-  if (steps_ < options_.measure_steps || now_s - phase_started_s_ < options_.min_measure_s) return false;
+  const int stretches = options_.stretches_per_visit;
+  const int stretch_steps = (options_.measure_steps + stretches - 1) / stretches;
+  if (steps_ < stretch_steps || now_s - phase_started_s_ < options_.min_measure_s / stretches) return false;
   const Measurement m = monitor_.end_window(window_name());
-  const double energy_j = m.gpu_total_energy_j();
-  rows_.push_back({candidates_w_[candidate_], steps_, m.elapsed_s / steps_, energy_j / steps_,
-                   m.elapsed_s > 0 ? energy_j / m.elapsed_s : 0.0});
-  next_candidate_locked();
+  record_stretch_locked(steps_, m.elapsed_s, m.gpu_total_energy_j());
+  if (++stretch_in_visit_ < stretches) {
+    monitor_.begin_window(window_name());
+    steps_ = 0;
+    phase_started_s_ = now_s;
+    return false;
+  }
+  next_visit_locked();
   return state_ == State::kDecided;
+}
+
+// One stretch into the candidate's samples and its profile row (all of its
+// stretches together; rows in the candidates' order).
+void PowerLimitOptimizer::record_stretch_locked(int steps, double elapsed_s, double energy_j) {
+  samples_[candidate_].stretches.push_back({elapsed_s / steps, energy_j / steps, visit_id_});
+  const double limit_w = candidates_w_[candidate_];
+  auto row = std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.power_limit_w == limit_w; });
+  if (row == rows_.end()) {
+    row = rows_.insert(std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.power_limit_w < limit_w; }),
+                       PowerLimitProfileRow{limit_w, 0, 0.0, 0.0, 0.0});
+  }
+  const double total_s = row->time_per_step_s * row->steps + elapsed_s;
+  const double total_j = row->energy_per_step_j * row->steps + energy_j;
+  row->steps += steps;
+  row->time_per_step_s = total_s / row->steps;
+  row->energy_per_step_j = total_j / row->steps;
+  row->avg_power_w = total_s > 0 ? total_j / total_s : 0.0;
 }
 
 void PowerLimitOptimizer::on_epoch_end() {
@@ -375,16 +424,42 @@ void PowerLimitOptimizer::on_epoch_end() {
   phase_started_s_ = monitor_.sampler().clock().now_s();
 }
 
-void PowerLimitOptimizer::next_candidate_locked() {
-  ++candidate_;
-  if (candidate_ < candidates_w_.size()) {
-    apply_locked(candidates_w_[candidate_]);
-    phase_ = Phase::kWarmup;
-    steps_ = 0;
-    phase_started_s_ = monitor_.sampler().clock().now_s();
+// After a visit: the next in this round, else the next round (every
+// candidate until min_rounds, then those still open), else the choice.
+void PowerLimitOptimizer::next_visit_locked() {
+  ++visit_id_;
+  if (++visit_pos_ < round_order_.size()) {
+    start_visit_locked(round_order_[visit_pos_]);
     return;
   }
-  decide_locked();
+  ++round_;
+  if (!options_.noise_aware) {
+    decide_locked();
+    finish_profiling_locked();
+    return;
+  }
+  const double price_w = max_limit_w_ * static_cast<double>(gpus_.size());
+  noise_choice_ = choose_with_noise(samples_, baseline_, options_.objective, price_w,
+                                    NoiseAwareOptions{options_.confidence, options_.tolerance});
+  std::vector<std::size_t> next;
+  if (round_ < options_.min_rounds) {
+    for (std::size_t c = 0; c < candidates_w_.size(); ++c) next.push_back(c);
+  } else if (round_ < options_.max_rounds) {
+    next = noise_choice_->open;
+  }
+  if (next.empty()) {
+    chosen_w_ = candidates_w_[noise_choice_->chosen];
+    state_ = State::kDecided;
+    finish_profiling_locked();
+    return;
+  }
+  round_order_ = next;  // ascending index: the largest limit first, as in the first round
+  visit_pos_ = 0;
+  start_visit_locked(round_order_.front());
+}
+
+void PowerLimitOptimizer::finish_profiling_locked() {
+  profiling_ended_s_ = monitor_.sampler().clock().now_s();
   apply_locked(*chosen_w_);
   applied_choice_ = true;
   log(report_locked());
@@ -431,6 +506,23 @@ std::vector<PowerLimitProfileRow> PowerLimitOptimizer::profile() const {
   return rows_;
 }
 
+std::optional<NoiseAwareChoice> PowerLimitOptimizer::noise_choice() const {
+  std::lock_guard lock(mutex_);
+  return noise_choice_;
+}
+
+int PowerLimitOptimizer::rounds() const {
+  std::lock_guard lock(mutex_);
+  return round_;
+}
+
+double PowerLimitOptimizer::profiling_s() const {
+  std::lock_guard lock(mutex_);
+  if (profiling_started_s_ < 0) return 0.0;
+  const double end_s = profiling_ended_s_ >= 0 ? profiling_ended_s_ : monitor_.sampler().clock().now_s();
+  return end_s - profiling_started_s_;
+}
+
 std::string PowerLimitOptimizer::report() const {
   std::lock_guard lock(mutex_);
   return report_locked();
@@ -453,12 +545,37 @@ std::string PowerLimitOptimizer::report_locked() const {
     if (chosen_w_) out += fmt::format("  {} {:.0f} W, not profiled here\n", observer_ ? "would use" : "uses", *chosen_w_);
     return out;
   }
-  out += fmt::format("  {:>9}  {:>7}  {:>13}  {:>15}  {:>12}\n", "limit W", "steps", "time/step ms", "energy/step J",
-                     "avg power W");
+  // With the noise-aware comparison: each limit's cost per step relative to
+  // the baseline's, and its confidence interval.
+  const auto estimate_of = [&](double limit_w) -> const CandidateEstimate* {
+    if (!noise_choice_) return nullptr;
+    for (const auto& e : noise_choice_->estimates) {
+      if (e.setting == limit_w && e.visits > 0) return &e;
+    }
+    return nullptr;
+  };
+  const std::string ci_header =
+      noise_choice_ ? fmt::format("  {:>7}  {:>16}", "visits", fmt::format("cost vs {:.0f} W", candidates_w_[baseline_]))
+                    : "";
+  out += fmt::format("  {:>9}  {:>7}  {:>13}  {:>15}  {:>12}{}\n", "limit W", "steps", "time/step ms", "energy/step J",
+                     "avg power W", ci_header);
+  const CandidateEstimate* base = noise_choice_ ? &noise_choice_->estimates[baseline_] : nullptr;
   for (const auto& r : rows_) {
-    out += fmt::format("  {:>9.0f}  {:>7}  {:>13.3f}  {:>15.3f}  {:>12.1f}{}\n", r.power_limit_w, r.steps,
-                       r.time_per_step_s * 1e3, r.energy_per_step_j, r.avg_power_w,
+    std::string ci;
+    if (const CandidateEstimate* e = estimate_of(r.power_limit_w); e && base && base->cost > 0) {
+      ci = fmt::format("  {:>7}  {:>+7.1f}% +-{:>4.1f}%", e->visits, 100.0 * (e->cost / base->cost - 1.0),
+                       100.0 * noise_choice_->t_critical * std::hypot(e->cost_se, base->cost_se) / base->cost);
+    }
+    out += fmt::format("  {:>9.0f}  {:>7}  {:>13.3f}  {:>15.3f}  {:>12.1f}{}{}\n", r.power_limit_w, r.steps,
+                       r.time_per_step_s * 1e3, r.energy_per_step_j, r.avg_power_w, ci,
                        chosen_w_ && r.power_limit_w == *chosen_w_ ? "  <- chosen" : "");
+  }
+  if (noise_choice_) {
+    out += fmt::format("  {}; {} round{}, {:.1f} s of profiling; a visit's cost spreads {:.1f}%\n",
+                       noise_choice_->summary, round_, round_ == 1 ? "" : "s",
+                       (profiling_ended_s_ >= 0 ? profiling_ended_s_ : monitor_.sampler().clock().now_s()) -
+                           profiling_started_s_,
+                       100.0 * noise_choice_->relative_sd);
   }
   if (chosen_w_) {
     const auto& top = rows_.front();

@@ -80,7 +80,7 @@ TEST(JouleCTest, PowerLimitCallbacksProfileAndReport) {
   char out[8192];
   joule_on_epoch_begin(s);
   int state = 0;
-  for (int i = 0; i < 20 && state != 1; ++i) {
+  for (int i = 0; i < 60 && state != 1; ++i) {  // up to four rounds of 3 limits x 3 steps
     ASSERT_EQ(joule_on_step_begin(s), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_EQ(joule_on_step_end(s), 0);

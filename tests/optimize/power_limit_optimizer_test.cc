@@ -41,7 +41,7 @@ TEST(PowerLimitOptimizerTest, ConvergesToTheModelsOptimumForEachObjective) {
                                      Objective::slowdown(1.1), Objective::slowdown(1.3)}) {
     SimulatedTraining training({SimGpuModel{}, SimGpuModel{}});
     PowerLimitOptimizer optimizer(training.monitor(), quiet(objective));
-    training.epoch(optimizer, 200);
+    training.epoch(optimizer, 600);
     ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided) << objective.describe();
     const auto expected = sweep(SimGpuModel{}, 2, 0.1, 25.0);
     const double best = expected[choose_power_limit(expected, objective, 2 * 700.0)].power_limit_w;
@@ -53,7 +53,8 @@ TEST(PowerLimitOptimizerTest, ConvergesToTheModelsOptimumForEachObjective) {
     ASSERT_EQ(rows.size(), expected.size());
     for (std::size_t i = 0; i < rows.size(); ++i) {
       EXPECT_NEAR(rows[i].time_per_step_s, expected[i].time_s, 1e-9);
-      EXPECT_NEAR(rows[i].energy_per_step_j, expected[i].energy_j, 1e-6 * expected[i].energy_j);
+      // Within 1e-4: a row pools several stretches, each with the sampler's edges.
+      EXPECT_NEAR(rows[i].energy_per_step_j, expected[i].energy_j, 1e-4 * expected[i].energy_j);
     }
   }
 }
@@ -73,12 +74,13 @@ TEST(PowerLimitOptimizerTest, CandidatesStepDownFromTheLargestToTheSmallestLimit
 TEST(PowerLimitOptimizerTest, EpochEndDropsAMeasurementInProgressAndContinuesNextEpoch) {
   SimulatedTraining training({SimGpuModel{}});
   PowerLimitOptimizer optimizer(training.monitor(), quiet(Objective::time()));
-  // 7 steps per candidate; epochs of 10 steps cut measurements short.
+  // 8 steps per visit; epochs of 10 steps cut measurements short.
   for (int e = 0; e < 60 && optimizer.state() == PowerLimitOptimizer::State::kProfiling; ++e) {
     training.epoch(optimizer, 10);
   }
   ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
-  for (const auto& row : optimizer.profile()) EXPECT_EQ(row.steps, 5);
+  // Two rounds, each visit two stretches of 3 steps (5 measured steps, split).
+  for (const auto& row : optimizer.profile()) EXPECT_EQ(row.steps, 12);
   EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), 700.0);
 }
 
@@ -87,7 +89,7 @@ TEST(PowerLimitOptimizerTest, RestoreAndDestructorPutTheOriginalLimitBack) {
   training.gpus()[1]->set_power_limit_mw(650'000);  // GPUs need not start equal
   {
     PowerLimitOptimizer optimizer(training.monitor(), quiet(Objective::energy()));
-    training.epoch(optimizer, 200);
+    training.epoch(optimizer, 600);
     EXPECT_NE(training.gpus()[0]->power_limit_mw(), 700'000u);
   }
   EXPECT_EQ(training.gpus()[0]->power_limit_mw(), 700'000u);
@@ -101,7 +103,7 @@ TEST(PowerLimitOptimizerTest, ObserverModeNeverChangesALimit) {
   std::string report;
   options.log = [&](const std::string& text) { report += text; };
   PowerLimitOptimizer optimizer(training.monitor(), options);
-  training.epoch(optimizer, 200);
+  training.epoch(optimizer, 600);
   EXPECT_EQ(training.gpus()[0]->power_limit_mw(), 700'000u);
   EXPECT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
   EXPECT_NE(report.find("OBSERVER MODE"), std::string::npos) << report;
@@ -118,7 +120,7 @@ TEST(PowerLimitOptimizerTest, SavedProfileSkipsProfilingForTheSameJob) {
   {
     SimulatedTraining training({SimGpuModel{}});
     PowerLimitOptimizer optimizer(training.monitor(), options);
-    training.epoch(optimizer, 200);
+    training.epoch(optimizer, 600);
     chosen = *optimizer.chosen_limit_w();
   }
   {
@@ -198,8 +200,8 @@ TEST(PowerLimitOptimizerTest, AMeasuredProfileGoesToTheCallerAndAKnownProfileDec
     };
     PowerLimitOptimizer optimizer(training.monitor(), options);
     self = &optimizer;
-    training.epoch(optimizer, 200);
-    training.epoch(optimizer, 200);
+    training.epoch(optimizer, 600);
+    training.epoch(optimizer, 600);
     ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
     chosen = *optimizer.chosen_limit_w();
     EXPECT_EQ(handed.size(), optimizer.candidate_limits_w().size());
@@ -353,7 +355,7 @@ TEST(PowerLimitOptimizerTest, PicksTheArgminOfMeasuredA40AndV100Profiles) {
          {Objective::time(), Objective::energy(), Objective::cost(0.5), Objective::slowdown(1.1)}) {
       SimulatedTraining training(models, 0.05);
       PowerLimitOptimizer optimizer(training.monitor(), quiet(objective));
-      training.epoch(optimizer, 200);
+      training.epoch(optimizer, 600);
       ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
       const double expected = direct[choose_power_limit(direct, objective, max_w * gpu_count)].power_limit_w;
       EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), expected) << entry.path() << " " << objective.describe();

@@ -200,7 +200,7 @@ def test_recurrence_helper_without_monitor_and_on_exceptions(client):
     assert job["recurrences"] == 2 and job["in_flight"] == 1  # the failed run reported nothing
 
 
-def profile_then_train(rec, steps=30, step_s=0.02):
+def profile_then_train(rec, steps=60, step_s=0.02):
     """A training loop of steps that only take time, with the recurrence's
     power-limit optimizer (quick profiling: 4 steps per limit)."""
     plo = rec.make_power_limit_optimizer(step_w=50, warmup_steps=1, measure_steps=3, min_warmup_s=0,

@@ -67,8 +67,9 @@ struct NoiseAwareChoice {
 
 // baseline: the candidate in force before profiling (what staying means).
 // price_w: the Zeus cost's price of time (the largest limit times the GPUs).
-// kMaxSlowdown counts time against the baseline's: a candidate is admissible
-// when its time's upper bound is within max_slowdown of the baseline's mean.
+// kMaxSlowdown counts time against the fastest candidate's mean, as
+// choose_power_limit() does: a candidate is admissible when its time's upper
+// bound is within max_slowdown of it.
 // Throws UsageError for no candidates or a baseline out of range.
 NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidates, std::size_t baseline,
                                    const Objective& objective, double price_w, const NoiseAwareOptions& options = {});

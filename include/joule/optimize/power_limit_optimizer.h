@@ -2,9 +2,16 @@
 //
 // During the first epoch the optimizer tries the GPUs' power limits, largest
 // first, stepping down to the smallest: at each, a few warm-up steps, then a
-// measured stretch of steps (a Monitor window). Time and energy per step give
+// measured stretch of steps (Monitor windows). Time and energy per step give
 // the profile; the objective picks the limit and training continues there.
 // The profiling steps are real training, so it costs almost nothing.
+//
+// Real step times are noisy and drift, often by more than the differences
+// between limits, so by default every limit is visited in at least two
+// rounds, the spread of a visit's cost is estimated from all of them, the
+// limits whose comparison is still open are visited again (up to
+// max_rounds), and the choice leaves the limit in force before profiling
+// only on a difference significant at `confidence` (choose_with_noise).
 //
 // All GPUs of the job get the same limit (no stragglers in data parallel);
 // energy sums over them. The original limit of every GPU it touched is put
@@ -27,6 +34,7 @@
 #include <vector>
 
 #include "joule/measure/monitor.h"
+#include "joule/optimize/noisy_choice.h"
 #include "joule/optimize/objective.h"
 
 namespace joule {
@@ -52,6 +60,16 @@ struct PowerLimitOptimizerOptions {
   double min_warmup_s = 1.0;   // and at least this long after each change
   double min_measure_s = 2.0;  // and measure at least this long
   bool observer = false;       // never change a limit; profile and report only
+  // Noise (see above). A visit measures stretches_per_visit stretches of
+  // measure_steps / stretches_per_visit steps (and min_measure_s /
+  // stretches_per_visit seconds) each. noise_aware = false: one round, and
+  // the profile's argmin, however small the difference.
+  bool noise_aware = true;
+  int min_rounds = 2;
+  int max_rounds = 4;
+  int stretches_per_visit = 2;
+  double confidence = 0.95;  // of a move away from the limit in force
+  double tolerance = 0.01;   // differences below this share of the cost are not measured for
   std::string profile_path;    // JSON file of saved profiles; empty: none
   bool reprofile = false;      // ignore a saved profile
   // From the caller (at most one of the two; either wins over profile_path,
@@ -99,13 +117,21 @@ class PowerLimitOptimizer {
   std::vector<double> candidate_limits_w() const { return candidates_w_; }
   std::optional<double> chosen_limit_w() const;
   std::vector<PowerLimitProfileRow> profile() const;
+  // The noise-aware comparison behind the choice (after profiling here with
+  // noise_aware), and the profiling's length: rounds and seconds.
+  std::optional<NoiseAwareChoice> noise_choice() const;
+  int rounds() const;
+  double profiling_s() const;
   // The profile table and the decision, as text.
   std::string report() const;
 
  private:
   enum class Phase { kApply, kWarmup, kMeasure };
   void apply_locked(double limit_w);
-  void next_candidate_locked();
+  void next_visit_locked();
+  void start_visit_locked(std::size_t candidate);
+  void finish_profiling_locked();
+  void record_stretch_locked(int steps, double elapsed_s, double energy_j);
   void decide_locked();
   void start_from_caller();
   void start_from_saved_profile();
@@ -135,6 +161,17 @@ class PowerLimitOptimizer {
   bool applied_choice_ = false;
   std::vector<PowerLimitProfileRow> rows_;
   std::optional<double> chosen_w_;
+  // Rounds of visits (noise-aware profiling).
+  std::size_t baseline_ = 0;  // the candidate nearest the limit in force before
+  std::vector<std::size_t> round_order_;
+  std::size_t visit_pos_ = 0;
+  int round_ = 0;
+  int visit_id_ = 0;
+  int stretch_in_visit_ = 0;
+  double profiling_started_s_ = -1.0;
+  double profiling_ended_s_ = -1.0;
+  std::vector<CandidateSamples> samples_;
+  std::optional<NoiseAwareChoice> noise_choice_;
 };
 
 }  // namespace joule
