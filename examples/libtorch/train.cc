@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   options.min_measure_s = 0;
   joule::PowerLimitOptimizer optimizer(monitor, options);
 
-  for (int epoch = 0; epoch < 4; ++epoch) {
+  // Enough epochs for profiling: every limit twice, then those still undecided.
+  for (int epoch = 0; epoch < 10; ++epoch) {
     monitor.begin_window("epoch");
     optimizer.on_epoch_begin();
     double loss_sum = 0;
