@@ -90,5 +90,24 @@ int main(int argc, char** argv) {
                objective.describe(), within_1pct, decided, price_w, moved, 100.0 * worst,
                decided ? profiling_s / decided : 0.0, max_profiling_s);
   }
+  // Observer mode: every limit is really the one in force, so any move is
+  // noise fooling the profiler.
+  PowerLimitOptimizerOptions observing;
+  observing.observer = true;
+  observing.restore_on_signals = false;
+  observing.log = [](const std::string&) {};
+  int fooled = 0;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    TrainingNoise noise;
+    noise.stall_mean_s = stall_ms / 1000.0;
+    noise.seed = static_cast<uint64_t>(seed);
+    SimulatedTraining training({model}, base_s, 0.005, noise);
+    PowerLimitOptimizer optimizer(training.monitor(), observing);
+    for (int e = 0; e < 1000 && optimizer.state() == PowerLimitOptimizer::State::kProfiling; ++e) {
+      training.epoch(optimizer, 500);
+    }
+    fooled += optimizer.chosen_limit_w() && *optimizer.chosen_limit_w() != price_w ? 1 : 0;
+  }
+  fmt::print("observer mode (no real difference): moved off {:.0f} W in {}/{} runs\n", price_w, fooled, seeds);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -65,9 +66,16 @@ double stretch_cost(const StretchSample& s, const Objective& objective, double p
   return 0.0;
 }
 
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (const double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
 // A candidate's visits: the mean time, energy and cost per step of each.
 struct VisitMeans {
   std::vector<double> time_s, energy_j, cost;
+  std::vector<double> stall_s;  // time per step beyond the fast steps'; NaN where not known
 };
 
 VisitMeans visit_means(const CandidateSamples& candidate, const Objective& objective, double price_w) {
@@ -75,8 +83,10 @@ VisitMeans visit_means(const CandidateSamples& candidate, const Objective& objec
   for (const StretchSample& s : candidate.stretches) by_visit[s.visit].push_back(&s);
   VisitMeans means;
   for (const auto& [visit, stretches] : by_visit) {
-    double time_s = 0, energy_j = 0, cost = 0;
+    double time_s = 0, energy_j = 0, cost = 0, stall_s = 0;
     for (const StretchSample* s : stretches) {
+      stall_s += s->fast_time_per_step_s > 0 ? s->time_per_step_s - s->fast_time_per_step_s
+                                             : std::numeric_limits<double>::quiet_NaN();
       time_s += s->time_per_step_s;
       energy_j += s->energy_per_step_j;
       cost += stretch_cost(*s, objective, price_w);
@@ -85,15 +95,49 @@ VisitMeans visit_means(const CandidateSamples& candidate, const Objective& objec
     means.time_s.push_back(time_s / n);
     means.energy_j.push_back(energy_j / n);
     means.cost.push_back(cost / n);
+    means.stall_s.push_back(stall_s / n);
   }
   return means;
 }
 
-double mean_of(const std::vector<double>& v) {
-  double sum = 0;
-  for (const double x : v) sum += x;
-  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+// Takes the stalls' share out of each visit's value (see the header): the
+// pooled within-candidate regression of relative value on relative stall,
+// then every visit moved to the mean stall of all visits. false (nothing
+// changed) when a stall is unknown or the stalls do not vary.
+bool adjust_for_stalls(std::vector<std::vector<double>>& values, const std::vector<std::vector<double>>& stalls,
+                       const std::vector<std::vector<double>>& times) {
+  double all_stalls = 0, count = 0;
+  for (const auto& visits : stalls) {
+    for (const double x : visits) {
+      if (!std::isfinite(x)) return false;
+      all_stalls += x;
+      count += 1;
+    }
+  }
+  if (count == 0) return false;
+  const double mean_stall = all_stalls / count;
+  double sxy = 0, sxx = 0;
+  for (std::size_t c = 0; c < values.size(); ++c) {
+    const double y_mean = mean_of(values[c]), x_mean = mean_of(stalls[c]), t_mean = mean_of(times[c]);
+    if (values[c].size() < 2 || !(y_mean > 0) || !(t_mean > 0)) continue;
+    for (std::size_t v = 0; v < values[c].size(); ++v) {
+      const double ry = values[c][v] / y_mean - 1.0, rx = (stalls[c][v] - x_mean) / t_mean;
+      sxy += ry * rx;
+      sxx += rx * rx;
+    }
+  }
+  if (!(sxx > 0)) return false;
+  const double beta = sxy / sxx;
+  for (std::size_t c = 0; c < values.size(); ++c) {
+    const double y_mean = mean_of(values[c]), t_mean = mean_of(times[c]);
+    if (!(y_mean > 0) || !(t_mean > 0)) continue;
+    for (std::size_t v = 0; v < values[c].size(); ++v) {
+      values[c][v] -= beta * y_mean * (stalls[c][v] - mean_stall) / t_mean;
+    }
+  }
+  return true;
 }
+
 
 // The spread of a visit's mean around its candidate's mean, relative to it,
 // pooled over candidates; and its degrees of freedom.
@@ -133,21 +177,33 @@ NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidat
   NoiseAwareChoice choice;
   choice.chosen = baseline;
   const std::size_t k = candidates.size();
-  std::vector<std::vector<double>> cost_visits(k), time_visits(k);
+  std::vector<std::vector<double>> cost_visits(k), time_visits(k), stall_visits(k);
   for (std::size_t c = 0; c < k; ++c) {
     const VisitMeans means = visit_means(candidates[c], objective, price_w);
     CandidateEstimate e;
     e.setting = candidates[c].setting;
     e.visits = means.cost.size();
-    e.time_per_step_s = mean_of(means.time_s);
     e.energy_per_step_j = mean_of(means.energy_j);
-    e.cost = mean_of(means.cost);
     cost_visits[c] = means.cost;
     time_visits[c] = means.time_s;
+    stall_visits[c] = means.stall_s;
     choice.estimates.push_back(e);
   }
-  const Spread cost_spread = pooled_spread(cost_visits);
-  const Spread time_spread = pooled_spread(time_visits);
+  const std::vector<std::vector<double>> raw_times = time_visits;
+  choice.stall_adjusted = adjust_for_stalls(cost_visits, stall_visits, raw_times);
+  if (choice.stall_adjusted) adjust_for_stalls(time_visits, stall_visits, raw_times);
+  for (std::size_t c = 0; c < k; ++c) {
+    choice.estimates[c].cost = mean_of(cost_visits[c]);
+    choice.estimates[c].time_per_step_s = mean_of(time_visits[c]);
+  }
+  Spread cost_spread = pooled_spread(cost_visits);
+  Spread time_spread = pooled_spread(time_visits);
+  if (choice.stall_adjusted) {  // the regression's slope took one degree of freedom
+    for (Spread* s : {&cost_spread, &time_spread}) {
+      s->relative_variance = s->df > 1.0 ? s->relative_variance * s->df / (s->df - 1.0) : 0.0;
+      s->df -= 1.0;
+    }
+  }
   choice.relative_sd = std::sqrt(cost_spread.relative_variance);
   const auto standard_error = [](const Spread& spread, double mean, std::size_t n) {
     return mean * std::sqrt(spread.relative_variance / static_cast<double>(n));
@@ -220,12 +276,14 @@ NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidat
   if (choice.moved) {
     const double gain = base.cost - chosen.cost;
     choice.summary = fmt::format(
-        "{:g} over the baseline {:g}: cost {:+.1f}% +- {:.1f}% (significant at {:g}% over {} comparisons)",
+        "{:g} over the baseline {:g}: cost {:+.1f}% +- {:.1f}% (significant at {:g}% over {} comparisons{})",
         chosen.setting, base.setting, -100.0 * gain / base.cost,
-        100.0 * t * difference_se(choice.chosen, baseline) / base.cost, confidence_pct, comparisons);
+        100.0 * t * difference_se(choice.chosen, baseline) / base.cost, confidence_pct, comparisons,
+        choice.stall_adjusted ? ", stalls taken out" : "");
   } else {
-    choice.summary = fmt::format("no significant difference at {:g}% over {} comparisons: staying at {:g}",
-                                 confidence_pct, comparisons, base.setting);
+    choice.summary = fmt::format("no significant difference at {:g}% over {} comparisons{}: staying at {:g}",
+                                 confidence_pct, comparisons, choice.stall_adjusted ? ", stalls taken out" : "",
+                                 base.setting);
   }
   return choice;
 }

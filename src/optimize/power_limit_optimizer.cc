@@ -344,6 +344,7 @@ void PowerLimitOptimizer::on_step_begin() {
     profiling_started_s_ = monitor_.sampler().clock().now_s();
     start_visit_locked(round_order_.front());
   }
+  step_begun_s_ = monitor_.sampler().clock().now_s();
 }
 
 void PowerLimitOptimizer::start_visit_locked(std::size_t candidate) {
@@ -376,15 +377,25 @@ bool PowerLimitOptimizer::step_end_locked() {
       monitor_.begin_window(window_name());
       phase_ = Phase::kMeasure;
       steps_ = 0;
+      stretch_step_s_.clear();
       phase_started_s_ = now_s;
     }
     return false;
   }
+  stretch_step_s_.push_back(now_s - step_begun_s_);
   const int stretches = options_.stretches_per_visit;
   const int stretch_steps = (options_.measure_steps + stretches - 1) / stretches;
   if (steps_ < stretch_steps || now_s - phase_started_s_ < options_.min_measure_s / stretches) return false;
   const Measurement m = monitor_.end_window(window_name());
-  record_stretch_locked(steps_, m.elapsed_s, m.gpu_total_energy_j());
+  // The fast steps: the 10th percentile of the stretch's steps (known from 5 steps on).
+  double fast_step_s = 0.0;
+  if (stretch_step_s_.size() >= 5) {
+    const auto nth = stretch_step_s_.begin() + static_cast<std::ptrdiff_t>(stretch_step_s_.size() / 10);
+    std::nth_element(stretch_step_s_.begin(), nth, stretch_step_s_.end());
+    fast_step_s = *nth;
+  }
+  stretch_step_s_.clear();
+  record_stretch_locked(steps_, m.elapsed_s, m.gpu_total_energy_j(), fast_step_s);
   if (++stretch_in_visit_ < stretches) {
     monitor_.begin_window(window_name());
     steps_ = 0;
@@ -397,8 +408,8 @@ bool PowerLimitOptimizer::step_end_locked() {
 
 // One stretch into the candidate's samples and its profile row (all of its
 // stretches together; rows in the candidates' order).
-void PowerLimitOptimizer::record_stretch_locked(int steps, double elapsed_s, double energy_j) {
-  samples_[candidate_].stretches.push_back({elapsed_s / steps, energy_j / steps, visit_id_});
+void PowerLimitOptimizer::record_stretch_locked(int steps, double elapsed_s, double energy_j, double fast_step_s) {
+  samples_[candidate_].stretches.push_back({elapsed_s / steps, energy_j / steps, visit_id_, fast_step_s});
   const double limit_w = candidates_w_[candidate_];
   auto row = std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.power_limit_w == limit_w; });
   if (row == rows_.end()) {
@@ -421,6 +432,7 @@ void PowerLimitOptimizer::on_epoch_end() {
   if (phase_ == Phase::kMeasure) monitor_.end_window(window_name());
   if (phase_ != Phase::kApply) phase_ = Phase::kWarmup;
   steps_ = 0;
+  stretch_step_s_.clear();
   phase_started_s_ = monitor_.sampler().clock().now_s();
 }
 

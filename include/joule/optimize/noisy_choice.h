@@ -16,6 +16,14 @@
 // as many degrees of freedom as there are candidates. Each candidate is then
 // compared with the baseline by a one-sided t test, Bonferroni-corrected
 // over the comparisons made.
+//
+// Where every stretch also says how long its fast steps took, a visit's
+// stall (its time per step beyond them) is a covariate: the pooled
+// regression of each visit's cost on its stall, within candidates, takes
+// the stalls' share of the noise out (and puts every candidate at the same
+// mean stall) before the spread is estimated, at the price of one degree of
+// freedom. Stalls do not depend on the setting; a setting's own cost does
+// not show in them.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +39,10 @@ struct StretchSample {
   double time_per_step_s = 0.0;
   double energy_per_step_j = 0.0;  // all GPUs
   int visit = 0;                   // stretches of one visit share this number
+  // The time of the stretch's fast steps (a low quantile of its steps'
+  // durations); 0: not known. What a step takes beyond them is stall (input
+  // pipeline, Python), the loop's noise rather than the setting's cost.
+  double fast_time_per_step_s = 0.0;
 };
 
 struct CandidateSamples {
@@ -62,6 +74,7 @@ struct NoiseAwareChoice {
   std::vector<std::size_t> open;  // worth measuring again, the baseline included when it is
   double t_critical = 0.0;        // the one-sided t quantile each comparison used
   double relative_sd = 0.0;       // pooled spread of a visit's mean cost around its candidate's mean
+  bool stall_adjusted = false;    // the stall covariate was used (see above)
   std::string summary;            // the decision in words, with the confidence
 };
 

@@ -131,7 +131,7 @@ class PowerLimitOptimizer {
   void next_visit_locked();
   void start_visit_locked(std::size_t candidate);
   void finish_profiling_locked();
-  void record_stretch_locked(int steps, double elapsed_s, double energy_j);
+  void record_stretch_locked(int steps, double elapsed_s, double energy_j, double fast_step_s);
   void decide_locked();
   void start_from_caller();
   void start_from_saved_profile();
@@ -171,6 +171,8 @@ class PowerLimitOptimizer {
   double profiling_started_s_ = -1.0;
   double profiling_ended_s_ = -1.0;
   std::vector<CandidateSamples> samples_;
+  double step_begun_s_ = 0.0;
+  std::vector<double> stretch_step_s_;  // each step's duration in the stretch being measured
   std::optional<NoiseAwareChoice> noise_choice_;
 };
 
