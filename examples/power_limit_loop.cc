@@ -34,7 +34,7 @@ int main() {
 
   // Profiling visits every limit twice (its cost's spread is measured, not
   // assumed), then again those still undecided: a few epochs of 30 steps.
-  for (int epoch = 0; epoch < 5; ++epoch) {
+  for (int epoch = 0; epoch < 10; ++epoch) {
     optimizer.on_epoch_begin();
     for (int step = 0; step < 30; ++step) {
       optimizer.on_step_begin();

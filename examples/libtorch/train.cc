@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   joule::PowerLimitOptimizer optimizer(monitor, options);
 
   // Enough epochs for profiling: every limit twice, then those still undecided.
-  for (int epoch = 0; epoch < 10; ++epoch) {
+  for (int epoch = 0; epoch < 16; ++epoch) {
     monitor.begin_window("epoch");
     optimizer.on_epoch_begin();
     double loss_sum = 0;
