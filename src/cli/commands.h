@@ -117,6 +117,8 @@ struct TrainSimOptions {
   int warmup_steps = 5;
   int measure_steps = 20;
   bool observer = false;
+  double stall_ms = 0.0;  // mean stall before each step's GPU work (TrainingNoise); 0: none
+  uint64_t seed = 1;      // the stalls' random stream
   std::string profile_path;
   bool reprofile = false;
   std::string job = "train-sim";

@@ -156,6 +156,10 @@ int main(int argc, char** argv) {
   train_sim_command->add_option("--warmup-steps", train_sim.warmup_steps, "per limit, default 5");
   train_sim_command->add_option("--measure-steps", train_sim.measure_steps, "per limit, default 20");
   train_sim_command->add_flag("--observer", train_sim.observer, "profile and report, never change a limit");
+  train_sim_command->add_option("--stall-ms", train_sim.stall_ms,
+                                "mean stall before each step's GPU work, drifting and jittering as a real input "
+                                "pipeline's does (default 0: every step alike)");
+  train_sim_command->add_option("--seed", train_sim.seed, "the stalls' random stream (default 1)");
   train_sim_command->add_option("--profile", train_sim.profile_path, "JSON file of saved profiles");
   train_sim_command->add_flag("--reprofile", train_sim.reprofile, "ignore a saved profile");
   train_sim_command->add_option("--job", train_sim.job, "job name (profile key), default train-sim");

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -15,7 +16,14 @@ int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
   if (!(o.step_ms > 0)) throw UsageError(fmt::format("--step-ms {} must be positive", o.step_ms));
   const char* env = std::getenv("JOULE_SIM");
   const SimSpec spec = parse_sim_spec(common.sim_spec.empty() && env ? env : common.sim_spec);
-  SimulatedTraining training(std::vector<SimGpuModel>(spec.count, spec.model), o.step_ms / 1000.0);
+  if (!(o.stall_ms >= 0)) throw UsageError(fmt::format("--stall-ms {} must be >= 0", o.stall_ms));
+  TrainingNoise noise;
+  noise.stall_mean_s = o.stall_ms / 1000.0;
+  noise.seed = o.seed;
+  // The sampler ticks at least four times a step: short steps measured on a
+  // coarse tick would look noisier than they are.
+  const double tick_s = std::min(0.01, o.step_ms / 1000.0 / 4.0);
+  SimulatedTraining training(std::vector<SimGpuModel>(spec.count, spec.model), o.step_ms / 1000.0, tick_s, noise);
 
   PowerLimitOptimizerOptions options;
   options.job_name = o.job;
@@ -31,9 +39,10 @@ int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
   options.log = [](const std::string& text) { std::cout << text; };
 
   std::cout << fmt::format(
-      "joule train-sim: {} SIMULATED GPU{} ({}), {} epoch{} x {} steps, {:.0f} ms per step at full speed\n",
+      "joule train-sim: {} SIMULATED GPU{} ({}), {} epoch{} x {} steps, {:.0f} ms per step at full speed{}\n",
       spec.count, spec.count == 1 ? "" : "s", spec.model.name, o.epochs, o.epochs == 1 ? "" : "s",
-      o.steps_per_epoch, o.step_ms);
+      o.steps_per_epoch, o.step_ms,
+      o.stall_ms > 0 ? fmt::format(", stalls of {:g} ms on average (seed {})", o.stall_ms, o.seed) : "");
   Monitor& monitor = training.monitor();
   PowerLimitOptimizer optimizer(monitor, options);
   monitor.begin_window("training");

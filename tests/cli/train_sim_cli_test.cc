@@ -29,6 +29,25 @@ TEST(TrainSimCliTest, SavedProfileIsReusedUnlessReprofiling) {
   EXPECT_EQ(run_process(forced).out.find("(saved profile)"), std::string::npos);
 }
 
+// Steps with stalls as noisy as a real loop's: the profile says how far it
+// trusts each limit, a seed repeats a run exactly, and the clear saving
+// (energy at the lowest limit) is still found.
+TEST(TrainSimCliTest, NoisyStepsAreProfiledInRoundsAndASeedRepeatsARun) {
+  const std::vector<std::string> args = {JOULE_BINARY, "train-sim", "--sim", "count=1", "--objective", "energy",
+                                         "--step-ms", "11", "--stall-ms", "2", "--seed", "3", "--step-w", "100",
+                                         "--epochs", "2", "--steps-per-epoch", "4000"};
+  const auto r = run_process(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("stalls of 2 ms on average (seed 3)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("significant at 95%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cost vs 700 W"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chose 200 W"), std::string::npos) << r.out;
+  EXPECT_EQ(run_process(args).out, r.out);
+  const auto bad = run_process({JOULE_BINARY, "train-sim", "--stall-ms", "-1"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--stall-ms -1 must be >= 0"), std::string::npos) << bad.err;
+}
+
 TEST(TrainSimCliTest, TooFewStepsSaysSoAndBadOptionsAreNamed) {
   const auto r = run_process({JOULE_BINARY, "train-sim", "--epochs", "1", "--steps-per-epoch", "30"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
