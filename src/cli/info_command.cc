@@ -28,15 +28,6 @@ struct GpuInfo {
   std::optional<std::vector<ProcessInfo>> processes;  // none when the driver will not list them
 };
 
-template <typename T, typename Read>
-std::optional<T> try_read(Read read) {
-  try {
-    return read();
-  } catch (const DeviceError&) {
-    return std::nullopt;
-  }
-}
-
 std::string watts(const std::optional<uint32_t>& mw) {
   return mw ? fmt::format("{:.1f} W", *mw / 1000.0) : std::string("unreadable");
 }
@@ -48,13 +39,13 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
   std::vector<GpuInfo> infos;
   for (const auto& gpu : devices.gpus) {
     GpuInfo info{gpu, gpu->probe_capabilities(), {}, {}, {}, {}};
-    if (auto processes = try_read<std::vector<GpuProcess>>([&] { return gpu->running_processes(); })) {
+    if (auto processes = try_read([&] { return gpu->running_processes(); })) {
       info.processes.emplace();
       for (const GpuProcess& p : *processes) info.processes->push_back({p, identify_job(p.pid)});
     }
-    info.limit_mw = try_read<uint32_t>([&] { return gpu->power_limit_mw(); });
-    info.default_mw = try_read<uint32_t>([&] { return gpu->default_power_limit_mw(); });
-    info.range_mw = try_read<PowerLimitRange>([&] { return gpu->power_limit_range_mw(); });
+    info.limit_mw = try_read([&] { return gpu->power_limit_mw(); });
+    info.default_mw = try_read([&] { return gpu->default_power_limit_mw(); });
+    info.range_mw = try_read([&] { return gpu->power_limit_range_mw(); });
     infos.push_back(std::move(info));
   }
 

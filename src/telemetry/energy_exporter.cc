@@ -123,23 +123,12 @@ void EnergyExporter::account_now() {
     known = identities_;
   }
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    try {
-      listed[i].processes = gpus_[i]->running_processes();
-    } catch (const DeviceError&) {
-    }
-    // Read once a step, not by the sampler: both change rarely.
-    try {
-      listed[i].limit_mw = gpus_[i]->power_limit_mw();
-    } catch (const DeviceError&) {
-    }
-    try {
-      listed[i].memory_clock_mhz = gpus_[i]->memory_clock_mhz();
-    } catch (const DeviceError&) {
-    }
-    try {
-      listed[i].default_limit_mw = gpus_[i]->default_power_limit_mw();
-    } catch (const DeviceError&) {
-    }
+    Gpu& gpu = *gpus_[i];
+    listed[i].processes = try_read([&] { return gpu.running_processes(); });
+    // Read once a step, not by the sampler: they change rarely.
+    listed[i].limit_mw = try_read([&] { return gpu.power_limit_mw(); });
+    listed[i].memory_clock_mhz = try_read([&] { return gpu.memory_clock_mhz(); });
+    listed[i].default_limit_mw = try_read([&] { return gpu.default_power_limit_mw(); });
     for (const GpuProcess& p : listed[i].processes.value_or(std::vector<GpuProcess>{})) {
       if (identities.count(p.pid)) continue;
       const auto cached = known.find(p.pid);

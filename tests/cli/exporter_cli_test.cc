@@ -45,12 +45,7 @@ RunningExporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake
   RunningExporter exporter;
   exporter.pid = testing::start_process(args, {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", powercap_root}},
                                         tmp.file("out"), tmp.file("err"));
-  int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const std::string text = std::filesystem::exists(port_file) ? testing::read_file(port_file) : "";
-    if (!text.empty() && text.back() == '\n') port = std::stoi(text);
-  }
+  const int port = testing::wait_for_port_file(port_file);
   EXPECT_NE(port, 0) << testing::read_file(tmp.file("err"));
   exporter.url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
   return exporter;

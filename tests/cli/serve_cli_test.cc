@@ -45,11 +45,7 @@ class Server {
                                      "--port-file", port_file};
     argv.insert(argv.end(), more.begin(), more.end());
     pid_ = testing::start_process(argv, {}, dir.file("serve.out"), err_path_);
-    for (int i = 0; i < 200 && port_ == 0; ++i) {  // up to 10 s
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const std::string text = std::filesystem::exists(port_file) ? testing::read_file(port_file) : "";
-      if (!text.empty() && text.back() == '\n') port_ = std::stoi(text);
-    }
+    port_ = testing::wait_for_port_file(port_file);
   }
   ~Server() {
     if (pid_ > 0) stop();

@@ -165,6 +165,16 @@ const std::map<std::string, std::string>& simulated_only_env() {
   return env;
 }
 
+int wait_for_port_file(const std::string& path, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string text = std::filesystem::exists(path) ? read_file(path) : "";
+    if (!text.empty() && text.back() == '\n') return std::stoi(text);
+  }
+  return 0;
+}
+
 int free_loopback_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

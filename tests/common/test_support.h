@@ -62,6 +62,10 @@ std::string chromium_body_tag(const std::string& html_path, const TempDir& dir, 
 // "" when absent.
 std::string tag_attribute(const std::string& tag, const std::string& name);
 
+// The port a server started with --port-file wrote there (a whole line),
+// waiting up to timeout_s for it; 0 when none came.
+int wait_for_port_file(const std::string& path, double timeout_s = 10.0);
+
 // A loopback port nothing listens on now (the kernel's pick; another
 // process may still take it before the caller binds it).
 int free_loopback_port();

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "joule/error.h"
+
 namespace joule {
 
 // Everything a GPU backend may be able to read or change. A backend reports
@@ -130,6 +132,17 @@ class Gpu {
   // "gpu0 NVIDIA H100 80GB HBM3 (nvml)" style label used in reports.
   std::string label() const;
 };
+
+// A reading that may not work on this GPU: its value, or none when the
+// driver refuses it (DeviceError). Other errors propagate.
+template <typename Read>
+auto try_read(Read read) -> std::optional<decltype(read())> {
+  try {
+    return read();
+  } catch (const DeviceError&) {
+    return std::nullopt;
+  }
+}
 
 // Throws DeviceError(kInvalidArgument) naming the GPU when limit_mw lies
 // outside range. Shared by every backend so all refuse alike.
