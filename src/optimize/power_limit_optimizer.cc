@@ -530,6 +530,10 @@ int PowerLimitOptimizer::rounds() const {
 
 double PowerLimitOptimizer::profiling_s() const {
   std::lock_guard lock(mutex_);
+  return profiling_s_locked();
+}
+
+double PowerLimitOptimizer::profiling_s_locked() const {
   if (profiling_started_s_ < 0) return 0.0;
   const double end_s = profiling_ended_s_ >= 0 ? profiling_ended_s_ : monitor_.sampler().clock().now_s();
   return end_s - profiling_started_s_;
@@ -585,8 +589,7 @@ std::string PowerLimitOptimizer::report_locked() const {
   if (noise_choice_) {
     out += fmt::format("  {}; {} round{}, {:.1f} s of profiling; a visit's cost spreads {:.1f}%\n",
                        noise_choice_->summary, round_, round_ == 1 ? "" : "s",
-                       (profiling_ended_s_ >= 0 ? profiling_ended_s_ : monitor_.sampler().clock().now_s()) -
-                           profiling_started_s_,
+                       profiling_s_locked(),
                        100.0 * noise_choice_->relative_sd);
   }
   if (chosen_w_) {

@@ -139,6 +139,7 @@ class PowerLimitOptimizer {
   bool step_end_locked();
   void log(const std::string& text) const;
   std::string report_locked() const;
+  double profiling_s_locked() const;
   std::string window_name() const;
 
   Monitor& monitor_;
