@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "joule/error.h"
 
 namespace joule {
@@ -22,6 +24,17 @@ const char* to_string(GpuCapability capability) {
     case GpuCapability::kMemoryUsed: return "memory_used";
     case GpuCapability::kRunningProcesses: return "running_processes";
     case GpuCapability::kSetPowerLimit: return "set_power_limit";
+    case GpuCapability::kSupportedClocks: return "supported_clocks";
+    case GpuCapability::kLockSmClock: return "lock_sm_clock";
+    case GpuCapability::kLockMemoryClock: return "lock_memory_clock";
+  }
+  return "unknown";
+}
+
+const char* to_string(ClockDomain domain) {
+  switch (domain) {
+    case ClockDomain::kSm: return "sm";
+    case ClockDomain::kMemory: return "memory";
   }
   return "unknown";
 }
@@ -40,6 +53,49 @@ uint32_t Gpu::memory_clock_mhz() {
 
 std::vector<GpuProcess> Gpu::running_processes() {
   throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: this backend cannot list processes", index()));
+}
+
+std::vector<uint32_t> Gpu::supported_clocks_mhz(ClockDomain domain) {
+  throw DeviceError(DeviceErrc::kNotSupported,
+                    fmt::format("gpu{}: this backend cannot list the supported {} clocks", index(), to_string(domain)));
+}
+
+std::optional<ClockLock> Gpu::clock_lock_mhz(ClockDomain /*domain*/) { return std::nullopt; }
+
+void Gpu::lock_clock_mhz(ClockDomain domain, ClockLock /*lock*/) {
+  throw DeviceError(DeviceErrc::kNotSupported,
+                    fmt::format("gpu{}: this backend cannot lock the {} clock", index(), to_string(domain)));
+}
+
+void Gpu::reset_clock_lock(ClockDomain domain) {
+  throw DeviceError(DeviceErrc::kNotSupported,
+                    fmt::format("gpu{}: this backend cannot reset the {} clock", index(), to_string(domain)));
+}
+
+void check_clock_lock_in_range(const Gpu& gpu, ClockDomain domain, ClockLock lock,
+                               const std::vector<uint32_t>& supported_mhz) {
+  if (supported_mhz.empty()) {
+    throw DeviceError(DeviceErrc::kNotSupported,
+                      fmt::format("gpu{}: the driver lists no supported {} clocks", gpu.index(), to_string(domain)));
+  }
+  if (lock.min_mhz > lock.max_mhz) {
+    throw DeviceError(DeviceErrc::kInvalidArgument,
+                      fmt::format("gpu{}: {} clock lock {}-{} MHz is empty (its minimum exceeds its maximum)",
+                                  gpu.index(), to_string(domain), lock.min_mhz, lock.max_mhz));
+  }
+  const uint32_t lowest = supported_mhz.front(), highest = supported_mhz.back();
+  if (lock.min_mhz < lowest || lock.max_mhz > highest) {
+    throw DeviceError(DeviceErrc::kInvalidArgument,
+                      fmt::format("gpu{}: {} clock lock {}-{} MHz is outside the supported clocks {}-{} MHz",
+                                  gpu.index(), to_string(domain), lock.min_mhz, lock.max_mhz, lowest, highest));
+  }
+}
+
+ClockLock clock_cap_lock(Gpu& gpu, ClockDomain domain, uint32_t cap_mhz) {
+  const auto supported = gpu.supported_clocks_mhz(domain);
+  const ClockLock lock{supported.empty() ? 0 : std::min(supported.front(), cap_mhz), cap_mhz};
+  check_clock_lock_in_range(gpu, domain, lock, supported);
+  return lock;
 }
 
 void check_power_limit_in_range(const Gpu& gpu, uint32_t limit_mw, PowerLimitRange range) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "joule/error.h"
 
@@ -24,6 +27,99 @@ TEST(SimGpuModelTest, SpeedFallsWithTheCubeRootOfDynamicPower) {
   EXPECT_NEAR(model.relative_speed(1.0, 360), std::cbrt(0.5), 1e-12);
   // A light load under a high limit is not slowed at all.
   EXPECT_DOUBLE_EQ(model.relative_speed(0.2, 300), 1.0);
+}
+
+TEST(SimGpuModelTest, AnSmClockCapSlowsInProportionAndCutsDynamicPowerByItsCube) {
+  SimGpuModel model;  // max SM clock 1980 MHz
+  const SimGpuModel::Settings capped{700, 990, 0};
+  EXPECT_DOUBLE_EQ(model.relative_speed(1.0, capped), 0.5);
+  EXPECT_NEAR(model.power_w(1.0, capped), 70.0 + 580.0 * 0.125, 1e-9);
+  EXPECT_DOUBLE_EQ(model.sm_clock_fraction(1.0, capped), 0.5);
+  // A cap above the clock the power limit allows changes nothing.
+  const SimGpuModel::Settings loose{360, 1900, 0};
+  EXPECT_NEAR(model.relative_speed(1.0, loose), std::cbrt(0.5), 1e-12);
+  EXPECT_NEAR(model.power_w(1.0, loose), 360.0, 1e-9);
+  // An idle GPU draws idle power whatever its cap; a light load is slowed by the cap alone.
+  EXPECT_DOUBLE_EQ(model.power_w(0.0, capped), 70.0);
+  EXPECT_DOUBLE_EQ(model.relative_speed(0.0, capped), 0.5);
+}
+
+TEST(SimGpuModelTest, AMemoryClockCapSavesItsShareOfPowerAndStretchesMemoryBoundWork) {
+  SimGpuModel model;  // highest memory clock 2619 MHz, 20% memory-bound, memory 15% of dynamic power
+  const double m = 1593.0 / 2619.0;
+  const SimGpuModel::Settings capped{700, 0, 1593};
+  EXPECT_NEAR(model.relative_speed(1.0, capped), 1.0 / (1.0 + 0.2 * (1.0 / m - 1.0)), 1e-12);
+  EXPECT_NEAR(model.power_w(1.0, capped), 70.0 + 580.0 * (1.0 - 0.15 * (1.0 - m)), 1e-9);
+  // Under a binding limit the power saved on memory lets the SM clock rise.
+  const SimGpuModel::Settings limited{360, 0, 1593};
+  EXPECT_GT(model.sm_clock_fraction(1.0, limited), model.sm_clock_fraction(1.0, SimGpuModel::Settings{360}));
+  EXPECT_NEAR(model.power_w(1.0, limited), 360.0, 1e-9);
+}
+
+TEST(SimGpuModelTest, ClockCapsScaleAMeasuredTable) {
+  SimGpuModel model;
+  model.measured = {{300'000, {250.0, 0.8}}, {700'000, {600.0, 1.0}}};
+  const SimGpuModel::Settings capped{700, 990, 0};
+  EXPECT_DOUBLE_EQ(model.relative_speed(1.0, capped), 0.5);
+  EXPECT_NEAR(model.power_w(1.0, capped), 70.0 + 530.0 * 0.125, 1e-9);
+  EXPECT_DOUBLE_EQ(model.relative_speed(1.0, SimGpuModel::Settings{300}), 0.8);
+}
+
+TEST(SimGpuTest, LocksClocksWithinTheSupportedListsAndResetsThem) {
+  auto clock = std::make_shared<VirtualClock>();
+  SimGpu gpu(1, SimGpuModel{}, clock);
+  const auto sm = gpu.supported_clocks_mhz(ClockDomain::kSm);
+  ASSERT_FALSE(sm.empty());
+  EXPECT_EQ(sm.front(), 210u);
+  EXPECT_EQ(sm.back(), 1980u);
+  EXPECT_TRUE(std::is_sorted(sm.begin(), sm.end()));
+  EXPECT_EQ(gpu.supported_clocks_mhz(ClockDomain::kMemory), (std::vector<uint32_t>{1593, 2619}));
+  EXPECT_FALSE(gpu.clock_lock_mhz(ClockDomain::kSm));
+
+  gpu.set_load(1.0);
+  const ClockLock cap = clock_cap_lock(gpu, ClockDomain::kSm, 1200);
+  EXPECT_EQ(cap, (ClockLock{210, 1200}));
+  gpu.lock_clock_mhz(ClockDomain::kSm, cap);
+  EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), cap);
+  EXPECT_EQ(gpu.sm_clock_mhz(), 1200u);
+  EXPECT_NEAR(gpu.relative_speed(), 1200.0 / 1980.0, 1e-12);
+  clock->advance_s(1.0);
+  const double capped_j = gpu.energy_j();
+  EXPECT_NEAR(capped_j, 70.0 + 580.0 * std::pow(1200.0 / 1980.0, 3.0), 1e-6);
+
+  gpu.lock_clock_mhz(ClockDomain::kMemory, {1593, 1593});
+  EXPECT_EQ(gpu.memory_clock_mhz(), 1593u);
+  gpu.reset_clock_lock(ClockDomain::kSm);
+  gpu.reset_clock_lock(ClockDomain::kMemory);
+  EXPECT_FALSE(gpu.clock_lock_mhz(ClockDomain::kSm));
+  EXPECT_EQ(gpu.sm_clock_mhz(), 1980u);
+  EXPECT_EQ(gpu.memory_clock_mhz(), 2619u);
+  EXPECT_DOUBLE_EQ(gpu.relative_speed(), 1.0);
+}
+
+TEST(SimGpuTest, RefusesClockLocksOutsideTheSupportedClocksWithoutChangingAnything) {
+  auto clock = std::make_shared<VirtualClock>();
+  SimGpu gpu(2, SimGpuModel{}, clock);
+  gpu.lock_clock_mhz(ClockDomain::kSm, {210, 1500});
+  const std::pair<ClockDomain, ClockLock> bad[] = {
+      {ClockDomain::kSm, {100, 1500}},   // below the lowest clock
+      {ClockDomain::kSm, {210, 2500}},   // above the highest
+      {ClockDomain::kSm, {1500, 1200}},  // empty
+      {ClockDomain::kMemory, {1593, 3000}},
+  };
+  for (const auto& [domain, lock] : bad) {
+    try {
+      gpu.lock_clock_mhz(domain, lock);
+      FAIL() << "expected a refusal of " << lock.min_mhz << "-" << lock.max_mhz;
+    } catch (const DeviceError& e) {
+      EXPECT_EQ(e.code(), DeviceErrc::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("gpu2"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(to_string(domain)), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), (ClockLock{210, 1500}));
+  EXPECT_FALSE(gpu.clock_lock_mhz(ClockDomain::kMemory));
+  EXPECT_THROW(clock_cap_lock(gpu, ClockDomain::kSm, 5000), DeviceError);
 }
 
 TEST(SimGpuTest, EnergyIntegratesPowerOverVirtualTimeAcrossChanges) {

@@ -29,6 +29,9 @@ enum class GpuCapability {
   kMemoryUsed,        // device memory in use
   kRunningProcesses,  // the processes with a context on the GPU
   kSetPowerLimit,     // control: set a limit / restore the default
+  kSupportedClocks,   // the SM and memory clocks the driver accepts
+  kLockSmClock,       // control: lock the SM clock to a range / reset it
+  kLockMemoryClock,   // control: lock the memory clock to a range / reset it
 };
 
 inline constexpr GpuCapability kAllGpuCapabilities[] = {
@@ -38,6 +41,7 @@ inline constexpr GpuCapability kAllGpuCapabilities[] = {
     GpuCapability::kUtilization,   GpuCapability::kSmClock,       GpuCapability::kMemoryClock,
     GpuCapability::kTemperature,
     GpuCapability::kMemoryUsed,    GpuCapability::kRunningProcesses, GpuCapability::kSetPowerLimit,
+    GpuCapability::kSupportedClocks, GpuCapability::kLockSmClock, GpuCapability::kLockMemoryClock,
 };
 
 const char* to_string(GpuCapability capability);
@@ -58,6 +62,22 @@ struct PowerLimitRange {
 struct PowerSample {
   uint64_t timestamp_us = 0;  // wall clock (CLOCK_REALTIME), as NVML stamps it
   uint32_t power_mw = 0;
+};
+
+// The clocks a privileged caller may lock: the SM (graphics) clock and the
+// memory clock, as NVML's locked-clock calls name them.
+enum class ClockDomain { kSm, kMemory };
+inline constexpr ClockDomain kAllClockDomains[] = {ClockDomain::kSm, ClockDomain::kMemory};
+const char* to_string(ClockDomain domain);  // "sm", "memory"
+
+// A clock lock: the driver keeps the domain's clock within [min_mhz, max_mhz]
+// (under load it runs at the top, unless power or heat hold it lower). A clock
+// cap is a lock whose floor is the lowest supported clock.
+struct ClockLock {
+  uint32_t min_mhz = 0;
+  uint32_t max_mhz = 0;
+
+  bool operator==(const ClockLock&) const = default;
 };
 
 struct Utilization {
@@ -129,6 +149,21 @@ class Gpu {
   virtual void set_power_limit_mw(uint32_t limit_mw) = 0;
   void restore_default_power_limit() { set_power_limit_mw(default_power_limit_mw()); }
 
+  // The clocks the driver accepts for a domain, ascending and distinct (SM
+  // clocks: those it accepts at the highest memory clock). Throws
+  // DeviceError; the default says the backend cannot tell.
+  virtual std::vector<uint32_t> supported_clocks_mhz(ClockDomain domain);
+  // The lock in force on the domain as far as this object knows (the driver
+  // has no call that reads a lock back: NVML backends report the lock they
+  // applied, jouled's the lease it holds); none when unlocked.
+  virtual std::optional<ClockLock> clock_lock_mhz(ClockDomain domain);
+  // Locks the domain's clock. A lock with min_mhz > max_mhz or an end outside
+  // the supported clocks is refused before any driver call, with
+  // DeviceError(kInvalidArgument); the defaults say the backend cannot.
+  virtual void lock_clock_mhz(ClockDomain domain, ClockLock lock);
+  // Lets the driver choose the domain's clock again (the state after boot).
+  virtual void reset_clock_lock(ClockDomain domain);
+
   // "gpu0 NVIDIA H100 80GB HBM3 (nvml)" style label used in reports.
   std::string label() const;
 };
@@ -147,5 +182,15 @@ auto try_read(Read read) -> std::optional<decltype(read())> {
 // Throws DeviceError(kInvalidArgument) naming the GPU when limit_mw lies
 // outside range. Shared by every backend so all refuse alike.
 void check_power_limit_in_range(const Gpu& gpu, uint32_t limit_mw, PowerLimitRange range);
+
+// Throws DeviceError(kInvalidArgument) naming the GPU and domain when lock is
+// empty or reaches outside the supported clocks (ascending, as
+// supported_clocks_mhz returns them). Shared by every backend.
+void check_clock_lock_in_range(const Gpu& gpu, ClockDomain domain, ClockLock lock,
+                               const std::vector<uint32_t>& supported_mhz);
+
+// The lock that caps the domain's clock at cap_mhz: from the lowest supported
+// clock up to cap_mhz. Throws DeviceError like check_clock_lock_in_range.
+ClockLock clock_cap_lock(Gpu& gpu, ClockDomain domain, uint32_t cap_mhz);
 
 }  // namespace joule

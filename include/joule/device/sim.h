@@ -8,17 +8,24 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "joule/clock.h"
 #include "joule/device/gpu.h"
 
 namespace joule {
 
-// How a simulated GPU draws power and how fast it runs under a power limit.
-// At load u the GPU asks for idle + u * (full_load - idle) watts; a limit
-// below that demand caps the power, and the dynamic part of the speed falls
-// with the cube root of the dynamic power (voltage and frequency scaling).
+// How a simulated GPU draws power and how fast it runs under a power limit
+// and clock locks. At load u the GPU asks for idle + u * (full_load - idle)
+// watts; a limit below that demand caps the power, and the SM clock (and with
+// it the speed) falls with the cube root of the dynamic power (voltage and
+// frequency scaling). An SM clock cap below the clock the limit allows holds
+// the speed at cap / max_sm_clock and the dynamic power at its cube. A memory
+// clock cap at a fraction m of the highest memory clock saves
+// memory_power_fraction * (1 - m) of the dynamic power and stretches the
+// memory-bound part of a step: 1 / speed grows by memory_bound_fraction * (1/m - 1).
 struct SimGpuModel {
   std::string name = "Simulated GPU (H100-like)";
   uint32_t min_limit_mw = 200'000;
@@ -27,7 +34,14 @@ struct SimGpuModel {
   double idle_power_w = 70.0;
   double full_load_power_w = 650.0;
   uint32_t max_sm_clock_mhz = 1980;
-  uint32_t memory_clock_mhz = 2619;  // an H100 SXM's HBM3
+  uint32_t min_sm_clock_mhz = 210;   // supported SM clocks: min to max in steps
+  uint32_t sm_clock_step_mhz = 15;
+  uint32_t memory_clock_mhz = 2619;  // the highest memory clock (an H100 SXM's HBM3)
+  // Lower memory clocks the model accepts besides memory_clock_mhz (a real
+  // H100 offers only 2619 MHz; the model offers more so the knob can be shown).
+  std::vector<uint32_t> lower_memory_clocks_mhz = {1593};
+  double memory_bound_fraction = 0.2;
+  double memory_power_fraction = 0.15;
   uint64_t memory_used_bytes = 1ull << 30;
 
   // Optional measured behaviour at full load, by power limit (mW): the power
@@ -40,10 +54,23 @@ struct SimGpuModel {
   };
   std::map<uint32_t, MeasuredPoint> measured;
 
-  // Power drawn at load in [0, 1] under limit_w.
-  double power_w(double load, double limit_w) const;
+  // What the GPU is held to besides its load: the power limit and the clock
+  // caps (0: not capped).
+  struct Settings {
+    double limit_w = 0.0;
+    uint32_t sm_cap_mhz = 0;
+    uint32_t memory_cap_mhz = 0;
+  };
+
+  // Power drawn at load in [0, 1] under limit_w (no clock caps).
+  double power_w(double load, double limit_w) const { return power_w(load, Settings{limit_w}); }
   // Throughput relative to the uncapped GPU at the same load, in (0, 1].
-  double relative_speed(double load, double limit_w) const;
+  double relative_speed(double load, double limit_w) const { return relative_speed(load, Settings{limit_w}); }
+  double power_w(double load, const Settings& settings) const;
+  double relative_speed(double load, const Settings& settings) const;
+  // The SM clock the GPU runs at, as a fraction of max_sm_clock_mhz.
+  double sm_clock_fraction(double load, const Settings& settings) const;
+  std::vector<uint32_t> supported_clocks_mhz(ClockDomain domain) const;
 };
 
 class SimGpu final : public Gpu {
@@ -70,11 +97,15 @@ class SimGpu final : public Gpu {
   uint32_t default_power_limit_mw() override { return model_.default_limit_mw; }
   Utilization utilization() override;
   uint32_t sm_clock_mhz() override;
-  uint32_t memory_clock_mhz() override { return model_.memory_clock_mhz; }
+  uint32_t memory_clock_mhz() override;
   uint32_t temperature_c() override;
   uint64_t memory_used_bytes() override { return model_.memory_used_bytes; }
   std::vector<GpuProcess> running_processes() override;
   void set_power_limit_mw(uint32_t limit_mw) override;
+  std::vector<uint32_t> supported_clocks_mhz(ClockDomain domain) override;
+  std::optional<ClockLock> clock_lock_mhz(ClockDomain domain) override;
+  void lock_clock_mhz(ClockDomain domain, ClockLock lock) override;
+  void reset_clock_lock(ClockDomain domain) override;
 
   // The processes the simulated GPU says are using it (none at first).
   void set_processes(std::vector<GpuProcess> processes);
@@ -91,6 +122,7 @@ class SimGpu final : public Gpu {
  private:
   // Accounts the energy drawn since the last change, at the old settings.
   void advance_locked() const;
+  SimGpuModel::Settings settings_locked() const;
 
   unsigned index_;
   SimGpuModel model_;
@@ -100,6 +132,7 @@ class SimGpu final : public Gpu {
   mutable double accounted_until_s_;
   double load_ = 0.0;
   uint32_t limit_mw_;
+  std::optional<ClockLock> sm_lock_, memory_lock_;
   std::vector<GpuProcess> processes_;
 };
 

@@ -25,21 +25,75 @@ SimGpuModel::MeasuredPoint interpolate(const std::map<uint32_t, SimGpuModel::Mea
 
 }  // namespace
 
-double SimGpuModel::power_w(double load, double limit_w) const {
+namespace {
+
+// The part of the dynamic power that a memory clock cap leaves, and the SM
+// clock fraction a cap allows (1 when uncapped).
+double memory_power_factor(const SimGpuModel& m, const SimGpuModel::Settings& s) {
+  if (s.memory_cap_mhz == 0) return 1.0;
+  const double fraction = std::min(1.0, s.memory_cap_mhz / static_cast<double>(m.memory_clock_mhz));
+  return 1.0 - m.memory_power_fraction * (1.0 - fraction);
+}
+
+double sm_cap_fraction(const SimGpuModel& m, const SimGpuModel::Settings& s) {
+  if (s.sm_cap_mhz == 0) return 1.0;
+  return std::min(1.0, s.sm_cap_mhz / static_cast<double>(m.max_sm_clock_mhz));
+}
+
+}  // namespace
+
+double SimGpuModel::sm_clock_fraction(double load, const Settings& s) const {
+  const double cap = sm_cap_fraction(*this, s);
+  if (!measured.empty()) return std::min(interpolate(measured, s.limit_w).relative_speed, cap);
+  const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
+  const double wanted_dynamic_w = (demand_w - idle_power_w) * memory_power_factor(*this, s);
+  if (wanted_dynamic_w <= 0.0 || idle_power_w + wanted_dynamic_w <= s.limit_w) return cap;
+  // The limit binds: dynamic power ~ clock^3, so the clock is the cube root of the power allowed.
+  const double allowed = std::max(s.limit_w - idle_power_w, 0.0) / wanted_dynamic_w;
+  return std::min(std::max(std::cbrt(allowed), 1e-3), cap);
+}
+
+double SimGpuModel::power_w(double load, const Settings& s) const {
+  const double clock = sm_clock_fraction(load, s);
   if (!measured.empty()) {
-    const double full_w = interpolate(measured, limit_w).power_w;
+    const auto point = interpolate(measured, s.limit_w);
+    const double slowed = point.relative_speed > 0.0 ? clock / point.relative_speed : 1.0;
+    const double full_w = idle_power_w + (point.power_w - idle_power_w) * std::pow(slowed, 3.0) *
+                                             memory_power_factor(*this, s);
     return idle_power_w + std::clamp(load, 0.0, 1.0) * (full_w - idle_power_w);
   }
   const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
-  return std::min(demand_w, limit_w);
+  const double dynamic_w = (demand_w - idle_power_w) * memory_power_factor(*this, s) * std::pow(clock, 3.0);
+  return std::min(idle_power_w + dynamic_w, s.limit_w);
 }
 
-double SimGpuModel::relative_speed(double load, double limit_w) const {
-  if (!measured.empty()) return interpolate(measured, limit_w).relative_speed;
+double SimGpuModel::relative_speed(double load, const Settings& s) const {
   const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
-  if (demand_w <= limit_w || demand_w <= idle_power_w) return 1.0;
-  const double dynamic_fraction = std::max(limit_w - idle_power_w, 0.0) / (demand_w - idle_power_w);
-  return std::max(std::cbrt(dynamic_fraction), 1e-3);
+  // An idle GPU is not slowed by a limit (nothing to run), only by a clock cap.
+  const double clock = measured.empty() && demand_w <= idle_power_w ? sm_cap_fraction(*this, s)
+                                                                      : sm_clock_fraction(load, s);
+  double memory_stretch = 0.0;
+  if (s.memory_cap_mhz != 0) {
+    const double fraction = std::min(1.0, s.memory_cap_mhz / static_cast<double>(memory_clock_mhz));
+    memory_stretch = memory_bound_fraction * (1.0 / fraction - 1.0);
+  }
+  return 1.0 / (1.0 / clock + memory_stretch);
+}
+
+std::vector<uint32_t> SimGpuModel::supported_clocks_mhz(ClockDomain domain) const {
+  std::vector<uint32_t> clocks;
+  if (domain == ClockDomain::kMemory) {
+    clocks = lower_memory_clocks_mhz;
+    clocks.push_back(memory_clock_mhz);
+  } else {
+    for (uint32_t mhz = min_sm_clock_mhz; mhz < max_sm_clock_mhz; mhz += std::max(sm_clock_step_mhz, 1u)) {
+      clocks.push_back(mhz);
+    }
+    clocks.push_back(max_sm_clock_mhz);
+  }
+  std::sort(clocks.begin(), clocks.end());
+  clocks.erase(std::unique(clocks.begin(), clocks.end()), clocks.end());
+  return clocks;
 }
 
 SimGpu::SimGpu(unsigned index, SimGpuModel model, std::shared_ptr<const Clock> clock)
@@ -57,7 +111,7 @@ std::string SimGpu::pci_bus_id() const { return fmt::format("00000000:{:02X}:00.
 void SimGpu::advance_locked() const {
   const double now_s = clock_->now_s();
   if (now_s > accounted_until_s_) {
-    energy_j_ += model_.power_w(load_, limit_mw_ / 1000.0) * (now_s - accounted_until_s_);
+    energy_j_ += model_.power_w(load_, settings_locked()) * (now_s - accounted_until_s_);
     accounted_until_s_ = now_s;
   }
 }
@@ -72,7 +126,7 @@ uint64_t SimGpu::total_energy_mj() { return static_cast<uint64_t>(energy_j() * 1
 
 uint32_t SimGpu::power_mw() {
   std::lock_guard lock(mutex_);
-  return static_cast<uint32_t>(std::lround(model_.power_w(load_, limit_mw_ / 1000.0) * 1000.0));
+  return static_cast<uint32_t>(std::lround(model_.power_w(load_, settings_locked()) * 1000.0));
 }
 
 uint32_t SimGpu::power_limit_mw() {
@@ -88,8 +142,38 @@ Utilization SimGpu::utilization() {
   return {percent, percent / 2};
 }
 
+SimGpuModel::Settings SimGpu::settings_locked() const {
+  return {limit_mw_ / 1000.0, sm_lock_ ? sm_lock_->max_mhz : 0u, memory_lock_ ? memory_lock_->max_mhz : 0u};
+}
+
 uint32_t SimGpu::sm_clock_mhz() {
-  return static_cast<uint32_t>(std::lround(model_.max_sm_clock_mhz * relative_speed()));
+  std::lock_guard lock(mutex_);
+  return static_cast<uint32_t>(std::lround(model_.max_sm_clock_mhz * model_.sm_clock_fraction(load_, settings_locked())));
+}
+
+uint32_t SimGpu::memory_clock_mhz() {
+  std::lock_guard lock(mutex_);
+  return memory_lock_ ? std::min(memory_lock_->max_mhz, model_.memory_clock_mhz) : model_.memory_clock_mhz;
+}
+
+std::vector<uint32_t> SimGpu::supported_clocks_mhz(ClockDomain domain) { return model_.supported_clocks_mhz(domain); }
+
+std::optional<ClockLock> SimGpu::clock_lock_mhz(ClockDomain domain) {
+  std::lock_guard lock(mutex_);
+  return domain == ClockDomain::kSm ? sm_lock_ : memory_lock_;
+}
+
+void SimGpu::lock_clock_mhz(ClockDomain domain, ClockLock clocks) {
+  check_clock_lock_in_range(*this, domain, clocks, supported_clocks_mhz(domain));
+  std::lock_guard lock(mutex_);
+  advance_locked();
+  (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_) = clocks;
+}
+
+void SimGpu::reset_clock_lock(ClockDomain domain) {
+  std::lock_guard lock(mutex_);
+  advance_locked();
+  (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_).reset();
 }
 
 uint32_t SimGpu::temperature_c() { return static_cast<uint32_t>(std::lround(30.0 + power_mw() / 1000.0 * 0.08)); }
@@ -117,7 +201,7 @@ double SimGpu::load() const {
 
 double SimGpu::relative_speed() const {
   std::lock_guard lock(mutex_);
-  return model_.relative_speed(load_, limit_mw_ / 1000.0);
+  return model_.relative_speed(load_, settings_locked());
 }
 
 std::vector<GpuProcess> SimGpu::running_processes() {
