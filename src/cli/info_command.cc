@@ -20,11 +20,53 @@ struct ProcessInfo {
   std::optional<JobIdentity> job;
 };
 
+// One clock domain as far as it can be read: the clock now, the clocks the
+// driver accepts, and the lock in force as this process knows it.
+struct ClockInfo {
+  ClockDomain domain;
+  std::optional<uint32_t> current_mhz;
+  std::optional<std::vector<uint32_t>> supported_mhz;
+  std::optional<ClockLock> lock;
+};
+
+ClockInfo read_clock(Gpu& gpu, ClockDomain domain) {
+  ClockInfo info{domain, {}, {}, {}};
+  info.current_mhz = try_read([&] { return domain == ClockDomain::kSm ? gpu.sm_clock_mhz() : gpu.memory_clock_mhz(); });
+  info.supported_mhz = try_read([&] { return gpu.supported_clocks_mhz(domain); });
+  if (info.supported_mhz && info.supported_mhz->empty()) info.supported_mhz.reset();
+  info.lock = try_read([&] { return gpu.clock_lock_mhz(domain); }).value_or(std::nullopt);
+  return info;
+}
+
+nlohmann::json to_json(const ClockInfo& c) {
+  auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  return {{"current_mhz", optional(c.current_mhz)},
+          {"supported_min_mhz", c.supported_mhz ? nlohmann::json(c.supported_mhz->front()) : nlohmann::json()},
+          {"supported_max_mhz", c.supported_mhz ? nlohmann::json(c.supported_mhz->back()) : nlohmann::json()},
+          {"supported_count", c.supported_mhz ? nlohmann::json(c.supported_mhz->size()) : nlohmann::json()},
+          {"lock", c.lock ? nlohmann::json{{"min_mhz", c.lock->min_mhz}, {"max_mhz", c.lock->max_mhz}}
+                          : nlohmann::json()}};
+}
+
+// "SM 1980 MHz (supported 210-1980 MHz, 119 clocks; locked 210-1200 MHz)".
+std::string to_text(const ClockInfo& c) {
+  const std::string name = c.domain == ClockDomain::kSm ? "SM" : "memory";
+  const std::string now = c.current_mhz ? fmt::format("{} MHz", *c.current_mhz) : "unreadable";
+  const std::string supported =
+      c.supported_mhz ? fmt::format("supported {}-{} MHz, {} clocks", c.supported_mhz->front(),
+                                    c.supported_mhz->back(), c.supported_mhz->size())
+                      : "supported clocks unreadable";
+  const std::string lock = c.lock ? fmt::format("locked {}-{} MHz", c.lock->min_mhz, c.lock->max_mhz)
+                                  : "no lock set through joule";
+  return fmt::format("{} {} ({}; {})", name, now, supported, lock);
+}
+
 struct GpuInfo {
   std::shared_ptr<Gpu> gpu;
   std::vector<CapabilityStatus> capabilities;
   std::optional<uint32_t> limit_mw, default_mw;
   std::optional<PowerLimitRange> range_mw;
+  std::vector<ClockInfo> clocks;
   std::optional<std::vector<ProcessInfo>> processes;  // none when the driver will not list them
 };
 
@@ -38,7 +80,8 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
   const Devices devices = common.open_devices();
   std::vector<GpuInfo> infos;
   for (const auto& gpu : devices.gpus) {
-    GpuInfo info{gpu, gpu->probe_capabilities(), {}, {}, {}, {}};
+    GpuInfo info{gpu, gpu->probe_capabilities(), {}, {}, {}, {}, {}};
+    for (ClockDomain domain : kAllClockDomains) info.clocks.push_back(read_clock(*gpu, domain));
     if (auto processes = try_read([&] { return gpu->running_processes(); })) {
       info.processes.emplace();
       for (const GpuProcess& p : *processes) info.processes->push_back({p, identify_job(p.pid)});
@@ -81,6 +124,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                       {"default_limit_w", w(info.default_mw)},
                       {"min_limit_w", info.range_mw ? nlohmann::json(info.range_mw->min_mw / 1000.0) : nlohmann::json()},
                       {"max_limit_w", info.range_mw ? nlohmann::json(info.range_mw->max_mw / 1000.0) : nlohmann::json()},
+                      {"clocks", {{"sm", to_json(info.clocks[0])}, {"memory", to_json(info.clocks[1])}}},
                       {"energy_method", to_string(energy_method_for(*info.gpu, SamplerOptions{}))},
                       {"energy_method_detail", explain_energy_method(*info.gpu, SamplerOptions{})},
                       {"capabilities", capabilities},
@@ -122,6 +166,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                              info.range_mw ? fmt::format("{:.1f}-{:.1f} W", info.range_mw->min_mw / 1000.0,
                                                          info.range_mw->max_mw / 1000.0)
                                            : std::string("unreadable"));
+    for (const ClockInfo& clock : info.clocks) std::cout << fmt::format("  clock {}\n", to_text(clock));
     std::cout << fmt::format("  energy: {}\n", explain_energy_method(gpu, SamplerOptions{}));
     if (!info.processes) {
       std::cout << "  processes: not listed by the driver\n";

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/test_support.h"
 
@@ -39,6 +41,36 @@ TEST(InfoCliTest, ListsFakeNvmlGpusWithEachCapability) {
   EXPECT_FALSE(gpu["capabilities"]["temperature"]["available"].get<bool>());
   EXPECT_NE(gpu["capabilities"]["temperature"]["reason"].get<std::string>().find("not supported"), std::string::npos);
   EXPECT_EQ(info["cpu_problems"].size(), 1u);
+}
+
+TEST(InfoCliTest, ShowsEachClockWithTheSupportedRange) {
+  TempDir tmp;
+  const auto fake = testing::use_fake_nvml(
+      tmp, "device name=\"NVIDIA H100 80GB HBM3\" max_sm_mhz=1980 min_sm_mhz=210 sm_step_mhz=15 mem_clocks_mhz=1593,2619\n"
+           "device name=\"NVIDIA H100 80GB HBM3\"\n"
+           "error function=nvmlDeviceGetSupportedMemoryClocks device=1 code=3\n");
+  const std::map<std::string, std::string> env = {{"JOULE_NVML_LIBRARY", fake.library_path},
+                                                  {"JOULE_POWERCAP_ROOT", "/nonexistent"}};
+  const auto r = run_process({JOULE_BINARY, "info", "--json"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto info = nlohmann::json::parse(r.out);
+  const auto& sm = info["gpus"][0]["clocks"]["sm"];
+  EXPECT_EQ(sm["current_mhz"].get<int>(), 1980);
+  EXPECT_EQ(sm["supported_min_mhz"].get<int>(), 210);
+  EXPECT_EQ(sm["supported_max_mhz"].get<int>(), 1980);
+  EXPECT_EQ(sm["supported_count"].get<int>(), 119);
+  EXPECT_TRUE(sm["lock"].is_null());
+  EXPECT_EQ(info["gpus"][0]["clocks"]["memory"]["supported_min_mhz"].get<int>(), 1593);
+  EXPECT_TRUE(info["gpus"][0]["capabilities"]["lock_sm_clock"]["available"].get<bool>());
+  EXPECT_TRUE(info["gpus"][1]["clocks"]["sm"]["supported_min_mhz"].is_null());  // refused: shown as unknown
+  EXPECT_FALSE(info["gpus"][1]["capabilities"]["supported_clocks"]["available"].get<bool>());
+
+  const auto text = run_process({JOULE_BINARY, "info"}, env);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("clock SM 1980 MHz (supported 210-1980 MHz, 119 clocks; no lock set through joule)"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("clock memory 2619 MHz (supported 1593-2619 MHz, 2 clocks;"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("supported clocks unreadable"), std::string::npos) << text.out;
 }
 
 // The processes on each GPU and their jobs: this test's own process (a real

@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "common/test_support.h"
 #include "joule/error.h"
@@ -218,7 +220,11 @@ TEST(NvmlTest, OldDriverWithoutEnergyCounterDisablesOnlyThat) {
   EXPECT_EQ(gpu.power_mw(), 200'000u);
   const std::vector<std::string> expected_missing = {"nvmlDeviceGetArchitecture",
                                                      "nvmlDeviceGetTotalEnergyConsumption",
-                                                     "nvmlDeviceGetFieldValues", "nvmlDeviceGetSamples"};
+                                                     "nvmlDeviceGetFieldValues", "nvmlDeviceGetSamples",
+                                                     "nvmlDeviceSetGpuLockedClocks",
+                                                     "nvmlDeviceResetGpuLockedClocks",
+                                                     "nvmlDeviceSetMemoryLockedClocks",
+                                                     "nvmlDeviceResetMemoryLockedClocks"};
   EXPECT_EQ(devices.missing_functions, expected_missing);
   try {
     gpu.total_energy_mj();
@@ -286,6 +292,140 @@ TEST(NvmlTest, SetLimitReachesTheDriverAndOutOfRangeNeverDoes) {
       "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=700000",
   };
   EXPECT_EQ(testing::read_lines(fake.log_path), expected);
+}
+
+constexpr const char* kClockedH100 =
+    "device name=\"NVIDIA H100 80GB HBM3\" power_w=560 max_limit_w=700 idle_w=70 max_sm_mhz=1980 min_sm_mhz=210 sm_step_mhz=15 "
+    "mem_clocks_mhz=1593,2619\n";
+
+TEST(NvmlTest, ListsSupportedClocksAscendingFromTheDriversHighestFirstLists) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, kClockedH100);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  Gpu& gpu = *devices.gpus[0];
+  EXPECT_EQ(gpu.supported_clocks_mhz(ClockDomain::kMemory), (std::vector<uint32_t>{1593, 2619}));
+  const auto sm = gpu.supported_clocks_mhz(ClockDomain::kSm);  // 119 clocks: more than the first buffer holds
+  ASSERT_EQ(sm.size(), 119u);
+  EXPECT_EQ(sm.front(), 210u);
+  EXPECT_EQ(sm.back(), 1980u);
+  EXPECT_TRUE(std::is_sorted(sm.begin(), sm.end()));
+  EXPECT_EQ(gpu.sm_clock_mhz(), 1980u);
+  EXPECT_EQ(gpu.memory_clock_mhz(), 2619u);
+}
+
+TEST(NvmlTest, ClockLocksReachTheDriverHoldTheClocksAndOutOfRangeNeverDoes) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, kClockedH100);
+  {
+    NvmlDevices devices = open_nvml_gpus(fake.library_path);
+    Gpu& gpu = *devices.gpus[0];
+    EXPECT_FALSE(gpu.clock_lock_mhz(ClockDomain::kSm));
+    const uint32_t uncapped_mw = gpu.power_mw();
+    gpu.lock_clock_mhz(ClockDomain::kSm, clock_cap_lock(gpu, ClockDomain::kSm, 990));
+    EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), (ClockLock{210, 990}));
+    EXPECT_EQ(gpu.sm_clock_mhz(), 990u);  // read back from the driver
+    // Half the SM clock: the power above idle falls to an eighth.
+    EXPECT_NEAR(gpu.power_mw(), 70'000 + (uncapped_mw - 70'000) / 8.0, 1'000);
+    gpu.lock_clock_mhz(ClockDomain::kMemory, {1593, 1593});
+    EXPECT_EQ(gpu.memory_clock_mhz(), 1593u);
+    EXPECT_THROW(gpu.lock_clock_mhz(ClockDomain::kSm, {210, 2100}), DeviceError);
+    EXPECT_THROW(gpu.lock_clock_mhz(ClockDomain::kSm, {1500, 1200}), DeviceError);
+    EXPECT_THROW(gpu.lock_clock_mhz(ClockDomain::kMemory, {1000, 1593}), DeviceError);
+    EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), (ClockLock{210, 990}));
+    gpu.reset_clock_lock(ClockDomain::kSm);
+    gpu.reset_clock_lock(ClockDomain::kMemory);
+    EXPECT_FALSE(gpu.clock_lock_mhz(ClockDomain::kSm));
+    EXPECT_EQ(gpu.sm_clock_mhz(), 1980u);
+    EXPECT_EQ(gpu.memory_clock_mhz(), 2619u);
+    EXPECT_NEAR(gpu.power_mw(), uncapped_mw, 1'000);
+  }
+  const std::vector<std::string> expected = {
+      "nvmlDeviceSetGpuLockedClocks device=0 min_mhz=210 max_mhz=990",
+      "nvmlDeviceSetMemoryLockedClocks device=0 min_mhz=1593 max_mhz=1593",
+      "nvmlDeviceResetGpuLockedClocks device=0",
+      "nvmlDeviceResetMemoryLockedClocks device=0",
+  };
+  EXPECT_EQ(testing::read_lines(fake.log_path), expected);
+}
+
+TEST(NvmlTest, AnOldDriverCapsTheSmClockWithApplicationClocks) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, kClockedH100, /*old_driver=*/true);
+  {
+    NvmlDevices devices = open_nvml_gpus(fake.library_path);
+    Gpu& gpu = *devices.gpus[0];
+    gpu.lock_clock_mhz(ClockDomain::kSm, {210, 1000});  // 1000 is not a supported clock: 990 is the one below
+    EXPECT_EQ(gpu.sm_clock_mhz(), 990u);
+    try {
+      gpu.lock_clock_mhz(ClockDomain::kMemory, {1593, 1593});
+      FAIL() << "expected DeviceError";
+    } catch (const DeviceError& e) {
+      EXPECT_EQ(e.code(), DeviceErrc::kNotSupported);
+      EXPECT_NE(std::string(e.what()).find("nvmlDeviceSetMemoryLockedClocks"), std::string::npos) << e.what();
+    }
+    gpu.reset_clock_lock(ClockDomain::kSm);
+    EXPECT_EQ(gpu.sm_clock_mhz(), 1980u);
+  }
+  const std::vector<std::string> expected = {
+      "nvmlDeviceSetApplicationsClocks device=0 mem_mhz=2619 sm_mhz=990",
+      "nvmlDeviceResetApplicationsClocks device=0",
+  };
+  EXPECT_EQ(testing::read_lines(fake.log_path), expected);
+}
+
+TEST(NvmlTest, AGpuWithoutClockControlSaysSoInTheDriversWords) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, std::string("device power_w=300 max_sm_mhz=1410 clocks=0\n") +
+                                           "error function=nvmlDeviceResetGpuLockedClocks code=4\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  Gpu& gpu = *devices.gpus[0];
+  try {
+    gpu.lock_clock_mhz(ClockDomain::kSm, {210, 1200});
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kNotSupported);
+    EXPECT_NE(std::string(e.what()).find("gpu0: nvmlDeviceSetGpuLockedClocks failed"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(gpu.clock_lock_mhz(ClockDomain::kSm));
+  try {
+    gpu.reset_clock_lock(ClockDomain::kSm);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kNoPermission);
+  }
+}
+
+TEST(NvmlTest, ClockLocksPersistAcrossProcessesLikeTheGpuKeepsThem) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, std::string(kClockedH100) + "persist " + tmp.file("settings") + "\n");
+  {
+    NvmlDevices devices = open_nvml_gpus(fake.library_path);
+    devices.gpus[0]->lock_clock_mhz(ClockDomain::kSm, {210, 1200});
+  }
+  // Stands in for a new process: the fake reads its config and settings again at the next first init.
+  NvmlDevices again = open_nvml_gpus(fake.library_path);
+  EXPECT_EQ(again.gpus[0]->sm_clock_mhz(), 1200u);
+  EXPECT_FALSE(again.gpus[0]->clock_lock_mhz(ClockDomain::kSm));  // a new process does not know who locked it
+  again.gpus[0]->reset_clock_lock(ClockDomain::kSm);
+  EXPECT_EQ(again.gpus[0]->sm_clock_mhz(), 1980u);
+}
+
+TEST(NvmlTest, ClockSettingsSlowTheFakesStandInWork) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, kClockedH100);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  using SpeedFn = double (*)(unsigned);
+  void* handle = dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(handle, nullptr);
+  const auto speed = reinterpret_cast<SpeedFn>(dlsym(handle, "joule_fake_nvml_relative_speed"));
+  ASSERT_NE(speed, nullptr);
+  EXPECT_DOUBLE_EQ(speed(0), 1.0);
+  devices.gpus[0]->lock_clock_mhz(ClockDomain::kSm, {210, 990});
+  EXPECT_DOUBLE_EQ(speed(0), 0.5);
+  devices.gpus[0]->lock_clock_mhz(ClockDomain::kMemory, {1593, 1593});
+  EXPECT_NEAR(speed(0), 1.0 / (2.0 + 0.2 * (2619.0 / 1593.0 - 1.0)), 1e-12);
+  EXPECT_DOUBLE_EQ(speed(1), -1.0);
+  dlclose(handle);
 }
 
 TEST(NvmlTest, NoPermissionIsTypedAndWorded) {

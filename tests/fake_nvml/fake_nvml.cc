@@ -20,6 +20,8 @@
 //          instant_offset_w=20 power_update_ms=100 usage_window_ms=1000
 //          sample_ms=20 sample_buffer=100 sample_latency_ms=0 sample_prefill=0
 //          energy_phase_ms=0 sample_cover_ms=20
+//          max_sm_mhz=1980 min_sm_mhz=210 sm_step_mhz=15 mem_clocks_mhz=1593,2619
+//          idle_w=60 clocks=1 locked_clocks=1
 //   error function=nvmlDeviceGetPowerUsage device=0 code=15 after_calls=3 after_ms=0
 //   process device=0 pid=4242 used_mib=512 kind=compute start_ms=0 end_ms=5000
 //
@@ -27,6 +29,19 @@
 // start_ms <= t < end_ms (end_ms absent: until the end); kind is compute
 // (default), graphics or both; used_mib=na makes the memory "not available",
 // as a driver reports it to an unprivileged caller.
+//
+// Clocks: the supported SM clocks run from min_sm_mhz to max_sm_mhz (default:
+// sm_mhz) in sm_step_mhz steps, the memory clocks are mem_clocks_mhz (default:
+// mem_mhz alone); both lists are returned highest first, as a driver does.
+// Locked clocks (nvmlDevice{Set,Reset}{Gpu,Memory}LockedClocks) and
+// application clocks hold the clocks down; a request outside the lists is
+// INVALID_ARGUMENT, clocks=0 makes every clock setting NOT_SUPPORTED and
+// locked_clocks=0 the locked-clock calls only (a GPU with application clocks
+// alone; the old-driver build lacks the locked-clock functions). Settings
+// persist with the limits. A held SM clock at fraction f of the highest scales
+// the power above idle_w by f^3 (the memory clock: see the clock model below),
+// and joule_fake_nvml_relative_speed(index) tells test programs how much
+// slower their work runs.
 //
 // Power profile (every level is capped by the power limit in force):
 //   power_w=P                        constant P (default 100 W)
@@ -100,6 +115,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "device/nvml/nvml_abi.h"
@@ -124,6 +140,23 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
+
+// How a level of the profile becomes the power drawn under the settings in
+// force: the part above idle_w scaled by the clock locks (scale 1 when
+// unlocked), then capped by the power limit.
+struct Draw {
+  double cap_w = 1e300;
+  double idle_w = 0.0;
+  double scale = 1.0;
+
+  double operator()(double level_w) const {
+    const double shaped_w = level_w > idle_w ? idle_w + (level_w - idle_w) * scale : level_w;
+    return std::min(shaped_w, cap_w);
+  }
+  bool operator<(const Draw& o) const {
+    return std::tie(cap_w, idle_w, scale) < std::tie(o.cap_w, o.idle_w, o.scale);
+  }
+};
 
 struct Segment {
   double start_s;  // the segment lasts until the next one's start (or the table's end)
@@ -163,19 +196,19 @@ class PowerProfile {
     return p;
   }
 
-  double level_w(double t_s, double cap_w) {
+  double level_w(double t_s, const Draw& draw) {
     const double x = position_s(t_s, nullptr);
-    return std::min(segments_[segment_index(x)].level_w, cap_w);
+    return draw(segments_[segment_index(x)].level_w);
   }
 
-  // Integral of min(level, cap) over [0, t_s].
-  double energy_j(double t_s, double cap_w) {
+  // Integral of draw(level) over [0, t_s].
+  double energy_j(double t_s, const Draw& draw) {
     if (t_s <= 0) return 0.0;
     double whole_periods = 0;
     const double x = position_s(t_s, &whole_periods);
-    const std::vector<double>& cumulative = cumulative_j(cap_w);
+    const std::vector<double>& cumulative = cumulative_j(draw);
     const std::size_t i = segment_index(x);
-    const double within = cumulative[i] + (x - segments_[i].start_s) * std::min(segments_[i].level_w, cap_w);
+    const double within = cumulative[i] + (x - segments_[i].start_s) * draw(segments_[i].level_w);
     return whole_periods * cumulative.back() + within;
   }
 
@@ -216,15 +249,15 @@ class PowerProfile {
 
   double segment_end_s(std::size_t i) const { return i + 1 < segments_.size() ? segments_[i + 1].start_s : end_s_; }
 
-  // Energy under cap_w at each segment's start, plus one at the table's end.
+  // Energy under draw at each segment's start, plus one at the table's end.
   // Appending random phases leaves every sum valid (the old end is the new
   // phase's start), so the table is only extended.
-  const std::vector<double>& cumulative_j(double cap_w) {
-    std::vector<double>& sums = cumulative_by_cap_w_[cap_w];
+  const std::vector<double>& cumulative_j(const Draw& draw) {
+    std::vector<double>& sums = cumulative_by_draw_[draw];
     if (sums.empty()) sums.push_back(0.0);
     while (sums.size() < segments_.size() + 1) {
       const std::size_t i = sums.size() - 1;
-      sums.push_back(sums[i] + (segment_end_s(i) - segments_[i].start_s) * std::min(segments_[i].level_w, cap_w));
+      sums.push_back(sums[i] + (segment_end_s(i) - segments_[i].start_s) * draw(segments_[i].level_w));
     }
     return sums;
   }
@@ -237,16 +270,21 @@ class PowerProfile {
   double phase_levels_w_[2] = {0.0, 0.0};
   long long min_phase_ms_ = 0, max_phase_ms_ = 0;
   long long end_ms_ = 0;
-  std::map<double, std::vector<double>> cumulative_by_cap_w_;
+  std::map<Draw, std::vector<double>> cumulative_by_draw_;
 };
 
-// A stretch of time under one power limit: energy stays continuous across
-// limit changes, and the past keeps the cap it had (samples and trailing
-// means look back across changes).
+// A stretch of time under one power limit and one set of clock locks:
+// energy stays continuous across changes, and the past keeps the draw it had
+// (samples and trailing means look back across changes).
 struct LimitEra {
   double start_s;
   double energy_j_at_start;
-  double cap_w;
+  Draw draw;
+};
+
+// A clock lock as the fake holds it; max_mhz 0: unlocked.
+struct FakeClockLock {
+  unsigned min_mhz = 0, max_mhz = 0;
 };
 
 struct Device {
@@ -257,6 +295,15 @@ struct Device {
   unsigned limit_mw = 300000, min_limit_mw = 100000, max_limit_mw = 300000, default_limit_mw = 300000;
   std::string pci_bus_id;
   unsigned util_gpu = 0, util_mem = 0, sm_mhz = 1000, mem_mhz = 2619, temp_c = 40;
+  // Clocks: supported SM clocks min_sm_mhz..max_sm_mhz in sm_step_mhz steps;
+  // supported memory clocks mem_clocks_mhz (ascending; its last is mem_mhz).
+  unsigned max_sm_mhz = 1000, min_sm_mhz = 210, sm_step_mhz = 15;
+  std::vector<unsigned> mem_clocks_mhz;
+  bool clock_control = true;   // clocks=0: neither locked nor application clocks
+  bool locked_clocks = true;   // locked_clocks=0: application clocks only (a pre-Volta GPU)
+  double idle_w = 0.0;         // the power a clock lock does not scale
+  FakeClockLock sm_lock, mem_lock;
+  unsigned app_sm_mhz = 0, app_mem_mhz = 0;  // application clocks; 0: the default
   unsigned long long mem_used = 0, mem_total = 80ull << 30;
   bool instant_power = true;
   double instant_offset_w = 0.0;  // the instantaneous field reads this much above the power
@@ -425,6 +472,22 @@ std::string configure_profile(Device& d, const Pairs& kv, const std::string& con
   return "";
 }
 
+// "1593,2619": ascending whole MHz. Returns an error or "".
+std::string parse_clock_list(const Pairs& kv, const char* key, std::vector<unsigned>& out) {
+  if (!kv.count(key)) return "";
+  std::stringstream items(kv.at(key));
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    char* end = nullptr;
+    const unsigned long mhz = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || mhz == 0 || (!out.empty() && mhz <= out.back())) {
+      return std::string(key) + " must list ascending positive MHz, not '" + kv.at(key) + "'";
+    }
+    out.push_back(static_cast<unsigned>(mhz));
+  }
+  return "";
+}
+
 // Parses one device line. Returns an error or "".
 std::string configure_device(Device& d, std::size_t index, const Pairs& kv, const std::string& config_path,
                              const std::string& where) {
@@ -443,8 +506,19 @@ std::string configure_device(Device& d, std::size_t index, const Pairs& kv, cons
   d.limit_mw = static_cast<unsigned>(num("limit_w", d.default_limit_mw / 1000.0) * 1000);
   d.util_gpu = static_cast<unsigned>(num("util_gpu", d.util_gpu));
   d.util_mem = static_cast<unsigned>(num("util_mem", d.util_mem));
-  d.sm_mhz = static_cast<unsigned>(num("sm_mhz", d.sm_mhz));
-  d.mem_mhz = static_cast<unsigned>(num("mem_mhz", d.mem_mhz));
+  d.max_sm_mhz = static_cast<unsigned>(num("max_sm_mhz", num("sm_mhz", d.sm_mhz)));
+  d.sm_mhz = static_cast<unsigned>(num("sm_mhz", d.max_sm_mhz));
+  d.min_sm_mhz = static_cast<unsigned>(num("min_sm_mhz", std::min(d.min_sm_mhz, d.max_sm_mhz)));
+  d.sm_step_mhz = static_cast<unsigned>(num("sm_step_mhz", d.sm_step_mhz));
+  if (d.sm_step_mhz == 0 || d.min_sm_mhz > d.max_sm_mhz) {
+    return where + ": clocks need sm_step_mhz > 0 and min_sm_mhz <= max_sm_mhz";
+  }
+  if (auto error = parse_clock_list(kv, "mem_clocks_mhz", d.mem_clocks_mhz); !error.empty()) return where + ": " + error;
+  d.mem_mhz = static_cast<unsigned>(num("mem_mhz", d.mem_clocks_mhz.empty() ? d.mem_mhz : d.mem_clocks_mhz.back()));
+  if (d.mem_clocks_mhz.empty()) d.mem_clocks_mhz = {d.mem_mhz};
+  d.clock_control = num("clocks", 1) != 0;
+  d.locked_clocks = num("locked_clocks", 1) != 0;
+  d.idle_w = num("idle_w", 0);
   d.temp_c = static_cast<unsigned>(num("temp_c", d.temp_c));
   d.mem_used = static_cast<unsigned long long>(num("mem_used_mib", 0)) << 20;
   d.instant_power = num("instant_power", 1) != 0;
@@ -569,15 +643,48 @@ const LimitEra& era_at(const Device& d, double t_s) {
   return after == d.eras.begin() ? d.eras.front() : *(after - 1);
 }
 
+// The clock model, the simulated GPU's (include/joule/device/sim.h): an SM
+// clock held at a fraction f of the highest scales the dynamic power (above
+// idle_w) by f^3 and the speed by f; a memory clock held at a fraction m saves
+// kMemoryPowerShare * (1 - m) of the dynamic power and stretches the
+// memory-bound share of the work.
+constexpr double kMemoryPowerShare = 0.15, kMemoryBoundShare = 0.2;
+
+unsigned held_sm_mhz(const Device& d) {
+  unsigned mhz = d.max_sm_mhz;
+  if (d.sm_lock.max_mhz != 0) mhz = std::min(mhz, d.sm_lock.max_mhz);
+  if (d.app_sm_mhz != 0) mhz = std::min(mhz, d.app_sm_mhz);
+  return mhz;
+}
+
+unsigned held_mem_mhz(const Device& d) {
+  unsigned mhz = d.mem_mhz;
+  if (d.mem_lock.max_mhz != 0) mhz = std::min(mhz, d.mem_lock.max_mhz);
+  if (d.app_mem_mhz != 0) mhz = std::min(mhz, d.app_mem_mhz);
+  return mhz;
+}
+
+double sm_fraction(const Device& d) { return d.max_sm_mhz ? static_cast<double>(held_sm_mhz(d)) / d.max_sm_mhz : 1.0; }
+double mem_fraction(const Device& d) { return d.mem_mhz ? static_cast<double>(held_mem_mhz(d)) / d.mem_mhz : 1.0; }
+
+Draw draw_of(const Device& d) {
+  const double f = sm_fraction(d), m = mem_fraction(d);
+  return {d.limit_mw / 1000.0, d.idle_w, f * f * f * (1.0 - kMemoryPowerShare * (1.0 - m))};
+}
+
+double relative_speed(const Device& d) {
+  return 1.0 / (1.0 / sm_fraction(d) + kMemoryBoundShare * (1.0 / mem_fraction(d) - 1.0));
+}
+
 // Power the device draws at t_s, under the limit in force then.
-double power_at_w(Device& d, double t_s) { return d.profile.level_w(t_s, era_at(d, t_s).cap_w); }
+double power_at_w(Device& d, double t_s) { return d.profile.level_w(t_s, era_at(d, t_s).draw); }
 
 // Energy since init at t_s: exact, continuous across limit changes. Before
 // init (only prefilled samples look there) the device drew its power at 0.
 double energy_j(Device& d, double t_s) {
   if (t_s < 0) return power_at_w(d, 0.0) * t_s;
   const LimitEra era = era_at(d, t_s);
-  return era.energy_j_at_start + d.profile.energy_j(t_s, era.cap_w) - d.profile.energy_j(era.start_s, era.cap_w);
+  return era.energy_j_at_start + d.profile.energy_j(t_s, era.draw) - d.profile.energy_j(era.start_s, era.draw);
 }
 
 // Mean power over (to_s - span_s, to_s]; the point value for an empty span.
@@ -657,11 +764,19 @@ nvmlReturn_t injected(const char* function, int device) {
 
 void load_persisted(State& s) {
   if (s.persist.empty()) return;
+  // Per line: index, limit, then the clock settings (0: none), as a GPU keeps
+  // them until reset.
   std::ifstream in(s.persist);
-  std::size_t index = 0;
-  unsigned limit_mw = 0;
-  while (in >> index >> limit_mw) {
-    if (index < s.devices.size()) s.devices[index].limit_mw = limit_mw;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::size_t index = 0;
+    unsigned limit_mw = 0;
+    if (!(fields >> index >> limit_mw) || index >= s.devices.size()) continue;
+    Device& d = s.devices[index];
+    d.limit_mw = limit_mw;
+    fields >> d.sm_lock.min_mhz >> d.sm_lock.max_mhz >> d.mem_lock.min_mhz >> d.mem_lock.max_mhz >> d.app_mem_mhz >>
+        d.app_sm_mhz;
   }
 }
 
@@ -670,14 +785,27 @@ void save_persisted(const State& s) {
   const std::string temporary = s.persist + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc);
-    for (std::size_t i = 0; i < s.devices.size(); ++i) out << i << ' ' << s.devices[i].limit_mw << '\n';
+    for (std::size_t i = 0; i < s.devices.size(); ++i) {
+      const Device& d = s.devices[i];
+      out << i << ' ' << d.limit_mw << ' ' << d.sm_lock.min_mhz << ' ' << d.sm_lock.max_mhz << ' '
+          << d.mem_lock.min_mhz << ' ' << d.mem_lock.max_mhz << ' ' << d.app_mem_mhz << ' ' << d.app_sm_mhz << '\n';
+    }
   }
   std::rename(temporary.c_str(), s.persist.c_str());
 }
 
+// Applies the device's settings from now on: a new era, persisted. A virtual
+// clock set back before the last change cannot rewrite history, so such a
+// change counts from that change.
+void start_era(State& s, Device& d) {
+  const double now = std::max(now_s(), d.eras.back().start_s);
+  d.eras.push_back({now, energy_j(d, now), draw_of(d)});
+  save_persisted(s);
+}
+
 // Starts each device's energy at 0 under its limit, at the first nvmlInit.
 void start_energy_accounting(State& s) {
-  for (Device& d : s.devices) d.eras = {{0.0, 0.0, d.limit_mw / 1000.0}};
+  for (Device& d : s.devices) d.eras = {{0.0, 0.0, draw_of(d)}};
 }
 
 Device* lookup(nvmlDevice_t handle) {
@@ -926,9 +1054,9 @@ FAKE_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUti
 FAKE_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int clock_type, unsigned int* clock_mhz) {
   FAKE_DEVICE_CALL("nvmlDeviceGetClockInfo");
   if (clock_type == joule::nvml::kClockSm) {
-    *clock_mhz = d->sm_mhz;
+    *clock_mhz = std::min(d->sm_mhz, held_sm_mhz(*d));
   } else if (clock_type == joule::nvml::kClockMem) {
-    *clock_mhz = d->mem_mhz;
+    *clock_mhz = held_mem_mhz(*d);
   } else {
     return joule::nvml::kErrorNotSupported;
   }
@@ -992,14 +1120,132 @@ FAKE_API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, uns
     append_log(line);
     return 2;
   }
-  // A new era from now on; a virtual clock set back before the last change
-  // cannot rewrite history, so such a change counts from that change.
-  const double now = std::max(now_s(), d->eras.back().start_s);
-  d->eras.push_back({now, energy_j(*d, now), limit_mw / 1000.0});
   d->limit_mw = limit_mw;
-  save_persisted(s);
+  start_era(s, *d);
   std::snprintf(line, sizeof line, "nvmlDeviceSetPowerManagementLimit device=%d limit_mw=%u\n", index_of(device),
                 limit_mw);
   append_log(line);
   return 0;
+}
+
+namespace {
+
+// The list protocol of the supported-clock calls: with room for fewer, the
+// count needed and NVML_ERROR_INSUFFICIENT_SIZE. Highest first, as a driver lists them.
+nvmlReturn_t list_clocks(std::vector<unsigned> ascending, unsigned int* count, unsigned int* clocks_mhz) {
+  const unsigned int room = *count;
+  *count = static_cast<unsigned int>(ascending.size());
+  if (room < ascending.size()) return 7;
+  std::copy(ascending.rbegin(), ascending.rend(), clocks_mhz);
+  return 0;
+}
+
+bool supports_memory_clock(const Device& d, unsigned mhz) {
+  return std::find(d.mem_clocks_mhz.begin(), d.mem_clocks_mhz.end(), mhz) != d.mem_clocks_mhz.end();
+}
+
+// Logs a set-call ("name device=N fields[ result=...]") and returns rc.
+nvmlReturn_t log_set_call(const char* function, nvmlDevice_t device, const std::string& fields, nvmlReturn_t rc) {
+  const char* result = rc == 0 ? "" : rc == 3 ? " result=not_supported" : " result=invalid";
+  append_log(std::string(function) + " device=" + std::to_string(index_of(device)) + (fields.empty() ? "" : " ") +
+             fields + result + "\n");
+  return rc;
+}
+
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, unsigned int* count,
+                                                          unsigned int* clocks_mhz) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetSupportedMemoryClocks");
+  return list_clocks(d->mem_clocks_mhz, count, clocks_mhz);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device, unsigned int memory_mhz,
+                                                            unsigned int* count, unsigned int* clocks_mhz) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetSupportedGraphicsClocks");
+  if (!supports_memory_clock(*d, memory_mhz)) return joule::nvml::kErrorNotFound;
+  std::vector<unsigned> clocks;
+  for (unsigned mhz = d->min_sm_mhz; mhz < d->max_sm_mhz; mhz += d->sm_step_mhz) clocks.push_back(mhz);
+  clocks.push_back(d->max_sm_mhz);
+  return list_clocks(clocks, count, clocks_mhz);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceSetApplicationsClocks(nvmlDevice_t device, unsigned int memory_mhz,
+                                                       unsigned int graphics_mhz) {
+  FAKE_DEVICE_CALL("nvmlDeviceSetApplicationsClocks");
+  const std::string fields = "mem_mhz=" + std::to_string(memory_mhz) + " sm_mhz=" + std::to_string(graphics_mhz);
+  if (!d->clock_control) return log_set_call("nvmlDeviceSetApplicationsClocks", device, fields, 3);
+  if (!supports_memory_clock(*d, memory_mhz) || graphics_mhz < d->min_sm_mhz || graphics_mhz > d->max_sm_mhz) {
+    return log_set_call("nvmlDeviceSetApplicationsClocks", device, fields, 2);
+  }
+  d->app_mem_mhz = memory_mhz;
+  d->app_sm_mhz = graphics_mhz;
+  start_era(s, *d);
+  return log_set_call("nvmlDeviceSetApplicationsClocks", device, fields, 0);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceResetApplicationsClocks(nvmlDevice_t device) {
+  FAKE_DEVICE_CALL("nvmlDeviceResetApplicationsClocks");
+  if (!d->clock_control) return log_set_call("nvmlDeviceResetApplicationsClocks", device, "", 3);
+  d->app_mem_mhz = d->app_sm_mhz = 0;
+  start_era(s, *d);
+  return log_set_call("nvmlDeviceResetApplicationsClocks", device, "", 0);
+}
+
+#ifndef JOULE_FAKE_NVML_OLD_DRIVER  // locked clocks came with Volta-era drivers
+namespace {
+
+std::string range_fields(unsigned min_mhz, unsigned max_mhz) {
+  return "min_mhz=" + std::to_string(min_mhz) + " max_mhz=" + std::to_string(max_mhz);
+}
+
+// Shared by the SM and memory locked-clock calls: refuse, or lock (max 0: reset).
+nvmlReturn_t lock_clocks(State& s, Device& d, nvmlDevice_t device, const char* function, FakeClockLock& lock,
+                         unsigned min_mhz, unsigned max_mhz, unsigned lowest_mhz, unsigned highest_mhz) {
+  const bool reset = max_mhz == 0;
+  const std::string fields = reset ? "" : range_fields(min_mhz, max_mhz);
+  if (!d.clock_control || !d.locked_clocks) return log_set_call(function, device, fields, 3);
+  if (!reset && (min_mhz > max_mhz || min_mhz < lowest_mhz || max_mhz > highest_mhz)) {
+    return log_set_call(function, device, fields, 2);
+  }
+  lock = reset ? FakeClockLock{} : FakeClockLock{min_mhz, max_mhz};
+  start_era(s, d);
+  return log_set_call(function, device, fields, 0);
+}
+
+}  // namespace
+
+FAKE_API nvmlReturn_t nvmlDeviceSetGpuLockedClocks(nvmlDevice_t device, unsigned int min_mhz, unsigned int max_mhz) {
+  FAKE_DEVICE_CALL("nvmlDeviceSetGpuLockedClocks");
+  return lock_clocks(s, *d, device, "nvmlDeviceSetGpuLockedClocks", d->sm_lock, min_mhz, std::max(max_mhz, 1u),
+                     d->min_sm_mhz, d->max_sm_mhz);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceResetGpuLockedClocks(nvmlDevice_t device) {
+  FAKE_DEVICE_CALL("nvmlDeviceResetGpuLockedClocks");
+  return lock_clocks(s, *d, device, "nvmlDeviceResetGpuLockedClocks", d->sm_lock, 0, 0, 0, 0);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceSetMemoryLockedClocks(nvmlDevice_t device, unsigned int min_mhz,
+                                                       unsigned int max_mhz) {
+  FAKE_DEVICE_CALL("nvmlDeviceSetMemoryLockedClocks");
+  return lock_clocks(s, *d, device, "nvmlDeviceSetMemoryLockedClocks", d->mem_lock, min_mhz, std::max(max_mhz, 1u),
+                     d->mem_clocks_mhz.front(), d->mem_clocks_mhz.back());
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceResetMemoryLockedClocks(nvmlDevice_t device) {
+  FAKE_DEVICE_CALL("nvmlDeviceResetMemoryLockedClocks");
+  return lock_clocks(s, *d, device, "nvmlDeviceResetMemoryLockedClocks", d->mem_lock, 0, 0, 0, 0);
+}
+#endif
+
+// The speed of work on device `index` relative to the device unlocked, under
+// its clock settings (the clock model above), for test programs that stand
+// in for training: they stretch their steps by it. -1 before nvmlInit or for
+// no such device.
+FAKE_API double joule_fake_nvml_relative_speed(unsigned index) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.initialised || index >= s.devices.size()) return -1.0;
+  return relative_speed(s.devices[index]);
 }

@@ -93,6 +93,17 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
                                                       nvmlProcessInfo_t* infos);
 nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit_mw);
+// Clock lists come highest first; with too small a buffer, the count needed
+// and NVML_ERROR_INSUFFICIENT_SIZE.
+nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, unsigned int* count, unsigned int* clocks_mhz);
+nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device, unsigned int memory_mhz, unsigned int* count,
+                                                  unsigned int* clocks_mhz);
+nvmlReturn_t nvmlDeviceSetGpuLockedClocks(nvmlDevice_t device, unsigned int min_mhz, unsigned int max_mhz);
+nvmlReturn_t nvmlDeviceResetGpuLockedClocks(nvmlDevice_t device);
+nvmlReturn_t nvmlDeviceSetMemoryLockedClocks(nvmlDevice_t device, unsigned int min_mhz, unsigned int max_mhz);
+nvmlReturn_t nvmlDeviceResetMemoryLockedClocks(nvmlDevice_t device);
+nvmlReturn_t nvmlDeviceSetApplicationsClocks(nvmlDevice_t device, unsigned int memory_mhz, unsigned int graphics_mhz);
+nvmlReturn_t nvmlDeviceResetApplicationsClocks(nvmlDevice_t device);
 
 }  // extern "C"
 

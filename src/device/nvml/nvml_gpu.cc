@@ -121,7 +121,7 @@ Fn NvmlGpu::require(Fn fn, const char* function) const {
   return fn;
 }
 
-#define JOULE_NVML_CALL(name, ...) check(require(fn_.name, #name)(handle_, __VA_ARGS__), #name)
+#define JOULE_NVML_CALL(name, ...) check(require(fn_.name, #name)(handle_ __VA_OPT__(, ) __VA_ARGS__), #name)
 
 uint64_t NvmlGpu::total_energy_mj() {
   unsigned long long energy_mj = 0;
@@ -271,6 +271,77 @@ void NvmlGpu::set_power_limit_mw(uint32_t limit_mw) {
   JOULE_NVML_CALL(nvmlDeviceSetPowerManagementLimit, limit_mw);
 }
 
+template <typename Call>
+std::vector<uint32_t> NvmlGpu::read_clock_list(Call call, const char* function) const {
+  std::vector<unsigned int> clocks(64);
+  for (int attempt = 0;; ++attempt) {
+    unsigned int count = static_cast<unsigned int>(clocks.size());
+    const nvmlReturn_t rc = call(&count, clocks.data());
+    if (rc == kErrorInsufficientSize && attempt < 2) {
+      clocks.resize(count);
+      continue;
+    }
+    check(rc, function);
+    clocks.resize(count);
+    break;
+  }
+  std::vector<uint32_t> ascending(clocks.begin(), clocks.end());
+  std::sort(ascending.begin(), ascending.end());
+  ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
+  return ascending;
+}
+
+std::vector<uint32_t> NvmlGpu::supported_clocks_mhz(ClockDomain domain) {
+  auto memory = require(fn_.nvmlDeviceGetSupportedMemoryClocks, "nvmlDeviceGetSupportedMemoryClocks");
+  auto memory_mhz = read_clock_list([&](unsigned int* n, unsigned int* c) { return memory(handle_, n, c); },
+                                    "nvmlDeviceGetSupportedMemoryClocks");
+  if (domain == ClockDomain::kMemory || memory_mhz.empty()) return memory_mhz;
+  auto graphics = require(fn_.nvmlDeviceGetSupportedGraphicsClocks, "nvmlDeviceGetSupportedGraphicsClocks");
+  return read_clock_list([&](unsigned int* n, unsigned int* c) { return graphics(handle_, memory_mhz.back(), n, c); },
+                         "nvmlDeviceGetSupportedGraphicsClocks");
+}
+
+std::optional<ClockLock> NvmlGpu::clock_lock_mhz(ClockDomain domain) {
+  std::lock_guard lock(locks_mutex_);
+  return domain == ClockDomain::kSm ? sm_lock_ : memory_lock_;
+}
+
+bool NvmlGpu::sm_locks_use_application_clocks() const {
+  return fn_.nvmlDeviceSetGpuLockedClocks == nullptr && fn_.nvmlDeviceSetApplicationsClocks != nullptr;
+}
+
+void NvmlGpu::lock_clock_mhz(ClockDomain domain, ClockLock lock) {
+  if (domain == ClockDomain::kMemory) {
+    require(fn_.nvmlDeviceSetMemoryLockedClocks, "nvmlDeviceSetMemoryLockedClocks");
+    check_clock_lock_in_range(*this, domain, lock, supported_clocks_mhz(domain));
+    JOULE_NVML_CALL(nvmlDeviceSetMemoryLockedClocks, lock.min_mhz, lock.max_mhz);
+  } else if (sm_locks_use_application_clocks()) {
+    const auto sm_mhz = supported_clocks_mhz(ClockDomain::kSm);
+    check_clock_lock_in_range(*this, domain, lock, sm_mhz);
+    const auto memory_mhz = supported_clocks_mhz(ClockDomain::kMemory);
+    const uint32_t target_mhz = *std::prev(std::upper_bound(sm_mhz.begin(), sm_mhz.end(), lock.max_mhz));
+    JOULE_NVML_CALL(nvmlDeviceSetApplicationsClocks, memory_mhz.back(), target_mhz);
+  } else {
+    require(fn_.nvmlDeviceSetGpuLockedClocks, "nvmlDeviceSetGpuLockedClocks");
+    check_clock_lock_in_range(*this, domain, lock, supported_clocks_mhz(domain));
+    JOULE_NVML_CALL(nvmlDeviceSetGpuLockedClocks, lock.min_mhz, lock.max_mhz);
+  }
+  std::lock_guard guard(locks_mutex_);
+  (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_) = lock;
+}
+
+void NvmlGpu::reset_clock_lock(ClockDomain domain) {
+  if (domain == ClockDomain::kMemory) {
+    JOULE_NVML_CALL(nvmlDeviceResetMemoryLockedClocks);
+  } else if (sm_locks_use_application_clocks()) {
+    JOULE_NVML_CALL(nvmlDeviceResetApplicationsClocks);
+  } else {
+    JOULE_NVML_CALL(nvmlDeviceResetGpuLockedClocks);
+  }
+  std::lock_guard guard(locks_mutex_);
+  (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_).reset();
+}
+
 #undef JOULE_NVML_CALL
 
 std::vector<CapabilityStatus> NvmlGpu::probe_capabilities() {
@@ -305,6 +376,13 @@ std::vector<CapabilityStatus> NvmlGpu::probe_capabilities() {
     control.reason = "not supported: the NVML library does not export nvmlDeviceSetPowerManagementLimit";
   }
   result.push_back(control);
+  result.push_back(status_of(GpuCapability::kSupportedClocks, [&] { supported_clocks_mhz(ClockDomain::kSm); }));
+  const bool sm_lock = fn_.nvmlDeviceSetGpuLockedClocks != nullptr || fn_.nvmlDeviceSetApplicationsClocks != nullptr;
+  result.push_back({GpuCapability::kLockSmClock, sm_lock,
+                    sm_lock ? "" : "not supported: the NVML library exports neither locked nor application clocks"});
+  const bool memory_lock = fn_.nvmlDeviceSetMemoryLockedClocks != nullptr;
+  result.push_back({GpuCapability::kLockMemoryClock, memory_lock,
+                    memory_lock ? "" : "not supported: the NVML library does not export nvmlDeviceSetMemoryLockedClocks"});
   return result;
 }
 

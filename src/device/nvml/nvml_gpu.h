@@ -3,6 +3,9 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
 
 #include "device/nvml/nvml_library.h"
 #include "joule/device/gpu.h"
@@ -40,6 +43,13 @@ class NvmlGpu final : public Gpu {
   uint64_t memory_used_bytes() override;
   std::vector<GpuProcess> running_processes() override;
   void set_power_limit_mw(uint32_t limit_mw) override;
+  std::vector<uint32_t> supported_clocks_mhz(ClockDomain domain) override;
+  std::optional<ClockLock> clock_lock_mhz(ClockDomain domain) override;
+  // SM: the locked-clock call, or where the driver lacks it (before Volta)
+  // application clocks at the highest supported clock within the lock (a
+  // target clock, not a range). Memory: the locked-clock call only (Ampere on).
+  void lock_clock_mhz(ClockDomain domain, ClockLock lock) override;
+  void reset_clock_lock(ClockDomain domain) override;
 
   uint32_t power_usage_mw();
   uint32_t instant_power_mw();
@@ -56,6 +66,10 @@ class NvmlGpu final : public Gpu {
   // Throws DeviceError(kNotSupported) when the driver lacks function.
   template <typename Fn>
   Fn require(Fn fn, const char* function) const;
+  // A supported-clock list, ascending; call(count, buffer) is the NVML call.
+  template <typename Call>
+  std::vector<uint32_t> read_clock_list(Call call, const char* function) const;
+  bool sm_locks_use_application_clocks() const;
 
   std::shared_ptr<Library> library_;
   const FunctionTable& fn_;
@@ -74,6 +88,9 @@ class NvmlGpu final : public Gpu {
   uint64_t last_sample_timestamp_us_ = 0;  // newest buffered sample returned so far (driver's stamp)
   long long sample_offset_us_ = 0;         // added to the driver's stamps ($JOULE_NVML_SAMPLE_OFFSET_MS)
   std::vector<nvmlSample_t> sample_buffer_;
+  // The clock locks this object applied (NVML cannot read a lock back).
+  mutable std::mutex locks_mutex_;
+  std::optional<ClockLock> sm_lock_, memory_lock_;
 };
 
 }  // namespace joule::nvml

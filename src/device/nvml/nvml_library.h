@@ -39,7 +39,15 @@ namespace joule::nvml {
   X(nvmlDeviceGetMemoryInfo)                      \
   X(nvmlDeviceGetComputeRunningProcesses_v3)      \
   X(nvmlDeviceGetGraphicsRunningProcesses_v3)     \
-  X(nvmlDeviceSetPowerManagementLimit)
+  X(nvmlDeviceSetPowerManagementLimit)           \
+  X(nvmlDeviceGetSupportedMemoryClocks)          \
+  X(nvmlDeviceGetSupportedGraphicsClocks)        \
+  X(nvmlDeviceSetGpuLockedClocks)                \
+  X(nvmlDeviceResetGpuLockedClocks)              \
+  X(nvmlDeviceSetMemoryLockedClocks)             \
+  X(nvmlDeviceResetMemoryLockedClocks)           \
+  X(nvmlDeviceSetApplicationsClocks)             \
+  X(nvmlDeviceResetApplicationsClocks)
 
 struct FunctionTable {
 #define JOULE_NVML_DECLARE_POINTER(name) decltype(&::name) name = nullptr;
