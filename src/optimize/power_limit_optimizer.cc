@@ -17,6 +17,7 @@
 
 #include "joule/common/input_file.h"
 #include "joule/error.h"
+#include "optimize/knob_control.h"
 
 namespace joule {
 
@@ -100,8 +101,10 @@ int SignalRestorer::pipe_write_fd = -1;
 
 // ---- Saved profiles --------------------------------------------------------
 nlohmann::json profile_key(const PowerLimitOptimizerOptions& o, const std::vector<std::shared_ptr<Gpu>>& gpus) {
-  return {{"job", o.job_name}, {"batch_size", o.batch_size}, {"gpu_model", gpus.front()->name()},
-          {"gpu_count", gpus.size()}};
+  nlohmann::json key = {{"job", o.job_name}, {"batch_size", o.batch_size}, {"gpu_model", gpus.front()->name()},
+                        {"gpu_count", gpus.size()}};
+  if (o.knob != OptimizerKnob::kPowerLimit) key["knob"] = to_string(o.knob);  // power-limit keys as before
+  return key;
 }
 
 nlohmann::json read_profile_file(const std::string& path) {
@@ -148,11 +151,13 @@ void write_profile_file(const std::string& path, const nlohmann::json& j) {
 nlohmann::json rows_to_json(const std::vector<PowerLimitProfileRow>& rows) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& r : rows) {
-    list.push_back({{"power_limit_w", r.power_limit_w},
-                    {"steps", r.steps},
-                    {"time_per_step_s", r.time_per_step_s},
-                    {"energy_per_step_j", r.energy_per_step_j},
-                    {"avg_power_w", r.avg_power_w}});
+    nlohmann::json row = {{"power_limit_w", r.power_limit_w},
+                          {"steps", r.steps},
+                          {"time_per_step_s", r.time_per_step_s},
+                          {"energy_per_step_j", r.energy_per_step_j},
+                          {"avg_power_w", r.avg_power_w}};
+    if (r.clock_mhz > 0) row["clock_mhz"] = r.clock_mhz;
+    list.push_back(row);
   }
   return list;
 }
@@ -161,12 +166,29 @@ std::vector<PowerLimitProfileRow> rows_from_json(const nlohmann::json& list) {
   std::vector<PowerLimitProfileRow> rows;
   for (const auto& r : list) {
     rows.push_back({r.at("power_limit_w").get<double>(), r.at("steps").get<int>(), r.at("time_per_step_s").get<double>(),
-                    r.at("energy_per_step_j").get<double>(), r.at("avg_power_w").get<double>()});
+                    r.at("energy_per_step_j").get<double>(), r.at("avg_power_w").get<double>(),
+                    r.value("clock_mhz", 0.0)});
   }
   return rows;
 }
 
 }  // namespace
+
+const char* to_string(OptimizerKnob knob) {
+  switch (knob) {
+    case OptimizerKnob::kPowerLimit: return "power_limit";
+    case OptimizerKnob::kSmClock: return "sm_clock";
+    case OptimizerKnob::kMemoryClock: return "memory_clock";
+  }
+  return "unknown";
+}
+
+OptimizerKnob parse_optimizer_knob(const std::string& text) {
+  for (OptimizerKnob knob : {OptimizerKnob::kPowerLimit, OptimizerKnob::kSmClock, OptimizerKnob::kMemoryClock}) {
+    if (text == to_string(knob)) return knob;
+  }
+  throw UsageError(fmt::format("unknown optimizer knob '{}' (known: power_limit, sm_clock, memory_clock)", text));
+}
 
 PowerLimitOptimizer::PowerLimitOptimizer(Monitor& monitor, PowerLimitOptimizerOptions options)
     : monitor_(monitor), options_(std::move(options)), gpus_(monitor.gpus()) {
@@ -187,25 +209,29 @@ PowerLimitOptimizer::PowerLimitOptimizer(Monitor& monitor, PowerLimitOptimizerOp
     throw UsageError(fmt::format("power-limit optimizer: confidence {} must lie in (0.5, 1) and tolerance {} be >= 0",
                                  options_.confidence, options_.tolerance));
   }
-  // Candidates lie inside every GPU's constraints.
-  uint32_t low_mw = 0, high_mw = UINT32_MAX;
-  for (const auto& gpu : gpus_) {
-    const PowerLimitRange range = gpu->power_limit_range_mw();
-    low_mw = std::max(low_mw, range.min_mw);
-    high_mw = std::min(high_mw, range.max_mw);
-    original_mw_.push_back(gpu->power_limit_mw());
+  if (options_.knob != OptimizerKnob::kPowerLimit &&
+      (!(options_.step_mhz > 0) || !(options_.min_clock_fraction > 0 && options_.min_clock_fraction <= 1))) {
+    throw UsageError(fmt::format("clock optimizer: step {} MHz must be positive and the lowest cap's share {} lie in "
+                                 "(0, 1]",
+                                 options_.step_mhz, options_.min_clock_fraction));
   }
-  if (low_mw > high_mw) throw UsageError("power-limit optimizer: the GPUs share no power limit");
-  touched_.assign(gpus_.size(), false);
+  if (options_.knob != OptimizerKnob::kPowerLimit && (!options_.known_profile.empty() || options_.known_limit_w)) {
+    throw UsageError("clock optimizer: a known profile or limit from the caller is for the power-limit knob");
+  }
+  knob_ = KnobControl::create(options_, gpus_);
+  candidates_ = knob_->candidates();
+  // Time is priced at the largest limit every GPU accepts (the cost objective).
+  uint32_t high_mw = UINT32_MAX;
+  for (const auto& gpu : gpus_) high_mw = std::min(high_mw, gpu->power_limit_range_mw().max_mw);
   max_limit_w_ = high_mw / 1000.0;
-  for (double w = max_limit_w_; w >= low_mw / 1000.0 - 1e-9; w -= options_.step_w) candidates_w_.push_back(w);
-  if (candidates_w_.back() > low_mw / 1000.0 + 1e-9) candidates_w_.push_back(low_mw / 1000.0);
+  original_limit_w_ = gpus_.front()->power_limit_mw() / 1000.0;
+  touched_.assign(gpus_.size(), false);
   observer_ = options_.observer;
-  // Staying means the limit in force: the candidate nearest it.
-  const double original_w = original_mw_.front() / 1000.0;
-  for (std::size_t c = 0; c < candidates_w_.size(); ++c) {
-    if (std::fabs(candidates_w_[c] - original_w) < std::fabs(candidates_w_[baseline_] - original_w)) baseline_ = c;
-    samples_.push_back({candidates_w_[c], {}});
+  // Staying means the setting in force: the candidate nearest it.
+  const double original = knob_->original();
+  for (std::size_t c = 0; c < candidates_.size(); ++c) {
+    if (std::fabs(candidates_[c] - original) < std::fabs(candidates_[baseline_] - original)) baseline_ = c;
+    samples_.push_back({candidates_[c], {}});
     round_order_.push_back(c);
   }
 
@@ -246,7 +272,7 @@ void PowerLimitOptimizer::start_from_caller() {
   if (options_.reprofile) {
     throw UsageError("power-limit optimizer: reprofile contradicts a known profile or limit from the caller");
   }
-  const double low_w = candidates_w_.back(), high_w = max_limit_w_;
+  const double low_w = candidates_.back(), high_w = max_limit_w_;
   auto check_limit = [&](double limit_w, const char* what) {
     if (!std::isfinite(limit_w) || limit_w < low_w - 1e-9 || limit_w > high_w + 1e-9) {
       throw UsageError(fmt::format("power-limit optimizer: {} {} W is outside the GPUs' limit range {:g}-{:g} W",
@@ -266,7 +292,7 @@ void PowerLimitOptimizer::start_from_caller() {
   std::lock_guard lock(mutex_);
   from_caller_ = true;
   if (rows.empty()) {
-    chosen_w_ = *options_.known_limit_w;
+    chosen_ = *options_.known_limit_w;
     state_ = State::kDecided;
   } else {
     rows_ = rows;
@@ -280,7 +306,7 @@ PowerLimitOptimizer::~PowerLimitOptimizer() {
   try {
     restore();
   } catch (const std::exception& e) {
-    log(fmt::format("joule: restoring power limits failed: {}", e.what()));
+    log(fmt::format("joule: restoring the GPUs' {} failed: {}", to_string(options_.knob), e.what()));
   }
 }
 
@@ -293,28 +319,26 @@ void PowerLimitOptimizer::log(const std::string& text) const {
 }
 
 std::string PowerLimitOptimizer::window_name() const {
-  return fmt::format("__joule_power_limit_{}", candidates_w_[candidate_]);
+  return fmt::format("__joule_power_limit_{}", candidates_[candidate_]);
 }
 
-void PowerLimitOptimizer::apply_locked(double limit_w) {
+void PowerLimitOptimizer::apply_locked(double setting) {
   if (observer_) return;
-  const auto limit_mw = static_cast<uint32_t>(std::lround(limit_w * 1000.0));
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     try {
-      if (gpus_[i]->power_limit_mw() == limit_mw) continue;  // no redundant driver call
-      gpus_[i]->set_power_limit_mw(limit_mw);
+      knob_->apply(i, setting);  // skips a driver call that changes nothing
       touched_[i] = true;
     } catch (const DeviceError& e) {
       if (e.code() != DeviceErrc::kNoPermission) throw;
       // Keep training: put back what was changed and only observe.
       for (std::size_t j = 0; j < i; ++j) {
-        if (touched_[j]) gpus_[j]->set_power_limit_mw(original_mw_[j]);
+        if (touched_[j]) knob_->restore(j);
         touched_[j] = false;
       }
       observer_ = true;
-      log(fmt::format("joule: cannot change GPU power limits ({}); changing them needs root or the joule daemon "
-                      "(jouled). Continuing in observer mode at the current limit.",
-                      e.what()));
+      log(fmt::format("joule: cannot change the GPUs' {} ({}); changing it needs root or the joule daemon "
+                      "(jouled). Continuing in observer mode at the current setting.",
+                      options_.knob == OptimizerKnob::kPowerLimit ? "power limits" : "clocks", e.what()));
       return;
     }
   }
@@ -324,9 +348,13 @@ void PowerLimitOptimizer::restore() {
   std::lock_guard lock(mutex_);
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     if (!touched_[i]) continue;
-    if (gpus_[i]->power_limit_mw() != original_mw_[i]) gpus_[i]->set_power_limit_mw(original_mw_[i]);
+    knob_->restore(i);
     touched_[i] = false;
   }
+}
+
+double PowerLimitOptimizer::setting_of(const PowerLimitProfileRow& row) const {
+  return options_.knob == OptimizerKnob::kPowerLimit ? row.power_limit_w : row.clock_mhz;
 }
 
 void PowerLimitOptimizer::on_epoch_begin() {}
@@ -335,7 +363,7 @@ void PowerLimitOptimizer::on_step_begin() {
   std::lock_guard lock(mutex_);
   if (state_ == State::kDecided) {
     if (!applied_choice_) {
-      apply_locked(*chosen_w_);
+      apply_locked(*chosen_);
       applied_choice_ = true;
     }
     return;
@@ -349,7 +377,7 @@ void PowerLimitOptimizer::on_step_begin() {
 
 void PowerLimitOptimizer::start_visit_locked(std::size_t candidate) {
   candidate_ = candidate;
-  apply_locked(candidates_w_[candidate_]);
+  apply_locked(candidates_[candidate_]);
   phase_ = Phase::kWarmup;
   steps_ = 0;
   stretch_in_visit_ = 0;
@@ -410,11 +438,12 @@ bool PowerLimitOptimizer::step_end_locked() {
 // stretches together; rows in the candidates' order).
 void PowerLimitOptimizer::record_stretch_locked(int steps, double elapsed_s, double energy_j, double fast_step_s) {
   samples_[candidate_].stretches.push_back({elapsed_s / steps, energy_j / steps, visit_id_, fast_step_s});
-  const double limit_w = candidates_w_[candidate_];
-  auto row = std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.power_limit_w == limit_w; });
+  const double setting = candidates_[candidate_];
+  auto row = std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return setting_of(r) == setting; });
   if (row == rows_.end()) {
-    row = rows_.insert(std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.power_limit_w < limit_w; }),
-                       PowerLimitProfileRow{limit_w, 0, 0.0, 0.0, 0.0});
+    const bool power = options_.knob == OptimizerKnob::kPowerLimit;
+    row = rows_.insert(std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return setting_of(r) < setting; }),
+                       PowerLimitProfileRow{power ? setting : original_limit_w_, 0, 0.0, 0.0, 0.0, power ? 0.0 : setting});
   }
   const double total_s = row->time_per_step_s * row->steps + elapsed_s;
   const double total_j = row->energy_per_step_j * row->steps + energy_j;
@@ -455,12 +484,12 @@ void PowerLimitOptimizer::next_visit_locked() {
                                     NoiseAwareOptions{options_.confidence, options_.tolerance});
   std::vector<std::size_t> next;
   if (round_ < options_.min_rounds) {
-    for (std::size_t c = 0; c < candidates_w_.size(); ++c) next.push_back(c);
+    for (std::size_t c = 0; c < candidates_.size(); ++c) next.push_back(c);
   } else if (round_ < options_.max_rounds) {
     next = noise_choice_->open;
   }
   if (next.empty()) {
-    chosen_w_ = candidates_w_[noise_choice_->chosen];
+    chosen_ = candidates_[noise_choice_->chosen];
     state_ = State::kDecided;
     finish_profiling_locked();
     return;
@@ -472,7 +501,7 @@ void PowerLimitOptimizer::next_visit_locked() {
 
 void PowerLimitOptimizer::finish_profiling_locked() {
   profiling_ended_s_ = monitor_.sampler().clock().now_s();
-  apply_locked(*chosen_w_);
+  apply_locked(*chosen_);
   applied_choice_ = true;
   log(report_locked());
   save_profile_locked();
@@ -492,9 +521,9 @@ void PowerLimitOptimizer::save_profile_locked() const {
 // Chooses from rows_; the caller applies the choice (now, or at the next step).
 void PowerLimitOptimizer::decide_locked() {
   std::vector<LimitMeasurement> units;
-  for (const auto& r : rows_) units.push_back({r.power_limit_w, r.time_per_step_s, r.energy_per_step_j});
+  for (const auto& r : rows_) units.push_back({setting_of(r), r.time_per_step_s, r.energy_per_step_j});
   const double price_w = max_limit_w_ * static_cast<double>(gpus_.size());
-  chosen_w_ = rows_[choose_power_limit(units, options_.objective, price_w)].power_limit_w;
+  chosen_ = setting_of(rows_[choose_power_limit(units, options_.objective, price_w)]);
   state_ = State::kDecided;
 }
 
@@ -508,9 +537,18 @@ bool PowerLimitOptimizer::observer() const {
   return observer_;
 }
 
-std::optional<double> PowerLimitOptimizer::chosen_limit_w() const {
+std::optional<double> PowerLimitOptimizer::chosen_setting() const {
   std::lock_guard lock(mutex_);
-  return chosen_w_;
+  return chosen_;
+}
+
+std::optional<double> PowerLimitOptimizer::chosen_limit_w() const {
+  if (options_.knob != OptimizerKnob::kPowerLimit) return std::nullopt;
+  return chosen_setting();
+}
+
+std::vector<double> PowerLimitOptimizer::candidate_limits_w() const {
+  return options_.knob == OptimizerKnob::kPowerLimit ? candidates_ : std::vector<double>{};
 }
 
 std::vector<PowerLimitProfileRow> PowerLimitOptimizer::profile() const {
@@ -549,42 +587,47 @@ std::string PowerLimitOptimizer::report_locked() const {
                        : from_caller_ && rows_.empty()     ? " (limit from the caller)"
                        : from_caller_                      ? " (profile from the caller)"
                                                            : "";
-  std::string out = fmt::format("joule power-limit profile: job '{}', batch size {}, {} x {}, objective {}{}\n",
+  const char* title = options_.knob == OptimizerKnob::kPowerLimit ? "power-limit"
+                      : options_.knob == OptimizerKnob::kSmClock  ? "SM clock"
+                                                                  : "memory clock";
+  std::string out = fmt::format("joule {} profile: job '{}', batch size {}, {} x {}, objective {}{}\n", title,
                                 options_.job_name, options_.batch_size, gpus_.size(), gpus_.front()->name(),
                                 options_.objective.describe(), source);
   if (observer_) {
-    out += fmt::format("  OBSERVER MODE: no limit was changed; {} at the current limit ({:.0f} W)\n",
+    out += fmt::format("  OBSERVER MODE: nothing was changed; {} at the current setting ({})\n",
                        from_saved_profile_ || from_caller_ ? "training stays" : "every row was measured",
-                       original_mw_.front() / 1000.0);
+                       knob_->describe(knob_->original()));
   }
   if (rows_.empty()) {
-    if (chosen_w_) out += fmt::format("  {} {:.0f} W, not profiled here\n", observer_ ? "would use" : "uses", *chosen_w_);
+    if (chosen_) {
+      out += fmt::format("  {} {}, not profiled here\n", observer_ ? "would use" : "uses", knob_->describe(*chosen_));
+    }
     return out;
   }
   // With the noise-aware comparison: each limit's cost per step relative to
   // the baseline's, and its confidence interval.
-  const auto estimate_of = [&](double limit_w) -> const CandidateEstimate* {
+  const auto estimate_of = [&](double setting) -> const CandidateEstimate* {
     if (!noise_choice_) return nullptr;
     for (const auto& e : noise_choice_->estimates) {
-      if (e.setting == limit_w && e.visits > 0) return &e;
+      if (e.setting == setting && e.visits > 0) return &e;
     }
     return nullptr;
   };
   const std::string ci_header =
-      noise_choice_ ? fmt::format("  {:>7}  {:>16}", "visits", fmt::format("cost vs {:.0f} W", candidates_w_[baseline_]))
+      noise_choice_ ? fmt::format("  {:>7}  {:>16}", "visits", fmt::format("cost vs {:.0f}", candidates_[baseline_]))
                     : "";
-  out += fmt::format("  {:>9}  {:>7}  {:>13}  {:>15}  {:>12}{}\n", "limit W", "steps", "time/step ms", "energy/step J",
-                     "avg power W", ci_header);
+  out += fmt::format("  {:>11}  {:>7}  {:>13}  {:>15}  {:>12}{}\n", knob_->column_header(), "steps", "time/step ms",
+                     "energy/step J", "avg power W", ci_header);
   const CandidateEstimate* base = noise_choice_ ? &noise_choice_->estimates[baseline_] : nullptr;
   for (const auto& r : rows_) {
     std::string ci;
-    if (const CandidateEstimate* e = estimate_of(r.power_limit_w); e && base && base->cost > 0) {
+    if (const CandidateEstimate* e = estimate_of(setting_of(r)); e && base && base->cost > 0) {
       ci = fmt::format("  {:>7}  {:>+7.1f}% +-{:>4.1f}%", e->visits, 100.0 * (e->cost / base->cost - 1.0),
                        100.0 * noise_choice_->t_critical * std::hypot(e->cost_se, base->cost_se) / base->cost);
     }
-    out += fmt::format("  {:>9.0f}  {:>7}  {:>13.3f}  {:>15.3f}  {:>12.1f}{}{}\n", r.power_limit_w, r.steps,
+    out += fmt::format("  {:>11.0f}  {:>7}  {:>13.3f}  {:>15.3f}  {:>12.1f}{}{}\n", setting_of(r), r.steps,
                        r.time_per_step_s * 1e3, r.energy_per_step_j, r.avg_power_w, ci,
-                       chosen_w_ && r.power_limit_w == *chosen_w_ ? "  <- chosen" : "");
+                       chosen_ && setting_of(r) == *chosen_ ? "  <- chosen" : "");
   }
   if (noise_choice_) {
     out += fmt::format("  {}; {} round{}, {:.1f} s of profiling; a visit's cost spreads {:.1f}%\n",
@@ -592,13 +635,13 @@ std::string PowerLimitOptimizer::report_locked() const {
                        profiling_s_locked(),
                        100.0 * noise_choice_->relative_sd);
   }
-  if (chosen_w_) {
+  if (chosen_) {
     const auto& top = rows_.front();
-    const auto& pick = *std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.power_limit_w == *chosen_w_; });
-    out += fmt::format("  {} {:.0f} W: time per step {:+.1f}%, energy per step {:+.1f}% against {:.0f} W\n",
-                       observer_ ? "would choose" : "chose", *chosen_w_,
+    const auto& pick = *std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return setting_of(r) == *chosen_; });
+    out += fmt::format("  {} {}: time per step {:+.1f}%, energy per step {:+.1f}% against {}\n",
+                       observer_ ? "would choose" : "chose", knob_->describe(*chosen_),
                        100.0 * (pick.time_per_step_s / top.time_per_step_s - 1.0),
-                       100.0 * (pick.energy_per_step_j / top.energy_per_step_j - 1.0), top.power_limit_w);
+                       100.0 * (pick.energy_per_step_j / top.energy_per_step_j - 1.0), knob_->describe(setting_of(top)));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/test_support.h"
@@ -57,6 +58,95 @@ TEST(PowerLimitOptimizerTest, ConvergesToTheModelsOptimumForEachObjective) {
       EXPECT_NEAR(rows[i].energy_per_step_j, expected[i].energy_j, 1e-4 * expected[i].energy_j);
     }
   }
+}
+
+// The SM clock knob on the simulated GPUs: caps snapped to supported clocks,
+// the model's optimum for each objective, both GPUs locked, the lock reset at
+// the end.
+TEST(PowerLimitOptimizerTest, SmClockCapsConvergeToTheModelsOptimumAndAreResetAfter) {
+  for (const Objective& objective : {Objective::energy(), Objective::cost(0.5), Objective::slowdown(1.1)}) {
+    SimulatedTraining training({SimGpuModel{}, SimGpuModel{}});
+    auto options = quiet(objective);
+    options.knob = OptimizerKnob::kSmClock;
+    options.step_mhz = 150;
+    options.min_clock_fraction = 0.5;
+    {
+      PowerLimitOptimizer optimizer(training.monitor(), options);
+      const auto candidates = optimizer.candidates();
+      ASSERT_FALSE(candidates.empty());
+      EXPECT_EQ(candidates.front(), 1980.0);
+      EXPECT_TRUE(optimizer.candidate_limits_w().empty());
+      const auto supported = training.gpus()[0]->supported_clocks_mhz(ClockDomain::kSm);
+      for (double c : candidates) {
+        EXPECT_GE(c, 990.0);
+        EXPECT_TRUE(std::count(supported.begin(), supported.end(), static_cast<uint32_t>(c))) << c;
+      }
+      training.epoch(optimizer, 600);
+      ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+      // The model's costs at each cap: time falls with the clock, power above idle with its cube.
+      const SimGpuModel model;
+      std::vector<LimitMeasurement> expected;
+      for (double c : candidates) {
+        const SimGpuModel::Settings settings{700, static_cast<uint32_t>(c), 0};
+        const double t = 0.1 / model.relative_speed(1.0, settings);
+        expected.push_back({c, t, 2 * model.power_w(1.0, settings) * t});
+      }
+      const double best = expected[choose_power_limit(expected, objective, 2 * 700.0)].power_limit_w;
+      ASSERT_TRUE(optimizer.chosen_setting());
+      EXPECT_DOUBLE_EQ(*optimizer.chosen_setting(), best) << objective.describe();
+      EXPECT_FALSE(optimizer.chosen_limit_w());
+      for (const auto& gpu : training.gpus()) {
+        if (best < 1980) {
+          EXPECT_EQ(gpu->clock_lock_mhz(ClockDomain::kSm), (ClockLock{210, static_cast<uint32_t>(best)}));
+        } else {
+          EXPECT_FALSE(gpu->clock_lock_mhz(ClockDomain::kSm));
+        }
+        EXPECT_EQ(gpu->power_limit_mw(), 700'000u);  // the other knob is left alone
+      }
+      const auto rows = optimizer.profile();
+      ASSERT_EQ(rows.size(), candidates.size());
+      EXPECT_DOUBLE_EQ(rows.front().clock_mhz, 1980.0);
+      EXPECT_DOUBLE_EQ(rows.front().power_limit_w, 700.0);
+      const std::string report = optimizer.report();
+      EXPECT_NE(report.find("joule SM clock profile"), std::string::npos) << report;
+      EXPECT_NE(report.find("SM cap MHz"), std::string::npos) << report;
+    }
+    for (const auto& gpu : training.gpus()) EXPECT_FALSE(gpu->clock_lock_mhz(ClockDomain::kSm));
+  }
+}
+
+// A GPU that was locked before keeps its lock: the optimizer's baseline is
+// that cap, and restore puts that lock back rather than resetting it.
+TEST(PowerLimitOptimizerTest, AMemoryClockKnobRestoresALockThatWasThereBefore) {
+  SimulatedTraining training({SimGpuModel{}});
+  training.gpus()[0]->lock_clock_mhz(ClockDomain::kMemory, {1593, 2619});
+  auto options = quiet(Objective::energy());
+  options.knob = OptimizerKnob::kMemoryClock;
+  {
+    PowerLimitOptimizer optimizer(training.monitor(), options);
+    EXPECT_EQ(optimizer.candidates(), (std::vector<double>{2619, 1593}));
+    training.epoch(optimizer, 200);
+    ASSERT_TRUE(optimizer.chosen_setting());
+    // At 1593 MHz the memory saves 15% x 39% of the dynamic power and stretches 20% of the work by 64%: more energy.
+    EXPECT_DOUBLE_EQ(*optimizer.chosen_setting(), 2619.0);
+  }
+  EXPECT_EQ(training.gpus()[0]->clock_lock_mhz(ClockDomain::kMemory), (ClockLock{1593, 2619}));
+}
+
+TEST(PowerLimitOptimizerTest, AClockKnobRefusesPowerLimitAdviceAndBadSteps) {
+  SimulatedTraining training({SimGpuModel{}});
+  auto options = quiet(Objective::energy());
+  options.knob = OptimizerKnob::kSmClock;
+  options.known_limit_w = 500;
+  EXPECT_THROW(PowerLimitOptimizer(training.monitor(), options), UsageError);
+  options.known_limit_w.reset();
+  options.step_mhz = 0;
+  EXPECT_THROW(PowerLimitOptimizer(training.monitor(), options), UsageError);
+  options.step_mhz = 90;
+  options.min_clock_fraction = 1.5;
+  EXPECT_THROW(PowerLimitOptimizer(training.monitor(), options), UsageError);
+  EXPECT_EQ(parse_optimizer_knob("sm_clock"), OptimizerKnob::kSmClock);
+  EXPECT_THROW(parse_optimizer_knob("core_clock"), UsageError);
 }
 
 TEST(PowerLimitOptimizerTest, CandidatesStepDownFromTheLargestToTheSmallestLimit) {

@@ -39,19 +39,36 @@
 
 namespace joule {
 
+class KnobControl;  // src/optimize/knob_control.h
+
+// What the optimizer turns, the same on every GPU of the job: the power
+// limit (the default), or the SM or memory clock cap (one knob per run; a cap
+// is a clock lock from the lowest supported clock up to it).
+enum class OptimizerKnob { kPowerLimit, kSmClock, kMemoryClock };
+const char* to_string(OptimizerKnob knob);  // "power_limit", "sm_clock", "memory_clock"
+// Throws UsageError naming the known knobs.
+OptimizerKnob parse_optimizer_knob(const std::string& text);
+
 struct PowerLimitProfileRow {
-  double power_limit_w = 0.0;
+  double power_limit_w = 0.0;      // the limit the row ran at
   int steps = 0;
   double time_per_step_s = 0.0;
   double energy_per_step_j = 0.0;  // all GPUs
   double avg_power_w = 0.0;        // all GPUs
+  double clock_mhz = 0.0;          // the row's clock cap when the knob is a clock; 0 otherwise
 };
 
 struct PowerLimitOptimizerOptions {
   std::string job_name = "job";
   int batch_size = 0;  // part of the saved profile's key
   Objective objective = Objective::cost(0.5);
+  OptimizerKnob knob = OptimizerKnob::kPowerLimit;
   double step_w = 25.0;     // spacing of the candidate limits
+  // Clock knobs: candidate caps from the highest supported clock down to
+  // min_clock_fraction of it, SM caps one every step_mhz (snapped to a
+  // supported clock), memory caps each supported clock.
+  double step_mhz = 90.0;
+  double min_clock_fraction = 0.5;
   int warmup_steps = 5;     // after each limit change, not measured
   int measure_steps = 20;   // measured per limit
   // Time floors on real GPUs: NVML power usage averages over the last second,
@@ -72,8 +89,8 @@ struct PowerLimitOptimizerOptions {
   double tolerance = 0.01;   // differences below this share of the cost are not measured for
   std::string profile_path;    // JSON file of saved profiles; empty: none
   bool reprofile = false;      // ignore a saved profile
-  // From the caller (at most one of the two; either wins over profile_path,
-  // and contradicts reprofile): rows measured before on these GPUs (the
+  // From the caller (power-limit knob only; at most one of the two; either
+  // wins over profile_path, and contradicts reprofile): rows measured before on these GPUs (the
   // objective chooses among them), or the limit to train at. The optimizer
   // starts decided and applies the limit at the first step (observer mode:
   // only reports it).
@@ -114,7 +131,12 @@ class PowerLimitOptimizer {
   bool from_saved_profile() const { return from_saved_profile_; }
   // Started decided from known_profile or known_limit_w.
   bool from_caller() const { return from_caller_; }
-  std::vector<double> candidate_limits_w() const { return candidates_w_; }
+  OptimizerKnob knob() const { return options_.knob; }
+  // The candidates and the choice in the knob's unit (W or MHz).
+  std::vector<double> candidates() const { return candidates_; }
+  std::optional<double> chosen_setting() const;
+  // The power-limit knob's (empty for a clock knob).
+  std::vector<double> candidate_limits_w() const;
   std::optional<double> chosen_limit_w() const;
   std::vector<PowerLimitProfileRow> profile() const;
   // The noise-aware comparison behind the choice (after profiling here with
@@ -127,7 +149,8 @@ class PowerLimitOptimizer {
 
  private:
   enum class Phase { kApply, kWarmup, kMeasure };
-  void apply_locked(double limit_w);
+  void apply_locked(double setting);
+  double setting_of(const PowerLimitProfileRow& row) const;
   void next_visit_locked();
   void start_visit_locked(std::size_t candidate);
   void finish_profiling_locked();
@@ -145,10 +168,11 @@ class PowerLimitOptimizer {
   Monitor& monitor_;
   PowerLimitOptimizerOptions options_;
   std::vector<std::shared_ptr<Gpu>> gpus_;
-  std::vector<uint32_t> original_mw_;
+  std::unique_ptr<KnobControl> knob_;
+  double original_limit_w_ = 0.0;
   std::vector<bool> touched_;
-  std::vector<double> candidates_w_;
-  double max_limit_w_ = 0.0;
+  std::vector<double> candidates_;
+  double max_limit_w_ = 0.0;  // prices time in the cost objective
 
   mutable std::mutex mutex_;
   State state_ = State::kProfiling;
@@ -161,7 +185,7 @@ class PowerLimitOptimizer {
   bool from_caller_ = false;
   bool applied_choice_ = false;
   std::vector<PowerLimitProfileRow> rows_;
-  std::optional<double> chosen_w_;
+  std::optional<double> chosen_;
   // Rounds of visits (noise-aware profiling).
   std::size_t baseline_ = 0;  // the candidate nearest the limit in force before
   std::vector<std::size_t> round_order_;

@@ -44,7 +44,11 @@ double sm_cap_fraction(const SimGpuModel& m, const SimGpuModel::Settings& s) {
 
 double SimGpuModel::sm_clock_fraction(double load, const Settings& s) const {
   const double cap = sm_cap_fraction(*this, s);
-  if (!measured.empty()) return std::min(interpolate(measured, s.limit_w).relative_speed, cap);
+  if (!measured.empty()) {
+    // A measured speed may exceed 1 (a table's noise); only a cap bounds it.
+    const double speed = interpolate(measured, s.limit_w).relative_speed;
+    return s.sm_cap_mhz == 0 ? speed : std::min(speed, cap);
+  }
   const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
   const double wanted_dynamic_w = (demand_w - idle_power_w) * memory_power_factor(*this, s);
   if (wanted_dynamic_w <= 0.0 || idle_power_w + wanted_dynamic_w <= s.limit_w) return cap;
