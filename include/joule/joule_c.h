@@ -22,7 +22,9 @@ typedef struct joule_session joule_session;
  *                    "measure_steps": 20, "min_warmup_s": 1, "min_measure_s": 2,
  *                    "job": "name", "batch_size": 0, "profile_path": "",
  *                    "reprofile": false, "noise_aware": true, "min_rounds": 2,
- *                    "max_rounds": 4, "stretches_per_visit": 2, "confidence": 0.95}}
+ *                    "max_rounds": 4, "stretches_per_visit": 2, "confidence": 0.95,
+ *                    "knob": "power_limit", "step_mhz": 90, "min_clock_fraction": 0.5}}
+ * ("knob": "sm_clock" or "memory_clock" turns clock caps instead of limits.)
  * Returns NULL on failure. */
 joule_session* joule_session_open(const char* options_json);
 void joule_session_close(joule_session* session);

@@ -93,6 +93,12 @@ class PowerLimitOptimizer:
         max_rounds: int = 4,
         stretches_per_visit: int = 2,
         confidence: float = 0.95,
+        # What to turn on every GPU: "power_limit", "sm_clock" or
+        # "memory_clock" (clock caps from the highest supported clock down to
+        # min_clock_fraction of it; SM caps one every step_mhz).
+        knob: str = "power_limit",
+        step_mhz: float = 90.0,
+        min_clock_fraction: float = 0.5,
     ) -> None: ...
     def on_epoch_begin(self) -> None: ...
     def on_step_begin(self) -> None: ...
@@ -105,7 +111,13 @@ class PowerLimitOptimizer:
     @property
     def observer(self) -> bool: ...
     @property
-    def chosen_limit_w(self) -> Optional[float]: ...
+    def chosen_limit_w(self) -> Optional[float]: ...  # None for a clock knob
+    @property
+    def knob(self) -> str: ...
+    @property
+    def chosen_setting(self) -> Optional[float]: ...  # in the knob's unit: W or MHz
+    @property
+    def candidates(self) -> list[float]: ...
     @property
     def candidate_limits_w(self) -> list[float]: ...
     @property

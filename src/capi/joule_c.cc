@@ -89,7 +89,10 @@ joule_session* joule_session_open(const char* options_json) {
       options.objective = joule::parse_objective(p.value("objective", std::string("cost")), p.value("eta", 0.5),
                                                  p.value("max_slowdown", 1.1));
       options.observer = p.value("observer", false);
+      options.knob = joule::parse_optimizer_knob(p.value("knob", std::string("power_limit")));
       options.step_w = p.value("step_w", defaults.step_w);
+      options.step_mhz = p.value("step_mhz", defaults.step_mhz);
+      options.min_clock_fraction = p.value("min_clock_fraction", defaults.min_clock_fraction);
       options.warmup_steps = p.value("warmup_steps", defaults.warmup_steps);
       options.measure_steps = p.value("measure_steps", defaults.measure_steps);
       options.noise_aware = p.value("noise_aware", defaults.noise_aware);

@@ -122,6 +122,8 @@ struct TrainSimOptions {
   std::string profile_path;
   bool reprofile = false;
   std::string job = "train-sim";
+  std::string knob = "power_limit";
+  double step_mhz = 90.0;
   int batch_size = 0;
 };
 int run_train_sim(const CommonOptions& common, const TrainSimOptions& options);

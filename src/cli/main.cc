@@ -153,6 +153,9 @@ int main(int argc, char** argv) {
   train_sim_command->add_option("--steps-per-epoch", train_sim.steps_per_epoch, "default 1000");
   train_sim_command->add_option("--step-ms", train_sim.step_ms, "step time at full speed, default 100");
   train_sim_command->add_option("--step-w", train_sim.step_w, "spacing of the limits tried, default 25");
+  train_sim_command->add_option("--knob", train_sim.knob, "what to tune: power_limit (default), sm_clock or memory_clock")
+      ->check(CLI::IsMember({"power_limit", "sm_clock", "memory_clock"}));
+  train_sim_command->add_option("--step-mhz", train_sim.step_mhz, "spacing of the SM clock caps tried, default 90");
   train_sim_command->add_option("--warmup-steps", train_sim.warmup_steps, "per limit, default 5");
   train_sim_command->add_option("--measure-steps", train_sim.measure_steps, "per limit, default 20");
   train_sim_command->add_flag("--observer", train_sim.observer, "profile and report, never change a limit");
@@ -251,7 +254,9 @@ int main(int argc, char** argv) {
                            "  joule simulate --gpu a40 --learned-on v100 --seeds 1..10\n"
                            "  joule simulate --cluster data/cluster/example_groups.csv");
   cluster_trace_command->footer("Example:\n  joule cluster-trace --jobs 1200000 --groups 2000 --days 60 --out trace.csv");
-  train_sim_command->footer("Example:\n  joule train-sim --sim count=2 --epochs 3");
+  train_sim_command->footer(
+      "Examples:\n  joule train-sim --sim count=2 --epochs 3\n  joule train-sim --sim count=2 --epochs 6 --knob sm_clock "
+      "--objective energy");
   sweep_command->footer("Examples:\n  joule sweep sweep.toml --dry-run\n  joule sweep sweep.toml --export runs.csv");
   analyze_command->footer("Example:\n  joule analyze sweep.sqlite --json");
   report_command->footer("Example:\n  joule report sweep.sqlite -o report.html");

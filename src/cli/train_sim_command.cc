@@ -29,7 +29,9 @@ int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
   options.job_name = o.job;
   options.batch_size = o.batch_size;
   options.objective = parse_objective(o.objective, o.eta, o.max_slowdown);
+  options.knob = parse_optimizer_knob(o.knob);
   options.step_w = o.step_w;
+  options.step_mhz = o.step_mhz;
   options.warmup_steps = o.warmup_steps;
   options.measure_steps = o.measure_steps;
   options.observer = o.observer;
@@ -51,16 +53,19 @@ int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
 
   if (optimizer.state() != PowerLimitOptimizer::State::kDecided) {
     std::cout << fmt::format(
-        "profiling did not finish within the run ({} of {} limits measured, {} round{} done); use more steps\n",
-        optimizer.profile().size(), optimizer.candidate_limits_w().size(), optimizer.rounds(),
+        "profiling did not finish within the run ({} of {} settings measured, {} round{} done); use more steps\n",
+        optimizer.profile().size(), optimizer.candidates().size(), optimizer.rounds(),
         optimizer.rounds() == 1 ? "" : "s");
   } else {
     const auto rows = optimizer.profile();
     const double steps = static_cast<double>(o.epochs) * o.steps_per_epoch;
+    const std::string least_constrained = optimizer.knob() == OptimizerKnob::kPowerLimit
+                                              ? fmt::format("{:.0f} W", rows.front().power_limit_w)
+                                              : fmt::format("{:.0f} MHz", rows.front().clock_mhz);
     std::cout << fmt::format(
-        "training: {:.1f} s and {:.1f} kJ in all (profiling included); at {:.0f} W throughout it would take "
+        "training: {:.1f} s and {:.1f} kJ in all (profiling included); at {} throughout it would take "
         "{:.1f} s and {:.1f} kJ\n",
-        total.elapsed_s, total.gpu_total_energy_j() / 1000.0, rows.front().power_limit_w,
+        total.elapsed_s, total.gpu_total_energy_j() / 1000.0, least_constrained,
         steps * rows.front().time_per_step_s, steps * rows.front().energy_per_step_j / 1000.0);
   }
   return 0;

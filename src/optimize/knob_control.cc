@@ -124,6 +124,10 @@ std::string KnobControl::describe(double value) const {
   return "?";
 }
 
+std::string KnobControl::with_unit(double value) const {
+  return fmt::format("{:.0f} {}", value, knob_ == OptimizerKnob::kPowerLimit ? "W" : "MHz");
+}
+
 std::string KnobControl::column_header() const {
   switch (knob_) {
     case OptimizerKnob::kPowerLimit: return "limit W";

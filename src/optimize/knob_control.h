@@ -30,6 +30,7 @@ class KnobControl {
   double original() const { return original_; }
   // "650 W", "SM clock cap 1410 MHz".
   std::string describe(double value) const;
+  std::string with_unit(double value) const;  // "650 W", "1410 MHz"
   std::string column_header() const;  // "limit W", "SM cap MHz"
 
   // Puts value on GPU i, skipping a driver call that would change nothing.

@@ -614,7 +614,7 @@ std::string PowerLimitOptimizer::report_locked() const {
     return nullptr;
   };
   const std::string ci_header =
-      noise_choice_ ? fmt::format("  {:>7}  {:>16}", "visits", fmt::format("cost vs {:.0f}", candidates_[baseline_]))
+      noise_choice_ ? fmt::format("  {:>7}  {:>16}", "visits", fmt::format("cost vs {}", knob_->with_unit(candidates_[baseline_])))
                     : "";
   out += fmt::format("  {:>11}  {:>7}  {:>13}  {:>15}  {:>12}{}\n", knob_->column_header(), "steps", "time/step ms",
                      "energy/step J", "avg power W", ci_header);

@@ -116,7 +116,7 @@ py::list profile_rows(const std::vector<joule::PowerLimitProfileRow>& rows) {
   for (const auto& r : rows) {
     out.append(py::dict("power_limit_w"_a = r.power_limit_w, "steps"_a = r.steps,
                         "time_per_step_s"_a = r.time_per_step_s, "energy_per_step_j"_a = r.energy_per_step_j,
-                        "avg_power_w"_a = r.avg_power_w));
+                        "avg_power_w"_a = r.avg_power_w, "clock_mhz"_a = r.clock_mhz));
   }
   return out;
 }
@@ -256,8 +256,12 @@ PYBIND11_MODULE(_joule, m) {
                        const std::string& job, int batch_size, const std::string& profile_path, bool reprofile,
                        std::optional<double> known_limit_w, std::optional<py::list> known_profile,
                        std::optional<py::function> on_profiled, bool noise_aware, int min_rounds, int max_rounds,
-                       int stretches_per_visit, double confidence) {
+                       int stretches_per_visit, double confidence, const std::string& knob, double step_mhz,
+                       double min_clock_fraction) {
              joule::PowerLimitOptimizerOptions o;
+             o.knob = joule::parse_optimizer_knob(knob);
+             o.step_mhz = step_mhz;
+             o.min_clock_fraction = min_clock_fraction;
              o.noise_aware = noise_aware;
              o.min_rounds = min_rounds;
              o.max_rounds = max_rounds;
@@ -284,7 +288,8 @@ PYBIND11_MODULE(_joule, m) {
            "min_measure_s"_a = 2.0, "job"_a = "job", "batch_size"_a = 0, "profile_path"_a = "", "reprofile"_a = false,
            "known_limit_w"_a = py::none(), "known_profile"_a = py::none(), "on_profiled"_a = py::none(),
            "noise_aware"_a = true, "min_rounds"_a = 2, "max_rounds"_a = 4, "stretches_per_visit"_a = 2,
-           "confidence"_a = 0.95, py::keep_alive<1, 2>())
+           "confidence"_a = 0.95, "knob"_a = "power_limit", "step_mhz"_a = 90.0, "min_clock_fraction"_a = 0.5,
+           py::keep_alive<1, 2>())
       .def("on_epoch_begin", &joule::PowerLimitOptimizer::on_epoch_begin, py::call_guard<py::gil_scoped_release>())
       .def("on_step_begin", &joule::PowerLimitOptimizer::on_step_begin, py::call_guard<py::gil_scoped_release>())
       .def("on_step_end", &joule::PowerLimitOptimizer::on_step_end, py::call_guard<py::gil_scoped_release>())
@@ -296,6 +301,9 @@ PYBIND11_MODULE(_joule, m) {
       })
       .def_property_readonly("observer", &joule::PowerLimitOptimizer::observer)
       .def_property_readonly("chosen_limit_w", &joule::PowerLimitOptimizer::chosen_limit_w)
+      .def_property_readonly("knob", [](const joule::PowerLimitOptimizer& o) { return joule::to_string(o.knob()); })
+      .def_property_readonly("chosen_setting", &joule::PowerLimitOptimizer::chosen_setting)
+      .def_property_readonly("candidates", &joule::PowerLimitOptimizer::candidates)
       .def_property_readonly("candidate_limits_w", &joule::PowerLimitOptimizer::candidate_limits_w)
       .def_property_readonly("from_saved_profile", &joule::PowerLimitOptimizer::from_saved_profile)
       .def_property_readonly("from_caller", &joule::PowerLimitOptimizer::from_caller)

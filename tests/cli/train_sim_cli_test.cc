@@ -18,6 +18,21 @@ TEST(TrainSimCliTest, PrintsTheProfileAndTheDecision) {
   EXPECT_NE(r.out.find("chose 200 W"), std::string::npos) << r.out;
 }
 
+// The SM clock knob on the simulated GPUs' model: energy per step falls as
+// the clock does (the power above idle with its cube), down to the lowest cap tried.
+TEST(TrainSimCliTest, TunesTheSmClockCapWhenAsked) {
+  const auto r = run_process({JOULE_BINARY, "train-sim", "--sim", "count=2", "--objective", "energy", "--knob",
+                              "sm_clock", "--step-mhz", "250", "--epochs", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("joule SM clock profile"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cost vs 1980 MHz"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chose SM clock cap 1215 MHz"), std::string::npos) << r.out;  // 1980, 1725, 1470, 1215: the lowest above half
+  EXPECT_NE(r.out.find("at 1980 MHz throughout"), std::string::npos) << r.out;
+  const auto bad = run_process({JOULE_BINARY, "train-sim", "--knob", "core_clock"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("core_clock"), std::string::npos) << bad.err;
+}
+
 TEST(TrainSimCliTest, SavedProfileIsReusedUnlessReprofiling) {
   testing::TempDir tmp;
   const std::vector<std::string> base = {JOULE_BINARY, "train-sim", "--profile", tmp.file("p.json"), "--job", "demo"};

@@ -170,6 +170,28 @@ def limits_set(log):
         if log.exists() else []
 
 
+def test_power_limit_optimizer_tunes_the_sm_clock_cap_when_asked(fake_gpus):
+    # The fake A40s' SM clocks: 210-1000 MHz in 15 MHz steps; caps down to half of 1000 MHz.
+    monitor = joule.Monitor(interval_ms=5)
+    plo = joule.PowerLimitOptimizer(monitor, objective="energy", knob="sm_clock", step_mhz=250, warmup_steps=1,
+                                    measure_steps=4, min_warmup_s=0, min_measure_s=0, noise_aware=False)
+    assert plo.knob == "sm_clock" and plo.candidates == [1000.0, 750.0] and plo.candidate_limits_w == []
+    fake_steps(plo, 30)
+    assert plo.state == "decided" and plo.chosen_limit_w is None
+    assert plo.chosen_setting == 750.0  # the power falls with the cube of the clock; time does not change here
+    assert [row["clock_mhz"] for row in plo.profile] == [1000.0, 750.0]
+    assert "chose SM clock cap 750 MHz" in plo.report()
+    plo.restore()
+    assert fake_gpus.read_text().splitlines() == [
+        "nvmlDeviceSetGpuLockedClocks device=0 min_mhz=210 max_mhz=750",
+        "nvmlDeviceSetGpuLockedClocks device=1 min_mhz=210 max_mhz=750",
+        "nvmlDeviceResetGpuLockedClocks device=0",
+        "nvmlDeviceResetGpuLockedClocks device=1",
+    ]
+    with pytest.raises(joule.UsageError, match="unknown optimizer knob 'core_clock'"):
+        joule.PowerLimitOptimizer(monitor, knob="core_clock")
+
+
 def test_power_limit_optimizer_hands_its_profile_over_and_starts_from_a_known_one(fake_gpus):
     monitor = joule.Monitor(interval_ms=5)
     handed = []
