@@ -787,8 +787,13 @@ void save_persisted(const State& s) {
     std::ofstream out(temporary, std::ios::trunc);
     for (std::size_t i = 0; i < s.devices.size(); ++i) {
       const Device& d = s.devices[i];
-      out << i << ' ' << d.limit_mw << ' ' << d.sm_lock.min_mhz << ' ' << d.sm_lock.max_mhz << ' '
-          << d.mem_lock.min_mhz << ' ' << d.mem_lock.max_mhz << ' ' << d.app_mem_mhz << ' ' << d.app_sm_mhz << '\n';
+      out << i << ' ' << d.limit_mw;
+      // Clock settings only when there are any: "index limit" stays the line of a GPU without.
+      if (d.sm_lock.max_mhz || d.mem_lock.max_mhz || d.app_mem_mhz || d.app_sm_mhz) {
+        out << ' ' << d.sm_lock.min_mhz << ' ' << d.sm_lock.max_mhz << ' ' << d.mem_lock.min_mhz << ' '
+            << d.mem_lock.max_mhz << ' ' << d.app_mem_mhz << ' ' << d.app_sm_mhz;
+      }
+      out << '\n';
     }
   }
   std::rename(temporary.c_str(), s.persist.c_str());
