@@ -6,7 +6,7 @@
 // per visit, rounds); the chosen limit's true cost, from the noiseless model
 // with the stalls' mean, is compared with the best candidate's.
 //
-//   joule_bench_noisy_profiling [--seeds N] [--stall-ms M] [--step-ms S] [--profile-data DIR]
+//   joule_bench_noisy_profiling [--seeds N] [--stall-ms M] [--step-ms S] [--max-rounds R] [--profile-data DIR]
 //
 // With --profile-data, each table of ../shared/profile_data (windows per
 // limit, measured on A40 and V100 GPUs) is replayed as the GPUs' behaviour
@@ -40,6 +40,8 @@ double cost_of(const LimitMeasurement& m, const Objective& objective, double pri
 
 // One workload: the optimizer on `models` (one per GPU) for `seeds` seeds,
 // per objective; prints a line each.
+int g_max_rounds = PowerLimitOptimizerOptions{}.max_rounds;
+
 void evaluate(const std::string& name, const std::vector<SimGpuModel>& models, double base_s, double stall_s,
               double step_w, int seeds) {
   const double price_w = models.front().max_limit_mw / 1000.0 * static_cast<double>(models.size());
@@ -47,6 +49,7 @@ void evaluate(const std::string& name, const std::vector<SimGpuModel>& models, d
     PowerLimitOptimizerOptions options;
     options.objective = objective;
     options.step_w = step_w;
+    options.max_rounds = g_max_rounds;
     options.restore_on_signals = false;
     options.log = [](const std::string&) {};
     int within_1pct = 0, moved = 0, decided = 0;
@@ -130,6 +133,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--stall-ms")) stall_ms = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--step-ms")) step_ms = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--profile-data")) profile_data = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--max-rounds")) g_max_rounds = std::atoi(argv[i + 1]);
     else {
       fmt::print(stderr, "unknown option {}\n", argv[i]);
       return 2;
