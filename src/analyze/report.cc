@@ -68,8 +68,9 @@ std::vector<SweptSetting> swept_settings(const SweepAnalysis& a) {
     const bool powers_of_two = integral && std::all_of(s.values.begin(), s.values.end(), [](double v) {
       return v >= 1 && std::fabs(std::log2(v) - std::round(std::log2(v))) < 1e-9;
     });
-    s.axis = {.label = key == "power_limit" ? "power limit per GPU" : key == "gpus" ? "GPUs" : key,
-              .unit = key == "power_limit" ? "W" : "",
+    const GpuKnob* knob = find_gpu_knob(key);
+    s.axis = {.label = knob ? knob->words : key == "gpus" ? "GPUs" : key,
+              .unit = knob ? knob->unit : "",
               .log = powers_of_two,
               .integer = integral};
     out.push_back(std::move(s));
@@ -110,14 +111,14 @@ std::string setting_charts(const SweepAnalysis& a, const SweptSetting& s) {
       t.y_ranges.push_back(spread(c.time_s));
       e.points.emplace_back(x, c.energy_j.mean);
       e.y_ranges.push_back(spread(c.energy_j));
-      if (i == reference && s.key != "power_limit") {
+      if (i == reference && !find_gpu_knob(s.key)) {
         time_notes.marks.push_back({x, c.time_s.mean, "baseline"});
         energy_notes.marks.push_back({x, c.energy_j.mean, "baseline"});
       }
     }
   }
-  if (s.key == "power_limit") {
-    // Every configuration's baseline sits at the largest limit.
+  if (find_gpu_knob(s.key)) {
+    // Every configuration's baseline sits at the knob's largest value.
     const ChartRule rule{.vertical = true, .at = s.values.back(), .label = "baseline"};
     time_notes.rules.push_back(rule);
     energy_notes.rules.push_back(rule);
@@ -405,7 +406,8 @@ std::string close_calls(const SweepAnalysis& a) {
 
 std::string summary(const std::vector<SweepRun>& runs, const SweepAnalysis& a) {
   const auto& base = a.configs[reference_of(a)];
-  const bool limits = base.config.count("power_limit") > 0;
+  const bool knobs = std::any_of(std::begin(kGpuKnobs), std::end(kGpuKnobs),
+                                 [&](const GpuKnob& k) { return base.config.count(k.key) > 0; });
   std::size_t failed = 0;
   for (const auto& r : runs) failed += r.status != "ok";
   std::string html = "<section class=\"summary\"><h2>Summary</h2>\n";
@@ -414,7 +416,8 @@ std::string summary(const std::vector<SweepRun>& runs, const SweepAnalysis& a) {
                       runs.size(), a.configs.size(), failed ? fmt::format(" ({} failed)", failed) : ", all succeeded");
   html += fmt::format("<p>Baseline: <code>{}</code> ({}) &mdash; {} and {} per run.</p>\n<ul>\n",
                       html_escape(base.label()),
-                      limits ? "the first configuration at the largest power limit of the grid"
+                      knobs ? "the first configuration with every GPU knob (power limit, clock caps) at its "
+                              "largest value in the grid"
                              : "the first configuration of the grid",
                       format_duration(base.time_s.mean), format_si(base.energy_j.mean, "J"));
   // Objectives in a fixed order; those picking the same configuration share a line.

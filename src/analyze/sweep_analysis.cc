@@ -103,6 +103,13 @@ std::vector<PowerPoint> load_power_timelines(const std::string& path) {
   return points;
 }
 
+const GpuKnob* find_gpu_knob(const std::string& key) {
+  for (const GpuKnob& knob : kGpuKnobs) {
+    if (key == knob.key) return &knob;
+  }
+  return nullptr;
+}
+
 SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<double> max_power_w) {
   SweepAnalysis a;
   // Group successful runs by configuration, in first-seen order.
@@ -145,18 +152,23 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
   }
   if (a.configs.empty()) throw UsageError("no successful run to analyse");
 
-  // Baselines: same settings at the largest power limit.
-  const bool has_limits = a.configs.front().config.count("power_limit") > 0;
-  double largest_limit = 0;
-  if (has_limits) {
-    for (const auto& c : a.configs) largest_limit = std::max(largest_limit, number(c.config, "power_limit"));
+  // Baselines: the same other settings with every knob at its largest value.
+  std::map<std::string, double> largest;  // per knob the grid sets
+  for (const GpuKnob& knob : kGpuKnobs) {
+    if (!a.configs.front().config.count(knob.key)) continue;
+    for (const auto& c : a.configs) largest[knob.key] = std::max(largest[knob.key], number(c.config, knob.key));
   }
+  auto without_knobs = [&](std::map<std::string, std::string> config) {
+    for (const auto& [key, value] : largest) config.erase(key);
+    return config;
+  };
   for (auto& c : a.configs) {
     for (std::size_t j = 0; j < a.configs.size(); ++j) {
       const auto& b = a.configs[j];
-      const bool same_rest = !has_limits || without(b.config, "power_limit") == without(c.config, "power_limit");
-      const bool at_max = !has_limits || number(b.config, "power_limit") == largest_limit;
-      if (same_rest && at_max && (has_limits || j == 0)) {
+      const bool same_rest = without_knobs(b.config) == without_knobs(c.config);
+      const bool at_max = std::all_of(largest.begin(), largest.end(),
+                                      [&](const auto& knob) { return number(b.config, knob.first) == knob.second; });
+      if (same_rest && at_max && (!largest.empty() || j == 0)) {
         c.baseline = j;
         c.trade_off = trade_off({c.time_s.mean, c.energy_j.mean}, {b.time_s.mean, b.energy_j.mean});
         break;
@@ -215,7 +227,8 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
   for (const auto& c : a.configs) {
     if (c.config.count("gpus")) gpus_max = std::max(gpus_max, number(c.config, "gpus"));
   }
-  a.max_power_w = max_power_w.value_or(has_limits ? largest_limit * gpus_max : 300.0 * gpus_max);
+  const auto limit = largest.find("power_limit");
+  a.max_power_w = max_power_w.value_or(limit != largest.end() ? limit->second * gpus_max : 300.0 * gpus_max);
   for (double eta : {0.0, 0.25, 0.5, 0.75, 1.0}) a.eta_picks.emplace_back(eta, pick_for_eta(points, eta, a.max_power_w));
   return a;
 }

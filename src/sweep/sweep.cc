@@ -9,6 +9,7 @@
 #include <numeric>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "joule/common/child_process.h"
 #include "joule/common/input_file.h"
 #include "joule/analyze/analysis.h"
+#include "joule/analyze/sweep_analysis.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
 #include "sweep/store.h"
@@ -89,7 +91,7 @@ SweepConfig SweepConfig::load(const std::string& path) {
   if (config.command.empty()) throw fail(nullptr, "\"command\" is required");
   // TOML tables iterate in key order; keep the order stable for users.
   for (const auto& [name, values] : config.grid) {
-    if (name == "gpus" || name == "power_limit") {
+    if (name == "gpus" || find_gpu_knob(name)) {
       for (const auto& v : values) {
         char* end = nullptr;
         const double x = std::strtod(v.c_str(), &end);
@@ -252,17 +254,76 @@ std::string SweepPlan::describe(const std::string& store_path) const {
   return text + " (how long: said after the first run)";
 }
 
+namespace {
+
+// A grid point's GPU knobs (power limit, clock caps) put on the run's GPUs,
+// and what each GPU had before, to put back after the run whatever happened.
+class RunSettings {
+ public:
+  explicit RunSettings(std::vector<std::shared_ptr<Gpu>> gpus) : gpus_(std::move(gpus)) {}
+
+  // Throws DeviceError; what was applied before the failure is still undone by restore().
+  void apply(const SweepPoint& point) {
+    for (const GpuKnob& knob : kGpuKnobs) {
+      if (!point.values.count(knob.key)) continue;
+      const double value = std::stod(point.values.at(knob.key));  // checked at load
+      for (std::size_t i = 0; i < gpus_.size(); ++i) apply(knob.key, i, value);
+    }
+  }
+
+  // Puts back, in reverse order, what apply changed; a failure is logged and
+  // the rest still restored.
+  void restore(const std::function<void(const std::string&)>& log) {
+    for (auto undo = undo_.rbegin(); undo != undo_.rend(); ++undo) {
+      try {
+        (*undo)();
+      } catch (const DeviceError& e) {
+        log(fmt::format("joule sweep: restoring a GPU setting failed: {}", e.what()));
+      }
+    }
+    undo_.clear();
+  }
+
+ private:
+  void apply(const std::string& key, std::size_t i, double value) {  // one knob on GPU i
+    Gpu& gpu = *gpus_[i];
+    if (key == "power_limit") {
+      const uint32_t original_mw = gpu.power_limit_mw();
+      gpu.set_power_limit_mw(static_cast<uint32_t>(std::lround(value * 1000)));
+      undo_.push_back([&gpu, original_mw] { gpu.set_power_limit_mw(original_mw); });
+      return;
+    }
+    const ClockDomain domain = key == "sm_clock_mhz" ? ClockDomain::kSm : ClockDomain::kMemory;
+    const std::optional<ClockLock> original = gpu.clock_lock_mhz(domain);
+    gpu.lock_clock_mhz(domain, clock_cap_lock(gpu, domain, static_cast<uint32_t>(value)));
+    undo_.push_back([&gpu, domain, original] {
+      if (original) {
+        gpu.lock_clock_mhz(domain, *original);
+      } else {
+        gpu.reset_clock_lock(domain);
+      }
+    });
+  }
+
+  std::vector<std::shared_ptr<Gpu>> gpus_;
+  std::vector<std::function<void()>> undo_;
+};
+
+}  // namespace
+
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   auto log = options.log ? options.log : [](const std::string& text) { std::cerr << text << '\n'; };
-  const bool needs_control = std::any_of(config.grid.begin(), config.grid.end(),
-                                         [](const auto& g) { return g.first == "power_limit"; });
+  std::string knobs;
+  for (const auto& [name, values] : config.grid) {
+    if (find_gpu_knob(name)) knobs += (knobs.empty() ? "" : ", ") + name;
+  }
   Devices devices = discover_devices(options.discovery);
   const bool control_available = devices.control_path.rfind("none", 0) != 0;
-  if (needs_control && (options.no_control || !control_available)) {
+  if (!knobs.empty() && (options.no_control || !control_available)) {
     throw UsageError(fmt::format(
-        "{}: the grid sets power_limit, but GPU control is {} ({}); remove power_limit from [grid] or run where "
-        "limits may change",
-        config.path, options.no_control ? "off (--no-control)" : "not available", devices.control_path));
+        "{}: the grid sets {}, but GPU control is {} ({}); remove {} from [grid] or run where GPU settings may "
+        "change",
+        config.path, knobs, options.no_control ? "off (--no-control)" : "not available", devices.control_path, knobs));
   }
   for (const auto& [name, values] : config.grid) {
     if (name != "gpus") continue;
@@ -296,15 +357,9 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
     Devices run_devices = devices;
     if (point.values.count("gpus")) run_devices.gpus.resize(std::stoul(point.values.at("gpus")));  // checked above
     sweep::RunRecord record;
-    std::vector<uint32_t> original_mw;
+    RunSettings settings(run_devices.gpus);
     try {
-      if (point.values.count("power_limit")) {
-        const auto limit_mw = static_cast<uint32_t>(std::lround(std::stod(point.values.at("power_limit")) * 1000));
-        for (const auto& gpu : run_devices.gpus) {
-          original_mw.push_back(gpu->power_limit_mw());
-          gpu->set_power_limit_mw(limit_mw);
-        }
-      }
+      settings.apply(point);
       const std::string report_file = fmt::format("{}.run{}.counts", store_path, id);
       std::remove(report_file.c_str());
       std::string visible;
@@ -335,13 +390,7 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
       record.status = "failed";
       record.error = e.what();
     }
-    for (std::size_t i = 0; i < original_mw.size(); ++i) {
-      try {
-        run_devices.gpus[i]->set_power_limit_mw(original_mw[i]);
-      } catch (const DeviceError& e) {
-        log(fmt::format("joule sweep: restoring {} failed: {}", run_devices.gpus[i]->label(), e.what()));
-      }
-    }
+    settings.restore(log);
     store.finish(id, record);
     ++summary.ran;
     if (record.status != "ok") ++summary.failed;

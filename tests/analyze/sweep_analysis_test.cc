@@ -57,6 +57,48 @@ TEST(SweepAnalysisTest, StatisticsTradeOffsAndBestPerMetric) {
   EXPECT_NEAR(*a.configs[2].updates_per_gpu_hour, 36.0 / (2 * 50.0 / 3600.0), 1e-6);
 }
 
+// Clock caps are knobs like the power limit: the baseline has every knob at
+// its largest value, whether the grid sets clocks alone or clocks and limits.
+TEST(SweepAnalysisTest, ClockCapsAreKnobsWithTheLeastConstrainedRunAsBaseline) {
+  const SweepAnalysis clocks = analyze_sweep({
+      run({{"sm_clock_mhz", "1980"}}, 0, 100, 30000), run({{"sm_clock_mhz", "1410"}}, 0, 125, 24000),
+      run({{"sm_clock_mhz", "990"}}, 0, 180, 26000),
+  });
+  for (const auto& c : clocks.configs) {
+    ASSERT_TRUE(c.baseline);
+    EXPECT_EQ(clocks.configs[*c.baseline].label(), "sm_clock_mhz=1980");
+  }
+  EXPECT_EQ(clocks.configs[clocks.best.at("energy")].label(), "sm_clock_mhz=1410");
+  EXPECT_NEAR(clocks.configs[1].trade_off->energy_gain_percent, 20.0, 1e-9);
+  EXPECT_NEAR(clocks.configs[1].trade_off->performance_loss_percent, 25.0, 1e-9);
+
+  const SweepAnalysis both = analyze_sweep({
+      run({{"power_limit", "300"}, {"sm_clock_mhz", "1980"}, {"batch", "8"}}, 0, 100, 30000),
+      run({{"power_limit", "200"}, {"sm_clock_mhz", "1980"}, {"batch", "8"}}, 0, 110, 24000),
+      run({{"power_limit", "300"}, {"sm_clock_mhz", "1410"}, {"batch", "8"}}, 0, 120, 25000),
+      run({{"power_limit", "300"}, {"sm_clock_mhz", "1980"}, {"batch", "16"}}, 0, 60, 28000),
+      run({{"power_limit", "200"}, {"sm_clock_mhz", "1410"}, {"batch", "16"}}, 0, 80, 22000),
+  });
+  for (const auto& c : both.configs) {
+    ASSERT_TRUE(c.baseline) << c.label();
+    const auto& base = both.configs[*c.baseline].config;
+    EXPECT_EQ(base.at("power_limit"), "300") << c.label();
+    EXPECT_EQ(base.at("sm_clock_mhz"), "1980") << c.label();
+    EXPECT_EQ(base.at("batch"), c.config.at("batch")) << c.label();
+  }
+  EXPECT_DOUBLE_EQ(both.max_power_w, 300.0);  // time priced at the largest limit
+  ASSERT_NE(find_gpu_knob("memory_clock_mhz"), nullptr);
+  EXPECT_STREQ(find_gpu_knob("sm_clock_mhz")->unit, "MHz");
+  EXPECT_EQ(find_gpu_knob("batch"), nullptr);
+  // The report's charts name the knob and its unit.
+  const std::vector<SweepRun> clock_runs = {run({{"sm_clock_mhz", "1980"}}, 0, 100, 30000),
+                                            run({{"sm_clock_mhz", "1410"}}, 0, 125, 24000),
+                                            run({{"sm_clock_mhz", "990"}}, 0, 180, 26000)};
+  const std::string html = render_report("clocks", clock_runs, analyze_sweep(clock_runs), {});
+  EXPECT_NE(html.find("SM clock cap per GPU"), std::string::npos);
+  EXPECT_NE(html.find("every GPU knob (power limit, clock caps) at its largest value"), std::string::npos);
+}
+
 TEST(SweepAnalysisTest, ScalingFitsAndEnergyPerGpuHour) {
   const SweepAnalysis a = analyze_sweep(hand_worked());
   ASSERT_EQ(a.scaling.size(), 2u);

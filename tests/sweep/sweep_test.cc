@@ -139,6 +139,47 @@ TEST_F(SweepFixture, NoControlRefusesPowerLimitGridsAndLimitsAreRestoredAfterEac
                                       "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=300000"}));
 }
 
+// Clock caps as grid axes: every GPU of the run locked, the lock reset after
+// each run (also after a failing one), a cap the GPUs do not support refused
+// with nothing changed, and --no-control naming the knobs.
+TEST_F(SweepFixture, ClockCapsAreAppliedToEveryGpuOfARunAndResetAfter) {
+  const auto c = config("command = \"test {sm_clock_mhz} != 990\"\n[grid]\ngpus = [2]\nsm_clock_mhz = [1980, 990]\n");
+  options.no_control = true;
+  try {
+    run_sweep(c, options);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the grid sets sm_clock_mhz, but GPU control is off"), std::string::npos)
+        << e.what();
+  }
+  const std::string gpu = "device name=\"NVIDIA H100\" max_sm_mhz=1980 min_sm_mhz=210 sm_step_mhz=15\n";
+  const auto fake = testing::use_fake_nvml(tmp, gpu + gpu);
+  options.no_control = false;
+  options.discovery.backend = GpuBackend::kNvml;
+  options.discovery.nvml_library = fake.library_path;
+  options.discovery.control = "direct";
+  const SweepSummary s = run_sweep(c, options);
+  EXPECT_EQ(s.ran, 2);
+  EXPECT_EQ(s.failed, 1);  // the command fails at 990 MHz: its lock is reset all the same
+  std::vector<std::string> expected;
+  for (int cap : {1980, 990}) {
+    for (int d = 0; d < 2; ++d) {
+      expected.push_back("nvmlDeviceSetGpuLockedClocks device=" + std::to_string(d) + " min_mhz=210 max_mhz=" +
+                         std::to_string(cap));
+    }
+    for (int d = 1; d >= 0; --d) expected.push_back("nvmlDeviceResetGpuLockedClocks device=" + std::to_string(d));
+  }
+  EXPECT_EQ(testing::read_lines(fake.log_path), expected);
+
+  const auto too_fast = config("command = \"true\"\nstore = \"" + tmp.file("fast.sqlite") +
+                               "\"\n[grid]\nsm_clock_mhz = [2500]\n");
+  const SweepSummary refused = run_sweep(too_fast, options);
+  EXPECT_EQ(refused.failed, 1);
+  EXPECT_EQ(testing::read_lines(fake.log_path).size(), expected.size());  // no driver call
+  const auto bad = [&] { return config("command = \"true\"\n[grid]\nsm_clock_mhz = [-5]\n"); };
+  EXPECT_THROW(bad(), UsageError);
+}
+
 TEST_F(SweepFixture, PlanCountsWhatTheStoreHoldsAndEstimatesFromIt) {
   const std::string store = tmp.file("s.sqlite");
   const SweepPlan fresh = plan_sweep(config("command = \"sleep 0.05\"\nrepeats = 2\n[grid]\nbatch = [1, 2]\n"), store);

@@ -35,6 +35,22 @@ struct PowerPoint {
 };
 std::vector<PowerPoint> load_power_timelines(const std::string& store_path);
 
+// The grid keys that set a knob of every GPU of a run. A configuration's
+// baseline has each knob of the grid at its largest value: the least
+// constrained run. One table for the sweep, the analysis and the report.
+struct GpuKnob {
+  const char* key;    // "sm_clock_mhz"
+  const char* words;  // "SM clock cap per GPU"
+  const char* unit;   // "MHz"
+};
+inline constexpr GpuKnob kGpuKnobs[] = {
+    {"power_limit", "power limit per GPU", "W"},
+    {"sm_clock_mhz", "SM clock cap per GPU", "MHz"},
+    {"memory_clock_mhz", "memory clock cap per GPU", "MHz"},
+};
+// The knob a grid key sets, or none.
+const GpuKnob* find_gpu_knob(const std::string& key);
+
 // "batch_size=64 power_limit=250"; empty_text for a configuration without
 // settings. Shared by configuration labels and the names of groups.
 std::string config_label(const std::map<std::string, std::string>& config, const std::string& empty_text);
@@ -66,9 +82,9 @@ struct SweepAnalysis {
   double max_power_w = 0.0;
 };
 
-// Baseline of a configuration: the one equal in every other setting at the
-// largest power_limit of the grid (or the first configuration without a
-// power_limit grid). max_power_w prices time in eta picks (default: the
+// Baseline of a configuration: the one equal in every other setting with
+// every knob of the grid at its largest value (or the first configuration
+// when the grid sets no knob). max_power_w prices time in eta picks (default: the
 // largest power_limit, else 300 W per GPU).
 SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<double> max_power_w = std::nullopt);
 

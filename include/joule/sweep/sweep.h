@@ -23,6 +23,7 @@ namespace joule {
 //   batch_size = [32, 64]
 //   gpus = [1, 2]             # GPUs per run: the first N are used and measured
 //   power_limit = [300, 250]  # watts, applied to those GPUs and restored after
+//   sm_clock_mhz = [1980, 1410]  # SM clock caps (and memory_clock_mhz), the same way
 struct SweepConfig {
   std::string path;
   std::string command;
