@@ -12,6 +12,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A parsed request has what its op needs.
     if (request.op != joule::daemon::Op::kState && !request.gpu) __builtin_trap();
     if (request.op == joule::daemon::Op::kSetPowerLimit && !request.limit_w) __builtin_trap();
+    const bool clock_op = request.op == joule::daemon::Op::kLockClock || request.op == joule::daemon::Op::kResetClock;
+    if (clock_op && !request.domain) __builtin_trap();
+    if (request.op == joule::daemon::Op::kLockClock && !request.clock_lock) __builtin_trap();
+    if (request.clock_lock) (void)joule::daemon::describe(request.clock_lock);
     (void)joule::daemon::ok_response(request.id);
   } catch (const joule::daemon::ProtocolError& e) {
     (void)joule::daemon::error_response(std::nullopt, "invalid", e.what());

@@ -98,4 +98,32 @@ void DaemonControlledGpu::set_power_limit_mw(uint32_t limit_mw) {
   client_->call({{"op", "set_power_limit"}, {"gpu", index()}, {"limit_w", limit_mw / 1000.0}});
 }
 
+std::optional<ClockLock> DaemonControlledGpu::clock_lock_mhz(ClockDomain domain) {
+  const nlohmann::json gpus = client_->call({{"op", "state"}}).value("gpus", nlohmann::json::array());
+  for (const auto& gpu : gpus) {
+    if (gpu.value("index", -1) != static_cast<int>(index())) continue;
+    const auto clocks = gpu.value("clocks", nlohmann::json::object());
+    const auto entry = clocks.find(to_string(domain));
+    if (entry == clocks.end()) break;
+    try {
+      return clock_lock_from_json(entry->value("lock", nlohmann::json()), "jouled's state reply");
+    } catch (const ProtocolError& e) {
+      throw DeviceError(DeviceErrc::kDriver, e.what());
+    }
+  }
+  throw DeviceError(DeviceErrc::kNotSupported,
+                    fmt::format("jouled at '{}' reports no {} clock for gpu{}", client_->socket_path(),
+                                to_string(domain), index()));
+}
+
+void DaemonControlledGpu::lock_clock_mhz(ClockDomain domain, ClockLock lock) {
+  check_clock_lock_in_range(*this, domain, lock, supported_clocks_mhz(domain));
+  client_->call({{"op", "lock_clock"}, {"gpu", index()}, {"domain", to_string(domain)},
+                 {"min_mhz", lock.min_mhz}, {"max_mhz", lock.max_mhz}});
+}
+
+void DaemonControlledGpu::reset_clock_lock(ClockDomain domain) {
+  client_->call({{"op", "reset_clock"}, {"gpu", index()}, {"domain", to_string(domain)}});
+}
+
 }  // namespace joule::daemon

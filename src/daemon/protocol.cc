@@ -12,6 +12,8 @@ const char* to_string(Op op) {
     case Op::kLease: return "lease";
     case Op::kSetPowerLimit: return "set_power_limit";
     case Op::kRestoreDefault: return "restore_default";
+    case Op::kLockClock: return "lock_clock";
+    case Op::kResetClock: return "reset_clock";
     case Op::kRestore: return "restore";
     case Op::kRelease: return "release";
   }
@@ -44,12 +46,16 @@ Request parse_request(std::string_view line) {
     request.op = Op::kSetPowerLimit;
   } else if (name == "restore_default") {
     request.op = Op::kRestoreDefault;
+  } else if (name == "lock_clock") {
+    request.op = Op::kLockClock;
+  } else if (name == "reset_clock") {
+    request.op = Op::kResetClock;
   } else if (name == "restore") {
     request.op = Op::kRestore;
   } else if (name == "release") {
     request.op = Op::kRelease;
   } else {
-    throw ProtocolError(fmt::format("unknown op \"{}\" (state, lease, set_power_limit, restore_default, restore, release)", name));
+    throw ProtocolError(fmt::format("unknown op \"{}\" (state, lease, set_power_limit, restore_default, lock_clock, reset_clock, restore, release)", name));
   }
   if (request.op != Op::kState) {
     const auto gpu = j.find("gpu");
@@ -66,7 +72,44 @@ Request parse_request(std::string_view line) {
     }
     request.limit_w = limit->get<double>();
   }
+  if (request.op == Op::kLockClock || request.op == Op::kResetClock) {
+    const auto domain = j.find("domain");
+    const std::string domain_name = domain != j.end() && domain->is_string() ? domain->get<std::string>() : "";
+    if (domain_name == "sm") {
+      request.domain = ClockDomain::kSm;
+    } else if (domain_name == "memory") {
+      request.domain = ClockDomain::kMemory;
+    } else {
+      throw ProtocolError("\"domain\" must be \"sm\" or \"memory\"");
+    }
+  }
+  if (request.op == Op::kLockClock) {
+    request.clock_lock = clock_lock_from_json(j, "the lock_clock request");
+    if (!request.clock_lock) throw ProtocolError("lock_clock needs \"min_mhz\" and \"max_mhz\"");
+  }
   return request;
+}
+
+nlohmann::json clock_lock_json(const std::optional<ClockLock>& lock) {
+  if (!lock) return nullptr;
+  return {{"min_mhz", lock->min_mhz}, {"max_mhz", lock->max_mhz}};
+}
+
+std::optional<ClockLock> clock_lock_from_json(const nlohmann::json& value, const char* field) {
+  if (value.is_null()) return std::nullopt;
+  auto mhz = [&](const char* key) {
+    const auto it = value.is_object() ? value.find(key) : value.end();
+    if (it == value.end() || !it->is_number_unsigned() || it->get<uint64_t>() > 100000) {
+      throw ProtocolError(fmt::format("{}: \"{}\" must be a clock in MHz (0-100000)", field, key));
+    }
+    return static_cast<uint32_t>(it->get<uint64_t>());
+  };
+  ClockLock lock{mhz("min_mhz"), mhz("max_mhz")};
+  return lock;
+}
+
+std::string describe(const std::optional<ClockLock>& lock) {
+  return lock ? fmt::format("{}-{} MHz", lock->min_mhz, lock->max_mhz) : "unlocked";
 }
 
 std::string ok_response(uint64_t id, nlohmann::json body) {

@@ -36,6 +36,64 @@ void send_all(int fd, const std::string& text) {
   }
 }
 
+nlohmann::json lease_record(const Gpu& gpu, unsigned index, const Lease& lease, pid_t pid, uid_t uid) {
+  nlohmann::json clocks = nlohmann::json::object();
+  for (const auto& [domain, original] : lease.original_clocks) clocks[to_string(domain)] = clock_lock_json(original);
+  return {{"gpu", index},  {"uuid", gpu.uuid()}, {"original_limit_mw", lease.original_limit_mw},
+          {"clocks", clocks}, {"pid", pid},       {"uid", uid}};
+}
+
+Lease lease_from_record(const nlohmann::json& record) {
+  Lease lease;
+  lease.original_limit_mw = record.at("original_limit_mw").get<uint32_t>();
+  const nlohmann::json clocks = record.value("clocks", nlohmann::json::object());
+  for (const auto& [name, lock] : clocks.items()) {
+    const ClockDomain domain = name == "sm" ? ClockDomain::kSm : name == "memory" ? ClockDomain::kMemory
+                                            : throw ProtocolError(fmt::format("unknown clock domain \"{}\"", name));
+    lease.original_clocks[domain] = clock_lock_from_json(lock, "clocks");
+  }
+  return lease;
+}
+
+struct PutBack {
+  std::string changes;                // "150.0 W -> 300.0 W, sm clock 210-1410 MHz -> unlocked"
+  std::vector<std::string> failures;  // the driver's reasons, where a value could not be put back
+};
+
+// Puts back every value the lease found, each on its own: a failure on one
+// leaves the others restored. clocks_known is false after a restart, when
+// nothing says which lock the driver holds, so each recorded one is reapplied.
+PutBack put_back(Gpu& gpu, const Lease& lease, bool clocks_known) {
+  PutBack result;
+  auto attempt = [&](auto&& change) {
+    try {
+      change();
+    } catch (const DeviceError& e) {
+      result.failures.push_back(e.what());
+    }
+  };
+  attempt([&] {
+    const uint32_t current = gpu.power_limit_mw();
+    if (current != lease.original_limit_mw) gpu.set_power_limit_mw(lease.original_limit_mw);
+    result.changes = fmt::format("{} -> {}", watts(current), watts(lease.original_limit_mw));
+  });
+  for (const auto& [domain, original] : lease.original_clocks) {
+    attempt([&, domain = domain, original = original] {
+      const std::optional<ClockLock> current = gpu.clock_lock_mhz(domain);
+      if (!clocks_known || current != original) {
+        if (original) {
+          gpu.lock_clock_mhz(domain, *original);
+        } else {
+          gpu.reset_clock_lock(domain);
+        }
+      }
+      result.changes += fmt::format("{}{} clock {} -> {}", result.changes.empty() ? "" : ", ", to_string(domain),
+                                    clocks_known ? describe(current) : "unknown", describe(original));
+    });
+  }
+  return result;
+}
+
 }  // namespace
 
 Server::Server(DaemonConfig config, std::vector<std::shared_ptr<Gpu>> gpus, Log log)
@@ -61,18 +119,27 @@ void Server::recover() {
                             "Check them with 'joule info', then remove the file.",
                             config_.state_path, e.what()));
   }
-  for (const auto& lease : state.value("leases", nlohmann::json::array())) {
-    const unsigned gpu = lease.at("gpu").get<unsigned>();
-    const uint32_t original = lease.at("original_limit_mw").get<uint32_t>();
-    if (gpu >= gpus_.size() || gpus_[gpu]->uuid() != lease.value("uuid", "")) {
+  for (const auto& record : state.value("leases", nlohmann::json::array())) {
+    const unsigned gpu = record.at("gpu").get<unsigned>();
+    if (gpu >= gpus_.size() || gpus_[gpu]->uuid() != record.value("uuid", "")) {
       log(fmt::format("recover: gpu{} ({}) recorded in the state file is not present; skipped", gpu,
-                      lease.value("uuid", "?")));
+                      record.value("uuid", "?")));
       continue;
     }
-    const uint32_t current = gpus_[gpu]->power_limit_mw();
-    if (current != original) gpus_[gpu]->set_power_limit_mw(original);
-    log(fmt::format("recover: gpu{} {} -> {} (left by a previous jouled for pid {}, uid {})", gpu, watts(current),
-                    watts(original), lease.value("pid", 0), lease.value("uid", 0)));
+    Lease lease;
+    try {
+      lease = lease_from_record(record);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("state file '{}': a lease of gpu{} is unreadable ({}); check the GPU with 'joule info', "
+                              "then remove the file.", config_.state_path, gpu, e.what()));
+    }
+    const PutBack done = put_back(*gpus_[gpu], lease, /*clocks_known=*/false);
+    log(fmt::format("recover: gpu{} {} (left by a previous jouled for pid {}, uid {})", gpu, done.changes,
+                    record.value("pid", 0), record.value("uid", 0)));
+    for (const std::string& failure : done.failures) {
+      log(fmt::format("recover: FAILED on gpu{}: {}; kept in the state file", gpu, failure));
+    }
+    if (!done.failures.empty()) unrestored_.push_back(record);
   }
   write_state();
 }
@@ -80,9 +147,8 @@ void Server::recover() {
 void Server::write_state() {
   nlohmann::json leases = unrestored_;
   for (const auto& [fd, client] : clients_) {
-    for (const auto& [gpu, original] : client.leases) {
-      leases.push_back({{"gpu", gpu}, {"uuid", gpus_[gpu]->uuid()}, {"original_limit_mw", original},
-                        {"pid", client.pid}, {"uid", client.uid}});
+    for (const auto& [gpu, lease] : client.leases) {
+      leases.push_back(lease_record(*gpus_[gpu], gpu, lease, client.pid, client.uid));
     }
   }
   const nlohmann::json state = {{"v", 1}, {"leases", leases}};
@@ -206,31 +272,65 @@ bool Server::read_client(Client& client) {
   }
 }
 
-std::string Server::handle(Client& client, const Request& request) {
-  if (request.op == Op::kState) {
-    nlohmann::json list = nlohmann::json::array();
-    for (std::size_t i = 0; i < gpus_.size(); ++i) {
-      nlohmann::json g = {{"index", i}, {"name", gpus_[i]->name()}, {"uuid", gpus_[i]->uuid()}};
-      try {
-        const PowerLimitRange range = gpus_[i]->power_limit_range_mw();
-        g["power_limit_w"] = gpus_[i]->power_limit_mw() / 1000.0;
-        g["default_limit_w"] = gpus_[i]->default_power_limit_mw() / 1000.0;
-        g["min_limit_w"] = range.min_mw / 1000.0;
-        g["max_limit_w"] = range.max_mw / 1000.0;
-      } catch (const DeviceError& e) {
-        g["error"] = e.what();
-      }
-      const auto holder = holders_.find(static_cast<unsigned>(i));
-      g["held_by"] = nullptr;
-      if (holder != holders_.end()) {
-        const Client& c = clients_.at(holder->second);
-        g["held_by"] = c.who;
-        g["holder"] = {{"user", c.user}, {"uid", c.uid}, {"pid", c.pid}};
-      }
-      list.push_back(g);
+std::string Server::state_reply(const Request& request) const {
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    Gpu& gpu = *gpus_[i];
+    nlohmann::json g = {{"index", i}, {"name", gpu.name()}, {"uuid", gpu.uuid()}};
+    try {
+      const PowerLimitRange range = gpu.power_limit_range_mw();
+      g["power_limit_w"] = gpu.power_limit_mw() / 1000.0;
+      g["default_limit_w"] = gpu.default_power_limit_mw() / 1000.0;
+      g["min_limit_w"] = range.min_mw / 1000.0;
+      g["max_limit_w"] = range.max_mw / 1000.0;
+    } catch (const DeviceError& e) {
+      g["error"] = e.what();
     }
-    return ok_response(request.id, {{"gpus", list}});
+    nlohmann::json clocks = nlohmann::json::object();
+    for (const ClockDomain domain : kAllClockDomains) {
+      const auto supported = try_read([&] { return gpu.supported_clocks_mhz(domain); });
+      if (!supported || supported->empty()) continue;
+      clocks[to_string(domain)] = {{"lock", clock_lock_json(gpu.clock_lock_mhz(domain))},
+                                   {"min_mhz", supported->front()},
+                                   {"max_mhz", supported->back()}};
+    }
+    g["clocks"] = clocks;
+    const auto holder = holders_.find(static_cast<unsigned>(i));
+    g["held_by"] = nullptr;
+    if (holder != holders_.end()) {
+      const Client& c = clients_.at(holder->second);
+      g["held_by"] = c.who;
+      g["holder"] = {{"user", c.user}, {"uid", c.uid}, {"pid", c.pid}};
+    }
+    list.push_back(g);
   }
+  return ok_response(request.id, {{"gpus", list}});
+}
+
+Lease& Server::hold(Client& client, unsigned gpu, const std::string& rule) {
+  const auto held = client.leases.find(gpu);
+  if (held != client.leases.end()) return held->second;
+  Lease lease;
+  lease.original_limit_mw = gpus_[gpu]->power_limit_mw();
+  Lease& stored = client.leases[gpu] = lease;
+  holders_[gpu] = client.fd;
+  write_state();  // recorded before anything changes
+  log(fmt::format("lease gpu{} by {} ({}); will restore {}", gpu, client.who, rule, watts(lease.original_limit_mw)));
+  return stored;
+}
+
+void Server::remember_clock(Client& client, Lease& lease, unsigned gpu, ClockDomain domain) {
+  if (lease.original_clocks.count(domain) > 0) return;
+  // jouled's own record of the lock: a lock set outside jouled cannot be read
+  // back from the driver, so such a clock is unlocked at the lease's end.
+  const std::optional<ClockLock> original = gpus_[gpu]->clock_lock_mhz(domain);
+  lease.original_clocks[domain] = original;
+  write_state();
+  log(fmt::format("lease gpu{} by {}: will restore {} clock {}", gpu, client.who, to_string(domain), describe(original)));
+}
+
+std::string Server::handle(Client& client, const Request& request) {
+  if (request.op == Op::kState) return state_reply(request);
 
   const unsigned gpu = *request.gpu;
   const std::string what = fmt::format("{} gpu{}", to_string(request.op), gpu);
@@ -249,7 +349,6 @@ std::string Server::handle(Client& client, const Request& request) {
   }
   Gpu& device = *gpus_[gpu];
   try {
-    const bool holding = client.leases.count(gpu) > 0;
     switch (request.op) {
       case Op::kLease:
       case Op::kSetPowerLimit:
@@ -264,52 +363,67 @@ std::string Server::handle(Client& client, const Request& request) {
                                                  watts(range.min_mw), watts(range.max_mw)));
           }
         }
+        const Lease& lease = hold(client, gpu, rule);
         const uint32_t current = device.power_limit_mw();
-        if (!holding) {
-          client.leases[gpu] = current;
-          holders_[gpu] = client.fd;
-          write_state();  // recorded before anything changes
-          log(fmt::format("lease gpu{} by {} ({}); will restore {}", gpu, client.who, rule, watts(current)));
-        }
         if (request.op != Op::kLease && limit_mw != current) {
           device.set_power_limit_mw(limit_mw);
           log(fmt::format("set gpu{} {} -> {} for {} ({})", gpu, watts(current), watts(limit_mw), client.who, rule));
         }
         return ok_response(request.id, {{"gpu", gpu}, {"power_limit_w", device.power_limit_mw() / 1000.0},
-                                        {"restore_limit_w", client.leases[gpu] / 1000.0}});
+                                        {"restore_limit_w", lease.original_limit_mw / 1000.0}});
+      }
+      case Op::kLockClock:
+      case Op::kResetClock: {
+        const ClockDomain domain = *request.domain;
+        const std::optional<ClockLock> wanted = request.clock_lock;
+        if (wanted) check_clock_lock_in_range(device, domain, *wanted, device.supported_clocks_mhz(domain));
+        Lease& lease = hold(client, gpu, rule);
+        remember_clock(client, lease, gpu, domain);
+        const std::optional<ClockLock> current = device.clock_lock_mhz(domain);
+        if (wanted) {
+          device.lock_clock_mhz(domain, *wanted);
+        } else {
+          device.reset_clock_lock(domain);
+        }
+        log(fmt::format("set gpu{} {} clock {} -> {} for {} ({})", gpu, to_string(domain), describe(current),
+                        describe(wanted), client.who, rule));
+        return ok_response(request.id, {{"gpu", gpu},
+                                        {"domain", to_string(domain)},
+                                        {"lock", clock_lock_json(device.clock_lock_mhz(domain))},
+                                        {"restore_lock", clock_lock_json(lease.original_clocks.at(domain))}});
       }
       case Op::kRestore:
       case Op::kRelease: {
-        if (!holding) return refuse("invalid", fmt::format("gpu{} is not held by this connection", gpu));
-        const uint32_t original = client.leases[gpu];
+        if (client.leases.count(gpu) == 0) {
+          return refuse("invalid", fmt::format("gpu{} is not held by this connection", gpu));
+        }
         if (request.op == Op::kRelease) {
           end_lease(client, gpu, "released");
-        } else if (device.power_limit_mw() != original) {
-          const uint32_t current = device.power_limit_mw();
-          device.set_power_limit_mw(original);
-          log(fmt::format("restore gpu{} {} -> {} for {}", gpu, watts(current), watts(original), client.who));
+        } else {
+          const PutBack done = put_back(device, client.leases.at(gpu), /*clocks_known=*/true);
+          log(fmt::format("restore gpu{} {} for {}", gpu, done.changes, client.who));
+          if (!done.failures.empty()) return refuse("device", done.failures.front());
         }
         return ok_response(request.id, {{"gpu", gpu}, {"power_limit_w", device.power_limit_mw() / 1000.0}});
       }
       case Op::kState: break;
     }
   } catch (const DeviceError& e) {
-    return refuse("device", e.what());
+    return refuse(e.code() == DeviceErrc::kInvalidArgument ? "invalid" : "device", e.what());
   }
   return error_response(request.id, "invalid", "unhandled request");
 }
 
 void Server::end_lease(Client& client, unsigned gpu, const std::string& why) {
-  const uint32_t original = client.leases.at(gpu);
-  try {
-    const uint32_t current = gpus_[gpu]->power_limit_mw();
-    if (current != original) gpus_[gpu]->set_power_limit_mw(original);
-    log(fmt::format("restore gpu{} {} -> {}: {} {}", gpu, watts(current), watts(original), client.who, why));
-  } catch (const DeviceError& e) {
-    log(fmt::format("FAILED to restore gpu{} to {} after {} {}: {}; kept in the state file for the next start",
-                    gpu, watts(original), client.who, why, e.what()));
-    unrestored_.push_back({{"gpu", gpu}, {"uuid", gpus_[gpu]->uuid()}, {"original_limit_mw", original},
-                           {"pid", client.pid}, {"uid", client.uid}});
+  const Lease& lease = client.leases.at(gpu);
+  const PutBack done = put_back(*gpus_[gpu], lease, /*clocks_known=*/true);
+  log(fmt::format("restore gpu{} {}: {} {}", gpu, done.changes, client.who, why));
+  if (!done.failures.empty()) {
+    for (const std::string& failure : done.failures) {
+      log(fmt::format("FAILED to restore gpu{} after {} {}: {}; kept in the state file for the next start", gpu,
+                      client.who, why, failure));
+    }
+    unrestored_.push_back(lease_record(*gpus_[gpu], gpu, lease, client.pid, client.uid));
   }
   client.leases.erase(gpu);
   holders_.erase(gpu);
@@ -319,7 +433,7 @@ void Server::end_lease(Client& client, unsigned gpu, const std::string& why) {
 void Server::drop(int fd, const std::string& why) {
   Client& client = clients_.at(fd);
   std::vector<unsigned> held;
-  for (const auto& [gpu, original] : client.leases) held.push_back(gpu);
+  for (const auto& [gpu, lease] : client.leases) held.push_back(gpu);
   for (unsigned gpu : held) end_lease(client, gpu, why);
   close(fd);
   clients_.erase(fd);

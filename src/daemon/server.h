@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@
 #include "joule/device/gpu.h"
 
 namespace joule::daemon {
+
+// What a lease puts back on one GPU when it ends: the power limit it found,
+// and the lock each clock domain changed under it had (none: unlocked).
+struct Lease {
+  uint32_t original_limit_mw = 0;
+  std::map<ClockDomain, std::optional<ClockLock>> original_clocks;
+};
 
 class Server {
  public:
@@ -41,13 +49,19 @@ class Server {
     std::string user;                    // "alice"; the uid where it has no name
     std::string who;                     // "alice (uid 1000, pid 42)"
     std::string buffer;
-    std::map<unsigned, uint32_t> leases;  // gpu -> limit (mW) to restore
+    std::map<unsigned, Lease> leases;    // by gpu
   };
 
   void accept_client();
   // Reads what is available; false when the client is gone or misbehaved.
   bool read_client(Client& client);
   std::string handle(Client& client, const Request& request);
+  std::string state_reply(const Request& request) const;
+  // Starts the client's lease on gpu unless it holds one: records what to
+  // put back (in the state file, before anything changes).
+  Lease& hold(Client& client, unsigned gpu, const std::string& rule);
+  // Records the domain's lock in the lease before its first change.
+  void remember_clock(Client& client, Lease& lease, unsigned gpu, ClockDomain domain);
   void end_lease(Client& client, unsigned gpu, const std::string& why);
   void drop(int fd, const std::string& why);
   void write_state();

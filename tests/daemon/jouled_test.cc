@@ -13,17 +13,25 @@
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "common/test_support.h"
 #include "joule/control/devices.h"
 #include "joule/daemon/client.h"
 #include "joule/device/discovery.h"
 #include "joule/error.h"
+#include "joule/sweep/sweep.h"
 
 namespace joule {
 namespace {
 
 using daemon::DaemonClient;
 using testing::TempDir;
+
+// SM clocks 210-1740 MHz in 15 MHz steps, memory clocks 405 and 7251 MHz.
+constexpr const char* kA40 =
+    "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300 max_sm_mhz=1740 min_sm_mhz=210 sm_step_mhz=15 "
+    "mem_clocks_mhz=405,7251";
 
 struct Jouled {
   TempDir dir;
@@ -38,10 +46,8 @@ struct Jouled {
   Jouled() {
     chmod(dir.path().c_str(), 0755);  // "nobody" must reach the socket
     fake = testing::use_fake_nvml(
-        dir, "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n"
-             "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n"
-             "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300 limit_w=280\n"  // not at its default
-             "persist " + dir.file("gpu_limits") + "\n");
+        dir, std::string(kA40) + "\n" + kA40 + "\n" + kA40 + " limit_w=280\n" +  // gpu2 is not at its default
+                 "persist " + dir.file("gpu_limits") + "\n");
     testing::write_file(config, R"({"socket": ")" + socket + R"(", "socket_mode": "0666", "state_file": ")" + state +
                                     R"(", "allow": [{"user": "nobody", "gpus": [1]}]})");
     start();
@@ -70,6 +76,12 @@ struct Jouled {
   double limit_w(unsigned gpu) {
     DaemonClient client(socket);
     return client.call({{"op", "state"}})["gpus"][gpu]["power_limit_w"].get<double>();
+  }
+  // gpu's lock in jouled's state reply for domain ("sm", "memory"): "210-990" or "unlocked".
+  std::string clock_lock(unsigned gpu, const std::string& domain) {
+    DaemonClient client(socket);
+    const auto lock = client.call({{"op", "state"}})["gpus"][gpu]["clocks"][domain]["lock"];
+    return lock.is_null() ? "unlocked" : fmt::format("{}-{}", lock["min_mhz"].get<int>(), lock["max_mhz"].get<int>());
   }
   std::vector<std::string> set_calls() const { return testing::read_lines(fake.log_path); }
 };
@@ -315,6 +327,175 @@ TEST(JouledTest, CheckConfigValidatesAndNamesProblems) {
     EXPECT_EQ(r.exit_code, 2) << text;
     EXPECT_NE(r.err.find(message), std::string::npos) << text << "\n" << r.err;
   }
+}
+
+// Clock locks are leases like power limits: granted under the same rules,
+// recorded before they change anything, and undone when the connection ends
+// (SIGKILL included) or, after jouled itself was killed, on its next start.
+TEST(JouledClockTest, ClientKilledWithSigkillHasItsClockLocksUndoneWithinOneSecond) {
+  Jouled jouled;
+  Child::wait_forever = true;
+  Child child = Child::start([&] {
+    auto* client = new DaemonClient(jouled.socket);  // open until the kill
+    client->call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "sm"}, {"min_mhz", 210}, {"max_mhz", 990}});
+    const auto reply =
+        client->call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "memory"}, {"min_mhz", 405}, {"max_mhz", 405}});
+    return "ok " + reply["lock"].dump() + " " + reply["restore_lock"].dump();
+  });
+  Child::wait_forever = false;
+  EXPECT_EQ(child.read_line(), R"(ok {"max_mhz":405,"min_mhz":405} null)");
+  EXPECT_EQ(jouled.clock_lock(0, "sm"), "210-990");
+  const auto killed = std::chrono::steady_clock::now();
+  kill(child.pid, SIGKILL);
+  child.wait();
+  while (std::chrono::steady_clock::now() - killed < std::chrono::seconds(1) && jouled.clock_lock(0, "sm") != "unlocked") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(jouled.clock_lock(0, "sm"), "unlocked") << jouled.daemon_log();
+  EXPECT_EQ(jouled.clock_lock(0, "memory"), "unlocked") << jouled.daemon_log();
+  EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{
+                                    "nvmlDeviceSetGpuLockedClocks device=0 min_mhz=210 max_mhz=990",
+                                    "nvmlDeviceSetMemoryLockedClocks device=0 min_mhz=405 max_mhz=405",
+                                    "nvmlDeviceResetGpuLockedClocks device=0",
+                                    "nvmlDeviceResetMemoryLockedClocks device=0"}));
+  // The audit log names who, which GPU, the old and new lock.
+  const std::string log = jouled.daemon_log();
+  EXPECT_NE(log.find("set gpu0 sm clock unlocked -> 210-990 MHz for root (uid 0, pid"), std::string::npos) << log;
+  EXPECT_NE(log.find("restore gpu0 300.0 W -> 300.0 W, sm clock 210-990 MHz -> unlocked, memory clock 405-405 MHz -> "
+                     "unlocked: root (uid 0, pid"),
+            std::string::npos)
+      << log;
+}
+
+TEST(JouledClockTest, DaemonKilledAndRestartedUndoesTheLocksItHadApplied) {
+  Jouled jouled;
+  DaemonClient client(jouled.socket);
+  client.call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 150}});
+  client.call({{"op", "lock_clock"}, {"gpu", 1}, {"domain", "sm"}, {"min_mhz", 210}, {"max_mhz", 1200}});
+  kill(jouled.pid, SIGKILL);
+  testing::wait_process(jouled.pid);
+  // The GPU keeps the lock while no daemon runs (limit, SM lock, memory lock, application clocks)...
+  EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 150000 210 1200 0 0 0 0");
+  jouled.start();
+  // ...and the new instance undoes it from its state file, though the driver cannot say which lock it holds.
+  EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 300000");
+  EXPECT_EQ(jouled.clock_lock(1, "sm"), "unlocked");
+  EXPECT_NE(jouled.daemon_log().find("recover: gpu1 150.0 W -> 300.0 W, sm clock unknown -> unlocked"),
+            std::string::npos)
+      << jouled.daemon_log();
+}
+
+TEST(JouledClockTest, LocksFollowTheRulesAndBadLocksAreRefusedWithoutADriverCall) {
+  Jouled jouled;
+  auto lock = [&](unsigned gpu, const char* domain, int min_mhz, int max_mhz) {
+    DaemonClient client(jouled.socket);
+    const auto reply =
+        client.call({{"op", "lock_clock"}, {"gpu", gpu}, {"domain", domain}, {"min_mhz", min_mhz}, {"max_mhz", max_mhz}});
+    return "ok " + reply["lock"].dump();
+  };
+  Child denied = Child::start([&] { return lock(0, "sm", 210, 990); }, /*as_nobody=*/true);
+  EXPECT_NE(denied.read_line().find("nobody is not allowed to change gpu0"), std::string::npos);
+  denied.wait();
+  const std::vector<std::tuple<const char*, int, int, std::string>> bad = {
+      {"sm", 210, 2500, "outside"}, {"sm", 990, 210, "is empty"}, {"memory", 405, 8000, "outside"}};
+  for (const auto& [domain, min_mhz, max_mhz, message] : bad) {
+    try {
+      lock(0, domain, min_mhz, max_mhz);
+      ADD_FAILURE() << domain << " " << min_mhz << "-" << max_mhz << " accepted";
+    } catch (const DeviceError& e) {
+      EXPECT_EQ(e.code(), DeviceErrc::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  DaemonClient raw(jouled.socket);
+  EXPECT_THROW(raw.call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "shader"}, {"min_mhz", 210}, {"max_mhz", 990}}),
+               DeviceError);
+  EXPECT_THROW(raw.call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "sm"}, {"max_mhz", 990}}), DeviceError);
+  EXPECT_TRUE(jouled.set_calls().empty());
+  // A holder's clock is as much its own as its limit.
+  raw.call({{"op", "lease"}, {"gpu", 0}});
+  Child busy = Child::start([&] { return lock(0, "sm", 210, 990); });
+  EXPECT_NE(busy.read_line().find("gpu0 is held by root"), std::string::npos);
+  busy.wait();
+  // The one rule that lets nobody change gpu1 covers its clocks too.
+  Child allowed = Child::start([&] { return lock(1, "sm", 210, 990); }, /*as_nobody=*/true);
+  EXPECT_EQ(allowed.read_line(), R"(ok {"max_mhz":990,"min_mhz":210})");
+  allowed.wait();
+  EXPECT_EQ(jouled.set_calls().front(), "nvmlDeviceSetGpuLockedClocks device=1 min_mhz=210 max_mhz=990");
+}
+
+TEST(JouledClockTest, ResetRestoreAndReleaseFollowTheLease) {
+  Jouled jouled;
+  DaemonClient client(jouled.socket);
+  auto lock_sm = [&](int max_mhz) {
+    return client.call({{"op", "lock_clock"}, {"gpu", 2}, {"domain", "sm"}, {"min_mhz", 210}, {"max_mhz", max_mhz}});
+  };
+  EXPECT_EQ(lock_sm(1500)["restore_lock"], nullptr);  // the lease found the clock unlocked
+  EXPECT_EQ(client.call({{"op", "reset_clock"}, {"gpu", 2}, {"domain", "sm"}})["lock"], nullptr);
+  EXPECT_EQ(jouled.clock_lock(2, "sm"), "unlocked");
+  lock_sm(900);
+  client.call({{"op", "restore"}, {"gpu", 2}});
+  EXPECT_EQ(jouled.clock_lock(2, "sm"), "unlocked");  // what the lease found...
+  Child other = Child::start([&] { return DaemonClient(jouled.socket).call({{"op", "lease"}, {"gpu", 2}}).dump(); });
+  EXPECT_NE(other.read_line().find("gpu2 is held by root"), std::string::npos);  // ...and still held
+  other.wait();
+  lock_sm(1200);
+  client.call({{"op", "release"}, {"gpu", 2}});
+  EXPECT_EQ(jouled.clock_lock(2, "sm"), "unlocked");
+  EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{"nvmlDeviceSetGpuLockedClocks device=2 min_mhz=210 max_mhz=1500",
+                                                          "nvmlDeviceResetGpuLockedClocks device=2",
+                                                          "nvmlDeviceSetGpuLockedClocks device=2 min_mhz=210 max_mhz=900",
+                                                          "nvmlDeviceResetGpuLockedClocks device=2",
+                                                          "nvmlDeviceSetGpuLockedClocks device=2 min_mhz=210 max_mhz=1200",
+                                                          "nvmlDeviceResetGpuLockedClocks device=2"}));
+}
+
+TEST(JouledClockTest, TheLibraryAndASweepLockClocksThroughTheDaemon) {
+  Jouled jouled;
+  {
+    DiscoveryOptions options;
+    options.nvml_library = jouled.fake.library_path;
+    options.control = "daemon";
+    options.daemon_socket = jouled.socket;
+    const Devices devices = discover_devices(options);
+    Gpu& gpu = *devices.gpus[0];
+    EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), std::nullopt);
+    gpu.lock_clock_mhz(ClockDomain::kSm, clock_cap_lock(gpu, ClockDomain::kSm, 1005));
+    EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), (ClockLock{210, 1005}));  // read back from jouled
+    EXPECT_EQ(jouled.clock_lock(0, "sm"), "210-1005");
+    EXPECT_THROW(gpu.lock_clock_mhz(ClockDomain::kSm, {210, 2000}), DeviceError);  // refused before asking jouled
+  }  // the connection closes with the devices: jouled undoes the lock
+  for (int i = 0; i < 200 && jouled.clock_lock(0, "sm") != "unlocked"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(jouled.clock_lock(0, "sm"), "unlocked");
+
+  // A sweep over SM clock caps, as a user without root runs it: every run's
+  // lock goes through jouled and is reset after the run.
+  testing::write_file(jouled.dir.file("s.toml"), "command = \"true\"\nstore = \"" + jouled.dir.file("s.sqlite") +
+                                                     "\"\n[grid]\ngpus = [2]\nsm_clock_mhz = [1740, 795]\n");
+  SweepOptions options;
+  options.log = [](const std::string&) {};
+  options.discovery.backend = GpuBackend::kNvml;
+  options.discovery.nvml_library = jouled.fake.library_path;
+  options.discovery.powercap_root = "/nonexistent";
+  options.discovery.control = "daemon";
+  options.discovery.daemon_socket = jouled.socket;
+  const std::size_t calls_before = jouled.set_calls().size();
+  const SweepSummary summary = run_sweep(SweepConfig::load(jouled.dir.file("s.toml")), options);
+  EXPECT_EQ(summary.ran, 2);
+  EXPECT_EQ(summary.failed, 0);
+  const auto calls = jouled.set_calls();
+  const std::vector<std::string> sweep_calls(calls.begin() + static_cast<long>(calls_before), calls.end());
+  std::vector<std::string> expected;
+  for (int cap : {1740, 795}) {
+    for (int d = 0; d < 2; ++d) {
+      expected.push_back(fmt::format("nvmlDeviceSetGpuLockedClocks device={} min_mhz=210 max_mhz={}", d, cap));
+    }
+    for (int d = 1; d >= 0; --d) expected.push_back(fmt::format("nvmlDeviceResetGpuLockedClocks device={}", d));
+  }
+  EXPECT_EQ(sweep_calls, expected);
+  EXPECT_NE(jouled.daemon_log().find("set gpu1 sm clock unlocked -> 210-795 MHz"), std::string::npos);
 }
 
 }  // namespace

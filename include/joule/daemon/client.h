@@ -37,8 +37,9 @@ class DaemonClient {
   std::mutex mutex_;
 };
 
-// Reads go to the wrapped GPU; set_power_limit_mw goes through jouled, which
-// restores the old value when this process's connection ends.
+// Reads go to the wrapped GPU; power limits and clock locks are changed
+// through jouled, which puts the old values back when this process's
+// connection ends. The lock in force is jouled's (it applied it).
 class DaemonControlledGpu final : public Gpu {
  public:
   DaemonControlledGpu(std::shared_ptr<Gpu> inner, std::shared_ptr<DaemonClient> client);
@@ -68,6 +69,10 @@ class DaemonControlledGpu final : public Gpu {
   uint64_t memory_used_bytes() override { return inner_->memory_used_bytes(); }
   std::vector<GpuProcess> running_processes() override { return inner_->running_processes(); }
   void set_power_limit_mw(uint32_t limit_mw) override;
+  std::vector<uint32_t> supported_clocks_mhz(ClockDomain domain) override { return inner_->supported_clocks_mhz(domain); }
+  std::optional<ClockLock> clock_lock_mhz(ClockDomain domain) override;
+  void lock_clock_mhz(ClockDomain domain, ClockLock lock) override;
+  void reset_clock_lock(ClockDomain domain) override;
 
  private:
   std::shared_ptr<Gpu> inner_;

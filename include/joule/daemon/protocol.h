@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "joule/device/gpu.h"
 #include "joule/error.h"
 
 namespace joule::daemon {
@@ -21,7 +22,9 @@ enum class Op {
   kLease,          // hold a GPU without changing it yet
   kSetPowerLimit,  // change a held (or free) GPU's limit; the lease starts or continues
   kRestoreDefault, // set the GPU's default limit, as a change under the lease
-  kRestore,        // put back the value the GPU had when the lease began, keep holding it
+  kLockClock,      // lock a clock domain to a range, as a change under the lease
+  kResetClock,     // let the driver choose a domain's clock again, as a change under the lease
+  kRestore,        // put back the values the GPU had when the lease began, keep holding it
   kRelease,        // restore and let go
 };
 
@@ -32,7 +35,17 @@ struct Request {
   Op op = Op::kState;
   std::optional<unsigned> gpu;
   std::optional<double> limit_w;
+  std::optional<ClockDomain> domain;  // lock_clock, reset_clock
+  std::optional<ClockLock> clock_lock;  // lock_clock
 };
+
+// {"min_mhz": .., "max_mhz": ..}, or null for no lock: how replies and the
+// state file write a clock lock.
+nlohmann::json clock_lock_json(const std::optional<ClockLock>& lock);
+// The reverse; throws ProtocolError naming the field when it is neither.
+std::optional<ClockLock> clock_lock_from_json(const nlohmann::json& value, const char* field);
+// "210-1410 MHz" or "unlocked", for the audit log.
+std::string describe(const std::optional<ClockLock>& lock);
 
 class ProtocolError : public Error {
  public:
