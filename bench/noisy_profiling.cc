@@ -7,6 +7,7 @@
 // with the stalls' mean, is compared with the best candidate's.
 //
 //   joule_bench_noisy_profiling [--seeds N] [--stall-ms M] [--step-ms S] [--max-rounds R] [--profile-data DIR]
+//                               [--dump FILE]
 //
 // With --profile-data, each table of ../shared/profile_data (windows per
 // limit, measured on A40 and V100 GPUs) is replayed as the GPUs' behaviour
@@ -41,6 +42,10 @@ double cost_of(const LimitMeasurement& m, const Objective& objective, double pri
 // One workload: the optimizer on `models` (one per GPU) for `seeds` seeds,
 // per objective; prints a line each.
 int g_max_rounds = PowerLimitOptimizerOptions{}.max_rounds;
+// --dump FILE: every candidate visited in each of --max-rounds rounds, and
+// each stretch written as CSV (seed, objective, setting, visit, time, energy,
+// fast steps, the candidate's true cost) for studying decision rules offline.
+std::FILE* g_dump = nullptr;
 
 void evaluate(const std::string& name, const std::vector<SimGpuModel>& models, double base_s, double stall_s,
               double step_w, int seeds) {
@@ -50,6 +55,7 @@ void evaluate(const std::string& name, const std::vector<SimGpuModel>& models, d
     options.objective = objective;
     options.step_w = step_w;
     options.max_rounds = g_max_rounds;
+    if (g_dump) options.min_rounds = g_max_rounds;
     options.restore_on_signals = false;
     options.log = [](const std::string&) {};
     int within_1pct = 0, moved = 0, decided = 0;
@@ -77,6 +83,16 @@ void evaluate(const std::string& name, const std::vector<SimGpuModel>& models, d
         truth.push_back({w, stall_s + busy_s, energy_j});
       }
       const double best = cost_of(truth[choose_power_limit(truth, objective, price_w)], objective, price_w);
+      if (g_dump) {
+        const auto samples = optimizer.samples();
+        for (std::size_t c = 0; c < samples.size(); ++c) {
+          for (const StretchSample& s : samples[c].stretches) {
+            fmt::print(g_dump, "{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", name, objective.describe(), seed,
+                       samples[c].setting, s.visit, s.time_per_step_s, s.energy_per_step_j, s.fast_time_per_step_s,
+                       cost_of(truth[c], objective, price_w) / best, truth[c].time_s);
+          }
+        }
+      }
       const auto chosen = std::find_if(truth.begin(), truth.end(),
                                        [&](const auto& m) { return m.power_limit_w == *optimizer.chosen_limit_w(); });
       const double excess = cost_of(*chosen, objective, price_w) / best - 1.0;
@@ -134,6 +150,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--step-ms")) step_ms = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--profile-data")) profile_data = argv[i + 1];
     else if (!std::strcmp(argv[i], "--max-rounds")) g_max_rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--dump")) {
+      g_dump = std::fopen(argv[i + 1], "w");
+      if (!g_dump) {
+        fmt::print(stderr, "cannot write {}\n", argv[i + 1]);
+        return 2;
+      }
+      fmt::print(g_dump, "workload,objective,seed,setting,visit,time_s,energy_j,fast_s,true_cost_vs_best,true_time_s\n");
+    }
     else {
       fmt::print(stderr, "unknown option {}\n", argv[i]);
       return 2;

@@ -3,6 +3,8 @@
 // interface reads the system time.
 #pragma once
 
+#include <cmath>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -19,6 +21,8 @@ class Clock {
   // This clock's time of a wall-clock timestamp in microseconds (CLOCK_REALTIME,
   // as drivers stamp their buffered samples).
   virtual double from_realtime_us(uint64_t realtime_us) const = 0;
+  // The reverse: the wall-clock timestamp of this clock's time_s.
+  virtual uint64_t to_realtime_us(double time_s) const = 0;
 };
 
 // Monotonic wall time (std::chrono::steady_clock), origin at process start.
@@ -29,6 +33,7 @@ class SteadyClock final : public Clock {
   // Through the current offset between the wall clock and this one, so a
   // wall-clock step (NTP) moves only timestamps taken across it.
   double from_realtime_us(uint64_t realtime_us) const override;
+  uint64_t to_realtime_us(double time_s) const override;
   // The process-wide instance.
   static std::shared_ptr<SteadyClock> instance();
 };
@@ -45,6 +50,7 @@ class VirtualClock final : public Clock {
   // A virtual clock is its own wall clock: microsecond timestamps are its
   // seconds x 1e6 (what test doubles of drivers stamp their samples with).
   double from_realtime_us(uint64_t realtime_us) const override { return static_cast<double>(realtime_us) * 1e-6; }
+  uint64_t to_realtime_us(double time_s) const override { return static_cast<uint64_t>(std::llround(time_s * 1e6)); }
   void advance_s(double delta_s);
   void set_s(double time_s);
 

@@ -30,6 +30,14 @@ double SteadyClock::from_realtime_us(uint64_t realtime_us) const {
   return steady_now_s - (wall_now_us - static_cast<double>(realtime_us)) * 1e-6;
 }
 
+uint64_t SteadyClock::to_realtime_us(double time_s) const {
+  const auto wall_now = std::chrono::system_clock::now();
+  const double steady_now_s = now_s();
+  const double wall_now_us =
+      static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(wall_now.time_since_epoch()).count());
+  return static_cast<uint64_t>(std::llround(wall_now_us - (steady_now_s - time_s) * 1e6));
+}
+
 std::shared_ptr<SteadyClock> SteadyClock::instance() {
   static const auto clock = std::make_shared<SteadyClock>();
   return clock;

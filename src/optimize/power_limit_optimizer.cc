@@ -561,6 +561,11 @@ std::optional<NoiseAwareChoice> PowerLimitOptimizer::noise_choice() const {
   return noise_choice_;
 }
 
+std::vector<CandidateSamples> PowerLimitOptimizer::samples() const {
+  std::lock_guard lock(mutex_);
+  return samples_;
+}
+
 int PowerLimitOptimizer::rounds() const {
   std::lock_guard lock(mutex_);
   return round_;

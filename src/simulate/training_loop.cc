@@ -34,6 +34,9 @@ SimulatedTraining::SimulatedTraining(std::vector<SimGpuModel> models, double bas
   drift_ = noise_.drift_sigma * standard_normal(rng_);  // start in the stationary state
   std::vector<std::shared_ptr<Gpu>> plain;
   for (std::size_t i = 0; i < models.size(); ++i) {
+    // Stalls of a few ms switch the load between ticks: exact power samples
+    // keep the windows exact, so the profiler sees the loop's noise only.
+    models[i].keeps_power_samples = true;
     gpus_.push_back(std::make_shared<SimGpu>(static_cast<unsigned>(i), models[i], clock_));
     gpus_.back()->set_load(1.0);
     plain.push_back(gpus_.back());

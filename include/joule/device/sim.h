@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,11 @@ struct SimGpuModel {
   double memory_bound_fraction = 0.2;
   double memory_power_fraction = 0.15;
   uint64_t memory_used_bytes = 1ull << 30;
+  // Whether the GPU keeps buffered power samples, as some drivers do: each
+  // the exact mean power since the previous read. Off, a sampler integrates
+  // the model's power read once per tick, which errs wherever the load
+  // changes between ticks (millisecond stalls in a training step).
+  bool keeps_power_samples = false;
 
   // Optional measured behaviour at full load, by power limit (mW): the power
   // drawn and the throughput relative to the uncapped GPU. When present it
@@ -92,6 +98,10 @@ class SimGpu final : public Gpu {
   uint32_t power_mw() override;
   // The model's power at the moment of reading: no lag, no averaging.
   std::string power_reading_source() const override { return "model"; }
+  bool has_power_samples() const override { return model_.keeps_power_samples; }
+  // Each sample the exact mean power over its span; a span ends at every
+  // change of load or settings and at each read.
+  void read_power_samples(std::vector<PowerSample>& out) override;
   uint32_t power_limit_mw() override;
   PowerLimitRange power_limit_range_mw() override;
   uint32_t default_power_limit_mw() override { return model_.default_limit_mw; }
@@ -122,6 +132,11 @@ class SimGpu final : public Gpu {
  private:
   // Accounts the energy drawn since the last change, at the old settings.
   void advance_locked() const;
+  // Before a change of load or settings: accounts the energy and ends the
+  // buffered power sample (keeps_power_samples).
+  void begin_change_locked();
+  void close_sample_locked();
+  static constexpr std::size_t kMaxBufferedSamples = 1 << 16;
   SimGpuModel::Settings settings_locked() const;
 
   unsigned index_;
@@ -130,6 +145,9 @@ class SimGpu final : public Gpu {
   mutable std::mutex mutex_;
   mutable double energy_j_ = 0.0;
   mutable double accounted_until_s_;
+  double sampled_until_s_;  // read_power_samples: the end of the last sample, and the energy then
+  double sampled_energy_j_ = 0.0;
+  std::deque<PowerSample> samples_;
   double load_ = 0.0;
   uint32_t limit_mw_;
   std::optional<ClockLock> sm_lock_, memory_lock_;

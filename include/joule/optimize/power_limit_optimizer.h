@@ -142,6 +142,8 @@ class PowerLimitOptimizer {
   // The noise-aware comparison behind the choice (after profiling here with
   // noise_aware), and the profiling's length: rounds and seconds.
   std::optional<NoiseAwareChoice> noise_choice() const;
+  // Every stretch measured so far, per candidate (the evidence behind the choice).
+  std::vector<CandidateSamples> samples() const;
   int rounds() const;
   double profiling_s() const;
   // The profile table and the decision, as text.

@@ -105,6 +105,7 @@ SimGpu::SimGpu(unsigned index, SimGpuModel model, std::shared_ptr<const Clock> c
       model_(std::move(model)),
       clock_(std::move(clock)),
       accounted_until_s_(clock_->now_s()),
+      sampled_until_s_(accounted_until_s_),
       limit_mw_(model_.default_limit_mw) {}
 
 std::string SimGpu::uuid() const { return fmt::format("SIM-{:08x}-0000-0000-0000-{:012x}", index_, index_); }
@@ -124,6 +125,30 @@ double SimGpu::energy_j() const {
   std::lock_guard lock(mutex_);
   advance_locked();
   return energy_j_;
+}
+
+void SimGpu::begin_change_locked() {
+  advance_locked();
+  if (model_.keeps_power_samples) close_sample_locked();
+}
+
+// Ends the buffered sample at the energy accounted so far: a sample never
+// spans a change of load or settings, so it is the exact mean over its span.
+void SimGpu::close_sample_locked() {
+  if (!(accounted_until_s_ > sampled_until_s_)) return;
+  const double mean_w = (energy_j_ - sampled_energy_j_) / (accounted_until_s_ - sampled_until_s_);
+  samples_.push_back({clock_->to_realtime_us(accounted_until_s_), static_cast<uint32_t>(std::lround(mean_w * 1000.0))});
+  if (samples_.size() > kMaxBufferedSamples) samples_.pop_front();  // a driver's buffer is a ring too
+  sampled_until_s_ = accounted_until_s_;
+  sampled_energy_j_ = energy_j_;
+}
+
+void SimGpu::read_power_samples(std::vector<PowerSample>& out) {
+  if (!model_.keeps_power_samples) return Gpu::read_power_samples(out);
+  std::lock_guard lock(mutex_);
+  begin_change_locked();
+  out.insert(out.end(), samples_.begin(), samples_.end());
+  samples_.clear();
 }
 
 uint64_t SimGpu::total_energy_mj() { return static_cast<uint64_t>(energy_j() * 1000.0); }
@@ -170,13 +195,13 @@ std::optional<ClockLock> SimGpu::clock_lock_mhz(ClockDomain domain) {
 void SimGpu::lock_clock_mhz(ClockDomain domain, ClockLock clocks) {
   check_clock_lock_in_range(*this, domain, clocks, supported_clocks_mhz(domain));
   std::lock_guard lock(mutex_);
-  advance_locked();
+  begin_change_locked();
   (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_) = clocks;
 }
 
 void SimGpu::reset_clock_lock(ClockDomain domain) {
   std::lock_guard lock(mutex_);
-  advance_locked();
+  begin_change_locked();
   (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_).reset();
 }
 
@@ -185,7 +210,7 @@ uint32_t SimGpu::temperature_c() { return static_cast<uint32_t>(std::lround(30.0
 void SimGpu::set_power_limit_mw(uint32_t limit_mw) {
   check_power_limit_in_range(*this, limit_mw, power_limit_range_mw());
   std::lock_guard lock(mutex_);
-  advance_locked();
+  begin_change_locked();
   limit_mw_ = limit_mw;
 }
 
@@ -194,7 +219,7 @@ void SimGpu::set_load(double load) {
     throw Error(fmt::format("gpu{}: simulated load {} is outside [0, 1]", index_, load));
   }
   std::lock_guard lock(mutex_);
-  advance_locked();
+  begin_change_locked();
   load_ = load;
 }
 
