@@ -138,6 +138,42 @@ TEST(SimGpuTest, EnergyIntegratesPowerOverVirtualTimeAcrossChanges) {
   EXPECT_EQ(gpu.power_limit_mw(), 700'000u);
 }
 
+// Buffered power samples, as a driver keeps them: each the exact mean over a
+// span that ends at every change, so a 2 ms stall is not smeared into the
+// steps beside it; none unless the model keeps them.
+TEST(SimGpuTest, BufferedPowerSamplesAreExactMeansBetweenChanges) {
+  auto clock = std::make_shared<VirtualClock>(10.0);
+  SimGpuModel model;
+  SimGpu plain(0, model, clock);
+  EXPECT_FALSE(plain.has_power_samples());
+  model.keeps_power_samples = true;
+  SimGpu gpu(0, model, clock);
+  EXPECT_TRUE(gpu.has_power_samples());
+  clock->advance_s(1.0);       // idle: one sample of 70 W
+  gpu.set_load(1.0);
+  clock->advance_s(0.011);     // 650 W
+  gpu.set_load(0.0);
+  clock->advance_s(0.002);     // 70 W
+  gpu.set_load(1.0);
+  gpu.set_power_limit_mw(300'000);  // no time at the old limit: no sample
+  clock->advance_s(0.004);     // capped at 300 W; read mid-span
+  std::vector<PowerSample> samples;
+  gpu.read_power_samples(samples);
+  ASSERT_EQ(samples.size(), 4u);
+  const std::vector<std::pair<uint64_t, uint32_t>> expected = {
+      {11'000'000, 70'000}, {11'011'000, 650'000}, {11'013'000, 70'000}, {11'017'000, 300'000}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(samples[i].timestamp_us, expected[i].first) << i;
+    EXPECT_EQ(samples[i].power_mw, expected[i].second) << i;
+  }
+  clock->advance_s(0.003);
+  samples.clear();
+  gpu.read_power_samples(samples);  // only what came since
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].timestamp_us, 11'020'000u);
+  EXPECT_EQ(samples[0].power_mw, 300'000u);
+}
+
 TEST(SimGpuTest, RefusesLimitsOutsideItsRangeWithoutChangingAnything) {
   auto clock = std::make_shared<VirtualClock>();
   SimGpu gpu(3, SimGpuModel{}, clock);
