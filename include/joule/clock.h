@@ -3,9 +3,8 @@
 // interface reads the system time.
 #pragma once
 
-#include <cmath>
-
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 
@@ -36,6 +35,14 @@ class SteadyClock final : public Clock {
   uint64_t to_realtime_us(double time_s) const override;
   // The process-wide instance.
   static std::shared_ptr<SteadyClock> instance();
+
+ private:
+  // The wall clock (microseconds) and this clock, read together.
+  struct Now {
+    double wall_us;
+    double steady_s;
+  };
+  Now now_on_both() const;
 };
 
 // CPU time the calling thread has used, in seconds (for cost figures).

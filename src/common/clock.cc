@@ -22,20 +22,21 @@ double SteadyClock::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();
 }
 
-double SteadyClock::from_realtime_us(uint64_t realtime_us) const {
+SteadyClock::Now SteadyClock::now_on_both() const {
   const auto wall_now = std::chrono::system_clock::now();
-  const double steady_now_s = now_s();
-  const double wall_now_us =
-      static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(wall_now.time_since_epoch()).count());
-  return steady_now_s - (wall_now_us - static_cast<double>(realtime_us)) * 1e-6;
+  const double steady_s = now_s();
+  return {static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(wall_now.time_since_epoch()).count()),
+          steady_s};
+}
+
+double SteadyClock::from_realtime_us(uint64_t realtime_us) const {
+  const Now now = now_on_both();
+  return now.steady_s - (now.wall_us - static_cast<double>(realtime_us)) * 1e-6;
 }
 
 uint64_t SteadyClock::to_realtime_us(double time_s) const {
-  const auto wall_now = std::chrono::system_clock::now();
-  const double steady_now_s = now_s();
-  const double wall_now_us =
-      static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(wall_now.time_since_epoch()).count());
-  return static_cast<uint64_t>(std::llround(wall_now_us - (steady_now_s - time_s) * 1e6));
+  const Now now = now_on_both();
+  return static_cast<uint64_t>(std::llround(now.wall_us - (now.steady_s - time_s) * 1e6));
 }
 
 std::shared_ptr<SteadyClock> SteadyClock::instance() {

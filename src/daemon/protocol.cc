@@ -74,14 +74,8 @@ Request parse_request(std::string_view line) {
   }
   if (request.op == Op::kLockClock || request.op == Op::kResetClock) {
     const auto domain = j.find("domain");
-    const std::string domain_name = domain != j.end() && domain->is_string() ? domain->get<std::string>() : "";
-    if (domain_name == "sm") {
-      request.domain = ClockDomain::kSm;
-    } else if (domain_name == "memory") {
-      request.domain = ClockDomain::kMemory;
-    } else {
-      throw ProtocolError("\"domain\" must be \"sm\" or \"memory\"");
-    }
+    if (domain != j.end() && domain->is_string()) request.domain = clock_domain_from_string(domain->get<std::string>());
+    if (!request.domain) throw ProtocolError("\"domain\" must be \"sm\" or \"memory\"");
   }
   if (request.op == Op::kLockClock) {
     request.clock_lock = clock_lock_from_json(j, "the lock_clock request");

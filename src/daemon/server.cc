@@ -48,9 +48,9 @@ Lease lease_from_record(const nlohmann::json& record) {
   lease.original_limit_mw = record.at("original_limit_mw").get<uint32_t>();
   const nlohmann::json clocks = record.value("clocks", nlohmann::json::object());
   for (const auto& [name, lock] : clocks.items()) {
-    const ClockDomain domain = name == "sm" ? ClockDomain::kSm : name == "memory" ? ClockDomain::kMemory
-                                            : throw ProtocolError(fmt::format("unknown clock domain \"{}\"", name));
-    lease.original_clocks[domain] = clock_lock_from_json(lock, "clocks");
+    const std::optional<ClockDomain> domain = clock_domain_from_string(name);
+    if (!domain) throw ProtocolError(fmt::format("unknown clock domain \"{}\"", name));
+    lease.original_clocks[*domain] = clock_lock_from_json(lock, "clocks");
   }
   return lease;
 }

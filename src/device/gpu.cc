@@ -31,6 +31,13 @@ const char* to_string(GpuCapability capability) {
   return "unknown";
 }
 
+std::optional<ClockDomain> clock_domain_from_string(std::string_view name) {
+  for (const ClockDomain domain : kAllClockDomains) {
+    if (name == to_string(domain)) return domain;
+  }
+  return std::nullopt;
+}
+
 const char* to_string(ClockDomain domain) {
   switch (domain) {
     case ClockDomain::kSm: return "sm";

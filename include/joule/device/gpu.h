@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "joule/error.h"
@@ -69,6 +70,8 @@ struct PowerSample {
 enum class ClockDomain { kSm, kMemory };
 inline constexpr ClockDomain kAllClockDomains[] = {ClockDomain::kSm, ClockDomain::kMemory};
 const char* to_string(ClockDomain domain);  // "sm", "memory"
+// The reverse of to_string; none for any other name.
+std::optional<ClockDomain> clock_domain_from_string(std::string_view name);
 
 // A clock lock: the driver keeps the domain's clock within [min_mhz, max_mhz]
 // (under load it runs at the top, unless power or heat hold it lower). A clock

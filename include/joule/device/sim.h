@@ -45,7 +45,8 @@ struct SimGpuModel {
   double memory_power_fraction = 0.15;
   uint64_t memory_used_bytes = 1ull << 30;
   // Whether the GPU keeps buffered power samples, as some drivers do: each
-  // the exact mean power since the previous read. Off, a sampler integrates
+  // the exact mean power over a span that ends at every change of load or
+  // settings and at each read. Off, a sampler integrates
   // the model's power read once per tick, which errs wherever the load
   // changes between ticks (millisecond stalls in a training step).
   bool keeps_power_samples = false;
