@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Studies a two-stage decision rule for noise-aware power-limit profiling offline.
 
-Input: the CSV of `joule_bench_noisy_profiling --max-rounds R --dump FILE` (every candidate
+Input: the CSV of `joule_bench_noisy_profiling --screening-rounds R --dump FILE` (every candidate
 visited in each of R rounds; one row per stretch with the candidate's true cost against the best).
 Rule: screen every candidate for R1 rounds, pick the lowest 3-point running mean of the
 stall-adjusted cost, confirm the pick against the baseline over the next R2 rounds with one

@@ -42,9 +42,11 @@ int main(int argc, char** argv) {
   options.measure_steps = 8;
   options.min_warmup_s = 0;
   options.min_measure_s = 0;
+  options.screening_rounds = 2;   // and few rounds: real jobs keep the defaults (3, then 20 confirming)
+  options.confirming_rounds = 4;
   joule::PowerLimitOptimizer optimizer(monitor, options);
 
-  // Enough epochs for profiling: every limit twice, then those still undecided.
+  // Enough epochs for profiling: every limit twice, then the best against the limit in force.
   for (int epoch = 0; epoch < 16; ++epoch) {
     monitor.begin_window("epoch");
     optimizer.on_epoch_begin();

@@ -64,9 +64,11 @@ def parse_args(argv):
     p.add_argument("--warmup-steps", type=int, default=1)
     p.add_argument("--measure-steps", type=int, default=3)
     p.add_argument("--min-measure-s", type=float, default=0.0)
-    p.add_argument("--max-rounds", type=int, default=2,
-                   help="rounds of profiling at most (every limit is visited twice; real jobs keep the default 4, "
-                        "which revisits limits still undecided)")
+    p.add_argument("--screening-rounds", type=int, default=2,
+                   help="rounds of every limit before deciding (real jobs keep the defaults: 3 screening rounds, "
+                        "then 20 confirming rounds of the best limit against the one in force)")
+    p.add_argument("--confirming-rounds", type=int, default=0,
+                   help="rounds confirming the screening's best limit against the one in force (0: decide at once)")
     p.add_argument("--interval-ms", type=float, default=5.0, help="the monitor's sampling interval")
     p.add_argument("--json", action="store_true", help="one JSON object per recurrence on stdout")
     args = p.parse_args(argv)
@@ -124,7 +126,9 @@ def run_recurrence(client, args, monitor, data):
         step_w = max((gpu["max_limit_w"] - gpu["min_limit_w"]) / (args.limits - 1), 1.0)
         plo = rec.make_power_limit_optimizer(step_w=step_w, warmup_steps=args.warmup_steps,
                                              measure_steps=args.measure_steps, min_warmup_s=args.min_measure_s / 2,
-                                             min_measure_s=args.min_measure_s, max_rounds=args.max_rounds)
+                                             min_measure_s=args.min_measure_s,
+                                             screening_rounds=args.screening_rounds,
+                                             confirming_rounds=args.confirming_rounds)
         callbacks = joule.torch.TrainingCallbacks(plo)
         torch.manual_seed(rec.recurrence_id)
         model = torch.nn.Linear(FEATURES, 1).to(device)

@@ -21,8 +21,8 @@ typedef struct joule_session joule_session;
  *                    "observer": true, "step_w": 25, "warmup_steps": 5,
  *                    "measure_steps": 20, "min_warmup_s": 1, "min_measure_s": 2,
  *                    "job": "name", "batch_size": 0, "profile_path": "",
- *                    "reprofile": false, "noise_aware": true, "min_rounds": 2,
- *                    "max_rounds": 4, "stretches_per_visit": 2, "confidence": 0.95,
+ *                    "reprofile": false, "noise_aware": true, "screening_rounds": 3,
+ *                    "confirming_rounds": 20, "stretches_per_visit": 2, "confidence": 0.95,
  *                    "knob": "power_limit", "step_mhz": 90, "min_clock_fraction": 0.5}}
  * ("knob": "sm_clock" or "memory_clock" turns clock caps instead of limits.)
  * Returns NULL on failure. */

@@ -83,14 +83,15 @@ class PowerLimitOptimizer:
         # holds it where Python's collector cannot see: a callback that refers
         # to the optimizer should do so through a weakref.
         on_profiled: Optional[Callable[[list[dict]], None]] = None,
-        # Noise: every limit visited in at least min_rounds rounds (then those
-        # still undecided, up to max_rounds), each visit split in
-        # stretches_per_visit stretches; the choice leaves the limit in force
-        # only on a difference significant at `confidence`. noise_aware=False:
-        # one round and the plain argmin.
+        # Noise: screening_rounds rounds of every limit pick a contender, then
+        # confirming_rounds rounds of it and the limit in force decide, each
+        # visit split in stretches_per_visit stretches; the choice leaves the
+        # limit in force only on a difference significant at `confidence`.
+        # confirming_rounds=0: one stage, decided on the screening rounds.
+        # noise_aware=False: one round and the plain argmin.
         noise_aware: bool = True,
-        min_rounds: int = 2,
-        max_rounds: int = 4,
+        screening_rounds: int = 3,
+        confirming_rounds: int = 20,
         stretches_per_visit: int = 2,
         confidence: float = 0.95,
         # What to turn on every GPU: "power_limit", "sm_clock" or

@@ -96,8 +96,8 @@ joule_session* joule_session_open(const char* options_json) {
       options.warmup_steps = p.value("warmup_steps", defaults.warmup_steps);
       options.measure_steps = p.value("measure_steps", defaults.measure_steps);
       options.noise_aware = p.value("noise_aware", defaults.noise_aware);
-      options.min_rounds = p.value("min_rounds", defaults.min_rounds);
-      options.max_rounds = p.value("max_rounds", defaults.max_rounds);
+      options.screening_rounds = p.value("screening_rounds", defaults.screening_rounds);
+      options.confirming_rounds = p.value("confirming_rounds", defaults.confirming_rounds);
       options.stretches_per_visit = p.value("stretches_per_visit", defaults.stretches_per_visit);
       options.confidence = p.value("confidence", defaults.confidence);
       options.min_warmup_s = p.value("min_warmup_s", defaults.min_warmup_s);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <map>
 #include <utility>
@@ -163,19 +162,17 @@ Spread pooled_spread(const std::vector<std::vector<double>>& visits_per_candidat
   return s;
 }
 
-}  // namespace
+// Each candidate's means and standard errors (the stall covariate taken
+// out where known), and the pooled spreads behind them.
+struct Estimated {
+  std::vector<CandidateEstimate> estimates;
+  Spread cost_spread, time_spread;
+  bool stall_adjusted = false;
+};
 
-NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidates, std::size_t baseline,
-                                   const Objective& objective, double price_w, const NoiseAwareOptions& options) {
-  if (candidates.empty()) throw UsageError("noise-aware choice: no candidates");
-  if (baseline >= candidates.size()) throw UsageError("noise-aware choice: the baseline is not a candidate");
-  if (!(options.confidence > 0.5 && options.confidence < 1.0)) {
-    throw UsageError(fmt::format("noise-aware choice: confidence {} is outside (0.5, 1)", options.confidence));
-  }
-  objective.validate();
-
-  NoiseAwareChoice choice;
-  choice.chosen = baseline;
+Estimated estimate_candidates(const std::vector<CandidateSamples>& candidates, const Objective& objective,
+                              double price_w) {
+  Estimated out;
   const std::size_t k = candidates.size();
   std::vector<std::vector<double>> cost_visits(k), time_visits(k), stall_visits(k);
   for (std::size_t c = 0; c < k; ++c) {
@@ -187,68 +184,129 @@ NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidat
     cost_visits[c] = means.cost;
     time_visits[c] = means.time_s;
     stall_visits[c] = means.stall_s;
-    choice.estimates.push_back(e);
+    out.estimates.push_back(e);
   }
   const std::vector<std::vector<double>> raw_times = time_visits;
-  choice.stall_adjusted = adjust_for_stalls(cost_visits, stall_visits, raw_times);
-  if (choice.stall_adjusted) adjust_for_stalls(time_visits, stall_visits, raw_times);
-  for (std::size_t c = 0; c < k; ++c) {
-    choice.estimates[c].cost = mean_of(cost_visits[c]);
-    choice.estimates[c].time_per_step_s = mean_of(time_visits[c]);
-  }
-  Spread cost_spread = pooled_spread(cost_visits);
-  Spread time_spread = pooled_spread(time_visits);
-  if (choice.stall_adjusted) {  // the regression's slope took one degree of freedom
-    for (Spread* s : {&cost_spread, &time_spread}) {
+  out.stall_adjusted = adjust_for_stalls(cost_visits, stall_visits, raw_times);
+  if (out.stall_adjusted) adjust_for_stalls(time_visits, stall_visits, raw_times);
+  out.cost_spread = pooled_spread(cost_visits);
+  out.time_spread = pooled_spread(time_visits);
+  if (out.stall_adjusted) {  // the regression's slope took one degree of freedom
+    for (Spread* s : {&out.cost_spread, &out.time_spread}) {
       s->relative_variance = s->df > 1.0 ? s->relative_variance * s->df / (s->df - 1.0) : 0.0;
       s->df -= 1.0;
     }
   }
-  choice.relative_sd = std::sqrt(cost_spread.relative_variance);
-  const auto standard_error = [](const Spread& spread, double mean, std::size_t n) {
-    return mean * std::sqrt(spread.relative_variance / static_cast<double>(n));
-  };
+  for (std::size_t c = 0; c < k; ++c) {
+    CandidateEstimate& e = out.estimates[c];
+    e.cost = mean_of(cost_visits[c]);
+    e.time_per_step_s = mean_of(time_visits[c]);
+    if (e.visits == 0 || out.cost_spread.df < 1.0) continue;
+    const auto n = static_cast<double>(e.visits);
+    e.cost_se = e.cost * std::sqrt(out.cost_spread.relative_variance / n);
+    e.time_se = e.time_per_step_s * std::sqrt(out.time_spread.relative_variance / n);
+  }
+  return out;
+}
+
+void validate(const std::vector<CandidateSamples>& candidates, std::size_t baseline, const Objective& objective,
+              const NoiseAwareOptions& options) {
+  if (candidates.empty()) throw UsageError("noise-aware choice: no candidates");
+  if (baseline >= candidates.size()) throw UsageError("noise-aware choice: the baseline is not a candidate");
+  if (!(options.confidence > 0.5 && options.confidence < 1.0)) {
+    throw UsageError(fmt::format("noise-aware choice: confidence {} is outside (0.5, 1)", options.confidence));
+  }
+  if (!(options.screening_share > 0.0 && options.screening_share < 1.0) || !(options.tolerance >= 0.0)) {
+    throw UsageError(fmt::format("noise-aware choice: screening's share {} must lie in (0, 1) and tolerance {} be >= 0",
+                                 options.screening_share, options.tolerance));
+  }
+  objective.validate();
+}
+
+double relative_difference_se(const CandidateEstimate& a, const CandidateEstimate& b) {
+  return std::hypot(a.cost_se, b.cost_se);
+}
+
+// Indices of the measured candidates in ascending setting.
+std::vector<std::size_t> measured_by_setting(const std::vector<CandidateEstimate>& estimates) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < estimates.size(); ++i) {
+    if (estimates[i].visits > 0) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return estimates[a].setting < estimates[b].setting;
+  });
+  return order;
+}
+
+// value(c) averaged with its neighbours in setting (order: ascending).
+std::vector<double> running_mean(const std::vector<std::size_t>& order, const std::vector<CandidateEstimate>& estimates,
+                                 double CandidateEstimate::*value) {
+  std::vector<double> out(estimates.size(), 0.0);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const std::size_t first = i == 0 ? 0 : i - 1, last = std::min(i + 1, order.size() - 1);
+    double sum = 0;
+    for (std::size_t j = first; j <= last; ++j) sum += estimates[order[j]].*value;
+    out[order[i]] = sum / static_cast<double>(last - first + 1);
+  }
+  return out;
+}
+
+std::size_t fastest_setting(const std::vector<CandidateEstimate>& estimates, const std::vector<std::size_t>& among) {
+  return *std::max_element(among.begin(), among.end(), [&](std::size_t a, std::size_t b) {
+    return estimates[a].setting < estimates[b].setting;
+  });
+}
+
+std::string stalls_note(bool adjusted) { return adjusted ? ", stalls taken out" : ""; }
+
+}  // namespace
+
+NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidates, std::size_t baseline,
+                                   const Objective& objective, double price_w, const NoiseAwareOptions& options) {
+  validate(candidates, baseline, objective, options);
+  const std::size_t k = candidates.size();
+  Estimated est = estimate_candidates(candidates, objective, price_w);
+  NoiseAwareChoice choice;
+  choice.chosen = baseline;
+  choice.stall_adjusted = est.stall_adjusted;
+  choice.relative_sd = std::sqrt(est.cost_spread.relative_variance);
+  choice.degrees_of_freedom = est.cost_spread.df;
+  choice.estimates = std::move(est.estimates);
 
   const CandidateEstimate& base = choice.estimates[baseline];
-  if (base.visits == 0 || cost_spread.df < 1.0) {
+  if (base.visits == 0 || est.cost_spread.df < 1.0) {
     // Nothing to compare yet: every candidate is open, and staying is the choice.
     for (std::size_t c = 0; c < k; ++c) choice.open.push_back(c);
     choice.summary = "too few measurements to compare: staying at the baseline";
     return choice;
   }
   std::size_t comparisons = 0;
+  for (std::size_t c = 0; c < k; ++c) comparisons += c != baseline && choice.estimates[c].visits > 0 ? 1 : 0;
+  const double alpha = (1.0 - options.confidence) / static_cast<double>(std::max<std::size_t>(1, comparisons));
+  choice.t_critical = choice.estimates_t_critical = student_t_quantile(1.0 - alpha, est.cost_spread.df);
+  const double t = choice.t_critical;
+  // kMaxSlowdown: against the fastest limit's mean, as choose_power_limit() counts it.
+  const double fastest_s = [&] {
+    double fastest = base.time_per_step_s;
+    for (const CandidateEstimate& e : choice.estimates) {
+      if (e.visits > 0) fastest = std::min(fastest, e.time_per_step_s);
+    }
+    return fastest;
+  }();
+  const bool bounded = objective.kind == Objective::Kind::kMaxSlowdown;
   for (std::size_t c = 0; c < k; ++c) {
     CandidateEstimate& e = choice.estimates[c];
-    if (e.visits == 0) continue;
-    e.cost_se = standard_error(cost_spread, e.cost, e.visits);
-    if (c != baseline) ++comparisons;
-  }
-  const double alpha = (1.0 - options.confidence) / static_cast<double>(std::max<std::size_t>(1, comparisons));
-  choice.t_critical = student_t_quantile(1.0 - alpha, cost_spread.df);
-  const double t = choice.t_critical;
-  if (objective.kind == Objective::Kind::kMaxSlowdown) {
-    // Against the fastest limit's mean, as choose_power_limit() counts it.
-    double fastest_s = base.time_per_step_s;
-    for (const CandidateEstimate& e : choice.estimates) {
-      if (e.visits > 0) fastest_s = std::min(fastest_s, e.time_per_step_s);
-    }
-    for (std::size_t c = 0; c < k; ++c) {
-      CandidateEstimate& e = choice.estimates[c];
-      if (c == baseline || e.visits == 0) continue;
-      const double time_se = standard_error(time_spread, e.time_per_step_s, e.visits);
-      e.admissible = e.time_per_step_s + t * time_se <= objective.max_slowdown * fastest_s;
-    }
+    if (!bounded || c == baseline || e.visits == 0) continue;
+    e.admissible = e.time_per_step_s + t * e.time_se <= objective.max_slowdown * fastest_s;
   }
 
   // Significantly better than the baseline: the lowest mean among those.
-  const auto difference_se = [&](std::size_t a, std::size_t b) {
-    return std::hypot(choice.estimates[a].cost_se, choice.estimates[b].cost_se);
-  };
   for (std::size_t c = 0; c < k; ++c) {
     const CandidateEstimate& e = choice.estimates[c];
     if (c == baseline || e.visits == 0 || !e.admissible) continue;
     const double gain = base.cost - e.cost;
-    if (gain > t * difference_se(c, baseline) && gain > 1e-9 * base.cost &&
+    if (gain > t * relative_difference_se(e, base) && gain > 1e-9 * base.cost &&
         (choice.chosen == baseline || e.cost < choice.estimates[choice.chosen].cost)) {
       choice.chosen = c;
     }
@@ -257,6 +315,8 @@ NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidat
 
   // Open: a candidate that could still beat the choice by more than the
   // tolerance (its plausible advantage), and then the choice itself too.
+  // kMaxSlowdown: one not shown inadmissible either (its time's lower bound
+  // past the slowdown).
   const CandidateEstimate& chosen = choice.estimates[choice.chosen];
   const double worth = options.tolerance * chosen.cost;
   for (std::size_t c = 0; c < k; ++c) {
@@ -266,8 +326,8 @@ NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidat
       choice.open.push_back(c);
       continue;
     }
-    if (!e.admissible) continue;
-    if (chosen.cost - e.cost + t * difference_se(c, choice.chosen) > worth) choice.open.push_back(c);
+    if (bounded && !e.admissible && e.time_per_step_s - t * e.time_se > objective.max_slowdown * fastest_s) continue;
+    if (chosen.cost - e.cost + t * relative_difference_se(e, chosen) > worth) choice.open.push_back(c);
   }
   if (!choice.open.empty()) choice.open.push_back(choice.chosen);
   std::sort(choice.open.begin(), choice.open.end());
@@ -278,12 +338,186 @@ NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidat
     choice.summary = fmt::format(
         "{:g} over the baseline {:g}: cost {:+.1f}% +- {:.1f}% (significant at {:g}% over {} comparisons{})",
         chosen.setting, base.setting, -100.0 * gain / base.cost,
-        100.0 * t * difference_se(choice.chosen, baseline) / base.cost, confidence_pct, comparisons,
-        choice.stall_adjusted ? ", stalls taken out" : "");
+        100.0 * t * relative_difference_se(chosen, base) / base.cost, confidence_pct, comparisons,
+        stalls_note(choice.stall_adjusted));
   } else {
     choice.summary = fmt::format("no significant difference at {:g}% over {} comparisons{}: staying at {:g}",
-                                 confidence_pct, comparisons, choice.stall_adjusted ? ", stalls taken out" : "",
-                                 base.setting);
+                                 confidence_pct, comparisons, stalls_note(choice.stall_adjusted), base.setting);
+  }
+  return choice;
+}
+
+namespace {
+
+// Whether some candidate could be more than the tolerance cheaper than the
+// baseline at the top of its own interval (no correction: a stricter bound
+// only sends more to confirming); kMaxSlowdown: among those not shown
+// slower than the bound (their time's lower bound past it).
+bool any_could_be_cheaper(const NoiseAwareChoice& choice, std::size_t baseline, const Objective& objective,
+                          double t_each, double tolerance) {
+  const CandidateEstimate& base = choice.estimates[baseline];
+  double fastest_s = base.time_per_step_s;
+  for (const CandidateEstimate& e : choice.estimates) {
+    if (e.visits > 0) fastest_s = std::min(fastest_s, e.time_per_step_s);
+  }
+  for (std::size_t c = 0; c < choice.estimates.size(); ++c) {
+    const CandidateEstimate& e = choice.estimates[c];
+    if (c == baseline || e.visits == 0) continue;
+    if (objective.kind == Objective::Kind::kMaxSlowdown &&
+        e.time_per_step_s - t_each * e.time_se > objective.max_slowdown * fastest_s) {
+      continue;
+    }
+    if (base.cost - e.cost + t_each * relative_difference_se(e, base) > tolerance * base.cost) return true;
+  }
+  return false;
+}
+
+// The lowest smoothed cost, the baseline aside; kMaxSlowdown: among those
+// whose smoothed time is within the slowdown of the largest setting's.
+// order: the measured candidates by setting. None: estimates.size().
+std::size_t pick_contender(const std::vector<CandidateEstimate>& e, const std::vector<std::size_t>& order,
+                           std::size_t baseline, const Objective& objective) {
+  const std::vector<double> cost = running_mean(order, e, &CandidateEstimate::cost);
+  const std::vector<double> time_s = running_mean(order, e, &CandidateEstimate::time_per_step_s);
+  const double bound_s = objective.max_slowdown * e[fastest_setting(e, order)].time_per_step_s;
+  std::size_t contender = e.size();
+  for (const std::size_t c : order) {
+    if (c == baseline) continue;
+    if (objective.kind == Objective::Kind::kMaxSlowdown && time_s[c] > bound_s) continue;
+    if (contender == e.size() || cost[c] < cost[contender]) contender = c;
+  }
+  return contender;
+}
+
+// kMaxSlowdown's confirming sequence: the confirmed candidates other than
+// the reference (the largest setting) and the baseline, fastest first, each
+// passing when its time's estimate is within max_slowdown of the
+// reference's and its upper bound within max_slowdown * (1 + tolerance);
+// the last to pass before the first failure (the baseline when none).
+std::size_t slowest_within_bound(const std::vector<CandidateEstimate>& e, const std::vector<std::size_t>& confirmed,
+                                 std::size_t baseline, double max_slowdown, double tolerance, double t,
+                                 std::string& note) {
+  const std::size_t reference = fastest_setting(e, confirmed);
+  std::vector<std::size_t> sequence;
+  for (const std::size_t c : confirmed) {
+    if (c != reference && c != baseline) sequence.push_back(c);
+  }
+  std::sort(sequence.begin(), sequence.end(), [&](std::size_t a, std::size_t b) { return e[a].setting > e[b].setting; });
+  const CandidateEstimate& ref = e[reference];
+  std::size_t passed = baseline;
+  for (const std::size_t c : sequence) {
+    const double ratio = e[c].time_per_step_s / ref.time_per_step_s;
+    const double ratio_se = ratio * std::hypot(e[c].time_se / e[c].time_per_step_s, ref.time_se / ref.time_per_step_s);
+    if (ratio > max_slowdown || ratio + t * ratio_se > max_slowdown * (1.0 + tolerance)) {
+      note = fmt::format("; {:g} is {:.1f}% +- {:.1f}% slower than {:g}, not shown within {:.0f}%", e[c].setting,
+                         100.0 * (ratio - 1.0), 100.0 * t * ratio_se, ref.setting, 100.0 * (max_slowdown - 1.0));
+      break;
+    }
+    passed = c;
+  }
+  return passed;
+}
+
+}  // namespace
+
+NoiseAwareChoice screen_with_noise(const std::vector<CandidateSamples>& candidates, std::size_t baseline,
+                                   const Objective& objective, double price_w, const NoiseAwareOptions& options) {
+  validate(candidates, baseline, objective, options);
+  NoiseAwareOptions quick = options;
+  quick.confidence = 1.0 - (1.0 - options.confidence) * options.screening_share;
+  NoiseAwareChoice choice = choose_with_noise(candidates, baseline, objective, price_w, quick);
+  if (choice.moved && choice.open.empty()) {
+    choice.summary += ", decided at screening";
+    return choice;
+  }
+  if (choice.t_critical == 0.0) return choice;  // too few measurements to compare: staying
+  const std::vector<CandidateEstimate>& e = choice.estimates;
+  const double alpha = (1.0 - options.confidence) * (1.0 - options.screening_share);
+  if (!any_could_be_cheaper(choice, baseline, objective, student_t_quantile(1.0 - alpha, choice.degrees_of_freedom),
+                            options.tolerance)) {
+    choice.summary = fmt::format("no candidate can be {:g}% cheaper at {:g}%{}: staying at {:g}",
+                                 100.0 * options.tolerance, 100.0 * options.confidence,
+                                 stalls_note(choice.stall_adjusted), e[baseline].setting);
+    return choice;
+  }
+  const std::vector<std::size_t> order = measured_by_setting(e);
+  const std::size_t contender = pick_contender(e, order, baseline, objective);
+  if (contender == e.size()) {
+    choice.summary = fmt::format("no candidate within the slowdown at screening: staying at {:g}", e[baseline].setting);
+    return choice;
+  }
+  choice.confirm = {baseline, contender};
+  if (objective.kind == Objective::Kind::kMaxSlowdown) {  // the reference and both neighbours
+    const auto at = static_cast<std::size_t>(std::find(order.begin(), order.end(), contender) - order.begin());
+    choice.confirm.push_back(fastest_setting(e, order));
+    if (at > 0) choice.confirm.push_back(order[at - 1]);
+    if (at + 1 < order.size()) choice.confirm.push_back(order[at + 1]);
+  }
+  std::sort(choice.confirm.begin(), choice.confirm.end());
+  choice.confirm.erase(std::unique(choice.confirm.begin(), choice.confirm.end()), choice.confirm.end());
+  choice.chosen = baseline;
+  choice.moved = false;
+  choice.decided = false;
+  choice.summary = fmt::format("contender {:g} (cost {:+.1f}% against {:g} at screening): to be confirmed",
+                               e[contender].setting, 100.0 * (e[contender].cost / e[baseline].cost - 1.0),
+                               e[baseline].setting);
+  return choice;
+}
+
+NoiseAwareChoice confirm_with_noise(const std::vector<CandidateSamples>& confirming, std::size_t baseline,
+                                    const NoiseAwareChoice& screening, const Objective& objective, double price_w,
+                                    const NoiseAwareOptions& options) {
+  validate(confirming, baseline, objective, options);
+  if (screening.decided || screening.confirm.size() < 2 || confirming.size() != screening.estimates.size()) {
+    throw UsageError("noise-aware choice: confirming needs an undecided screening of the same candidates");
+  }
+  NoiseAwareChoice choice = screening;
+  choice.decided = true;
+  choice.chosen = baseline;
+  choice.moved = false;
+  const Estimated est = estimate_candidates(confirming, objective, price_w);
+  choice.stall_adjusted = est.stall_adjusted;
+  choice.relative_sd = std::sqrt(est.cost_spread.relative_variance);
+  choice.degrees_of_freedom = est.cost_spread.df;
+  for (const std::size_t c : screening.confirm) choice.confirmed.push_back(est.estimates[c]);
+  const std::vector<CandidateEstimate>& e = est.estimates;
+  const CandidateEstimate& base = e[baseline];
+  const double alpha = (1.0 - options.confidence) * (1.0 - options.screening_share);
+  const double confidence_pct = 100.0 * (1.0 - alpha);
+  if (base.visits < 2 || est.cost_spread.df < 1.0) {
+    choice.summary = "too few confirming measurements: staying at the baseline";
+    return choice;
+  }
+
+  std::size_t candidate = baseline;  // the one whose cost is tested against the baseline's
+  std::string bound_note;
+  if (objective.kind == Objective::Kind::kMaxSlowdown) {  // half the error rate each for time and energy
+    candidate = slowest_within_bound(e, screening.confirm, baseline, objective.max_slowdown, options.tolerance,
+                                     student_t_quantile(1.0 - alpha / 2.0, est.time_spread.df), bound_note);
+    choice.t_critical = student_t_quantile(1.0 - alpha / 2.0, est.cost_spread.df);
+  } else {
+    for (const std::size_t c : screening.confirm) {
+      if (c != baseline) candidate = c;
+    }
+    choice.t_critical = student_t_quantile(1.0 - alpha, est.cost_spread.df);
+  }
+  const CandidateEstimate& contender = e[candidate];
+  const double gain = base.cost - contender.cost;
+  const double margin = choice.t_critical * relative_difference_se(contender, base);
+  if (candidate != baseline && gain > margin && gain > 1e-9 * base.cost) {
+    choice.chosen = candidate;
+    choice.moved = true;
+    choice.summary = fmt::format("{:g} over the baseline {:g}: cost {:+.1f}% +- {:.1f}% (confirmed at {:g}% on {} "
+                                 "fresh visits each{}){}",
+                                 contender.setting, base.setting, -100.0 * gain / base.cost, 100.0 * margin / base.cost,
+                                 confidence_pct, base.visits, stalls_note(est.stall_adjusted), bound_note);
+  } else if (candidate != baseline) {
+    choice.summary = fmt::format("{:g} against the baseline {:g}: cost {:+.1f}% +- {:.1f}%, not significant at {:g}% "
+                                 "on {} fresh visits each{}: staying at {:g}{}",
+                                 contender.setting, base.setting, -100.0 * gain / base.cost, 100.0 * margin / base.cost,
+                                 confidence_pct, base.visits, stalls_note(est.stall_adjusted), base.setting, bound_note);
+  } else {
+    choice.summary = fmt::format("no contender within the slowdown: staying at {:g}{}", base.setting, bound_note);
   }
   return choice;
 }

@@ -198,12 +198,12 @@ PowerLimitOptimizer::PowerLimitOptimizer(Monitor& monitor, PowerLimitOptimizerOp
   if (options_.warmup_steps < 0 || options_.measure_steps < 1) {
     throw UsageError("power-limit optimizer: warm-up steps must be >= 0 and measured steps >= 1");
   }
-  if (options_.stretches_per_visit < 1 || options_.min_rounds < 1 || options_.max_rounds < options_.min_rounds ||
-      (options_.noise_aware && options_.max_rounds < 2)) {
+  if (options_.stretches_per_visit < 1 || options_.confirming_rounds < 0 ||
+      (options_.noise_aware && options_.screening_rounds < 2)) {
     throw UsageError(fmt::format(
-        "power-limit optimizer: stretches per visit ({}) and rounds ({}-{}) must be >= 1, max >= min, and noise-aware "
-        "profiling needs at least 2 rounds",
-        options_.stretches_per_visit, options_.min_rounds, options_.max_rounds));
+        "power-limit optimizer: stretches per visit ({}) must be >= 1, confirming rounds ({}) >= 0, and noise-aware "
+        "profiling needs at least 2 screening rounds ({})",
+        options_.stretches_per_visit, options_.confirming_rounds, options_.screening_rounds));
   }
   if (!(options_.confidence > 0.5 && options_.confidence < 1.0) || !(options_.tolerance >= 0)) {
     throw UsageError(fmt::format("power-limit optimizer: confidence {} must lie in (0.5, 1) and tolerance {} be >= 0",
@@ -466,7 +466,7 @@ void PowerLimitOptimizer::on_epoch_end() {
 }
 
 // After a visit: the next in this round, else the next round (every
-// candidate until min_rounds, then those still open), else the choice.
+// candidate while screening, then the confirming set), else the choice.
 void PowerLimitOptimizer::next_visit_locked() {
   ++visit_id_;
   if (++visit_pos_ < round_order_.size()) {
@@ -480,23 +480,43 @@ void PowerLimitOptimizer::next_visit_locked() {
     return;
   }
   const double price_w = max_limit_w_ * static_cast<double>(gpus_.size());
-  noise_choice_ = choose_with_noise(samples_, baseline_, options_.objective, price_w,
-                                    NoiseAwareOptions{options_.confidence, options_.tolerance});
-  std::vector<std::size_t> next;
-  if (round_ < options_.min_rounds) {
-    for (std::size_t c = 0; c < candidates_.size(); ++c) next.push_back(c);
-  } else if (round_ < options_.max_rounds) {
-    next = noise_choice_->open;
-  }
-  if (next.empty()) {
-    chosen_ = candidates_[noise_choice_->chosen];
-    state_ = State::kDecided;
-    finish_profiling_locked();
+  const NoiseAwareOptions noise{options_.confidence, options_.tolerance};
+  if (!confirming_ && round_ < options_.screening_rounds) {
+    visit_pos_ = 0;
+    start_visit_locked(round_order_.front());
     return;
   }
-  round_order_ = next;  // ascending index: the largest limit first, as in the first round
+  if (!confirming_ && options_.confirming_rounds == 0) {
+    decide_with_noise_locked(choose_with_noise(samples_, baseline_, options_.objective, price_w, noise));
+    return;
+  }
+  if (!confirming_) {
+    noise_choice_ = screen_with_noise(samples_, baseline_, options_.objective, price_w, noise);
+    if (noise_choice_->decided) {
+      decide_with_noise_locked(*noise_choice_);
+      return;
+    }
+    confirming_ = true;
+    first_confirming_visit_ = visit_id_;
+    round_order_ = noise_choice_->confirm;  // ascending index: the largest setting first
+  } else if (round_ >= options_.screening_rounds + options_.confirming_rounds) {
+    std::vector<CandidateSamples> confirming = samples_;
+    for (auto& candidate : confirming) {
+      std::erase_if(candidate.stretches, [&](const StretchSample& s) { return s.visit < first_confirming_visit_; });
+    }
+    decide_with_noise_locked(
+        confirm_with_noise(confirming, baseline_, *noise_choice_, options_.objective, price_w, noise));
+    return;
+  }
   visit_pos_ = 0;
   start_visit_locked(round_order_.front());
+}
+
+void PowerLimitOptimizer::decide_with_noise_locked(const NoiseAwareChoice& choice) {
+  noise_choice_ = choice;
+  chosen_ = candidates_[choice.chosen];
+  state_ = State::kDecided;
+  finish_profiling_locked();
 }
 
 void PowerLimitOptimizer::finish_profiling_locked() {
@@ -627,18 +647,32 @@ std::string PowerLimitOptimizer::report_locked() const {
   for (const auto& r : rows_) {
     std::string ci;
     if (const CandidateEstimate* e = estimate_of(setting_of(r)); e && base && base->cost > 0) {
-      ci = fmt::format("  {:>7}  {:>+7.1f}% +-{:>4.1f}%", e->visits, 100.0 * (e->cost / base->cost - 1.0),
-                       100.0 * noise_choice_->t_critical * std::hypot(e->cost_se, base->cost_se) / base->cost);
+      const auto& confirmed = noise_choice_->confirmed;
+      const auto again = std::find_if(confirmed.begin(), confirmed.end(), [&](const auto& c) { return c.setting == e->setting; });
+      const std::string visits = again == confirmed.end() ? fmt::format("{}", e->visits)
+                                                          : fmt::format("{}+{}", e->visits, again->visits);
+      ci = fmt::format("  {:>7}  {:>+7.1f}% +-{:>4.1f}%", visits, 100.0 * (e->cost / base->cost - 1.0),
+                       100.0 * noise_choice_->estimates_t_critical * std::hypot(e->cost_se, base->cost_se) / base->cost);
     }
     out += fmt::format("  {:>11.0f}  {:>7}  {:>13.3f}  {:>15.3f}  {:>12.1f}{}{}\n", setting_of(r), r.steps,
                        r.time_per_step_s * 1e3, r.energy_per_step_j, r.avg_power_w, ci,
                        chosen_ && setting_of(r) == *chosen_ ? "  <- chosen" : "");
   }
   if (noise_choice_) {
-    out += fmt::format("  {}; {} round{}, {:.1f} s of profiling; a visit's cost spreads {:.1f}%\n",
-                       noise_choice_->summary, round_, round_ == 1 ? "" : "s",
-                       profiling_s_locked(),
-                       100.0 * noise_choice_->relative_sd);
+    const int screening = std::min(round_, options_.screening_rounds);
+    out += fmt::format("  {} screening round{} of {} candidates (intervals simultaneous at {:g}%)", screening,
+                       screening == 1 ? "" : "s", candidates_.size(),
+                       100.0 * (1.0 - (1.0 - options_.confidence) * (options_.confirming_rounds > 0 ? NoiseAwareOptions{}.screening_share : 1.0)));
+    if (round_ > screening) {
+      out += fmt::format(", then {} confirming round{} of", round_ - screening, round_ - screening == 1 ? "" : "s");
+      const auto& confirmed = noise_choice_->confirmed;
+      for (std::size_t i = 0; i < confirmed.size(); ++i) {
+        out += fmt::format("{}{}", i == 0 ? " " : i + 1 == confirmed.size() ? " and " : ", ",
+                           knob_->with_unit(confirmed[i].setting));
+      }
+    }
+    out += fmt::format("; {:.1f} s of profiling; a visit's cost spreads {:.1f}%\n  {}\n", profiling_s_locked(),
+                       100.0 * noise_choice_->relative_sd, noise_choice_->summary);
   }
   if (chosen_) {
     const auto& top = rows_.front();

@@ -255,7 +255,7 @@ PYBIND11_MODULE(_joule, m) {
                        double step_w, int warmup_steps, int measure_steps, double min_warmup_s, double min_measure_s,
                        const std::string& job, int batch_size, const std::string& profile_path, bool reprofile,
                        std::optional<double> known_limit_w, std::optional<py::list> known_profile,
-                       std::optional<py::function> on_profiled, bool noise_aware, int min_rounds, int max_rounds,
+                       std::optional<py::function> on_profiled, bool noise_aware, int screening_rounds, int confirming_rounds,
                        int stretches_per_visit, double confidence, const std::string& knob, double step_mhz,
                        double min_clock_fraction) {
              joule::PowerLimitOptimizerOptions o;
@@ -263,8 +263,8 @@ PYBIND11_MODULE(_joule, m) {
              o.step_mhz = step_mhz;
              o.min_clock_fraction = min_clock_fraction;
              o.noise_aware = noise_aware;
-             o.min_rounds = min_rounds;
-             o.max_rounds = max_rounds;
+             o.screening_rounds = screening_rounds;
+             o.confirming_rounds = confirming_rounds;
              o.stretches_per_visit = stretches_per_visit;
              o.confidence = confidence;
              o.objective = joule::parse_objective(objective, eta, max_slowdown);
@@ -287,7 +287,7 @@ PYBIND11_MODULE(_joule, m) {
            "step_w"_a = 25.0, "warmup_steps"_a = 5, "measure_steps"_a = 20, "min_warmup_s"_a = 1.0,
            "min_measure_s"_a = 2.0, "job"_a = "job", "batch_size"_a = 0, "profile_path"_a = "", "reprofile"_a = false,
            "known_limit_w"_a = py::none(), "known_profile"_a = py::none(), "on_profiled"_a = py::none(),
-           "noise_aware"_a = true, "min_rounds"_a = 2, "max_rounds"_a = 4, "stretches_per_visit"_a = 2,
+           "noise_aware"_a = true, "screening_rounds"_a = 3, "confirming_rounds"_a = 20, "stretches_per_visit"_a = 2,
            "confidence"_a = 0.95, "knob"_a = "power_limit", "step_mhz"_a = 90.0, "min_clock_fraction"_a = 0.5,
            py::keep_alive<1, 2>())
       .def("on_epoch_begin", &joule::PowerLimitOptimizer::on_epoch_begin, py::call_guard<py::gil_scoped_release>())

@@ -75,12 +75,13 @@ TEST(JouleCTest, PowerLimitCallbacksProfileAndReport) {
   SimEnvironment env;
   joule_session* s = joule_session_open(
       R"({"interval_ms": 5, "power_limit": {"objective": "energy", "observer": true, "step_w": 250,
-          "warmup_steps": 1, "measure_steps": 2, "min_warmup_s": 0, "min_measure_s": 0}})");
+          "warmup_steps": 1, "measure_steps": 2, "min_warmup_s": 0, "min_measure_s": 0,
+          "screening_rounds": 2, "confirming_rounds": 0}})");
   ASSERT_NE(s, nullptr) << joule_last_error();
   char out[8192];
   joule_on_epoch_begin(s);
   int state = 0;
-  for (int i = 0; i < 60 && state != 1; ++i) {  // up to four rounds of 3 limits x 3 steps
+  for (int i = 0; i < 60 && state != 1; ++i) {  // two rounds of 3 limits x 3 steps
     ASSERT_EQ(joule_on_step_begin(s), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_EQ(joule_on_step_end(s), 0);

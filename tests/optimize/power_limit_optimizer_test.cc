@@ -22,6 +22,7 @@ PowerLimitOptimizerOptions quiet(Objective objective) {
   o.measure_steps = 5;
   o.min_warmup_s = 0;  // step counts alone, so expectations are exact
   o.min_measure_s = 0;
+  o.screening_rounds = 2;  // no noise: two rounds decide
   o.restore_on_signals = false;
   o.log = [](const std::string&) {};
   return o;
@@ -446,7 +447,8 @@ TEST(PowerLimitOptimizerTest, PicksTheArgminOfMeasuredA40AndV100Profiles) {
       SimulatedTraining training(models, 0.05);
       PowerLimitOptimizer optimizer(training.monitor(), quiet(objective));
       training.epoch(optimizer, 600);
-      ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided);
+      ASSERT_EQ(optimizer.state(), PowerLimitOptimizer::State::kDecided)
+          << entry.path() << " " << objective.describe() << " " << (optimizer.noise_choice() ? optimizer.noise_choice()->summary : "");
       const double expected = direct[choose_power_limit(direct, objective, max_w * gpu_count)].power_limit_w;
       EXPECT_DOUBLE_EQ(*optimizer.chosen_limit_w(), expected) << entry.path() << " " << objective.describe();
     }

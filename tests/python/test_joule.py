@@ -123,10 +123,11 @@ def test_pytorch_training_loop_with_the_power_limit_optimizer(fake_gpus):
     x, y = torch.randn(256, 32), torch.randint(0, 4, (256,))
 
     monitor = joule.Monitor(interval_ms=5, synchronize=joule.torch.synchronizer())
-    # Two rounds exactly (max_rounds=2): a loaded test machine's timing noise
-    # must not add a third to the set-calls checked below.
+    # Two rounds exactly (two screening rounds, none confirming): a loaded test machine's timing
+    # noise must not add more to the set-calls checked below.
     plo = joule.PowerLimitOptimizer(monitor, objective="energy", step_w=50, warmup_steps=1, measure_steps=4,
-                                    min_warmup_s=0, min_measure_s=0, job="tiny-mlp", batch_size=32, max_rounds=2)
+                                    min_warmup_s=0, min_measure_s=0, job="tiny-mlp", batch_size=32,
+                                    screening_rounds=2, confirming_rounds=0)
     callbacks = joule.torch.TrainingCallbacks(plo)
     with torch.no_grad():
         loss_before = torch.nn.functional.cross_entropy(model(x), y).item()
@@ -204,7 +205,7 @@ def test_power_limit_optimizer_hands_its_profile_over_and_starts_from_a_known_on
         handed.append(rows)
 
     quick = dict(objective="energy", step_w=50, warmup_steps=1, measure_steps=4, min_warmup_s=0, min_measure_s=0,
-                 max_rounds=2)
+                 screening_rounds=2, confirming_rounds=0)
     plo = joule.PowerLimitOptimizer(monitor, on_profiled=on_profiled, **quick)
     plo_ref = weakref.ref(plo)
     plo.on_epoch_begin()
@@ -246,7 +247,7 @@ def test_what_on_profiled_raises_comes_out_of_on_step_end(fake_gpus):
         raise KeyError("no service")
 
     plo = joule.PowerLimitOptimizer(monitor, step_w=50, warmup_steps=0, measure_steps=1, min_warmup_s=0,
-                                    min_measure_s=0, on_profiled=refuse, max_rounds=2)
+                                    min_measure_s=0, on_profiled=refuse, screening_rounds=2, confirming_rounds=0)
     with pytest.raises(KeyError, match="no service"):
         fake_steps(plo, 20, step_s=0.005)
     assert plo.state == "decided"

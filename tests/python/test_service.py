@@ -204,7 +204,7 @@ def profile_then_train(rec, steps=60, step_s=0.02):
     """A training loop of steps that only take time, with the recurrence's
     power-limit optimizer (quick profiling: 4 steps per limit)."""
     plo = rec.make_power_limit_optimizer(step_w=50, warmup_steps=1, measure_steps=3, min_warmup_s=0,
-                                         min_measure_s=0, max_rounds=2)
+                                         min_measure_s=0, screening_rounds=2, confirming_rounds=0)
     callbacks = joule.torch.TrainingCallbacks(plo)
     with callbacks.epoch():
         for _ in range(steps):

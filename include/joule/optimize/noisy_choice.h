@@ -57,27 +57,45 @@ struct CandidateEstimate {
   double energy_per_step_j = 0.0;  // mean
   double cost = 0.0;               // the objective's cost per step (mean)
   double cost_se = 0.0;            // its standard error
+  double time_se = 0.0;            // the time's
   bool admissible = true;          // kMaxSlowdown: within the slowdown at the confidence
 };
 
 struct NoiseAwareOptions {
   double confidence = 0.95;  // of each move away from the baseline, all comparisons together
   // A difference smaller than this share of the cost is not worth measuring
-  // for: candidates that cannot beat the choice by more stop being measured.
+  // for; kMaxSlowdown: also how far past max_slowdown a choice may be, at the
+  // confidence, where noise cannot tell it apart (the bound itself is met by
+  // the choice's estimate).
   double tolerance = 0.01;
+  // Two stages: the share of 1 - confidence that screening may spend on
+  // moving at once (what is left goes to the confirming test).
+  double screening_share = 0.2;
 };
 
 struct NoiseAwareChoice {
   std::size_t chosen = 0;  // index into the candidates
   bool moved = false;      // chosen is not the baseline (on a significant difference)
-  std::vector<CandidateEstimate> estimates;
-  std::vector<std::size_t> open;  // worth measuring again, the baseline included when it is
-  double t_critical = 0.0;        // the one-sided t quantile each comparison used
+  // Screening: false when the candidates in `confirm` are to be measured
+  // again in fresh rounds and compared by confirm_with_noise.
+  bool decided = true;
+  std::vector<CandidateEstimate> estimates;  // every candidate (screening's, or the one-stage rule's)
+  std::vector<std::size_t> open;     // one-stage rule: could still beat the choice by more than the tolerance
+  std::vector<std::size_t> confirm;  // screening: what the confirming rounds visit (the baseline included)
+  // Confirming: the confirmed candidates' estimates from the confirming rounds alone.
+  std::vector<CandidateEstimate> confirmed;
+  double t_critical = 0.0;        // the one-sided t quantile of the deciding test(s)
+  // The t quantile of the intervals around `estimates` (simultaneous over
+  // all comparisons at the confidence, or at screening's share of it).
+  double estimates_t_critical = 0.0;
   double relative_sd = 0.0;       // pooled spread of a visit's mean cost around its candidate's mean
+  double degrees_of_freedom = 0.0;  // of that spread
   bool stall_adjusted = false;    // the stall covariate was used (see above)
   std::string summary;            // the decision in words, with the confidence
 };
 
+// The one-stage rule: every candidate against the baseline, Bonferroni over
+// all comparisons.
 // baseline: the candidate in force before profiling (what staying means).
 // price_w: the Zeus cost's price of time (the largest limit times the GPUs).
 // kMaxSlowdown counts time against the fastest candidate's mean, as
@@ -86,6 +104,40 @@ struct NoiseAwareChoice {
 // Throws UsageError for no candidates or a baseline out of range.
 NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidates, std::size_t baseline,
                                    const Objective& objective, double price_w, const NoiseAwareOptions& options = {});
+
+// The two-stage rule. With many candidates, Bonferroni's correction makes
+// every comparison so strict that a real gain of one or two percent never
+// shows; testing the screening's best on the same data instead would pick
+// noise (the winner's curse). So screening (a few rounds of every
+// candidate) only picks a contender, and fresh confirming rounds of the
+// contender and the baseline decide, with one test that the selection did
+// not bias.
+//
+// screen_with_noise, after the screening rounds, decides at once when
+// choose_with_noise at screening_share of the error rate moves and leaves
+// nothing open (a clear winner), or when no candidate can beat the baseline
+// by more than the tolerance even at the top of its interval (staying).
+// Otherwise it picks the contender: the lowest cost after a running mean
+// over each candidate and its neighbours in setting (costs vary smoothly
+// with a setting; noise does not), and lists in `confirm` the baseline and
+// the contender; kMaxSlowdown: the contender is the cheapest in energy whose
+// smoothed time is within max_slowdown of the largest setting's, and
+// `confirm` adds that reference and the contender's two neighbours.
+NoiseAwareChoice screen_with_noise(const std::vector<CandidateSamples>& candidates, std::size_t baseline,
+                                   const Objective& objective, double price_w, const NoiseAwareOptions& options = {});
+
+// confirming: the candidates' samples from the confirming rounds only (the
+// screening's stretches left out). Moves to the contender only when its cost
+// is below the baseline's at the remaining confidence (one one-sided t test).
+// kMaxSlowdown: the contender's faster neighbour, the contender and its
+// slower neighbour are tried in that order (a fixed sequence: it stops at the
+// first that fails, so no correction is needed), each passing when its
+// time's estimate is within max_slowdown of the reference and its upper bound
+// within max_slowdown * (1 + tolerance); the slowest that passes is chosen if
+// its energy is below the baseline's. Half the error rate goes to each test.
+NoiseAwareChoice confirm_with_noise(const std::vector<CandidateSamples>& confirming, std::size_t baseline,
+                                    const NoiseAwareChoice& screening, const Objective& objective, double price_w,
+                                    const NoiseAwareOptions& options = {});
 
 // Quantiles, exposed for tests: the standard normal's, and Student's t with
 // df degrees of freedom (Cornish-Fisher expansion; df >= 1).

@@ -7,11 +7,17 @@
 // The profiling steps are real training, so it costs almost nothing.
 //
 // Real step times are noisy and drift, often by more than the differences
-// between limits, so by default every limit is visited in at least two
-// rounds, the spread of a visit's cost is estimated from all of them, the
-// limits whose comparison is still open are visited again (up to
-// max_rounds), and the choice leaves the limit in force before profiling
-// only on a difference significant at `confidence` (choose_with_noise).
+// between limits, so by default the choice is made in two stages
+// (noisy_choice.h): screening rounds visit every limit (screening_rounds,
+// default 3) and pick a contender; confirming rounds (confirming_rounds,
+// default 20) visit only the contender and the limit in force before
+// profiling, alternately, and the contender is chosen only if fresh data
+// shows it cheaper at `confidence`. A clear winner decides at screening, and
+// so does a profile where nothing can be `tolerance` cheaper. The budget is
+// bounded: at most screening_rounds x candidates + confirming_rounds x 5
+// visits (2 per confirming round, up to 5 for max-slowdown), each
+// max(warmup_steps, min_warmup_s) + max(measure_steps, min_measure_s) long
+// (plus a new warm-up where an epoch's end cuts a visit).
 //
 // All GPUs of the job get the same limit (no stragglers in data parallel);
 // energy sums over them. The original limit of every GPU it touched is put
@@ -79,11 +85,13 @@ struct PowerLimitOptimizerOptions {
   bool observer = false;       // never change a limit; profile and report only
   // Noise (see above). A visit measures stretches_per_visit stretches of
   // measure_steps / stretches_per_visit steps (and min_measure_s /
-  // stretches_per_visit seconds) each. noise_aware = false: one round, and
+  // stretches_per_visit seconds) each. confirming_rounds = 0: one stage,
+  // the choice made on the screening rounds with Bonferroni's correction over
+  // all candidates (choose_with_noise). noise_aware = false: one round, and
   // the profile's argmin, however small the difference.
   bool noise_aware = true;
-  int min_rounds = 2;
-  int max_rounds = 4;
+  int screening_rounds = 3;   // >= 2: a visit's spread needs two of each
+  int confirming_rounds = 20;
   int stretches_per_visit = 2;
   double confidence = 0.95;  // of a move away from the limit in force
   double tolerance = 0.01;   // differences below this share of the cost are not measured for
@@ -140,7 +148,8 @@ class PowerLimitOptimizer {
   std::optional<double> chosen_limit_w() const;
   std::vector<PowerLimitProfileRow> profile() const;
   // The noise-aware comparison behind the choice (after profiling here with
-  // noise_aware), and the profiling's length: rounds and seconds.
+  // noise_aware; after screening while confirming), and the profiling's
+  // length: rounds (screening and confirming) and seconds.
   std::optional<NoiseAwareChoice> noise_choice() const;
   // Every stretch measured so far, per candidate (the evidence behind the choice).
   std::vector<CandidateSamples> samples() const;
@@ -158,6 +167,7 @@ class PowerLimitOptimizer {
   void finish_profiling_locked();
   void record_stretch_locked(int steps, double elapsed_s, double energy_j, double fast_step_s);
   void decide_locked();
+  void decide_with_noise_locked(const NoiseAwareChoice& choice);
   void start_from_caller();
   void start_from_saved_profile();
   void save_profile_locked() const;
@@ -191,6 +201,8 @@ class PowerLimitOptimizer {
   // Rounds of visits (noise-aware profiling).
   std::size_t baseline_ = 0;  // the candidate nearest the limit in force before
   std::vector<std::size_t> round_order_;
+  bool confirming_ = false;
+  int first_confirming_visit_ = 0;
   std::size_t visit_pos_ = 0;
   int round_ = 0;
   int visit_id_ = 0;
