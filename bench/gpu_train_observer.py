@@ -75,6 +75,8 @@ def main():
     parser.add_argument("--baseline-steps", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--steps-per-epoch", type=int, default=400)
+    parser.add_argument("--step-w", type=float, default=25.0, help="between candidate limits")
+    parser.add_argument("--min-warmup-s", type=float, default=1.5, help="after each limit change")
     args = parser.parse_args()
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -86,7 +88,7 @@ def main():
 
     options = {"interval_ms": 100, "power_limit": {
         "objective": "cost", "eta": 0.5, "observer": True, "warmup_steps": 5, "measure_steps": 20,
-        "min_warmup_s": 1.5, "job": "observer-demo", "batch_size": args.batch}}
+        "min_warmup_s": args.min_warmup_s, "step_w": args.step_w, "job": "observer-demo", "batch_size": args.batch}}
     session = lib.joule_session_open(json.dumps(options).encode())
     if not session:
         raise SystemExit("joule: " + lib.joule_last_error().decode())

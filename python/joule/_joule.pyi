@@ -83,8 +83,9 @@ class PowerLimitOptimizer:
         # holds it where Python's collector cannot see: a callback that refers
         # to the optimizer should do so through a weakref.
         on_profiled: Optional[Callable[[list[dict]], None]] = None,
-        # Noise: screening_rounds rounds of every limit pick a contender, then
-        # confirming_rounds rounds of it and the limit in force decide, each
+        # Noise: screening_rounds rounds of every limit name up to five
+        # contenders, then confirming_rounds rounds of them and the limit in
+        # force decide (the best of them against that limit), each
         # visit split in stretches_per_visit stretches; the choice leaves the
         # limit in force only on a difference significant at `confidence`.
         # confirming_rounds=0: one stage, decided on the screening rounds.

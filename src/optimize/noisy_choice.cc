@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <utility>
@@ -252,9 +253,10 @@ std::vector<double> running_mean(const std::vector<std::size_t>& order, const st
   return out;
 }
 
-std::size_t fastest_setting(const std::vector<CandidateEstimate>& estimates, const std::vector<std::size_t>& among) {
-  return *std::max_element(among.begin(), among.end(), [&](std::size_t a, std::size_t b) {
-    return estimates[a].setting < estimates[b].setting;
+// The candidate with the lowest mean time among `among` (kMaxSlowdown's reference).
+std::size_t fastest_of(const std::vector<CandidateEstimate>& estimates, const std::vector<std::size_t>& among) {
+  return *std::min_element(among.begin(), among.end(), [&](std::size_t a, std::size_t b) {
+    return estimates[a].time_per_step_s < estimates[b].time_per_step_s;
   });
 }
 
@@ -372,50 +374,64 @@ bool any_could_be_cheaper(const NoiseAwareChoice& choice, std::size_t baseline, 
   return false;
 }
 
-// The lowest smoothed cost, the baseline aside; kMaxSlowdown: among those
-// whose smoothed time is within the slowdown of the largest setting's.
-// order: the measured candidates by setting. None: estimates.size().
-std::size_t pick_contender(const std::vector<CandidateEstimate>& e, const std::vector<std::size_t>& order,
-                           std::size_t baseline, const Objective& objective) {
-  const std::vector<double> cost = running_mean(order, e, &CandidateEstimate::cost);
-  const std::vector<double> time_s = running_mean(order, e, &CandidateEstimate::time_per_step_s);
-  const double bound_s = objective.max_slowdown * e[fastest_setting(e, order)].time_per_step_s;
+// The lowest cost, the baseline aside, by `cost` (one value per candidate);
+// kMaxSlowdown: among those whose time, less one standard error, is within
+// the slowdown of the reference's (the fastest at screening: its time is
+// biased low by the choice, so a generous test lets the confirming rounds
+// decide). order: the measured candidates by setting. None: estimates.size().
+std::size_t pick_contender(const std::vector<CandidateEstimate>& e, const std::vector<double>& cost,
+                           const std::vector<std::size_t>& order, std::size_t baseline, std::size_t reference,
+                           const Objective& objective) {
+  const double bound_s = objective.max_slowdown * e[reference].time_per_step_s;
   std::size_t contender = e.size();
   for (const std::size_t c : order) {
     if (c == baseline) continue;
-    if (objective.kind == Objective::Kind::kMaxSlowdown && time_s[c] > bound_s) continue;
+    if (objective.kind == Objective::Kind::kMaxSlowdown && e[c].time_per_step_s - e[c].time_se > bound_s) continue;
     if (contender == e.size() || cost[c] < cost[contender]) contender = c;
   }
   return contender;
 }
 
-// kMaxSlowdown's confirming sequence: the confirmed candidates other than
-// the reference (the largest setting) and the baseline, fastest first, each
-// passing when its time's estimate is within max_slowdown of the
-// reference's and its upper bound within max_slowdown * (1 + tolerance);
-// the last to pass before the first failure (the baseline when none).
-std::size_t slowest_within_bound(const std::vector<CandidateEstimate>& e, const std::vector<std::size_t>& confirmed,
-                                 std::size_t baseline, double max_slowdown, double tolerance, double t,
-                                 std::string& note) {
-  const std::size_t reference = fastest_setting(e, confirmed);
-  std::vector<std::size_t> sequence;
+// kMaxSlowdown's time tests on the confirming rounds: each confirmed
+// candidate other than the reference (the fastest at screening) and the
+// baseline passes when its time's estimate is within max_slowdown of the
+// reference's and its upper bound (one-sided, at alpha with Bonferroni over
+// the candidates tested) within max_slowdown * (1 + tolerance). Returns
+// those that passed, and the reference (within the bound by definition)
+// unless it is the baseline; what failed is said in `note`.
+std::vector<std::size_t> within_bound(const std::vector<CandidateEstimate>& e, const std::vector<std::size_t>& confirmed,
+                                      std::size_t baseline, std::size_t reference, double max_slowdown,
+                                      double tolerance, double alpha, double df, std::string& note) {
+  std::vector<std::size_t> tested;
   for (const std::size_t c : confirmed) {
-    if (c != reference && c != baseline) sequence.push_back(c);
+    if (c != reference && c != baseline) tested.push_back(c);
   }
-  std::sort(sequence.begin(), sequence.end(), [&](std::size_t a, std::size_t b) { return e[a].setting > e[b].setting; });
+  std::vector<std::size_t> passed;
+  if (reference != baseline) passed.push_back(reference);
+  if (tested.empty()) return passed;
+  const double t = student_t_quantile(1.0 - alpha / static_cast<double>(tested.size()), df);
   const CandidateEstimate& ref = e[reference];
-  std::size_t passed = baseline;
-  for (const std::size_t c : sequence) {
+  for (const std::size_t c : tested) {
     const double ratio = e[c].time_per_step_s / ref.time_per_step_s;
     const double ratio_se = ratio * std::hypot(e[c].time_se / e[c].time_per_step_s, ref.time_se / ref.time_per_step_s);
     if (ratio > max_slowdown || ratio + t * ratio_se > max_slowdown * (1.0 + tolerance)) {
-      note = fmt::format("; {:g} is {:.1f}% +- {:.1f}% slower than {:g}, not shown within {:.0f}%", e[c].setting,
-                         100.0 * (ratio - 1.0), 100.0 * t * ratio_se, ref.setting, 100.0 * (max_slowdown - 1.0));
-      break;
+      note += fmt::format("; {:g} is {:.1f}% +- {:.1f}% slower than {:g}, not shown within {:.0f}%", e[c].setting,
+                          100.0 * (ratio - 1.0), 100.0 * t * ratio_se, ref.setting, 100.0 * (max_slowdown - 1.0));
+      continue;
     }
-    passed = c;
+    passed.push_back(c);
   }
   return passed;
+}
+
+// The cheapest of `among` (the baseline when empty).
+std::size_t cheapest_of(const std::vector<CandidateEstimate>& e, const std::vector<std::size_t>& among,
+                        std::size_t baseline) {
+  std::size_t cheapest = baseline;
+  for (const std::size_t c : among) {
+    if (cheapest == baseline || e[c].cost < e[cheapest].cost) cheapest = c;
+  }
+  return cheapest;
 }
 
 }  // namespace
@@ -441,18 +457,26 @@ NoiseAwareChoice screen_with_noise(const std::vector<CandidateSamples>& candidat
     return choice;
   }
   const std::vector<std::size_t> order = measured_by_setting(e);
-  const std::size_t contender = pick_contender(e, order, baseline, objective);
+  choice.reference = fastest_of(e, order);
+  // Two picks: the lowest cost after a running mean over neighbouring
+  // settings (costs vary smoothly with a setting; noise does not), and the
+  // lowest as measured (a sharp minimum that the mean would flatten).
+  const std::size_t contender =
+      pick_contender(e, running_mean(order, e, &CandidateEstimate::cost), order, baseline, choice.reference, objective);
+  std::vector<double> measured_cost(e.size());
+  for (std::size_t c = 0; c < e.size(); ++c) measured_cost[c] = e[c].cost;
+  const std::size_t sharp = pick_contender(e, measured_cost, order, baseline, choice.reference, objective);
   if (contender == e.size()) {
     choice.summary = fmt::format("no candidate within the slowdown at screening: staying at {:g}", e[baseline].setting);
     return choice;
   }
-  choice.confirm = {baseline, contender};
-  if (objective.kind == Objective::Kind::kMaxSlowdown) {  // the reference and both neighbours
-    const auto at = static_cast<std::size_t>(std::find(order.begin(), order.end(), contender) - order.begin());
-    choice.confirm.push_back(fastest_setting(e, order));
-    if (at > 0) choice.confirm.push_back(order[at - 1]);
-    if (at + 1 < order.size()) choice.confirm.push_back(order[at + 1]);
-  }
+  // The contender and both its neighbours (smoothing may shift the minimum
+  // by a setting), the measured minimum; kMaxSlowdown: the reference too.
+  choice.confirm = {baseline, contender, sharp};
+  const auto at = static_cast<std::size_t>(std::find(order.begin(), order.end(), contender) - order.begin());
+  if (at > 0) choice.confirm.push_back(order[at - 1]);
+  if (at + 1 < order.size()) choice.confirm.push_back(order[at + 1]);
+  if (objective.kind == Objective::Kind::kMaxSlowdown) choice.confirm.push_back(choice.reference);
   std::sort(choice.confirm.begin(), choice.confirm.end());
   choice.confirm.erase(std::unique(choice.confirm.begin(), choice.confirm.end()), choice.confirm.end());
   choice.chosen = baseline;
@@ -489,18 +513,25 @@ NoiseAwareChoice confirm_with_noise(const std::vector<CandidateSamples>& confirm
     return choice;
   }
 
-  std::size_t candidate = baseline;  // the one whose cost is tested against the baseline's
+  // What the baseline is tested against: the cheapest of the confirmed (on
+  // the confirming rounds), Bonferroni over those it was chosen from; for
+  // kMaxSlowdown among those shown within the slowdown (half the error rate
+  // each for the time and the energy tests).
+  std::vector<std::size_t> eligible;
   std::string bound_note;
-  if (objective.kind == Objective::Kind::kMaxSlowdown) {  // half the error rate each for time and energy
-    candidate = slowest_within_bound(e, screening.confirm, baseline, objective.max_slowdown, options.tolerance,
-                                     student_t_quantile(1.0 - alpha / 2.0, est.time_spread.df), bound_note);
-    choice.t_critical = student_t_quantile(1.0 - alpha / 2.0, est.cost_spread.df);
+  double cost_alpha = alpha;
+  if (objective.kind == Objective::Kind::kMaxSlowdown) {
+    eligible = within_bound(e, screening.confirm, baseline, screening.reference, objective.max_slowdown,
+                            options.tolerance, alpha / 2.0, est.time_spread.df, bound_note);
+    cost_alpha = alpha / 2.0;
   } else {
-    for (const std::size_t c : screening.confirm) {
-      if (c != baseline) candidate = c;
-    }
-    choice.t_critical = student_t_quantile(1.0 - alpha, est.cost_spread.df);
+    std::copy_if(screening.confirm.begin(), screening.confirm.end(), std::back_inserter(eligible),
+                 [&](std::size_t c) { return c != baseline; });
   }
+  const std::size_t candidate = cheapest_of(e, eligible, baseline);
+  choice.t_critical =
+      student_t_quantile(1.0 - cost_alpha / static_cast<double>(std::max<std::size_t>(1, eligible.size())),
+                         est.cost_spread.df);
   const CandidateEstimate& contender = e[candidate];
   const double gain = base.cost - contender.cost;
   const double margin = choice.t_critical * relative_difference_se(contender, base);

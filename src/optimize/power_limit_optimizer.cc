@@ -665,10 +665,10 @@ std::string PowerLimitOptimizer::report_locked() const {
                        100.0 * (1.0 - (1.0 - options_.confidence) * (options_.confirming_rounds > 0 ? NoiseAwareOptions{}.screening_share : 1.0)));
     if (round_ > screening) {
       out += fmt::format(", then {} confirming round{} of", round_ - screening, round_ - screening == 1 ? "" : "s");
-      const auto& confirmed = noise_choice_->confirmed;
-      for (std::size_t i = 0; i < confirmed.size(); ++i) {
-        out += fmt::format("{}{}", i == 0 ? " " : i + 1 == confirmed.size() ? " and " : ", ",
-                           knob_->with_unit(confirmed[i].setting));
+      const auto& confirm = noise_choice_->confirm;
+      for (std::size_t i = 0; i < confirm.size(); ++i) {
+        out += fmt::format("{}{}", i == 0 ? " " : i + 1 == confirm.size() ? " and " : ", ",
+                           knob_->with_unit(candidates_[confirm[i]]));
       }
     }
     out += fmt::format("; {:.1f} s of profiling; a visit's cost spreads {:.1f}%\n  {}\n", profiling_s_locked(),

@@ -180,9 +180,11 @@ TEST(NoisyChoiceTest, TwoStagesFindASmallGainThatOneStageMisses) {
   for (int trial = 0; trial < kTrials; ++trial) {
     one_stage += choose_with_noise(measured(truth, 3, 0.02, rng), 0, Objective::cost(0.5), 700.0).moved ? 1 : 0;
     const TwoStageRun run = run_two_stages(truth, Objective::cost(0.5), 3, 16, 0.02, rng);
-    ASSERT_FALSE(run.screening.decided) << run.screening.summary;
-    ASSERT_EQ(run.screening.confirm.size(), 2u);
-    EXPECT_EQ(run.screening.confirm[0], 0u);  // the baseline
+    if (!run.screening.decided) {  // the baseline, the smoothed pick and its neighbours, the measured minimum
+      EXPECT_GE(run.screening.confirm.size(), 2u);
+      EXPECT_LE(run.screening.confirm.size(), 5u);
+      EXPECT_EQ(run.screening.confirm[0], 0u);
+    }
     const std::size_t chosen = run.final.chosen;
     two_stages += run.final.moved && chosen >= 5 && chosen < 11 ? 1 : 0;
     EXPECT_TRUE(!run.final.moved || (chosen >= 5 && chosen < 11)) << run.final.summary;
@@ -225,10 +227,28 @@ TEST(NoisyChoiceTest, ScreeningDecidesClearCasesAtOnce) {
   EXPECT_NE(choice.summary.find("no candidate can be 1% cheaper"), std::string::npos) << choice.summary;
 }
 
+// A sharp minimum (one setting 4% cheaper, its neighbours 3% dearer, as in
+// some measured tables): the running mean flattens it, so screening also
+// names the minimum as measured, and confirming finds it.
+TEST(NoisyChoiceTest, ASharpMinimumIsConfirmedToo) {
+  std::vector<std::pair<double, double>> truth(9, {0.0100, 5.0});
+  truth[5] = {0.0098, 4.6};             // cost(0.5) at a price of 700 W: 4.5% below the rest
+  truth[4] = truth[6] = {0.0103, 5.2};  // 3.4% above
+  std::mt19937_64 rng(31);
+  int found = 0;
+  constexpr int kTrials = 100;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    const TwoStageRun run = run_two_stages(truth, Objective::cost(0.5), 3, 16, 0.02, rng);
+    found += run.final.chosen == 5 ? 1 : 0;
+    EXPECT_TRUE(!run.final.moved || run.final.chosen == 5) << run.final.summary;
+  }
+  EXPECT_GE(found, 95);
+}
+
 // Max-slowdown 1.1 with time rising 2.5% per step down: the contender is the
-// cheapest within the bound; confirming tries its faster neighbour, itself
-// and its slower neighbour, and keeps the slowest within the bound.
-TEST(NoisyChoiceTest, MaxSlowdownConfirmsTheSlowestCandidateWithinTheBound) {
+// cheapest within the bound; confirming tests its neighbours, itself and the
+// measured minimum against the bound and keeps the cheapest that passes.
+TEST(NoisyChoiceTest, MaxSlowdownConfirmsTheCheapestWithinTheBound) {
   std::vector<std::pair<double, double>> truth;
   for (int c = 0; c < 10; ++c) truth.push_back({0.010 * (1.0 + 0.025 * c), 5.0 * (1.0 - 0.04 * c)});
   // Within 1.10: c <= 4 (1.10 itself: c = 4); 1.125 at c = 5 is beyond the tolerance.
@@ -239,12 +259,33 @@ TEST(NoisyChoiceTest, MaxSlowdownConfirmsTheSlowestCandidateWithinTheBound) {
     const TwoStageRun run = run_two_stages(truth, Objective::slowdown(1.1), 3, 16, 0.005, rng);
     if (run.screening.decided) continue;
     const auto& confirm = run.screening.confirm;
-    EXPECT_EQ(confirm.front(), 0u);  // the baseline, also the reference (largest setting)
+    EXPECT_EQ(confirm.front(), 0u);  // the baseline (here also the fastest, the reference)
     EXPECT_GE(confirm.size(), 3u);
     right += run.final.chosen == 3 || run.final.chosen == 4 ? 1 : 0;
     too_slow += run.final.chosen >= 5 ? 1 : 0;
   }
   EXPECT_GE(right, 90);
+  EXPECT_LE(too_slow, 2);
+}
+
+// Times that do not rise monotonically as the setting falls (measured
+// tables): a faster setting beyond a slower one that breaks the bound is
+// still found within it and chosen.
+TEST(NoisyChoiceTest, MaxSlowdownLooksPastASlowNeighbour) {
+  std::vector<std::pair<double, double>> truth;
+  for (int c = 0; c < 6; ++c) truth.push_back({0.010 * (1.0 + 0.01 * c), 5.0 * (1.0 - 0.01 * c)});
+  truth.push_back({0.0114, 4.8});   // 6: 14% slower, beyond the bound
+  truth.push_back({0.0106, 4.4});   // 7: within it, and the cheapest there
+  truth.push_back({0.0125, 4.3});   // 8: beyond it
+  std::mt19937_64 rng(33);
+  int right = 0, too_slow = 0;
+  constexpr int kTrials = 100;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    const TwoStageRun run = run_two_stages(truth, Objective::slowdown(1.1), 3, 16, 0.005, rng);
+    right += run.final.chosen == 7 ? 1 : 0;
+    too_slow += run.final.chosen == 6 || run.final.chosen == 8 ? 1 : 0;
+  }
+  EXPECT_GE(right, 95);
   EXPECT_LE(too_slow, 2);
 }
 

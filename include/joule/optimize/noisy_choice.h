@@ -81,7 +81,8 @@ struct NoiseAwareChoice {
   bool decided = true;
   std::vector<CandidateEstimate> estimates;  // every candidate (screening's, or the one-stage rule's)
   std::vector<std::size_t> open;     // one-stage rule: could still beat the choice by more than the tolerance
-  std::vector<std::size_t> confirm;  // screening: what the confirming rounds visit (the baseline included)
+  std::vector<std::size_t> confirm;  // screening: what the confirming rounds visit (the baseline first), ascending
+  std::size_t reference = 0;         // kMaxSlowdown: the fastest at screening, what the slowdown counts against
   // Confirming: the confirmed candidates' estimates from the confirming rounds alone.
   std::vector<CandidateEstimate> confirmed;
   double t_critical = 0.0;        // the one-sided t quantile of the deciding test(s)
@@ -117,24 +118,27 @@ NoiseAwareChoice choose_with_noise(const std::vector<CandidateSamples>& candidat
 // choose_with_noise at screening_share of the error rate moves and leaves
 // nothing open (a clear winner), or when no candidate can beat the baseline
 // by more than the tolerance even at the top of its interval (staying).
-// Otherwise it picks the contender: the lowest cost after a running mean
-// over each candidate and its neighbours in setting (costs vary smoothly
-// with a setting; noise does not), and lists in `confirm` the baseline and
-// the contender; kMaxSlowdown: the contender is the cheapest in energy whose
-// smoothed time is within max_slowdown of the largest setting's, and
-// `confirm` adds that reference and the contender's two neighbours.
+// Otherwise it lists in `confirm` the baseline and up to four others: the
+// contender, the lowest cost after a running mean over each candidate and its
+// neighbours in setting (costs vary smoothly with a setting; noise does not),
+// and its two neighbours (the mean may shift a minimum by one setting), and
+// the lowest cost as measured (a sharp minimum that the mean flattens).
+// kMaxSlowdown: costs are energies, among candidates whose time, less one
+// standard error, is within max_slowdown of the fastest candidate's mean (the
+// reference, whose time the choice biases low), and the reference is
+// confirmed too.
 NoiseAwareChoice screen_with_noise(const std::vector<CandidateSamples>& candidates, std::size_t baseline,
                                    const Objective& objective, double price_w, const NoiseAwareOptions& options = {});
 
 // confirming: the candidates' samples from the confirming rounds only (the
-// screening's stretches left out). Moves to the contender only when its cost
-// is below the baseline's at the remaining confidence (one one-sided t test).
-// kMaxSlowdown: the contender's faster neighbour, the contender and its
-// slower neighbour are tried in that order (a fixed sequence: it stops at the
-// first that fails, so no correction is needed), each passing when its
-// time's estimate is within max_slowdown of the reference and its upper bound
-// within max_slowdown * (1 + tolerance); the slowest that passes is chosen if
-// its energy is below the baseline's. Half the error rate goes to each test.
+// screening's stretches left out). The cheapest of the confirmed candidates
+// on this fresh data is tested against the baseline (one one-sided t test,
+// Bonferroni over the few it was chosen from) and chosen only when cheaper
+// at the remaining confidence. kMaxSlowdown: only among those shown within
+// the bound: the reference, and each other candidate whose time's estimate
+// is within max_slowdown of the reference's and its upper bound within
+// max_slowdown * (1 + tolerance) (Bonferroni over those tested); half the
+// error rate goes to the time tests, half to the energy test.
 NoiseAwareChoice confirm_with_noise(const std::vector<CandidateSamples>& confirming, std::size_t baseline,
                                     const NoiseAwareChoice& screening, const Objective& objective, double price_w,
                                     const NoiseAwareOptions& options = {});

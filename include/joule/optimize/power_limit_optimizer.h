@@ -9,13 +9,15 @@
 // Real step times are noisy and drift, often by more than the differences
 // between limits, so by default the choice is made in two stages
 // (noisy_choice.h): screening rounds visit every limit (screening_rounds,
-// default 3) and pick a contender; confirming rounds (confirming_rounds,
-// default 20) visit only the contender and the limit in force before
-// profiling, alternately, and the contender is chosen only if fresh data
-// shows it cheaper at `confidence`. A clear winner decides at screening, and
-// so does a profile where nothing can be `tolerance` cheaper. The budget is
-// bounded: at most screening_rounds x candidates + confirming_rounds x 5
-// visits (2 per confirming round, up to 5 for max-slowdown), each
+// default 3) and name a few contenders (the best after smoothing over
+// neighbouring limits, its neighbours, the best as measured); confirming
+// rounds (confirming_rounds, default 20) visit only those and the limit in
+// force before profiling, and the best of them on the fresh data is chosen
+// only if it is cheaper than that limit at `confidence`. A clear winner
+// decides at screening, and so does a profile where nothing can be
+// `tolerance` cheaper. The budget is bounded: at most screening_rounds x
+// candidates + confirming_rounds x 6 visits (2 to 5 per confirming round,
+// up to 6 for max-slowdown, which also confirms the fastest limit), each
 // max(warmup_steps, min_warmup_s) + max(measure_steps, min_measure_s) long
 // (plus a new warm-up where an epoch's end cuts a visit).
 //
