@@ -30,6 +30,8 @@ packages=(
   tmux curl
   # a real Prometheus scrapes `joule exporter` in its CI test
   prometheus
+  # joule measure --mpi, tested with several ranks of a real mpirun
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

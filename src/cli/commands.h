@@ -37,6 +37,9 @@ struct MeasureOptions {
   std::string output_path;  // report goes here instead of stdout/stderr
   bool json = false;
   std::vector<std::string> sample_fields;  // util, clock, temp, mem
+  // Under mpirun/srun: every rank runs the command, each node is measured
+  // once (by its lowest rank), rank 0 reports per node and in total.
+  bool mpi = false;
   std::vector<std::string> command;
 };
 int run_measure(const CommonOptions& common, const MeasureOptions& options);

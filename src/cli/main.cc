@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
                               "extra fields per sample: util, clock, temp, mem (comma-separated)")
       ->delimiter(',');
   measure_command->add_flag("--json", measure.json, "print the report as one JSON object on stdout");
+  measure_command->add_flag("--mpi", measure.mpi,
+                            "under mpirun or srun: each rank runs the command, each node is measured once, rank 0 "
+                            "reports per node and in total");
   measure_command->add_option("-o,--output", measure.output_path, "write the report to this file");
   measure_command->add_option("command", measure.command, "the command to run, after --");
   measure_command->positionals_at_end();
@@ -249,7 +252,8 @@ int main(int argc, char** argv) {
   info_command->footer("Example:\n  joule info --json");
   top_command->footer("Examples:\n  joule top\n  joule top --backend sim --sim count=4,load=0.6 --once");
   measure_command->footer("Examples:\n  joule measure -- python3 train.py\n"
-                          "  joule measure --json --interval-ms 10 --timeline power.csv -- ./train");
+                          "  joule measure --json --interval-ms 10 --timeline power.csv -- ./train\n"
+                          "  mpirun -n 8 joule measure --mpi -- python3 train.py");
   simulate_command->footer("Examples:\n  joule simulate --seeds 1..10 --html simulation.html\n"
                            "  joule simulate --gpu a40 --learned-on v100 --seeds 1..10\n"
                            "  joule simulate --cluster data/cluster/example_groups.csv");

@@ -16,6 +16,12 @@
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
 
+#ifdef JOULE_HAVE_MPI
+#include <nlohmann/json.hpp>
+
+#include "joule/cluster/mpi_monitor.h"
+#endif
+
 namespace joule::cli {
 
 namespace {
@@ -70,6 +76,57 @@ Devices CommonOptions::open_devices() const {
   return devices;
 }
 
+MonitorOptions monitor_options_of(const MeasureOptions& options) {
+  MonitorOptions monitor_options;
+  monitor_options.sampler.interval_s = options.interval_ms / 1000.0;
+  monitor_options.sampler.counter_interval_s = options.counter_interval_ms / 1000.0;
+  monitor_options.sampler.fields = parse_fields(options.sample_fields);
+  return monitor_options;
+}
+
+void write_report(const std::string& text, bool json, std::optional<OutputFile>& output) {
+  if (output) {
+    output->stream() << text;
+    output->commit();
+  } else {
+    // The human report goes to stderr so the command's own stdout stays clean
+    // for pipes; --json is meant for programs and goes to stdout.
+    (json ? std::cout : std::cerr) << text;
+  }
+}
+
+#ifdef JOULE_HAVE_MPI
+// Every rank runs the command; each node's lowest rank measures the node's
+// devices; rank 0 writes the job's report (per node, per device, total).
+int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options) {
+  if (!options.timeline_path.empty()) throw UsageError("--timeline is not available with --mpi yet");
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized && MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
+    throw Error("--mpi: MPI_Init failed (is this running under mpirun or srun?)");
+  }
+  int exit_status = 0;
+  {
+    cluster::MpiMonitor cluster_monitor(MPI_COMM_WORLD, [&] {
+      return std::make_unique<Monitor>(common.open_devices(), monitor_options_of(options));
+    });
+    std::optional<OutputFile> output;
+    if (cluster_monitor.rank() == 0 && !options.output_path.empty()) output.emplace(options.output_path);
+    cluster_monitor.begin_window("command");
+    ChildProcess child = ChildProcess::spawn(options.command);
+    exit_status = child.wait_forwarding_signals();
+    const auto report = cluster_monitor.end_window("command");
+    if (report) {
+      nlohmann::json json = cluster::to_json(*report);
+      json["command"] = options.command;
+      write_report(options.json ? json.dump(2) + "\n" : cluster::to_text(*report), options.json, output);
+    }
+  }
+  MPI_Finalize();
+  return exit_status;
+}
+#endif
+
 int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   if (options.command.empty()) {
     throw UsageError("measure: no command given (usage: joule measure [OPTIONS] -- CMD [ARGS...])");
@@ -77,15 +134,18 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   if (!(options.interval_ms >= 1 && options.interval_ms <= 3'600'000)) {
     throw UsageError(fmt::format("--interval-ms {} is outside 1-3600000", options.interval_ms));
   }
+  if (options.mpi) {
+#ifdef JOULE_HAVE_MPI
+    return run_measure_mpi(common, options);
+#else
+    throw UsageError("--mpi: this joule was built without MPI (install libopenmpi-dev and build again)");
+#endif
+  }
   std::optional<OutputFile> output;
   if (!options.output_path.empty()) output.emplace(options.output_path);
 
   const Devices devices = common.open_devices();
-  MonitorOptions monitor_options;
-  monitor_options.sampler.interval_s = options.interval_ms / 1000.0;
-  monitor_options.sampler.counter_interval_s = options.counter_interval_ms / 1000.0;
-  monitor_options.sampler.fields = parse_fields(options.sample_fields);
-  Monitor monitor(devices, monitor_options);
+  Monitor monitor(devices, monitor_options_of(options));
   if (!options.timeline_path.empty()) {
     try {
       monitor.timeline().stream_csv_to(options.timeline_path);
@@ -103,15 +163,7 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   monitor.stop();
 
   const MeasureReport report = build_report(options.command, exit_status, devices, monitor, measurement);
-  const std::string text = options.json ? to_json(report).dump(2) + "\n" : to_text(report);
-  if (output) {
-    output->stream() << text;
-    output->commit();
-  } else {
-    // The human report goes to stderr so the command's own stdout stays clean
-    // for pipes; --json is meant for programs and goes to stdout.
-    (options.json ? std::cout : std::cerr) << text;
-  }
+  write_report(options.json ? to_json(report).dump(2) + "\n" : to_text(report), options.json, output);
   return exit_status;
 }
 
