@@ -16,7 +16,7 @@ packages=(
   # joule serve: HTTP server and client; the PostgreSQL job store (the server
   # itself for its tests)
   libcpp-httplib-dev libssl-dev openssl libpqxx-dev postgresql
-  # tests and benchmarks; clang's libFuzzer for the daemon's protocol fuzzer
+  # tests and benchmarks; clang's libFuzzer for the daemon's and the service's fuzzers
   libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # the Python module and its tests (Debian's python3, pybind11, PyTorch for CPU)
   python3 python3-dev pybind11-dev python3-torch python3-pytest python3-numpy

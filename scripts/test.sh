@@ -11,5 +11,6 @@ cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure
 # The Debian package: built, lintian-checked, installed, used and purged.
 scripts/package-test.sh "$build_dir"
-# jouled's protocol parser under libFuzzer, for a bounded time.
+# jouled's protocol parser and the service's request handling under libFuzzer,
+# for a bounded time each.
 fuzz/run.sh "${JOULE_FUZZ_SECONDS:-30}" "$build_dir/fuzz"

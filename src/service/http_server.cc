@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <type_traits>
 #include <mutex>
@@ -85,6 +86,18 @@ int64_t parse_id(const std::string& text) {
   } catch (const std::exception&) {
   }
   throw RequestError(400, fmt::format("'{}' is not a recurrence id", text));
+}
+
+// A batch size in a path: digits that fit an int (a longer run of digits
+// is the client's mistake, not the server's).
+int parse_batch_size(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const long value = std::stol(text, &used);
+    if (used == text.size() && value > 0 && value <= std::numeric_limits<int>::max()) return static_cast<int>(value);
+  } catch (const std::exception&) {
+  }
+  throw RequestError(400, fmt::format("'{}' is not a batch size", text));
 }
 
 // Request counts and latencies per route, for /metrics.
@@ -225,7 +238,7 @@ void HttpServer::Impl::add_routes() {
         "# HELP joule_service_jobs Jobs registered.\n# TYPE joule_service_jobs gauge\njoule_service_jobs {}\n"
         "# HELP joule_service_recurrences_in_flight Recurrences asked for and not yet reported.\n"
         "# TYPE joule_service_recurrences_in_flight gauge\njoule_service_recurrences_in_flight {}\n"
-        "# HELP joule_service_writes_total Asks and reports applied to the store.\n"
+        "# HELP joule_service_writes_total Asks and reports carried by store transactions (refused ones too).\n"
         "# TYPE joule_service_writes_total counter\njoule_service_writes_total {}\n"
         "# HELP joule_service_write_transactions_total Store transactions that carried them (group commit).\n"
         "# TYPE joule_service_write_transactions_total counter\njoule_service_write_transactions_total {}\n",
@@ -278,7 +291,7 @@ void HttpServer::Impl::add_routes() {
                check(access, req.matches[1]);
                const nlohmann::json body = parse_body(req);
                if (!body.contains("entries")) throw RequestError(400, "power profile: 'entries' is missing");
-               service->put_power_profile(req.matches[1], req.matches[2], std::stoi(req.matches[3]), body.at("entries"));
+               service->put_power_profile(req.matches[1], req.matches[2], parse_batch_size(req.matches[3]), body.at("entries"));
                res.status = 204;
              }));
   server.set_error_handler(

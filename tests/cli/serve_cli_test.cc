@@ -56,6 +56,12 @@ class Server {
     pid_ = -1;
     return code;
   }
+  // SIGKILL: no shutdown code runs, as in a crash.
+  void kill_hard() {
+    kill(pid_, SIGKILL);
+    testing::wait_process(pid_, 10.0);
+    pid_ = -1;
+  }
   std::string url() const { return fmt::format("http://127.0.0.1:{}", port_); }
   int port() const { return port_; }
   std::string log() const { return testing::read_file(err_path_); }
@@ -183,10 +189,127 @@ TEST(ServeCliTest, BadRequestsGetClearErrorsAndTheServiceGoesOn) {
     EXPECT_EQ(post("/v1/jobs", "[1,2]").out, "400");
     EXPECT_EQ(post("/v1/jobs", std::string(70 * 1024, 'x')).out, "413");
     EXPECT_EQ(post("/v1/recurrences/abc/result", "{}").out, "404");
+    // A batch size too large for any int is the client's mistake: 400, not 500.
+    const auto put = run_process({"curl", "-s", "-w", "\n%{http_code}", "-X", "PUT", "--data-binary",
+                                  R"({"entries": []})", server.url() + "/v1/jobs/j/profiles/A40/99999999999"});
+    EXPECT_NE(put.out.find("not a batch size"), std::string::npos) << put.out;
+    EXPECT_EQ(put.out.substr(put.out.rfind('\n') + 1), "400");
   }
   EXPECT_EQ(client.health()["status"], "ok");  // still serving
   EXPECT_EQ(client.jobs().size(), 0u);         // and nothing was stored
 }  // the client goes first: the server's stop need not wait for its idle connection
+
+// What /metrics says after a register, two asks and a report: requests by
+// route and status, their latency histograms, jobs and recurrences in flight,
+// in the Prometheus text format.
+TEST(ServeCliTest, MetricsCountRequestsJobsAndRecurrencesInFlight) {
+  if (run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  testing::TempDir tmp;
+  Server server(tmp, tmp.file("jobs.db"));
+  ASSERT_GT(server.port(), 0) << server.log();
+  {
+    service::BatchSizeClient client(server.url());
+    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
+        {{"name", "watched"}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+    const service::Assignment first = client.ask("watched", "node-a");
+    client.ask("watched", "node-b");
+    client.report(first.recurrence_id, {1000.0, 10.0, true, false});
+    EXPECT_EQ(status_of([&] { client.ask("nobody"); }), 404);
+  }
+  const auto r = run_process({"curl", "-s", "-D", tmp.file("headers"), server.url() + "/metrics"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string& m = r.out;
+  EXPECT_NE(testing::read_file(tmp.file("headers")).find("text/plain; version=0.0.4"), std::string::npos);
+  for (const std::string line : {"joule_service_requests_total{route=\"register\",status=\"201\"} 1\n",
+                                 "joule_service_requests_total{route=\"ask\",status=\"201\"} 2\n",
+                                 "joule_service_requests_total{route=\"ask\",status=\"404\"} 1\n",
+                                 "joule_service_requests_total{route=\"report\",status=\"200\"} 1\n",
+                                 "joule_service_request_duration_seconds_count{route=\"ask\"} 3\n",
+                                 "joule_service_request_duration_seconds_bucket{route=\"ask\",le=\"+Inf\"} 3\n",
+                                 "# TYPE joule_service_request_duration_seconds histogram\n",
+                                 "joule_service_jobs 1\n", "joule_service_recurrences_in_flight 1\n",
+                                 // the refused ask went through a transaction too
+                                 "joule_service_writes_total 4\n"}) {
+    EXPECT_NE(m.find(line), std::string::npos) << "no line " << line << " in\n" << m;
+  }
+}
+
+// The service killed outright (SIGKILL: no shutdown code runs) loses nothing
+// it had answered: a restarted one on the same store knows every recurrence,
+// the one still in flight can report, and the bandit goes on.
+void expect_a_killed_service_loses_nothing_it_answered(const std::string& store) {
+  testing::TempDir tmp;
+  int64_t in_flight_id = 0;
+  int revision = 0;
+  {
+    Server server(tmp, store);
+    ASSERT_GT(server.port(), 0) << server.log();
+    service::BatchSizeClient client(server.url());
+    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
+        {{"name", "survivor"}, {"batch_sizes", {32, 64, 128}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+    for (int i = 0; i < 5; ++i) {
+      const service::Assignment a = client.ask("survivor", "node-a");
+      client.report(a.recurrence_id, {100.0 * a.batch_size, 10.0 + i, true, false});
+    }
+    in_flight_id = client.ask("survivor", "node-b").recurrence_id;
+    revision = client.job("survivor")["revision"].get<int>();
+    server.kill_hard();
+  }
+  Server again(tmp, store);
+  ASSERT_GT(again.port(), 0) << again.log();
+  service::BatchSizeClient client(again.url());
+  nlohmann::json job = client.job("survivor");
+  EXPECT_EQ(job["recurrences"].get<int>(), 6);
+  EXPECT_EQ(job["in_flight"].get<int>(), 1);
+  EXPECT_EQ(job["revision"].get<int>(), revision);
+  client.report(in_flight_id, {5000.0, 12.0, true, false});
+  client.ask("survivor", "node-a");
+  job = client.job("survivor");
+  EXPECT_EQ(job["recurrences"].get<int>(), 7);
+  EXPECT_EQ(job["revision"].get<int>(), revision + 2);
+}
+
+TEST(ServeCliTest, AKilledServiceLosesNothingItAnswered) {
+  testing::TempDir tmp;
+  expect_a_killed_service_loses_nothing_it_answered("sqlite:" + tmp.file("jobs.db"));
+}
+
+TEST(ServeCliTest, AKilledServiceLosesNothingItAnsweredOnPostgres) {
+  std::string skip_reason;
+  const std::string store = fresh_postgres_store("survivor", &skip_reason);
+  if (store.empty()) GTEST_SKIP() << skip_reason;
+  expect_a_killed_service_loses_nothing_it_answered(store);
+}
+
+// `joule jobs show` and `joule jobs export`, the commands users type.
+TEST(ServeCliTest, JobsShowAndExportPrintTheJob) {
+  testing::TempDir tmp;
+  Server server(tmp, tmp.file("jobs.db"));
+  ASSERT_GT(server.port(), 0) << server.log();
+  {
+    service::BatchSizeClient client(server.url());
+    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
+        {{"name", "shown"}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+    const service::Assignment a = client.ask("shown", "node-a");
+    client.report(a.recurrence_id, {1000.0, 10.0, true, false});
+  }
+  const auto show = run_process({JOULE_BINARY, "jobs", "show", "shown", "--service", server.url()});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  const auto shown = nlohmann::json::parse(show.out);
+  EXPECT_EQ(shown["spec"]["name"], "shown");
+  EXPECT_EQ(shown["recurrences"], 1);
+  const auto exported = run_process({JOULE_BINARY, "jobs", "export", "shown", "--service", server.url()});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const auto dump = nlohmann::json::parse(exported.out);
+  EXPECT_FALSE(dump.empty());
+  EXPECT_NE(exported.out.find("\"shown\""), std::string::npos);
+  const auto missing = run_process({JOULE_BINARY, "jobs", "show", "nobody", "--service", server.url()});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("no job 'nobody'"), std::string::npos) << missing.err;
+  const auto unnamed = run_process({JOULE_BINARY, "jobs", "export", "--service", server.url()});
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_NE(unnamed.err.find("name the job"), std::string::npos) << unnamed.err;
+}
 
 // Tokens end to end, on loopback (--require-token makes this machine's
 // clients need one as other machines' do): made and revoked with `joule
