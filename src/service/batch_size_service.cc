@@ -188,6 +188,17 @@ RecurrenceResult RecurrenceResult::from_json(const nlohmann::json& j) {
   return r;
 }
 
+RecurrenceProgress RecurrenceProgress::from_json(const nlohmann::json& j) {
+  constexpr const char* kWhat = "progress";
+  if (!j.is_object()) bad_request("progress: expected a JSON object");
+  RecurrenceProgress p;
+  p.epochs = field<int>(j, "epochs", kWhat);
+  if (p.epochs < 0) bad_request(fmt::format("progress: epochs {} is negative", p.epochs));
+  p.energy_j = finite_non_negative(j, "energy_j", kWhat);
+  p.time_s = finite_non_negative(j, "time_s", kWhat);
+  return p;
+}
+
 // A job as a batch of writes works on it: loaded once, changed in memory by
 // every write of the batch, saved once.
 struct WorkingJob {
@@ -411,6 +422,30 @@ double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& r
   return cost;
 }
 
+ProgressAdvice BatchSizeService::progress(int64_t recurrence_id, const RecurrenceProgress& progress,
+                                          const std::function<void(const std::string& job)>& check_job) {
+  // Its own transaction: progress comes once an epoch, far rarer than asks
+  // and reports, and changes no optimizer. Rows in the order reports lock
+  // them (the recurrence, then its job).
+  auto txn = store_->begin();
+  std::vector<RecurrenceRow> rows = txn->lock_recurrences({recurrence_id});
+  if (rows.empty()) throw RequestError(404, fmt::format("no recurrence {}", recurrence_id));
+  RecurrenceRow& row = rows.front();
+  if (check_job) check_job(row.job);
+  if (row.finished()) throw RequestError(409, fmt::format("recurrence {} has already reported", recurrence_id));
+  const JobSpec spec = stored_spec(job_or_404(*txn, row.job));
+  ProgressAdvice advice;
+  advice.cost = zeus_cost(progress.energy_j, progress.time_s, spec.eta, spec.max_power_w);
+  advice.threshold_cost = row.threshold_cost.value_or(std::numeric_limits<double>::infinity());
+  advice.stop = advice.cost >= advice.threshold_cost;
+  row.progress_epochs = progress.epochs;
+  row.progress_cost = advice.cost;
+  row.progress_at_s = unix_time_s();
+  txn->record_progress(row);
+  txn->commit();
+  return advice;
+}
+
 void BatchSizeService::put_power_profile(const std::string& job_name, const std::string& gpu_model, int batch_size,
                                          const nlohmann::json& entries) {
   const auto parsed = profile_entries(entries);
@@ -460,7 +495,10 @@ nlohmann::json BatchSizeService::export_job(const std::string& name) {
                            {"time_s", opt(r.time_s)},
                            {"cost", opt(r.cost)},
                            {"reached_target", r.reached_target ? nlohmann::json(*r.reached_target) : nlohmann::json()},
-                           {"stopped_early", r.stopped_early}});
+                           {"stopped_early", r.stopped_early},
+                           {"progress_epochs", r.progress_epochs ? nlohmann::json(*r.progress_epochs) : nlohmann::json()},
+                           {"progress_cost", opt(r.progress_cost)},
+                           {"progress_at", opt(r.progress_at_s)}});
   }
   return {{"spec", summary.spec.to_json()},
           {"phase", summary.phase},

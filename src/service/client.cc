@@ -105,6 +105,18 @@ double BatchSizeClient::report(int64_t recurrence_id, const RecurrenceResult& r)
   return impl_->call("POST", fmt::format("/v1/recurrences/{}/result", recurrence_id), &body).at("cost").get<double>();
 }
 
+ProgressAdvice BatchSizeClient::progress(int64_t recurrence_id, const RecurrenceProgress& p) {
+  const nlohmann::json body = {{"epochs", p.epochs}, {"energy_j", p.energy_j}, {"time_s", p.time_s}};
+  const nlohmann::json reply =
+      impl_->call("POST", fmt::format("/v1/recurrences/{}/progress", recurrence_id), &body);
+  ProgressAdvice advice;
+  advice.cost = reply.at("cost").get<double>();
+  advice.threshold_cost = reply.at("threshold_cost").is_null() ? std::numeric_limits<double>::infinity()
+                                                              : reply.at("threshold_cost").get<double>();
+  advice.stop = reply.at("stop").get<bool>();
+  return advice;
+}
+
 void BatchSizeClient::put_power_profile(const std::string& job, const std::string& gpu_model, int batch_size,
                                         const nlohmann::json& entries) {
   const nlohmann::json body = {{"entries", entries}};

@@ -286,6 +286,17 @@ void HttpServer::Impl::add_routes() {
                 });
                 reply_json(res, 200, {{"cost", cost}});
               }));
+  server.Post(R"(/v1/recurrences/([0-9]+)/progress)",
+              route("progress", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {
+                const RecurrenceProgress progress = RecurrenceProgress::from_json(parse_body(req));
+                const ProgressAdvice advice = service->progress(parse_id(req.matches[1]), progress,
+                                                                [&](const std::string& job) { check(access, job); });
+                reply_json(res, 200, {{"cost", advice.cost},
+                                      {"threshold_cost", std::isfinite(advice.threshold_cost)
+                                                             ? nlohmann::json(advice.threshold_cost)
+                                                             : nlohmann::json()},
+                                      {"stop", advice.stop}});
+              }));
   server.Put(R"(/v1/jobs/([A-Za-z0-9._-]+)/profiles/([^/]+)/([0-9]+))",
              route("profile", [this](const httplib::Request& req, httplib::Response& res, const RequestAccess& access) {
                check(access, req.matches[1]);

@@ -28,6 +28,11 @@ inline constexpr Migration kMigrations[] = {
       "CREATE INDEX recurrences_by_job ON recurrences (job, id)",
       "CREATE TABLE power_profiles (gpu_model TEXT NOT NULL, job TEXT NOT NULL, batch_size INTEGER NOT NULL,"
       " profile TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (gpu_model, job, batch_size))"}},
+    // Progress reports: the last one of each recurrence in flight.
+    {2,
+     {"ALTER TABLE recurrences ADD COLUMN progress_epochs INTEGER",
+      "ALTER TABLE recurrences ADD COLUMN progress_cost DOUBLE PRECISION",
+      "ALTER TABLE recurrences ADD COLUMN progress_at DOUBLE PRECISION"}},
 };
 
 inline constexpr const char* kSelectJob = "SELECT name, spec, state, revision, created_at FROM jobs";
@@ -38,7 +43,11 @@ inline constexpr const char* kCountRecurrences =
 
 inline constexpr const char* kSelectRecurrence =
     "SELECT id, job, batch_size, power_limit_w, threshold_cost, node, started_at, finished_at, energy_j, time_s,"
-    " cost, reached_target, stopped_early FROM recurrences";
+    " cost, reached_target, stopped_early, progress_epochs, progress_cost, progress_at FROM recurrences";
+
+inline constexpr const char* kRecordProgress =
+    "UPDATE recurrences SET progress_epochs = $1, progress_cost = $2, progress_at = $3"
+    " WHERE id = $4 AND finished_at IS NULL";
 
 // The migrations are written in the SQL both stores accept, but for one
 // phrase: SQLite numbers an "INTEGER PRIMARY KEY" itself (the rowid), where

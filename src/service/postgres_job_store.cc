@@ -66,6 +66,7 @@ const std::vector<PreparedStatement>& prepared_statements() {
        " cost = v.cost, reached_target = v.reached_target, stopped_early = v.stopped_early"
        " FROM json_to_recordset($1::json) AS v(id bigint, finished_at float8, energy_j float8, time_s float8,"
        " cost float8, reached_target int, stopped_early int) WHERE r.id = v.id AND r.finished_at IS NULL"},
+      {"record_progress", kRecordProgress},
       {"power_profile", "SELECT profile FROM power_profiles WHERE gpu_model = $1 AND job = $2 AND batch_size = $3"},
       {"put_power_profile",
        "INSERT INTO power_profiles (gpu_model, job, batch_size, profile, updated_at)"
@@ -110,6 +111,9 @@ RecurrenceRow read_recurrence(const pqxx::row& row) {
   r.cost = optional_double(row[10]);
   if (!row[11].is_null()) r.reached_target = row[11].as<int>() != 0;
   r.stopped_early = row[12].as<int>() != 0;
+  if (!row[13].is_null()) r.progress_epochs = row[13].as<int>();
+  r.progress_cost = optional_double(row[14]);
+  r.progress_at_s = optional_double(row[15]);
   return r;
 }
 
@@ -180,6 +184,13 @@ class PostgresTransaction final : public StoreTransaction {
       out.push_back(read_recurrence(row));
     }
     return out;
+  }
+  void record_progress(const RecurrenceRow& r) override {
+    const auto result = run("recording progress", [&] {
+      return work_->exec_prepared("record_progress", r.progress_epochs.value_or(0), number(r.progress_cost),
+                                  number(r.progress_at_s), r.id);
+    });
+    if (result.affected_rows() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
   }
   void finish_recurrences(const std::vector<RecurrenceRow>& rows) override {
     if (rows.empty()) return;

@@ -54,6 +54,9 @@ RecurrenceRow read_recurrence(const SqliteStatement& s) {
   r.cost = s.column_optional_double(10);
   if (!s.is_null(11)) r.reached_target = s.column_int(11) != 0;
   r.stopped_early = s.column_int(12) != 0;
+  if (!s.is_null(13)) r.progress_epochs = static_cast<int>(s.column_int(13));
+  r.progress_cost = s.column_optional_double(14);
+  r.progress_at_s = s.column_optional_double(15);
   return r;
 }
 
@@ -126,6 +129,12 @@ class SqliteTransaction final : public StoreTransaction {
       if (db_->changes() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
       s->reset();
     }
+  }
+  void record_progress(const RecurrenceRow& r) override {
+    auto s = db_->cached(kRecordProgress);
+    s->bind(1, r.progress_epochs.value_or(0)).bind(2, r.progress_cost).bind(3, r.progress_at_s).bind(4, r.id).run();
+    if (db_->changes() != 1) throw Error(fmt::format("job store: recurrence {} is not open", r.id));
+    s->reset();
   }
   std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
                                            int batch_size) override {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <thread>
@@ -279,6 +280,25 @@ TEST(ServeCliTest, AKilledServiceLosesNothingItAnsweredOnPostgres) {
   const std::string store = fresh_postgres_store("survivor", &skip_reason);
   if (store.empty()) GTEST_SKIP() << skip_reason;
   expect_a_killed_service_loses_nothing_it_answered(store);
+}
+
+// Progress over HTTP, through the C++ client.
+TEST(ServeCliTest, ProgressReportsReachTheServiceAndComeBackWithAdvice) {
+  testing::TempDir tmp;
+  Server server(tmp, tmp.file("jobs.db"));
+  ASSERT_GT(server.port(), 0) << server.log();
+  service::BatchSizeClient client(server.url());
+  ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
+      {{"name", "epochs"}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+  const service::Assignment a = client.ask("epochs", "node-a");
+  const service::ProgressAdvice advice = client.progress(a.recurrence_id, {1, 500.0, 4.0});
+  EXPECT_FALSE(advice.stop);  // the first recurrence has no threshold
+  EXPECT_TRUE(std::isinf(advice.threshold_cost));
+  EXPECT_GT(advice.cost, 0.0);
+  EXPECT_EQ(client.export_job("epochs")["recurrences"][0]["progress_epochs"], 1);
+  EXPECT_EQ(status_of([&] { client.progress(424242, {1, 1.0, 1.0}); }), 404);
+  client.report(a.recurrence_id, {1000.0, 8.0, true, false});
+  EXPECT_EQ(status_of([&] { client.progress(a.recurrence_id, {2, 1.0, 1.0}); }), 409);
 }
 
 // `joule jobs show` and `joule jobs export`, the commands users type.

@@ -428,6 +428,82 @@ TEST_P(BatchSizeServiceTest, AMalformedStoredProfileFailsTheAskAndChangesNothing
   EXPECT_EQ(service.job("hollow").recurrences, 0);
 }
 
+// A recurrence reports progress once an epoch: the service keeps the last
+// one (export shows it) and says when the run has passed its threshold.
+TEST_P(BatchSizeServiceTest, ProgressIsKeptAndSaysWhenToStop) {
+  BatchSizeService service(open_job_store(url_));
+  service.register_job(spec_named("progress"));
+  CostModel model;
+  double threshold = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 20 && std::isinf(threshold); ++i) {
+    const Assignment a = service.ask("progress", "n");
+    service.report(a.recurrence_id, model.run(a.batch_size));
+    threshold = service.ask("progress", "n").early_stop_threshold_cost;
+  }
+  ASSERT_TRUE(std::isfinite(threshold));
+  const Assignment a = service.ask("progress", "n");
+  // eta 0.5, 300 W: cost = 0.5 * E + 0.5 * 300 * t.
+  ProgressAdvice advice = service.progress(a.recurrence_id, {1, 100.0, 2.0});
+  EXPECT_DOUBLE_EQ(advice.cost, zeus_cost(100.0, 2.0, 0.5, 300.0));
+  EXPECT_EQ(advice.threshold_cost, threshold);
+  EXPECT_FALSE(advice.stop);
+  const double past_s = 2.0 * threshold / 150.0;  // time alone costs twice the threshold
+  advice = service.progress(a.recurrence_id, {2, 100.0, past_s});
+  EXPECT_TRUE(advice.stop);
+  nlohmann::json exported = service.export_job("progress");
+  const nlohmann::json& last = exported["recurrences"].back();
+  EXPECT_EQ(last["id"], a.recurrence_id);
+  EXPECT_EQ(last["progress_epochs"], 2);
+  EXPECT_DOUBLE_EQ(last["progress_cost"].get<double>(), zeus_cost(100.0, past_s, 0.5, 300.0));
+  EXPECT_TRUE(last["progress_at"].is_number());
+  // Once reported, no more progress; unknown recurrences neither; bad bodies are 400s.
+  service.report(a.recurrence_id, {1.0, 2.0, false, true});
+  auto status = [&](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const RequestError& e) {
+      return e.status();
+    }
+    return 0;
+  };
+  EXPECT_EQ(status([&] { service.progress(a.recurrence_id, {3, 1.0, 1.0}); }), 409);
+  EXPECT_EQ(status([&] { service.progress(999999, {1, 1.0, 1.0}); }), 404);
+  EXPECT_EQ(status([&] { RecurrenceProgress::from_json({{"epochs", -1}, {"energy_j", 1}, {"time_s", 1}}); }), 400);
+  EXPECT_EQ(status([&] { RecurrenceProgress::from_json({{"epochs", 1}, {"energy_j", "x"}, {"time_s", 1}}); }), 400);
+  // A fresh recurrence, before any threshold: never told to stop.
+  BatchSizeService fresh(open_job_store(url_));
+  fresh.register_job(spec_named("young"));
+  const Assignment first = fresh.ask("young", "n");
+  advice = fresh.progress(first.recurrence_id, {1, 1e9, 1e6});
+  EXPECT_TRUE(std::isinf(advice.threshold_cost));
+  EXPECT_FALSE(advice.stop);
+}
+
+// A database written by the joule before progress reports (schema 1) is
+// brought to schema 2 on opening, its jobs and recurrences kept.
+TEST_P(BatchSizeServiceTest, ASchemaOneDatabaseIsMigratedKeepingItsRecurrences) {
+  int64_t in_flight = 0;
+  {
+    BatchSizeService service(open_job_store(url_));
+    service.register_job(spec_named("old"));
+    const Assignment done = service.ask("old", "n");
+    service.report(done.recurrence_id, {1000.0, 10.0, true, false});
+    in_flight = service.ask("old", "n").recurrence_id;
+  }
+  // Back to schema 1, as the older joule left it.
+  for (const char* column : {"progress_epochs", "progress_cost", "progress_at"}) {
+    GetParam().exec(url_, fmt::format("ALTER TABLE recurrences DROP COLUMN {}", column));
+  }
+  GetParam().exec(url_, "DELETE FROM schema_version WHERE version = 2");
+  BatchSizeService service(open_job_store(url_));
+  EXPECT_EQ(service.job("old").recurrences, 2);
+  EXPECT_EQ(service.job("old").in_flight, 1);
+  EXPECT_FALSE(service.progress(in_flight, {1, 10.0, 1.0}).stop);
+  EXPECT_EQ(service.export_job("old")["recurrences"].back()["progress_epochs"], 1);
+  service.report(in_flight, {1000.0, 10.0, true, false});
+  EXPECT_EQ(service.job("old").in_flight, 0);
+}
+
 TEST_P(BatchSizeServiceTest, ADatabaseFromANewerJouleIsRefused) {
   open_job_store(url_);
   GetParam().exec(url_, "INSERT INTO schema_version (version) VALUES (99)");

@@ -74,6 +74,23 @@ struct RecurrenceResult {
   static RecurrenceResult from_json(const nlohmann::json& j);  // RequestError(400)
 };
 
+// How far a recurrence in flight has got: epochs done, energy and time so far.
+struct RecurrenceProgress {
+  int epochs = 0;
+  double energy_j = 0.0;
+  double time_s = 0.0;
+
+  static RecurrenceProgress from_json(const nlohmann::json& j);  // RequestError(400)
+};
+
+// The service's answer to a progress report: the cost so far (the job's
+// objective), the recurrence's threshold, and whether it is past it.
+struct ProgressAdvice {
+  double cost = 0.0;
+  double threshold_cost = 0.0;  // +inf: none
+  bool stop = false;
+};
+
 struct JobSummary {
   JobSpec spec;
   std::string phase;  // pruning | thompson
@@ -101,6 +118,11 @@ class BatchSizeService {
   // it by throwing RequestError (an access check: nothing is changed).
   double report(int64_t recurrence_id, const RecurrenceResult& result,
                 const std::function<void(const std::string& job)>& check_job = nullptr);
+  // Records the progress of a recurrence in flight (the last one is kept,
+  // and shown by export_job) and says whether it has passed its early-stop
+  // threshold. 404: no such recurrence; 409: it has reported already.
+  ProgressAdvice progress(int64_t recurrence_id, const RecurrenceProgress& progress,
+                          const std::function<void(const std::string& job)>& check_job = nullptr);
   // A measured power profile (entries of power_limit_w, time_per_epoch_s,
   // avg_power_w) for one batch size of a job on a GPU model: later
   // recurrences on that model get its best limit without profiling.

@@ -43,6 +43,8 @@ class BatchSizeClient {
   // ("": the job spec's).
   Assignment ask(const std::string& job, const std::string& node = "", const std::string& gpu_model = "");
   double report(int64_t recurrence_id, const RecurrenceResult& result);
+  // Once an epoch, say: the service keeps it and says whether to stop.
+  ProgressAdvice progress(int64_t recurrence_id, const RecurrenceProgress& progress);
   void put_power_profile(const std::string& job, const std::string& gpu_model, int batch_size,
                          const nlohmann::json& entries);
   nlohmann::json jobs();

@@ -46,6 +46,9 @@ struct RecurrenceRow {
   std::optional<double> finished_at_s, energy_j, time_s, cost;
   std::optional<bool> reached_target;
   bool stopped_early = false;
+  // The last progress report while in flight: epochs done, cost so far, when.
+  std::optional<int> progress_epochs;
+  std::optional<double> progress_cost, progress_at_s;
 
   bool finished() const { return finished_at_s.has_value(); }
 };
@@ -79,6 +82,9 @@ class StoreTransaction {
   // Writes the results of rows that are all still open; throws Error (and
   // the transaction must be rolled back) if one is not.
   virtual void finish_recurrences(const std::vector<RecurrenceRow>& rows) = 0;
+  // A recurrence's progress (row.progress_*), while it is still open;
+  // throws Error (roll back) if it is not.
+  virtual void record_progress(const RecurrenceRow& row) = 0;
   // A GPU model's power profile for one job and batch size (JSON), if any.
   virtual std::optional<std::string> power_profile(const std::string& gpu_model, const std::string& job,
                                                    int batch_size) = 0;
@@ -107,7 +113,7 @@ class JobStore {
 
 // The schema version this build writes; older databases are migrated when
 // opened, newer ones refused.
-inline constexpr int kJobStoreSchemaVersion = 1;
+inline constexpr int kJobStoreSchemaVersion = 2;
 
 // url: "sqlite:PATH" or a plain path (SQLite; created when missing), or
 // "postgresql://..." / "postgres://..." (a libpq URI; the database must exist).
