@@ -139,7 +139,7 @@ def run_recurrence(client, args, monitor, data):
                 loss = train_epoch(model, optimizer, data, rec.batch_size, callbacks, args.work_ms / 1000)
             epochs += 1
             reached = loss <= args.target_loss
-            if not reached and rec.should_stop():
+            if not reached and rec.report_progress(epochs):  # the service keeps it and advises
                 break
         cost = rec.finish(reached_target=reached)
         return {

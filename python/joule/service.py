@@ -52,6 +52,15 @@ class Assignment:
     early_stop_threshold_cost: float
 
 
+@dataclasses.dataclass(frozen=True)
+class ProgressAdvice:
+    """The service's answer to a progress report."""
+
+    cost: float  # of the run so far, by the job's objective
+    threshold_cost: float  # the recurrence's early-stop threshold; math.inf while there is none
+    stop: bool  # the cost has reached the threshold
+
+
 def _segment(text: str) -> str:
     """One path segment, percent-encoded (GPU model names have spaces)."""
     return urllib.parse.quote(str(text), safe="")
@@ -210,6 +219,20 @@ class BatchSizeClient:
         }
         _, reply = self._call("POST", f"/v1/recurrences/{int(recurrence_id)}/result", body)
         return float(reply["cost"])
+
+    def progress(self, recurrence_id: int, epochs: int, energy_j: float, time_s: float) -> ProgressAdvice:
+        """Reports a recurrence's progress (epochs done, energy and time so
+        far): the service keeps the last report (client.export_job shows it)
+        and says whether the run has reached its early-stop threshold. After
+        the recurrence reported its result: ServiceError 409."""
+        body = {"epochs": int(epochs), "energy_j": float(energy_j), "time_s": float(time_s)}
+        _, reply = self._call("POST", f"/v1/recurrences/{int(recurrence_id)}/progress", body)
+        threshold = reply["threshold_cost"]
+        return ProgressAdvice(
+            cost=float(reply["cost"]),
+            threshold_cost=math.inf if threshold is None else float(threshold),
+            stop=bool(reply["stop"]),
+        )
 
     def put_power_profile(
         self, job: str, gpu_model: str, batch_size: int, entries: Sequence[Mapping[str, float]]

@@ -115,7 +115,7 @@ class BatchSizeRecurrence:
             reached = False
             for epoch in range(max_epochs):
                 reached = train_one_epoch(loader)
-                if reached or rec.should_stop():
+                if reached or rec.report_progress(epoch + 1):
                     break
             rec.finish(reached_target=reached)
 
@@ -123,8 +123,11 @@ class BatchSizeRecurrence:
     energy and the time from entry to finish(); without one, pass energy_j
     and time_s (the run's totals so far) to should_stop() and finish().
 
-    should_stop() computes the Zeus cost C = eta * E + (1 - eta) * max_power_w * T
-    with the job's eta and max_power_w (from client.job(job)["spec"]) and says
+    report_progress(epochs) sends the run's progress to the service (kept
+    there, and shown by client.export_job) and returns the service's advice;
+    should_stop() decides the same locally, without telling the service. Both
+    compute the Zeus cost C = eta * E + (1 - eta) * max_power_w * T
+    with the job's eta and max_power_w (from client.job(job)["spec"]) and say
     whether it reached the early-stop threshold. finish() reports a run that
     did not reach its target and whose cost reached the threshold as stopped
     early (the service then counts it at the threshold).
@@ -283,6 +286,15 @@ class BatchSizeRecurrence:
         if energy_j is None or time_s is None:
             energy_j, time_s = self._measured_so_far()
         return self.cost_of(energy_j, time_s) >= self.early_stop_threshold_cost
+
+    def report_progress(self, epochs: int, energy_j: Optional[float] = None, time_s: Optional[float] = None) -> bool:
+        """Tells the service how far the run has got (epochs done; energy and
+        time from the monitor unless given), which keeps it for the job's
+        export, and returns whether to stop: the service's answer, by the same
+        rule as should_stop()."""
+        if energy_j is None or time_s is None:
+            energy_j, time_s = self._measured_so_far()
+        return self.client.progress(self.recurrence_id, epochs, energy_j, time_s).stop
 
     def finish(self, reached_target: bool, energy_j: Optional[float] = None, time_s: Optional[float] = None) -> float:
         """Reports the run (energy and time from the monitor's window unless

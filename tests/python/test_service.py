@@ -187,6 +187,26 @@ def test_recurrence_helper_stops_early_past_the_threshold(client, simulated):
     assert r["stopped_early"] is True and r["reached_target"] is False and r["energy_j"] > 0
 
 
+def test_progress_reports_are_kept_and_answered(client, simulated):
+    register(client)
+    first = client.ask("bert")
+    advice = client.progress(first.recurrence_id, 1, 4.0, 0.01)
+    assert advice.stop is False and advice.threshold_cost == math.inf  # no threshold yet
+    assert advice.cost == pytest.approx(0.5 * 4.0 + 0.5 * 300.0 * 0.01)
+    client.report(first.recurrence_id, 10.0, 0.01, True)  # cost 6.5: threshold 13
+    with pytest.raises(joule.ServiceError) as e:
+        client.progress(first.recurrence_id, 2, 1.0, 1.0)
+    assert e.value.status == 409
+    monitor = joule.Monitor(interval_ms=10)
+    with joule.torch.BatchSizeRecurrence(client, "bert", monitor=monitor) as rec:
+        assert not rec.report_progress(1, energy_j=20.0, time_s=0.01)  # 11.5 < 13
+        time.sleep(0.1)  # 2 GPUs x 650 W x 0.1 s: ~65 J in the cost
+        assert rec.report_progress(2)  # measured by the monitor: past 13
+        exported = client.export_job("bert")["recurrences"][1]
+        assert exported["progress_epochs"] == 2 and exported["progress_cost"] > 13.0
+        rec.finish(reached_target=False)
+
+
 def test_recurrence_helper_without_monitor_and_on_exceptions(client):
     register(client, eta=1.0)
     with joule.torch.BatchSizeRecurrence(client, "bert") as rec:
