@@ -116,7 +116,7 @@ TEST(ServeCliTest, SimulatingThroughTheServiceGivesTheInProcessResultsOnSqlite) 
 TEST(ServeCliTest, SimulatingThroughTheServiceGivesTheInProcessResultsOnPostgres) {
   std::string skip_reason;
   const std::string store = fresh_postgres_store("simulate", &skip_reason);
-  if (store.empty()) GTEST_SKIP() << skip_reason;
+  if (store.empty()) JOULE_SKIP_WITHOUT_SERVER(skip_reason);
   expect_simulating_through_the_service_gives_the_in_process_results(store);
 }
 
@@ -163,7 +163,7 @@ TEST(ServeCliTest, ProcessesSharingOneJobLoseNoRecurrence) {
 TEST(ServeCliTest, ProcessesSharingOneJobLoseNoRecurrenceOnPostgres) {
   std::string skip_reason;
   const std::string store = fresh_postgres_store("shared", &skip_reason);
-  if (store.empty()) GTEST_SKIP() << skip_reason;
+  if (store.empty()) JOULE_SKIP_WITHOUT_SERVER(skip_reason);
   expect_processes_sharing_one_job_lose_no_recurrence(store);
 }
 
@@ -199,6 +199,53 @@ TEST(ServeCliTest, BadRequestsGetClearErrorsAndTheServiceGoesOn) {
   EXPECT_EQ(client.health()["status"], "ok");  // still serving
   EXPECT_EQ(client.jobs().size(), 0u);         // and nothing was stored
 }  // the client goes first: the server's stop need not wait for its idle connection
+
+// Two `joule serve` replicas on one PostgreSQL database, as in a cluster:
+// processes asking and reporting through either, crossing over (a
+// recurrence asked through one reports through the other), lose nothing.
+TEST(ServeCliTest, ReplicasOnOnePostgresDatabaseShareOneBandit) {
+  std::string skip_reason;
+  const std::string store = fresh_postgres_store("replicas", &skip_reason);
+  if (store.empty()) JOULE_SKIP_WITHOUT_SERVER(skip_reason);
+  testing::TempDir dir_a, dir_b;
+  Server a(dir_a, store), b(dir_b, store);
+  ASSERT_GT(a.port(), 0) << a.log();
+  ASSERT_GT(b.port(), 0) << b.log();
+  {
+    service::BatchSizeClient client(a.url());
+    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
+        {{"name", "shared"}, {"batch_sizes", {32, 64, 128}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+  }
+  constexpr int kProcesses = 4, kEach = 25;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int code = 0;
+      try {
+        service::BatchSizeClient to_a(a.url()), to_b(b.url());
+        for (int i = 0; i < kEach; ++i) {
+          service::BatchSizeClient& asker = (p + i) % 2 ? to_a : to_b;
+          service::BatchSizeClient& reporter = (p + i) % 3 ? to_a : to_b;
+          const service::Assignment got = asker.ask("shared", fmt::format("node-{}", p));
+          reporter.report(got.recurrence_id, {100.0 * got.batch_size, 10.0 + i, true, false});
+        }
+      } catch (const std::exception&) {
+        code = 1;
+      }
+      _exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) EXPECT_EQ(testing::wait_process(pid, 60.0), 0);
+  service::BatchSizeClient via_b(b.url());
+  const nlohmann::json job = via_b.job("shared");
+  EXPECT_EQ(job["recurrences"].get<int>(), kProcesses * kEach);
+  EXPECT_EQ(job["in_flight"].get<int>(), 0);
+  EXPECT_EQ(job["revision"].get<int>(), 1 + 2 * kProcesses * kEach);  // every ask and report, once
+  service::BatchSizeClient via_a(a.url());
+  EXPECT_EQ(via_a.job("shared"), job);
+}
 
 // What /metrics says after a register, two asks and a report: requests by
 // route and status, their latency histograms, jobs and recurrences in flight,
@@ -278,7 +325,7 @@ TEST(ServeCliTest, AKilledServiceLosesNothingItAnswered) {
 TEST(ServeCliTest, AKilledServiceLosesNothingItAnsweredOnPostgres) {
   std::string skip_reason;
   const std::string store = fresh_postgres_store("survivor", &skip_reason);
-  if (store.empty()) GTEST_SKIP() << skip_reason;
+  if (store.empty()) JOULE_SKIP_WITHOUT_SERVER(skip_reason);
   expect_a_killed_service_loses_nothing_it_answered(store);
 }
 

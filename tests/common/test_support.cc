@@ -190,4 +190,9 @@ int free_loopback_port() {
   return port;
 }
 
+bool servers_required() {
+  const char* value = std::getenv("JOULE_TESTS_REQUIRE_SERVERS");
+  return value && std::string(value) == "1";
+}
+
 }  // namespace joule::testing

@@ -76,4 +76,16 @@ pid_t start_process(const std::vector<std::string>& argv, const std::map<std::st
 // Waits for pid; returns the shell-style exit code.
 int wait_process(pid_t pid, double timeout_s = 60.0);
 
+// Whether the real servers the tests start (PostgreSQL, Prometheus) must
+// run: $JOULE_TESTS_REQUIRE_SERVERS=1 (set by scripts/test.sh, so CI fails
+// where a local run would skip for want of one).
+bool servers_required();
+
 }  // namespace joule::testing
+
+// Skips the test for `reason`, or fails it where the servers are required.
+#define JOULE_SKIP_WITHOUT_SERVER(reason)                          \
+  do {                                                             \
+    if (::joule::testing::servers_required()) FAIL() << (reason);  \
+    GTEST_SKIP() << (reason);                                      \
+  } while (0)

@@ -67,7 +67,7 @@ class BatchSizeServiceTest : public ::testing::TestWithParam<StoreKind> {
   void SetUp() override {
     std::string skip_reason;
     url_ = GetParam().fresh_url(tmp_, &skip_reason);
-    if (url_.empty()) GTEST_SKIP() << skip_reason;
+    if (url_.empty()) JOULE_SKIP_WITHOUT_SERVER(skip_reason);
   }
 
   TempDir tmp_;
@@ -519,7 +519,7 @@ TEST_P(BatchSizeServiceTest, ADatabaseFromANewerJouleIsRefused) {
 // empty database, and a password kept out of what it says.
 TEST(PostgresJobStoreTest, StoresOpeningAtOnceOnAnEmptyDatabaseMigrateItOnce) {
   auto& server = testing::shared_postgres();
-  if (!server.running()) GTEST_SKIP() << server.skip_reason();
+  if (!server.running()) JOULE_SKIP_WITHOUT_SERVER(server.skip_reason());
   const std::string url = server.create_database("empty");
   std::vector<std::thread> threads;
   std::atomic<int> failures = 0;
@@ -543,7 +543,7 @@ TEST(PostgresJobStoreTest, StoresOpeningAtOnceOnAnEmptyDatabaseMigrateItOnce) {
 // transaction under way fails, with an Error; the store then reconnects.
 TEST(PostgresJobStoreTest, AStoreOutlivesItsConnectionsBeingDropped) {
   auto& server = testing::shared_postgres();
-  if (!server.running()) GTEST_SKIP() << server.skip_reason();
+  if (!server.running()) JOULE_SKIP_WITHOUT_SERVER(server.skip_reason());
   BatchSizeService service(open_job_store(server.create_database("dropped")));
   service.register_job(spec_named("j"));
   service.ask("j", "n");
