@@ -1,5 +1,5 @@
 // libFuzzer target for the batch-size service's requests: the first byte
-// picks a request (register, ask, report, power profile), the rest is its
+// picks a request (register, ask, report, progress, power profile), the rest is its
 // body, handled as `joule serve` does (JSON parse, then the service on a
 // real SQLite store). Any input must end in an answer or a RequestError (a
 // 4xx): any other exception would be a 500, a crash or hang a failed server.
@@ -32,7 +32,8 @@ void handle(uint8_t route, const std::string& body) {
   BatchSizeService& s = service();
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return;  // the server answers 400 before the service sees it
-  switch (route % 4) {
+  // The seeds in fuzz/corpus_service_fuzzer start with these numbers.
+  switch (route % 5) {
     case 0: s.register_job(joule::service::JobSpec::from_json(j)); break;
     case 1: {
       const auto a = s.ask("job", j.is_string() ? j.get<std::string>() : "");
@@ -42,6 +43,12 @@ void handle(uint8_t route, const std::string& body) {
     case 2: {
       const auto a = s.ask("job", "fuzz");
       s.report(a.recurrence_id, joule::service::RecurrenceResult::from_json(j));
+      break;
+    }
+    case 3: {
+      const auto a = s.ask("job", "fuzz");
+      s.progress(a.recurrence_id, joule::service::RecurrenceProgress::from_json(j));
+      s.report(a.recurrence_id, {1.0, 1.0, true, false});
       break;
     }
     default: s.put_power_profile("job", "gpu", 32, j); break;
