@@ -536,7 +536,8 @@ TEST(PostgresJobStoreTest, StoresOpeningAtOnceOnAnEmptyDatabaseMigrateItOnce) {
   EXPECT_EQ(failures, 0);
   const auto store = open_job_store(url);
   EXPECT_EQ(store->describe().rfind("PostgreSQL host=127.0.0.1 ", 0), 0u) << store->describe();
-  EXPECT_NE(store->describe().find("dbname=empty, schema 1"), std::string::npos) << store->describe();
+  EXPECT_NE(store->describe().find(fmt::format("dbname=empty, schema {}", kJobStoreSchemaVersion)), std::string::npos)
+      << store->describe();
 }
 
 // The server drops every connection (a restart, a failover): at most the
