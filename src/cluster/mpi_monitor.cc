@@ -99,16 +99,14 @@ std::optional<ClusterReport> MpiMonitor::end_window(const std::string& name, dou
   ClusterReport report;
   report.window = name;
   report.world_size = size_;
-  double first_edge = 0.0, last_edge = 0.0;
+  std::vector<double> edges_wall_s;  // of the reports that arrived readable
   for (int r = 0; r < size_; ++r) {
     if (lengths[static_cast<std::size_t>(r)] == 0) continue;  // not a leader
     const std::string text(received.data() + offsets[static_cast<std::size_t>(r)],
                            static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)]));
     try {
       const auto json = nlohmann::json::parse(text);
-      const double edge = json.value("edge_wall_s", 0.0);
-      first_edge = report.nodes.empty() && report.missing_nodes.empty() ? edge : std::min(first_edge, edge);
-      last_edge = std::max(last_edge, edge);
+      edges_wall_s.push_back(json.value("edge_wall_s", 0.0));
       if (json.contains("error")) {
         report.missing_nodes.push_back(
             fmt::format("{} (rank {}): {}", json.value("node", "?"), r, json.value("error", "no reason given")));
@@ -119,7 +117,10 @@ std::optional<ClusterReport> MpiMonitor::end_window(const std::string& name, dou
       report.missing_nodes.push_back(fmt::format("the node of rank {}: its report is unreadable: {}", r, e.what()));
     }
   }
-  report.edge_skew_s = last_edge - first_edge;
+  if (!edges_wall_s.empty()) {
+    const auto [first, last] = std::minmax_element(edges_wall_s.begin(), edges_wall_s.end());
+    report.edge_skew_s = *last - *first;
+  }
   return report;
 }
 

@@ -78,26 +78,24 @@ std::optional<std::string> optional_text(const nlohmann::json& body, const char*
   return body.at(name).get<std::string>();
 }
 
-int64_t parse_id(const std::string& text) {
+// A positive number in a path, at most `max`: digits past it (or past
+// int64) are the client's mistake, a 400 naming `what`, not the server's.
+int64_t parse_positive(const std::string& text, int64_t max, const char* what) {
   try {
     std::size_t used = 0;
-    const long long id = std::stoll(text, &used);
-    if (used == text.size() && id > 0) return id;
+    const long long value = std::stoll(text, &used);
+    if (used == text.size() && value > 0 && value <= max) return value;
   } catch (const std::exception&) {
   }
-  throw RequestError(400, fmt::format("'{}' is not a recurrence id", text));
+  throw RequestError(400, fmt::format("'{}' is not a {}", text, what));
 }
 
-// A batch size in a path: digits that fit an int (a longer run of digits
-// is the client's mistake, not the server's).
+int64_t parse_id(const std::string& text) {
+  return parse_positive(text, std::numeric_limits<int64_t>::max(), "recurrence id");
+}
+
 int parse_batch_size(const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const long value = std::stol(text, &used);
-    if (used == text.size() && value > 0 && value <= std::numeric_limits<int>::max()) return static_cast<int>(value);
-  } catch (const std::exception&) {
-  }
-  throw RequestError(400, fmt::format("'{}' is not a batch size", text));
+  return static_cast<int>(parse_positive(text, std::numeric_limits<int>::max(), "batch size"));
 }
 
 // Request counts and latencies per route, for /metrics.
