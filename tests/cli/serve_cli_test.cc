@@ -35,6 +35,12 @@ int status_of(const std::function<void()>& call) {
   return 0;
 }
 
+// A job on 300 W GPUs, the default its middle size.
+service::JobSpec small_job(const std::string& name, const std::vector<int>& batch_sizes = {32, 64, 128}) {
+  return service::JobSpec::from_json(
+      {{"name", name}, {"batch_sizes", batch_sizes}, {"default_batch_size", 64}, {"max_power_w", 300}});
+}
+
 // A `joule serve` on a free loopback port, stopped with SIGTERM at the end.
 class Server {
  public:
@@ -120,15 +126,14 @@ TEST(ServeCliTest, SimulatingThroughTheServiceGivesTheInProcessResultsOnPostgres
   expect_simulating_through_the_service_gives_the_in_process_results(store);
 }
 
-// Recurrences of one job from several processes at once, through HTTP: none
-// is lost, each is handed out once.
-void expect_processes_sharing_one_job_lose_no_recurrence(const std::string& store) {
-  testing::TempDir tmp;
-  Server server(tmp, store);
-  ASSERT_GT(server.port(), 0) << server.log();
-  service::BatchSizeClient client(server.url());
-  ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
-      {{"name", "shared"}, {"batch_sizes", {32, 64, 128}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+// Recurrences of one job from several processes at once, through HTTP, to
+// the servers at `urls` (replicas of one store): none is lost, each is
+// handed out once. With several servers a process asks and reports through
+// different ones in turn, so recurrences cross between them. Returns the
+// job as the first server shows it.
+nlohmann::json expect_processes_sharing_one_job_lose_no_recurrence(const std::vector<std::string>& urls) {
+  service::BatchSizeClient client(urls.front());
+  EXPECT_TRUE(client.register_job(small_job("shared")));
   constexpr int kProcesses = 4, kEach = 30;
   std::vector<pid_t> children;
   for (int p = 0; p < kProcesses; ++p) {
@@ -136,10 +141,13 @@ void expect_processes_sharing_one_job_lose_no_recurrence(const std::string& stor
     if (pid == 0) {
       int code = 0;
       try {
-        service::BatchSizeClient mine(server.url());
+        std::vector<std::unique_ptr<service::BatchSizeClient>> mine;
+        for (const std::string& url : urls) mine.push_back(std::make_unique<service::BatchSizeClient>(url));
         for (int i = 0; i < kEach; ++i) {
-          const service::Assignment a = mine.ask("shared", fmt::format("node-{}", p));
-          mine.report(a.recurrence_id, {100.0 * a.batch_size, 10.0 + i, true, false});
+          service::BatchSizeClient& asker = *mine[static_cast<std::size_t>(p + i) % mine.size()];
+          service::BatchSizeClient& reporter = *mine[static_cast<std::size_t>(p + i / 2) % mine.size()];
+          const service::Assignment a = asker.ask("shared", fmt::format("node-{}", p));
+          reporter.report(a.recurrence_id, {100.0 * a.batch_size, 10.0 + i, true, false});
         }
       } catch (const std::exception&) {
         code = 1;
@@ -152,7 +160,15 @@ void expect_processes_sharing_one_job_lose_no_recurrence(const std::string& stor
   const nlohmann::json job = client.job("shared");
   EXPECT_EQ(job["recurrences"].get<int>(), kProcesses * kEach);
   EXPECT_EQ(job["in_flight"].get<int>(), 0);
-  EXPECT_EQ(job["revision"].get<int>(), 1 + 2 * kProcesses * kEach);
+  EXPECT_EQ(job["revision"].get<int>(), 1 + 2 * kProcesses * kEach);  // every ask and report, once
+  return job;
+}
+
+void expect_processes_sharing_one_job_lose_no_recurrence(const std::string& store) {
+  testing::TempDir tmp;
+  Server server(tmp, store);
+  ASSERT_GT(server.port(), 0) << server.log();
+  expect_processes_sharing_one_job_lose_no_recurrence(std::vector<std::string>{server.url()});
 }
 
 TEST(ServeCliTest, ProcessesSharingOneJobLoseNoRecurrence) {
@@ -211,40 +227,9 @@ TEST(ServeCliTest, ReplicasOnOnePostgresDatabaseShareOneBandit) {
   Server a(dir_a, store), b(dir_b, store);
   ASSERT_GT(a.port(), 0) << a.log();
   ASSERT_GT(b.port(), 0) << b.log();
-  {
-    service::BatchSizeClient client(a.url());
-    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
-        {{"name", "shared"}, {"batch_sizes", {32, 64, 128}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
-  }
-  constexpr int kProcesses = 4, kEach = 25;
-  std::vector<pid_t> children;
-  for (int p = 0; p < kProcesses; ++p) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      int code = 0;
-      try {
-        service::BatchSizeClient to_a(a.url()), to_b(b.url());
-        for (int i = 0; i < kEach; ++i) {
-          service::BatchSizeClient& asker = (p + i) % 2 ? to_a : to_b;
-          service::BatchSizeClient& reporter = (p + i) % 3 ? to_a : to_b;
-          const service::Assignment got = asker.ask("shared", fmt::format("node-{}", p));
-          reporter.report(got.recurrence_id, {100.0 * got.batch_size, 10.0 + i, true, false});
-        }
-      } catch (const std::exception&) {
-        code = 1;
-      }
-      _exit(code);
-    }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) EXPECT_EQ(testing::wait_process(pid, 60.0), 0);
+  const nlohmann::json job = expect_processes_sharing_one_job_lose_no_recurrence({a.url(), b.url()});
   service::BatchSizeClient via_b(b.url());
-  const nlohmann::json job = via_b.job("shared");
-  EXPECT_EQ(job["recurrences"].get<int>(), kProcesses * kEach);
-  EXPECT_EQ(job["in_flight"].get<int>(), 0);
-  EXPECT_EQ(job["revision"].get<int>(), 1 + 2 * kProcesses * kEach);  // every ask and report, once
-  service::BatchSizeClient via_a(a.url());
-  EXPECT_EQ(via_a.job("shared"), job);
+  EXPECT_EQ(via_b.job("shared"), job);
 }
 
 // What /metrics says after a register, two asks and a report: requests by
@@ -257,8 +242,7 @@ TEST(ServeCliTest, MetricsCountRequestsJobsAndRecurrencesInFlight) {
   ASSERT_GT(server.port(), 0) << server.log();
   {
     service::BatchSizeClient client(server.url());
-    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
-        {{"name", "watched"}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+    ASSERT_TRUE(client.register_job(small_job("watched", {32, 64})));
     const service::Assignment first = client.ask("watched", "node-a");
     client.ask("watched", "node-b");
     client.report(first.recurrence_id, {1000.0, 10.0, true, false});
@@ -293,8 +277,7 @@ void expect_a_killed_service_loses_nothing_it_answered(const std::string& store)
     Server server(tmp, store);
     ASSERT_GT(server.port(), 0) << server.log();
     service::BatchSizeClient client(server.url());
-    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
-        {{"name", "survivor"}, {"batch_sizes", {32, 64, 128}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+    ASSERT_TRUE(client.register_job(small_job("survivor")));
     for (int i = 0; i < 5; ++i) {
       const service::Assignment a = client.ask("survivor", "node-a");
       client.report(a.recurrence_id, {100.0 * a.batch_size, 10.0 + i, true, false});
@@ -335,8 +318,7 @@ TEST(ServeCliTest, ProgressReportsReachTheServiceAndComeBackWithAdvice) {
   Server server(tmp, tmp.file("jobs.db"));
   ASSERT_GT(server.port(), 0) << server.log();
   service::BatchSizeClient client(server.url());
-  ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
-      {{"name", "epochs"}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+  ASSERT_TRUE(client.register_job(small_job("epochs", {32, 64})));
   const service::Assignment a = client.ask("epochs", "node-a");
   const service::ProgressAdvice advice = client.progress(a.recurrence_id, {1, 500.0, 4.0});
   EXPECT_FALSE(advice.stop);  // the first recurrence has no threshold
@@ -355,8 +337,7 @@ TEST(ServeCliTest, JobsShowAndExportPrintTheJob) {
   ASSERT_GT(server.port(), 0) << server.log();
   {
     service::BatchSizeClient client(server.url());
-    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
-        {{"name", "shown"}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+    ASSERT_TRUE(client.register_job(small_job("shown", {32, 64})));
     const service::Assignment a = client.ask("shown", "node-a");
     client.report(a.recurrence_id, {1000.0, 10.0, true, false});
   }
@@ -394,8 +375,7 @@ TEST(ServeCliTest, TokensLetClientsUseTheirJobsOnly) {
   Server server(tmp, "sqlite:" + tmp.file("jobs.db"), {"--tokens", file, "--require-token"});
   ASSERT_GT(server.port(), 0) << server.log();
   auto spec = [](const std::string& name) {
-    return service::JobSpec::from_json(
-        {{"name", name}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}});
+    return small_job(name, {32, 64});
   };
   service::BatchSizeClient anonymous(server.url(), 10.0, std::string());
   service::BatchSizeClient as_admin(server.url(), 10.0, admin), as_alice(server.url(), 10.0, alice);
@@ -492,8 +472,7 @@ TEST(ServeCliTest, StalledClientsAreRefusedAndOthersAreServedMeanwhile) {
   ASSERT_GT(server.port(), 0) << server.log();
   service::BatchSizeClient client(server.url());
   for (const char* name : {"stalled", "busy"}) {
-    ASSERT_TRUE(client.register_job(service::JobSpec::from_json(
-        {{"name", name}, {"batch_sizes", {32, 64}}, {"default_batch_size", 64}, {"max_power_w", 300}})));
+    ASSERT_TRUE(client.register_job(small_job(name, {32, 64})));
   }
   const int64_t waiting = client.ask("stalled", "node-1").recurrence_id;
   const std::string before = client.export_job("stalled").dump();

@@ -100,6 +100,19 @@ struct CostModel {
   }
 };
 
+// Recurrences of `job` until the service hands out an early-stop threshold
+// (at most 20); returns it, +inf when none came.
+double run_until_a_threshold(BatchSizeService& service, const std::string& job) {
+  CostModel model;
+  double threshold = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 20 && std::isinf(threshold); ++i) {
+    const Assignment a = service.ask(job, "n");
+    service.report(a.recurrence_id, model.run(a.batch_size));
+    threshold = service.ask(job, "n").early_stop_threshold_cost;
+  }
+  return threshold;
+}
+
 TEST_P(BatchSizeServiceTest, RegisteringTheSameSpecAgainIsFineADifferentOneConflicts) {
   BatchSizeService service(open_job_store(url_));
   EXPECT_TRUE(service.register_job(spec_named("resnet")));
@@ -160,13 +173,7 @@ TEST_P(BatchSizeServiceTest, TheBanditContinuesAfterTheStoreIsReopened) {
 TEST_P(BatchSizeServiceTest, ARunStoppedEarlyCostsTheThresholdItWasGiven) {
   BatchSizeService service(open_job_store(url_));
   service.register_job(spec_named("t5"));
-  CostModel model;
-  double threshold = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 20 && std::isinf(threshold); ++i) {
-    const Assignment a = service.ask("t5", "n");
-    service.report(a.recurrence_id, model.run(a.batch_size));
-    threshold = service.ask("t5", "n").early_stop_threshold_cost;
-  }
+  const double threshold = run_until_a_threshold(service, "t5");
   ASSERT_TRUE(std::isfinite(threshold));
   const Assignment a = service.ask("t5", "n");
   EXPECT_EQ(a.early_stop_threshold_cost, threshold);
@@ -433,13 +440,7 @@ TEST_P(BatchSizeServiceTest, AMalformedStoredProfileFailsTheAskAndChangesNothing
 TEST_P(BatchSizeServiceTest, ProgressIsKeptAndSaysWhenToStop) {
   BatchSizeService service(open_job_store(url_));
   service.register_job(spec_named("progress"));
-  CostModel model;
-  double threshold = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 20 && std::isinf(threshold); ++i) {
-    const Assignment a = service.ask("progress", "n");
-    service.report(a.recurrence_id, model.run(a.batch_size));
-    threshold = service.ask("progress", "n").early_stop_threshold_cost;
-  }
+  const double threshold = run_until_a_threshold(service, "progress");
   ASSERT_TRUE(std::isfinite(threshold));
   const Assignment a = service.ask("progress", "n");
   // eta 0.5, 300 W: cost = 0.5 * E + 0.5 * 300 * t.
