@@ -33,7 +33,7 @@ double wall_s() {
 MpiMonitor::MpiMonitor(MPI_Comm comm, const std::function<std::unique_ptr<Monitor>()>& open_monitor) : comm_(comm) {
   check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
-  node_ = node_name().substr(0, kNameSlot - 1);
+  node_ = node_name(rank_).substr(0, kNameSlot - 1);
   std::vector<char> mine(kNameSlot, '\0'), all(kNameSlot * static_cast<std::size_t>(size_));
   std::memcpy(mine.data(), node_.data(), node_.size());
   check(MPI_Allgather(mine.data(), kNameSlot, MPI_CHAR, all.data(), kNameSlot, MPI_CHAR, comm_), "MPI_Allgather");
@@ -68,15 +68,12 @@ std::optional<ClusterReport> MpiMonitor::end_window(const std::string& name, dou
   std::string payload;
   if (monitor_) {
     const double edge_wall_s = wall_s();
-    nlohmann::json json;
     try {
       const Measurement m = monitor_->end_window_settled(name, settle_timeout_s);
-      json = to_json(node_report_of(node_, node_ranks_, *monitor_, m));
+      payload = leader_message_json(node_report_of(node_, node_ranks_, *monitor_, m), edge_wall_s);
     } catch (const std::exception& e) {
-      json = {{"node", node_}, {"error", e.what()}};
+      payload = leader_error_json(node_, e.what(), edge_wall_s);
     }
-    json["edge_wall_s"] = edge_wall_s;
-    payload = json.dump();
   }
   // The sizes, then the reports: rank 0 learns where each leader's begins.
   const int length = static_cast<int>(payload.size());
@@ -96,32 +93,15 @@ std::optional<ClusterReport> MpiMonitor::end_window(const std::string& name, dou
         "MPI_Gatherv");
   if (rank_ != 0) return std::nullopt;
 
-  ClusterReport report;
-  report.window = name;
-  report.world_size = size_;
-  std::vector<double> edges_wall_s;  // of the reports that arrived readable
+  std::vector<LeaderOutcome> outcomes;
   for (int r = 0; r < size_; ++r) {
     if (lengths[static_cast<std::size_t>(r)] == 0) continue;  // not a leader
     const std::string text(received.data() + offsets[static_cast<std::size_t>(r)],
                            static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)]));
-    try {
-      const auto json = nlohmann::json::parse(text);
-      edges_wall_s.push_back(json.value("edge_wall_s", 0.0));
-      if (json.contains("error")) {
-        report.missing_nodes.push_back(
-            fmt::format("{} (rank {}): {}", json.value("node", "?"), r, json.value("error", "no reason given")));
-        continue;
-      }
-      report.nodes.push_back(node_report_from_json(json));
-    } catch (const std::exception& e) {
-      report.missing_nodes.push_back(fmt::format("the node of rank {}: its report is unreadable: {}", r, e.what()));
-    }
+    outcomes.push_back(leader_outcome_from_json(r, fmt::format("the node of rank {}", r), text));
+    if (outcomes.back().report) outcomes.back().node = outcomes.back().report->node;
   }
-  if (!edges_wall_s.empty()) {
-    const auto [first, last] = std::minmax_element(edges_wall_s.begin(), edges_wall_s.end());
-    report.edge_skew_s = *last - *first;
-  }
-  return report;
+  return assemble_cluster_report(name, size_, outcomes);
 }
 
 }  // namespace joule::cluster

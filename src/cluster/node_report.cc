@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -11,11 +12,24 @@
 
 namespace joule::cluster {
 
-std::string node_name() {
-  if (const char* name = std::getenv("JOULE_NODE_NAME"); name && *name) return name;
-  char host[HOST_NAME_MAX + 1] = {};
-  if (gethostname(host, sizeof host - 1) != 0) return "unknown-host";
-  return host;
+std::string node_name(int world_rank) {
+  std::string name;
+  if (const char* given = std::getenv("JOULE_NODE_NAME"); given && *given) {
+    name = given;
+  } else {
+    char host[HOST_NAME_MAX + 1] = {};
+    name = gethostname(host, sizeof host - 1) == 0 ? host : "unknown-host";
+  }
+  const char* per_node = std::getenv("JOULE_RANKS_PER_NODE");
+  if (per_node && *per_node && world_rank >= 0) {
+    char* end = nullptr;
+    const long k = std::strtol(per_node, &end, 10);
+    if (*end != '\0' || k < 1) {
+      throw UsageError(fmt::format("JOULE_RANKS_PER_NODE='{}' is not a whole number from 1", per_node));
+    }
+    name += fmt::format("-{}", world_rank / k);
+  }
+  return name;
 }
 
 namespace {
@@ -102,6 +116,55 @@ double ClusterReport::total_energy_j() const {
   double sum = 0.0;
   for (const NodeReport& n : nodes) sum += n.total_energy_j();
   return sum;
+}
+
+ClusterReport assemble_cluster_report(const std::string& window, int world_size,
+                                      const std::vector<LeaderOutcome>& outcomes) {
+  ClusterReport report;
+  report.window = window;
+  report.world_size = world_size;
+  std::vector<double> edges_wall_s;  // of the leaders that answered
+  for (const LeaderOutcome& o : outcomes) {
+    if (o.edge_wall_s) edges_wall_s.push_back(*o.edge_wall_s);
+    if (o.report) {
+      report.nodes.push_back(*o.report);
+    } else {
+      report.missing_nodes.push_back(fmt::format("{} (rank {}): {}", o.node, o.rank, o.missing_reason));
+    }
+  }
+  if (!edges_wall_s.empty()) {
+    const auto [first, last] = std::minmax_element(edges_wall_s.begin(), edges_wall_s.end());
+    report.edge_skew_s = *last - *first;
+  }
+  return report;
+}
+
+std::string leader_message_json(const NodeReport& report, double edge_wall_s) {
+  nlohmann::json json = to_json(report);
+  json["edge_wall_s"] = edge_wall_s;
+  return json.dump();
+}
+
+std::string leader_error_json(const std::string& node, const std::string& error, double edge_wall_s) {
+  return nlohmann::json{{"node", node}, {"error", error}, {"edge_wall_s", edge_wall_s}}.dump();
+}
+
+LeaderOutcome leader_outcome_from_json(int rank, const std::string& node, const std::string& text) {
+  LeaderOutcome o{rank, node, std::nullopt, "", std::nullopt};
+  try {
+    const auto json = nlohmann::json::parse(text);
+    if (json.is_object() && json.contains("edge_wall_s") && json["edge_wall_s"].is_number()) {
+      o.edge_wall_s = json["edge_wall_s"].get<double>();
+    }
+    if (json.is_object() && json.contains("error")) {
+      o.missing_reason = json["error"].is_string() ? json["error"].get<std::string>() : "no reason given";
+    } else {
+      o.report = node_report_from_json(json);
+    }
+  } catch (const std::exception& e) {
+    o.missing_reason = fmt::format("its report is unreadable: {}", e.what());
+  }
+  return o;
 }
 
 nlohmann::json to_json(const ClusterReport& r) {

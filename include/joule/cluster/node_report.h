@@ -7,6 +7,7 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,13 @@
 
 namespace joule::cluster {
 
-// The name this process's node goes by: $JOULE_NODE_NAME when set (a
-// documented override so that several ranks on one machine can pose as
-// nodes in tests), else the host name.
-std::string node_name();
+// The name this process's node goes by: $JOULE_NODE_NAME when set, else the
+// host name. Two documented overrides let the ranks of one machine pose as
+// nodes in tests: $JOULE_NODE_NAME names the node outright (one per mpirun
+// block), and $JOULE_RANKS_PER_NODE=K appends "-<world_rank / K>" so that a
+// launcher that sets no per-rank environment (srun, a sweep's mpirun) still
+// makes nodes of K ranks. world_rank < 0: not known (no suffix).
+std::string node_name(int world_rank = -1);
 
 struct DeviceEnergy {
   std::string kind;  // "gpu", "cpu_package" or "dram"
@@ -55,6 +59,28 @@ struct ClusterReport {
   double energy_j(const std::string& kind) const;
   double total_energy_j() const;
 };
+
+// What the root learnt of one node's leader in a window: its report, or
+// why there is none (the leader's devices failed, its message was not a
+// report, nothing arrived in time).
+struct LeaderOutcome {
+  int rank = 0;      // the leader's rank
+  std::string node;  // the node's name as the root knows it
+  std::optional<NodeReport> report;
+  std::string missing_reason;           // when there is no report
+  std::optional<double> edge_wall_s;    // the leader's wall clock at the end edge
+};
+
+// The job's report from its leaders' outcomes (in rank order).
+ClusterReport assemble_cluster_report(const std::string& window, int world_size,
+                                      const std::vector<LeaderOutcome>& outcomes);
+
+// A leader's message as JSON (the channel for torch.distributed): the
+// node's report with "edge_wall_s", or {"node", "error"} where its
+// measurement failed. Unreadable text becomes a missing node.
+std::string leader_message_json(const NodeReport& report, double edge_wall_s);
+std::string leader_error_json(const std::string& node, const std::string& error, double edge_wall_s);
+LeaderOutcome leader_outcome_from_json(int rank, const std::string& node, const std::string& text);
 
 nlohmann::json to_json(const ClusterReport& report);
 std::string to_text(const ClusterReport& report);
