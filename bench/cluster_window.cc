@@ -6,7 +6,7 @@
 //   mpirun -n 8 --oversubscribe build/bin/joule_bench_cluster_window [--windows N] [--gpus G]
 //
 // Prints the median, p90 and p99 of a window's cost at rank 0, and the size
-// of one node's report.
+// of one node's per-window message (and of its report as JSON).
 #include <fmt/format.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -33,28 +33,37 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   setenv("JOULE_NODE_NAME", fmt::format("bench-node-{}", rank).c_str(), 1);
   {
-    joule::cluster::MpiMonitor cluster(MPI_COMM_WORLD, [&] {
+    joule::cluster::MpiMonitor cluster(MPI_COMM_WORLD, [&](const std::string&, const auto&) {
       joule::DiscoveryOptions options;
       options.backend = joule::GpuBackend::kSim;
       options.sim_spec = fmt::format("count={},load=0.5", gpus);
       return std::make_unique<joule::Monitor>(joule::discover_devices(options));
     });
     std::vector<double> cost_us;
-    std::size_t report_bytes = 0;
+    std::size_t message_bytes = 0, json_bytes = 0;
     for (int w = 0; w < windows + 100; ++w) {
       const auto start = std::chrono::steady_clock::now();
       cluster.begin_window("w");
       const auto report = cluster.end_window("w", 0.0);
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       if (w >= 100) cost_us.push_back(us);  // the first hundred warm up
-      if (report && !report->nodes.empty()) report_bytes = to_json(report->nodes.front()).dump().size();
+      if (report && !report->nodes.empty()) {
+        // What a leader sends per window (numbers in roster order), and the
+        // same report as JSON for comparison.
+        const auto& node = report->nodes.front();
+        joule::cluster::WindowMessage message;
+        message.warnings = node.warnings;
+        for (const auto& device : node.devices) message.energies_j.push_back(device.energy_j);
+        message_bytes = joule::cluster::encode(message).size();
+        json_bytes = to_json(node).dump().size();
+      }
     }
     if (rank == 0) {
       std::sort(cost_us.begin(), cost_us.end());
       auto at = [&](double q) { return cost_us[static_cast<std::size_t>(q * (cost_us.size() - 1))]; };
       fmt::print("{} ranks (as {} nodes), {} GPUs each, {} windows: begin+end median {:.1f} us, p90 {:.1f} us, "
-                 "p99 {:.1f} us; a node's report {} bytes\n",
-                 size, cluster.node_count(), gpus, windows, at(0.5), at(0.9), at(0.99), report_bytes);
+                 "p99 {:.1f} us; a node's message {} bytes ({} as JSON)\n",
+                 size, cluster.node_count(), gpus, windows, at(0.5), at(0.9), at(0.99), message_bytes, json_bytes);
     }
   }
   MPI_Finalize();

@@ -40,6 +40,7 @@ struct MeasureOptions {
   // Under mpirun/srun: every rank runs the command, each node is measured
   // once (by its lowest rank), rank 0 reports per node and in total.
   bool mpi = false;
+  double mpi_timeout_s = 60.0;  // longest wait for the other ranks at a window edge
   std::vector<std::string> command;
 };
 int run_measure(const CommonOptions& common, const MeasureOptions& options);

@@ -40,7 +40,9 @@ int main(int argc, char** argv) {
   measure_command->add_option("--interval-ms", measure.interval_ms, "power sampling interval (default 100)");
   measure_command->add_option("--counter-interval-ms", measure.counter_interval_ms,
                               "time between GPU energy-counter reads, shared round robin by the GPUs (default 5000; 0: never)");
-  measure_command->add_option("--timeline", measure.timeline_path, "write every sample to this CSV file");
+  measure_command->add_option("--timeline", measure.timeline_path,
+                              "write every sample to this CSV file (with --mpi: one per node, PATH with the node's "
+                              "name before the extension)");
   measure_command->add_option("--sample", measure.sample_fields,
                               "extra fields per sample: util, clock, temp, mem (comma-separated)")
       ->delimiter(',');
@@ -48,6 +50,11 @@ int main(int argc, char** argv) {
   measure_command->add_flag("--mpi", measure.mpi,
                             "under mpirun or srun: each rank runs the command, each node is measured once, rank 0 "
                             "reports per node and in total");
+  measure_command
+      ->add_option("--mpi-timeout", measure.mpi_timeout_s,
+                   "with --mpi: seconds a window edge waits for the other ranks before reporting the nodes that "
+                   "did not arrive as missing and ending the job (default 60)")
+      ->check(CLI::Range(0.1, 86400.0));
   measure_command->add_option("-o,--output", measure.output_path, "write the report to this file");
   measure_command->add_option("command", measure.command, "the command to run, after --");
   measure_command->positionals_at_end();

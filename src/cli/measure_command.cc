@@ -5,8 +5,10 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <chrono>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/report.h"
@@ -96,10 +98,49 @@ void write_report(const std::string& text, bool json, std::optional<OutputFile>&
 }
 
 #ifdef JOULE_HAVE_MPI
+namespace {
+
+constexpr double kSettleTimeoutS = 1.0;  // the leaders' wait for their devices' data past the end edge
+
+// "run.csv" for node "gpu-7" -> "run.gpu-7.csv": one timeline per node.
+std::string node_timeline_path(const std::string& path, const std::string& node) {
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "." + node;
+  return path.substr(0, dot) + "." + node + path.substr(dot);
+}
+
+// Where the ranks fell out of step (a node died or hangs), MPI_Finalize
+// could wait for ever: the job ends with MPI_Abort instead, as soon as rank
+// 0 has written what it has. Rank 0 needs at most the reports' wait (the
+// settling and one timeout) after its own edge; the other ranks print their
+// own node's part (in case rank 0 is the one missing) and give rank 0 that
+// long and one timeout more before they end the job themselves.
+[[noreturn]] void abort_out_of_step(const cluster::MpiMonitor& monitor, double timeout_s) {
+  if (monitor.rank() != 0) {
+    if (const auto& own = monitor.last_node_report()) {
+      cluster::ClusterReport part;
+      part.window = "command (this node's part: the job's ranks fell out of step)";
+      part.nodes = {*own};
+      std::cerr << cluster::to_text(part) << std::flush;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(kSettleTimeoutS + 2 * timeout_s));
+  }
+  std::cerr << fmt::format("joule measure --mpi: rank {} ends the job: some rank did not reach the window's end "
+                           "within {:g} s\n",
+                           monitor.rank(), timeout_s);
+  std::cout.flush();  // _Exit and MPI_Abort flush nothing
+  std::cerr.flush();
+  MPI_Abort(MPI_COMM_WORLD, 3);
+  std::_Exit(3);
+}
+
+}  // namespace
+
 // Every rank runs the command; each node's lowest rank measures the node's
-// devices; rank 0 writes the job's report (per node, per device, total).
+// devices (those its ranks may use); rank 0 writes the job's report (per
+// node, per device, total).
 int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options) {
-  if (!options.timeline_path.empty()) throw UsageError("--timeline is not available with --mpi yet");
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized && MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
@@ -107,20 +148,33 @@ int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options) 
   }
   int exit_status = 0;
   {
-    cluster::MpiMonitor cluster_monitor(MPI_COMM_WORLD, [&] {
-      return std::make_unique<Monitor>(common.open_devices(), monitor_options_of(options));
-    });
+    const auto open_node_monitor = [&](const std::string& node, const std::optional<std::vector<std::string>>& job_gpus) {
+      Devices devices = common.open_devices();
+      if (job_gpus && common.gpus.empty()) cluster::keep_job_gpus(devices, *job_gpus);  // --gpus wins
+      auto monitor = std::make_unique<Monitor>(devices, monitor_options_of(options));
+      if (!options.timeline_path.empty()) {
+        monitor->timeline().stream_csv_to(node_timeline_path(options.timeline_path, node));
+      }
+      return monitor;
+    };
+    cluster::MpiMonitor cluster_monitor(MPI_COMM_WORLD, open_node_monitor, {options.mpi_timeout_s});
     std::optional<OutputFile> output;
     if (cluster_monitor.rank() == 0 && !options.output_path.empty()) output.emplace(options.output_path);
-    cluster_monitor.begin_window("command");
+    try {
+      cluster_monitor.begin_window("command");
+    } catch (const Error& e) {
+      std::cerr << "joule measure --mpi: " << e.what() << '\n';
+      abort_out_of_step(cluster_monitor, options.mpi_timeout_s);
+    }
     ChildProcess child = ChildProcess::spawn(options.command);
     exit_status = child.wait_forwarding_signals();
-    const auto report = cluster_monitor.end_window("command");
+    const auto report = cluster_monitor.end_window("command", kSettleTimeoutS);
     if (report) {
       nlohmann::json json = cluster::to_json(*report);
       json["command"] = options.command;
       write_report(options.json ? json.dump(2) + "\n" : cluster::to_text(*report), options.json, output);
     }
+    if (cluster_monitor.timed_out()) abort_out_of_step(cluster_monitor, options.mpi_timeout_s);
   }
   MPI_Finalize();
   return exit_status;

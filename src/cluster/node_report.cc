@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "joule/error.h"
@@ -55,34 +57,185 @@ T field(const nlohmann::json& json, const char* name, const char* what) {
 double NodeReport::energy_j(const std::string& kind) const { return sum_of_kind(devices, kind); }
 double NodeReport::total_energy_j() const { return sum_of_kind(devices, ""); }
 
-NodeReport node_report_of(const std::string& node, const std::vector<int>& ranks, const Monitor& monitor,
-                          const Measurement& m) {
+NodeReport roster_of(const std::string& node, const std::vector<int>& ranks, const Monitor& monitor) {
   NodeReport r;
   r.node = node;
   r.ranks = ranks;
-  r.elapsed_s = m.elapsed_s;
-  r.warnings = m.warnings;
-  for (std::size_t i = 0; i < m.gpu_energy_j.size(); ++i) {
-    const auto& gpu = monitor.gpus()[i];
-    r.devices.push_back({"gpu", fmt::format("gpu{} {}", gpu->index(), gpu->name()), m.gpu_energy_j[i]});
+  for (const auto& gpu : monitor.gpus()) {
+    r.devices.push_back({"gpu", fmt::format("gpu{} {}", gpu->index(), gpu->name()), 0.0});
   }
-  std::size_t package = 0, dram = 0;
   for (const auto& zone : monitor.cpu_zones()) {
-    if (zone->domain() == CpuDomain::kPackage) {
-      r.devices.push_back({"cpu_package", zone->label(), m.cpu_package_energy_j.at(package++)});
-    } else {
-      r.devices.push_back({"dram", zone->label(), m.dram_energy_j.at(dram++)});
+    r.devices.push_back({zone->domain() == CpuDomain::kPackage ? "cpu_package" : "dram", zone->label(), 0.0});
+  }
+  return r;
+}
+
+WindowMessage window_message_of(std::uint32_t window_seq, const Monitor& monitor, const Measurement& m,
+                                double edge_wall_s) {
+  WindowMessage message;
+  message.window_seq = window_seq;
+  message.elapsed_s = m.elapsed_s;
+  message.edge_wall_s = edge_wall_s;
+  message.warnings = m.warnings;
+  message.devices_failed = !m.warnings.empty();  // a Measurement's warnings are devices that failed
+  message.energies_j = m.gpu_energy_j;
+  message.energies_j.resize(monitor.gpus().size(), 0.0);
+  std::size_t package = 0, dram = 0;  // the zones in roster order, each kind from its own list
+  for (const auto& zone : monitor.cpu_zones()) {
+    message.energies_j.push_back(zone->domain() == CpuDomain::kPackage ? m.cpu_package_energy_j.at(package++)
+                                                                       : m.dram_energy_j.at(dram++));
+  }
+  if (monitor.cpu_zones().empty()) message.warnings.push_back("no RAPL zones: CPU and DRAM energy not measured");
+  return message;
+}
+
+NodeReport node_report_of(const std::string& node, const std::vector<int>& ranks, const Monitor& monitor,
+                          const Measurement& m) {
+  return fill_roster(roster_of(node, ranks, monitor), window_message_of(0, monitor, m, 0.0));
+}
+
+namespace {
+
+constexpr std::uint32_t kMessageMarker = 0x4a574d31;  // "JWM1"; reads reversed on a host of the other byte order
+
+class Writer {
+ public:
+  template <typename T>
+  void put(const T& value) {
+    const auto* bytes = reinterpret_cast<const char*>(&value);
+    out_.append(bytes, sizeof value);
+  }
+  void put_text(const std::string& text) {
+    put(static_cast<std::uint32_t>(text.size()));
+    out_ += text;
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& bytes) : bytes_(bytes) {}
+  template <typename T>
+  T get(const char* what) {
+    T value;
+    need(sizeof value, what);
+    std::memcpy(&value, bytes_.data() + at_, sizeof value);
+    at_ += sizeof value;
+    return value;
+  }
+  std::string get_text(const char* what) {
+    const auto length = get<std::uint32_t>(what);
+    need(length, what);
+    std::string text = bytes_.substr(at_, length);
+    at_ += length;
+    return text;
+  }
+  bool done() const { return at_ == bytes_.size(); }
+
+ private:
+  void need(std::size_t n, const char* what) const {
+    if (bytes_.size() - at_ < n) {
+      throw Error(fmt::format("window message: ends at byte {} inside {} ({} bytes in all)", at_, what, bytes_.size()));
     }
   }
-  if (monitor.cpu_zones().empty()) r.warnings.push_back("no RAPL zones: CPU and DRAM energy not measured");
+  const std::string& bytes_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+std::string encode(const WindowMessage& m) {
+  Writer w;
+  w.put(kMessageMarker);
+  w.put(m.window_seq);
+  w.put(m.elapsed_s);
+  w.put(m.edge_wall_s);
+  w.put(static_cast<std::uint32_t>(m.energies_j.size()));
+  for (const double e : m.energies_j) w.put(e);
+  w.put(static_cast<std::uint32_t>(m.warnings.size()));
+  for (const auto& warning : m.warnings) w.put_text(warning);
+  w.put(static_cast<std::uint32_t>(m.devices_failed ? 1 : 0));
+  w.put_text(m.error);
+  return w.take();
+}
+
+WindowMessage decode_window_message(const std::string& bytes) {
+  Reader r(bytes);
+  const auto marker = r.get<std::uint32_t>("the marker");
+  if (marker != kMessageMarker) {
+    throw Error(fmt::format("window message: marker {:#010x}, not {:#010x} (another joule version, or a host of "
+                            "another byte order)",
+                            marker, kMessageMarker));
+  }
+  WindowMessage m;
+  m.window_seq = r.get<std::uint32_t>("the window number");
+  m.elapsed_s = r.get<double>("the elapsed time");
+  m.edge_wall_s = r.get<double>("the edge time");
+  const auto devices = r.get<std::uint32_t>("the device count");
+  if (devices > 4096) throw Error(fmt::format("window message: {} devices is not a node", devices));
+  for (std::uint32_t i = 0; i < devices; ++i) m.energies_j.push_back(r.get<double>("the energies"));
+  const auto warnings = r.get<std::uint32_t>("the warning count");
+  if (warnings > 4096) throw Error(fmt::format("window message: {} warnings is not a node's", warnings));
+  for (std::uint32_t i = 0; i < warnings; ++i) m.warnings.push_back(r.get_text("a warning"));
+  m.devices_failed = (r.get<std::uint32_t>("the flags") & 1) != 0;
+  m.error = r.get_text("the error");
+  if (!r.done()) throw Error("window message: bytes left over after the error text");
+  return m;
+}
+
+NodeReport fill_roster(const NodeReport& roster, const WindowMessage& m) {
+  if (!m.error.empty()) throw Error(m.error);
+  if (m.energies_j.size() != roster.devices.size()) {
+    throw Error(fmt::format("node '{}' sent {} energies for its {} devices", roster.node, m.energies_j.size(),
+                            roster.devices.size()));
+  }
+  NodeReport r = roster;
+  r.elapsed_s = m.elapsed_s;
+  r.warnings = m.warnings;
+  r.devices_failed = m.devices_failed;
+  for (std::size_t i = 0; i < r.devices.size(); ++i) r.devices[i].energy_j = m.energies_j[i];
   return r;
+}
+
+std::optional<std::vector<std::string>> job_gpus_of(const std::vector<std::optional<std::string>>& visible_per_rank) {
+  std::vector<std::string> entries;
+  for (const auto& visible : visible_per_rank) {
+    if (!visible) return std::nullopt;  // this rank sees every GPU
+    std::stringstream items(*visible);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      if (item.rfind("MIG-", 0) == 0) return std::nullopt;  // a MIG slice: measure the whole node's GPUs
+      if (!item.empty() && std::find(entries.begin(), entries.end(), item) == entries.end()) entries.push_back(item);
+    }
+  }
+  return entries;
+}
+
+void keep_job_gpus(Devices& devices, const std::vector<std::string>& entries) {
+  std::vector<std::shared_ptr<Gpu>> kept;
+  for (const std::string& entry : entries) {
+    const bool by_uuid = entry.find_first_not_of("0123456789") != std::string::npos;
+    auto match = std::find_if(devices.gpus.begin(), devices.gpus.end(), [&](const auto& gpu) {
+      return by_uuid ? gpu->uuid().rfind(entry, 0) == 0 : std::to_string(gpu->index()) == entry;
+    });
+    if (match == devices.gpus.end()) {
+      throw UsageError(fmt::format("CUDA_VISIBLE_DEVICES names '{}', which is none of this node's {} GPUs", entry,
+                                   devices.gpus.size()));
+    }
+    if (std::find(kept.begin(), kept.end(), *match) == kept.end()) kept.push_back(*match);
+  }
+  devices.gpus = std::move(kept);
 }
 
 nlohmann::json to_json(const NodeReport& r) {
   nlohmann::json devices = nlohmann::json::array();
   for (const DeviceEnergy& d : r.devices) devices.push_back({{"kind", d.kind}, {"name", d.name}, {"energy_j", d.energy_j}});
   return {{"node", r.node},         {"ranks", r.ranks},     {"elapsed_s", r.elapsed_s},
-          {"devices", devices},     {"warnings", r.warnings}, {"total_energy_j", r.total_energy_j()}};
+          {"devices", devices},     {"warnings", r.warnings}, {"devices_failed", r.devices_failed},
+          {"total_energy_j", r.total_energy_j()}};
 }
 
 NodeReport node_report_from_json(const nlohmann::json& json) {
@@ -92,6 +245,7 @@ NodeReport node_report_from_json(const nlohmann::json& json) {
   r.ranks = field<std::vector<int>>(json, "ranks", kWhat);
   r.elapsed_s = field<double>(json, "elapsed_s", kWhat);
   r.warnings = field<std::vector<std::string>>(json, "warnings", kWhat);
+  r.devices_failed = json.contains("devices_failed") && field<bool>(json, "devices_failed", kWhat);
   const auto devices = field<nlohmann::json>(json, "devices", kWhat);
   if (!devices.is_array()) throw Error(fmt::format("{} of node '{}': 'devices' is not an array", kWhat, r.node));
   for (const auto& d : devices) {
@@ -110,6 +264,11 @@ double ClusterReport::energy_j(const std::string& kind) const {
   double sum = 0.0;
   for (const NodeReport& n : nodes) sum += n.energy_j(kind);
   return sum;
+}
+
+bool ClusterReport::complete() const {
+  return missing_nodes.empty() &&
+         std::none_of(nodes.begin(), nodes.end(), [](const NodeReport& n) { return n.devices_failed; });
 }
 
 double ClusterReport::total_energy_j() const {
@@ -180,6 +339,7 @@ nlohmann::json to_json(const ClusterReport& r) {
           {"missing_nodes", r.missing_nodes},
           {"elapsed_s", elapsed_s},
           {"edge_skew_s", r.edge_skew_s},
+          {"complete", r.complete()},
           {"gpu_energy_j", r.energy_j("gpu")},
           {"cpu_package_energy_j", r.energy_j("cpu_package")},
           {"dram_energy_j", r.energy_j("dram")},
@@ -203,6 +363,9 @@ std::string to_text(const ClusterReport& r) {
                      r.total_energy_j(), r.energy_j("gpu"), r.energy_j("cpu_package"), r.energy_j("dram"),
                      1e3 * r.edge_skew_s);
   if (!r.missing_nodes.empty()) out += "  PARTIAL: the total leaves out the missing nodes\n";
+  for (const NodeReport& n : r.nodes) {
+    if (n.devices_failed) out += fmt::format("  PARTIAL: node {} lost a device inside the window (see its warnings)\n", n.node);
+  }
   return out;
 }
 

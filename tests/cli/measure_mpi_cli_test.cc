@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include "common/test_support.h"
@@ -110,6 +112,122 @@ TEST(MeasureMpiCliTest, ARankWhoseCommandFailsStillGetsTheJobMeasured) {
   EXPECT_NE(r.exit_code, 0);  // mpirun reports the failed rank
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_EQ(report["nodes"].size(), 2u) << report.dump(2);
+}
+TEST(MeasureMpiCliTest, ANodeThatHangsIsReportedMissingWithinTheTimeoutAndTheOthersAreKept) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<std::string> options = {"measure", "--mpi", "--mpi-timeout", "2", "--json", "--sim", "count=1"};
+  auto with = [&](std::vector<std::string> command) {
+    std::vector<std::string> argv = options;
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+  };
+  const auto r = run_process(join(mpirun(), node_block("node-a", 2, with({"sleep", "0.2"})),
+                                  node_block("node-b", 1, with({"sleep", "120"}))),
+                             testing::simulated_only_env(), 60.0);
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(took_s, 30.0);  // the barrier's 2 s, the reports' 2 s more, mpirun's start and abort
+  EXPECT_NE(r.exit_code, 0);  // the job was ended
+  EXPECT_NE(r.err.find("ends the job"), std::string::npos) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["complete"], false);
+  ASSERT_EQ(report["nodes"].size(), 1u) << report.dump(2);
+  EXPECT_EQ(report["nodes"][0]["node"], "node-a");
+  EXPECT_GT(report["nodes"][0]["total_energy_j"].get<double>(), 0.0);
+  ASSERT_EQ(report["missing_nodes"].size(), 1u);
+  const std::string missing = report["missing_nodes"][0];
+  EXPECT_NE(missing.find("node-b (rank 2): no report within"), std::string::npos) << missing;
+}
+
+TEST(MeasureMpiCliTest, ANodeThatDiesIsReportedMissingWhereMpirunLetsTheJobGoOn) {
+  // Open MPI ends the whole job when a rank dies unless recovery is on.
+  std::vector<std::string> argv = mpirun();
+  argv.insert(argv.end(), {"--mca", "orte_enable_recovery", "1"});
+  const std::vector<std::string> options = {"measure", "--mpi", "--mpi-timeout", "2", "--json", "--sim", "count=1", "--"};
+  auto with = [&](std::vector<std::string> command) {
+    std::vector<std::string> all = options;
+    all.insert(all.end(), command.begin(), command.end());
+    return all;
+  };
+  const auto r = run_process(join(argv, node_block("node-a", 1, with({"sleep", "0.5"})),
+                                  node_block("node-b", 1, with({"sh", "-c", "sleep 0.2; kill -9 $PPID"}))),
+                             testing::simulated_only_env(), 60.0);
+  // (With recovery on, mpirun's own exit status does not carry MPI_Abort's.)
+  EXPECT_NE(r.err.find("ends the job"), std::string::npos) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["nodes"].size(), 1u) << report.dump(2);
+  EXPECT_EQ(report["nodes"][0]["node"], "node-a");
+  ASSERT_EQ(report["missing_nodes"].size(), 1u);
+  EXPECT_NE(report["missing_nodes"][0].get<std::string>().find("node-b"), std::string::npos);
+}
+
+TEST(MeasureMpiCliTest, ANodeWhoseGpuIsLostMidRunIsReportedAsPartial) {
+  TempDir dir_a, dir_b;
+  const auto fake_a = testing::use_fake_nvml(dir_a, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n");
+  const auto fake_b = testing::use_fake_nvml(dir_b, "device name=\"NVIDIA A40\" power_w=120\n"
+                                                    "error function=* device=0 code=15 after_ms=300\n");
+  auto env_of = [](const testing::FakeNvml& fake) {
+    return std::map<std::string, std::string>{{"JOULE_NVML_LIBRARY", fake.library_path},
+                                              {"JOULE_FAKE_NVML_CONFIG", fake.config_path},
+                                              {"JOULE_POWERCAP_ROOT", "/nonexistent"}};
+  };
+  const std::vector<std::string> args = {"measure", "--mpi", "--json", "--", "sleep", "1"};
+  const auto r = run_process(join(mpirun(), node_block("node-a", 1, args, env_of(fake_a)),
+                                  node_block("node-b", 2, args, env_of(fake_b))),
+                             {}, 120.0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["complete"], false);
+  const auto& a = node_named(report, "node-a");
+  const auto& b = node_named(report, "node-b");
+  EXPECT_EQ(a["devices_failed"], false);
+  EXPECT_NEAR(a["total_energy_j"].get<double>(), 300.0 * a["elapsed_s"].get<double>(), 15.0);
+  EXPECT_EQ(b["devices_failed"], true);
+  EXPECT_NE(b["warnings"].dump().find("GPU is lost"), std::string::npos) << b.dump(2);
+  // Counted up to the loss (0.3 s of the 1 s window), not carried on.
+  EXPECT_GT(b["total_energy_j"].get<double>(), 0.0);
+  EXPECT_LT(b["total_energy_j"].get<double>(), 120.0 * 0.5);
+}
+
+TEST(MeasureMpiCliTest, ALeaderWhoseMeasurementCannotStartIsReportedMissingWithWhy) {
+  const auto r = run_process(
+      join(mpirun(), node_block("node-a", 1, {"measure", "--mpi", "--json", "--sim", "count=1", "--", "sleep", "0.2"}),
+           node_block("node-b", 2, {"measure", "--mpi", "--json", "--sim", "count=1", "--gpus", "5", "--", "sleep", "0.2"})),
+      testing::simulated_only_env(), 120.0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // the job itself ran; its report says what is missing
+  const auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["nodes"].size(), 1u) << report.dump(2);
+  ASSERT_EQ(report["missing_nodes"].size(), 1u);
+  const std::string missing = report["missing_nodes"][0];
+  EXPECT_NE(missing.find("node-b (rank 1): its measurement could not start"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("5"), std::string::npos) << missing;
+}
+
+TEST(MeasureMpiCliTest, EachNodeMeasuresTheGpusItsRanksMayUseAndWritesItsOwnTimeline) {
+  TempDir dir;
+  const std::string timeline = dir.file("run.csv");
+  const std::vector<std::string> args = {"measure", "--mpi", "--json", "--sim", "count=4,load=0.5",
+                                         "--timeline", timeline, "--", "sleep", "0.4"};
+  std::vector<std::string> argv = mpirun();
+  // node-a's two ranks may use GPUs 1 and 2; node-b's rank sees all four.
+  for (const auto& block : {node_block("node-a", 1, args, {{"CUDA_VISIBLE_DEVICES", "1"}}),
+                            node_block("node-a", 1, args, {{"CUDA_VISIBLE_DEVICES", "2"}}),
+                            node_block("node-b", 1, args)}) {
+    if (argv.size() > mpirun().size()) argv.push_back(":");
+    argv.insert(argv.end(), block.begin(), block.end());
+  }
+  const auto r = run_process(argv, testing::simulated_only_env(), 120.0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto& a = node_named(report, "node-a");
+  ASSERT_EQ(a["devices"].size(), 2u) << a.dump(2);
+  EXPECT_EQ(a["devices"][0]["name"].get<std::string>().rfind("gpu1 ", 0), 0u) << a.dump(2);
+  EXPECT_EQ(a["devices"][1]["name"].get<std::string>().rfind("gpu2 ", 0), 0u) << a.dump(2);
+  EXPECT_EQ(node_named(report, "node-b")["devices"].size(), 4u);
+  for (const std::string node : {"node-a", "node-b"}) {
+    const auto lines = testing::read_lines(dir.file("run." + node + ".csv"));
+    EXPECT_GT(lines.size(), 3u) << node;  // a header and samples
+  }
 }
 #else
 TEST(MeasureMpiCliTest, SaysWhenBuiltWithoutMpi) {

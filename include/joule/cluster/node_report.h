@@ -1,16 +1,19 @@
 // One job measured on many nodes: what each node's agent measured in a
 // window, and the job-wide result that the root assembles from them.
 //
-// A node's report travels between processes (over MPI or any other channel)
-// as compact JSON: a few hundred bytes per node, whatever the ranks on it.
-// The parts here need no MPI; mpi_monitor.h moves them.
+// A node's report travels between processes: over MPI as a roster once and
+// a compact binary message per window (136 bytes for a node of 8
+// GPUs), over other channels (torch.distributed) as JSON. The parts here
+// need no MPI; mpi_monitor.h moves them.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "joule/device/discovery.h"
 #include "joule/measure/monitor.h"
 
 namespace joule::cluster {
@@ -35,6 +38,7 @@ struct NodeReport {
   double elapsed_s = 0.0;
   std::vector<DeviceEnergy> devices;
   std::vector<std::string> warnings;  // devices that failed inside the window, sources missing
+  bool devices_failed = false;        // some device failed inside the window: its energy stops there
 
   double energy_j(const std::string& kind) const;  // summed over this node's devices of that kind
   double total_energy_j() const;
@@ -43,6 +47,42 @@ struct NodeReport {
 // The node's part of a window measured by its Monitor.
 NodeReport node_report_of(const std::string& node, const std::vector<int>& ranks, const Monitor& monitor,
                           const Measurement& measurement);
+
+// A node's roster: its name, ranks and devices (kinds and names, energies
+// zero), sent to the root once so that each window only carries numbers.
+NodeReport roster_of(const std::string& node, const std::vector<int>& ranks, const Monitor& monitor);
+
+// A leader's message for one window: numbers in the roster's device order.
+// Encoded in a few bytes per device (x86-64 and aarch64 alike: host byte
+// order, which a marker checks), so a node of 8 GPUs, 2 packages and 2 DRAM
+// zones sends 136 bytes plus its warnings.
+struct WindowMessage {
+  std::uint32_t window_seq = 0;  // which window: a late message of an earlier one is told apart
+  double elapsed_s = 0.0;
+  double edge_wall_s = 0.0;      // the leader's wall clock at the end edge
+  std::vector<double> energies_j;
+  std::vector<std::string> warnings;
+  bool devices_failed = false;
+  std::string error;             // the leader's measurement failed: why (no energies)
+};
+WindowMessage window_message_of(std::uint32_t window_seq, const Monitor& monitor, const Measurement& measurement,
+                                double edge_wall_s);
+std::string encode(const WindowMessage& message);
+// Throws Error saying what is wrong with bytes that are not a message.
+WindowMessage decode_window_message(const std::string& bytes);
+// The node's report for a window. Throws Error where the message's numbers
+// do not fit the roster.
+NodeReport fill_roster(const NodeReport& roster, const WindowMessage& message);
+
+// The GPUs a node's ranks may use, from each rank's CUDA_VISIBLE_DEVICES
+// (nullopt for a rank where it is unset: that rank sees every GPU). The
+// result is nullopt where the node's GPUs are all to be measured, else the
+// union of the entries (indices or "GPU-" UUIDs), in first-seen order.
+std::optional<std::vector<std::string>> job_gpus_of(const std::vector<std::optional<std::string>>& visible_per_rank);
+// Keeps the GPUs that entries name: an index (NVML's order, which is CUDA's
+// with CUDA_DEVICE_ORDER=PCI_BUS_ID) or a UUID ("GPU-...") or its prefix. Throws
+// UsageError naming an entry that matches no GPU.
+void keep_job_gpus(Devices& devices, const std::vector<std::string>& entries);
 
 nlohmann::json to_json(const NodeReport& report);
 // Throws Error naming the field for a report that is not one (another
@@ -55,6 +95,9 @@ struct ClusterReport {
   std::vector<NodeReport> nodes;             // in the order of their lowest rank
   std::vector<std::string> missing_nodes;    // nodes whose report did not arrive, with why
   double edge_skew_s = 0.0;                  // spread of the nodes' edge times on their wall clocks
+
+  // Every node reported and none lost a device inside the window.
+  bool complete() const;
 
   double energy_j(const std::string& kind) const;
   double total_energy_j() const;
