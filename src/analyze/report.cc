@@ -178,11 +178,29 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
   speedups.insert(speedups.end(), guides.begin(), guides.end());
   speedups.push_back(ideal);
   const ChartAxis gpus = {.label = "GPUs", .log = s.axis.log, .integer = true};
-  return figure(svg_line_chart("Speed-up vs GPU count", speedups,
-                               {.x = gpus, .y = {.label = "speed-up", .unit = "", .log = s.axis.log}}),
-                "Speed-up against the fewest GPUs of each group; dashed: the fitted t = a N<sup>-b</sup> and linear scaling.") +
-         figure(svg_line_chart("Energy per run vs GPU count", energies,
-                               {.x = gpus, .y = {.label = "energy per run", .unit = "J", .from_zero = true}}));
+  std::string html =
+      figure(svg_line_chart("Speed-up vs GPU count", speedups,
+                            {.x = gpus, .y = {.label = "speed-up", .unit = "", .log = s.axis.log}}),
+             "Speed-up against the fewest GPUs of each group; dashed: the fitted t = a N<sup>-b</sup> and linear scaling.") +
+      figure(svg_line_chart("Energy per run vs GPU count", energies,
+                            {.x = gpus, .y = {.label = "energy per run", .unit = "J", .from_zero = true}}));
+  // Energy per GPU-hour from the scaling points (groups with two GPU counts or more).
+  std::vector<ChartSeries> per_gpu_hour;
+  for (const auto& fit : a.scaling) {
+    ChartSeries series{.name = fit.group};
+    for (const auto& p : fit.points) {
+      series.points.emplace_back(p.gpus, p.wh_per_gpu_hour);
+      series.point_labels.push_back(p.nodes > 1 ? fmt::format("{} nodes", p.nodes) : "");
+    }
+    per_gpu_hour.push_back(series);
+  }
+  if (!per_gpu_hour.empty()) {
+    html += figure(svg_line_chart("Energy per GPU-hour vs GPU count", per_gpu_hour,
+                                  {.x = gpus, .y = {.label = "energy per GPU-hour", .unit = "Wh", .from_zero = true}}),
+                   "Energy / (GPUs &times; hours): the mean power per GPU, CPU and DRAM included. Flat: the GPUs "
+                   "are as busy as with fewer; rising: they wait. Points on several nodes say how many.");
+  }
+  return html;
 }
 
 // The configurations' settings in a short label: the values of the settings
@@ -310,8 +328,10 @@ std::string config_table(const SweepAnalysis& a) {
     for (const auto& [key, v] : a.configs.front().config) k.push_back(key);
     return k;
   }();
+  const bool nodes = std::any_of(a.configs.begin(), a.configs.end(), [](const ConfigResult& c) { return c.nodes > 1; });
   std::string html = "<table class=\"sortable\"><tr>";
   for (const auto& k : keys) html += "<th>" + html_escape(k) + "</th>";
+  if (nodes) html += "<th>nodes</th>";
   html += "<th>runs</th><th>time per run</th><th>energy per run</th><th>mean power</th>"
           "<th>energy vs baseline</th><th>time vs baseline</th><th>EDP</th><th>samples per GPU-hour</th>"
           "<th>SM use</th><th>notes</th></tr>\n";
@@ -320,7 +340,12 @@ std::string config_table(const SweepAnalysis& a) {
     const auto& c = a.configs[i];
     html += "<tr>";
     for (const auto& k : keys) html += cell(c.config.count(k) ? c.config.at(k) : "", number(c.config, k));
-    html += cell(std::to_string(c.time_s.n) + (c.failed ? fmt::format(" ({} failed)", c.failed) : ""),
+    if (nodes) html += cell(std::to_string(c.nodes), c.nodes);
+    std::vector<std::string> not_ok;
+    if (c.failed) not_ok.push_back(fmt::format("{} failed", c.failed));
+    if (c.partial) not_ok.push_back(fmt::format("{} partial", c.partial));
+    html += cell(std::to_string(c.time_s.n) +
+                     (not_ok.empty() ? "" : " (" + not_ok.front() + (not_ok.size() > 1 ? ", " + not_ok.back() : "") + ")"),
                  static_cast<double>(c.time_s.n));
     html += cell(mean_sd(c.time_s, "s"), c.time_s.mean) + cell(mean_sd(c.energy_j, "J"), c.energy_j.mean);
     html += cell(format_si(c.energy_j.mean / c.time_s.mean, "W"), c.energy_j.mean / c.time_s.mean);
@@ -453,15 +478,40 @@ std::string fits_and_picks(const SweepAnalysis& a) {
   std::string html;
   if (!a.scaling.empty()) {
     html += "<h3>Scaling with GPU count</h3>\n<table class=\"sortable\"><tr><th>group</th><th>b (t = a N<sup>-b</sup>)</th>"
-            "<th>a</th><th>R<sup>2</sup></th><th>runs</th><th>time with twice the GPUs</th></tr>\n";
+            "<th>a</th><th>R<sup>2</sup></th><th>runs</th><th>time with twice the GPUs</th>"
+            "<th>c (E = a N<sup>c</sup>)</th><th>energy with twice the GPUs</th></tr>\n";
     for (const auto& s : a.scaling) {
       html += "<tr>" + cell(s.group) +
               cell(format_plain(s.fit.b, 3) + " \xC2\xB1 " + format_plain(s.fit.b_se, 2), s.fit.b) +
               cell(format_si(s.fit.a, "s") + " \xC2\xB1 " + format_si(s.fit.a_se, "s", 2), s.fit.a) +
               cell(format_plain(s.fit.r_squared, 3), s.fit.r_squared) + cell(std::to_string(s.fit.n), s.fit.n) +
-              cell("\xC3\x97 " + format_plain(std::pow(2.0, -s.fit.b), 3), std::pow(2.0, -s.fit.b)) + "</tr>\n";
+              cell("\xC3\x97 " + format_plain(std::pow(2.0, -s.fit.b), 3), std::pow(2.0, -s.fit.b));
+      if (s.energy) {
+        const double c = -s.energy->b;
+        html += cell(format_plain(c, 3) + " \xC2\xB1 " + format_plain(s.energy->b_se, 2), c) +
+                cell("\xC3\x97 " + format_plain(std::pow(2.0, c), 3), std::pow(2.0, c));
+      } else {
+        html += "<td></td><td></td>";
+      }
+      html += "</tr>\n";
     }
     html += "</table>\n";
+    html += "<h3>Scaling, per GPU count</h3>\n<table class=\"sortable\"><tr><th>group</th><th>GPUs</th><th>nodes</th>"
+            "<th>runs</th><th>time per run</th><th>energy per run</th><th>energy per GPU-hour</th><th>speed-up</th>"
+            "<th>efficiency</th></tr>\n";
+    for (const auto& s : a.scaling) {
+      for (const auto& p : s.points) {
+        html += "<tr>" + cell(s.group) + cell(format_plain(p.gpus, 6), p.gpus) + cell(std::to_string(p.nodes), p.nodes) +
+                cell(std::to_string(p.time_s.n), static_cast<double>(p.time_s.n)) + cell(mean_sd(p.time_s, "s"), p.time_s.mean) +
+                cell(mean_sd(p.energy_j, "J"), p.energy_j.mean) +
+                cell(format_si(p.wh_per_gpu_hour, "Wh"), p.wh_per_gpu_hour) +
+                cell("\xC3\x97 " + format_plain(p.speedup, 3), p.speedup) +
+                cell(format_plain(p.efficiency * 100, 3) + "%", p.efficiency) + "</tr>\n";
+      }
+    }
+    html += "</table>\n<p class=\"muted\">Energy per GPU-hour = energy / (GPUs \xC3\x97 hours), in Wh per GPU-hour: the "
+            "mean power per GPU, CPU and DRAM included. Speed-up and efficiency (speed-up / GPU ratio) against the "
+            "fewest GPUs of the group; c = 1: energy grows as the GPU count, c = 0: it stays the same.</p>\n";
   }
   if (a.kwh_per_gpu_hour) {
     html += fmt::format("<p>Energy grows with GPU-hours at {} \xC2\xB1 {} kWh per GPU-hour (R<sup>2</sup> {}, {} runs): "
@@ -504,6 +554,93 @@ std::string sweep_sections(const std::vector<SweepRun>& runs, const SweepAnalysi
   return html;
 }
 
+// Each run's nodes, from the store's per-node rows: per configuration and
+// node, the node's part of the successful runs, and how far apart the nodes
+// of one run were. Empty when every run ran on the same one node.
+std::string nodes_section(const std::vector<SweepRun>& runs, const SweepAnalysis& a) {
+  std::set<std::string> names;
+  bool several = false;
+  for (const auto& r : runs) {
+    for (const auto& n : r.node_parts) names.insert(n.node);
+    several = several || r.node_parts.size() > 1;
+  }
+  std::string partial_html;
+  std::size_t partial = 0;
+  for (const auto& r : runs) partial += r.status == "partial";
+  if (partial) {
+    partial_html += fmt::format("<p>{} run{} lost a node's measurement (partial: their totals are short, and the analysis "
+                        "leaves them out):</p>\n<ul>\n",
+                        partial, partial == 1 ? "" : "s");
+    for (const auto& r : runs) {
+      if (r.status == "partial") {
+        partial_html += fmt::format("<li>run {} (<code>{}</code>): {}</li>\n", r.id,
+                            html_escape(config_label(r.config, "(single configuration)")), html_escape(r.error));
+      }
+    }
+    partial_html += "</ul>\n";
+  }
+  if (!several && names.size() < 2) return partial ? "<h2>Nodes</h2>\n" + partial_html : "";
+  struct Part {
+    std::vector<double> time_s, energy_j, gpu_w_per_gpu, share;
+    std::set<std::string> ranks;
+    int gpus = 0;
+  };
+  std::string rows;
+  double worst_spread = 0;
+  std::string worst;
+  for (const auto& c : a.configs) {
+    std::map<std::string, Part> parts;
+    for (const auto& r : runs) {
+      if (r.status != "ok" || r.config != c.config) continue;
+      double lowest = 0, highest = 0;
+      std::string low_node, high_node;
+      for (const auto& n : r.node_parts) {
+        Part& part = parts[n.node];
+        part.time_s.push_back(n.elapsed_s);
+        part.energy_j.push_back(n.total_energy_j());
+        part.ranks.insert(n.ranks);
+        part.gpus = std::max(part.gpus, n.gpus);
+        if (r.total_energy_j() > 0) part.share.push_back(n.total_energy_j() / r.total_energy_j());
+        if (n.gpus > 0 && n.elapsed_s > 0) {
+          const double w = n.gpu_energy_j / n.gpus / n.elapsed_s;
+          part.gpu_w_per_gpu.push_back(w);
+          if (low_node.empty() || w < lowest) lowest = w, low_node = n.node;
+          if (high_node.empty() || w > highest) highest = w, high_node = n.node;
+        }
+      }
+      if (r.node_parts.size() > 1 && lowest > 0 && (highest - lowest) / lowest > worst_spread) {
+        worst_spread = (highest - lowest) / lowest;
+        worst = fmt::format("run {} (<code>{}</code>): {} per GPU on {}, {} on {}", r.id, html_escape(c.label()),
+                            format_si(highest, "W"), html_escape(high_node), format_si(lowest, "W"),
+                            html_escape(low_node));
+      }
+    }
+    for (const auto& [node, part] : parts) {
+      const Summary t = summarize(part.time_s), e = summarize(part.energy_j);
+      std::string ranks;
+      for (const auto& text : part.ranks) ranks += (ranks.empty() ? "" : " / ") + text;
+      const auto w = summarize(part.gpu_w_per_gpu);
+      const auto share = summarize(part.share);
+      rows += "<tr>" + cell(c.label()) + cell(node) + cell(std::to_string(t.n), static_cast<double>(t.n)) +
+              cell(ranks.empty() ? "-" : ranks) + cell(std::to_string(part.gpus), part.gpus) +
+              cell(mean_sd(t, "s"), t.mean) + cell(mean_sd(e, "J"), e.mean) +
+              (w.n ? cell(format_si(w.mean, "W"), w.mean) : "<td></td>") +
+              (share.n ? cell(format_plain(share.mean * 100, 3) + "%", share.mean) : "<td></td>") + "</tr>\n";
+    }
+  }
+  std::string html = "<h2>Nodes</h2>\n<p>Each run's nodes as measured there (by the node's lowest rank under "
+                     "<code>joule measure --mpi</code>): per configuration and node, the node's part of the successful "
+                     "runs.</p>\n<table class=\"sortable\"><tr><th>configuration</th><th>node</th><th>runs</th>"
+                     "<th>ranks</th><th>GPUs</th><th>time</th><th>energy</th><th>GPU power per GPU</th>"
+                     "<th>share of the run's energy</th></tr>\n" +
+                     rows + "</table>\n";
+  if (!worst.empty()) {
+    html += fmt::format("<p>The nodes of one run differed by at most {:.1f}% in GPU power per GPU: {}.</p>\n",
+                        worst_spread * 100, worst);
+  }
+  return html + partial_html;
+}
+
 // The grid key naming the node a run ran on, when the sweep has one.
 std::optional<std::string> node_key(const std::vector<SweepRun>& runs) {
   for (const char* key : {"node", "host"}) {
@@ -542,6 +679,7 @@ std::string render_report(const std::string& title, const std::vector<SweepRun>&
   } else {
     body += sweep_sections(runs, a, timelines, "");
   }
+  body += nodes_section(runs, a);
   body += "<details><summary>The analysis as text (<code>joule analyze</code>)</summary><pre>" + html_escape(to_text(a)) +
           "</pre></details>\n" + fmt::format("<p class=\"muted\">Generated by joule {} (joule report).</p>\n", version());
   return html_page(title, body);

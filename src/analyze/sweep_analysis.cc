@@ -18,24 +18,48 @@ std::optional<double> column_double(sqlite3_stmt* s, int c) {
   return sqlite3_column_double(s, c);
 }
 
-template <typename Fn>
-void query(const std::string& path, const char* sql, Fn&& row) {
-  if (!std::filesystem::exists(path)) throw UsageError(fmt::format("no results store at '{}'", path));
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    const std::string why = db ? sqlite3_errmsg(db) : "cannot open";
-    sqlite3_close(db);
-    throw UsageError(fmt::format("cannot open results store '{}': {}", path, why));
+// A results store opened read only (analysis never changes it; a store of
+// an earlier joule is read as it is, without the newer columns and tables).
+class ReadOnlyStore {
+ public:
+  explicit ReadOnlyStore(const std::string& path) : path_(path) {
+    if (!std::filesystem::exists(path)) throw UsageError(fmt::format("no results store at '{}'", path));
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      const std::string why = db_ ? sqlite3_errmsg(db_) : "cannot open";
+      sqlite3_close(db_);
+      throw UsageError(fmt::format("cannot open results store '{}': {}", path, why));
+    }
   }
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) {
-    const std::string why = sqlite3_errmsg(db);
-    sqlite3_close(db);
-    throw UsageError(fmt::format("'{}' is not a joule results store: {}", path, why));
+  ~ReadOnlyStore() { sqlite3_close(db_); }
+  ReadOnlyStore(const ReadOnlyStore&) = delete;
+  ReadOnlyStore& operator=(const ReadOnlyStore&) = delete;
+
+  template <typename Fn>
+  void each(const std::string& sql, Fn&& row) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+      throw UsageError(fmt::format("'{}' is not a joule results store: {}", path_, sqlite3_errmsg(db_)));
+    }
+    while (sqlite3_step(s) == SQLITE_ROW) row(s);
+    sqlite3_finalize(s);
   }
-  while (sqlite3_step(s) == SQLITE_ROW) row(s);
-  sqlite3_finalize(s);
-  sqlite3_close(db);
+  bool has_column(const std::string& table, const std::string& column) {
+    bool found = false;
+    each("PRAGMA table_info(" + table + ")", [&](sqlite3_stmt* s) {
+      const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+      found = found || (name && column == name);
+    });
+    return found;
+  }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+std::string column_text(sqlite3_stmt* s, int c) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
+  return text ? text : "";
 }
 
 double number(const std::map<std::string, std::string>& config, const std::string& key) {
@@ -64,42 +88,60 @@ std::string ConfigResult::label() const { return config_label(config, "(single c
 
 std::vector<SweepRun> load_sweep_runs(const std::string& path) {
   std::vector<SweepRun> runs;
-  query(path,
-        "SELECT id, config, repeat, status, elapsed_s, gpu_energy_j, cpu_energy_j, dram_energy_j, epochs,"
-        " gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv, samples, steps FROM runs ORDER BY id",
-        [&](sqlite3_stmt* s) {
-          SweepRun r;
-          r.id = sqlite3_column_int64(s, 0);
-          const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
-          const auto config = nlohmann::json::parse(text ? text : "{}", nullptr, false);
-          if (config.is_object()) {
-            for (const auto& [k, v] : config.items()) r.config[k] = v.is_string() ? v.get<std::string>() : v.dump();
-          }
-          r.repeat = sqlite3_column_int(s, 2);
-          r.status = reinterpret_cast<const char*>(sqlite3_column_text(s, 3));
-          r.elapsed_s = sqlite3_column_double(s, 4);
-          r.gpu_energy_j = sqlite3_column_double(s, 5);
-          r.cpu_energy_j = sqlite3_column_double(s, 6);
-          r.dram_energy_j = sqlite3_column_double(s, 7);
-          r.epochs = column_double(s, 8);
-          r.gpu_util_mean = column_double(s, 9);
-          r.gpu_util_cv = column_double(s, 10);
-          r.mem_util_mean = column_double(s, 11);
-          r.mem_util_cv = column_double(s, 12);
-          r.samples = column_double(s, 13);
-          r.steps = column_double(s, 14);
-          runs.push_back(std::move(r));
-        });
+  ReadOnlyStore store(path);
+  const bool has_nodes = store.has_column("runs", "nodes");  // since sweeps across nodes
+  store.each(std::string("SELECT id, config, repeat, status, elapsed_s, gpu_energy_j, cpu_energy_j, dram_energy_j, epochs,"
+                         " gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv, samples, steps, error, ") +
+                 (has_nodes ? "nodes" : "NULL") + " FROM runs ORDER BY id",
+             [&](sqlite3_stmt* s) {
+               SweepRun r;
+               r.id = sqlite3_column_int64(s, 0);
+               const auto config = nlohmann::json::parse(column_text(s, 1).empty() ? "{}" : column_text(s, 1), nullptr,
+                                                         false);
+               if (config.is_object()) {
+                 for (const auto& [k, v] : config.items()) r.config[k] = v.is_string() ? v.get<std::string>() : v.dump();
+               }
+               r.repeat = sqlite3_column_int(s, 2);
+               r.status = column_text(s, 3);
+               r.elapsed_s = sqlite3_column_double(s, 4);
+               r.gpu_energy_j = sqlite3_column_double(s, 5);
+               r.cpu_energy_j = sqlite3_column_double(s, 6);
+               r.dram_energy_j = sqlite3_column_double(s, 7);
+               r.epochs = column_double(s, 8);
+               r.gpu_util_mean = column_double(s, 9);
+               r.gpu_util_cv = column_double(s, 10);
+               r.mem_util_mean = column_double(s, 11);
+               r.mem_util_cv = column_double(s, 12);
+               r.samples = column_double(s, 13);
+               r.steps = column_double(s, 14);
+               r.error = column_text(s, 15);
+               r.nodes = std::max(1, static_cast<int>(column_double(s, 16).value_or(1)));
+               runs.push_back(std::move(r));
+             });
+  if (store.has_column("run_nodes", "run_id")) {
+    std::map<long long, SweepRun*> by_id;
+    for (auto& r : runs) by_id[r.id] = &r;
+    store.each("SELECT run_id, node, ranks, gpus, elapsed_s, gpu_energy_j, cpu_energy_j, dram_energy_j, warnings"
+               " FROM run_nodes ORDER BY run_id, rowid",
+               [&](sqlite3_stmt* s) {
+                 const auto run = by_id.find(sqlite3_column_int64(s, 0));
+                 if (run == by_id.end()) return;
+                 run->second->node_parts.push_back({column_text(s, 1), column_text(s, 2), sqlite3_column_int(s, 3),
+                                                    sqlite3_column_double(s, 4), sqlite3_column_double(s, 5),
+                                                    sqlite3_column_double(s, 6), sqlite3_column_double(s, 7),
+                                                    column_text(s, 8)});
+               });
+  }
   return runs;
 }
 
 std::vector<PowerPoint> load_power_timelines(const std::string& path) {
   std::vector<PowerPoint> points;
-  query(path, "SELECT run_id, time_s, device, power_w FROM timelines ORDER BY run_id, device, time_s",
-        [&](sqlite3_stmt* s) {
-          points.push_back({sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1),
-                            reinterpret_cast<const char*>(sqlite3_column_text(s, 2)), sqlite3_column_double(s, 3)});
-        });
+  ReadOnlyStore(path).each("SELECT run_id, time_s, device, power_w FROM timelines ORDER BY run_id, device, time_s",
+                           [&](sqlite3_stmt* s) {
+                             points.push_back({sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1),
+                                               column_text(s, 2), sqlite3_column_double(s, 3)});
+                           });
   return points;
 }
 
@@ -115,11 +157,13 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
   // Group successful runs by configuration, in first-seen order.
   std::vector<std::map<std::string, std::string>> order;
   std::map<std::map<std::string, std::string>, std::vector<const SweepRun*>> groups;
-  std::map<std::map<std::string, std::string>, int> failures;
+  std::map<std::map<std::string, std::string>, int> failures, partials;
   for (const auto& r : runs) {
-    if (!groups.count(r.config) && !failures.count(r.config)) order.push_back(r.config);
+    if (!groups.count(r.config) && !failures.count(r.config) && !partials.count(r.config)) order.push_back(r.config);
     if (r.status == "ok") {
       groups[r.config].push_back(&r);
+    } else if (r.status == "partial") {
+      ++partials[r.config];  // a node's energy is missing: the totals are short
     } else {
       ++failures[r.config];
     }
@@ -128,6 +172,8 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
     ConfigResult c;
     c.config = config;
     c.failed = failures.count(config) ? failures[config] : 0;
+    c.partial = partials.count(config) ? partials[config] : 0;
+    for (const SweepRun* r : groups[config]) c.nodes = std::max(c.nodes, r->nodes);
     std::vector<double> t, e, gu, gcv, mu, mcv, samples_rate, updates_rate;
     for (const SweepRun* r : groups[config]) {
       const double gpu_hours = (r->config.count("gpus") ? number(r->config, "gpus") : 1.0) * r->elapsed_s / 3600.0;
@@ -148,6 +194,7 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
     c.mem_util_cv = mean_of(mcv);
     c.samples_per_gpu_hour = mean_of(samples_rate);
     c.updates_per_gpu_hour = mean_of(updates_rate);
+    if (c.partial) a.partial_runs.emplace_back(c.label(), c.partial);
     if (c.time_s.n > 0) a.configs.push_back(std::move(c));
   }
   if (a.configs.empty()) throw UsageError("no successful run to analyse");
@@ -192,21 +239,50 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
   best_by("eds_1.5", [](const ConfigResult& c) { return c.trade_off->eds_1_5; });
   best_by("eds_2", [](const ConfigResult& c) { return c.trade_off->eds_2; });
 
-  // Scaling with GPU count: per group of the other settings, t = a * N^-b on
-  // time per epoch when runs report epochs, else time per run.
+  // Scaling with GPU count: per group of the other settings, t = a * N^-b
+  // and E = a * N^-b on time and energy per epoch when runs report epochs,
+  // else per run; and per GPU count, the runs' time, energy and energy per
+  // GPU-hour.
   if (a.configs.front().config.count("gpus")) {
-    std::map<std::map<std::string, std::string>, std::pair<std::vector<double>, std::vector<double>>> by_group;
+    struct Group {
+      std::vector<double> n, t, e;
+      std::map<double, std::vector<const SweepRun*>> by_gpus;
+    };
+    std::map<std::map<std::string, std::string>, Group> by_group;
     for (const auto& r : runs) {
       if (r.status != "ok") continue;
-      auto& [n, t] = by_group[without(r.config, "gpus")];
-      n.push_back(number(r.config, "gpus"));
-      t.push_back(r.epochs && *r.epochs > 0 ? r.elapsed_s / *r.epochs : r.elapsed_s);
+      Group& g = by_group[without(r.config, "gpus")];
+      const double per = r.epochs && *r.epochs > 0 ? *r.epochs : 1.0;
+      g.n.push_back(number(r.config, "gpus"));
+      g.t.push_back(r.elapsed_s / per);
+      g.e.push_back(r.total_energy_j() / per);
+      g.by_gpus[number(r.config, "gpus")].push_back(&r);
     }
-    for (const auto& [group, points] : by_group) {
-      std::vector<double> distinct = points.first;
-      std::sort(distinct.begin(), distinct.end());
-      if (std::unique(distinct.begin(), distinct.end()) - distinct.begin() < 2) continue;
-      a.scaling.push_back({config_label(group, "all"), fit_power_law(points.first, points.second)});
+    for (const auto& [group, g] : by_group) {
+      if (g.by_gpus.size() < 2) continue;
+      ScalingFit fit{config_label(group, "all"), fit_power_law(g.n, g.t), std::nullopt, {}};
+      if (std::all_of(g.e.begin(), g.e.end(), [](double e) { return e > 0; })) fit.energy = fit_power_law(g.n, g.e);
+      for (const auto& [gpus, members] : g.by_gpus) {
+        ScalingPoint p;
+        p.gpus = gpus;
+        std::vector<double> t, e, rate;
+        for (const SweepRun* r : members) {
+          p.nodes = std::max(p.nodes, r->nodes);
+          t.push_back(r->elapsed_s);
+          e.push_back(r->total_energy_j());
+          if (r->elapsed_s > 0) rate.push_back(r->total_energy_j() / 3600.0 / (gpus * r->elapsed_s / 3600.0));
+        }
+        p.time_s = summarize(t);
+        p.energy_j = summarize(e);
+        p.wh_per_gpu_hour = mean_of(rate).value_or(0);
+        fit.points.push_back(p);
+      }
+      const ScalingPoint& first = fit.points.front();
+      for (ScalingPoint& p : fit.points) {
+        p.speedup = p.time_s.mean > 0 ? first.time_s.mean / p.time_s.mean : 0;
+        p.efficiency = p.speedup / (p.gpus / first.gpus);
+      }
+      a.scaling.push_back(std::move(fit));
     }
     // Energy against GPU-hours, all successful runs.
     std::vector<double> gpu_hours, kwh;
@@ -245,10 +321,33 @@ std::string to_text(const SweepAnalysis& a) {
   }
   out += "\nbest configuration per metric:\n";
   for (const auto& [metric, i] : a.best) out += fmt::format("  {:<16} {}\n", metric, a.configs[i].label());
+  std::string partial;
+  for (const auto& [label, count] : a.partial_runs) partial += fmt::format("  {:<40} {}\n", label, count);
+  if (!partial.empty()) out += "\npartial runs (a node's measurement missing; not used above):\n" + partial;
   if (!a.scaling.empty()) out += "\nscaling with GPU count (t = a * N^-b):\n";
   for (const auto& s : a.scaling) {
     out += fmt::format("  {:<38} a = {:.4g} +- {:.2g}, b = {:.3f} +- {:.3f}, R^2 = {:.4f}, n = {}\n", s.group, s.fit.a,
                        s.fit.a_se, s.fit.b, s.fit.b_se, s.fit.r_squared, s.fit.n);
+  }
+  bool any_energy_fit = false;
+  for (const auto& s : a.scaling) any_energy_fit |= s.energy.has_value();
+  if (any_energy_fit) out += "\nenergy with GPU count (E = a * N^c; c = 1: energy grows as the GPUs):\n";
+  for (const auto& s : a.scaling) {
+    if (!s.energy) continue;
+    out += fmt::format("  {:<38} a = {:.4g} +- {:.2g}, c = {:.3f} +- {:.3f}, R^2 = {:.4f}, n = {}\n", s.group,
+                       s.energy->a, s.energy->a_se, -s.energy->b, s.energy->b_se, s.energy->r_squared, s.energy->n);
+  }
+  if (!a.scaling.empty()) {
+    out += "\nper GPU count (energy per GPU-hour = energy / (GPUs x hours), in Wh: the mean power per GPU):\n"
+           "  group                      GPUs  nodes   n   time s (sd)          energy J (sd)     Wh/GPU-h  speed-up  "
+           "efficiency\n";
+  }
+  for (const auto& s : a.scaling) {
+    for (const auto& p : s.points) {
+      out += fmt::format("  {:<25} {:>5g}  {:>5}  {:>2}  {:>9.3f} ({:>7.3f})  {:>10.1f} ({:>7.1f})  {:>8.1f}  {:>8.2f}  {:>10.2f}\n",
+                         s.group, p.gpus, p.nodes, p.time_s.n, p.time_s.mean, p.time_s.stddev, p.energy_j.mean,
+                         p.energy_j.stddev, p.wh_per_gpu_hour, p.speedup, p.efficiency);
+    }
   }
   if (a.kwh_per_gpu_hour) {
     out += fmt::format("\nenergy per GPU-hour: {:.4f} +- {:.4f} kWh (intercept {:.2g}, R^2 = {:.4f}, n = {})\n",
@@ -291,7 +390,7 @@ nlohmann::json to_json(const SweepAnalysis& a) {
     nlohmann::json j = {{"config", c.config},          {"n", c.time_s.n},
                         {"time_s_mean", c.time_s.mean}, {"time_s_sd", c.time_s.stddev},
                         {"energy_j_mean", c.energy_j.mean}, {"energy_j_sd", c.energy_j.stddev},
-                        {"failed", c.failed}};
+                        {"failed", c.failed}, {"partial", c.partial}, {"nodes", c.nodes}};
     if (c.trade_off) {
       j["energy_gain_percent"] = c.trade_off->energy_gain_percent;
       j["performance_loss_percent"] = c.trade_off->performance_loss_percent;
@@ -309,13 +408,29 @@ nlohmann::json to_json(const SweepAnalysis& a) {
   for (const auto& [metric, i] : a.best) best[metric] = a.configs[i].config;
   nlohmann::json scaling = nlohmann::json::array();
   for (const auto& s : a.scaling) {
-    scaling.push_back({{"group", s.group}, {"a", s.fit.a}, {"a_se", s.fit.a_se}, {"b", s.fit.b}, {"b_se", s.fit.b_se},
-                       {"r_squared", s.fit.r_squared}, {"n", s.fit.n}});
+    nlohmann::json j = {{"group", s.group}, {"a", s.fit.a}, {"a_se", s.fit.a_se}, {"b", s.fit.b}, {"b_se", s.fit.b_se},
+                        {"r_squared", s.fit.r_squared}, {"n", s.fit.n}};
+    if (s.energy) {
+      // E = a * N^c
+      j["energy"] = {{"a", s.energy->a}, {"a_se", s.energy->a_se}, {"c", -s.energy->b}, {"c_se", s.energy->b_se},
+                     {"r_squared", s.energy->r_squared}, {"n", s.energy->n}};
+    }
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : s.points) {
+      points.push_back({{"gpus", p.gpus}, {"nodes", p.nodes}, {"n", p.time_s.n}, {"time_s_mean", p.time_s.mean},
+                        {"time_s_sd", p.time_s.stddev}, {"energy_j_mean", p.energy_j.mean},
+                        {"energy_j_sd", p.energy_j.stddev}, {"wh_per_gpu_hour", p.wh_per_gpu_hour},
+                        {"speedup", p.speedup}, {"efficiency", p.efficiency}});
+    }
+    j["points"] = points;
+    scaling.push_back(j);
   }
   nlohmann::json eta = nlohmann::json::array();
   for (const auto& [value, i] : a.eta_picks) eta.push_back({{"eta", value}, {"config", a.configs[i].config}});
+  nlohmann::json partial = nlohmann::json::object();
+  for (const auto& [label, count] : a.partial_runs) partial[label] = count;
   nlohmann::json out = {{"configs", configs}, {"best", best}, {"scaling", scaling}, {"pareto", a.pareto},
-                        {"eta_picks", eta}, {"max_power_w", a.max_power_w}};
+                        {"eta_picks", eta}, {"max_power_w", a.max_power_w}, {"partial_runs", partial}};
   if (a.kwh_per_gpu_hour) {
     out["kwh_per_gpu_hour"] = {{"slope", a.kwh_per_gpu_hour->slope}, {"slope_se", a.kwh_per_gpu_hour->slope_se},
                                {"intercept", a.kwh_per_gpu_hour->intercept}, {"r_squared", a.kwh_per_gpu_hour->r_squared}};

@@ -58,6 +58,22 @@ Store::Store(const std::string& path) : path_(path) {
       " mem_util_cv REAL, error TEXT)");
   exec("CREATE TABLE IF NOT EXISTS timelines (run_id INTEGER NOT NULL, time_s REAL NOT NULL, device TEXT NOT NULL,"
        " power_w REAL NOT NULL)");
+  // Since sweeps across nodes: the nodes a run was launched on (NULL in
+  // stores of earlier joule versions: one, this machine), and each node's
+  // part of the run.
+  if (!has_column("runs", "nodes")) exec("ALTER TABLE runs ADD COLUMN nodes INTEGER");
+  exec("CREATE TABLE IF NOT EXISTS run_nodes (run_id INTEGER NOT NULL, node TEXT NOT NULL, ranks TEXT NOT NULL,"
+       " gpus INTEGER NOT NULL, elapsed_s REAL, gpu_energy_j REAL, cpu_energy_j REAL, dram_energy_j REAL,"
+       " warnings TEXT NOT NULL DEFAULT '', PRIMARY KEY (run_id, node))");
+}
+
+bool Store::has_column(const std::string& table, const std::string& column) {
+  Statement s(db_, fmt::format("PRAGMA table_info({})", table).c_str(), path_);
+  while (s.step() == SQLITE_ROW) {
+    const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 1));
+    if (name && column == name) return true;
+  }
+  return false;
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -106,7 +122,8 @@ void Store::finish(long long id, const RunRecord& r) {
   Statement s(db_,
               "UPDATE runs SET status = ?, exit_code = ?, finished_at = ?, elapsed_s = ?, gpu_energy_j = ?,"
               " cpu_energy_j = ?, dram_energy_j = ?, avg_power_w = ?, samples = ?, steps = ?, epochs = ?,"
-              " gpu_util_mean = ?, gpu_util_cv = ?, mem_util_mean = ?, mem_util_cv = ?, error = ? WHERE id = ?",
+              " gpu_util_mean = ?, gpu_util_cv = ?, mem_util_mean = ?, mem_util_cv = ?, error = ?, nodes = ?,"
+              " command = COALESCE(NULLIF(?, ''), command) WHERE id = ?",
               path_);
   s.bind(1, r.status);
   r.exit_code ? s.bind(2, static_cast<long long>(*r.exit_code)) : (void)sqlite3_bind_null(s.get(), 2);
@@ -124,9 +141,32 @@ void Store::finish(long long id, const RunRecord& r) {
   s.bind(14, r.mem_util_mean);
   s.bind(15, r.mem_util_cv);
   s.bind(16, r.error);
-  s.bind(17, id);
+  s.bind(17, static_cast<long long>(r.nodes));
+  s.bind(18, r.command);
+  s.bind(19, id);
   if (s.step() != SQLITE_DONE) throw Error(fmt::format("results store '{}': {}", path_, sqlite3_errmsg(db_)));
   exec("BEGIN");
+  Statement n(db_,
+              "INSERT OR REPLACE INTO run_nodes (run_id, node, ranks, gpus, elapsed_s, gpu_energy_j, cpu_energy_j,"
+              " dram_energy_j, warnings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              path_);
+  for (const NodeRecord& node : r.node_rows) {
+    sqlite3_reset(n.get());
+    n.bind(1, id);
+    n.bind(2, node.node);
+    n.bind(3, node.ranks);
+    n.bind(4, static_cast<long long>(node.gpus));
+    n.bind(5, node.elapsed_s);
+    n.bind(6, node.gpu_energy_j);
+    n.bind(7, node.cpu_energy_j);
+    n.bind(8, node.dram_energy_j);
+    n.bind(9, node.warnings);
+    if (n.step() != SQLITE_DONE) {
+      const std::string why = sqlite3_errmsg(db_);
+      exec("ROLLBACK");
+      throw Error(fmt::format("results store '{}': {}", path_, why));
+    }
+  }
   Statement t(db_, "INSERT INTO timelines (run_id, time_s, device, power_w) VALUES (?, ?, ?, ?)", path_);
   for (const auto& p : r.timeline) {
     sqlite3_reset(t.get());
@@ -140,13 +180,24 @@ void Store::finish(long long id, const RunRecord& r) {
 }
 
 void Store::export_csv(const std::string& csv_path) {
+  write_csv("SELECT id, sweep, config, repeat, command, status, exit_code, started_at, finished_at, elapsed_s,"
+            " gpu_energy_j, cpu_energy_j, dram_energy_j, avg_power_w, samples, steps, epochs, gpu_util_mean,"
+            " gpu_util_cv, mem_util_mean, mem_util_cv, error, COALESCE(nodes, 1) AS nodes FROM runs ORDER BY id",
+            csv_path, nullptr);
+}
+
+int Store::export_nodes_csv(const std::string& csv_path) {
+  int rows = 0;
+  write_csv("SELECT run_id, node, ranks, gpus, elapsed_s, gpu_energy_j, cpu_energy_j, dram_energy_j, warnings"
+            " FROM run_nodes ORDER BY run_id, node",
+            csv_path, &rows);
+  return rows;
+}
+
+void Store::write_csv(const char* sql, const std::string& csv_path, int* rows) {
   OutputFile file(csv_path);
   std::ostream& out = file.stream();
-  Statement s(db_,
-              "SELECT id, sweep, config, repeat, command, status, exit_code, started_at, finished_at, elapsed_s,"
-              " gpu_energy_j, cpu_energy_j, dram_energy_j, avg_power_w, samples, steps, epochs, gpu_util_mean,"
-              " gpu_util_cv, mem_util_mean, mem_util_cv, error FROM runs ORDER BY id",
-              path_);
+  Statement s(db_, sql, path_);
   const int columns = sqlite3_column_count(s.get());
   for (int c = 0; c < columns; ++c) out << (c ? "," : "") << sqlite3_column_name(s.get(), c);
   out << '\n';
@@ -162,6 +213,7 @@ void Store::export_csv(const std::string& csv_path) {
       out << (c ? "," : "") << value;
     }
     out << '\n';
+    if (rows) ++*rows;
   }
   file.commit();
 }

@@ -9,8 +9,18 @@
 
 namespace joule::sweep {
 
+// One node's part of a run (a run on this machine has one).
+struct NodeRecord {
+  std::string node;
+  std::string ranks;  // "0,1": the job's ranks on the node; empty for a run on this machine
+  int gpus = 0;       // GPUs measured there
+  double elapsed_s = 0, gpu_energy_j = 0, cpu_energy_j = 0, dram_energy_j = 0;
+  std::string warnings;  // "; "-separated
+};
+
 struct RunRecord {
-  std::string status;  // ok | failed | interrupted
+  std::string status;  // ok | failed | partial | interrupted
+  int nodes = 1;       // the nodes the run was launched on
   std::optional<int> exit_code;
   double elapsed_s = 0, gpu_energy_j = 0, cpu_energy_j = 0, dram_energy_j = 0, avg_power_w = 0;
   std::optional<double> samples, steps, epochs;
@@ -22,11 +32,15 @@ struct RunRecord {
     double power_w;
   };
   std::vector<PowerPoint> timeline;  // decimated power samples, for plots
+  std::vector<NodeRecord> node_rows;
+  std::string command;  // when not empty: replaces the command recorded by begin()
 };
 
 class Store {
  public:
-  explicit Store(const std::string& path);  // creates the schema; throws Error naming the path
+  // Creates the schema, or brings a store of an earlier joule up to it (adds
+  // runs.nodes and the run_nodes table); throws Error naming the path.
+  explicit Store(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -39,9 +53,12 @@ class Store {
   long long begin(const std::string& sweep, const std::string& config_key, int repeat, const std::string& command);
   void finish(long long id, const RunRecord& record);
   void export_csv(const std::string& csv_path);
+  int export_nodes_csv(const std::string& csv_path);
 
  private:
   void exec(const std::string& sql);
+  bool has_column(const std::string& table, const std::string& column);
+  void write_csv(const char* sql, const std::string& csv_path, int* rows);
   sqlite3* db_ = nullptr;
   std::string path_;
 };

@@ -2,6 +2,7 @@
 #include "joule/sweep/sweep.h"
 
 #include <fmt/format.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <toml++/toml.h>
+
+extern char** environ;
 
 #include "joule/common/child_process.h"
 #include "joule/common/input_file.h"
@@ -49,6 +52,8 @@ SweepConfig SweepConfig::load(const std::string& path) {
   }
   SweepConfig config;
   config.path = path;
+  uint32_t gpus_per_node_line = 1;
+  std::map<std::string, uint32_t> grid_lines;
   auto fail = [&](const toml::node* node, const std::string& what) {
     const auto line = node ? node->source().begin.line : 1;
     return UsageError(fmt::format("{}:{}: {}", path, line, what));
@@ -71,6 +76,25 @@ SweepConfig SweepConfig::load(const std::string& path) {
     } else if (name == "store") {
       if (!node.is_string()) throw fail(&node, "\"store\" must be a path");
       config.store_path = *node.value<std::string>();
+    } else if (name == "gpus_per_node") {
+      const auto per_node = node.value<int64_t>();
+      if (!node.is_integer() || !per_node || *per_node < 1 || *per_node > 4096) {
+        throw fail(&node, "\"gpus_per_node\" must be a whole number from 1");
+      }
+      config.gpus_per_node = static_cast<int>(*per_node);
+      gpus_per_node_line = node.source().begin.line;
+    } else if (name == "launcher_options") {
+      if (const auto* array = node.as_array()) {
+        for (const auto& element : *array) {
+          if (!element.is_string()) throw fail(&node, "\"launcher_options\" must be a string or an array of strings");
+          config.launcher_options.push_back(*element.value<std::string>());
+        }
+      } else if (node.is_string()) {
+        std::istringstream words(*node.value<std::string>());
+        for (std::string word; words >> word;) config.launcher_options.push_back(word);
+      } else {
+        throw fail(&node, "\"launcher_options\" must be a string or an array of strings");
+      }
     } else if (name == "grid") {
       if (!node.is_table()) throw fail(&node, "[grid] must be a table");
       for (const auto& [gkey, gnode] : *node.as_table()) {
@@ -83,12 +107,27 @@ SweepConfig SweepConfig::load(const std::string& path) {
         }
         if (values.empty()) throw UsageError(where + ": no values");
         config.grid.emplace_back(std::string(gkey.str()), values);
+        grid_lines[std::string(gkey.str())] = gnode.source().begin.line;
       }
     } else {
-      throw fail(&node, fmt::format("unknown key \"{}\" (command, launcher, repeats, store, grid)", name));
+      throw fail(&node, fmt::format("unknown key \"{}\" (command, launcher, repeats, store, gpus_per_node, "
+                                    "launcher_options, grid)",
+                                    name));
     }
   }
   if (config.command.empty()) throw fail(nullptr, "\"command\" is required");
+  const auto fail_at = [&](uint32_t line, const std::string& what) {
+    return UsageError(fmt::format("{}:{}: {}", path, line, what));
+  };
+  if (config.across_nodes() && config.launcher != "mpirun" && config.launcher != "srun") {
+    throw fail_at(gpus_per_node_line,
+                  fmt::format("\"gpus_per_node\" spreads runs across nodes, which needs launcher = \"mpirun\" or "
+                              "\"srun\" (not \"{}\")",
+                              config.launcher));
+  }
+  if (!config.launcher_options.empty() && config.launcher != "mpirun" && config.launcher != "srun") {
+    throw fail(nullptr, "\"launcher_options\" are for launcher = \"mpirun\" or \"srun\"");
+  }
   // TOML tables iterate in key order; keep the order stable for users.
   for (const auto& [name, values] : config.grid) {
     if (name == "gpus" || find_gpu_knob(name)) {
@@ -96,6 +135,28 @@ SweepConfig SweepConfig::load(const std::string& path) {
         char* end = nullptr;
         const double x = std::strtod(v.c_str(), &end);
         if (*end != '\0' || !(x > 0)) throw fail(nullptr, fmt::format("grid.{}: '{}' must be a positive number", name, v));
+      }
+    }
+    if (!config.across_nodes()) continue;
+    const uint32_t line = grid_lines[name];
+    if (find_gpu_knob(name)) {
+      // The sweep changes GPU settings through this machine's driver (or its
+      // jouled); the ranks of these runs run on the nodes the launcher picks.
+      throw fail_at(line, fmt::format(
+          "grid.{} cannot be swept with gpus_per_node: joule sweep changes GPU settings only on the machine it "
+          "runs on, and these runs run on the nodes {} picks. Set it on every node before the sweep (nvidia-smi, "
+          "or jouled), or sweep {} in runs on this machine (remove gpus_per_node)",
+          name, config.launcher, name));
+    }
+    if (name != "gpus") continue;
+    for (const auto& v : values) {
+      char* end = nullptr;
+      const long g = std::strtol(v.c_str(), &end, 10);
+      if (*end != '\0' || g < 1) throw fail_at(line, fmt::format("grid.gpus: '{}' must be a whole number", v));
+      if (g > config.gpus_per_node && g % config.gpus_per_node != 0) {
+        throw fail_at(line, fmt::format("grid.gpus: {} GPUs is not a whole number of nodes of gpus_per_node = {} "
+                                        "(a run across nodes uses all of each node's {} GPUs)",
+                                        g, config.gpus_per_node, config.gpus_per_node));
       }
     }
   }
@@ -129,7 +190,7 @@ std::vector<SweepPoint> expand_grid(const SweepConfig& config) {
   return runs;
 }
 
-std::string run_command(const SweepConfig& config, const SweepPoint& point) {
+std::string fill_command(const SweepConfig& config, const SweepPoint& point) {
   std::string out;
   const std::string& t = config.command;
   for (std::size_t i = 0; i < t.size(); ++i) {
@@ -149,12 +210,136 @@ std::string run_command(const SweepConfig& config, const SweepPoint& point) {
     }
     i = close;
   }
+  return out;
+}
+
+std::string run_command(const SweepConfig& config, const SweepPoint& point) {
+  const std::string out = fill_command(config, point);
   const auto gpus = point.values.count("gpus") ? point.values.at("gpus") : "1";
   // --no-python: the command is a full command line ("python3 train.py ..."), not a script path.
   if (config.launcher == "torchrun") return fmt::format("torchrun --nproc-per-node {} --no-python {}", gpus, out);
   if (config.launcher == "mpirun") return fmt::format("mpirun -np {} {}", gpus, out);
   if (config.launcher == "srun") return fmt::format("srun --ntasks {} --gpus {} {}", gpus, gpus, out);
   return out;
+}
+
+NodeLayout node_layout(const SweepConfig& config, const SweepPoint& point) {
+  NodeLayout layout;
+  if (point.values.count("gpus")) layout.gpus = std::max(1, std::stoi(point.values.at("gpus")));  // checked at load
+  const int per_node = std::max(1, config.gpus_per_node);
+  layout.nodes = (layout.gpus + per_node - 1) / per_node;
+  layout.ranks_per_node = std::min(layout.gpus, per_node);
+  return layout;
+}
+
+std::vector<std::string> cluster_run_argv(const SweepConfig& config, const SweepPoint& point,
+                                          const ClusterLaunch& launch) {
+  const NodeLayout layout = node_layout(config, point);
+  std::vector<std::string> argv;
+  if (config.launcher == "srun") {
+    argv = {"srun", "--nodes", std::to_string(layout.nodes), "--ntasks", std::to_string(layout.gpus),
+            "--ntasks-per-node", std::to_string(layout.ranks_per_node)};
+  } else if (config.launcher == "mpirun") {
+    argv = {"mpirun", "-np", std::to_string(layout.gpus), "--map-by",
+            fmt::format("ppr:{}:node", layout.ranks_per_node)};
+    if (launch.as_root) argv.push_back("--allow-run-as-root");
+    std::vector<std::string> names = {"JOULE_REPORT_FILE", "CUDA_VISIBLE_DEVICES"};
+    for (const auto& name : launch.forwarded_env) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+    for (const auto& name : names) {
+      argv.push_back("-x");
+      argv.push_back(name);
+    }
+  } else {
+    throw UsageError(fmt::format("{}: runs across nodes need launcher mpirun or srun, not {}", config.path,
+                                 config.launcher));
+  }
+  // The user's options last: Open MPI takes the last --map-by, so they may
+  // replace joule's placement.
+  argv.insert(argv.end(), config.launcher_options.begin(), config.launcher_options.end());
+  argv.insert(argv.end(), {launch.joule_binary, "measure", "--mpi", "--json", "--output", launch.report_path});
+  if (config.launcher == "mpirun") {
+    std::string gpus;
+    for (int i = 0; i < layout.ranks_per_node; ++i) gpus += (i ? "," : "") + std::to_string(i);
+    argv.insert(argv.end(), {"--gpus", gpus});
+  }
+  argv.insert(argv.end(), launch.measure_options.begin(), launch.measure_options.end());
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", fill_command(config, point)});
+  return argv;
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& word : argv) {
+    const bool plain = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                                "0123456789_-+=/.,:@%") == std::string::npos;
+    std::string quoted = plain ? word : "'";
+    if (!plain) {
+      for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      quoted += "'";
+    }
+    out += (out.empty() ? "" : " ") + quoted;
+  }
+  return out;
+}
+
+namespace {
+
+std::string absolute_path(const std::string& path) { return std::filesystem::absolute(path).lexically_normal().string(); }
+
+// The device options `joule measure` gets on every node, from the sweep's own.
+std::vector<std::string> measure_options_of(const DiscoveryOptions& discovery) {
+  std::vector<std::string> out;
+  if (discovery.backend == GpuBackend::kSim) out.insert(out.end(), {"--backend", "sim"});
+  if (discovery.backend == GpuBackend::kNvml) out.insert(out.end(), {"--backend", "nvml"});
+  if (!discovery.sim_spec.empty()) out.insert(out.end(), {"--sim", discovery.sim_spec});
+  return out;
+}
+
+// What the sweep sets in the launcher's environment for a run across nodes
+// (mpirun forwards each with -x; srun passes the whole environment on).
+std::vector<std::pair<std::string, std::string>> launcher_env(const SweepOptions& options, const NodeLayout& layout,
+                                                              const std::string& counts_file) {
+  std::string visible;
+  for (int i = 0; i < layout.ranks_per_node; ++i) visible += (i ? "," : "") + std::to_string(i);
+  std::vector<std::pair<std::string, std::string>> env = {{"JOULE_REPORT_FILE", counts_file},
+                                                          {"CUDA_VISIBLE_DEVICES", visible}};
+  if (!options.discovery.nvml_library.empty()) env.emplace_back("JOULE_NVML_LIBRARY", options.discovery.nvml_library);
+  if (!options.discovery.powercap_root.empty()) env.emplace_back("JOULE_POWERCAP_ROOT", options.discovery.powercap_root);
+  return env;
+}
+
+}  // namespace
+
+ClusterLaunch cluster_launch_of(const SweepOptions& options, const std::string& store_path, const std::string& run_id) {
+  ClusterLaunch launch;
+  launch.joule_binary = options.joule_binary;
+  if (launch.joule_binary.empty()) {
+    std::error_code ec;
+    launch.joule_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec) throw Error(fmt::format("joule sweep: cannot find its own binary (/proc/self/exe): {}", ec.message()));
+  }
+  launch.report_path = fmt::format("{}.run{}.json", absolute_path(store_path), run_id);
+  launch.measure_options = measure_options_of(options.discovery);
+  // joule's own settings (JOULE_SIM, JOULE_NVML_LIBRARY, JOULE_RANKS_PER_NODE, ...) reach every rank.
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    const auto eq = entry.find('=');
+    if (entry.rfind("JOULE_", 0) == 0 && eq != std::string::npos) launch.forwarded_env.push_back(entry.substr(0, eq));
+  }
+  for (const auto& [name, value] : launcher_env(options, NodeLayout{}, "")) launch.forwarded_env.push_back(name);
+  std::sort(launch.forwarded_env.begin(), launch.forwarded_env.end());
+  launch.forwarded_env.erase(std::unique(launch.forwarded_env.begin(), launch.forwarded_env.end()),
+                             launch.forwarded_env.end());
+  launch.as_root = geteuid() == 0;
+  return launch;
+}
+
+std::string described_command(const SweepConfig& config, const SweepPoint& point, const SweepOptions& options,
+                              const std::string& store_path, const std::string& run_id) {
+  if (!config.across_nodes()) return run_command(config, point);
+  return shell_join(cluster_run_argv(config, point, cluster_launch_of(options, store_path, run_id)));
 }
 
 namespace {
@@ -311,26 +496,216 @@ class RunSettings {
 
 }  // namespace
 
+namespace {
+
+// The name this machine goes by in a run's node row: $JOULE_NODE_NAME (as
+// `joule measure --mpi` names nodes), else the host name.
+std::string this_node_name() {
+  if (const char* given = std::getenv("JOULE_NODE_NAME"); given && *given) return given;
+  char host[HOST_NAME_MAX + 1] = {};
+  return gethostname(host, sizeof host - 1) == 0 ? host : "unknown-host";
+}
+
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+// One run on this machine: a Monitor window over the run's GPUs (the first
+// N), its GPU knobs applied and restored.
+sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, const Devices& devices,
+                          const std::string& store_path, long long id,
+                          const std::function<void(const std::string&)>& log) {
+  Devices run_devices = devices;
+  if (point.values.count("gpus")) run_devices.gpus.resize(std::stoul(point.values.at("gpus")));  // checked before
+  sweep::RunRecord record;
+  RunSettings settings(run_devices.gpus);
+  try {
+    settings.apply(point);
+    const std::string report_file = fmt::format("{}.run{}.counts", store_path, id);
+    std::remove(report_file.c_str());
+    std::string visible;
+    for (std::size_t i = 0; i < run_devices.gpus.size(); ++i) {
+      visible += (i ? "," : "") + std::to_string(run_devices.gpus[i]->index());
+    }
+    MonitorOptions monitor_options;
+    monitor_options.sampler.fields.utilization = true;
+    Monitor monitor(run_devices, monitor_options);
+    monitor.begin_window("run");
+    ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", run_command(config, point)},
+                                             {{"JOULE_REPORT_FILE", report_file}, {"CUDA_VISIBLE_DEVICES", visible}});
+    const int exit_code = child.wait_forwarding_signals();
+    const Measurement m = monitor.end_window("run");
+    monitor.stop();  // a last sample at the end of the run
+    record.status = exit_code == 0 ? "ok" : "failed";
+    record.exit_code = exit_code;
+    record.elapsed_s = m.elapsed_s;
+    record.gpu_energy_j = m.gpu_total_energy_j();
+    record.cpu_energy_j = std::accumulate(m.cpu_package_energy_j.begin(), m.cpu_package_energy_j.end(), 0.0);
+    record.dram_energy_j = std::accumulate(m.dram_energy_j.begin(), m.dram_energy_j.end(), 0.0);
+    record.avg_power_w = m.elapsed_s > 0 ? m.total_energy_j() / m.elapsed_s : 0;
+    for (const auto& w : m.warnings) record.error += w + "; ";
+    record.node_rows.push_back({this_node_name(), "", static_cast<int>(run_devices.gpus.size()), record.elapsed_s,
+                                record.gpu_energy_j, record.cpu_energy_j, record.dram_energy_j,
+                                joined(m.warnings, "; ")});
+    summarize_timeline(monitor, m, record);
+    read_counts(report_file, record);
+    std::remove(report_file.c_str());
+  } catch (const std::exception& e) {
+    record.status = "failed";
+    record.error = e.what();
+  }
+  settings.restore(log);
+  return record;
+}
+
+template <typename T>
+T json_field(const nlohmann::json& json, const char* name, const std::string& where) {
+  if (!json.is_object() || !json.contains(name)) throw Error(fmt::format("{}: no field '{}'", where, name));
+  try {
+    return json.at(name).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(fmt::format("{}: field '{}' has the wrong type", where, name));
+  }
+}
+
+// The job's report that `joule measure --mpi` wrote (rank 0), into the run's
+// totals and its node rows. Status: ok only with every node measured and
+// the command's exit status 0.
+void read_cluster_report(const nlohmann::json& report, int exit_code, sweep::RunRecord& record,
+                         const std::string& where) {
+  std::vector<std::string> notes, short_nodes;
+  record.elapsed_s = 0;
+  record.gpu_energy_j = record.cpu_energy_j = record.dram_energy_j = 0;
+  for (const auto& node : json_field<nlohmann::json>(report, "nodes", where)) {
+    sweep::NodeRecord row;
+    row.node = json_field<std::string>(node, "node", where + ", a node");
+    const std::string node_where = fmt::format("{}, node '{}'", where, row.node);
+    std::string ranks;
+    for (const int rank : json_field<std::vector<int>>(node, "ranks", node_where)) {
+      ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+    }
+    row.ranks = ranks;
+    row.elapsed_s = json_field<double>(node, "elapsed_s", node_where);
+    for (const auto& device : json_field<nlohmann::json>(node, "devices", node_where)) {
+      const auto kind = json_field<std::string>(device, "kind", node_where + ", a device");
+      const auto energy_j = json_field<double>(device, "energy_j", node_where + ", a device");
+      if (kind == "gpu") {
+        row.gpu_energy_j += energy_j;
+        ++row.gpus;
+      } else if (kind == "cpu_package") {
+        row.cpu_energy_j += energy_j;
+      } else if (kind == "dram") {
+        row.dram_energy_j += energy_j;
+      }
+    }
+    const auto warnings = json_field<std::vector<std::string>>(node, "warnings", node_where);
+    row.warnings = joined(warnings, "; ");
+    for (const auto& w : warnings) notes.push_back(fmt::format("node {}: {}", row.node, w));
+    if (node.contains("devices_failed") && node["devices_failed"].is_boolean() && node["devices_failed"].get<bool>()) {
+      short_nodes.push_back(row.node);
+    }
+    record.elapsed_s = std::max(record.elapsed_s, row.elapsed_s);
+    record.gpu_energy_j += row.gpu_energy_j;
+    record.cpu_energy_j += row.cpu_energy_j;
+    record.dram_energy_j += row.dram_energy_j;
+    record.node_rows.push_back(std::move(row));
+  }
+  const auto missing = json_field<std::vector<std::string>>(report, "missing_nodes", where);
+  const double total_j = record.gpu_energy_j + record.cpu_energy_j + record.dram_energy_j;
+  record.avg_power_w = record.elapsed_s > 0 ? total_j / record.elapsed_s : 0;
+  std::vector<std::string> problems;
+  for (const auto& m : missing) problems.push_back("node missing: " + m);
+  for (const auto& n : short_nodes) {
+    problems.push_back(fmt::format("node {} lost a device inside the window: its energy stops there", n));
+  }
+  if (missing.empty() && static_cast<int>(record.node_rows.size()) != record.nodes) {
+    notes.push_back(fmt::format("launched for {} node{}, the ranks ran on {}", record.nodes,
+                                record.nodes == 1 ? "" : "s", record.node_rows.size()));
+  }
+  // A job that lost a node usually fails too (joule measure --mpi ends it
+  // with MPI_Abort once a node is missing): failed wins over partial.
+  record.status = exit_code != 0 ? "failed" : missing.empty() && short_nodes.empty() ? "ok" : "partial";
+  if (!missing.empty()) {
+    problems.push_back(fmt::format("the totals cover {} of {} nodes", record.node_rows.size(),
+                                   record.node_rows.size() + missing.size()));
+  }
+  problems.insert(problems.end(), notes.begin(), notes.end());
+  record.error = joined(problems, "; ");
+}
+
+// One run across nodes: the launcher starts `joule measure --mpi` on every
+// rank; rank 0 writes the job's report beside the store.
+sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& point, const SweepOptions& options,
+                                  const std::string& store_path, long long id) {
+  sweep::RunRecord record;
+  const NodeLayout layout = node_layout(config, point);
+  record.nodes = layout.nodes;
+  try {
+    const ClusterLaunch launch = cluster_launch_of(options, store_path, std::to_string(id));
+    const std::vector<std::string> argv = cluster_run_argv(config, point, launch);
+    record.command = shell_join(argv);
+    const std::string counts_file = fmt::format("{}.run{}.counts", absolute_path(store_path), id);
+    std::remove(counts_file.c_str());
+    std::remove(launch.report_path.c_str());
+    ChildProcess child = ChildProcess::spawn(argv, launcher_env(options, layout, counts_file));
+    const int exit_code = child.wait_forwarding_signals();
+    record.exit_code = exit_code;
+    std::ifstream in(launch.report_path);
+    if (!in) {
+      record.status = "failed";
+      record.error = fmt::format(
+          "no report from the run's ranks at {} ({} exited with status {}; rank 0 writes it: is the store's "
+          "directory on a filesystem every node shares?)",
+          launch.report_path, config.launcher, exit_code);
+    } else {
+      nlohmann::json report;
+      try {
+        report = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(fmt::format("the run's report {} is not JSON: {}", launch.report_path, e.what()));
+      }
+      read_cluster_report(report, exit_code, record, fmt::format("the run's report {}", launch.report_path));
+      std::remove(launch.report_path.c_str());
+    }
+    read_counts(counts_file, record);
+    std::remove(counts_file.c_str());
+  } catch (const std::exception& e) {
+    record.status = "failed";
+    record.error = e.what();
+  }
+  return record;
+}
+
+}  // namespace
+
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   auto log = options.log ? options.log : [](const std::string& text) { std::cerr << text << '\n'; };
-  std::string knobs;
-  for (const auto& [name, values] : config.grid) {
-    if (find_gpu_knob(name)) knobs += (knobs.empty() ? "" : ", ") + name;
-  }
-  Devices devices = discover_devices(options.discovery);
-  const bool control_available = devices.control_path.rfind("none", 0) != 0;
-  if (!knobs.empty() && (options.no_control || !control_available)) {
-    throw UsageError(fmt::format(
-        "{}: the grid sets {}, but GPU control is {} ({}); remove {} from [grid] or run where GPU settings may "
-        "change",
-        config.path, knobs, options.no_control ? "off (--no-control)" : "not available", devices.control_path, knobs));
-  }
-  for (const auto& [name, values] : config.grid) {
-    if (name != "gpus") continue;
-    for (const auto& v : values) {
-      if (std::stoul(v) > devices.gpus.size()) {
-        throw UsageError(fmt::format("{}: grid.gpus asks for {} GPUs; this machine has {}", config.path, v,
-                                     devices.gpus.size()));
+  Devices devices;
+  if (!config.across_nodes()) {
+    // Runs on this machine: its GPUs, and control where the grid sets knobs.
+    // (Across nodes the ranks measure their own nodes, and knobs are refused at load.)
+    std::string knobs;
+    for (const auto& [name, values] : config.grid) {
+      if (find_gpu_knob(name)) knobs += (knobs.empty() ? "" : ", ") + name;
+    }
+    devices = discover_devices(options.discovery);
+    const bool control_available = devices.control_path.rfind("none", 0) != 0;
+    if (!knobs.empty() && (options.no_control || !control_available)) {
+      throw UsageError(fmt::format(
+          "{}: the grid sets {}, but GPU control is {} ({}); remove {} from [grid] or run where GPU settings may "
+          "change",
+          config.path, knobs, options.no_control ? "off (--no-control)" : "not available", devices.control_path,
+          knobs));
+    }
+    for (const auto& [name, values] : config.grid) {
+      if (name != "gpus") continue;
+      for (const auto& v : values) {
+        if (std::stoul(v) > devices.gpus.size()) {
+          throw UsageError(fmt::format("{}: grid.gpus asks for {} GPUs; this machine has {}", config.path, v,
+                                       devices.gpus.size()));
+        }
       }
     }
   }
@@ -352,48 +727,17 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
       ++summary.skipped;
       continue;
     }
-    const std::string command = run_command(config, point);
-    const long long id = store.begin(config.path, key, point.repeat, command);
-    Devices run_devices = devices;
-    if (point.values.count("gpus")) run_devices.gpus.resize(std::stoul(point.values.at("gpus")));  // checked above
-    sweep::RunRecord record;
-    RunSettings settings(run_devices.gpus);
-    try {
-      settings.apply(point);
-      const std::string report_file = fmt::format("{}.run{}.counts", store_path, id);
-      std::remove(report_file.c_str());
-      std::string visible;
-      for (std::size_t i = 0; i < run_devices.gpus.size(); ++i) {
-        visible += (i ? "," : "") + std::to_string(run_devices.gpus[i]->index());
-      }
-      MonitorOptions monitor_options;
-      monitor_options.sampler.fields.utilization = true;
-      Monitor monitor(run_devices, monitor_options);
-      monitor.begin_window("run");
-      ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", command},
-                                               {{"JOULE_REPORT_FILE", report_file}, {"CUDA_VISIBLE_DEVICES", visible}});
-      const int exit_code = child.wait_forwarding_signals();
-      const Measurement m = monitor.end_window("run");
-      monitor.stop();  // a last sample at the end of the run
-      record.status = exit_code == 0 ? "ok" : "failed";
-      record.exit_code = exit_code;
-      record.elapsed_s = m.elapsed_s;
-      record.gpu_energy_j = m.gpu_total_energy_j();
-      record.cpu_energy_j = std::accumulate(m.cpu_package_energy_j.begin(), m.cpu_package_energy_j.end(), 0.0);
-      record.dram_energy_j = std::accumulate(m.dram_energy_j.begin(), m.dram_energy_j.end(), 0.0);
-      record.avg_power_w = m.elapsed_s > 0 ? m.total_energy_j() / m.elapsed_s : 0;
-      for (const auto& w : m.warnings) record.error += w + "; ";
-      summarize_timeline(monitor, m, record);
-      read_counts(report_file, record);
-      std::remove(report_file.c_str());
-    } catch (const std::exception& e) {
-      record.status = "failed";
-      record.error = e.what();
-    }
-    settings.restore(log);
+    // Across nodes the command names the run's report file, by the run's id:
+    // recorded again once the id is known.
+    const long long id =
+        store.begin(config.path, key, point.repeat, described_command(config, point, options, store_path, "{id}"));
+    const sweep::RunRecord record = config.across_nodes()
+                                        ? run_across_nodes(config, point, options, store_path, id)
+                                        : run_here(config, point, devices, store_path, id, log);
     store.finish(id, record);
     ++summary.ran;
     if (record.status != "ok") ++summary.failed;
+    if (record.status == "partial") log(fmt::format("joule sweep: run {} is partial: {}", id, record.error));
     const int remaining_runs = summary.total - done;
     if (summary.ran == 1 && remaining_runs > 0 && !options.progress) {
       const double first_s = clock->now_s() - started_s;
@@ -416,6 +760,11 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
 void export_sweep_csv(const std::string& store_path, const std::string& csv_path) {
   if (!std::filesystem::exists(store_path)) throw UsageError(fmt::format("no results store at '{}'", store_path));
   sweep::Store(store_path).export_csv(csv_path);
+}
+
+int export_sweep_nodes_csv(const std::string& store_path, const std::string& csv_path) {
+  if (!std::filesystem::exists(store_path)) throw UsageError(fmt::format("no results store at '{}'", store_path));
+  return sweep::Store(store_path).export_nodes_csv(csv_path);
 }
 
 }  // namespace joule

@@ -132,8 +132,8 @@ TEST(SweepAnalysisTest, ReportHoldsOneSvgPlotPerViewAndTheAnalysis) {
   for (std::size_t i = 0; i < runs.size(); ++i) runs[i].id = static_cast<long long>(i + 1);
   const SweepAnalysis a = analyze_sweep(runs);
   const std::string html = render_report("test <report>", runs, a, {{1, 0.0, "gpu0", 250.0}, {1, 1.0, "gpu0", 260.0}});
-  // time & energy vs limit, speed-up & energy vs GPUs, Pareto, one power timeline
-  EXPECT_EQ(count_of(html, "<svg class=\"plot\""), 6u);
+  // time & energy vs limit, speed-up, energy and energy per GPU-hour vs GPUs, Pareto, one power timeline
+  EXPECT_EQ(count_of(html, "<svg class=\"plot\""), 7u);
   EXPECT_NE(html.find("test &lt;report&gt;"), std::string::npos);
   EXPECT_NE(html.find("Pareto front"), std::string::npos);
   EXPECT_EQ(html.find("<script src"), std::string::npos);  // self-contained
@@ -176,7 +176,8 @@ TEST(SweepAnalysisTest, ReportDrawsErrorBarsLabelsMarksAndLimitsAndNoExponents) 
   EXPECT_NE(page.find("class=\"mark-label\">gpus=2 power_limit=200 (eta 0.5-0.75)<"), std::string::npos);
   EXPECT_NE(page.find("class=\"rule-label\" text-anchor=\"end\">limit 200 W<"), std::string::npos);
   EXPECT_NE(page.find("class=\"rule-label\" text-anchor=\"end\">baseline<"), std::string::npos);
-  EXPECT_EQ(count_of(page, "<table class=\"sortable\">"), 3u);  // configurations, scaling fits, eta picks
+  // configurations, scaling fits, scaling per GPU count, eta picks
+  EXPECT_EQ(count_of(page, "<table class=\"sortable\">"), 4u);
   EXPECT_NE(page.find("<td data-sort=\"24100\">24.1 kJ \xC2\xB1 141 J</td>"), std::string::npos);
   EXPECT_NE(page.find("prefers-color-scheme: dark"), std::string::npos);
 }
@@ -235,8 +236,8 @@ TEST(CharacterisationCliTest, SweepAnalyzeReportRenderInChromium) {
   EXPECT_EQ(j["scaling"].size(), 2u);
   const auto report = testing::run_process({JOULE_BINARY, "report", tmp.file("s.sqlite"), "-o", tmp.file("r.html")});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  // Limit and GPU charts (4), the Pareto front, a power timeline per configuration (4).
-  expect_every_chart_drew_and_nothing_overflows(tmp.file("r.html"), tmp, 9);
+  // Limit and GPU charts (5), the Pareto front, a power timeline per configuration (4).
+  expect_every_chart_drew_and_nothing_overflows(tmp.file("r.html"), tmp, 10);
 }
 
 // The real 2x H200 sweep's store, as the committed example report is made.
@@ -246,8 +247,9 @@ TEST(CharacterisationCliTest, ExampleReportOfTheH200SweepRendersAtPhoneAndDeskto
                                             std::string(JOULE_SOURCE_DIR) + "/docs/examples/ddp_sweep_h200.sqlite",
                                             "-o", tmp.file("r.html")});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  // Time & energy vs batch size, speed-up & energy vs GPUs, the Pareto front, four power timelines.
-  expect_every_chart_drew_and_nothing_overflows(tmp.file("r.html"), tmp, 9);
+  // Time & energy vs batch size, speed-up, energy and energy per GPU-hour vs GPUs, the Pareto front, four power
+  // timelines.
+  expect_every_chart_drew_and_nothing_overflows(tmp.file("r.html"), tmp, 10);
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ std::string load_error(const std::string& toml) {
 
 TEST(SweepConfigTest, ErrorsNameFileAndLine) {
   EXPECT_EQ(load_error("command = \"x\"\nrepeats = [\n"), "s.toml:2:13: Error while parsing array: encountered end-of-file");
-  EXPECT_EQ(load_error("command = \"x\"\ncolour = 1\n"), "s.toml:2: unknown key \"colour\" (command, launcher, repeats, store, grid)");
+  EXPECT_EQ(load_error("command = \"x\"\ncolour = 1\n"), "s.toml:2: unknown key \"colour\" (command, launcher, repeats, store, "
+                                                   "gpus_per_node, launcher_options, grid)");
   EXPECT_EQ(load_error("repeats = 2\n"), "s.toml:1: \"command\" is required");
   EXPECT_EQ(load_error("command = \"x\"\nrepeats = 0\n"), "s.toml:2: \"repeats\" must be a whole number from 1");
   EXPECT_EQ(load_error("command = \"x\"\nlauncher = \"ssh\"\n"),

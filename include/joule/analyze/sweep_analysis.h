@@ -13,18 +13,33 @@
 
 namespace joule {
 
+// One node's part of a run (the store's run_nodes rows).
+struct SweepRunNode {
+  std::string node;
+  std::string ranks;  // "0,1"; empty for a run on the sweep's own machine
+  int gpus = 0;
+  double elapsed_s = 0, gpu_energy_j = 0, cpu_energy_j = 0, dram_energy_j = 0;
+  std::string warnings;
+  double total_energy_j() const { return gpu_energy_j + cpu_energy_j + dram_energy_j; }
+};
+
 struct SweepRun {
   long long id = 0;
   std::map<std::string, std::string> config;
   int repeat = 0;
-  std::string status;
+  std::string status;  // ok | failed | partial (a node's measurement missing) | interrupted | running
   double elapsed_s = 0, gpu_energy_j = 0, cpu_energy_j = 0, dram_energy_j = 0;
   std::optional<double> samples, steps, epochs;
   std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;
+  int nodes = 1;                           // the nodes it was launched on (stores before this: 1)
+  std::vector<SweepRunNode> node_parts;    // as measured; none in stores before per-node rows
+  std::string error;
   double total_energy_j() const { return gpu_energy_j + cpu_energy_j + dram_energy_j; }
 };
 
-// Reads every run of a results store. Throws UsageError naming the path.
+// Reads every run of a results store, with its nodes where the store has
+// them (stores of earlier joule versions read as runs on one node). Throws
+// UsageError naming the path.
 std::vector<SweepRun> load_sweep_runs(const std::string& store_path);
 
 struct PowerPoint {
@@ -58,7 +73,9 @@ std::string config_label(const std::map<std::string, std::string>& config, const
 struct ConfigResult {
   std::map<std::string, std::string> config;
   Summary time_s, energy_j;  // over successful repeats
-  int failed = 0;
+  int failed = 0;   // runs failed or interrupted
+  int partial = 0;  // runs with a node's measurement missing (not used)
+  int nodes = 1;    // nodes per run (the most of its successful runs)
   std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;  // mean over repeats
   // Throughput per GPU-hour, when runs report samples and steps.
   std::optional<double> samples_per_gpu_hour, updates_per_gpu_hour;
@@ -67,9 +84,27 @@ struct ConfigResult {
   std::string label() const;  // "batch_size=64 power_limit=250"
 };
 
+// One GPU count of a scaling group: the configuration's successful runs.
+// Energy per GPU-hour = energy / (GPUs x hours), in Wh per GPU-hour: the
+// mean power per GPU in W, its node's CPU and DRAM included; flat when runs
+// scale perfectly at constant power, rising when GPUs wait.
+struct ScalingPoint {
+  double gpus = 0;
+  int nodes = 1;
+  Summary time_s, energy_j;   // per run
+  double wh_per_gpu_hour = 0; // mean over the runs
+  double speedup = 1;         // mean time at the group's fewest GPUs / mean time here
+  double efficiency = 1;      // speedup / (gpus / fewest GPUs)
+};
+
 struct ScalingFit {
   std::string group;  // config_label of the configuration without "gpus" ("all" when nothing else varies)
-  PowerLawFit fit;    // time per epoch (or per run) against GPU count
+  PowerLawFit fit;    // time per epoch (or per run) against GPU count: t = a N^-b
+  // Energy per epoch (or per run) against GPU count, in the same form
+  // E = a N^-b: energy grows as N^c with c = -b. None where a run measured
+  // no energy.
+  std::optional<PowerLawFit> energy;
+  std::vector<ScalingPoint> points;  // by GPU count, ascending
 };
 
 struct SweepAnalysis {
@@ -80,6 +115,9 @@ struct SweepAnalysis {
   std::vector<std::size_t> pareto;
   std::vector<std::pair<double, std::size_t>> eta_picks;  // eta -> config index
   double max_power_w = 0.0;
+  // Per configuration label, its partial runs (also of configurations with
+  // no successful run, which configs leaves out).
+  std::vector<std::pair<std::string, int>> partial_runs;
 };
 
 // Baseline of a configuration: the one equal in every other setting with

@@ -24,6 +24,12 @@ namespace joule {
 //   gpus = [1, 2]             # GPUs per run: the first N are used and measured
 //   power_limit = [300, 250]  # watts, applied to those GPUs and restored after
 //   sm_clock_mhz = [1980, 1410]  # SM clock caps (and memory_clock_mhz), the same way
+//
+// Runs across nodes (launcher mpirun or srun):
+//   gpus_per_node = 8         # a run of G GPUs spans ceil(G / 8) nodes, one rank per GPU
+//   launcher_options = "--partition gpu"   # or an array of arguments; after joule's own
+// Then every run is launched as `joule measure --mpi` on its nodes (each node
+// measured by its lowest rank); the sweep process measures nothing itself.
 struct SweepConfig {
   std::string path;
   std::string command;
@@ -31,6 +37,10 @@ struct SweepConfig {
   int repeats = 1;
   std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // in file order
   std::string store_path;
+  int gpus_per_node = 0;                      // 0: runs on this machine
+  std::vector<std::string> launcher_options;  // extra arguments for mpirun/srun
+
+  bool across_nodes() const { return gpus_per_node > 0; }
 
   // Throws UsageError naming the file, and the line where TOML says it.
   static SweepConfig load(const std::string& path);
@@ -45,9 +55,43 @@ struct SweepPoint {
 
 // Every grid point times every repeat, in a stable order.
 std::vector<SweepPoint> expand_grid(const SweepConfig& config);
-// The shell command of one run: placeholders filled, wrapped by the launcher.
-// Throws UsageError naming an unknown placeholder.
+// The command a run's processes execute: placeholders filled. Throws
+// UsageError naming an unknown placeholder.
+std::string fill_command(const SweepConfig& config, const SweepPoint& point);
+// The shell command of one run on this machine: fill_command() wrapped by the
+// launcher. (Runs across nodes are launched by cluster_run_argv().)
 std::string run_command(const SweepConfig& config, const SweepPoint& point);
+
+// How a run of a sweep across nodes is laid out: gpus = the point's "gpus"
+// (1 without), nodes = ceil(gpus / gpus_per_node), ranks (one per GPU) and
+// GPUs per node = min(gpus, gpus_per_node).
+struct NodeLayout {
+  int gpus = 1;
+  int nodes = 1;
+  int ranks_per_node = 1;
+};
+NodeLayout node_layout(const SweepConfig& config, const SweepPoint& point);
+
+// What a run across nodes needs besides its grid point.
+struct ClusterLaunch {
+  std::string joule_binary;                  // the joule every rank runs (same path on every node)
+  std::string report_path;                   // rank 0 writes the job's JSON report here (shared filesystem)
+  std::vector<std::string> measure_options;  // device options for `joule measure` (--backend, --sim)
+  std::vector<std::string> forwarded_env;    // names mpirun passes on with -x (srun passes everything)
+  bool as_root = false;                      // mpirun needs --allow-run-as-root
+};
+// The launcher's argv of one run across nodes:
+//   srun --nodes N --ntasks G --ntasks-per-node K [launcher_options] JOULE measure --mpi --json
+//        --output REPORT [device options] -- /bin/sh -c CMD
+//   mpirun -np G --map-by ppr:K:node [--allow-run-as-root] [-x NAME ...] [launcher_options] JOULE
+//        measure --mpi --json --output REPORT --gpus 0,..,K-1 [device options] -- /bin/sh -c CMD
+// (under mpirun the sweep picks each node's GPUs: the first K, as on one
+// machine; under srun Slurm does, and each node measures those its ranks'
+// CUDA_VISIBLE_DEVICES name).
+std::vector<std::string> cluster_run_argv(const SweepConfig& config, const SweepPoint& point,
+                                          const ClusterLaunch& launch);
+// argv as one line a POSIX shell reads back to the same words.
+std::string shell_join(const std::vector<std::string>& argv);
 
 // What a sweep would do, from its grid and its store (read only: a store that
 // does not exist yet is not created).
@@ -70,19 +114,40 @@ struct SweepOptions {
   bool no_control = false;       // refuse grids that need GPU control
   bool progress = false;         // a progress line on stderr
   std::string store_override;
-  DiscoveryOptions discovery;
+  DiscoveryOptions discovery;    // across nodes: backend and sim spec passed on to `joule measure`
   std::function<void(const std::string&)> log;  // default: stderr
+  // Across nodes: the joule the ranks run. Empty: this program
+  // (/proc/self/exe), right for the joule CLI; other programs set it.
+  std::string joule_binary;
 };
 
+// The launch of one run across nodes as the sweep makes it: joule binary,
+// device options and environment from options and this process, report
+// beside the store (<store>.run<id>.json, absolute).
+ClusterLaunch cluster_launch_of(const SweepOptions& options, const std::string& store_path, const std::string& run_id);
+// The command a run executes, as the store records it and --dry-run shows it
+// (across nodes: the launcher line; run_id names its report file).
+std::string described_command(const SweepConfig& config, const SweepPoint& point, const SweepOptions& options,
+                              const std::string& store_path, const std::string& run_id);
+
 struct SweepSummary {
-  int total = 0, skipped = 0, ran = 0, failed = 0;
+  int total = 0, skipped = 0, ran = 0, failed = 0;  // failed: every run not "ok" (partial included)
 };
 
 // Runs what the store does not hold yet. Throws UsageError for a grid that
 // needs control where control is off or unavailable.
+//
+// A run's status: ok; failed (non-zero exit, or not measured); partial (it
+// ran across nodes, exited 0, but some node's measurement is missing: the
+// run's error names the node; not used by the analysis, and run again when
+// the sweep is resumed, like interrupted).
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options);
 
-// One row per run of the store, as CSV. Throws Error naming the path.
+// One row per run of the store, as CSV (its "nodes" column: the nodes the
+// run was launched on). Throws Error naming the path.
 void export_sweep_csv(const std::string& store_path, const std::string& csv_path);
+// One row per node of each run (run_id, node, ranks, gpus, elapsed_s,
+// gpu/cpu/dram energy, warnings). Returns the rows written.
+int export_sweep_nodes_csv(const std::string& store_path, const std::string& csv_path);
 
 }  // namespace joule
