@@ -1,14 +1,21 @@
 // The `joule` Python module (as joule._joule): measurement, the power-limit
 // optimizer with the same callbacks as C++, the batch-size optimizer and
-// device information. Anything that may wait (driver calls, the sampler)
-// runs with the GIL released; exceptions keep their messages.
+// device information, and the per-node parts of a job measured on many nodes
+// (joule.distributed moves them over torch.distributed). Anything that may
+// wait (driver calls, the sampler) runs with the GIL released; exceptions
+// keep their messages.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
 
+#include "joule/cluster/node_report.h"
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 #include "joule/error.h"
@@ -55,7 +62,9 @@ class PyMonitor {
  public:
   PyMonitor(const std::string& backend, const std::string& sim, const std::vector<unsigned>& gpus, double interval_ms,
             std::optional<py::function> synchronize)
-      : devices_(open_devices(backend, sim, gpus)) {
+      : PyMonitor(open_devices(backend, sim, gpus), interval_ms, std::move(synchronize)) {}
+  PyMonitor(joule::Devices devices, double interval_ms, std::optional<py::function> synchronize)
+      : devices_(std::move(devices)) {
     joule::MonitorOptions options;
     options.sampler.interval_s = interval_ms / 1000.0;
     if (synchronize) {
@@ -151,6 +160,13 @@ std::function<void(const std::vector<joule::PowerLimitProfileRow>&)> profiled_ca
     (*held)(profile_rows(rows));
   };
 }
+
+// JSON as Python objects (dict, list, ...), through the json module.
+py::object python_of(const nlohmann::json& json) { return py::module_::import("json").attr("loads")(json.dump()); }
+
+// What rank 0 knows of one node's leader in a window: its rank, the node's
+// name, the message it sent (None: nothing arrived) and why there is none.
+using LeaderOutcomeTuple = std::tuple<int, std::string, std::optional<std::string>, std::string>;
 
 }  // namespace
 
@@ -340,4 +356,56 @@ PYBIND11_MODULE(_joule, m) {
             return joule::BatchSizeOptimizer::from_json(state);
           },
           "text"_a);
+
+  // One job on many nodes (joule.distributed): the parts of
+  // include/joule/cluster/node_report.h that travel, as strings.
+  m.def(
+      "cluster_node_name", [](int world_rank) { return joule::cluster::node_name(world_rank); }, "world_rank"_a = -1,
+      "The name of this process's node: $JOULE_NODE_NAME or the host name, with \"-<world_rank / K>\" appended "
+      "under $JOULE_RANKS_PER_NODE=K.");
+  m.def(
+      "cluster_leader_message",
+      [](PyMonitor& monitor, const joule::Measurement& measurement, const std::string& node,
+         const std::vector<int>& ranks, double edge_wall_s, const std::vector<std::string>& warnings) {
+        joule::cluster::NodeReport report = joule::cluster::node_report_of(node, ranks, monitor.monitor(), measurement);
+        report.warnings.insert(report.warnings.end(), warnings.begin(), warnings.end());
+        return joule::cluster::leader_message_json(report, edge_wall_s);
+      },
+      "monitor"_a, "measurement"_a, "node"_a, "ranks"_a, "edge_wall_s"_a, "warnings"_a = std::vector<std::string>{},
+      "A node leader's message for a window (JSON): its devices' energy in the measurement, its ranks, the wall "
+      "clock at the end edge, and warnings added to the measurement's.");
+  m.def("cluster_job_gpus", &joule::cluster::job_gpus_of, "visible_per_rank"_a,
+        "The GPUs a node's ranks may use, from each rank's CUDA_VISIBLE_DEVICES (None where unset): None to "
+        "measure all of the node's GPUs, else the entries (indices or UUIDs).");
+  m.def(
+      "cluster_monitor",
+      [](const std::string& backend, const std::string& sim, const std::vector<std::string>& job_gpus,
+         double interval_ms) {
+        joule::Devices devices = open_devices(backend, sim, {});
+        joule::cluster::keep_job_gpus(devices, job_gpus);
+        return std::make_unique<PyMonitor>(std::move(devices), interval_ms, std::nullopt);
+      },
+      "backend"_a, "sim"_a, "job_gpus"_a, "interval_ms"_a,
+      "A Monitor of the GPUs that job_gpus names (CUDA_VISIBLE_DEVICES entries: indices or UUIDs, as "
+      "cluster_job_gpus gives them) and all CPU zones. Raises UsageError for an entry that is no GPU here.");
+  m.def("cluster_leader_error", &joule::cluster::leader_error_json, "node"_a, "error"_a, "edge_wall_s"_a,
+        "A node leader's message (JSON) when its measurement failed: the node is reported missing with the error.");
+  m.def(
+      "cluster_report",
+      [](const std::string& window, int world_size, const std::vector<LeaderOutcomeTuple>& outcomes) {
+        std::vector<joule::cluster::LeaderOutcome> leaders;
+        for (const auto& [rank, node, text, reason] : outcomes) {
+          if (text) {
+            leaders.push_back(joule::cluster::leader_outcome_from_json(rank, node, *text));
+            if (leaders.back().report) leaders.back().node = leaders.back().report->node;
+          } else {
+            leaders.push_back({rank, node, std::nullopt, reason, std::nullopt});
+          }
+        }
+        const joule::cluster::ClusterReport report = joule::cluster::assemble_cluster_report(window, world_size, leaders);
+        return py::make_tuple(python_of(joule::cluster::to_json(report)), joule::cluster::to_text(report));
+      },
+      "window"_a, "world_size"_a, "outcomes"_a,
+      "The job's report from its node leaders' outcomes, in rank order: (rank, node, message or None, why none). "
+      "Returns (dict, text) as `joule measure --mpi` writes them (--json and the text report).");
 }
