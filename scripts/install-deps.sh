@@ -32,6 +32,8 @@ packages=(
   prometheus
   # joule measure --mpi, tested with several ranks of a real mpirun
   openmpi-bin libopenmpi-dev
+  # a real single-machine Slurm (slurmctld, slurmd, srun) and its munge, started by the tests as root
+  slurm-wlm munge
 )
 
 missing=()
