@@ -13,5 +13,9 @@ for lib in $(ldd "$carry"/bin/* | awk '/=> \//{print $3}' | sort -u); do
     *) cp -L "$lib" "$carry/lib/" ;;
   esac
 done
-strip --strip-debug "$carry"/bin/* "$carry"/fake/*.so.1
+# What build_python_module_on_device.sh compiles the Python module against.
+cp "$build/src/libjoule.a" "$carry/lib/"
+mkdir -p "$carry/include"
+cp -r /usr/include/fmt /usr/include/nlohmann /usr/include/pcg*.hpp "$carry/include/"
+strip --strip-debug "$carry"/bin/* "$carry"/fake/*.so.1 "$carry/lib/libjoule.a"
 du -sh "$carry"

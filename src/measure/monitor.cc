@@ -44,7 +44,7 @@ void Monitor::begin_window(const std::string& name) {
     if (window.name == name) throw UsageError(fmt::format("measurement window '{}' is already open", name));
   }
   open_.push_back({name, now_s});
-  repin_locked();
+  repin_locked(now_s);
   sampler_.note_window_edge(now_s);
 }
 
@@ -65,7 +65,8 @@ Measurement Monitor::end_window(const std::string& name) {
   Measurement m = compute(name, begin_s, end_s, /*end_just_noted=*/true);
   std::lock_guard lock(mutex_);
   open_.erase(std::find_if(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name; }));
-  repin_locked();
+  recently_ended_.push_back({begin_s, end_s});
+  repin_locked(end_s);
   return m;
 }
 
@@ -115,9 +116,12 @@ bool Monitor::window_open(const std::string& name) const {
   return std::any_of(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name && !w.closing; });
 }
 
-void Monitor::repin_locked() {
+void Monitor::repin_locked(double now_s) {
+  const double history_s = sampler_.options().history_s;
+  std::erase_if(recently_ended_, [&](const EndedWindow& w) { return w.end_s < now_s - history_s; });
   double oldest_s = std::numeric_limits<double>::infinity();
   for (const auto& window : open_) oldest_s = std::min(oldest_s, window.begin_s);
+  for (const auto& window : recently_ended_) oldest_s = std::min(oldest_s, window.begin_s);
   sampler_.pin_history(oldest_s);
 }
 

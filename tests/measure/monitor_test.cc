@@ -94,6 +94,21 @@ TEST_F(MonitorFixture, LongWindowsOutliveTheSamplerHistory) {
   EXPECT_NEAR(m.gpu_energy_j[0], 650.0 * 10.0 + 70.0 * (m.elapsed_s - 10.0), 0.1 * 580.0);
 }
 
+TEST_F(MonitorFixture, ALongWindowCanStillBeSettledAfterItEnds) {
+  // A window longer than the history: once it ends, settle() and refresh()
+  // compute it again, and its beginning must still be held then.
+  gpu0->set_load(1.0);
+  monitor->begin_window("long");
+  advance(10.0);
+  gpu0->set_load(0.0);
+  advance(90.0);
+  const Measurement ended = monitor->end_window("long");
+  advance(5.0);  // sampling (and trimming) goes on while the caller settles
+  const Measurement again = monitor->refresh(ended);
+  EXPECT_TRUE(again.warnings.empty()) << again.warnings.front();
+  EXPECT_NEAR(again.gpu_energy_j[0], ended.gpu_energy_j[0], 0.02 * ended.gpu_energy_j[0]);
+}
+
 TEST(MeasurementTest, TotalsAddUpEveryDomain) {
   Measurement m;
   m.gpu_energy_j = {1.0, 2.0};

@@ -100,7 +100,10 @@ class Monitor {
     double begin_s;
     bool closing = false;
   };
-  void repin_locked();
+  struct EndedWindow {
+    double begin_s, end_s;
+  };
+  void repin_locked(double now_s);
   Measurement compute(const std::string& name, double begin_s, double end_s, bool end_just_noted = false) const;
 
   std::shared_ptr<const Clock> clock_;
@@ -108,6 +111,9 @@ class Monitor {
   Sampler sampler_;
   mutable std::mutex mutex_;
   std::vector<OpenWindow> open_;  // few at a time: a vector beats a map
+  // Windows that ended within history_s: their history stays pinned so that
+  // settle() and refresh() still find their beginning, however long they ran.
+  std::vector<EndedWindow> recently_ended_;
 };
 
 }  // namespace joule
