@@ -75,6 +75,45 @@ TEST(SlurmTest, MeasureMpiUnderSrunMakesNodesOfTheRanksPerNode) {
     EXPECT_GE(node["elapsed_s"].get<double>(), 0.3);
   }
 }
+
+// A sweep whose runs span "nodes": every run a real srun step of joule
+// measure --mpi (the one machine's ranks posing as nodes of 2). This Slurm
+// has a single node, so launcher_options (which srun reads after the
+// sweep's own layout) keep every step on it.
+TEST(SlurmTest, ASweepLaunchesEachRunAsARealSrunStepMeasuredOnEveryNode) {
+  auto& slurm = testing::shared_slurm();
+  if (!slurm.running()) JOULE_SKIP_WITHOUT_SERVER(slurm.skip_reason());
+  testing::TempDir tmp;
+  testing::write_file(tmp.file("s.toml"),
+                      "command = \"sleep 0.3\"\nlauncher = \"srun\"\ngpus_per_node = 2\n"
+                      "launcher_options = \"--mpi=pmix --nodes 1 --ntasks-per-node 8\"\n"
+                      "[grid]\ngpus = [1, 2, 4]\n");
+  auto env = testing::simulated_only_env();
+  env.insert(slurm.env().begin(), slurm.env().end());
+  env["JOULE_NODE_NAME"] = "box";
+  env["JOULE_RANKS_PER_NODE"] = "2";
+  const auto r = run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--sim", "count=2,load=0.5",
+                              "--export", tmp.file("runs.csv")},
+                             env, 300.0);
+  ASSERT_EQ(r.exit_code, 0) << r.err << slurm.logs();
+  // One row per run, one per node of each run: 1 and 2 GPUs on one node, 4 on two.
+  const auto runs = testing::read_lines(tmp.file("runs.csv"));
+  ASSERT_EQ(runs.size(), 4u) << testing::read_file(tmp.file("runs.csv"));
+  for (std::size_t i = 1; i < runs.size(); ++i) EXPECT_NE(runs[i].find(",ok,"), std::string::npos) << runs[i];
+  const std::string nodes = testing::read_file(tmp.file("runs.nodes.csv"));
+  const auto node_lines = testing::read_lines(tmp.file("runs.nodes.csv"));
+  EXPECT_EQ(node_lines.size(), 1u + 1 + 1 + 2) << nodes;
+  EXPECT_NE(nodes.find("box-0"), std::string::npos) << nodes;
+  EXPECT_NE(nodes.find("box-1"), std::string::npos) << nodes;
+  // Each run was an srun step of its own layout (the sweep's, then the options).
+  EXPECT_NE(runs[3].find("srun --nodes 2 --ntasks 4 --ntasks-per-node 2 --mpi=pmix"), std::string::npos) << runs[3];
+  // The analysis shows the scaling: per GPU count, its nodes and energy per GPU-hour.
+  const auto analysis = run_process({JOULE_BINARY, "analyze", tmp.file("s.sqlite")}, env, 60.0);
+  ASSERT_EQ(analysis.exit_code, 0) << analysis.err;
+  EXPECT_NE(analysis.out.find("scaling with GPU count"), std::string::npos) << analysis.out;
+  EXPECT_NE(analysis.out.find("energy with GPU count"), std::string::npos) << analysis.out;
+  EXPECT_NE(analysis.out.find("Wh/GPU-h"), std::string::npos) << analysis.out;
+}
 #endif
 
 }  // namespace
