@@ -42,6 +42,15 @@ double wall_time_s() {
 
 }  // namespace
 
+Store::Store(const std::string& path, ReadOnly) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw Error(fmt::format("cannot open results store '{}': {}", path, why));
+  }
+  sqlite3_busy_timeout(db_, 5000);
+}
+
 Store::Store(const std::string& path) : path_(path) {
   if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
     const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";

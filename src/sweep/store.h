@@ -41,6 +41,10 @@ class Store {
   // Creates the schema, or brings a store of an earlier joule up to it (adds
   // runs.nodes and the run_nodes table); throws Error naming the path.
   explicit Store(const std::string& path);
+  // An existing store, read only and left as it is (a dry run's plan): only
+  // finished() and mean_finished_elapsed_s() may be asked.
+  struct ReadOnly {};
+  Store(const std::string& path, ReadOnly);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

@@ -415,7 +415,7 @@ SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path) {
     plan.to_run = points;
     return plan;
   }
-  sweep::Store store(store_path);
+  sweep::Store store(store_path, sweep::Store::ReadOnly{});  // a plan changes nothing, an older store's schema included
   for (const auto& point : points) {
     if (store.finished(point.config_key(), point.repeat)) {
       ++plan.finished;

@@ -374,6 +374,13 @@ TEST(SweepNodesStoreTest, AStoreFromBeforeNodeRowsIsReadAndGetsThemWhenASweepOpe
   EXPECT_NEAR(-a.scaling[0].energy->b, std::log2(3600.0 / 3000.0), 1e-9);  // E = a N^c through both points
   EXPECT_TRUE(rows_of(store, "SELECT name FROM sqlite_master WHERE name = 'run_nodes'").empty());  // read only
 
+  // A dry run's plan leaves it as it is too.
+  write_file(tmp.file("s.toml"), "command = \"true\"\n[grid]\ngpus = [1, 2, 4]\n");
+  SweepConfig plan_config = SweepConfig::load(tmp.file("s.toml"));
+  const SweepPlan plan = plan_sweep(plan_config, store);
+  EXPECT_EQ(plan.finished, 2);  // read from the old rows
+  EXPECT_TRUE(rows_of(store, "SELECT name FROM sqlite_master WHERE name = 'run_nodes'").empty());
+
   // A sweep on it: the table and the column added, the old runs kept (one node each).
   write_file(tmp.file("s.toml"), "command = \"true\"\n[grid]\ngpus = [1, 2, 4]\n");
   SweepOptions options;
