@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,12 +42,14 @@ int main(int argc, char** argv) {
     });
     std::vector<double> cost_us;
     std::size_t message_bytes = 0, json_bytes = 0;
+    std::optional<joule::cluster::ClusterReport> last_report;
     for (int w = 0; w < windows + 100; ++w) {
       const auto start = std::chrono::steady_clock::now();
       cluster.begin_window("w");
       const auto report = cluster.end_window("w", 0.0);
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       if (w >= 100) cost_us.push_back(us);  // the first hundred warm up
+      if (report) last_report = report;
       if (report && !report->nodes.empty()) {
         // What a leader sends per window (numbers in roster order), and the
         // same report as JSON for comparison.
@@ -57,6 +60,25 @@ int main(int argc, char** argv) {
         message_bytes = joule::cluster::encode(message).size();
         json_bytes = to_json(node).dump().size();
       }
+    }
+    if (rank == 0 && last_report && !last_report->nodes.empty()) {
+      // Rank 0's own work per node and window, apart from the network: check
+      // a message and fill the node's roster with it.
+      const auto& node = last_report->nodes.front();
+      joule::cluster::NodeReport roster = node;
+      joule::cluster::WindowMessage message;
+      message.warnings = node.warnings;
+      for (const auto& device : node.devices) message.energies_j.push_back(device.energy_j);
+      const std::string bytes = joule::cluster::encode(message);
+      constexpr int kRepeats = 20000;
+      double checksum = 0.0;
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kRepeats; ++i) {
+        checksum += fill_roster(roster, joule::cluster::decode_window_message(bytes)).total_energy_j();
+      }
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+      fmt::print("rank 0 decodes and files one node's message in {:.2f} us (checksum {:.0f})\n", us / kRepeats,
+                 checksum / kRepeats);
     }
     if (rank == 0) {
       std::sort(cost_us.begin(), cost_us.end());
