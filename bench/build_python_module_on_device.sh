@@ -2,8 +2,7 @@
 # Builds joule's Python module for the Python of a machine that lacks the
 # project's build dependencies (the GPU machines): compiles only the binding
 # against a libjoule.a built elsewhere, with pybind11 from the installed
-# PyTorch (libjoule.a has no cluster code: node_report.cc is compiled in for
-# joule.distributed). Usage: bench/build_python_module_on_device.sh CARRY_DIR OUT_PACKAGE_DIR
+# PyTorch. Usage: bench/build_python_module_on_device.sh CARRY_DIR OUT_PACKAGE_DIR
 #   CARRY_DIR holds lib/libjoule.a, lib/libfmt.so.9 and include/{fmt,nlohmann}.
 set -euo pipefail
 carry=$(cd "$1" && pwd)
@@ -12,7 +11,7 @@ mkdir -p "$out"
 python_include=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 torch_include=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'include'))")
 suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-g++ -O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DFMT_SHARED src/python/joule_module.cc src/cluster/node_report.cc \
+g++ -O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DFMT_SHARED src/python/joule_module.cc \
   -Iinclude -I"$carry/include" -I"$python_include" -I"$torch_include" \
   "$carry/lib/libjoule.a" "$carry/lib/libfmt.so.9" -ldl -pthread -Wl,-rpath,"$carry/lib" \
   -o "$out/_joule$suffix"

@@ -2,7 +2,6 @@
 #include "joule/sweep/sweep.h"
 
 #include <fmt/format.h>
-#include <limits.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 
 extern char** environ;
 
+#include "joule/cluster/node_report.h"
 #include "joule/common/child_process.h"
 #include "joule/common/input_file.h"
 #include "joule/analyze/analysis.h"
@@ -498,14 +498,6 @@ class RunSettings {
 
 namespace {
 
-// The name this machine goes by in a run's node row: $JOULE_NODE_NAME (as
-// `joule measure --mpi` names nodes), else the host name.
-std::string this_node_name() {
-  if (const char* given = std::getenv("JOULE_NODE_NAME"); given && *given) return given;
-  char host[HOST_NAME_MAX + 1] = {};
-  return gethostname(host, sizeof host - 1) == 0 ? host : "unknown-host";
-}
-
 std::string joined(const std::vector<std::string>& items, const char* separator) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
@@ -546,7 +538,7 @@ sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, co
     record.dram_energy_j = std::accumulate(m.dram_energy_j.begin(), m.dram_energy_j.end(), 0.0);
     record.avg_power_w = m.elapsed_s > 0 ? m.total_energy_j() / m.elapsed_s : 0;
     for (const auto& w : m.warnings) record.error += w + "; ";
-    record.node_rows.push_back({this_node_name(), "", static_cast<int>(run_devices.gpus.size()), record.elapsed_s,
+    record.node_rows.push_back({cluster::node_name(), "", static_cast<int>(run_devices.gpus.size()), record.elapsed_s,
                                 record.gpu_energy_j, record.cpu_energy_j, record.dram_energy_j,
                                 joined(m.warnings, "; ")});
     summarize_timeline(monitor, m, record);
@@ -560,59 +552,48 @@ sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, co
   return record;
 }
 
-template <typename T>
-T json_field(const nlohmann::json& json, const char* name, const std::string& where) {
-  if (!json.is_object() || !json.contains(name)) throw Error(fmt::format("{}: no field '{}'", where, name));
-  try {
-    return json.at(name).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(fmt::format("{}: field '{}' has the wrong type", where, name));
-  }
-}
-
 // The job's report that `joule measure --mpi` wrote (rank 0), into the run's
 // totals and its node rows. Status: ok only with every node measured and
 // the command's exit status 0.
 void read_cluster_report(const nlohmann::json& report, int exit_code, sweep::RunRecord& record,
                          const std::string& where) {
+  if (!report.is_object() || !report.contains("nodes") || !report["nodes"].is_array() ||
+      !report.contains("missing_nodes") || !report["missing_nodes"].is_array()) {
+    throw Error(fmt::format("{}: not a report of joule measure --mpi (no 'nodes' and 'missing_nodes' lists)", where));
+  }
   std::vector<std::string> notes, short_nodes;
   record.elapsed_s = 0;
   record.gpu_energy_j = record.cpu_energy_j = record.dram_energy_j = 0;
-  for (const auto& node : json_field<nlohmann::json>(report, "nodes", where)) {
+  for (const auto& json : report["nodes"]) {
+    cluster::NodeReport node;
+    try {
+      node = cluster::node_report_from_json(json);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where, e.what()));
+    }
     sweep::NodeRecord row;
-    row.node = json_field<std::string>(node, "node", where + ", a node");
-    const std::string node_where = fmt::format("{}, node '{}'", where, row.node);
-    std::string ranks;
-    for (const int rank : json_field<std::vector<int>>(node, "ranks", node_where)) {
-      ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
-    }
-    row.ranks = ranks;
-    row.elapsed_s = json_field<double>(node, "elapsed_s", node_where);
-    for (const auto& device : json_field<nlohmann::json>(node, "devices", node_where)) {
-      const auto kind = json_field<std::string>(device, "kind", node_where + ", a device");
-      const auto energy_j = json_field<double>(device, "energy_j", node_where + ", a device");
-      if (kind == "gpu") {
-        row.gpu_energy_j += energy_j;
-        ++row.gpus;
-      } else if (kind == "cpu_package") {
-        row.cpu_energy_j += energy_j;
-      } else if (kind == "dram") {
-        row.dram_energy_j += energy_j;
-      }
-    }
-    const auto warnings = json_field<std::vector<std::string>>(node, "warnings", node_where);
-    row.warnings = joined(warnings, "; ");
-    for (const auto& w : warnings) notes.push_back(fmt::format("node {}: {}", row.node, w));
-    if (node.contains("devices_failed") && node["devices_failed"].is_boolean() && node["devices_failed"].get<bool>()) {
-      short_nodes.push_back(row.node);
-    }
+    row.node = node.node;
+    for (const int rank : node.ranks) row.ranks += (row.ranks.empty() ? "" : ",") + std::to_string(rank);
+    row.elapsed_s = node.elapsed_s;
+    row.gpu_energy_j = node.energy_j("gpu");
+    row.cpu_energy_j = node.energy_j("cpu_package");
+    row.dram_energy_j = node.energy_j("dram");
+    row.gpus = static_cast<int>(
+        std::count_if(node.devices.begin(), node.devices.end(), [](const auto& d) { return d.kind == "gpu"; }));
+    row.warnings = joined(node.warnings, "; ");
+    for (const auto& w : node.warnings) notes.push_back(fmt::format("node {}: {}", row.node, w));
+    if (node.devices_failed) short_nodes.push_back(row.node);
     record.elapsed_s = std::max(record.elapsed_s, row.elapsed_s);
     record.gpu_energy_j += row.gpu_energy_j;
     record.cpu_energy_j += row.cpu_energy_j;
     record.dram_energy_j += row.dram_energy_j;
     record.node_rows.push_back(std::move(row));
   }
-  const auto missing = json_field<std::vector<std::string>>(report, "missing_nodes", where);
+  std::vector<std::string> missing;
+  for (const auto& m : report["missing_nodes"]) {
+    if (!m.is_string()) throw Error(fmt::format("{}: 'missing_nodes' holds a {}, not a text", where, m.type_name()));
+    missing.push_back(m.get<std::string>());
+  }
   const double total_j = record.gpu_energy_j + record.cpu_energy_j + record.dram_energy_j;
   record.avg_power_w = record.elapsed_s > 0 ? total_j / record.elapsed_s : 0;
   std::vector<std::string> problems;
