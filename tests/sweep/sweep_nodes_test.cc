@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_support.h"
+#include "sweep/load_error.h"
 #include "joule/analyze/report.h"
 #include "joule/analyze/sweep_analysis.h"
 #include "joule/error.h"
@@ -25,17 +26,7 @@ using testing::run_process;
 using testing::TempDir;
 using testing::write_file;
 
-std::string load_error(const std::string& toml) {
-  TempDir tmp;
-  write_file(tmp.file("s.toml"), toml);
-  try {
-    SweepConfig::load(tmp.file("s.toml"));
-  } catch (const UsageError& e) {
-    std::string m = e.what();
-    return m.substr(m.find("s.toml"));
-  }
-  return "no error";
-}
+using testing::sweep_load_error;
 
 TEST(SweepNodesConfigTest, KeysAndWhatTheyRefuse) {
   TempDir tmp;
@@ -50,18 +41,18 @@ TEST(SweepNodesConfigTest, KeysAndWhatTheyRefuse) {
             (std::vector<std::string>{"--oversubscribe", "--map-by", "slot"}));
   EXPECT_FALSE(SweepConfig::load(tmp.file("t.toml")).across_nodes());
 
-  EXPECT_EQ(load_error("command = \"x\"\ngpus_per_node = 2\n"),
+  EXPECT_EQ(sweep_load_error("command = \"x\"\ngpus_per_node = 2\n"),
             "s.toml:2: \"gpus_per_node\" spreads runs across nodes, which needs launcher = \"mpirun\" or \"srun\" "
             "(not \"local\")");
-  EXPECT_EQ(load_error("command = \"x\"\nlauncher = \"srun\"\ngpus_per_node = 0\n"),
+  EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher = \"srun\"\ngpus_per_node = 0\n"),
             "s.toml:3: \"gpus_per_node\" must be a whole number from 1");
-  EXPECT_EQ(load_error("command = \"x\"\nlauncher = \"mpirun\"\ngpus_per_node = 4\n[grid]\ngpus = [2, 6]\n"),
+  EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher = \"mpirun\"\ngpus_per_node = 4\n[grid]\ngpus = [2, 6]\n"),
             "s.toml:5: grid.gpus: 6 GPUs is not a whole number of nodes of gpus_per_node = 4 (a run across nodes "
             "uses all of each node's 4 GPUs)");
-  EXPECT_EQ(load_error("command = \"x\"\nlauncher_options = \"-N 2\"\n"),
+  EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher_options = \"-N 2\"\n"),
             "s.toml:1: \"launcher_options\" are for launcher = \"mpirun\" or \"srun\"");
   // GPU settings are changed only where the sweep runs: refused, with what to do instead.
-  EXPECT_EQ(load_error("command = \"x\"\nlauncher = \"srun\"\ngpus_per_node = 4\n[grid]\ngpus = [4, 8]\n"
+  EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher = \"srun\"\ngpus_per_node = 4\n[grid]\ngpus = [4, 8]\n"
                        "power_limit = [300, 200]\n"),
             "s.toml:6: grid.power_limit cannot be swept with gpus_per_node: joule sweep changes GPU settings only on "
             "the machine it runs on, and these runs run on the nodes srun picks. Set it on every node before the "

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/test_support.h"
+#include "sweep/load_error.h"
 #include "joule/error.h"
 
 namespace joule {
@@ -14,27 +15,17 @@ namespace {
 using testing::TempDir;
 using testing::write_file;
 
-std::string load_error(const std::string& toml) {
-  TempDir tmp;
-  write_file(tmp.file("s.toml"), toml);
-  try {
-    SweepConfig::load(tmp.file("s.toml"));
-  } catch (const UsageError& e) {
-    std::string m = e.what();
-    return m.substr(m.find("s.toml"));
-  }
-  return "no error";
-}
+using testing::sweep_load_error;
 
 TEST(SweepConfigTest, ErrorsNameFileAndLine) {
-  EXPECT_EQ(load_error("command = \"x\"\nrepeats = [\n"), "s.toml:2:13: Error while parsing array: encountered end-of-file");
-  EXPECT_EQ(load_error("command = \"x\"\ncolour = 1\n"), "s.toml:2: unknown key \"colour\" (command, launcher, repeats, store, "
+  EXPECT_EQ(sweep_load_error("command = \"x\"\nrepeats = [\n"), "s.toml:2:13: Error while parsing array: encountered end-of-file");
+  EXPECT_EQ(sweep_load_error("command = \"x\"\ncolour = 1\n"), "s.toml:2: unknown key \"colour\" (command, launcher, repeats, store, "
                                                    "gpus_per_node, launcher_options, grid)");
-  EXPECT_EQ(load_error("repeats = 2\n"), "s.toml:1: \"command\" is required");
-  EXPECT_EQ(load_error("command = \"x\"\nrepeats = 0\n"), "s.toml:2: \"repeats\" must be a whole number from 1");
-  EXPECT_EQ(load_error("command = \"x\"\nlauncher = \"ssh\"\n"),
+  EXPECT_EQ(sweep_load_error("repeats = 2\n"), "s.toml:1: \"command\" is required");
+  EXPECT_EQ(sweep_load_error("command = \"x\"\nrepeats = 0\n"), "s.toml:2: \"repeats\" must be a whole number from 1");
+  EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher = \"ssh\"\n"),
             "s.toml:2: \"launcher\" must be local, torchrun, mpirun or srun");
-  EXPECT_EQ(load_error("command = \"x\"\n[grid]\ngpus = [\"two\"]\n"), "s.toml:1: grid.gpus: 'two' must be a positive number");
+  EXPECT_EQ(sweep_load_error("command = \"x\"\n[grid]\ngpus = [\"two\"]\n"), "s.toml:1: grid.gpus: 'two' must be a positive number");
 }
 
 TEST(SweepConfigTest, GridExpandsWithRepeatsAndCommandsFillPlaceholders) {
