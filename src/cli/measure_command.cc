@@ -102,14 +102,6 @@ namespace {
 
 constexpr double kSettleTimeoutS = 1.0;  // the leaders' wait for their devices' data past the end edge
 
-// "run.csv" for node "gpu-7" -> "run.gpu-7.csv": one timeline per node.
-std::string node_timeline_path(const std::string& path, const std::string& node) {
-  const auto slash = path.find_last_of('/');
-  const auto dot = path.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "." + node;
-  return path.substr(0, dot) + "." + node + path.substr(dot);
-}
-
 // Where the ranks fell out of step (a node died or hangs), MPI_Finalize
 // could wait for ever: the job ends with MPI_Abort instead, as soon as rank
 // 0 has written what it has. Rank 0 needs at most the reports' wait (the
@@ -153,7 +145,7 @@ int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options) 
       if (job_gpus && common.gpus.empty()) cluster::keep_job_gpus(devices, *job_gpus);  // --gpus wins
       auto monitor = std::make_unique<Monitor>(devices, monitor_options_of(options));
       if (!options.timeline_path.empty()) {
-        monitor->timeline().stream_csv_to(node_timeline_path(options.timeline_path, node));
+        monitor->timeline().stream_csv_to(cluster::node_file_path(options.timeline_path, node));
       }
       return monitor;
     };

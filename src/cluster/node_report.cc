@@ -34,6 +34,13 @@ std::string node_name(int world_rank) {
   return name;
 }
 
+std::string node_file_path(const std::string& path, const std::string& node) {
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "." + node;
+  return path.substr(0, dot) + "." + node + path.substr(dot);
+}
+
 namespace {
 
 double sum_of_kind(const std::vector<DeviceEnergy>& devices, const std::string& kind) {

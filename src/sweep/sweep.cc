@@ -19,6 +19,7 @@ extern char** environ;
 
 #include "joule/cluster/node_report.h"
 #include "joule/common/child_process.h"
+#include "joule/common/csv.h"
 #include "joule/common/input_file.h"
 #include "joule/analyze/analysis.h"
 #include "joule/analyze/sweep_analysis.h"
@@ -258,7 +259,8 @@ std::vector<std::string> cluster_run_argv(const SweepConfig& config, const Sweep
   // The user's options last: Open MPI takes the last --map-by, so they may
   // replace joule's placement.
   argv.insert(argv.end(), config.launcher_options.begin(), config.launcher_options.end());
-  argv.insert(argv.end(), {launch.joule_binary, "measure", "--mpi", "--json", "--output", launch.report_path});
+  argv.insert(argv.end(), {launch.joule_binary, "measure", "--mpi", "--json", "--output", launch.report_path,
+                           "--timeline", launch.timeline_path, "--sample", "util"});
   if (config.launcher == "mpirun") {
     std::string gpus;
     for (int i = 0; i < layout.ranks_per_node; ++i) gpus += (i ? "," : "") + std::to_string(i);
@@ -321,6 +323,7 @@ ClusterLaunch cluster_launch_of(const SweepOptions& options, const std::string& 
     if (ec) throw Error(fmt::format("joule sweep: cannot find its own binary (/proc/self/exe): {}", ec.message()));
   }
   launch.report_path = fmt::format("{}.run{}.json", absolute_path(store_path), run_id);
+  launch.timeline_path = fmt::format("{}.run{}.timeline.csv", absolute_path(store_path), run_id);
   launch.measure_options = measure_options_of(options.discovery);
   // joule's own settings (JOULE_SIM, JOULE_NVML_LIBRARY, JOULE_RANKS_PER_NODE, ...) reach every rank.
   for (char** e = environ; e && *e; ++e) {
@@ -365,16 +368,19 @@ void read_counts(const std::string& path, sweep::RunRecord& record) {
 
 // Utilisation statistics and a decimated power timeline (at most ~200
 // points per device) of one run.
-void summarize_timeline(Monitor& monitor, const Measurement& m, sweep::RunRecord& record) {
-  const auto samples = monitor.timeline().samples();
-  const auto& names = monitor.timeline().device_names();
+// One sample of a run, its time from the run's start.
+struct RunSample {
+  double time_s;
+  std::string device;
+  double power_w, gpu_util_percent, memory_util_percent;  // utilisation < 0: not sampled
+};
+
+// A run's utilisation (mean and variation over every sample) and its power
+// timeline, decimated to about 200 points per device for the report.
+void summarize_samples(const std::vector<RunSample>& samples, double elapsed_s, sweep::RunRecord& record) {
   std::vector<double> gpu_util, mem_util;
-  std::map<uint32_t, std::vector<const TimelineSample*>> by_device;
-  // The samples just before and after the run bound it (a short run may
-  // hold no sample of its own).
-  const double margin_s = monitor.sampler().options().interval_s;
+  std::map<std::string, std::vector<const RunSample*>> by_device;
   for (const auto& s : samples) {
-    if (s.time_s < m.begin_s - margin_s || s.time_s > m.begin_s + m.elapsed_s + margin_s) continue;
     by_device[s.device].push_back(&s);
     if (s.gpu_util_percent >= 0) gpu_util.push_back(s.gpu_util_percent);
     if (s.memory_util_percent >= 0) mem_util.push_back(s.memory_util_percent);
@@ -389,10 +395,52 @@ void summarize_timeline(Monitor& monitor, const Measurement& m, sweep::RunRecord
   for (const auto& [device, list] : by_device) {
     const std::size_t step = std::max<std::size_t>(1, list.size() / 200);
     for (std::size_t i = 0; i < list.size(); i += step) {
-      const double t = std::clamp(list[i]->time_s - m.begin_s, 0.0, m.elapsed_s);
-      record.timeline.push_back({t, names.at(device), list[i]->power_w});
+      record.timeline.push_back({std::clamp(list[i]->time_s, 0.0, elapsed_s), device, list[i]->power_w});
     }
   }
+}
+
+void summarize_timeline(Monitor& monitor, const Measurement& m, sweep::RunRecord& record) {
+  const auto& names = monitor.timeline().device_names();
+  // The samples just before and after the run bound it (a short run may
+  // hold no sample of its own).
+  const double margin_s = monitor.sampler().options().interval_s;
+  std::vector<RunSample> samples;
+  for (const auto& s : monitor.timeline().samples()) {
+    if (s.time_s < m.begin_s - margin_s || s.time_s > m.begin_s + m.elapsed_s + margin_s) continue;
+    samples.push_back({s.time_s - m.begin_s, names.at(s.device), s.power_w, static_cast<double>(s.gpu_util_percent),
+                       static_cast<double>(s.memory_util_percent)});
+  }
+  summarize_samples(samples, m.elapsed_s, record);
+}
+
+// A run across nodes: each node's timeline, written by its leader beside
+// the store (node_file_path), as "<node> <device>". Its time counts from
+// the node's first sample, taken when the leader's monitor started, a few
+// milliseconds before the window began. A missing or unreadable file is a
+// note in the run's error; the energy does not depend on it.
+void read_node_timelines(const std::string& timeline_path, sweep::RunRecord& record) {
+  std::vector<RunSample> samples;
+  for (const auto& node : record.node_rows) {
+    const std::string path = cluster::node_file_path(timeline_path, node.node);
+    try {
+      const CsvTable table = CsvTable::read(path);
+      table.require_columns({"time_s", "device", "power_w", "gpu_util_percent", "memory_util_percent"});
+      const double first_s = table.size() ? table.row(0).number("time_s") : 0.0;
+      for (std::size_t i = 0; i < table.size(); ++i) {
+        const auto row = table.row(i);
+        const auto util = [&](const char* column) { return row.text(column).empty() ? -1.0 : row.number(column); };
+        const double t = row.number("time_s") - first_s;
+        if (t > node.elapsed_s + 1.0) continue;  // after the window: the leader settling
+        samples.push_back({t, node.node + " " + row.text("device"), row.number("power_w"), util("gpu_util_percent"),
+                           util("memory_util_percent")});
+      }
+    } catch (const Error& e) {
+      record.error += (record.error.empty() ? "" : "; ") + fmt::format("no timeline of node {}: {}", node.node, e.what());
+    }
+    std::remove(path.c_str());
+  }
+  summarize_samples(samples, record.elapsed_s, record);
 }
 
 }  // namespace
@@ -649,6 +697,7 @@ sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& p
       }
       read_cluster_report(report, exit_code, record, fmt::format("the run's report {}", launch.report_path));
       std::remove(launch.report_path.c_str());
+      read_node_timelines(launch.timeline_path, record);
     }
     read_counts(counts_file, record);
     std::remove(counts_file.c_str());

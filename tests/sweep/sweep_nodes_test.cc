@@ -83,6 +83,7 @@ TEST(SweepNodesConfigTest, SrunAndMpirunLaunchJouleMeasureOnEveryRank) {
   ClusterLaunch launch;
   launch.joule_binary = "/opt/joule/bin/joule";
   launch.report_path = "/shared/s.sqlite.run7.json";
+  launch.timeline_path = "/shared/s.sqlite.run7.timeline.csv";
   launch.measure_options = {"--backend", "nvml"};
   launch.forwarded_env = {"JOULE_RANKS_PER_NODE"};
   launch.as_root = true;
@@ -90,11 +91,13 @@ TEST(SweepNodesConfigTest, SrunAndMpirunLaunchJouleMeasureOnEveryRank) {
   EXPECT_EQ(cluster_run_argv(c, point, launch),
             (std::vector<std::string>{"srun", "--nodes", "2", "--ntasks", "16", "--ntasks-per-node", "8",
                                       "--partition", "gpu", "--mpi=pmix", "/opt/joule/bin/joule", "measure", "--mpi",
-                                      "--json", "--output", "/shared/s.sqlite.run7.json", "--backend", "nvml", "--",
+                                      "--json", "--output", "/shared/s.sqlite.run7.json", "--timeline",
+                                      "/shared/s.sqlite.run7.timeline.csv", "--sample", "util", "--backend", "nvml", "--",
                                       "/bin/sh", "-c", "python3 train.py --bs 64 --gpus 16"}));
   EXPECT_EQ(shell_join(cluster_run_argv(c, SweepPoint{{{"gpus", "2"}, {"batch", "8"}}, 0}, launch)),
             "srun --nodes 1 --ntasks 2 --ntasks-per-node 2 --partition gpu --mpi=pmix /opt/joule/bin/joule measure "
-            "--mpi --json --output /shared/s.sqlite.run7.json --backend nvml -- /bin/sh -c "
+            "--mpi --json --output /shared/s.sqlite.run7.json --timeline /shared/s.sqlite.run7.timeline.csv --sample "
+            "util --backend nvml -- /bin/sh -c "
             "'python3 train.py --bs 8 --gpus 2'");
   c.launcher = "mpirun";
   c.launcher_options = {"--hostfile", "hosts"};
@@ -102,7 +105,8 @@ TEST(SweepNodesConfigTest, SrunAndMpirunLaunchJouleMeasureOnEveryRank) {
             (std::vector<std::string>{"mpirun", "-np", "16", "--map-by", "ppr:8:node", "--allow-run-as-root", "-x",
                                       "JOULE_REPORT_FILE", "-x", "CUDA_VISIBLE_DEVICES", "-x", "JOULE_RANKS_PER_NODE",
                                       "--hostfile", "hosts", "/opt/joule/bin/joule", "measure", "--mpi", "--json",
-                                      "--output", "/shared/s.sqlite.run7.json", "--gpus", "0,1,2,3,4,5,6,7",
+                                      "--output", "/shared/s.sqlite.run7.json", "--timeline",
+                                      "/shared/s.sqlite.run7.timeline.csv", "--sample", "util", "--gpus", "0,1,2,3,4,5,6,7",
                                       "--backend", "nvml", "--", "/bin/sh", "-c",
                                       "python3 train.py --bs 64 --gpus 16"}));
   launch.as_root = false;
@@ -169,6 +173,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -np|--ntasks) ranks=$2; shift ;;
     --output) out=$2; shift ;;
+    --timeline) timeline=$2; shift ;;
   esac
   shift
 done
@@ -180,6 +185,11 @@ elif [ "$ranks" = 6 ]; then
 else
   nodes="$(node node-a 0,1)"; missing=
 fi
+for n in node-a node-b node-c; do  # each reported node's leader writes its timeline
+  case "$nodes" in *"\"$n\""*)
+    printf 'time_s,device,power_w,gpu_util_percent,memory_util_percent,sm_clock_mhz,temperature_c,memory_used_bytes\n7.0,gpu0,300.000,90,40,,,\n7.25,gpu0,300.000,80,40,,,\n7.5,gpu0,300.000,70,40,,,\n' > "${timeline%.csv}.$n.csv" ;;
+  esac
+done
 printf '{"window":"command","world_size":%s,"nodes":[%s],"missing_nodes":[%s],"elapsed_s":0.5,"edge_skew_s":0,"gpu_energy_j":0,"cpu_package_energy_j":0,"dram_energy_j":0,"total_energy_j":0,"command":[]}\n' "$ranks" "$nodes" "$missing" > "$out"
 echo samples=5 >> "$JOULE_REPORT_FILE"
 exit 0
@@ -218,6 +228,14 @@ TEST(SweepNodesCliTest, ARunThatLosesANodeIsPartialAndNamesTheNode) {
   EXPECT_EQ(runs[1][6], "node missing: node-b (rank 2): did not report within 60 s; the totals cover 1 of 2 nodes");
   EXPECT_EQ(rows_of(store, "SELECT node, ranks, gpus FROM run_nodes WHERE run_id = 2"),
             (std::vector<std::vector<std::string>>{{"node-a", "0,1", "2"}}));
+  // Each reporting node's timeline (its leader's file, removed once read):
+  // power per "<node> <device>" from the node's first sample, utilisation.
+  EXPECT_EQ(rows_of(store, "SELECT time_s, device, power_w FROM timelines WHERE run_id = 2"),
+            (std::vector<std::vector<std::string>>{
+                {"0.0", "node-a gpu0", "300.0"}, {"0.25", "node-a gpu0", "300.0"}, {"0.5", "node-a gpu0", "300.0"}}));
+  EXPECT_EQ(rows_of(store, "SELECT gpu_util_mean, mem_util_mean FROM runs WHERE id = 2"),
+            (std::vector<std::vector<std::string>>{{"80.0", "40.0"}}));
+  EXPECT_FALSE(std::filesystem::exists(store + ".run2.timeline.node-a.csv"));
 
   // The analysis leaves it out and says so; the report lists it.
   const auto text = run_process({JOULE_BINARY, "analyze", store});
@@ -247,8 +265,8 @@ TEST(SweepNodesCliTest, ARunThatLosesANodeIsPartialAndNamesTheNode) {
       return l;
     }();
     EXPECT_NE(line.find("-np 4 --map-by ppr:2:node"), std::string::npos) << line;
-    EXPECT_NE(line.find(std::string(" measure --mpi --json --output ") + store + ".run2.json --gpus 0,1 --sim count=2 "
-                                                                                   "-- /bin/sh -c sleep 0"),
+    EXPECT_NE(line.find(std::string(" measure --mpi --json --output ") + store + ".run2.json --timeline " + store +
+                        ".run2.timeline.csv --sample util --gpus 0,1 --sim count=2 -- /bin/sh -c sleep 0"),
               std::string::npos)
         << line;
   }
@@ -296,7 +314,8 @@ TEST(SweepNodesCliTest, SrunRunsAndAMissingReportIsAFailedRun) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0][0], "ok");
   EXPECT_EQ(runs[0][2].rfind("srun --nodes 1 --ntasks 2 --ntasks-per-node 2 --exclusive " + std::string(JOULE_BINARY) +
-                                 " measure --mpi --json --output " + tmp.file("s.sqlite") + ".run1.json --backend sim -- "
+                                 " measure --mpi --json --output " + tmp.file("s.sqlite") + ".run1.json --timeline " +
+                                 tmp.file("s.sqlite") + ".run1.timeline.csv --sample util --backend sim -- "
                                  "/bin/sh -c true",
                              0),
             0u)
@@ -504,12 +523,14 @@ TEST(SweepNodesCliTest, MpirunSweepMeasuresEveryNodeOfEveryRunAndShowsTheScaling
   EXPECT_NE(html.find("<h2>Nodes</h2>"), std::string::npos);
   EXPECT_NE(html.find("<td>gpus=4</td><td>box-1</td><td data-sort=\"2\">2</td><td>2,3</td>"), std::string::npos);
   EXPECT_NE(html.find("<th>nodes</th>"), std::string::npos);  // a column in the configurations table
-  // Speed-up, energy and energy per GPU-hour vs GPUs, and the Pareto front: drawn, nothing sticking out.
+  EXPECT_NE(html.find("box-1 gpu0"), std::string::npos);      // a node's GPU in the power timelines
+  // Speed-up, energy and energy per GPU-hour vs GPUs, the Pareto front and a power timeline per GPU
+  // count (each node's GPUs): drawn, nothing sticking out.
   for (const std::string width : {"390", "1400"}) {
     const std::string body = testing::chromium_body_tag(tmp.file("r.html"), tmp, width + ",900");
     if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
-    EXPECT_EQ(testing::tag_attribute(body, "data-plots"), "4") << body;
-    EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "4") << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-plots"), "7") << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "7") << body;
     EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at width " << width << ": " << body;
   }
 }

@@ -26,6 +26,11 @@ namespace joule::cluster {
 // makes nodes of K ranks. world_rank < 0: not known (no suffix).
 std::string node_name(int world_rank = -1);
 
+// A node's own file beside a job-wide path: "run.csv" on node "gpu-7" is
+// "run.gpu-7.csv" (a timeline per node, written where every node shares
+// the directory).
+std::string node_file_path(const std::string& path, const std::string& node);
+
 struct DeviceEnergy {
   std::string kind;  // "gpu", "cpu_package" or "dram"
   std::string name;  // e.g. "gpu0 NVIDIA H100 80GB HBM3", "package-0"

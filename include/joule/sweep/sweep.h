@@ -76,15 +76,17 @@ NodeLayout node_layout(const SweepConfig& config, const SweepPoint& point);
 struct ClusterLaunch {
   std::string joule_binary;                  // the joule every rank runs (same path on every node)
   std::string report_path;                   // rank 0 writes the job's JSON report here (shared filesystem)
+  std::string timeline_path;                 // each node's leader its timeline beside it (node_file_path)
   std::vector<std::string> measure_options;  // device options for `joule measure` (--backend, --sim)
   std::vector<std::string> forwarded_env;    // names mpirun passes on with -x (srun passes everything)
   bool as_root = false;                      // mpirun needs --allow-run-as-root
 };
 // The launcher's argv of one run across nodes:
 //   srun --nodes N --ntasks G --ntasks-per-node K [launcher_options] JOULE measure --mpi --json
-//        --output REPORT [device options] -- /bin/sh -c CMD
+//        --output REPORT --timeline TIMELINE --sample util [device options] -- /bin/sh -c CMD
 //   mpirun -np G --map-by ppr:K:node [--allow-run-as-root] [-x NAME ...] [launcher_options] JOULE
-//        measure --mpi --json --output REPORT --gpus 0,..,K-1 [device options] -- /bin/sh -c CMD
+//        measure --mpi --json --output REPORT --timeline TIMELINE --sample util --gpus 0,..,K-1
+//        [device options] -- /bin/sh -c CMD
 // (under mpirun the sweep picks each node's GPUs: the first K, as on one
 // machine; under srun Slurm does, and each node measures those its ranks'
 // CUDA_VISIBLE_DEVICES name).
