@@ -101,7 +101,9 @@ MpiMonitor::MpiMonitor(MPI_Comm comm, const OpenNodeMonitor& open_monitor, MpiMo
       visible.push_back(slot[0] ? std::optional<std::string>(slot + 1) : std::nullopt);
     }
     try {
-      monitor_ = open_monitor(node_, job_gpus_of(visible));
+      auto monitor = open_monitor(node_, job_gpus_of(visible));
+      own_roster_ = roster_of(node_, node_ranks_, *monitor);
+      monitor_ = std::move(monitor);
     } catch (const std::exception& e) {
       open_error_ = fmt::format("its measurement could not start: {}", e.what());
     }
@@ -114,7 +116,7 @@ MpiMonitor::MpiMonitor(MPI_Comm comm, const OpenNodeMonitor& open_monitor, MpiMo
 void MpiMonitor::exchange_rosters() {
   std::string payload;
   if (leader_) {
-    nlohmann::json json = monitor_ ? to_json(roster_of(node_, node_ranks_, *monitor_))
+    nlohmann::json json = monitor_ ? to_json(own_roster_)
                                    : nlohmann::json{{"node", node_}, {"ranks", node_ranks_}, {"error", open_error_}};
     payload = json.dump();
   }
@@ -218,7 +220,7 @@ std::optional<ClusterReport> MpiMonitor::end_window(const std::string& name, dou
   if (leader_) {
     own = measure_window(name, settle_timeout_s, edge_wall_s);
     last_node_report_.reset();
-    if (monitor_ && own->error.empty()) last_node_report_ = fill_roster(roster_of(node_, node_ranks_, *monitor_), *own);
+    if (monitor_ && own->error.empty()) last_node_report_ = fill_roster(own_roster_, *own);
   }
   if (leader_ && rank_ != 0) {
     std::erase_if(sends_, [](auto& send) {

@@ -104,6 +104,7 @@ class MpiMonitor {
   bool leader_ = false;
   std::unique_ptr<Monitor> monitor_;
   std::string open_error_;
+  NodeReport own_roster_;        // a leader's node, named once (its part of the last window is filled in from it)
   std::vector<Leader> leaders_;  // rank 0 only
   std::uint32_t window_seq_ = 0;
   bool timed_out_ = false;
