@@ -38,12 +38,30 @@ std::vector<std::string> node_block(const std::string& node, int ranks, const st
   return argv;
 }
 
-std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b,
-                              const std::vector<std::string>& c) {
-  a.insert(a.end(), b.begin(), b.end());
-  a.push_back(":");
-  a.insert(a.end(), c.begin(), c.end());
-  return a;
+// mpirun's argv followed by its MPMD blocks, separated by ":".
+std::vector<std::string> join(std::vector<std::string> launcher,
+                              std::initializer_list<std::vector<std::string>> blocks) {
+  bool first = true;
+  for (const auto& block : blocks) {
+    if (!first) launcher.push_back(":");
+    launcher.insert(launcher.end(), block.begin(), block.end());
+    first = false;
+  }
+  return launcher;
+}
+
+// `joule` options, then "--" and the command.
+std::vector<std::string> with_command(std::vector<std::string> options, const std::vector<std::string>& command) {
+  options.push_back("--");
+  options.insert(options.end(), command.begin(), command.end());
+  return options;
+}
+
+// A node's environment for its own fake driver (and no RAPL).
+std::map<std::string, std::string> fake_nvml_env(const testing::FakeNvml& fake) {
+  return {{"JOULE_NVML_LIBRARY", fake.library_path},
+          {"JOULE_FAKE_NVML_CONFIG", fake.config_path},
+          {"JOULE_POWERCAP_ROOT", "/nonexistent"}};
 }
 
 const nlohmann::json& node_named(const nlohmann::json& report, const std::string& name) {
@@ -55,8 +73,8 @@ const nlohmann::json& node_named(const nlohmann::json& report, const std::string
 
 TEST(MeasureMpiCliTest, EachNodeIsMeasuredOnceAndRankZeroReportsEveryNodeAndTheTotal) {
   const auto r = run_process(
-      join(mpirun(), node_block("node-a", 2, {"measure", "--mpi", "--json", "--sim", "count=2,load=0.5", "--", "sleep", "0.4"}),
-           node_block("node-b", 2, {"measure", "--mpi", "--json", "--sim", "count=1,load=1.0", "--", "sleep", "0.4"})),
+      join(mpirun(), {node_block("node-a", 2, {"measure", "--mpi", "--json", "--sim", "count=2,load=0.5", "--", "sleep", "0.4"}),
+                      node_block("node-b", 2, {"measure", "--mpi", "--json", "--sim", "count=1,load=1.0", "--", "sleep", "0.4"})}),
       testing::simulated_only_env(), 120.0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = nlohmann::json::parse(r.out);  // one report: rank 0's alone
@@ -86,14 +104,9 @@ TEST(MeasureMpiCliTest, NodesWithTheirOwnFakeDriversAndAHumanReport) {
   const auto fake_a = testing::use_fake_nvml(dir_a, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n"
                                                     "device name=\"NVIDIA H100 80GB HBM3\" power_w=200\n");
   const auto fake_b = testing::use_fake_nvml(dir_b, "device name=\"NVIDIA A40\" power_w=120\n");
-  auto env_of = [](const testing::FakeNvml& fake) {
-    return std::map<std::string, std::string>{{"JOULE_NVML_LIBRARY", fake.library_path},
-                                              {"JOULE_FAKE_NVML_CONFIG", fake.config_path},
-                                              {"JOULE_POWERCAP_ROOT", "/nonexistent"}};
-  };
   const std::vector<std::string> args = {"measure", "--mpi", "--", "sleep", "0.5"};
-  const auto r = run_process(join(mpirun(), node_block("gpu-node-1", 1, args, env_of(fake_a)),
-                                  node_block("gpu-node-2", 3, args, env_of(fake_b))),
+  const auto r = run_process(join(mpirun(), {node_block("gpu-node-1", 1, args, fake_nvml_env(fake_a)),
+                                             node_block("gpu-node-2", 3, args, fake_nvml_env(fake_b))}),
                              {}, 120.0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("'command' on 2 nodes, 4 ranks"), std::string::npos) << r.err;
@@ -106,24 +119,19 @@ TEST(MeasureMpiCliTest, NodesWithTheirOwnFakeDriversAndAHumanReport) {
 
 TEST(MeasureMpiCliTest, ARankWhoseCommandFailsStillGetsTheJobMeasured) {
   const auto r = run_process(
-      join(mpirun(), node_block("node-a", 1, {"measure", "--mpi", "--json", "--sim", "count=1", "--", "sleep", "0.2"}),
-           node_block("node-b", 1, {"measure", "--mpi", "--json", "--sim", "count=1", "--", "sh", "-c", "exit 3"})),
+      join(mpirun(), {node_block("node-a", 1, {"measure", "--mpi", "--json", "--sim", "count=1", "--", "sleep", "0.2"}),
+                      node_block("node-b", 1, {"measure", "--mpi", "--json", "--sim", "count=1", "--", "sh", "-c", "exit 3"})}),
       testing::simulated_only_env(), 120.0);
   EXPECT_NE(r.exit_code, 0);  // mpirun reports the failed rank
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_EQ(report["nodes"].size(), 2u) << report.dump(2);
 }
+
 TEST(MeasureMpiCliTest, ANodeThatHangsIsReportedMissingWithinTheTimeoutAndTheOthersAreKept) {
   const auto started = std::chrono::steady_clock::now();
   const std::vector<std::string> options = {"measure", "--mpi", "--mpi-timeout", "2", "--json", "--sim", "count=1"};
-  auto with = [&](std::vector<std::string> command) {
-    std::vector<std::string> argv = options;
-    argv.push_back("--");
-    argv.insert(argv.end(), command.begin(), command.end());
-    return argv;
-  };
-  const auto r = run_process(join(mpirun(), node_block("node-a", 2, with({"sleep", "0.2"})),
-                                  node_block("node-b", 1, with({"sleep", "120"}))),
+  const auto r = run_process(join(mpirun(), {node_block("node-a", 2, with_command(options, {"sleep", "0.2"})),
+                                             node_block("node-b", 1, with_command(options, {"sleep", "120"}))}),
                              testing::simulated_only_env(), 60.0);
   const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_LT(took_s, 30.0);  // the barrier's 2 s, the reports' 2 s more, mpirun's start and abort
@@ -143,14 +151,9 @@ TEST(MeasureMpiCliTest, ANodeThatDiesIsReportedMissingWhereMpirunLetsTheJobGoOn)
   // Open MPI ends the whole job when a rank dies unless recovery is on.
   std::vector<std::string> argv = mpirun();
   argv.insert(argv.end(), {"--mca", "orte_enable_recovery", "1"});
-  const std::vector<std::string> options = {"measure", "--mpi", "--mpi-timeout", "2", "--json", "--sim", "count=1", "--"};
-  auto with = [&](std::vector<std::string> command) {
-    std::vector<std::string> all = options;
-    all.insert(all.end(), command.begin(), command.end());
-    return all;
-  };
-  const auto r = run_process(join(argv, node_block("node-a", 1, with({"sleep", "0.5"})),
-                                  node_block("node-b", 1, with({"sh", "-c", "sleep 0.2; kill -9 $PPID"}))),
+  const std::vector<std::string> options = {"measure", "--mpi", "--mpi-timeout", "2", "--json", "--sim", "count=1"};
+  const auto r = run_process(join(argv, {node_block("node-a", 1, with_command(options, {"sleep", "0.5"})),
+                                         node_block("node-b", 1, with_command(options, {"sh", "-c", "sleep 0.2; kill -9 $PPID"}))}),
                              testing::simulated_only_env(), 60.0);
   // (With recovery on, mpirun's own exit status does not carry MPI_Abort's.)
   EXPECT_NE(r.err.find("ends the job"), std::string::npos) << r.err;
@@ -166,14 +169,9 @@ TEST(MeasureMpiCliTest, ANodeWhoseGpuIsLostMidRunIsReportedAsPartial) {
   const auto fake_a = testing::use_fake_nvml(dir_a, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n");
   const auto fake_b = testing::use_fake_nvml(dir_b, "device name=\"NVIDIA A40\" power_w=120\n"
                                                     "error function=* device=0 code=15 after_ms=300\n");
-  auto env_of = [](const testing::FakeNvml& fake) {
-    return std::map<std::string, std::string>{{"JOULE_NVML_LIBRARY", fake.library_path},
-                                              {"JOULE_FAKE_NVML_CONFIG", fake.config_path},
-                                              {"JOULE_POWERCAP_ROOT", "/nonexistent"}};
-  };
   const std::vector<std::string> args = {"measure", "--mpi", "--json", "--", "sleep", "1"};
-  const auto r = run_process(join(mpirun(), node_block("node-a", 1, args, env_of(fake_a)),
-                                  node_block("node-b", 2, args, env_of(fake_b))),
+  const auto r = run_process(join(mpirun(), {node_block("node-a", 1, args, fake_nvml_env(fake_a)),
+                                             node_block("node-b", 2, args, fake_nvml_env(fake_b))}),
                              {}, 120.0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = nlohmann::json::parse(r.out);
@@ -191,8 +189,8 @@ TEST(MeasureMpiCliTest, ANodeWhoseGpuIsLostMidRunIsReportedAsPartial) {
 
 TEST(MeasureMpiCliTest, ALeaderWhoseMeasurementCannotStartIsReportedMissingWithWhy) {
   const auto r = run_process(
-      join(mpirun(), node_block("node-a", 1, {"measure", "--mpi", "--json", "--sim", "count=1", "--", "sleep", "0.2"}),
-           node_block("node-b", 2, {"measure", "--mpi", "--json", "--sim", "count=1", "--gpus", "5", "--", "sleep", "0.2"})),
+      join(mpirun(), {node_block("node-a", 1, {"measure", "--mpi", "--json", "--sim", "count=1", "--", "sleep", "0.2"}),
+                      node_block("node-b", 2, {"measure", "--mpi", "--json", "--sim", "count=1", "--gpus", "5", "--", "sleep", "0.2"})}),
       testing::simulated_only_env(), 120.0);
   ASSERT_EQ(r.exit_code, 0) << r.err;  // the job itself ran; its report says what is missing
   const auto report = nlohmann::json::parse(r.out);
@@ -208,15 +206,11 @@ TEST(MeasureMpiCliTest, EachNodeMeasuresTheGpusItsRanksMayUseAndWritesItsOwnTime
   const std::string timeline = dir.file("run.csv");
   const std::vector<std::string> args = {"measure", "--mpi", "--json", "--sim", "count=4,load=0.5",
                                          "--timeline", timeline, "--", "sleep", "0.4"};
-  std::vector<std::string> argv = mpirun();
   // node-a's two ranks may use GPUs 1 and 2; node-b's rank sees all four.
-  for (const auto& block : {node_block("node-a", 1, args, {{"CUDA_VISIBLE_DEVICES", "1"}}),
-                            node_block("node-a", 1, args, {{"CUDA_VISIBLE_DEVICES", "2"}}),
-                            node_block("node-b", 1, args)}) {
-    if (argv.size() > mpirun().size()) argv.push_back(":");
-    argv.insert(argv.end(), block.begin(), block.end());
-  }
-  const auto r = run_process(argv, testing::simulated_only_env(), 120.0);
+  const auto r = run_process(join(mpirun(), {node_block("node-a", 1, args, {{"CUDA_VISIBLE_DEVICES", "1"}}),
+                                             node_block("node-a", 1, args, {{"CUDA_VISIBLE_DEVICES", "2"}}),
+                                             node_block("node-b", 1, args)}),
+                             testing::simulated_only_env(), 120.0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = nlohmann::json::parse(r.out);
   const auto& a = node_named(report, "node-a");
