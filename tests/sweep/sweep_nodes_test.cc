@@ -200,15 +200,22 @@ exit 0
 
 std::string path_with(const std::string& dir) { return dir + ":" + std::getenv("PATH"); }
 
+// Simulated GPUs only, and the stand-in launcher `name` first on PATH,
+// logging its arguments beside tmp's "argv".
+std::map<std::string, std::string> env_with_fake_launcher(const TempDir& tmp, const std::string& name) {
+  auto env = testing::simulated_only_env();
+  env["PATH"] = path_with(fake_launcher(tmp, name));
+  env["FAKE_LAUNCHER_LOG"] = tmp.file("argv");
+  return env;
+}
+
 // A job that loses a node's report: the run is kept as partial (its node
 // rows and totals for the nodes that reported, the missing node named), not
 // used by the analysis, and run again when the sweep resumes.
 TEST(SweepNodesCliTest, ARunThatLosesANodeIsPartialAndNamesTheNode) {
   TempDir tmp;
   write_file(tmp.file("s.toml"), "command = \"sleep 0\"\nlauncher = \"mpirun\"\ngpus_per_node = 2\n[grid]\ngpus = [2, 4]\n");
-  auto env = testing::simulated_only_env();
-  env["PATH"] = path_with(fake_launcher(tmp, "mpirun"));
-  env["FAKE_LAUNCHER_LOG"] = tmp.file("argv");
+  const auto env = env_with_fake_launcher(tmp, "mpirun");
   const auto r = run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--sim", "count=2"}, env);
   EXPECT_EQ(r.exit_code, 1) << r.err;  // a run not ok
   EXPECT_NE(r.out.find("2 runs in the grid; 2 ran (1 failed)"), std::string::npos) << r.out;
@@ -282,9 +289,7 @@ TEST(SweepNodesCliTest, ARunThatLosesANodeIsPartialAndNamesTheNode) {
 TEST(SweepNodesCliTest, ARunWhoseNodeLostADeviceIsPartial) {
   TempDir tmp;
   write_file(tmp.file("s.toml"), "command = \"true\"\nlauncher = \"mpirun\"\ngpus_per_node = 2\n[grid]\ngpus = [6]\n");
-  auto env = testing::simulated_only_env();
-  env["PATH"] = path_with(fake_launcher(tmp, "mpirun"));
-  env["FAKE_LAUNCHER_LOG"] = tmp.file("argv");
+  const auto env = env_with_fake_launcher(tmp, "mpirun");
   const auto r = run_process({JOULE_BINARY, "sweep", tmp.file("s.toml")}, env);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto runs = rows_of(tmp.file("s.sqlite"), "SELECT status, nodes, gpu_energy_j, error FROM runs");
@@ -305,9 +310,7 @@ TEST(SweepNodesCliTest, SrunRunsAndAMissingReportIsAFailedRun) {
   write_file(tmp.file("s.toml"),
              "command = \"true\"\nlauncher = \"srun\"\ngpus_per_node = 2\nlauncher_options = \"--exclusive\"\n"
              "[grid]\ngpus = [2]\n");
-  auto env = testing::simulated_only_env();
-  env["PATH"] = path_with(fake_launcher(tmp, "srun"));
-  env["FAKE_LAUNCHER_LOG"] = tmp.file("argv");
+  const auto env = env_with_fake_launcher(tmp, "srun");
   const auto r = run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "sim"}, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto runs = rows_of(tmp.file("s.sqlite"), "SELECT status, nodes, command FROM runs");
