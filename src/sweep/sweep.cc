@@ -224,6 +224,17 @@ std::string run_command(const SweepConfig& config, const SweepPoint& point) {
   return out;
 }
 
+namespace {
+
+// "0,1,...,count-1": the GPUs each node's ranks use (the first, as on one machine).
+std::string first_gpus(int count) {
+  std::string list;
+  for (int i = 0; i < count; ++i) list += (i ? "," : "") + std::to_string(i);
+  return list;
+}
+
+}  // namespace
+
 NodeLayout node_layout(const SweepConfig& config, const SweepPoint& point) {
   NodeLayout layout;
   if (point.values.count("gpus")) layout.gpus = std::max(1, std::stoi(point.values.at("gpus")));  // checked at load
@@ -261,11 +272,7 @@ std::vector<std::string> cluster_run_argv(const SweepConfig& config, const Sweep
   argv.insert(argv.end(), config.launcher_options.begin(), config.launcher_options.end());
   argv.insert(argv.end(), {launch.joule_binary, "measure", "--mpi", "--json", "--output", launch.report_path,
                            "--timeline", launch.timeline_path, "--sample", "util"});
-  if (config.launcher == "mpirun") {
-    std::string gpus;
-    for (int i = 0; i < layout.ranks_per_node; ++i) gpus += (i ? "," : "") + std::to_string(i);
-    argv.insert(argv.end(), {"--gpus", gpus});
-  }
+  if (config.launcher == "mpirun") argv.insert(argv.end(), {"--gpus", first_gpus(layout.ranks_per_node)});
   argv.insert(argv.end(), launch.measure_options.begin(), launch.measure_options.end());
   argv.insert(argv.end(), {"--", "/bin/sh", "-c", fill_command(config, point)});
   return argv;
@@ -303,10 +310,8 @@ std::vector<std::string> measure_options_of(const DiscoveryOptions& discovery) {
 // (mpirun forwards each with -x; srun passes the whole environment on).
 std::vector<std::pair<std::string, std::string>> launcher_env(const SweepOptions& options, const NodeLayout& layout,
                                                               const std::string& counts_file) {
-  std::string visible;
-  for (int i = 0; i < layout.ranks_per_node; ++i) visible += (i ? "," : "") + std::to_string(i);
   std::vector<std::pair<std::string, std::string>> env = {{"JOULE_REPORT_FILE", counts_file},
-                                                          {"CUDA_VISIBLE_DEVICES", visible}};
+                                                          {"CUDA_VISIBLE_DEVICES", first_gpus(layout.ranks_per_node)}};
   if (!options.discovery.nvml_library.empty()) env.emplace_back("JOULE_NVML_LIBRARY", options.discovery.nvml_library);
   if (!options.discovery.powercap_root.empty()) env.emplace_back("JOULE_POWERCAP_ROOT", options.discovery.powercap_root);
   return env;
