@@ -361,6 +361,8 @@ BatchSizeService::~BatchSizeService() = default;
 
 BatchSizeService::WriteCounts BatchSizeService::write_counts() const { return writes_->counts(); }
 
+StoreHealth BatchSizeService::store_health() { return store_->health(); }
+
 bool BatchSizeService::register_job(const JobSpec& spec) {
   const std::string spec_json = spec.to_json().dump();
   auto txn = store_->begin();

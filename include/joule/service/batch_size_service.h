@@ -136,6 +136,8 @@ class BatchSizeService {
     uint64_t transactions = 0;
   };
   WriteCounts write_counts() const;
+  // Whether the store answers now (/healthz).
+  StoreHealth store_health();
 
   std::vector<JobSummary> jobs();
   JobSummary job(const std::string& name);

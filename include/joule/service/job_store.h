@@ -24,6 +24,21 @@ class StoreBusyError : public Error {
   using Error::Error;
 };
 
+// The store cannot be reached or written at all (the database server is
+// down or the connection lost, the disk is full, the database stayed locked
+// past its deadline): nothing was changed. The service answers 503 with
+// Retry-After, like StoreBusyError, and its /healthz says the store is down.
+class StoreUnavailableError : public StoreBusyError {
+ public:
+  using StoreBusyError::StoreBusyError;
+};
+
+// Whether the store answers now (JobStore::health()).
+struct StoreHealth {
+  bool available = true;
+  std::string problem;  // why not, when unavailable
+};
+
 struct StoredJob {
   std::string name;
   std::string spec_json;   // as registered (the canonical form)
@@ -109,6 +124,10 @@ class JobStore {
   // E.g. "SQLite /var/lib/joule/jobs.db, schema 1" or
   // "PostgreSQL host=db port=5432 dbname=joule, schema 1" (never a password).
   virtual std::string describe() const = 0;
+  // A cheap round trip to the store (PostgreSQL: a trivial query on a
+  // connection of its own, reconnecting when lost; SQLite: the file is still
+  // readable and writable), bounded in time. Never throws.
+  virtual StoreHealth health() { return {}; }
 };
 
 // The schema version this build writes; older databases are migrated when
