@@ -66,17 +66,27 @@ std::string PostgresServer::start() {
                                 {}, 60.0);
   if (init.exit_code != 0) return fmt::format("initdb failed ({}): {}", init.exit_code, init.err);
   port_ = free_loopback_port();
-  const std::string started = pg_ctl(fmt::format(
-      "start -w -t {} -l {}/log -o \"-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off\"", kStartTimeoutS, dir_,
-      port_, dir_));
+  const std::string started = launch();
   if (!started.empty()) {
-    const std::string log = read_file(dir_ + "/log");
     pg_ctl("stop -m immediate");
     port_ = 0;
-    return started + "; server log: " + log;
+    return started;
   }
   return "";
 }
+
+// pg_ctl start on port_; "" once the server answers.
+std::string PostgresServer::launch() {
+  const std::string started = pg_ctl(fmt::format(
+      "start -w -t {} -l {}/log -o \"-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off\"", kStartTimeoutS, dir_,
+      port_, dir_));
+  if (started.empty()) return "";
+  return started + "; server log: " + read_file(dir_ + "/log");
+}
+
+std::string PostgresServer::stop() { return pg_ctl("stop -w -m fast"); }
+
+std::string PostgresServer::restart() { return launch(); }
 
 // "" when pg_ctl succeeded, else its exit code and output.
 std::string PostgresServer::pg_ctl(const std::string& action) {

@@ -24,9 +24,15 @@ class PostgresServer {
   std::string url(const std::string& database) const;
   // Runs one statement in a database (e.g. to tamper with a store).
   void exec(const std::string& database, const std::string& sql);
+  // Stops the server as an operator would (`pg_ctl stop -m fast`: sessions
+  // are ended, connections closed), and starts it again on the same port
+  // with the same data. Each returns "" or why it failed.
+  std::string stop();
+  std::string restart();
 
  private:
   std::string start();
+  std::string launch();
   std::string pg_ctl(const std::string& action);
 
   std::string bin_dir_, dir_, data_dir_;
