@@ -156,6 +156,11 @@ void BatchSizeOptimizer::observe(int batch_size, double cost, bool converged) {
   if (!std::binary_search(options_.batch_sizes.begin(), options_.batch_sizes.end(), batch_size)) {
     throw UsageError(fmt::format("batch size {} is not one of the optimizer's choices", batch_size));
   }
+  // Refused before anything changes: an infinite cost would become the
+  // threshold or a running sum, and a saved state cannot hold it.
+  if (!std::isfinite(cost)) {
+    throw UsageError(fmt::format("batch size {}: the cost {} is not a finite number", batch_size, cost));
+  }
   if (converged && (!has_min_cost_ || cost < min_cost_)) {
     min_cost_ = cost;
     has_min_cost_ = true;
@@ -172,6 +177,17 @@ void BatchSizeOptimizer::observe(int batch_size, double cost, bool converged) {
     walk_.report(converged);
     if (walk_.done()) finish_round();
   }
+}
+
+void BatchSizeOptimizer::replay(int batch_size, double cost, bool converged) {
+  // In pruning, the size the walk waits for is what an ask would have handed
+  // out as the exploration (predict() uses no randomness there); any other
+  // size was a concurrent ask's best known size.
+  if (phase_ == Phase::kPruning && !pending_) {
+    const std::optional<int> next = walk_.next();
+    if (next && *next == batch_size) pending_ = next;
+  }
+  observe(batch_size, cost, converged);
 }
 
 double BatchSizeOptimizer::early_stop_threshold_cost() const {
@@ -294,6 +310,34 @@ pcg32 rng_from_json(const std::string& text) {
 
 }  // namespace
 
+// What the fields of a saved state must agree on, so that no later predict()
+// reads outside the choices or samples no arm: a state from a store that
+// something else wrote is refused here rather than failing later.
+void BatchSizeOptimizer::check_restored() const {
+  const auto& sizes = options_.batch_sizes;
+  const auto check_sizes = [&](const std::vector<int>& list, const char* what) {
+    for (int b : list) {
+      if (!std::binary_search(sizes.begin(), sizes.end(), b)) {
+        throw UsageError(fmt::format("optimizer state: {} has batch size {}, not one of the choices", what, b));
+      }
+    }
+  };
+  if (round_ < 1) throw UsageError(fmt::format("optimizer state: round {} (must be >= 1)", round_));
+  check_sizes({b0_}, "b0");
+  check_sizes(walk_.sizes(), "round_sizes");
+  check_sizes(arms_, "arms");
+  check_sizes(survivors_, "survivors");
+  if (pending_) check_sizes({*pending_}, "pending");
+  if (phase_ == Phase::kThompson && arms_.empty()) throw UsageError("optimizer state: the Thompson phase has no arms");
+  for (const auto& [b, cost] : round_costs_) {
+    check_sizes({b}, "round_costs");
+    if (!std::isfinite(cost)) throw UsageError(fmt::format("optimizer state: round cost {} is not finite", cost));
+  }
+  if (has_min_cost_ && !std::isfinite(min_cost_)) {
+    throw UsageError(fmt::format("optimizer state: min_cost {} is not finite", min_cost_));
+  }
+}
+
 nlohmann::json BatchSizeOptimizer::to_json() const {
   std::ostringstream rng;
   rng << rng_;
@@ -376,6 +420,7 @@ BatchSizeOptimizer BatchSizeOptimizer::from_json(const nlohmann::json& j) {
       }
     }
     optimizer.rng_ = rng_from_json(j.at("rng").get<std::string>());
+    optimizer.check_restored();
     return optimizer;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("optimizer state: {}", e.what()));

@@ -38,6 +38,9 @@ const GaussianPrior& GaussianThompsonSampler::prior_of(int arm) const {
 }
 
 void GaussianThompsonSampler::observe(int arm, double cost) {
+  // One infinite or NaN cost would make the arm's sums non-finite for good
+  // (and a saved state unreadable: JSON has no infinity).
+  if (!std::isfinite(cost)) throw UsageError(fmt::format("batch size {}: the cost {} is not a finite number", arm, cost));
   if (keeps_history()) {
     auto& list = observations_[arm];
     list.push_back(cost);
@@ -122,7 +125,23 @@ ArmBelief GaussianThompsonSampler::belief(int arm) const {
   variance = std::max(variance, 1e-12 * mean * mean + std::numeric_limits<double>::min());
   const double data_precision = static_cast<double>(n) / variance;
   const double precision = prior.precision + data_precision;
-  return {(prior.precision * prior.mean + data_precision * mean) / precision, 1.0 / precision, n};
+  const double posterior_mean = (prior.precision * prior.mean + data_precision * mean) / precision;
+  if (std::isfinite(precision) && std::isfinite(posterior_mean)) return {posterior_mean, 1.0 / precision, n};
+  return wide_belief(prior, mean, variance, n);
+}
+
+// Costs that are all (nearly) zero put the variance at its floor, and n
+// divided by it overflows a double (n / DBL_MIN for n >= 4): the precision is
+// infinite and the posterior mean NaN. The same update in long double (range
+// to 1e4932) stays finite for every n a size_t counts; only these cases take
+// it, so every other belief keeps its bits.
+ArmBelief GaussianThompsonSampler::wide_belief(const GaussianPrior& prior, double mean, double variance,
+                                               std::size_t n) {
+  const long double data_precision = static_cast<long double>(n) / variance;
+  const long double precision = static_cast<long double>(prior.precision) + data_precision;
+  const long double posterior_mean =
+      (static_cast<long double>(prior.precision) * prior.mean + data_precision * mean) / precision;
+  return {static_cast<double>(posterior_mean), static_cast<double>(1.0L / precision), n};
 }
 
 int GaussianThompsonSampler::predict(const std::vector<int>& arms, pcg32& rng) const {

@@ -16,7 +16,11 @@ PruningRound::PruningRound(std::vector<int> sizes, int b0) : sizes_(std::move(si
 
 PruningRound PruningRound::restore(std::vector<int> sizes, int b0, int direction, int cursor) {
   PruningRound round(std::move(sizes), b0);
-  if (direction < kDown || direction > kDone || cursor < 0 || cursor >= static_cast<int>(round.sizes_.size())) {
+  const int n = static_cast<int>(round.sizes_.size());
+  // A walk never rests below its first size or above its last (report()
+  // moves on): next() would read outside the sizes.
+  if (direction < kDown || direction > kDone || cursor < 0 || cursor >= n || (direction == kDown && cursor == 0) ||
+      (direction == kUp && cursor + 1 >= n)) {
     throw UsageError("pruning state out of range");
   }
   round.direction_ = direction;

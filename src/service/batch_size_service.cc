@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "joule/optimize/batch_size_optimizer.h"
 #include "joule/optimize/cost.h"
@@ -36,10 +38,85 @@ T field_or(const nlohmann::json& j, const char* name, const char* what, T fallba
   return j.contains(name) && !j.at(name).is_null() ? field<T>(j, name, what) : fallback;
 }
 
-double finite_non_negative(const nlohmann::json& j, const char* name, const char* what) {
-  const auto v = field<double>(j, name, what);
-  if (!std::isfinite(v) || v < 0) bad_request(fmt::format("{}: '{}' must be a finite number >= 0", what, name));
-  return v;
+namespace limits = input_limits;
+
+// A number's allowed range, as errors name it: "[0, 1e+15]", "(0, 1e+09]".
+struct Range {
+  double min, max;
+  bool min_open = false;  // min itself is out
+  std::string text() const { return fmt::format("{}{:g}, {:g}]", min_open ? '(' : '[', min, max); }
+  bool holds(double v) const { return std::isfinite(v) && (min_open ? v > min : v >= min) && v <= max; }
+};
+
+void check_in(double v, const Range& range, const char* name, const char* what) {
+  if (!range.holds(v)) bad_request(fmt::format("{}: '{}' is {}; it must be a number in {}", what, name, v, range.text()));
+}
+
+// A number field, checked for finiteness and range before anything uses it.
+double number_in(const nlohmann::json& j, const char* name, const char* what, const Range& range) {
+  if (!j.contains(name)) bad_request(fmt::format("{}: '{}' is missing", what, name));
+  const nlohmann::json& v = j.at(name);
+  if (!v.is_number()) bad_request(fmt::format("{}: '{}' has the wrong type ({})", what, name, v.type_name()));
+  check_in(v.get<double>(), range, name, what);
+  return v.get<double>();
+}
+
+// A whole-number field in [min, max], checked before narrowing: JSON
+// numbers past int64 (unsigned ones, 1e10 written as a float) would
+// otherwise wrap or be undefined when converted.
+int64_t whole_number_in(const nlohmann::json& v, const std::string& name, const char* what, int64_t min, int64_t max) {
+  const auto refuse = [&] {
+    bad_request(fmt::format("{}: '{}' is {}; it must be a whole number in [{}, {}]", what, name, v.dump(), min, max));
+  };
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(max)) refuse();
+    return static_cast<int64_t>(v.get<uint64_t>());
+  }
+  if (v.is_number_integer()) {
+    if (v.get<int64_t>() < min || v.get<int64_t>() > max) refuse();
+    return v.get<int64_t>();
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(d >= static_cast<double>(min) && d <= static_cast<double>(max)) || d != std::floor(d)) refuse();
+    return static_cast<int64_t>(d);
+  }
+  bad_request(fmt::format("{}: '{}' has the wrong type ({})", what, name, v.type_name()));
+}
+
+int64_t whole_field_in(const nlohmann::json& j, const char* name, const char* what, int64_t min, int64_t max) {
+  if (!j.contains(name)) bad_request(fmt::format("{}: '{}' is missing", what, name));
+  return whole_number_in(j.at(name), name, what, min, max);
+}
+
+const Range kEnergyJ{0, limits::kMaxEnergyJ};
+const Range kResultTimeS{0, limits::kMaxTimeS, true};  // a run that reported took some time
+const Range kProgressTimeS{0, limits::kMaxTimeS};      // progress may come before any
+const Range kPowerW{0, limits::kMaxPowerW, true};
+const Range kAvgPowerW{0, limits::kMaxPowerW};
+
+// The range of a request field named `name`, for errors about numbers the
+// JSON parser refused ("" when the name is not a number field).
+std::string range_of_field(const std::string& name) {
+  static const std::map<std::string, std::string> ranges = {
+      {"energy_j", kEnergyJ.text()},
+      {"time_s", kResultTimeS.text() + " (progress: " + kProgressTimeS.text() + ")"},
+      {"epochs", fmt::format("[0, {}]", limits::kMaxEpochs)},
+      {"max_epochs", fmt::format("[0, {}]", limits::kMaxEpochs)},
+      {"max_power_w", kPowerW.text()},
+      {"power_limit_w", kPowerW.text()},
+      {"avg_power_w", kAvgPowerW.text()},
+      {"time_per_epoch_s", kResultTimeS.text()},
+      {"eta", "[0, 1]"},
+      {"beta", fmt::format("(1, {}]", limits::kMaxBeta)},
+      {"window", fmt::format("[1, {}]", limits::kMaxWindow)},
+      {"gpu_count", fmt::format("[1, {}]", limits::kMaxGpuCount)},
+      {"batch_sizes", fmt::format("[1, {}]", limits::kMaxBatchSize)},
+      {"default_batch_size", fmt::format("[1, {}]", limits::kMaxBatchSize)},
+      {"seed", "[0, 18446744073709551615]"},
+  };
+  const auto it = ranges.find(name);
+  return it == ranges.end() ? "" : it->second;
 }
 
 BatchSizeOptimizer optimizer_for(const JobSpec& spec) {
@@ -80,8 +157,73 @@ JobSpec stored_spec(const StoredJob& job) {
   return from_store(what, [&] { return JobSpec::from_json(parse_stored(job.spec_json, what)); });
 }
 
-BatchSizeOptimizer stored_optimizer(const StoredJob& job) {
-  return BatchSizeOptimizer::from_json(parse_stored(job.state_json, "state of " + job.name));
+// Why an optimizer restored from a store cannot go on ("": it can): options
+// that are not its spec's, or a cost outside what accepted reports give (an
+// older joule took any number), from which the next report's sums could
+// overflow.
+std::string state_out_of_range(const BatchSizeOptimizer& optimizer, const JobSpec& spec) {
+  constexpr double kMax = limits::kMaxCost;
+  const BatchSizeOptimizerOptions& options = optimizer.options();
+  if (options.batch_sizes != spec.batch_sizes || options.beta != spec.beta || options.window != spec.window) {
+    return "its batch sizes, beta or window are not those of its spec";
+  }
+  const double threshold = optimizer.early_stop_threshold_cost();
+  if (std::isfinite(threshold) && !(threshold >= 0 && threshold <= limits::kMaxBeta * kMax)) {
+    return fmt::format("its early-stop threshold {} is outside [0, {}]", threshold, limits::kMaxBeta * kMax);
+  }
+  for (int b : spec.batch_sizes) {
+    const RunningSums r = optimizer.sampler().running(b);
+    const double n = static_cast<double>(r.n);
+    if (!(r.sum >= 0 && r.sum <= n * kMax && r.m2 <= n * kMax * kMax && r.welford_mean <= kMax)) {
+      return fmt::format("batch size {}'s running sums (n {}, sum {}, m2 {}) hold costs outside [0, {}]", b, r.n, r.sum,
+                         r.m2, kMax);
+    }
+    for (double cost : optimizer.sampler().observations(b)) {
+      if (!(cost >= 0 && cost <= kMax)) return fmt::format("batch size {} has a cost {} outside [0, {}]", b, cost, kMax);
+    }
+  }
+  return "";
+}
+
+// A job's stored optimizer, or why it cannot be used.
+struct LoadedState {
+  std::optional<BatchSizeOptimizer> optimizer;
+  std::string damage;
+};
+
+LoadedState load_state(const StoredJob& job, const JobSpec& spec) {
+  try {
+    BatchSizeOptimizer optimizer = BatchSizeOptimizer::from_json(parse_stored(job.state_json, "state of " + job.name));
+    if (std::string why = state_out_of_range(optimizer, spec); !why.empty()) {
+      return {std::nullopt, "its stored optimizer state is out of range: " + why};
+    }
+    return {std::move(optimizer), ""};
+  } catch (const std::exception& e) {
+    return {std::nullopt, fmt::format("its stored optimizer state cannot be read ({})", e.what())};
+  }
+}
+
+// A stored spec, or why it cannot be used.
+std::optional<JobSpec> load_spec(const StoredJob& job, std::string* damage) {
+  try {
+    return stored_spec(job);
+  } catch (const std::exception& e) {
+    *damage = e.what();
+    return std::nullopt;
+  }
+}
+
+std::string damaged_message(const std::string& job, const std::string& damage) {
+  return fmt::format("job '{}' is damaged: {}; `joule jobs reset {}` rebuilds its state from its finished recurrences",
+                     job, damage, job);
+}
+
+// The spec of a job a request needs it for; damaged, a 409 that says so.
+JobSpec usable_spec(const StoredJob& job) {
+  std::string damage;
+  std::optional<JobSpec> spec = load_spec(job, &damage);
+  if (!spec) throw RequestError(409, damaged_message(job.name, damage));
+  return std::move(*spec);
 }
 
 StoredJob job_or_404(StoreTransaction& txn, const std::string& name) {
@@ -91,17 +233,15 @@ StoredJob job_or_404(StoreTransaction& txn, const std::string& name) {
 }
 
 std::vector<PowerProfileEntry> profile_entries(const nlohmann::json& entries) {
-  if (!entries.is_array() || entries.empty()) bad_request("power profile: 'entries' must be a non-empty array");
+  if (!entries.is_array() || entries.empty() || entries.size() > limits::kMaxProfileEntries) {
+    bad_request(fmt::format("power profile: 'entries' must be an array of 1-{} entries", limits::kMaxProfileEntries));
+  }
   std::vector<PowerProfileEntry> out;
   for (const auto& e : entries) {
+    constexpr const char* kWhat = "power profile entry";
     if (!e.is_object()) bad_request("power profile: every entry must be an object");
-    PowerProfileEntry p{finite_non_negative(e, "power_limit_w", "power profile entry"),
-                        finite_non_negative(e, "time_per_epoch_s", "power profile entry"),
-                        finite_non_negative(e, "avg_power_w", "power profile entry")};
-    if (p.power_limit_w <= 0 || p.time_per_epoch_s <= 0) {
-      bad_request("power profile entry: power_limit_w and time_per_epoch_s must be > 0");
-    }
-    out.push_back(p);
+    out.push_back({number_in(e, "power_limit_w", kWhat, kPowerW), number_in(e, "time_per_epoch_s", kWhat, kResultTimeS),
+                   number_in(e, "avg_power_w", kWhat, kAvgPowerW)});
   }
   return out;
 }
@@ -118,6 +258,31 @@ nlohmann::json power_profile_json(const std::vector<PowerProfileEntry>& entries)
   return out;
 }
 
+nlohmann::json parse_request_body(const std::string& body) {
+  if (body.empty()) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(body);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // Only a number too large for a double gets here (406). Parse again,
+    // noting each key, to name the field it was given for.
+    std::string key;
+    const auto note_key = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      if (event == nlohmann::json::parse_event_t::key) key = parsed.get<std::string>();
+      return true;
+    };
+    try {
+      [[maybe_unused]] const nlohmann::json partial = nlohmann::json::parse(body, note_key);
+    } catch (const nlohmann::json::exception&) {
+    }
+    const std::string range = range_of_field(key);
+    throw RequestError(400, fmt::format("the request body: {} is beyond any number this service takes{} ({})",
+                                        key.empty() ? "a number" : "'" + key + "'",
+                                        range.empty() ? "" : "; it must be a number in " + range, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    throw RequestError(400, fmt::format("the request body is not valid JSON ({})", e.what()));
+  }
+}
+
 JobSpec JobSpec::from_json(const nlohmann::json& j) {
   constexpr const char* kWhat = "job spec";
   if (!j.is_object()) bad_request("job spec: expected a JSON object");
@@ -127,37 +292,40 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
       !std::all_of(s.name.begin(), s.name.end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; })) {
     bad_request(fmt::format("job spec: name must be 1-{} letters, digits, '-', '_' or '.'", kMaxNameLength));
   }
-  s.batch_sizes = field<std::vector<int>>(j, "batch_sizes", kWhat);
-  if (s.batch_sizes.empty() || s.batch_sizes.size() > kMaxBatchSizes) {
+  if (!j.contains("batch_sizes") || !j.at("batch_sizes").is_array()) bad_request("job spec: 'batch_sizes' must be an array");
+  const nlohmann::json& sizes = j.at("batch_sizes");
+  if (sizes.empty() || sizes.size() > kMaxBatchSizes) {
     bad_request(fmt::format("job spec: batch_sizes must list 1-{} sizes", kMaxBatchSizes));
   }
+  for (const nlohmann::json& b : sizes) {
+    s.batch_sizes.push_back(static_cast<int>(whole_number_in(b, "batch_sizes", kWhat, 1, limits::kMaxBatchSize)));
+  }
   if (!std::is_sorted(s.batch_sizes.begin(), s.batch_sizes.end()) ||
-      std::adjacent_find(s.batch_sizes.begin(), s.batch_sizes.end()) != s.batch_sizes.end() ||
-      s.batch_sizes.front() <= 0) {
+      std::adjacent_find(s.batch_sizes.begin(), s.batch_sizes.end()) != s.batch_sizes.end()) {
     bad_request("job spec: batch_sizes must be positive, distinct and increasing");
   }
-  s.default_batch_size = field<int>(j, "default_batch_size", kWhat);
+  s.default_batch_size = static_cast<int>(whole_field_in(j, "default_batch_size", kWhat, 1, limits::kMaxBatchSize));
   if (!std::binary_search(s.batch_sizes.begin(), s.batch_sizes.end(), s.default_batch_size)) {
     bad_request(fmt::format("job spec: default_batch_size {} is not among batch_sizes", s.default_batch_size));
   }
-  s.eta = field_or<double>(j, "eta", kWhat, 0.5);
-  if (!(s.eta >= 0 && s.eta <= 1)) bad_request("job spec: eta must be in [0, 1]");
-  s.beta = field_or<double>(j, "beta", kWhat, 2.0);
-  if (!(s.beta > 1 && std::isfinite(s.beta))) bad_request("job spec: beta must be > 1");
+  const auto given = [&](const char* name) { return j.contains(name) && !j.at(name).is_null(); };
+  if (given("eta")) s.eta = number_in(j, "eta", kWhat, {0, 1});
+  if (given("beta")) s.beta = number_in(j, "beta", kWhat, {1, limits::kMaxBeta, true});
   s.target_metric = field_or<std::string>(j, "target_metric", kWhat, "");
-  s.max_epochs = field_or<int>(j, "max_epochs", kWhat, 0);
-  if (s.max_epochs < 0) bad_request("job spec: max_epochs must be >= 0");
-  if (j.contains("window") && !j.at("window").is_null()) {
-    const auto window = field<int64_t>(j, "window", kWhat);
-    if (window < 1) bad_request("job spec: window must be >= 1");
-    s.window = static_cast<std::size_t>(window);
-  }
+  if (given("max_epochs")) s.max_epochs = static_cast<int>(whole_field_in(j, "max_epochs", kWhat, 0, limits::kMaxEpochs));
+  if (given("window")) s.window = static_cast<std::size_t>(whole_field_in(j, "window", kWhat, 1, limits::kMaxWindow));
   s.gpu_model = field_or<std::string>(j, "gpu_model", kWhat, "");
-  s.gpu_count = field_or<int>(j, "gpu_count", kWhat, 1);
-  if (s.gpu_count < 1) bad_request("job spec: gpu_count must be >= 1");
-  s.max_power_w = field<double>(j, "max_power_w", kWhat);
-  if (!(s.max_power_w > 0 && std::isfinite(s.max_power_w))) bad_request("job spec: max_power_w must be > 0");
-  s.seed = field_or<uint64_t>(j, "seed", kWhat, 1);
+  if (given("gpu_count")) s.gpu_count = static_cast<int>(whole_field_in(j, "gpu_count", kWhat, 1, limits::kMaxGpuCount));
+  s.max_power_w = number_in(j, "max_power_w", kWhat, kPowerW);
+  if (given("seed")) {
+    // Any 64-bit seed: whole_number_in stops at int64's largest.
+    const nlohmann::json& seed = j.at("seed");
+    if (seed.is_number_unsigned()) {
+      s.seed = seed.get<uint64_t>();
+    } else {
+      s.seed = static_cast<uint64_t>(whole_number_in(seed, "seed", kWhat, 0, std::numeric_limits<int64_t>::max()));
+    }
+  }
   return s;
 }
 
@@ -180,33 +348,70 @@ RecurrenceResult RecurrenceResult::from_json(const nlohmann::json& j) {
   constexpr const char* kWhat = "result";
   if (!j.is_object()) bad_request("result: expected a JSON object");
   RecurrenceResult r;
-  r.energy_j = finite_non_negative(j, "energy_j", kWhat);
-  r.time_s = finite_non_negative(j, "time_s", kWhat);
+  r.energy_j = number_in(j, "energy_j", kWhat, kEnergyJ);
+  r.time_s = number_in(j, "time_s", kWhat, kResultTimeS);
   r.reached_target = field<bool>(j, "reached_target", kWhat);
   r.stopped_early = field_or<bool>(j, "stopped_early", kWhat, false);
-  if (r.stopped_early && r.reached_target) bad_request("result: a run stopped early did not reach the target");
+  r.check();
   return r;
+}
+
+void RecurrenceResult::check() const {
+  check_in(energy_j, kEnergyJ, "energy_j", "result");
+  check_in(time_s, kResultTimeS, "time_s", "result");
+  if (stopped_early && reached_target) bad_request("result: a run stopped early did not reach the target");
 }
 
 RecurrenceProgress RecurrenceProgress::from_json(const nlohmann::json& j) {
   constexpr const char* kWhat = "progress";
   if (!j.is_object()) bad_request("progress: expected a JSON object");
   RecurrenceProgress p;
-  p.epochs = field<int>(j, "epochs", kWhat);
-  if (p.epochs < 0) bad_request(fmt::format("progress: epochs {} is negative", p.epochs));
-  p.energy_j = finite_non_negative(j, "energy_j", kWhat);
-  p.time_s = finite_non_negative(j, "time_s", kWhat);
+  p.epochs = static_cast<int>(whole_field_in(j, "epochs", kWhat, 0, limits::kMaxEpochs));
+  p.energy_j = number_in(j, "energy_j", kWhat, kEnergyJ);
+  p.time_s = number_in(j, "time_s", kWhat, kProgressTimeS);
   return p;
+}
+
+void RecurrenceProgress::check() const {
+  if (epochs < 0 || epochs > limits::kMaxEpochs) {
+    bad_request(fmt::format("progress: 'epochs' is {}; it must be a whole number in [0, {}]", epochs, limits::kMaxEpochs));
+  }
+  check_in(energy_j, kEnergyJ, "energy_j", "progress");
+  check_in(time_s, kProgressTimeS, "time_s", "progress");
 }
 
 // A job as a batch of writes works on it: loaded once, changed in memory by
 // every write of the batch, saved once.
 struct WorkingJob {
   JobSpec spec;
-  BatchSizeOptimizer optimizer;
+  std::optional<BatchSizeOptimizer> optimizer;  // none: the stored state is damaged
+  std::string damage;                           // why
   int64_t revision = 0;  // as read
   int64_t changes = 0;   // writes of this batch that changed it
   std::map<std::pair<std::string, int>, std::optional<double>> power_limit_w;  // by GPU model and batch size
+};
+
+// The service's log of damaged jobs: each damage once per job and revision,
+// however often it is read.
+class detail::DamageLog {
+ public:
+  void set(std::function<void(const std::string&)> log) {
+    std::lock_guard lock(mutex_);
+    log_ = std::move(log);
+  }
+  void damaged(const std::string& job, int64_t revision, const std::string& damage) {
+    std::lock_guard lock(mutex_);
+    if (log_ && logged_.insert({job, revision}).second) log_(damaged_message(job, damage));
+  }
+  void say(const std::string& line) {
+    std::lock_guard lock(mutex_);
+    if (log_) log_(line);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::function<void(const std::string&)> log_;
+  std::set<std::pair<std::string, int64_t>> logged_;
 };
 
 // One store transaction shared by a batch of asks and reports. The rule that
@@ -216,11 +421,14 @@ class WriteBatch {
  public:
   using Cache = std::map<std::string, WorkingJob>;
 
-  WriteBatch(std::unique_ptr<StoreTransaction> txn, Cache& cache) : txn_(std::move(txn)), cache_(cache) {}
+  WriteBatch(std::unique_ptr<StoreTransaction> txn, Cache& cache, detail::DamageLog& damage_log)
+      : txn_(std::move(txn)), cache_(cache), damage_log_(damage_log) {}
 
   // The job, its row locked. The optimizer comes from the cache when the
   // stored revision is the one this process wrote last (no state read or
-  // parsed), else from the store.
+  // parsed), else from the store. A damaged state leaves it without an
+  // optimizer (and its damage logged); a damaged spec is a 409, before
+  // anything changed.
   WorkingJob& job(const std::string& name) {
     if (auto it = jobs_.find(name); it != jobs_.end()) return it->second;
     const std::optional<int64_t> revision = txn_->job_revision(name);
@@ -231,7 +439,17 @@ class WriteBatch {
     }
     const std::optional<StoredJob> stored = txn_->job(name);
     if (!stored) throw Error(fmt::format("job store: job '{}' vanished inside a transaction", name));
-    return jobs_.emplace(name, WorkingJob{stored_spec(*stored), stored_optimizer(*stored), stored->revision, 0, {}})
+    std::string damage;
+    std::optional<JobSpec> spec = load_spec(*stored, &damage);
+    if (!spec) {
+      damage_log_.damaged(name, stored->revision, damage);
+      throw RequestError(409, damaged_message(name, damage));
+    }
+    LoadedState state = load_state(*stored, *spec);
+    if (!state.damage.empty()) damage_log_.damaged(name, stored->revision, state.damage);
+    return jobs_
+        .emplace(name, WorkingJob{std::move(*spec), std::move(state.optimizer), std::move(state.damage), stored->revision,
+                                  0, {}})
         .first->second;
   }
 
@@ -283,7 +501,7 @@ class WriteBatch {
       if (job.changes == 0) continue;
       job.revision += job.changes;
       job.changes = 0;
-      txn_->save_state(name, job.optimizer.to_json().dump(), job.revision);
+      txn_->save_state(name, job.optimizer->to_json().dump(), job.revision);
     }
     txn_->commit();
     cache_.merge(jobs_);
@@ -292,6 +510,7 @@ class WriteBatch {
  private:
   std::unique_ptr<StoreTransaction> txn_;
   Cache& cache_;
+  detail::DamageLog& damage_log_;
   Cache jobs_;
   std::vector<int64_t> wanted_;
   std::map<int64_t, RecurrenceRow> recurrences_;
@@ -305,8 +524,10 @@ class BatchSizeService::Writes {
   // Enough to keep one transaction short (a few ms at most on a slow disk).
   static constexpr std::size_t kMaxBatch = 256;
 
-  explicit Writes(std::shared_ptr<JobStore> store)
-      : store_(std::move(store)), commits_([this](const auto& batch) { run(batch); }, kMaxBatch) {}
+  Writes(std::shared_ptr<JobStore> store, std::shared_ptr<detail::DamageLog> damage_log)
+      : store_(std::move(store)),
+        damage_log_(std::move(damage_log)),
+        commits_([this](const auto& batch) { run(batch); }, kMaxBatch) {}
 
   void submit(std::function<void(WriteBatch&)> write, std::function<void(WriteBatch&)> prepare = nullptr) {
     commits_.submit(std::move(write), std::move(prepare));
@@ -324,7 +545,7 @@ class BatchSizeService::Writes {
     writes_ += batch.size();
     ++transactions_;
     try {
-      WriteBatch writes(store_->begin(), cache_);
+      WriteBatch writes(store_->begin(), cache_, *damage_log_);
       for (Request* r : batch) {
         if (r->prepare) r->prepare(writes);
       }
@@ -349,13 +570,16 @@ class BatchSizeService::Writes {
   }
 
   std::shared_ptr<JobStore> store_;
+  std::shared_ptr<detail::DamageLog> damage_log_;
   WriteBatch::Cache cache_;
   std::atomic<uint64_t> writes_{0}, transactions_{0};
   GroupCommit<WriteBatch> commits_;
 };
 
 BatchSizeService::BatchSizeService(std::shared_ptr<JobStore> store)
-    : store_(std::move(store)), writes_(std::make_unique<Writes>(store_)) {}
+    : store_(std::move(store)),
+      damage_log_(std::make_shared<detail::DamageLog>()),
+      writes_(std::make_unique<Writes>(store_, damage_log_)) {}
 
 BatchSizeService::~BatchSizeService() = default;
 
@@ -363,7 +587,11 @@ BatchSizeService::WriteCounts BatchSizeService::write_counts() const { return wr
 
 StoreHealth BatchSizeService::store_health() { return store_->health(); }
 
-bool BatchSizeService::register_job(const JobSpec& spec) {
+void BatchSizeService::set_log(std::function<void(const std::string&)> log) { damage_log_->set(std::move(log)); }
+
+bool BatchSizeService::register_job(const JobSpec& given) {
+  // A spec built in code gets the checks a request's gets.
+  const JobSpec spec = JobSpec::from_json(given.to_json());
   const std::string spec_json = spec.to_json().dump();
   auto txn = store_->begin();
   if (auto existing = txn->job(spec.name)) {
@@ -380,9 +608,11 @@ Assignment BatchSizeService::ask(const std::string& job_name, const std::string&
   Assignment a;
   writes_->submit([&](WriteBatch& batch) {
     WorkingJob& job = batch.job(job_name);
-    a.batch_size = job.optimizer.predict();
+    // Nothing to advise from: refused before anything changes.
+    if (!job.optimizer) throw RequestError(409, damaged_message(job_name, job.damage));
+    a.batch_size = job.optimizer->predict();
     ++job.changes;
-    a.early_stop_threshold_cost = job.optimizer.early_stop_threshold_cost();
+    a.early_stop_threshold_cost = job.optimizer->early_stop_threshold_cost();
     a.power_limit_w = batch.power_limit_w(job, gpu_model.empty() ? job.spec.gpu_model : gpu_model, a.batch_size);
     RecurrenceRow row;
     row.job = job_name;
@@ -398,6 +628,7 @@ Assignment BatchSizeService::ask(const std::string& job_name, const std::string&
 
 double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& result,
                                 const std::function<void(const std::string& job)>& check_job) {
+  result.check();
   double cost = 0.0;
   const auto prepare = [&](WriteBatch& batch) { batch.want_recurrence(recurrence_id); };
   writes_->submit([&](WriteBatch& batch) {
@@ -411,8 +642,12 @@ double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& r
     cost = result.stopped_early && row->threshold_cost
                ? *row->threshold_cost
                : zeus_cost(result.energy_j, result.time_s, job.spec.eta, job.spec.max_power_w);
-    job.optimizer.observe(row->batch_size, cost, result.reached_target);
-    ++job.changes;
+    // A damaged job keeps the result in its recurrence (a reset learns from
+    // it) and its state as it is.
+    if (job.optimizer) {
+      job.optimizer->observe(row->batch_size, cost, result.reached_target);
+      ++job.changes;
+    }
     row->finished_at_s = unix_time_s();
     row->energy_j = result.energy_j;
     row->time_s = result.time_s;
@@ -429,13 +664,14 @@ ProgressAdvice BatchSizeService::progress(int64_t recurrence_id, const Recurrenc
   // Its own transaction: progress comes once an epoch, far rarer than asks
   // and reports, and changes no optimizer. Rows in the order reports lock
   // them (the recurrence, then its job).
+  progress.check();
   auto txn = store_->begin();
   std::vector<RecurrenceRow> rows = txn->lock_recurrences({recurrence_id});
   if (rows.empty()) throw RequestError(404, fmt::format("no recurrence {}", recurrence_id));
   RecurrenceRow& row = rows.front();
   if (check_job) check_job(row.job);
   if (row.finished()) throw RequestError(409, fmt::format("recurrence {} has already reported", recurrence_id));
-  const JobSpec spec = stored_spec(job_or_404(*txn, row.job));
+  const JobSpec spec = usable_spec(job_or_404(*txn, row.job));
   ProgressAdvice advice;
   advice.cost = zeus_cost(progress.energy_j, progress.time_s, spec.eta, spec.max_power_w);
   advice.threshold_cost = row.threshold_cost.value_or(std::numeric_limits<double>::infinity());
@@ -452,7 +688,7 @@ void BatchSizeService::put_power_profile(const std::string& job_name, const std:
                                          const nlohmann::json& entries) {
   const auto parsed = profile_entries(entries);
   auto txn = store_->begin();
-  const JobSpec spec = stored_spec(job_or_404(*txn, job_name));
+  const JobSpec spec = usable_spec(job_or_404(*txn, job_name));
   if (!std::binary_search(spec.batch_sizes.begin(), spec.batch_sizes.end(), batch_size)) {
     bad_request(fmt::format("power profile: batch size {} is not one of job '{}''s", batch_size, job_name));
   }
@@ -472,11 +708,46 @@ JobSummary BatchSizeService::job(const std::string& name) {
   return summarize(*stored);
 }
 
+// One job's damage never fails the others' listing: it is its summary's.
 JobSummary BatchSizeService::summarize(const StoredJob& stored) {
-  const BatchSizeOptimizer optimizer = stored_optimizer(stored);
   const RecurrenceCounts counts = store_->recurrence_counts(stored.name);
-  return {stored_spec(stored), optimizer.phase() == BatchSizeOptimizer::Phase::kPruning ? "pruning" : "thompson",
-          optimizer.best_known(), stored.revision, counts.total, counts.in_flight};
+  JobSummary summary;
+  summary.revision = stored.revision;
+  summary.recurrences = counts.total;
+  summary.in_flight = counts.in_flight;
+  std::optional<JobSpec> spec = load_spec(stored, &summary.damaged);
+  LoadedState state;
+  if (spec) state = load_state(stored, *spec);
+  summary.spec = spec ? std::move(*spec) : JobSpec{};
+  summary.spec.name = stored.name;
+  if (!state.optimizer) {
+    if (summary.damaged.empty()) summary.damaged = state.damage;
+    damage_log_->damaged(stored.name, stored.revision, summary.damaged);
+    summary.phase = "damaged";
+    summary.best_batch_size = summary.spec.default_batch_size;
+    return summary;
+  }
+  summary.phase = state.optimizer->phase() == BatchSizeOptimizer::Phase::kPruning ? "pruning" : "thompson";
+  summary.best_batch_size = state.optimizer->best_known();
+  return summary;
+}
+
+std::size_t BatchSizeService::damaged_jobs() {
+  std::size_t damaged = 0;
+  for (const StoredJob& job : store_->jobs()) {
+    std::string damage;
+    const std::optional<JobSpec> spec = load_spec(job, &damage);
+    damaged += !spec || !load_state(job, *spec).optimizer ? 1 : 0;
+  }
+  return damaged;
+}
+
+nlohmann::json JobSummary::to_json() const {
+  nlohmann::json j = {{"spec", spec.to_json()},          {"phase", phase},
+                      {"best_batch_size", best_batch_size}, {"revision", revision},
+                      {"recurrences", recurrences},         {"in_flight", in_flight}};
+  if (!damaged.empty()) j["damaged"] = damaged;
+  return j;
 }
 
 nlohmann::json BatchSizeService::export_job(const std::string& name) {
@@ -502,12 +773,76 @@ nlohmann::json BatchSizeService::export_job(const std::string& name) {
                            {"progress_cost", opt(r.progress_cost)},
                            {"progress_at", opt(r.progress_at_s)}});
   }
-  return {{"spec", summary.spec.to_json()},
-          {"phase", summary.phase},
-          {"best_batch_size", summary.best_batch_size},
-          {"revision", summary.revision},
-          {"state", parse_stored(stored->state_json, "state of " + name)},
-          {"recurrences", recurrences}};
+  nlohmann::json out = {{"spec", summary.spec.to_json()},
+                        {"phase", summary.phase},
+                        {"best_batch_size", summary.best_batch_size},
+                        {"revision", summary.revision},
+                        {"recurrences", recurrences}};
+  // A damaged job's export is what there is to repair it from: the state as
+  // stored (as text when it is not JSON) and why it is damaged.
+  const nlohmann::json state = nlohmann::json::parse(stored->state_json, nullptr, /*allow_exceptions=*/false);
+  out["state"] = state.is_discarded() ? nlohmann::json(stored->state_json) : state;
+  if (!summary.damaged.empty()) out["damaged"] = summary.damaged;
+  return out;
+}
+
+namespace {
+
+// A finished recurrence's stored cost, if a reset may learn from it: within
+// what accepted reports give, with its outcome recorded.
+std::optional<double> replayable_cost(const RecurrenceRow& row) {
+  if (!row.finished() || !row.cost || !row.reached_target) return std::nullopt;
+  const double cost = *row.cost;
+  if (!(cost >= 0 && cost <= limits::kMaxCost)) return std::nullopt;
+  if (row.energy_j && !kEnergyJ.holds(*row.energy_j)) return std::nullopt;
+  if (row.time_s && !kResultTimeS.holds(*row.time_s)) return std::nullopt;
+  return cost;
+}
+
+}  // namespace
+
+ResetOutcome BatchSizeService::reset_job(const std::string& name, bool fresh) {
+  // Read before the transaction (a store may serve reads and writes on one
+  // connection); the rows open then are locked and read again inside it, in
+  // the order reports lock them (recurrences, then the job), so a report
+  // that lands meanwhile is learned from, not lost.
+  std::vector<RecurrenceRow> rows = store_->recurrences(name);
+  std::vector<int64_t> open;
+  for (const RecurrenceRow& r : rows) {
+    if (!r.finished()) open.push_back(r.id);
+  }
+  auto txn = store_->begin();
+  std::map<int64_t, RecurrenceRow> by_id;
+  for (RecurrenceRow& r : rows) by_id[r.id] = std::move(r);
+  for (RecurrenceRow& r : txn->lock_recurrences(open)) by_id[r.id] = std::move(r);
+  const StoredJob stored = job_or_404(*txn, name);
+  const JobSpec spec = usable_spec(stored);
+
+  ResetOutcome outcome;
+  outcome.was_damaged = load_state(stored, spec).damage;
+  BatchSizeOptimizer optimizer = optimizer_for(spec);
+  for (const auto& [id, row] : by_id) {
+    if (fresh || !row.finished()) continue;
+    const std::optional<double> cost = replayable_cost(row);
+    if (!cost) {
+      outcome.skipped.push_back(id);
+      continue;
+    }
+    try {
+      optimizer.replay(row.batch_size, *cost, *row.reached_target);
+      ++outcome.replayed;
+    } catch (const UsageError&) {  // a batch size no longer among the spec's
+      outcome.skipped.push_back(id);
+    }
+  }
+  outcome.revision = stored.revision + 1;
+  txn->save_state(name, optimizer.to_json().dump(), outcome.revision);
+  txn->commit();
+  damage_log_->say(fmt::format("job '{}' reset{}: {} ({} finished recurrences learned from, {} skipped), revision {}",
+                               name, outcome.was_damaged.empty() ? "" : " (it was damaged: " + outcome.was_damaged + ")",
+                               fresh ? "a fresh state" : "its state rebuilt", outcome.replayed, outcome.skipped.size(),
+                               outcome.revision));
+  return outcome;
 }
 
 }  // namespace joule::service

@@ -345,5 +345,42 @@ TEST(BatchSizeOptimizerTest, MalformedRunningSumsStatesAreRefused) {
                  "must have keep_observations false");
   expect_refused(broken([](auto& j) { j.erase("running_sums"); }), "running_sums");
 }
+
+// A cost that is not finite is refused before it can become the threshold or
+// a sum: the optimizer and its saved state are as before.
+TEST(BatchSizeOptimizerTest, ANonFiniteCostIsRefusedAndChangesNothing) {
+  BatchSizeOptimizerOptions o = options();
+  o.keep_observations = false;
+  BatchSizeOptimizer optimizer(o);
+  const int b = optimizer.predict();
+  const nlohmann::json before = optimizer.to_json();
+  EXPECT_THROW(optimizer.observe(b, std::numeric_limits<double>::infinity(), true), UsageError);
+  EXPECT_THROW(optimizer.observe(b, std::nan(""), true), UsageError);
+  EXPECT_EQ(optimizer.to_json(), before);
+  EXPECT_TRUE(std::isinf(optimizer.early_stop_threshold_cost()));
+}
+
+// The recurrences of a job, replayed in order into a fresh optimizer (a
+// state rebuilt after damage), give the sums, phase, survivors and threshold
+// the optimizer that saw them had.
+TEST(BatchSizeOptimizerTest, ReplayingARecurrencesHistoryRebuildsItsState) {
+  BatchSizeOptimizerOptions o = options();
+  o.keep_observations = false;
+  BatchSizeOptimizer original(o), rebuilt(o);
+  Job job;
+  std::mt19937_64 noise(5);
+  for (int i = 0; i < 40; ++i) {
+    const int b = original.predict();
+    const double cost = (job.converges(b) ? job.cost.at(b) : 250.0) + std::uniform_real_distribution<>(0, 5)(noise);
+    original.observe(b, cost, job.converges(b));
+    rebuilt.replay(b, cost, job.converges(b));
+  }
+  const nlohmann::json a = original.to_json(), b = rebuilt.to_json();
+  for (const char* key : {"phase", "round", "b0", "arms", "survivors", "running_sums", "min_cost", "pending"}) {
+    EXPECT_EQ(a[key], b[key]) << key;
+  }
+  EXPECT_EQ(original.early_stop_threshold_cost(), rebuilt.early_stop_threshold_cost());
+}
+
 }  // namespace
 }  // namespace joule

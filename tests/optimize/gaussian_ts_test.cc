@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "joule/error.h"
 
@@ -110,6 +111,60 @@ TEST(GaussianTsTest, RestoreRunningRefusesSumsNoObservationsGive) {
   GaussianThompsonSampler kept;
   EXPECT_THROW(kept.restore_running(32, {2, 2.0, 1.0, 0.0}), UsageError);
   EXPECT_THROW(GaussianThompsonSampler(3, {}, false).restore_running(32, {2, 2.0, 1.0, 0.0}), UsageError);
+}
+
+
+// An infinite or NaN cost is refused before it reaches the sums: one would
+// make them non-finite for good.
+TEST(GaussianTsTest, NonFiniteCostsAreRefusedAndChangeNothing) {
+  GaussianThompsonSampler sampler(std::nullopt, {}, false);
+  sampler.observe(32, 10.0);
+  EXPECT_THROW(sampler.observe(32, std::numeric_limits<double>::infinity()), UsageError);
+  EXPECT_THROW(sampler.observe(32, std::nan("")), UsageError);
+  EXPECT_EQ(sampler.running(32).n, 1u);
+  EXPECT_EQ(sampler.running(32).sum, 10.0);
+}
+
+// Costs all zero (eta 1 and no energy) put the variance at its floor: n over
+// it overflowed a double from n = 4 on, making the belief's mean NaN.
+TEST(GaussianTsTest, CostsAllZeroKeepEveryBeliefFinite) {
+  for (bool history : {true, false}) {
+    GaussianThompsonSampler sampler(std::nullopt, {}, history);
+    for (int i = 0; i < 1000; ++i) sampler.observe(32, 0.0);
+    sampler.observe(64, 1.0);
+    sampler.observe(64, 1.5);
+    const ArmBelief b = sampler.belief(32);
+    EXPECT_EQ(b.mean, 0.0);
+    EXPECT_TRUE(std::isfinite(b.variance));
+    pcg32 rng(1);
+    EXPECT_EQ(sampler.predict({32, 64}, rng), 32);
+  }
+}
+
+// The largest cost the service accepts (1e17: beta 100 times 1e15 J) at the
+// largest count a size_t holds: the running sums stay finite (sum < 2e36,
+// m2 < 2e53), and so does every belief drawn from them.
+TEST(GaussianTsTest, TheLargestAcceptedCostsAtTheLargestCountKeepTheSumsFinite) {
+  constexpr double kMaxCost = 1e17;
+  GaussianThompsonSampler sampler(std::nullopt, {}, false);
+  for (int i = 0; i < 1000000; ++i) sampler.observe(32, i % 2 ? kMaxCost : 0.0);
+  RunningSums r = sampler.running(32);
+  EXPECT_TRUE(std::isfinite(r.sum) && std::isfinite(r.m2) && std::isfinite(r.welford_mean));
+  // As if 2^64 - 1000 costs had come, half of them the largest: go on from there.
+  const double n = std::ldexp(1.0, 64) - 1000;
+  sampler.restore_running(32, {std::numeric_limits<std::size_t>::max() - 1000, n * kMaxCost / 2, kMaxCost / 2,
+                               n * kMaxCost * kMaxCost / 4});
+  for (int i = 0; i < 999; ++i) sampler.observe(32, i % 2 ? kMaxCost : 0.0);
+  r = sampler.running(32);
+  EXPECT_TRUE(std::isfinite(r.sum) && std::isfinite(r.m2) && std::isfinite(r.welford_mean));
+  EXPECT_LT(r.sum, 1e37);
+  EXPECT_LT(r.m2, 1e54);
+  const ArmBelief b = sampler.belief(32);
+  EXPECT_TRUE(std::isfinite(b.mean) && std::isfinite(b.variance));
+  pcg32 rng(1);
+  sampler.observe(64, 1.0);
+  sampler.observe(64, 2.0);
+  EXPECT_EQ(sampler.predict({32, 64}, rng), 64);
 }
 
 }  // namespace

@@ -599,6 +599,325 @@ TEST(SqliteJobStoreTest, TheLogStaysSmallWhileWritesGoOn) {
   EXPECT_EQ(service.job("busy").recurrences, kRoundTrips);
 }
 
+// --- Input ranges and damaged states (issue 31, part 1) ---
+
+// The RequestError a call throws (status and message); status 0 when none.
+struct Refusal {
+  int status = 0;
+  std::string what;
+};
+Refusal refusal_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const RequestError& e) {
+    return {e.status(), e.what()};
+  }
+  return {};
+}
+
+// A 400 whose message names the field and the range it must be in.
+void expect_refused(const std::function<void()>& call, const std::string& field, const std::string& range) {
+  const Refusal r = refusal_of(call);
+  EXPECT_EQ(r.status, 400) << field << ": " << r.what;
+  EXPECT_NE(r.what.find("'" + field + "'"), std::string::npos) << r.what;
+  EXPECT_NE(r.what.find(range), std::string::npos) << r.what;
+}
+
+nlohmann::json spec_json_with(const std::string& field, const nlohmann::json& value) {
+  nlohmann::json j = spec_named("x").to_json();
+  j[field] = value;
+  return j;
+}
+
+// Every number a client sends is range-checked: out of range (and not
+// finite) is a 400 naming the field and the range, before anything is stored.
+TEST(ServiceInputTest, NumbersOutsideTheirRangesAreRefusedNamingFieldAndRange) {
+  const auto result = [](double energy_j, double time_s) {
+    return nlohmann::json{{"energy_j", energy_j}, {"time_s", time_s}, {"reached_target", true}};
+  };
+  expect_refused([&] { RecurrenceResult::from_json(result(1e308, 1.0)); }, "energy_j", "[0, 1e+15]");
+  expect_refused([&] { RecurrenceResult::from_json(result(1e16, 1.0)); }, "energy_j", "[0, 1e+15]");
+  expect_refused([&] { RecurrenceResult::from_json(result(-1.0, 1.0)); }, "energy_j", "[0, 1e+15]");
+  expect_refused([&] { RecurrenceResult::from_json(result(1.0, 1e308)); }, "time_s", "(0, 1e+09]");
+  expect_refused([&] { RecurrenceResult::from_json(result(1.0, 0.0)); }, "time_s", "(0, 1e+09]");
+  expect_refused([] { RecurrenceResult{std::numeric_limits<double>::infinity(), 1.0, true, false}.check(); },
+                 "energy_j", "[0, 1e+15]");
+  expect_refused([] { RecurrenceResult{1.0, std::nan(""), true, false}.check(); }, "time_s", "(0, 1e+09]");
+  EXPECT_EQ(refusal_of([&] { RecurrenceResult::from_json(result(1e15, 1e9)); }).status, 0);  // the extremes are fine
+
+  const auto progress = [](const nlohmann::json& epochs, double energy_j, double time_s) {
+    return nlohmann::json{{"epochs", epochs}, {"energy_j", energy_j}, {"time_s", time_s}};
+  };
+  expect_refused([&] { RecurrenceProgress::from_json(progress(-1, 1, 1)); }, "epochs", "[0, 1000000]");
+  expect_refused([&] { RecurrenceProgress::from_json(progress(5000000000, 1, 1)); }, "epochs", "[0, 1000000]");
+  expect_refused([&] { RecurrenceProgress::from_json(progress(1e10, 1, 1)); }, "epochs", "[0, 1000000]");
+  expect_refused([&] { RecurrenceProgress::from_json(progress(1.5, 1, 1)); }, "epochs", "[0, 1000000]");
+  expect_refused([&] { RecurrenceProgress::from_json(progress(1, 1e300, 1)); }, "energy_j", "[0, 1e+15]");
+  expect_refused([&] { RecurrenceProgress::from_json(progress(1, 1, 2e9)); }, "time_s", "[0, 1e+09]");
+  EXPECT_EQ(refusal_of([&] { RecurrenceProgress::from_json(progress(0, 0, 0)); }).status, 0);
+
+  expect_refused([] { JobSpec::from_json(spec_json_with("max_power_w", 1e6)); }, "max_power_w", "(0, 100000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("max_power_w", 0)); }, "max_power_w", "(0, 100000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("eta", 1.5)); }, "eta", "[0, 1]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("beta", 1e300)); }, "beta", "(1, 100]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("beta", 1.0)); }, "beta", "(1, 100]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("window", 100000)); }, "window", "[1, 1000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("window", 0)); }, "window", "[1, 1000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("max_epochs", 1e7)); }, "max_epochs", "[0, 1000000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("gpu_count", 0)); }, "gpu_count", "[1, 1000000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("gpu_count", 4294967297)); }, "gpu_count", "[1, 1000000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("seed", -1)); }, "seed", "[0, ");
+  expect_refused([] { JobSpec::from_json(spec_json_with("batch_sizes", {16, 4294967360})); }, "batch_sizes",
+                 "[1, 1000000000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("default_batch_size", 1e20)); }, "default_batch_size",
+                 "[1, 1000000000]");
+  EXPECT_EQ(JobSpec::from_json(spec_json_with("seed", 18446744073709551615u)).seed, 18446744073709551615u);
+
+  const auto entry = [](double limit_w, double time_s, double power_w) {
+    return nlohmann::json{{"power_limit_w", limit_w}, {"time_per_epoch_s", time_s}, {"avg_power_w", power_w}};
+  };
+  TempDir dir;
+  BatchSizeService service(open_job_store("sqlite:" + dir.file("jobs.db")));
+  service.register_job(spec_named("profiled"));
+  const auto put = [&](const nlohmann::json& e) { service.put_power_profile("profiled", "V100", 64, nlohmann::json::array({e})); };
+  expect_refused([&] { put(entry(1e6, 1, 1)); }, "power_limit_w", "(0, 100000]");
+  expect_refused([&] { put(entry(300, 1e300, 1)); }, "time_per_epoch_s", "(0, 1e+09]");
+  expect_refused([&] { put(entry(300, 1, -5)); }, "avg_power_w", "[0, 100000]");
+  EXPECT_FALSE(service.ask("profiled", "n").power_limit_w.has_value());  // none of them was stored
+}
+
+// A number no double holds: nlohmann's parser refuses it as out_of_range
+// (406), which joule serve answered 500. parse_request_body makes it a 400
+// naming the field and its range.
+TEST(ServiceInputTest, ANumberBeyondADoubleInABodyIsA400NamingTheField) {
+  expect_refused([] { parse_request_body(R"({"energy_j": 1e400, "time_s": 1, "reached_target": true})"); },
+                 "energy_j", "[0, 1e+15]");
+  expect_refused([] { parse_request_body(R"({"energy_j": 1, "time_s": -1e999, "reached_target": true})"); }, "time_s",
+                 "(0, 1e+09]");
+  EXPECT_EQ(refusal_of([] { parse_request_body("{\"energy_j\": "); }).status, 400);
+  EXPECT_EQ(refusal_of([] { parse_request_body("[1e400]"); }).status, 400);
+  EXPECT_EQ(parse_request_body(""), nlohmann::json::object());
+  EXPECT_EQ(parse_request_body(R"({"epochs": 3})")["epochs"], 3);
+}
+
+// The issue's reports: 1e308 (an infinite cost) and two of 1e306 (an
+// infinite sum) were answered 200 and broke the job and the job list for
+// good. Now each is refused, nothing is stored, and everything goes on.
+TEST_P(BatchSizeServiceTest, TheReportsThatBrokeAJobAreRefusedAndChangeNothing) {
+  BatchSizeService service(open_job_store(url_));
+  service.register_job(spec_named("huge"));
+  service.register_job(spec_named("other"));
+  const Assignment a = service.ask("huge", "n");
+  const int64_t revision = service.job("huge").revision;
+  expect_refused([&] { service.report(a.recurrence_id, {1e308, 1e308, true, false}); }, "energy_j", "[0, 1e+15]");
+  expect_refused([&] { service.report(a.recurrence_id, {1e306, 1e306, true, false}); }, "energy_j", "[0, 1e+15]");
+  expect_refused([&] { service.report(a.recurrence_id, {1.0, 1e306, true, false}); }, "time_s", "(0, 1e+09]");
+  expect_refused([&] { service.progress(a.recurrence_id, {1, 1e306, 1.0}); }, "energy_j", "[0, 1e+15]");
+  EXPECT_EQ(service.job("huge").revision, revision);
+  EXPECT_EQ(service.job("huge").in_flight, 1);
+  ASSERT_EQ(service.jobs().size(), 2u);
+  EXPECT_EQ(service.damaged_jobs(), 0u);
+  EXPECT_TRUE(std::isfinite(service.report(a.recurrence_id, {1000.0, 10.0, true, false})));
+  EXPECT_EQ(service.job("huge").in_flight, 0);
+  // A spec built in code is checked as a request's is.
+  JobSpec wild = spec_named("wild");
+  wild.max_power_w = 1e300;
+  expect_refused([&] { service.register_job(wild); }, "max_power_w", "(0, 100000]");
+  EXPECT_EQ(service.jobs().size(), 2u);
+}
+
+// The largest accepted numbers, reported again and again (and runs stopped
+// at the largest threshold they lead to): every cost and every stored sum
+// stays finite, and the job stays usable.
+TEST_P(BatchSizeServiceTest, TheLargestAcceptedReportsRepeatedKeepEverySumFinite) {
+  BatchSizeService service(open_job_store(url_));
+  nlohmann::json spec = spec_named("extreme").to_json();
+  spec["max_power_w"] = input_limits::kMaxPowerW;
+  spec["beta"] = input_limits::kMaxBeta;
+  spec["eta"] = 0.0;  // all of the cost from time: 1e5 W * 1e9 s
+  service.register_job(JobSpec::from_json(spec));
+  for (int i = 0; i < 150; ++i) {
+    const Assignment a = service.ask("extreme", "n");
+    const bool stop = i % 3 == 2 && std::isfinite(a.early_stop_threshold_cost);
+    const double cost = service.report(
+        a.recurrence_id, {input_limits::kMaxEnergyJ, input_limits::kMaxTimeS, !stop && i % 5 != 4, stop});
+    ASSERT_TRUE(std::isfinite(cost)) << i;
+    ASSERT_LE(cost, input_limits::kMaxCost) << i;
+  }
+  const JobSummary summary = service.job("extreme");
+  EXPECT_TRUE(summary.damaged.empty()) << summary.damaged;
+  const nlohmann::json state = service.export_job("extreme")["state"];
+  for (const auto& [size, sums] : state["running_sums"].items()) {
+    for (const char* name : {"sum", "welford_mean", "m2"}) {
+      ASSERT_TRUE(sums[name].is_number()) << size << " " << name << ": " << sums.dump();
+      EXPECT_TRUE(std::isfinite(sums[name].get<double>())) << size << " " << name;
+    }
+  }
+  EXPECT_TRUE(state["min_cost"].is_number());
+  EXPECT_EQ(service.jobs().size(), 1u);
+}
+
+// The states an older joule could leave, written straight into the store:
+// not JSON, a running sum saved as null (an infinite sum), a sum no accepted
+// reports give, and a spec that is not JSON.
+struct Damage {
+  const char* name;
+  std::function<std::string(const nlohmann::json& state)> state;  // the stored state text
+};
+
+std::vector<Damage> damages() {
+  return {{"not JSON", [](const nlohmann::json&) { return std::string("{\"version\": 2, \"running_s"); }},
+          {"an infinite sum",
+           [](nlohmann::json j) {
+             j["running_sums"]["64"]["sum"] = nullptr;
+             return j.dump();
+           }},
+          {"a sum out of range",
+           [](nlohmann::json j) {
+             j["running_sums"]["64"] = {{"n", 1}, {"sum", 1e306}, {"welford_mean", 1e306}, {"m2", 0}};
+             j["min_cost"] = 1e306;
+             return j.dump();
+           }}};
+}
+
+std::string sql_text(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// A damaged job is listed (phase "damaged", with why), counted, logged once,
+// refuses asks with a 409 naming the repair, still records reports, and
+// breaks no other job. One reset rebuilds it from its finished recurrences:
+// the same sums its state had before the damage.
+TEST_P(BatchSizeServiceTest, ADamagedStateBreaksNoOtherJobAndOneResetRepairsIt) {
+  for (const Damage& damage : damages()) {
+    SCOPED_TRACE(damage.name);
+    TempDir dir;
+    std::string skip;
+    const std::string url = GetParam().fresh_url(dir, &skip);
+    BatchSizeService service(open_job_store(url));
+    std::vector<std::string> log;
+    service.set_log([&](const std::string& line) { log.push_back(line); });
+    service.register_job(spec_named("broken"));
+    service.register_job(spec_named("fine"));
+    CostModel model;
+    for (int i = 0; i < 12; ++i) {
+      const Assignment a = service.ask("broken", "n");
+      service.report(a.recurrence_id, model.run(a.batch_size));
+    }
+    const Assignment in_flight = service.ask("broken", "n");
+    const nlohmann::json before = service.export_job("broken")["state"];
+    ASSERT_EQ(before["version"], 2);
+    GetParam().exec(url, fmt::format("UPDATE jobs SET state = {} WHERE name = 'broken'", sql_text(damage.state(before))));
+    BatchSizeService again(open_job_store(url));  // no cached optimizer: the stored state is read
+    again.set_log([&](const std::string& line) { log.push_back(line); });
+
+    const std::vector<JobSummary> listed = again.jobs();
+    ASSERT_EQ(listed.size(), 2u);
+    const JobSummary& broken = listed[0].spec.name == "broken" ? listed[0] : listed[1];
+    const JobSummary& fine = listed[0].spec.name == "broken" ? listed[1] : listed[0];
+    EXPECT_EQ(broken.phase, "damaged");
+    EXPECT_NE(broken.damaged.find("state"), std::string::npos) << broken.damaged;
+    EXPECT_EQ(broken.to_json()["damaged"], broken.damaged);
+    EXPECT_EQ(broken.recurrences, 13);
+    EXPECT_TRUE(fine.damaged.empty());
+    EXPECT_FALSE(fine.to_json().contains("damaged"));
+    EXPECT_EQ(again.damaged_jobs(), 1u);
+    EXPECT_EQ(again.job("broken").phase, "damaged");
+    EXPECT_EQ(again.export_job("broken")["damaged"], broken.damaged);
+
+    const Refusal ask = refusal_of([&] { again.ask("broken", "n"); });
+    EXPECT_EQ(ask.status, 409);
+    EXPECT_NE(ask.what.find("joule jobs reset broken"), std::string::npos) << ask.what;
+    // The other job, in the same transactions, is untouched.
+    const Assignment other = again.ask("fine", "n");
+    EXPECT_GT(again.report(other.recurrence_id, {1000.0, 10.0, true, false}), 0);
+    // A report on the damaged job is kept in its recurrence, for the reset.
+    const int64_t revision = again.job("broken").revision;
+    EXPECT_GT(again.report(in_flight.recurrence_id, model.run(in_flight.batch_size)), 0);
+    EXPECT_EQ(again.job("broken").in_flight, 0);
+    EXPECT_EQ(again.job("broken").revision, revision);
+    const auto logged = std::count_if(log.begin(), log.end(), [](const std::string& line) {
+      return line.find("job 'broken' is damaged") != std::string::npos;
+    });
+    EXPECT_EQ(logged, 1) << fmt::format("{}", fmt::join(log, "\n"));
+
+    const ResetOutcome reset = again.reset_job("broken");
+    EXPECT_FALSE(reset.was_damaged.empty());
+    EXPECT_EQ(reset.replayed, 13);
+    EXPECT_TRUE(reset.skipped.empty());
+    EXPECT_EQ(reset.revision, revision + 1);
+    EXPECT_EQ(again.damaged_jobs(), 0u);
+    EXPECT_NE(again.job("broken").phase, "damaged");
+    // The first 12 results rebuild exactly the sums the state had before.
+    BatchSizeService other_process(open_job_store(url));
+    const nlohmann::json rebuilt = other_process.export_job("broken")["state"];
+    const nlohmann::json expected = [&] {
+      BatchSizeOptimizer local = BatchSizeOptimizer::from_json(before);
+      const nlohmann::json last = other_process.export_job("broken")["recurrences"].back();
+      local.observe(last["batch_size"].get<int>(), last["cost"].get<double>(), last["reached_target"].get<bool>());
+      return local.to_json();
+    }();
+    EXPECT_EQ(rebuilt["running_sums"], expected["running_sums"]);
+    EXPECT_EQ(rebuilt["phase"], expected["phase"]);
+    EXPECT_EQ(rebuilt["min_cost"], expected["min_cost"]);
+    const Assignment after = other_process.ask("broken", "n");
+    EXPECT_GT(other_process.report(after.recurrence_id, model.run(after.batch_size)), 0);
+    EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& line) {
+      return line.find("job 'broken' reset") != std::string::npos;
+    }));
+  }
+}
+
+// A recurrence whose stored result an older joule accepted out of range is
+// left out of the rebuilt state (and named); --fresh forgets every result.
+TEST_P(BatchSizeServiceTest, AResetSkipsStoredResultsOutOfRangeOrStartsFresh) {
+  BatchSizeService service(open_job_store(url_));
+  service.register_job(spec_named("mixed"));
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    const Assignment a = service.ask("mixed", "n");
+    service.report(a.recurrence_id, {1000.0 + i, 10.0, true, false});
+    ids.push_back(a.recurrence_id);
+  }
+  GetParam().exec(url_, fmt::format("UPDATE recurrences SET cost = 1e306, energy_j = 1e306 WHERE id = {}", ids[1]));
+  GetParam().exec(url_, fmt::format("UPDATE recurrences SET cost = NULL WHERE id = {}", ids[2]));
+  ResetOutcome reset = service.reset_job("mixed");
+  EXPECT_TRUE(reset.was_damaged.empty());
+  EXPECT_EQ(reset.replayed, 2);
+  EXPECT_EQ(reset.skipped, (std::vector<int64_t>{ids[1], ids[2]}));
+  reset = service.reset_job("mixed", /*fresh=*/true);
+  EXPECT_EQ(reset.replayed, 0);
+  const nlohmann::json state = service.export_job("mixed")["state"];
+  for (const auto& [size, sums] : state["running_sums"].items()) EXPECT_EQ(sums["n"], 0) << size;
+  EXPECT_EQ(service.job("mixed").recurrences, 4);  // the recurrences are kept
+  EXPECT_EQ(service.ask("mixed", "n").batch_size, 64);  // pruning starts again at the default
+  EXPECT_EQ(refusal_of([&] { service.reset_job("nobody"); }).status, 404);
+}
+
+// A spec that is not JSON: listed as damaged (not a 500), every request on
+// the job a 409, and a reset refuses it (the spec cannot be rebuilt).
+TEST_P(BatchSizeServiceTest, ADamagedSpecIsListedAndRefusedNotA500) {
+  BatchSizeService service(open_job_store(url_));
+  service.register_job(spec_named("nospec"));
+  service.register_job(spec_named("fine"));
+  const Assignment a = service.ask("nospec", "n");
+  GetParam().exec(url_, "UPDATE jobs SET spec = '{\"name\": ' WHERE name = 'nospec'");
+  BatchSizeService again(open_job_store(url_));
+  const std::vector<JobSummary> listed = again.jobs();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(again.job("nospec").phase, "damaged");
+  EXPECT_NE(again.job("nospec").damaged.find("spec of nospec"), std::string::npos) << again.job("nospec").damaged;
+  EXPECT_EQ(again.damaged_jobs(), 1u);
+  EXPECT_EQ(refusal_of([&] { again.ask("nospec", "n"); }).status, 409);
+  EXPECT_EQ(refusal_of([&] { again.report(a.recurrence_id, {1.0, 1.0, true, false}); }).status, 409);
+  EXPECT_EQ(refusal_of([&] { again.progress(a.recurrence_id, {1, 1.0, 1.0}); }).status, 409);
+  EXPECT_EQ(refusal_of([&] { again.reset_job("nospec"); }).status, 409);
+  EXPECT_EQ(again.export_job("nospec")["phase"], "damaged");
+  EXPECT_EQ(again.ask("fine", "n").batch_size, 64);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, BatchSizeServiceTest, ::testing::Values(kSqlite, kPostgres),
                          [](const ::testing::TestParamInfo<StoreKind>& kind) { return kind.param.name; });
 

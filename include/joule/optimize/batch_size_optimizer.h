@@ -93,7 +93,14 @@ class BatchSizeOptimizer {
   int predict();
   // Reports a finished (or early-stopped) recurrence. cost is what it cost,
   // converged whether it reached the target.
+  // Throws UsageError, changing nothing, for a size not among the choices or
+  // a cost that is not finite.
   void observe(int batch_size, double cost, bool converged);
+  // Learns from a recurrence that finished earlier, for an optimizer rebuilt
+  // from a job's history (one at a time, in the order they were asked for):
+  // in pruning, a run of the size the walk waits for counts as that
+  // exploration, as if predict() had handed it out; otherwise as observe().
+  void replay(int batch_size, double cost, bool converged);
   // Stop a running recurrence once its cost passes this (+inf before any
   // converged observation).
   double early_stop_threshold_cost() const;
@@ -106,6 +113,7 @@ class BatchSizeOptimizer {
   // The cheapest size by mean observed cost among converged ones (b0 if none).
   int best_known() const;
   const GaussianThompsonSampler& sampler() const { return sampler_; }
+  const BatchSizeOptimizerOptions& options() const { return options_; }
 
   // State as JSON (options, phase, evidence per batch size, random state),
   // and back: a later process continues exactly where this one stopped, with
@@ -119,11 +127,14 @@ class BatchSizeOptimizer {
   // reads both versions, and the larger std::mt19937_64 "rng" that earlier
   // builds wrote; it throws UsageError for an unknown version or
   // evidence that is malformed (negative n, non-finite sums, a size not among
-  // the choices, a size missing from running_sums).
+  // the choices, a size missing from running_sums), or fields that disagree
+  // (a size in arms, b0, pending, survivors or the round not among the
+  // choices, a Thompson phase without arms, a walk past its sizes).
   nlohmann::json to_json() const;
   static BatchSizeOptimizer from_json(const nlohmann::json& state);
 
  private:
+  void check_restored() const;
   void start_round(std::vector<int> set);
   std::optional<int> nearest_untried() const;
   void finish_round();

@@ -54,6 +54,9 @@ class GaussianThompsonSampler {
   // another GPU model). precision must be > 0.
   void set_arm_prior(int arm, GaussianPrior prior);
   const std::map<int, GaussianPrior>& arm_priors() const { return arm_priors_; }
+  // Throws UsageError for a cost that is not finite. Finite costs keep the
+  // sums finite as long as n * |cost| and n * cost^2 fit a double (about
+  // 1e308): for costs up to 1e100, any number of observations a size_t counts.
   void observe(int arm, double cost);
   // Throws Error when the arm has no observation and the prior is flat.
   ArmBelief belief(int arm) const;
@@ -85,6 +88,7 @@ class GaussianThompsonSampler {
  private:
   std::optional<std::size_t> window_;
   const GaussianPrior& prior_of(int arm) const;
+  static ArmBelief wide_belief(const GaussianPrior& prior, double mean, double variance, std::size_t n);
 
   GaussianPrior prior_;
   std::map<int, GaussianPrior> arm_priors_;

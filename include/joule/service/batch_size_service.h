@@ -34,6 +34,33 @@ class RequestError : public UsageError {
   int status_;
 };
 
+// What the service accepts: every number a request carries is checked
+// against these before anything is stored, and one outside is a
+// RequestError(400) naming the field and its range. They are wide enough for
+// any real training job and narrow enough that no sum the optimizer keeps can
+// overflow (docs/service.md, "Input ranges", argues each).
+namespace input_limits {
+inline constexpr double kMaxEnergyJ = 1e15;   // 278 GWh: a recurrence's energy
+inline constexpr double kMaxTimeS = 1e9;      // 31.7 years: a recurrence's time
+inline constexpr double kMaxPowerW = 1e5;     // 100 kW: one GPU's limit or power
+inline constexpr int64_t kMaxEpochs = 1'000'000;
+inline constexpr int64_t kMaxBatchSize = 1'000'000'000;
+inline constexpr double kMaxBeta = 100.0;
+inline constexpr int64_t kMaxWindow = 1'000;  // observations per size kept in the state
+inline constexpr int64_t kMaxGpuCount = 1'000'000;
+inline constexpr std::size_t kMaxProfileEntries = 1'000;
+// The largest cost an accepted report can have: a measured cost is a mix
+// (eta) of energy <= kMaxEnergyJ and max_power * time <= kMaxPowerW *
+// kMaxTimeS = 1e14; a run stopped early costs its threshold, beta times such
+// a cost. Sums of 2^64 of them stay below 1e37 (squares 1e53): finite.
+inline constexpr double kMaxCost = kMaxBeta * kMaxEnergyJ;
+}  // namespace input_limits
+
+// A request's body as JSON (empty: {}). Not JSON, or a number no double holds
+// (1e400, which the parser refuses as out of range), is a RequestError(400);
+// for such a number the message names its field and the field's range.
+nlohmann::json parse_request_body(const std::string& body);
+
 // A power profile as the service takes it (PUT .../profiles/...: "entries").
 nlohmann::json power_profile_json(const std::vector<PowerProfileEntry>& entries);
 
@@ -72,6 +99,8 @@ struct RecurrenceResult {
   bool stopped_early = false;
 
   static RecurrenceResult from_json(const nlohmann::json& j);  // RequestError(400)
+  // RequestError(400) naming the first number outside input_limits.
+  void check() const;
 };
 
 // How far a recurrence in flight has got: epochs done, energy and time so far.
@@ -81,6 +110,7 @@ struct RecurrenceProgress {
   double time_s = 0.0;
 
   static RecurrenceProgress from_json(const nlohmann::json& j);  // RequestError(400)
+  void check() const;  // likewise
 };
 
 // The service's answer to a progress report: the cost so far (the job's
@@ -92,13 +122,34 @@ struct ProgressAdvice {
 };
 
 struct JobSummary {
-  JobSpec spec;
-  std::string phase;  // pruning | thompson
+  JobSpec spec;  // with a damaged spec, only its name
+  std::string phase;  // pruning | thompson | damaged
   int best_batch_size = 0;
   int64_t revision = 0;
   int64_t recurrences = 0;
   int64_t in_flight = 0;
+  // Why the job's stored spec or optimizer state cannot be used ("": they
+  // can), e.g. a non-finite cost an older joule let in. Such a job is
+  // listed with phase "damaged", refuses asks (409), still records reports,
+  // and `joule jobs reset NAME` (reset_job) repairs it.
+  std::string damaged;
+
+  // As GET /v1/jobs lists it: spec, phase, best_batch_size, revision,
+  // recurrences, in_flight, and "damaged" (the reason) for a damaged job.
+  nlohmann::json to_json() const;
 };
+
+// What reset_job did.
+struct ResetOutcome {
+  std::string was_damaged;       // the damage it repaired ("": the state was sound)
+  int64_t replayed = 0;          // finished recurrences the new state learned from
+  std::vector<int64_t> skipped;  // finished recurrences whose stored results are out of range
+  int64_t revision = 0;          // the job's revision after the reset
+};
+
+namespace detail {
+class DamageLog;  // batch_size_service.cc
+}
 
 class BatchSizeService {
  public:
@@ -139,6 +190,21 @@ class BatchSizeService {
   // Whether the store answers now (/healthz).
   StoreHealth store_health();
 
+  // Jobs whose stored spec or state cannot be used (JobSummary::damaged),
+  // for /metrics (joule_service_damaged_jobs). Reads every job's state.
+  std::size_t damaged_jobs();
+  // Where the service reports what goes wrong beside a request's answer: a
+  // damaged job's state (once per job and revision), a reset. Default: nowhere.
+  void set_log(std::function<void(const std::string&)> log);
+
+  // Rebuilds a job's optimizer state, damaged or not, keeping its spec,
+  // recurrences and profiles: from the results of its finished recurrences
+  // whose stored results are within input_limits, in the order they were
+  // asked for (fresh: from none, as if just registered). Bumps the revision,
+  // so every process and replica reloads it. 404: no such job; 409: its spec
+  // itself is damaged (register it again under another name).
+  ResetOutcome reset_job(const std::string& name, bool fresh = false);
+
   std::vector<JobSummary> jobs();
   JobSummary job(const std::string& name);
   // Spec, state and every recurrence, as JSON (joule jobs export).
@@ -148,6 +214,7 @@ class BatchSizeService {
   JobSummary summarize(const StoredJob& stored);
 
   std::shared_ptr<JobStore> store_;
+  std::shared_ptr<detail::DamageLog> damage_log_;
   // Asks and reports, group-committed (service/group_commit.h), with the
   // optimizers of the revisions this process wrote last.
   class Writes;
