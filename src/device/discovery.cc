@@ -34,6 +34,17 @@ void open_simulated(Devices& devices, const DiscoveryOptions& options, const std
       fmt::format("{}; using {} SIMULATED GPU{} (load {:.2f})", why, spec.count, spec.count == 1 ? "" : "s", spec.load);
 }
 
+// kAuto without a usable NVML: simulated GPUs, or none, as the caller chose.
+void fall_back(Devices& devices, const DiscoveryOptions& options) {
+  if (options.auto_fallback == AutoFallback::kSimulated) {
+    open_simulated(devices, options, devices.nvml_problem);
+    return;
+  }
+  devices.gpu_backend = "none";
+  devices.gpu_backend_reason =
+      fmt::format("{}; no GPU used (simulated ones only with --backend sim)", devices.nvml_problem);
+}
+
 }  // namespace
 
 GpuBackend parse_gpu_backend(const std::string& text) {
@@ -52,13 +63,13 @@ Devices discover_hardware(const DiscoveryOptions& options) {
   } else {
     try {
       NvmlDevices nvml = open_nvml_gpus(devices.nvml_library);
+      devices.nvml_loaded = true;
       devices.driver_version = nvml.driver_version;
       devices.nvml_missing_functions = nvml.missing_functions;
       if (nvml.gpus.empty()) {
-        if (options.backend == GpuBackend::kNvml) {
-          throw DeviceError(DeviceErrc::kNotFound, fmt::format("NVML ({}) reports no GPU", devices.nvml_library));
-        }
-        open_simulated(devices, options, fmt::format("NVML ({}) reports no GPU", devices.nvml_library));
+        devices.nvml_problem = fmt::format("NVML ({}) reports no GPU", devices.nvml_library);
+        if (options.backend == GpuBackend::kNvml) throw DeviceError(DeviceErrc::kNotFound, devices.nvml_problem);
+        fall_back(devices, options);
       } else {
         devices.gpus = std::move(nvml.gpus);
         devices.gpu_backend = "nvml";
@@ -67,7 +78,8 @@ Devices discover_hardware(const DiscoveryOptions& options) {
       }
     } catch (const DeviceError& e) {
       if (options.backend == GpuBackend::kNvml) throw;
-      open_simulated(devices, options, fmt::format("no NVIDIA GPU usable: {}", e.what()));
+      devices.nvml_problem = fmt::format("no NVIDIA GPU usable: {}", e.what());
+      fall_back(devices, options);
     }
   }
 

@@ -19,7 +19,42 @@ TEST(DiscoveryTest, NoDriverMeansSimulatedGpusAndSaysWhy) {
   EXPECT_TRUE(devices.gpus[0]->simulated());
   EXPECT_NE(devices.gpu_backend_reason.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
   EXPECT_NE(devices.gpu_backend_reason.find("SIMULATED"), std::string::npos);
+  EXPECT_NE(devices.nvml_problem.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
   ASSERT_EQ(devices.cpu_problems.size(), 1u);
+}
+
+// A service's `auto` (AutoFallback::kNoGpus): no driver is no GPU, and
+// why, never simulated ones.
+TEST(DiscoveryTest, NoDriverWithoutTheSimulatedFallbackMeansNoGpuAndSaysWhy) {
+  DiscoveryOptions options;
+  options.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  options.powercap_root = "/nonexistent/powercap";
+  options.auto_fallback = AutoFallback::kNoGpus;
+  const Devices devices = discover_devices(options);
+  EXPECT_FALSE(devices.simulated());
+  EXPECT_EQ(devices.gpu_backend, "none");
+  EXPECT_TRUE(devices.gpus.empty());
+  EXPECT_FALSE(devices.nvml_loaded);
+  EXPECT_NE(devices.nvml_problem.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << devices.nvml_problem;
+  EXPECT_NE(devices.gpu_backend_reason.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+  EXPECT_NE(devices.gpu_backend_reason.find("--backend sim"), std::string::npos) << devices.gpu_backend_reason;
+  EXPECT_EQ(devices.gpu_backend_reason.find("SIMULATED"), std::string::npos) << devices.gpu_backend_reason;
+
+  // A driver that loads but lists no GPU: NVML is up, and there is still no GPU.
+  testing::TempDir tmp;
+  options.nvml_library = testing::use_fake_nvml(tmp, "driver_version 1.0\n").library_path;
+  const Devices empty = discover_hardware(options);
+  EXPECT_EQ(empty.gpu_backend, "none");
+  EXPECT_TRUE(empty.gpus.empty());
+  EXPECT_TRUE(empty.nvml_loaded);
+  EXPECT_NE(empty.nvml_problem.find("reports no GPU"), std::string::npos) << empty.nvml_problem;
+
+  // Simulated GPUs still come when asked for.
+  options.backend = GpuBackend::kSim;
+  const Devices sim = discover_hardware(options);
+  EXPECT_TRUE(sim.simulated());
+  EXPECT_EQ(sim.gpus.size(), 2u);
+  EXPECT_TRUE(sim.nvml_problem.empty()) << "NVML is not tried";
 }
 
 TEST(DiscoveryTest, ExplicitNvmlBackendFailsInsteadOfFallingBack) {
