@@ -7,14 +7,68 @@
 
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "cli/commands.h"
+#include "joule/device/discovery.h"
 #include "joule/error.h"
 #include "joule/telemetry/energy_exporter.h"
 #include "joule/telemetry/metrics_server.h"
 
 namespace joule::cli {
+namespace {
+
+// "0,2" -> {0, 2}; select_gpus() checks that they exist.
+std::vector<unsigned> gpu_indices(const std::string& list) {
+  std::vector<unsigned> indices;
+  std::istringstream items(list);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 6) {
+      throw UsageError(fmt::format("--gpus '{}': '{}' is not a GPU index (expected indices such as 0,2)", list, item));
+    }
+    indices.push_back(static_cast<unsigned>(std::stoul(item)));
+  }
+  if (indices.empty()) throw UsageError("--gpus: empty list (expected indices such as 0,2)");
+  return indices;
+}
+
+// The exporter's GPUs: the driver's, or simulated ones only when asked for
+// (--backend sim). `auto` and `nvml` both mean the driver's, and a driver
+// that cannot be used leaves no GPU rather than ending the exporter: it
+// keeps serving the CPU zones and says why (joule_nvml_up 0), so a node
+// whose driver breaks shows as that, not as made-up watts or a dead target.
+// Only the hardware: the exporter changes nothing, so no control path (and
+// no connection to jouled) is set up.
+Devices open_exporter_devices(const CommonOptions& common) {
+  DiscoveryOptions discovery = common.discovery();
+  if (discovery.backend != GpuBackend::kSim) {
+    if (!common.sim_spec.empty()) {
+      throw UsageError(fmt::format("--sim '{}' describes simulated GPUs, which the exporter serves only with "
+                                   "--backend sim (it never falls back to them)",
+                                   common.sim_spec));
+    }
+    discovery.backend = GpuBackend::kAuto;
+    discovery.auto_fallback = AutoFallback::kNoGpus;
+  }
+  Devices devices = discover_hardware(discovery);
+  // No GPU to choose from is already said, and served; a selection of
+  // none would only end the exporter.
+  if (!common.gpus.empty() && devices.gpu_backend != "none") select_gpus(devices, gpu_indices(common.gpus));
+  return devices;
+}
+
+// The log's first line: what is served, loudly where it is not the driver's.
+std::string describe_gpus(const Devices& devices) {
+  if (devices.gpu_backend == "none") return fmt::format("NO GPU served: {}", devices.gpu_backend_reason);
+  const std::string count = fmt::format("{} GPU{}", devices.gpus.size(), devices.gpus.size() == 1 ? "" : "s");
+  if (devices.simulated()) {
+    return fmt::format("{} SIMULATED (--backend sim): their readings are made up ({})", count, devices.gpu_backend_reason);
+  }
+  return fmt::format("{} ({})", count, devices.gpu_backend_reason);
+}
+
+}  // namespace
 
 int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   auto [host, port] = parse_listen(o.listen);
@@ -27,16 +81,20 @@ int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  const Devices devices = common.open_devices();
+  const Devices devices = open_exporter_devices(common);
   ExporterOptions options;
   options.accounting_interval_s = o.interval_s;
   options.driver_version = devices.driver_version;
   options.jouled_socket = o.jouled_socket.value_or(daemon::configured_socket_path());
+  options.gpu_backend = devices.gpu_backend;
+  options.gpu_backend_reason = devices.gpu_backend_reason;
+  if (!devices.simulated()) options.nvml_up = devices.nvml_loaded;
+  options.log = [](const std::string& line) { std::cerr << "joule exporter: " << line << std::endl; };
   EnergyExporter exporter(devices.gpus, devices.cpu_zones, std::make_shared<SteadyClock>(), options);
   MetricsServer server([&] { return exporter.metrics_text(); }, host, port);
   exporter.start();
-  std::cerr << fmt::format("joule exporter: {} GPU{} ({}), {} CPU zone{}; jouled leases from {}; http://{}:{}/metrics\n",
-                           devices.gpus.size(), devices.gpus.size() == 1 ? "" : "s", devices.gpu_backend,
+  std::cerr << fmt::format("joule exporter: {}\n", describe_gpus(devices));
+  std::cerr << fmt::format("joule exporter: {} CPU zone{}; jouled leases from {}; http://{}:{}/metrics\n",
                            devices.cpu_zones.size(), devices.cpu_zones.size() == 1 ? "" : "s",
                            options.jouled_socket.empty() ? "nowhere" : options.jouled_socket, host, server.port());
   if (!o.port_file.empty()) std::ofstream(o.port_file) << server.port() << '\n';

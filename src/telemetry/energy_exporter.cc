@@ -118,11 +118,16 @@ void EnergyExporter::account_now() {
   std::vector<Listed> listed(gpus_.size());
   std::map<uint32_t, std::optional<JobIdentity>> identities;
   std::map<uint32_t, std::optional<JobIdentity>> known;
+  std::vector<bool> down(gpus_.size());
   {
     std::lock_guard lock(mutex_);
     known = identities_;
+    for (std::size_t i = 0; i < gpus_.size(); ++i) down[i] = !gpu_states_[i].up;
   }
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    // A GPU that is down is not asked again: a lost device's calls may be
+    // slow to fail, and nothing it answered would be served.
+    if (down[i]) continue;
     Gpu& gpu = *gpus_[i];
     listed[i].processes = try_read([&] { return gpu.running_processes(); });
     // Read once a step, not by the sampler: they change rarely.
@@ -155,63 +160,84 @@ void EnergyExporter::account_now() {
     }
   }
 
-  std::lock_guard lock(mutex_);
-  ++accounting_steps_;
-  jouled_up_ = jouled_up;
-  const auto identity_of = [&](uint32_t pid) -> const std::optional<JobIdentity>& {
-    const auto now = identities.find(pid);
-    return now != identities.end() ? now->second : identities_[pid];
-  };
-  for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    GpuState& state = gpu_states_[i];
-    state.limit_mw = listed[i].limit_mw;
-    state.memory_clock_mhz = listed[i].memory_clock_mhz;
-    state.default_limit_mw = listed[i].default_limit_mw;
-    state.lease = std::move(listed[i].lease);
-    if (gpu_energy.empty()) continue;
-    const EnergyEstimate& e = gpu_energy[i];
-    state.up = !e.problem.has_value();
-    state.problem = e.problem;
-    if (!state.up) continue;
-    state.energy_j += e.energy_j;
-    // Equal shares over the processes listed at the step's start or end: a
-    // job that ends within a step is charged for it, not the next one to
-    // start, and a GPU with one job loses none of its energy to the edges.
-    // A process whose job is unknown (it ended between the list and /proc)
-    // leaves its share unattributed.
-    std::set<uint32_t> sharing(state.previous_pids.begin(), state.previous_pids.end());
-    if (listed[i].processes) {
-      state.previous_pids.clear();
-      for (const GpuProcess& p : *listed[i].processes) {
-        sharing.insert(p.pid);
-        state.previous_pids.push_back(p.pid);
+  std::vector<std::string> news;  // GPUs gone down or come back: logged once the lock is released
+  {
+    std::lock_guard lock(mutex_);
+    ++accounting_steps_;
+    jouled_up_ = jouled_up;
+    const auto identity_of = [&](uint32_t pid) -> const std::optional<JobIdentity>& {
+      const auto now = identities.find(pid);
+      return now != identities.end() ? now->second : identities_[pid];
+    };
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      GpuState& state = gpu_states_[i];
+      state.limit_mw = listed[i].limit_mw;
+      state.memory_clock_mhz = listed[i].memory_clock_mhz;
+      state.default_limit_mw = listed[i].default_limit_mw;
+      state.lease = std::move(listed[i].lease);
+      if (gpu_energy.empty()) continue;
+      const EnergyEstimate& e = gpu_energy[i];
+      if (const std::optional<std::string> change = note_up_or_down(i, e.problem); change) news.push_back(*change);
+      // A GPU that cannot be read adds nothing, to itself or to any job: its
+      // counters stay at what was read, whatever the driver says next.
+      if (!state.up) continue;
+      state.energy_j += e.energy_j;
+      // Equal shares over the processes listed at the step's start or end: a
+      // job that ends within a step is charged for it, not the next one to
+      // start, and a GPU with one job loses none of its energy to the edges.
+      // A process whose job is unknown (it ended between the list and /proc)
+      // leaves its share unattributed.
+      std::set<uint32_t> sharing(state.previous_pids.begin(), state.previous_pids.end());
+      if (listed[i].processes) {
+        state.previous_pids.clear();
+        for (const GpuProcess& p : *listed[i].processes) {
+          sharing.insert(p.pid);
+          state.previous_pids.push_back(p.pid);
+        }
       }
-    }
-    if (sharing.empty()) {
-      state.unattributed_j += e.energy_j;
-      continue;
-    }
-    const double share_j = e.energy_j / static_cast<double>(sharing.size());
-    for (const uint32_t pid : sharing) {
-      const std::optional<JobIdentity>& id = identity_of(pid);
-      if (!id) {
-        state.unattributed_j += share_j;
+      if (sharing.empty()) {
+        state.unattributed_j += e.energy_j;
         continue;
       }
-      job_energy_j_[{id->job_label(), id->user, i}] += share_j;
+      const double share_j = e.energy_j / static_cast<double>(sharing.size());
+      for (const uint32_t pid : sharing) {
+        const std::optional<JobIdentity>& id = identity_of(pid);
+        if (!id) {
+          state.unattributed_j += share_j;
+          continue;
+        }
+        job_energy_j_[{id->job_label(), id->user, i}] += share_j;
+      }
     }
+    // Identities of the processes the next step may charge (those listed now),
+    // and no others: pids are reused.
+    std::map<uint32_t, std::optional<JobIdentity>> kept;
+    for (const GpuState& state : gpu_states_) {
+      for (const uint32_t pid : state.previous_pids) kept[pid] = identity_of(pid);
+    }
+    identities_ = std::move(kept);
+    for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
+      if (!cpu_energy[z].problem) cpu_energy_j_[z] += cpu_energy[z].energy_j;
+    }
+    if (end_s > begin_s) accounted_until_s_ = end_s;
   }
-  // Identities of the processes the next step may charge (those listed now),
-  // and no others: pids are reused.
-  std::map<uint32_t, std::optional<JobIdentity>> kept;
-  for (const GpuState& state : gpu_states_) {
-    for (const uint32_t pid : state.previous_pids) kept[pid] = identity_of(pid);
+  if (options_.log) {
+    for (const std::string& line : news) options_.log(line);
   }
-  identities_ = std::move(kept);
-  for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
-    if (!cpu_energy[z].problem) cpu_energy_j_[z] += cpu_energy[z].energy_j;
+}
+
+std::optional<std::string> EnergyExporter::note_up_or_down(std::size_t i, const std::optional<std::string>& problem) {
+  GpuState& state = gpu_states_[i];
+  const bool was_up = state.up;
+  state.up = !problem.has_value();
+  state.problem = problem;
+  if (was_up == state.up) return std::nullopt;
+  const Gpu& gpu = *gpus_[i];
+  if (!state.up) {
+    return fmt::format("gpu{} ({}) is down: {}; its counters stay at {:.3f} J and no job is billed for it", gpu.index(),
+                       gpu.uuid(), *problem, state.energy_j);
   }
-  if (end_s > begin_s) accounted_until_s_ = end_s;
+  return fmt::format("gpu{} ({}) is read again", gpu.index(), gpu.uuid());
 }
 
 std::string EnergyExporter::gpu_labels(std::size_t i) const {
@@ -259,7 +285,7 @@ std::string EnergyExporter::metrics_text() const {
   {
     Family family(out, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power management limit (in W).");
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
-      if (gpu_states_[i].limit_mw) family.add(gpu_labels(i), *gpu_states_[i].limit_mw / 1000.0);
+      if (gpu_states_[i].limit_mw && gpu_states_[i].up) family.add(gpu_labels(i), *gpu_states_[i].limit_mw / 1000.0);
     }
   }
   {
@@ -271,6 +297,30 @@ std::string EnergyExporter::metrics_text() const {
   {
     Family family(out, "joule_gpu_up", "gauge", "1 while the GPU's energy is read, 0 once it fails (lost GPU).");
     for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), gpu_states_[i].up ? 1 : 0);
+  }
+  {
+    // Why, apart from joule_gpu_up, so that the up series keeps one identity
+    // whatever the reason (an _info series, as Prometheus names them).
+    Family family(out, "joule_gpu_down_info", "gauge",
+                  "1 for each GPU that is down, with why in `reason`: its counters are frozen and no job is billed for it.");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      if (gpu_states_[i].up) continue;
+      family.add(fmt::format(R"({},reason="{}")", gpu_labels(i), escaped(gpu_states_[i].problem.value_or("unknown"))), 1);
+    }
+  }
+  {
+    Family family(out, "joule_exporter_backend_info", "gauge",
+                  "1, labelled with where the GPUs come from (backend: nvml, sim for simulated GPUs asked for, none "
+                  "where NVML cannot be used) and why.");
+    family.add(fmt::format(R"(backend="{}",reason="{}",Hostname="{}")", escaped(options_.gpu_backend),
+                           escaped(options_.gpu_backend_reason), escaped(options_.hostname)),
+               1);
+  }
+  {
+    Family family(out, "joule_nvml_up", "gauge",
+                  "1 when NVML was loaded, 0 when it could not be (no GPU is served; joule_exporter_backend_info says "
+                  "why); absent with simulated GPUs.");
+    if (options_.nvml_up) family.add(fmt::format(R"(Hostname="{}")", escaped(options_.hostname)), *options_.nvml_up ? 1 : 0);
   }
   {
     Family family(out, "joule_gpu_energy_joules_total", "counter",
@@ -305,7 +355,9 @@ std::string EnergyExporter::metrics_text() const {
     Family family(out, "joule_gpu_default_power_limit_watts", "gauge",
                   "The power limit the GPU boots with (W): a POWER_MGMT_LIMIT below it is a cap someone set.");
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
-      if (gpu_states_[i].default_limit_mw) family.add(gpu_labels(i), *gpu_states_[i].default_limit_mw / 1000.0);
+      if (gpu_states_[i].default_limit_mw && gpu_states_[i].up) {
+        family.add(gpu_labels(i), *gpu_states_[i].default_limit_mw / 1000.0);
+      }
     }
   }
   if (leases_) {

@@ -152,14 +152,19 @@ TEST(ExporterCliTest, ShowsWhoHoldsAGpusLimitThroughJouled) {
   EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
 }
 
-// gpu1 falls off the bus 1.5 s in (every call fails with GPU_IS_LOST): it
-// is marked down, its counter keeps what it had, its gauges go, and gpu0 is
-// served and counted as before.
+// gpu1 falls off the bus 1.5 s in (every call fails with GPU_IS_LOST) while
+// this process's job runs on both GPUs: gpu1 is marked down with why, in
+// the metrics and the log, its counters and the job's energy on it keep
+// what they had, its gauges go, and gpu0 is served, counted and billed as
+// before.
 TEST(ExporterCliTest, KeepsServingWhenAGpuIsLost) {
   if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
   TempDir tmp;
+  const std::string me = std::to_string(getpid());
   const auto fake = testing::use_fake_nvml(tmp, "device power_w=300\n"
                                                 "device power_w=200\n"
+                                                "process device=0 pid=" + me + "\n"
+                                                "process device=1 pid=" + me + "\n"
                                                 "error function=* device=1 code=15 after_ms=1500\n");
   const RunningExporter exporter = start_exporter(tmp, fake, {"--jouled-socket", ""});
   const auto up = [](const std::string& text, const char* gpu) {
@@ -186,8 +191,112 @@ TEST(ExporterCliTest, KeepsServingWhenAGpuIsLost) {
   EXPECT_GT(value_of(after, "joule_gpu_energy_joules_total", "gpu=\"0\""),
             value_of(lost, "joule_gpu_energy_joules_total", "gpu=\"0\"") + 150)
       << "gpu0 is still counted\n" << lost << after;
+  // Why, beside the up series, and in the log.
+  EXPECT_EQ(value_of(after, "joule_gpu_down_info", "gpu=\"1\""), 1) << after;
+  EXPECT_EQ(value_of(after, "joule_gpu_down_info", "gpu=\"0\""), -1) << after;
+  EXPECT_NE(after.find("GPU is lost"), std::string::npos) << after;
+  // This process's job: billed for gpu1 up to the loss and not after, and
+  // still billed for gpu0.
+  const std::optional<JobIdentity> my_job = identify_job(static_cast<uint32_t>(getpid()));
+  ASSERT_TRUE(my_job);
+  const std::string job_label = "joule_job=\"" + my_job->job_label() + "\"";
+  const auto job_j = [&](const std::string& text, const char* gpu) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("joule_job_gpu_energy_joules_total{", 0) == 0 && line.find(job_label) != std::string::npos &&
+          line.find(std::string("gpu=\"") + gpu + "\"") != std::string::npos) {
+        return std::stod(line.substr(line.rfind('}') + 2));
+      }
+    }
+    return -1.0;
+  };
+  EXPECT_GT(job_j(lost, "1"), 0) << lost;
+  EXPECT_EQ(job_j(after, "1"), job_j(lost, "1")) << "billed for a lost GPU\n" << lost << after;
+  EXPECT_GT(job_j(after, "0"), job_j(lost, "0") + 150) << lost << after;
   kill(exporter.pid, SIGTERM);
   EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+  const std::string log = testing::read_file(tmp.file("err"));
+  EXPECT_NE(log.find("gpu1"), std::string::npos) << log;
+  EXPECT_NE(log.find("is down"), std::string::npos) << log;
+}
+
+// `joule exporter` with no flags on a node whose NVIDIA driver cannot be
+// loaded (as with --backend nvml, what the packaged unit says): it serves
+// no GPU at all, simulated or other, says why in its log and in
+// joule_nvml_up and joule_exporter_backend_info, and keeps serving the CPU
+// zones. (It used to serve two simulated GPUs under dcgm-exporter's names.)
+TEST(ExporterCliTest, WithoutAUsableDriverServesNoGpuAndSaysWhy) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  for (const std::vector<std::string> flags : {std::vector<std::string>{}, {"--backend", "nvml"}}) {
+    SCOPED_TRACE(::testing::PrintToString(flags));
+    TempDir tmp;
+    testing::write_file(tmp.file("powercap/intel-rapl:0/name"), "package-0\n");
+    testing::write_file(tmp.file("powercap/intel-rapl:0/max_energy_range_uj"), "262143328850\n");
+    testing::write_file(tmp.file("powercap/intel-rapl:0/energy_uj"), "1000000\n");
+    const std::string port_file = tmp.file("port");
+    std::vector<std::string> args = {JOULE_BINARY, "exporter", "--listen", "127.0.0.1:0", "--port-file", port_file,
+                                     "--interval-s", "0.2", "--jouled-socket", ""};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const pid_t pid = testing::start_process(args,
+                                             {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                              {"JOULE_POWERCAP_ROOT", tmp.file("powercap")},
+                                              {"JOULE_SIM", "count=2,load=0.5"}},
+                                             tmp.file("out"), tmp.file("err"));
+    const int port = testing::wait_for_port_file(port_file);
+    ASSERT_NE(port, 0) << testing::read_file(tmp.file("err"));
+    const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+    const std::string text = scrape_until(url, [](const std::string& t) {
+      return value_of(t, "joule_exporter_accounting_steps_total", "Hostname") >= 2;
+    });
+    EXPECT_EQ(value_of(text, "joule_nvml_up", "Hostname"), 0) << text;
+    EXPECT_EQ(value_of(text, "joule_exporter_backend_info", "backend=\"none\""), 1) << text;
+    EXPECT_NE(text.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << "the reason\n" << text;
+    for (const char* series : {"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                               "joule_gpu_energy_joules_total", "joule_gpu_up", "joule_job_gpu_energy_joules_total"}) {
+      EXPECT_EQ(text.find(std::string(series) + "{"), std::string::npos) << series << " served\n" << text;
+    }
+    EXPECT_EQ(text.find("SIMULATED"), std::string::npos) << text;
+    EXPECT_EQ(text.find("Simulated"), std::string::npos) << text;
+    EXPECT_EQ(value_of(text, "joule_cpu_energy_joules_total", "domain=\"package\""), 0) << "CPU zones still served\n"
+                                                                                          << text;
+    kill(pid, SIGTERM);
+    EXPECT_EQ(testing::wait_process(pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+    const std::string log = testing::read_file(tmp.file("err"));
+    EXPECT_NE(log.find("NO GPU served"), std::string::npos) << log;
+    EXPECT_NE(log.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << log;
+    EXPECT_EQ(log.find("SIMULATED"), std::string::npos) << log;
+  }
+}
+
+// Simulated GPUs only when asked for: --backend sim serves them and says
+// so (log, joule_exporter_backend_info; NVML not asked); --sim alone is a
+// usage error rather than a silent choice between them and the driver's.
+TEST(ExporterCliTest, SimulatedGpusOnlyWithBackendSimAndSaidSo) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const std::string port_file = tmp.file("port");
+  const pid_t pid = testing::start_process({JOULE_BINARY, "exporter", "--backend", "sim", "--sim", "count=2,load=0.5",
+                                            "--listen", "127.0.0.1:0", "--port-file", port_file, "--interval-s", "0.2",
+                                            "--jouled-socket", ""},
+                                           testing::simulated_only_env(), tmp.file("out"), tmp.file("err"));
+  const int port = testing::wait_for_port_file(port_file);
+  ASSERT_NE(port, 0) << testing::read_file(tmp.file("err"));
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  const std::string text = scrape_until(url, [](const std::string& t) {
+    return value_of(t, "joule_gpu_energy_joules_total", "gpu=\"1\"") > 0;
+  });
+  EXPECT_GT(value_of(text, "joule_gpu_energy_joules_total", "gpu=\"1\""), 0) << text;
+  EXPECT_EQ(value_of(text, "joule_exporter_backend_info", "backend=\"sim\""), 1) << text;
+  EXPECT_EQ(value_of(text, "joule_nvml_up", "Hostname"), -1) << "NVML was not asked\n" << text;
+  kill(pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+  const std::string log = testing::read_file(tmp.file("err"));
+  EXPECT_NE(log.find("2 GPUs SIMULATED"), std::string::npos) << log;
+
+  const auto alone = testing::run_process({JOULE_BINARY, "exporter", "--sim", "count=2", "--listen", "127.0.0.1:0"},
+                                          testing::simulated_only_env(), 10.0);
+  EXPECT_EQ(alone.exit_code, 2) << alone.err;
+  EXPECT_NE(alone.err.find("--backend sim"), std::string::npos) << alone.err;
 }
 
 // The driver's energy counter restarts from 0 1.5 s in (a driver reload):
@@ -255,7 +364,8 @@ TEST(ExporterCliTest, ServesRaplEnergyAcrossTheCountersWrap) {
 }
 
 TEST(ExporterCliTest, ABadListenAddressIsAUsageError) {
-  const auto r = testing::run_process({JOULE_BINARY, "exporter", "--sim", "count=1", "--listen", "127.0.0.1:99999"});
+  const auto r = testing::run_process(
+      {JOULE_BINARY, "exporter", "--backend", "sim", "--sim", "count=1", "--listen", "127.0.0.1:99999"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--listen '127.0.0.1:99999'"), std::string::npos) << r.err;
 }

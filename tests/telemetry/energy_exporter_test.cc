@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <regex>
 #include <thread>
 
+#include "common/scripted_gpu.h"
 #include "common/test_support.h"
 #include "joule/device/sim.h"
 #include "joule/telemetry/metrics_server.h"
@@ -34,6 +36,17 @@ double sample(const std::string& text, const std::string& name, const std::vecto
   }
   EXPECT_EQ(matches, 1) << name << " with " << ::testing::PrintToString(labels) << " in\n" << text;
   return found.value_or(-1);
+}
+
+// How many samples of `name` have every one of `labels`.
+int count_samples(const std::string& text, const std::string& name, const std::vector<std::string>& labels = {}) {
+  int matches = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    matches += std::all_of(labels.begin(), labels.end(), [&](const auto& l) { return line.find(l) != std::string::npos; });
+  }
+  return matches;
 }
 
 void fake_process(const TempDir& proc, uint32_t pid, const std::string& cgroup) {
@@ -113,6 +126,97 @@ TEST(EnergyExporterTest, SplitsEachGpusEnergyOverItsProcessesJobs) {
   EXPECT_NEAR(sample(text, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"0\""}), 2 * 650, 1);
   // A virtual clock is its own wall clock: the counters hold energy up to now.
   EXPECT_DOUBLE_EQ(sample(text, "joule_exporter_accounted_until_seconds", {}), rig.clock->now_s());
+}
+
+// gpu1 is lost 5 s in (every reading fails, as NVML's GPU_IS_LOST): from
+// then on it is served as down with why, in the text and once in the log,
+// its counters stay where they were and nothing of it is served as read;
+// gpu0 keeps counting.
+TEST(EnergyExporterTest, ALostGpuIsDownWithWhyAndItsCountersStop) {
+  TempDir proc;
+  auto clock = std::make_shared<VirtualClock>();
+  auto lost = std::make_shared<std::atomic<bool>>(false);
+  auto sim = std::make_shared<SimGpu>(0, SimGpuModel{}, clock);  // idles at 70 W
+  auto scripted = std::make_shared<testing::ScriptedGpu>(1, clock, [lost](double) {
+    if (*lost) throw DeviceError(DeviceErrc::kDeviceLost, "scripted gpu1: GPU is lost");
+    return 200.0;
+  });
+  std::vector<std::string> logged;
+  ExporterOptions options;
+  options.hostname = "node7";
+  options.proc_root = proc.file("");
+  options.sampler.background_thread = false;
+  options.log = [&](const std::string& line) { logged.push_back(line); };
+  EnergyExporter exporter({sim, scripted}, {}, clock, options);
+  const auto run_s = [&](double seconds) {
+    for (int tick = 1; tick <= static_cast<int>(seconds * 10 + 0.5); ++tick) {
+      clock->advance_s(0.1);
+      exporter.sampler().sample_now();
+      if (tick % 10 == 0) exporter.account_now();
+    }
+  };
+  exporter.start();
+  run_s(5);
+  const std::string before = exporter.metrics_text();
+  EXPECT_EQ(sample(before, "joule_gpu_up", {"gpu=\"1\""}), 1);
+  EXPECT_EQ(count_samples(before, "joule_gpu_down_info"), 0) << before;
+  const double gpu1_j = sample(before, "joule_gpu_energy_joules_total", {"gpu=\"1\""});
+  EXPECT_NEAR(gpu1_j, 1000, 25);
+  EXPECT_TRUE(logged.empty());
+
+  lost->store(true);
+  run_s(3);
+  const std::string after = exporter.metrics_text();
+  EXPECT_EQ(sample(after, "joule_gpu_up", {"gpu=\"1\""}), 0);
+  EXPECT_EQ(sample(after, "joule_gpu_up", {"gpu=\"0\""}), 1);
+  EXPECT_EQ(sample(after, "joule_gpu_down_info", {"gpu=\"1\"", "GPU is lost"}), 1) << after;
+  EXPECT_EQ(count_samples(after, "joule_gpu_down_info"), 1) << after;
+  EXPECT_EQ(sample(after, "joule_gpu_energy_joules_total", {"gpu=\"1\""}), gpu1_j) << "frozen, not reset or grown";
+  EXPECT_EQ(sample(after, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"1\""}), gpu1_j);
+  for (const char* reading : {"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_DEV_SM_CLOCK",
+                              "joule_gpu_default_power_limit_watts"}) {
+    EXPECT_EQ(count_samples(after, reading, {"gpu=\"1\""}), 0) << reading << " of a lost GPU\n" << after;
+  }
+  EXPECT_NEAR(sample(after, "joule_gpu_energy_joules_total", {"gpu=\"0\""}) -
+                  sample(before, "joule_gpu_energy_joules_total", {"gpu=\"0\""}),
+              3 * 70, 1);
+  ASSERT_EQ(logged.size(), 1u) << ::testing::PrintToString(logged);
+  EXPECT_NE(logged[0].find("gpu1"), std::string::npos) << logged[0];
+  EXPECT_NE(logged[0].find("is down"), std::string::npos) << logged[0];
+  EXPECT_NE(logged[0].find("GPU is lost"), std::string::npos) << logged[0];
+  exporter.stop();
+}
+
+// Where the GPUs come from is served: no usable NVML is joule_nvml_up 0 and
+// the backend "none" with why; simulated GPUs say so, and NVML is not asked.
+TEST(EnergyExporterTest, ServesWhereItsGpusComeFromAndWhetherNvmlIsUp) {
+  auto clock = std::make_shared<VirtualClock>();
+  ExporterOptions options;
+  options.hostname = "node7";
+  options.sampler.background_thread = false;
+  options.gpu_backend = "none";
+  options.gpu_backend_reason = "no NVIDIA GPU usable: cannot load /x/libnvidia-ml.so.1";
+  options.nvml_up = false;
+  {
+    EnergyExporter exporter({}, {}, clock, options);
+    exporter.start();
+    exporter.account_now();
+    const std::string text = exporter.metrics_text();
+    EXPECT_EQ(sample(text, "joule_nvml_up", {"Hostname=\"node7\""}), 0);
+    EXPECT_EQ(sample(text, "joule_exporter_backend_info",
+                     {"backend=\"none\"", "reason=\"no NVIDIA GPU usable: cannot load /x/libnvidia-ml.so.1\""}),
+              1);
+    EXPECT_EQ(count_samples(text, "DCGM_FI_DEV_POWER_USAGE"), 0) << text;
+    EXPECT_EQ(count_samples(text, "joule_gpu_energy_joules_total"), 0) << text;
+  }
+  options.gpu_backend = "sim";
+  options.gpu_backend_reason = "simulated GPUs requested";
+  options.nvml_up.reset();
+  EnergyExporter exporter({std::make_shared<SimGpu>(0, SimGpuModel{}, clock)}, {}, clock, options);
+  exporter.start();
+  const std::string text = exporter.metrics_text();
+  EXPECT_EQ(sample(text, "joule_exporter_backend_info", {"backend=\"sim\""}), 1);
+  EXPECT_EQ(count_samples(text, "joule_nvml_up"), 0) << "NVML was not asked\n" << text;
 }
 
 // Every family has its HELP and TYPE once, and every sample line parses.

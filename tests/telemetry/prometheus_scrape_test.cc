@@ -98,9 +98,9 @@ TEST(PrometheusScrapeTest, RatesAndJobTotalsMatchWhatTheDriverDrew) {
 
     // Every query of the Grafana dashboard runs, with Grafana's variables as
     // it would fill them, and returns data, except where this machine has
-    // none to give: no jouled, no RAPL, no lost GPU.
+    // none to give: no jouled, no RAPL, no GPU down.
     const std::set<std::string> nothing_here = {"Limits held through jouled", "jouled reachable",
-                                                "CPU package and DRAM power", "GPUs lost"};
+                                                "CPU package and DRAM power", "GPUs down"};
     const auto dashboard = nlohmann::json::parse(
         testing::read_file(std::string(JOULE_SOURCE_DIR) + "/packaging/grafana/joule-dashboard.json"));
     int queries = 0;

@@ -10,9 +10,15 @@
 // driver listed on that GPU at the step's start or end, rolled up to their
 // jobs (identify_job). A GPU with no process accrues "unattributed" energy.
 // It also asks jouled, when given its socket, who holds each GPU's limit.
+//
+// It never invents a reading: a GPU whose energy cannot be read is served as
+// down (joule_gpu_up 0, joule_gpu_down_info with why), its counters frozen at
+// what was read and no job billed for it; where it got its GPUs from, and
+// whether NVML is up, is served too (joule_exporter_backend_info, joule_nvml_up).
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +47,15 @@ struct ExporterOptions {
   std::string jouled_socket;
   // Utilisation, SM clock, temperature and memory are always sampled.
   SamplerOptions sampler;
+  // Where the GPUs come from (discover_hardware's Devices::gpu_backend:
+  // "nvml", "sim" or "none") and why, in words: joule_exporter_backend_info.
+  std::string gpu_backend = "nvml";
+  std::string gpu_backend_reason;
+  // joule_nvml_up: whether NVML was loaded; nullopt where it was not tried
+  // (simulated GPUs asked for), and the series is not served.
+  std::optional<bool> nvml_up;
+  // Told, once each, when a GPU goes down (or comes back), with why: the log.
+  std::function<void(const std::string&)> log;
 };
 
 class EnergyExporter {
@@ -85,6 +100,9 @@ class EnergyExporter {
   };
 
   std::string gpu_labels(std::size_t gpu) const;
+  // Records whether GPU i is up after this step (problem: why not); returns
+  // what to log when that changed. Under mutex_.
+  std::optional<std::string> note_up_or_down(std::size_t i, const std::optional<std::string>& problem);
   void account_loop();
 
   std::vector<std::shared_ptr<Gpu>> gpus_;
