@@ -26,6 +26,26 @@ void log_line(const std::string& text) {
   std::cerr << stamp << " jouled: " << text << std::endl;
 }
 
+// The GPUs jouled controls. `auto` means the driver's, as `nvml` does: a
+// daemon that changes power limits and restores them after a crash has no
+// use for made-up GPUs, and one that started with none would hide a broken
+// driver behind a running unit whose every request fails. So without a
+// usable NVML it does not start (exit 1, saying why), which the service
+// manager shows; simulated GPUs only with --backend sim.
+joule::Devices open_daemon_gpus(const std::string& backend) {
+  joule::DiscoveryOptions discovery;
+  discovery.backend = backend == "sim" ? joule::GpuBackend::kSim : joule::GpuBackend::kNvml;
+  // The daemon changes settings itself, through the driver: the hardware
+  // alone, no control path to choose.
+  try {
+    return joule::discover_hardware(discovery);
+  } catch (const joule::DeviceError& e) {
+    throw joule::Error(fmt::format("not starting: no GPU to control ({}); jouled never uses simulated GPUs "
+                                   "unless --backend sim is given",
+                                   e.what()));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,8 +56,10 @@ int main(int argc, char** argv) {
   app.add_option("-c,--config", config_path, "configuration file (default /etc/joule/jouled.conf)");
   app.add_option("--socket", socket_override, "listen here instead of the config's socket");
   app.add_option("--state-file", state_override, "state file instead of the config's");
-  app.add_option("--backend", backend, "nvml (default) or sim (for trying the daemon without GPUs)")
-      ->check(CLI::IsMember({"nvml", "sim"}));
+  app.add_option("--backend", backend,
+                 "nvml (default; auto is the same: jouled never falls back to simulated GPUs) or sim (for trying the "
+                 "daemon without GPUs)")
+      ->check(CLI::IsMember({"auto", "nvml", "sim"}));
   app.add_flag("--check-config", check_config, "validate the configuration, print it and exit");
   try {
     app.parse(argc, argv);
@@ -65,11 +87,7 @@ int main(int argc, char** argv) {
       if (config.allow.empty()) std::cout << "  allow: root only\n";
       return 0;
     }
-    joule::DiscoveryOptions discovery;
-    discovery.backend = joule::parse_gpu_backend(backend);
-    // The daemon changes settings itself, through the driver: the hardware
-    // alone, no control path to choose.
-    joule::Devices devices = joule::discover_hardware(discovery);
+    joule::Devices devices = open_daemon_gpus(backend);
     log_line(fmt::format("GPUs: {} ({})", devices.gpus.size(), devices.gpu_backend_reason));
 
     struct sigaction action {};

@@ -329,6 +329,38 @@ TEST(JouledTest, CheckConfigValidatesAndNamesProblems) {
   }
 }
 
+// jouled's `auto` is the driver's GPUs, as `nvml` (the default) is: with no
+// usable NVML it does not start, says why and never listens, rather than
+// controlling simulated GPUs or none. --backend sim still starts.
+TEST(JouledTest, WithoutAUsableDriverItDoesNotStartAndSaysWhy) {
+  TempDir tmp;
+  const std::string socket = tmp.file("jouled.sock");
+  testing::write_file(tmp.file("jouled.conf"),
+                      R"({"socket": ")" + socket + R"(", "state_file": ")" + tmp.file("jouled.state") + R"("})");
+  const std::map<std::string, std::string> no_driver = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                                        {"JOULE_SIM", "count=2"}};
+  for (const std::vector<std::string> flags : {std::vector<std::string>{"--backend", "auto"}, {"--backend", "nvml"}, {}}) {
+    SCOPED_TRACE(::testing::PrintToString(flags));
+    std::vector<std::string> args = {JOULED_BINARY, "--config", tmp.file("jouled.conf")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = testing::run_process(args, no_driver, 10.0);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("not starting"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--backend sim"), std::string::npos) << r.err;
+    EXPECT_NE(access(socket.c_str(), F_OK), 0) << "it listened";
+  }
+  const pid_t sim = testing::start_process({JOULED_BINARY, "--config", tmp.file("jouled.conf"), "--backend", "sim"},
+                                           no_driver, tmp.file("sim.out"), tmp.file("sim.err"));
+  for (int i = 0; i < 500 && access(socket.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(access(socket.c_str(), F_OK), 0) << testing::read_file(tmp.file("sim.err"));
+  kill(sim, SIGTERM);
+  EXPECT_EQ(testing::wait_process(sim, 10.0), 0) << testing::read_file(tmp.file("sim.err"));
+  EXPECT_NE(testing::read_file(tmp.file("sim.err")).find("SIMULATED"), std::string::npos);
+}
+
 // Clock locks are leases like power limits: granted under the same rules,
 // recorded before they change anything, and undone when the connection ends
 // (SIGKILL included) or, after jouled itself was killed, on its next start.
