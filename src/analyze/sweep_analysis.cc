@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 
@@ -24,10 +25,12 @@ class ReadOnlyStore {
  public:
   explicit ReadOnlyStore(const std::string& path) : path_(path) {
     if (!std::filesystem::exists(path)) throw UsageError(fmt::format("no results store at '{}'", path));
+    // A file that is there but cannot be read as a store is a data error
+    // (exit 1), not a usage error.
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
       const std::string why = db_ ? sqlite3_errmsg(db_) : "cannot open";
       sqlite3_close(db_);
-      throw UsageError(fmt::format("cannot open results store '{}': {}", path, why));
+      throw Error(fmt::format("cannot open results store '{}': {}", path, why));
     }
   }
   ~ReadOnlyStore() { sqlite3_close(db_); }
@@ -38,9 +41,15 @@ class ReadOnlyStore {
   void each(const std::string& sql, Fn&& row) {
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-      throw UsageError(fmt::format("'{}' is not a joule results store: {}", path_, sqlite3_errmsg(db_)));
+      throw Error(fmt::format("'{}' is not a joule results store: {}", path_, sqlite3_errmsg(db_)));
     }
-    while (sqlite3_step(s) == SQLITE_ROW) row(s);
+    int rc = SQLITE_ROW;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
+    if (rc != SQLITE_DONE) {  // a store damaged past its first pages
+      const std::string why = sqlite3_errmsg(db_);
+      sqlite3_finalize(s);
+      throw Error(fmt::format("results store '{}' cannot be read: {}", path_, why));
+    }
     sqlite3_finalize(s);
   }
   bool has_column(const std::string& table, const std::string& column) {
@@ -71,6 +80,27 @@ std::map<std::string, std::string> without(std::map<std::string, std::string> co
   return config;
 }
 
+// A measured run whose time or energy is not a finite number >= 0 cannot
+// be used: read as failed, saying which value the store holds, so it is
+// listed rather than averaged in (or the whole analysis refused).
+void reject_impossible_numbers(const std::string& path, SweepRun& r) {
+  if (r.status != "ok" && r.status != "partial") return;
+  const std::pair<const char*, double> values[] = {{"elapsed_s", r.elapsed_s},
+                                                   {"gpu_energy_j", r.gpu_energy_j},
+                                                   {"cpu_energy_j", r.cpu_energy_j},
+                                                   {"dram_energy_j", r.dram_energy_j}};
+  for (const auto& [column, value] : values) {
+    if (std::isfinite(value) && value >= 0 && (column != std::string("elapsed_s") || value > 0)) continue;
+    const std::string why = fmt::format("the store '{}' holds {} = {} for this run (stored as {}), not a {} number: "
+                                        "not used",
+                                        path, column, value, r.status,
+                                        column == std::string("elapsed_s") ? "finite positive" : "finite, >= 0,");
+    r.status = "failed";
+    r.error = r.error.empty() ? why : why + "; " + r.error;
+    return;
+  }
+}
+
 std::optional<double> mean_of(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
   return summarize(values).mean;
@@ -92,7 +122,7 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
   const bool has_nodes = store.has_column("runs", "nodes");  // since sweeps across nodes
   store.each(std::string("SELECT id, config, repeat, status, elapsed_s, gpu_energy_j, cpu_energy_j, dram_energy_j, epochs,"
                          " gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv, samples, steps, error, ") +
-                 (has_nodes ? "nodes" : "NULL") + " FROM runs ORDER BY id",
+                 (has_nodes ? "nodes" : "NULL") + ", exit_code FROM runs ORDER BY id",
              [&](sqlite3_stmt* s) {
                SweepRun r;
                r.id = sqlite3_column_int64(s, 0);
@@ -115,7 +145,9 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
                r.samples = column_double(s, 13);
                r.steps = column_double(s, 14);
                r.error = column_text(s, 15);
-               r.nodes = std::max(1, static_cast<int>(column_double(s, 16).value_or(1)));
+               r.nodes = std::max(1, static_cast<int>(std::clamp(column_double(s, 16).value_or(1), 1.0, 1e6)));
+               if (sqlite3_column_type(s, 17) != SQLITE_NULL) r.exit_code = sqlite3_column_int(s, 17);
+               reject_impossible_numbers(path, r);
                runs.push_back(std::move(r));
              });
   if (store.has_column("run_nodes", "run_id")) {
@@ -152,20 +184,75 @@ const GpuKnob* find_gpu_knob(const std::string& key) {
   return nullptr;
 }
 
-SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<double> max_power_w) {
+namespace {
+
+// Per configuration and repeat, the attempt that counts: a successful one
+// if any, else the latest (the store lists attempts in the order they ran).
+std::vector<const SweepRun*> latest_attempts(const std::vector<SweepRun>& runs, int* earlier_attempts) {
+  std::map<std::pair<std::map<std::string, std::string>, int>, std::size_t> chosen;
+  std::vector<const SweepRun*> order;
+  for (const auto& r : runs) {
+    const auto key = std::make_pair(r.config, r.repeat);
+    const auto it = chosen.find(key);
+    if (it == chosen.end()) {
+      chosen[key] = order.size();
+      order.push_back(&r);
+      continue;
+    }
+    ++*earlier_attempts;
+    if (order[it->second]->status != "ok") order[it->second] = &r;
+  }
+  return order;
+}
+
+std::string status_words(const FailedRun& f) {
+  if (f.status == "failed" && f.exit_code) return fmt::format("failed (exit status {})", *f.exit_code);
+  if (f.status == "running") return "running (a sweep under way, or one that was killed)";
+  return f.status;
+}
+
+}  // namespace
+
+std::string describe_counts(const SweepCounts& c) {
+  std::string text = fmt::format("{} configuration{}", c.configurations, c.configurations == 1 ? "" : "s");
+  if (c.configurations_failed > 0) text += fmt::format(", {} failed (no successful run)", c.configurations_failed);
+  if (c.configurations_with_failures > 0) {
+    text += fmt::format(", {} with failed runs", c.configurations_with_failures);
+  }
+  text += fmt::format("; {} run{}: {} ok", c.runs, c.runs == 1 ? "" : "s", c.ok);
+  if (c.failed > 0) text += fmt::format(", {} failed", c.failed);
+  if (c.partial > 0) text += fmt::format(", {} partial", c.partial);
+  if (c.interrupted > 0) text += fmt::format(", {} interrupted", c.interrupted);
+  if (c.earlier_attempts > 0) {
+    text += fmt::format(" ({} earlier attempt{} run again since, kept in the store)", c.earlier_attempts,
+                        c.earlier_attempts == 1 ? "" : "s");
+  }
+  return text;
+}
+
+SweepAnalysis analyze_sweep(const std::vector<SweepRun>& all_runs, std::optional<double> max_power_w) {
   SweepAnalysis a;
+  const std::vector<const SweepRun*> attempts = latest_attempts(all_runs, &a.counts.earlier_attempts);
+  std::vector<SweepRun> runs;  // the attempts that count, for the fits below
+  runs.reserve(attempts.size());
+  for (const SweepRun* r : attempts) runs.push_back(*r);
   // Group successful runs by configuration, in first-seen order.
   std::vector<std::map<std::string, std::string>> order;
   std::map<std::map<std::string, std::string>, std::vector<const SweepRun*>> groups;
   std::map<std::map<std::string, std::string>, int> failures, partials;
   for (const auto& r : runs) {
     if (!groups.count(r.config) && !failures.count(r.config) && !partials.count(r.config)) order.push_back(r.config);
+    ++a.counts.runs;
     if (r.status == "ok") {
       groups[r.config].push_back(&r);
+      ++a.counts.ok;
     } else if (r.status == "partial") {
-      ++partials[r.config];  // a node's energy is missing: the totals are short
+      ++partials[r.config];  // a device's or node's energy is missing: the totals are short
+      ++a.counts.partial;
     } else {
       ++failures[r.config];
+      ++(r.status == "failed" ? a.counts.failed : a.counts.interrupted);
+      a.failed_runs.push_back({r.id, r.config, r.repeat, r.status, r.exit_code, r.error});
     }
   }
   for (const auto& config : order) {
@@ -195,9 +282,24 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
     c.samples_per_gpu_hour = mean_of(samples_rate);
     c.updates_per_gpu_hour = mean_of(updates_rate);
     if (c.partial) a.partial_runs.emplace_back(c.label(), c.partial);
-    if (c.time_s.n > 0) a.configs.push_back(std::move(c));
+    ++a.counts.configurations;
+    if (c.time_s.n == 0) {
+      ++a.counts.configurations_failed;
+      a.without_success.push_back(std::move(c));
+      continue;
+    }
+    if (c.failed + c.partial > 0) ++a.counts.configurations_with_failures;
+    a.configs.push_back(std::move(c));
   }
-  if (a.configs.empty()) throw UsageError("no successful run to analyse");
+  if (a.configs.empty()) {
+    std::string why = runs.empty() ? "the store holds no run" : describe_counts(a.counts);
+    if (!a.failed_runs.empty()) {
+      const FailedRun& f = a.failed_runs.front();
+      why += fmt::format("; run {} ({} repeat {}) {}: {}", f.id, config_label(f.config, "(single configuration)"),
+                         f.repeat, status_words(f), f.error.empty() ? "no error recorded" : f.error);
+    }
+    throw Error("no successful run to analyse: " + why);
+  }
 
   // Baselines: the same other settings with every knob at its largest value.
   std::map<std::string, double> largest;  // per knob the grid sets
@@ -309,6 +411,32 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<dou
   return a;
 }
 
+namespace {
+
+// The configurations without a successful run and every run that did not
+// succeed, with its error: nothing that failed drops out of the analysis.
+std::string failures_text(const SweepAnalysis& a) {
+  std::string out;
+  if (!a.without_success.empty()) {
+    out += "\nconfigurations without a successful run (not in the statistics above):\n";
+    for (const auto& c : a.without_success) {
+      out += fmt::format("  {:<40} {} failed{}\n", c.label(), c.failed,
+                         c.partial ? fmt::format(", {} partial", c.partial) : "");
+    }
+  }
+  if (!a.failed_runs.empty()) {
+    out += "\nfailed and interrupted runs (kept in the store; a resumed sweep runs interrupted ones again, "
+           "`joule sweep --retry-failed` failed ones too):\n";
+    for (const auto& f : a.failed_runs) {
+      out += fmt::format("  run {:<5} {} repeat {}: {}: {}\n", f.id, config_label(f.config, "(single configuration)"),
+                         f.repeat, status_words(f), f.error.empty() ? "no error recorded" : f.error);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string to_text(const SweepAnalysis& a) {
   std::string out = "configuration                              n   time s (sd)         energy J (sd)        "
                     "gain %  loss %  gain-loss  failed\n";
@@ -320,10 +448,13 @@ std::string to_text(const SweepAnalysis& a) {
                        c.trade_off ? fmt::format("{:.1f}", c.trade_off->gain_minus_loss) : "-", c.failed);
   }
   out += "\nbest configuration per metric:\n";
+  const std::string failures = failures_text(a);
+  out = describe_counts(a.counts) + "\n\n" + out;
   for (const auto& [metric, i] : a.best) out += fmt::format("  {:<16} {}\n", metric, a.configs[i].label());
   std::string partial;
   for (const auto& [label, count] : a.partial_runs) partial += fmt::format("  {:<40} {}\n", label, count);
-  if (!partial.empty()) out += "\npartial runs (a node's measurement missing; not used above):\n" + partial;
+  if (!partial.empty()) out += "\npartial runs (a device's or node's measurement missing; not used above):\n" + partial;
+  out += failures;
   if (!a.scaling.empty()) out += "\nscaling with GPU count (t = a * N^-b):\n";
   for (const auto& s : a.scaling) {
     out += fmt::format("  {:<38} a = {:.4g} +- {:.2g}, b = {:.3f} +- {:.3f}, R^2 = {:.4f}, n = {}\n", s.group, s.fit.a,
@@ -429,8 +560,30 @@ nlohmann::json to_json(const SweepAnalysis& a) {
   for (const auto& [value, i] : a.eta_picks) eta.push_back({{"eta", value}, {"config", a.configs[i].config}});
   nlohmann::json partial = nlohmann::json::object();
   for (const auto& [label, count] : a.partial_runs) partial[label] = count;
+  nlohmann::json failed_runs = nlohmann::json::array();
+  for (const auto& f : a.failed_runs) {
+    failed_runs.push_back({{"id", f.id}, {"config", f.config}, {"repeat", f.repeat}, {"status", f.status},
+                           {"exit_code", f.exit_code ? nlohmann::json(*f.exit_code) : nlohmann::json(nullptr)},
+                           {"error", f.error}});
+  }
+  nlohmann::json without_success = nlohmann::json::array();
+  for (const auto& c : a.without_success) {
+    without_success.push_back({{"config", c.config}, {"failed", c.failed}, {"partial", c.partial}});
+  }
+  const SweepCounts& n = a.counts;
+  nlohmann::json counts = {{"configurations", n.configurations},
+                           {"configurations_failed", n.configurations_failed},
+                           {"configurations_with_failures", n.configurations_with_failures},
+                           {"runs", n.runs},
+                           {"ok", n.ok},
+                           {"failed", n.failed},
+                           {"partial", n.partial},
+                           {"interrupted", n.interrupted},
+                           {"earlier_attempts", n.earlier_attempts}};
   nlohmann::json out = {{"configs", configs}, {"best", best}, {"scaling", scaling}, {"pareto", a.pareto},
-                        {"eta_picks", eta}, {"max_power_w", a.max_power_w}, {"partial_runs", partial}};
+                        {"eta_picks", eta}, {"max_power_w", a.max_power_w}, {"partial_runs", partial},
+                        {"counts", counts}, {"failed_runs", failed_runs},
+                        {"configs_without_success", without_success}};
   if (a.kwh_per_gpu_hour) {
     out["kwh_per_gpu_hour"] = {{"slope", a.kwh_per_gpu_hour->slope}, {"slope_se", a.kwh_per_gpu_hour->slope_se},
                                {"intercept", a.kwh_per_gpu_hour->intercept}, {"r_squared", a.kwh_per_gpu_hour->r_squared}};

@@ -139,6 +139,8 @@ struct SweepCommandOptions {
   std::string export_path;  // CSV of every run
   bool export_only = false;
   bool dry_run = false;  // list the runs, run nothing
+  bool retry_failed = false;  // run failed runs again
+  bool yes = false;           // start more than kConfirmRunsAbove runs
 };
 int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& options);
 

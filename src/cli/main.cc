@@ -189,6 +189,9 @@ int main(int argc, char** argv) {
   sweep_command->add_flag("--export-only", sweep.export_only, "only export what the store holds");
   sweep_command->add_flag("--dry-run", sweep.dry_run,
                           "list the runs still to do (configuration, repeat, command) and how long they may take");
+  sweep_command->add_flag("--retry-failed", sweep.retry_failed,
+                          "run the failed runs of the store again (each failed attempt is kept)");
+  sweep_command->add_flag("-y,--yes", sweep.yes, "start a sweep of more than 1000 runs to run");
 
   joule::cli::AnalyzeOptions analyze;
   CLI::App* analyze_command = app.add_subcommand("analyze", "statistics, trade-offs, fits and Pareto front of a sweep");

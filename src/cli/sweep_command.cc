@@ -1,9 +1,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include <iostream>
 
 #include "cli/commands.h"
+#include "joule/control/devices.h"
+#include "joule/error.h"
 #include "joule/sweep/sweep.h"
 
 namespace joule::cli {
@@ -37,11 +41,16 @@ int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& o)
   }
   SweepOptions options;
   options.no_control = o.no_control;
+  options.retry_failed = o.retry_failed;
   options.progress = isatty(STDERR_FILENO);
   options.store_override = o.store_path;
   options.discovery = common.discovery();  // across nodes: passed on to each node's joule measure
-  const SweepPlan plan = plan_sweep(config, store);
+  const SweepPlan plan = plan_sweep(config, store, o.retry_failed);
   if (o.dry_run) {
+    // The GPUs a real sweep would use: settings they cannot take are refused
+    // now, as the sweep itself would refuse them (across nodes the GPUs are
+    // the nodes', unknown here).
+    if (!config.across_nodes()) check_grid_on_gpus(config, discover_devices(options.discovery).gpus);
     for (const SweepPoint& point : plan.to_run) {
       std::cout << fmt::format("{} repeat {}: {}\n", point.config_key(), point.repeat,
                                described_command(config, point, options, store, "{id}"));
@@ -50,11 +59,28 @@ int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& o)
     return 0;
   }
   std::cerr << fmt::format("joule sweep: {}\n", plan.describe(store));
+  if (static_cast<long long>(plan.to_run.size()) > kConfirmRunsAbove && !o.yes) {
+    throw UsageError(fmt::format("sweep: {} runs to run is more than {}: pass --yes to start them (--dry-run lists "
+                                 "them; a smaller grid or fewer repeats needs no --yes)",
+                                 plan.to_run.size(), kConfirmRunsAbove));
+  }
   const SweepSummary s = run_sweep(config, options);
-  std::cout << fmt::format("joule sweep: {} runs in the grid; {} ran ({} failed), {} already in {}\n", s.total,
-                           s.ran, s.failed, s.skipped, store);
+  std::cout << fmt::format("joule sweep: {} runs in the grid; {} ran ({} failed), {} already in {}", s.total, s.ran,
+                           s.failed, s.skipped, store);
+  if (s.failed_kept > 0) {
+    std::cout << fmt::format(" ({} of them failed before: kept, --retry-failed runs them again)", s.failed_kept);
+  }
+  std::cout << '\n';
+  if (s.stopped_by_signal != 0) {
+    const char* name = sigabbrev_np(s.stopped_by_signal);
+    std::cerr << fmt::format("joule sweep: stopped by {}: the run going is recorded as interrupted and GPU settings "
+                             "are restored; the same command resumes the sweep\n",
+                             name ? std::string("SIG") + name : "signal " + std::to_string(s.stopped_by_signal));
+    return 128 + s.stopped_by_signal;
+  }
   if (!o.export_path.empty()) export_csvs(store, o.export_path);
-  return s.failed > 0 ? 1 : 0;
+  // 1 while any run of the grid has not succeeded, failures kept from before included.
+  return s.failed + s.failed_kept > 0 ? 1 : 0;
 }
 
 }  // namespace joule::cli

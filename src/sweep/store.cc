@@ -97,16 +97,31 @@ void Store::exec(const std::string& sql) {
 }
 
 int Store::mark_interrupted() {
-  exec("UPDATE runs SET status = 'interrupted', error = 'the sweep stopped while this run was going' "
-       "WHERE status = 'running'");
+  exec("UPDATE runs SET status = 'interrupted', error = 'the sweep stopped while this run was going (killed, or the "
+       "machine went down): found running when the store was next opened' WHERE status = 'running'");
   return sqlite3_changes(db_);
 }
 
-bool Store::finished(const std::string& config_key, int repeat) {
-  Statement s(db_, "SELECT 1 FROM runs WHERE config = ? AND repeat = ? AND status IN ('ok', 'failed')", path_);
+bool Store::finished(const std::string& config_key, int repeat, bool retry_failed) {
+  Statement s(db_,
+              retry_failed ? "SELECT 1 FROM runs WHERE config = ? AND repeat = ? AND status = 'ok'"
+                           : "SELECT 1 FROM runs WHERE config = ? AND repeat = ? AND status IN ('ok', 'failed')",
+              path_);
   s.bind(1, config_key);
   s.bind(2, static_cast<long long>(repeat));
   return s.step() == SQLITE_ROW;
+}
+
+bool Store::failed(const std::string& config_key, int repeat) {
+  Statement s(db_,
+              "SELECT status FROM runs WHERE config = ? AND repeat = ? AND status IN ('ok', 'failed') "
+              "ORDER BY status = 'ok' DESC, id DESC LIMIT 1",
+              path_);
+  s.bind(1, config_key);
+  s.bind(2, static_cast<long long>(repeat));
+  if (s.step() != SQLITE_ROW) return false;
+  const auto* status = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0));
+  return status != nullptr && std::string(status) == "failed";
 }
 
 double Store::mean_finished_elapsed_s() {
@@ -128,6 +143,18 @@ long long Store::begin(const std::string& sweep, const std::string& config_key, 
 }
 
 void Store::finish(long long id, const RunRecord& r) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    write_outcome(id, r);
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  exec("COMMIT");
+}
+
+void Store::write_outcome(long long id, const RunRecord& r) {
+  const auto fail = [&] { return Error(fmt::format("results store '{}': run {}: {}", path_, id, sqlite3_errmsg(db_))); };
   Statement s(db_,
               "UPDATE runs SET status = ?, exit_code = ?, finished_at = ?, elapsed_s = ?, gpu_energy_j = ?,"
               " cpu_energy_j = ?, dram_energy_j = ?, avg_power_w = ?, samples = ?, steps = ?, epochs = ?,"
@@ -153,8 +180,7 @@ void Store::finish(long long id, const RunRecord& r) {
   s.bind(17, static_cast<long long>(r.nodes));
   s.bind(18, r.command);
   s.bind(19, id);
-  if (s.step() != SQLITE_DONE) throw Error(fmt::format("results store '{}': {}", path_, sqlite3_errmsg(db_)));
-  exec("BEGIN");
+  if (s.step() != SQLITE_DONE) throw fail();
   Statement n(db_,
               "INSERT OR REPLACE INTO run_nodes (run_id, node, ranks, gpus, elapsed_s, gpu_energy_j, cpu_energy_j,"
               " dram_energy_j, warnings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -170,11 +196,7 @@ void Store::finish(long long id, const RunRecord& r) {
     n.bind(7, node.cpu_energy_j);
     n.bind(8, node.dram_energy_j);
     n.bind(9, node.warnings);
-    if (n.step() != SQLITE_DONE) {
-      const std::string why = sqlite3_errmsg(db_);
-      exec("ROLLBACK");
-      throw Error(fmt::format("results store '{}': {}", path_, why));
-    }
+    if (n.step() != SQLITE_DONE) throw fail();
   }
   Statement t(db_, "INSERT INTO timelines (run_id, time_s, device, power_w) VALUES (?, ?, ?, ?)", path_);
   for (const auto& p : r.timeline) {
@@ -183,9 +205,8 @@ void Store::finish(long long id, const RunRecord& r) {
     t.bind(2, p.time_s);
     t.bind(3, p.device);
     t.bind(4, p.power_w);
-    t.step();
+    if (t.step() != SQLITE_DONE) throw fail();
   }
-  exec("COMMIT");
 }
 
 void Store::export_csv(const std::string& csv_path) {

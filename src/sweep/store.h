@@ -49,18 +49,27 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Runs left 'running' by a sweep that died: marked interrupted (to be rerun).
+  // Runs left 'running' by a sweep that died (killed, machine down): marked
+  // interrupted, to be run again. Returns how many.
   int mark_interrupted();
-  bool finished(const std::string& config_key, int repeat);
+  // The run needs no new attempt: it succeeded, or it failed and failures
+  // are kept (retry_failed false). Interrupted and partial runs always run again.
+  bool finished(const std::string& config_key, int repeat, bool retry_failed = false);
+  // Its latest attempt failed (and no attempt succeeded).
+  bool failed(const std::string& config_key, int repeat);
   // Mean wall time of the runs that finished (ok or failed); none yet: 0.
   double mean_finished_elapsed_s();
   long long begin(const std::string& sweep, const std::string& config_key, int repeat, const std::string& command);
+  // The run's outcome, its node rows and timeline in one transaction: a
+  // sweep killed meanwhile leaves the run 'running' with nothing half
+  // written. Throws Error naming the store; nothing is written then.
   void finish(long long id, const RunRecord& record);
   void export_csv(const std::string& csv_path);
   int export_nodes_csv(const std::string& csv_path);
 
  private:
   void exec(const std::string& sql);
+  void write_outcome(long long id, const RunRecord& record);  // inside finish()'s transaction
   bool has_column(const std::string& table, const std::string& column);
   void write_csv(const char* sql, const std::string& csv_path, int* rows);
   sqlite3* db_ = nullptr;

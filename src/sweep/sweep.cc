@@ -2,10 +2,14 @@
 #include "joule/sweep/sweep.h"
 
 #include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <filesystem>
 #include <fstream>
@@ -31,14 +35,34 @@ namespace joule {
 
 namespace {
 
-std::string value_text(const toml::node& node, const std::string& where) {
+SourcePosition position_of(const toml::node& node) {
+  const auto& begin = node.source().begin;
+  return {std::max<uint32_t>(1, begin.line), std::max<uint32_t>(1, begin.column)};
+}
+
+std::string value_text(const toml::node& node, const std::string& path, const std::string& key) {
   if (auto v = node.value<int64_t>()) return std::to_string(*v);
-  if (auto v = node.value<double>()) return fmt::format("{}", *v);
+  if (auto v = node.value<double>()) {
+    if (!std::isfinite(*v)) {
+      const SourcePosition at = position_of(node);
+      throw UsageError(fmt::format("{}:{}:{}: grid.{}: {} is not a finite number", path, at.line, at.column, key, *v));
+    }
+    return fmt::format("{}", *v);
+  }
   if (auto v = node.value<std::string>()) return *v;
-  throw UsageError(fmt::format("{}: grid values must be numbers or strings", where));
+  const SourcePosition at = position_of(node);
+  throw UsageError(
+      fmt::format("{}:{}:{}: grid.{}: grid values must be numbers or strings", path, at.line, at.column, key));
 }
 
 }  // namespace
+
+std::string SweepConfig::where(const std::string& key, std::size_t value_index) const {
+  const auto it = grid_positions.find(key);
+  if (it == grid_positions.end() || it->second.empty()) return path;
+  const SourcePosition at = it->second[std::min(value_index, it->second.size() - 1)];
+  return fmt::format("{}:{}:{}", path, at.line, at.column);
+}
 
 SweepConfig SweepConfig::load(const std::string& path) {
   toml::table table;
@@ -53,113 +77,134 @@ SweepConfig SweepConfig::load(const std::string& path) {
   }
   SweepConfig config;
   config.path = path;
-  uint32_t gpus_per_node_line = 1;
-  std::map<std::string, uint32_t> grid_lines;
-  auto fail = [&](const toml::node* node, const std::string& what) {
-    const auto line = node ? node->source().begin.line : 1;
-    return UsageError(fmt::format("{}:{}: {}", path, line, what));
+  SourcePosition gpus_per_node_at, launcher_options_at;
+  // toml++ gives every node its source region: errors name the line and
+  // column of the value itself (a key missing altogether has no line).
+  auto fail = [&](const toml::node& node, const std::string& what) {
+    const SourcePosition at = position_of(node);
+    return UsageError(fmt::format("{}:{}:{}: {}", path, at.line, at.column, what));
+  };
+  const auto fail_at = [&](SourcePosition at, const std::string& what) {
+    return UsageError(fmt::format("{}:{}:{}: {}", path, at.line, at.column, what));
   };
   for (const auto& [key, node] : table) {
     const std::string name(key.str());
     if (name == "command") {
-      if (!node.is_string() || node.value<std::string>()->empty()) throw fail(&node, "\"command\" must be a string");
+      if (!node.is_string() || node.value<std::string>()->empty()) throw fail(node, "\"command\" must be a string");
       config.command = *node.value<std::string>();
     } else if (name == "launcher") {
       config.launcher = node.value<std::string>().value_or("");
       if (config.launcher != "local" && config.launcher != "torchrun" && config.launcher != "mpirun" &&
           config.launcher != "srun") {
-        throw fail(&node, "\"launcher\" must be local, torchrun, mpirun or srun");
+        throw fail(node, "\"launcher\" must be local, torchrun, mpirun or srun");
       }
     } else if (name == "repeats") {
       const auto repeats = node.value<int64_t>();
-      if (!repeats || *repeats < 1 || *repeats > 1000) throw fail(&node, "\"repeats\" must be a whole number from 1");
+      if (!repeats || *repeats < 1 || *repeats > 1000) {
+        throw fail(node, "\"repeats\" must be a whole number from 1 to 1000");
+      }
       config.repeats = static_cast<int>(*repeats);
     } else if (name == "store") {
-      if (!node.is_string()) throw fail(&node, "\"store\" must be a path");
+      if (!node.is_string()) throw fail(node, "\"store\" must be a path");
       config.store_path = *node.value<std::string>();
     } else if (name == "gpus_per_node") {
       const auto per_node = node.value<int64_t>();
       if (!node.is_integer() || !per_node || *per_node < 1 || *per_node > 4096) {
-        throw fail(&node, "\"gpus_per_node\" must be a whole number from 1");
+        throw fail(node, "\"gpus_per_node\" must be a whole number from 1 to 4096");
       }
       config.gpus_per_node = static_cast<int>(*per_node);
-      gpus_per_node_line = node.source().begin.line;
+      gpus_per_node_at = position_of(node);
     } else if (name == "launcher_options") {
+      launcher_options_at = position_of(node);
       if (const auto* array = node.as_array()) {
         for (const auto& element : *array) {
-          if (!element.is_string()) throw fail(&node, "\"launcher_options\" must be a string or an array of strings");
+          if (!element.is_string()) throw fail(element, "\"launcher_options\" must be a string or an array of strings");
           config.launcher_options.push_back(*element.value<std::string>());
         }
       } else if (node.is_string()) {
         std::istringstream words(*node.value<std::string>());
         for (std::string word; words >> word;) config.launcher_options.push_back(word);
       } else {
-        throw fail(&node, "\"launcher_options\" must be a string or an array of strings");
+        throw fail(node, "\"launcher_options\" must be a string or an array of strings");
       }
     } else if (name == "grid") {
-      if (!node.is_table()) throw fail(&node, "[grid] must be a table");
+      if (!node.is_table()) throw fail(node, "[grid] must be a table");
       for (const auto& [gkey, gnode] : *node.as_table()) {
-        const std::string where = fmt::format("{}:{}: grid.{}", path, gnode.source().begin.line, gkey.str());
+        const std::string grid_key(gkey.str());
         std::vector<std::string> values;
+        std::vector<SourcePosition> positions;
         if (const auto* array = gnode.as_array()) {
-          for (const auto& element : *array) values.push_back(value_text(element, where));
+          for (const auto& element : *array) {
+            values.push_back(value_text(element, path, grid_key));
+            positions.push_back(position_of(element));
+          }
         } else {
-          values.push_back(value_text(gnode, where));
+          values.push_back(value_text(gnode, path, grid_key));
+          positions.push_back(position_of(gnode));
         }
-        if (values.empty()) throw UsageError(where + ": no values");
-        config.grid.emplace_back(std::string(gkey.str()), values);
-        grid_lines[std::string(gkey.str())] = gnode.source().begin.line;
+        if (values.empty()) throw fail(gnode, fmt::format("grid.{}: no values", grid_key));
+        config.grid.emplace_back(grid_key, values);
+        config.grid_positions[grid_key] = std::move(positions);
       }
     } else {
-      throw fail(&node, fmt::format("unknown key \"{}\" (command, launcher, repeats, store, gpus_per_node, "
-                                    "launcher_options, grid)",
-                                    name));
+      throw fail(node, fmt::format("unknown key \"{}\" (command, launcher, repeats, store, gpus_per_node, "
+                                   "launcher_options, grid)",
+                                   name));
     }
   }
-  if (config.command.empty()) throw fail(nullptr, "\"command\" is required");
-  const auto fail_at = [&](uint32_t line, const std::string& what) {
-    return UsageError(fmt::format("{}:{}: {}", path, line, what));
-  };
+  if (config.command.empty()) throw UsageError(fmt::format("{}: \"command\" is required", path));
   if (config.across_nodes() && config.launcher != "mpirun" && config.launcher != "srun") {
-    throw fail_at(gpus_per_node_line,
+    throw fail_at(gpus_per_node_at,
                   fmt::format("\"gpus_per_node\" spreads runs across nodes, which needs launcher = \"mpirun\" or "
                               "\"srun\" (not \"{}\")",
                               config.launcher));
   }
   if (!config.launcher_options.empty() && config.launcher != "mpirun" && config.launcher != "srun") {
-    throw fail(nullptr, "\"launcher_options\" are for launcher = \"mpirun\" or \"srun\"");
+    throw fail_at(launcher_options_at, "\"launcher_options\" are for launcher = \"mpirun\" or \"srun\"");
   }
   // TOML tables iterate in key order; keep the order stable for users.
   for (const auto& [name, values] : config.grid) {
+    const auto value_at = [&](std::size_t i) { return config.grid_positions.at(name).at(i); };
     if (name == "gpus" || find_gpu_knob(name)) {
-      for (const auto& v : values) {
+      for (std::size_t i = 0; i < values.size(); ++i) {
         char* end = nullptr;
-        const double x = std::strtod(v.c_str(), &end);
-        if (*end != '\0' || !(x > 0)) throw fail(nullptr, fmt::format("grid.{}: '{}' must be a positive number", name, v));
+        const double x = std::strtod(values[i].c_str(), &end);
+        if (*end != '\0' || !std::isfinite(x) || !(x > 0)) {
+          throw fail_at(value_at(i), fmt::format("grid.{}: '{}' must be a positive number", name, values[i]));
+        }
+        if (name == "gpus" && (x != std::floor(x) || x > 1'000'000)) {
+          throw fail_at(value_at(i), fmt::format("grid.gpus: '{}' must be a whole number of GPUs", values[i]));
+        }
+        // Watts and MHz far beyond any GPU: refused here whatever the devices
+        // (the range of the GPUs themselves is checked when they are known).
+        if (find_gpu_knob(name) && x > 100'000) {
+          throw fail_at(value_at(i), fmt::format("grid.{}: '{}' is beyond any GPU's range", name, values[i]));
+        }
       }
     }
     if (!config.across_nodes()) continue;
-    const uint32_t line = grid_lines[name];
     if (find_gpu_knob(name)) {
       // The sweep changes GPU settings through this machine's driver (or its
       // jouled); the ranks of these runs run on the nodes the launcher picks.
-      throw fail_at(line, fmt::format(
+      throw fail_at(value_at(0), fmt::format(
           "grid.{} cannot be swept with gpus_per_node: joule sweep changes GPU settings only on the machine it "
           "runs on, and these runs run on the nodes {} picks. Set it on every node before the sweep (nvidia-smi, "
           "or jouled), or sweep {} in runs on this machine (remove gpus_per_node)",
           name, config.launcher, name));
     }
     if (name != "gpus") continue;
-    for (const auto& v : values) {
-      char* end = nullptr;
-      const long g = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || g < 1) throw fail_at(line, fmt::format("grid.gpus: '{}' must be a whole number", v));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const long g = std::strtol(values[i].c_str(), nullptr, 10);
       if (g > config.gpus_per_node && g % config.gpus_per_node != 0) {
-        throw fail_at(line, fmt::format("grid.gpus: {} GPUs is not a whole number of nodes of gpus_per_node = {} "
-                                        "(a run across nodes uses all of each node's {} GPUs)",
-                                        g, config.gpus_per_node, config.gpus_per_node));
+        throw fail_at(value_at(i), fmt::format("grid.gpus: {} GPUs is not a whole number of nodes of gpus_per_node = {} "
+                                               "(a run across nodes uses all of each node's {} GPUs)",
+                                               g, config.gpus_per_node, config.gpus_per_node));
       }
     }
+  }
+  if (grid_run_count(config) > kMaxGridRuns) {
+    throw UsageError(fmt::format("{}: the grid has more than {} runs (grid points x repeats); no sweep can run it",
+                                 path, kMaxGridRuns));
   }
   if (config.store_path.empty()) {
     config.store_path = (std::filesystem::path(path).parent_path() / std::filesystem::path(path).stem()).string() + ".sqlite";
@@ -167,6 +212,15 @@ SweepConfig SweepConfig::load(const std::string& path) {
     config.store_path = (std::filesystem::path(path).parent_path() / config.store_path).string();
   }
   return config;
+}
+
+long long grid_run_count(const SweepConfig& config) {
+  long long runs = config.repeats;
+  for (const auto& [name, values] : config.grid) {
+    runs *= static_cast<long long>(values.size());
+    if (runs > kMaxGridRuns) return kMaxGridRuns + 1;  // no overflow, however many axes
+  }
+  return runs;
 }
 
 std::string SweepPoint::config_key() const { return nlohmann::json(values).dump(); }
@@ -242,6 +296,92 @@ NodeLayout node_layout(const SweepConfig& config, const SweepPoint& point) {
   layout.nodes = (layout.gpus + per_node - 1) / per_node;
   layout.ranks_per_node = std::min(layout.gpus, per_node);
   return layout;
+}
+
+namespace {
+
+// "gpu0 (NVIDIA A40)", "gpu1 (Simulated GPU (H100-like), simulated)".
+std::string gpu_words(Gpu& gpu) {
+  return fmt::format("gpu{} ({}{})", gpu.index(), gpu.name(), gpu.simulated() ? ", simulated" : "");
+}
+
+// The GPUs the sweep's runs use: the first N, N the largest grid.gpus.
+std::size_t gpus_used(const SweepConfig& config, std::size_t available) {
+  for (const auto& [name, values] : config.grid) {
+    if (name != "gpus") continue;
+    std::size_t most = 0;
+    for (const auto& v : values) most = std::max<std::size_t>(most, std::stoul(v));  // checked at load
+    return most;
+  }
+  return available;
+}
+
+void check_power_limits(const SweepConfig& config, const std::vector<std::string>& values, Gpu& gpu) {
+  PowerLimitRange range{};
+  try {
+    range = gpu.power_limit_range_mw();
+  } catch (const DeviceError& e) {
+    throw UsageError(fmt::format("{}: grid.power_limit: the range of power limits of {} cannot be read: {}",
+                                 config.where("power_limit", 0), gpu_words(gpu), e.what()));
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double limit_w = std::stod(values[i]);  // checked at load
+    const auto limit_mw = static_cast<long long>(std::llround(limit_w * 1000));
+    if (limit_mw < range.min_mw || limit_mw > range.max_mw) {
+      throw UsageError(fmt::format("{}: grid.power_limit: {} W is outside what {} supports: {}-{} W",
+                                   config.where("power_limit", i), values[i], gpu_words(gpu), range.min_mw / 1000.0,
+                                   range.max_mw / 1000.0));
+    }
+  }
+}
+
+void check_clock_caps(const SweepConfig& config, const std::string& key, const std::vector<std::string>& values,
+                      Gpu& gpu) {
+  const ClockDomain domain = key == "sm_clock_mhz" ? ClockDomain::kSm : ClockDomain::kMemory;
+  std::vector<uint32_t> supported;
+  try {
+    supported = gpu.supported_clocks_mhz(domain);
+  } catch (const DeviceError& e) {
+    throw UsageError(fmt::format("{}: grid.{}: {} cannot list its supported {} clocks, so cannot cap them: {}",
+                                 config.where(key, 0), key, gpu_words(gpu), to_string(domain), e.what()));
+  }
+  if (supported.empty()) {
+    throw UsageError(fmt::format("{}: grid.{}: {} lists no supported {} clocks, so cannot cap them",
+                                 config.where(key, 0), key, gpu_words(gpu), to_string(domain)));
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double cap_mhz = std::stod(values[i]);  // checked at load
+    if (cap_mhz < supported.front() || cap_mhz > supported.back()) {
+      throw UsageError(fmt::format("{}: grid.{}: {} MHz is outside the {} clocks {} supports: {}-{} MHz",
+                                   config.where(key, i), key, values[i], to_string(domain), gpu_words(gpu),
+                                   supported.front(), supported.back()));
+    }
+  }
+}
+
+}  // namespace
+
+void check_grid_on_gpus(const SweepConfig& config, const std::vector<std::shared_ptr<Gpu>>& gpus) {
+  for (const auto& [name, values] : config.grid) {
+    if (name != "gpus") continue;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (std::stoul(values[i]) > gpus.size()) {
+        throw UsageError(fmt::format("{}: grid.gpus asks for {} GPUs; this machine has {}", config.where("gpus", i),
+                                     values[i], gpus.size()));
+      }
+    }
+  }
+  const std::size_t used = std::min(gpus.size(), gpus_used(config, gpus.size()));
+  for (const auto& [name, values] : config.grid) {
+    if (!find_gpu_knob(name)) continue;
+    for (std::size_t g = 0; g < used; ++g) {
+      if (name == "power_limit") {
+        check_power_limits(config, values, *gpus[g]);
+      } else {
+        check_clock_caps(config, name, values, *gpus[g]);
+      }
+    }
+  }
 }
 
 std::vector<std::string> cluster_run_argv(const SweepConfig& config, const SweepPoint& point,
@@ -458,7 +598,7 @@ std::string rough_duration(double seconds) {
   return fmt::format("{:.1f} days", seconds / 86400);
 }
 
-SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path) {
+SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path, bool retry_failed) {
   SweepPlan plan;
   const std::vector<SweepPoint> points = expand_grid(config);
   plan.total = static_cast<int>(points.size());
@@ -470,10 +610,13 @@ SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path) {
   }
   sweep::Store store(store_path, sweep::Store::ReadOnly{});  // a plan changes nothing, an older store's schema included
   for (const auto& point : points) {
-    if (store.finished(point.config_key(), point.repeat)) {
+    const bool failed = store.failed(point.config_key(), point.repeat);
+    if (store.finished(point.config_key(), point.repeat, retry_failed)) {
       ++plan.finished;
+      plan.failed_kept += failed;
     } else {
       plan.to_run.push_back(point);
+      plan.failed_retried += failed;
     }
   }
   plan.mean_run_s = store.mean_finished_elapsed_s();
@@ -481,16 +624,115 @@ SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path) {
 }
 
 std::string SweepPlan::describe(const std::string& store_path) const {
-  std::string text = fmt::format("{} runs ({} configurations x {} repeats), {} already in {}, {} to run", total,
-                                 configurations, configurations ? total / configurations : 0, finished, store_path,
-                                 to_run.size());
+  std::string text = fmt::format("{} runs ({} configurations x {} repeats), {} already in {}", total, configurations,
+                                 configurations ? total / configurations : 0, finished, store_path);
+  if (failed_kept > 0) {
+    text += fmt::format(" ({} of them failed: kept as they are; --retry-failed runs them again)", failed_kept);
+  }
+  text += fmt::format(", {} to run", to_run.size());
+  if (failed_retried > 0) text += fmt::format(" ({} failed before, run again)", failed_retried);
   if (to_run.empty()) return text;
   if (mean_run_s > 0) {
     return text + fmt::format(": about {} at the {} per run so far", rough_duration(mean_run_s * to_run.size()),
                               rough_duration(mean_run_s));
   }
-  return text + " (how long: said after the first run)";
+  // No run measured yet: what each minute a run takes would add up to.
+  return text + fmt::format(" (how long: said after the first run; at 1 min a run, {})",
+                            rough_duration(60.0 * to_run.size()));
 }
+
+namespace {
+
+// Stopping a sweep (Ctrl-C, kill, a closed terminal): the handler only
+// notes the signal and passes it to the run's command; the sweep then
+// records the run as interrupted, restores the GPU settings and starts no
+// further run. Dying on the signal instead would leave the run 'running' in
+// the store and the GPUs at the run's limits.
+volatile sig_atomic_t g_stop_signal = 0;
+volatile sig_atomic_t g_run_pid = 0;
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+void on_stop_signal(int signal_number, siginfo_t* info, void*) {
+  g_stop_signal = signal_number;
+  // Ctrl-C at a terminal reaches the run's processes already (the
+  // foreground group): only a signal sent to the sweep alone is passed on.
+  if (info != nullptr && info->si_code == SI_KERNEL) return;
+  if (g_run_pid > 0) kill(g_run_pid, signal_number);
+}
+
+// Installs on_stop_signal for the sweep's lifetime and puts the process's
+// own handlers back after it. ChildProcess::spawn installs handlers of its
+// own for the child's lifetime: install() is called again after each spawn.
+class StopSignals {
+ public:
+  explicit StopSignals(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    g_stop_signal = 0;
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], nullptr, &previous_[i]);
+    install();
+  }
+  ~StopSignals() {
+    if (!enabled_) return;
+    g_run_pid = 0;
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &previous_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  void install() const {
+    if (!enabled_) return;
+    struct sigaction action {};
+    action.sa_sigaction = on_stop_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int signal_number : kStopSignals) sigaction(signal_number, &action, nullptr);
+  }
+  bool enabled() const { return enabled_; }
+
+ private:
+  bool enabled_;
+  struct sigaction previous_[std::size(kStopSignals)] {};
+};
+
+const StopSignals* g_stop_signals = nullptr;  // the running sweep's, if it handles signals
+
+int stop_signal() { return g_stop_signal; }
+
+// Waits for a run's command. With the sweep handling signals, a stop
+// signal is noted and passed on (on_stop_signal); otherwise as `joule
+// measure` does (ChildProcess). The exit code a shell would report.
+int wait_for_run(ChildProcess& child) {
+  if (g_stop_signals == nullptr) return child.wait_forwarding_signals();
+  g_run_pid = child.pid();
+  g_stop_signals->install();  // replaces the forwarding ChildProcess::spawn set up
+  if (g_stop_signal != 0) kill(child.pid(), g_stop_signal);  // arrived while it started
+  int status = 0;
+  while (waitpid(child.pid(), &status, 0) < 0) {
+    if (errno != EINTR) {
+      g_run_pid = 0;
+      throw Error(fmt::format("waiting for the run (pid {}): {}", child.pid(), std::strerror(errno)));
+    }
+  }
+  g_run_pid = 0;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// A run the sweep's stop signal cut short: interrupted, to be run again. A
+// command that finished all the same (exit 0) keeps its result.
+void note_stop(sweep::RunRecord& record) {
+  const int signal_number = stop_signal();
+  if (signal_number == 0 || record.status == "ok") return;
+  record.status = "interrupted";
+  const std::string what = fmt::format("the sweep was stopped by {} during this run{}; a resumed sweep runs it again",
+                                       sigabbrev_np(signal_number) ? std::string("SIG") + sigabbrev_np(signal_number)
+                                                                   : "signal " + std::to_string(signal_number),
+                                       record.exit_code ? fmt::format(" (exit status {})", *record.exit_code) : "");
+  record.error = record.error.empty() ? what : what + "; " + record.error;
+}
+
+}  // namespace
 
 namespace {
 
@@ -557,6 +799,14 @@ std::string joined(const std::vector<std::string>& items, const char* separator)
   return out;
 }
 
+// "the command exited with status 3", "the command was killed by SIGKILL".
+std::string exit_status_words(int exit_code) {
+  if (exit_code > 128 && exit_code < 128 + 65 && sigabbrev_np(exit_code - 128) != nullptr) {
+    return fmt::format("the command was ended by SIG{} (exit status {})", sigabbrev_np(exit_code - 128), exit_code);
+  }
+  return fmt::format("the command exited with status {}", exit_code);
+}
+
 // One run on this machine: a Monitor window over the run's GPUs (the first
 // N), its GPU knobs applied and restored.
 sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, const Devices& devices,
@@ -577,20 +827,26 @@ sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, co
     MonitorOptions monitor_options;
     monitor_options.sampler.fields.utilization = true;
     Monitor monitor(run_devices, monitor_options);
+    if (stop_signal() != 0) throw Error("not started");  // stopped while the run was being set up
     monitor.begin_window("run");
     ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", run_command(config, point)},
                                              {{"JOULE_REPORT_FILE", report_file}, {"CUDA_VISIBLE_DEVICES", visible}});
-    const int exit_code = child.wait_forwarding_signals();
+    const int exit_code = wait_for_run(child);
     const Measurement m = monitor.end_window("run");
     monitor.stop();  // a last sample at the end of the run
-    record.status = exit_code == 0 ? "ok" : "failed";
+    // A device that failed inside the run (a GPU lost) leaves its energy
+    // short: partial, its warning the error, not used by the analysis and
+    // run again on resume; a non-zero exit is failed whatever the devices did.
+    record.status = exit_code != 0 ? "failed" : m.warnings.empty() ? "ok" : "partial";
     record.exit_code = exit_code;
     record.elapsed_s = m.elapsed_s;
     record.gpu_energy_j = m.gpu_total_energy_j();
     record.cpu_energy_j = std::accumulate(m.cpu_package_energy_j.begin(), m.cpu_package_energy_j.end(), 0.0);
     record.dram_energy_j = std::accumulate(m.dram_energy_j.begin(), m.dram_energy_j.end(), 0.0);
     record.avg_power_w = m.elapsed_s > 0 ? m.total_energy_j() / m.elapsed_s : 0;
+    if (exit_code != 0) record.error = exit_status_words(exit_code) + "; ";
     for (const auto& w : m.warnings) record.error += w + "; ";
+    if (record.error.size() >= 2) record.error.resize(record.error.size() - 2);
     record.node_rows.push_back({cluster::node_name(), "", static_cast<int>(run_devices.gpus.size()), record.elapsed_s,
                                 record.gpu_energy_j, record.cpu_energy_j, record.dram_energy_j,
                                 joined(m.warnings, "; ")});
@@ -601,6 +857,7 @@ sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, co
     record.status = "failed";
     record.error = e.what();
   }
+  note_stop(record);
   settings.restore(log);
   return record;
 }
@@ -683,8 +940,9 @@ sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& p
     const std::string counts_file = fmt::format("{}.run{}.counts", absolute_path(store_path), id);
     std::remove(counts_file.c_str());
     std::remove(launch.report_path.c_str());
+    if (stop_signal() != 0) throw Error("not started");  // stopped while the run was being set up
     ChildProcess child = ChildProcess::spawn(argv, launcher_env(options, layout, counts_file));
-    const int exit_code = child.wait_forwarding_signals();
+    const int exit_code = wait_for_run(child);
     record.exit_code = exit_code;
     std::ifstream in(launch.report_path);
     if (!in) {
@@ -710,6 +968,7 @@ sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& p
     record.status = "failed";
     record.error = e.what();
   }
+  note_stop(record);
   return record;
 }
 
@@ -734,21 +993,19 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
           config.path, knobs, options.no_control ? "off (--no-control)" : "not available", devices.control_path,
           knobs));
     }
-    for (const auto& [name, values] : config.grid) {
-      if (name != "gpus") continue;
-      for (const auto& v : values) {
-        if (std::stoul(v) > devices.gpus.size()) {
-          throw UsageError(fmt::format("{}: grid.gpus asks for {} GPUs; this machine has {}", config.path, v,
-                                       devices.gpus.size()));
-        }
-      }
-    }
+    // Before the store is opened: a grid these GPUs cannot run leaves nothing behind.
+    check_grid_on_gpus(config, devices.gpus);
   }
   const std::string store_path = options.store_override.empty() ? config.store_path : options.store_override;
   sweep::Store store(store_path);
   if (const int interrupted = store.mark_interrupted()) {
     log(fmt::format("joule sweep: {} run(s) interrupted last time are run again", interrupted));
   }
+  const StopSignals stop_signals(options.handle_signals);
+  g_stop_signals = stop_signals.enabled() ? &stop_signals : nullptr;
+  struct Forget {
+    ~Forget() { g_stop_signals = nullptr; }
+  } forget;
   const auto runs = expand_grid(config);
   SweepSummary summary;
   summary.total = static_cast<int>(runs.size());
@@ -756,10 +1013,12 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   const double started_s = clock->now_s();
   int done = 0;
   for (const auto& point : runs) {
+    if (stop_signal() != 0) break;
     ++done;
     const std::string key = point.config_key();
-    if (store.finished(key, point.repeat)) {
+    if (store.finished(key, point.repeat, options.retry_failed)) {
       ++summary.skipped;
+      if (store.failed(key, point.repeat)) ++summary.failed_kept;
       continue;
     }
     // Across nodes the command names the run's report file, by the run's id:
@@ -773,6 +1032,10 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
     ++summary.ran;
     if (record.status != "ok") ++summary.failed;
     if (record.status == "partial") log(fmt::format("joule sweep: run {} is partial: {}", id, record.error));
+    if (record.status == "interrupted") {
+      summary.stopped_by_signal = stop_signal();
+      log(fmt::format("joule sweep: run {} interrupted: {}", id, record.error));
+    }
     const int remaining_runs = summary.total - done;
     if (summary.ran == 1 && remaining_runs > 0 && !options.progress) {
       const double first_s = clock->now_s() - started_s;
@@ -789,6 +1052,7 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
     }
   }
   if (options.progress) std::cerr << '\n';
+  if (stop_signal() != 0) summary.stopped_by_signal = stop_signal();
   return summary;
 }
 

@@ -1,6 +1,7 @@
 #include "joule/analyze/sweep_analysis.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 
@@ -193,6 +194,90 @@ TEST(SweepAnalysisTest, ReportHasASectionPerNodeOnlyWhenRunsNameSeveral) {
   EXPECT_NE(two_nodes.find("<h2>a: Configurations</h2>"), std::string::npos);
 }
 
+// Issue 31: a configuration whose every run failed vanished ("failed 0",
+// "N runs of 9 configurations" for 12). Each configuration and repeat now
+// counts once, by its latest attempt (a success if any), every failed or
+// interrupted one is listed with its error, and configurations without a
+// successful run are kept apart, counted.
+TEST(SweepAnalysisTest, EveryConfigurationAndRunIsCountedByItsLatestAttempt) {
+  std::vector<SweepRun> runs = {
+      run({{"a", "1"}}, 0, 10, 100), run({{"a", "1"}}, 1, 0, 0, "interrupted"),  // interrupted, then run again:
+      run({{"a", "2"}}, 0, 0, 0, "failed"), run({{"a", "2"}}, 1, 0, 0, "failed"),
+      run({{"a", "3"}}, 0, 12, 120), run({{"a", "3"}}, 1, 0, 0, "running"),
+      run({{"a", "1"}}, 1, 11, 110),  // the second attempt of a=1 repeat 1 succeeded
+  };
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].id = static_cast<long long>(i + 1);
+  runs[2].exit_code = 3;
+  runs[2].error = "the command exited with status 3";
+  const SweepAnalysis a = analyze_sweep(runs);
+  EXPECT_EQ(a.counts.configurations, 3);
+  EXPECT_EQ(a.counts.configurations_failed, 1);
+  EXPECT_EQ(a.counts.configurations_with_failures, 1);  // a=3: one run still 'running' (a killed sweep)
+  EXPECT_EQ(a.counts.runs, 6);
+  EXPECT_EQ(a.counts.ok, 3);
+  EXPECT_EQ(a.counts.failed, 2);
+  EXPECT_EQ(a.counts.interrupted, 1);
+  EXPECT_EQ(a.counts.earlier_attempts, 1);
+  ASSERT_EQ(a.configs.size(), 2u);
+  EXPECT_EQ(a.configs[0].time_s.n, 2u);
+  EXPECT_EQ(a.configs[0].failed, 0);  // its interrupted attempt was run again
+  ASSERT_EQ(a.without_success.size(), 1u);
+  EXPECT_EQ(a.without_success[0].label(), "a=2");
+  EXPECT_EQ(a.without_success[0].failed, 2);
+  ASSERT_EQ(a.failed_runs.size(), 3u);
+  EXPECT_EQ(a.failed_runs[0].id, 3);
+  EXPECT_EQ(a.failed_runs[2].status, "running");
+  EXPECT_EQ(describe_counts(a.counts),
+            "3 configurations, 1 failed (no successful run), 1 with failed runs; 6 runs: 3 ok, 2 failed, 1 interrupted "
+            "(1 earlier attempt run again since, kept in the store)");
+  const std::string text = to_text(a);
+  EXPECT_NE(text.find("  run 3     a=2 repeat 0: failed (exit status 3): the command exited with status 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("a=3 repeat 1: running (a sweep under way, or one that was killed): no error recorded"),
+            std::string::npos)
+      << text;
+  const nlohmann::json j = to_json(a);
+  EXPECT_EQ(j["failed_runs"].size(), 3u);
+  EXPECT_EQ(j["failed_runs"][0]["exit_code"], 3);
+  EXPECT_TRUE(j["failed_runs"][1]["exit_code"].is_null());
+  EXPECT_EQ(j["counts"]["configurations"], 3);
+  const std::string html = render_report("t", runs, a, {});
+  EXPECT_NE(html.find("3 configurations, 1 failed (no successful run), 1 with failed runs; 6 runs"), std::string::npos);
+  EXPECT_NE(html.find("<li><code>a=2</code>: 2 failed</li>"), std::string::npos);
+}
+
+// A store whose numbers are impossible (damaged, or written by a faulty
+// version): the run is read as failed, the value named, not averaged in.
+TEST(SweepAnalysisTest, ImpossibleStoredNumbersMakeTheRunFailedNotUsed) {
+  testing::TempDir tmp;
+  const std::string path = tmp.file("s.sqlite");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db,
+               "CREATE TABLE runs (id INTEGER PRIMARY KEY, sweep TEXT, config TEXT, repeat INTEGER, command TEXT,"
+               " status TEXT, exit_code INTEGER, started_at REAL, finished_at REAL, elapsed_s REAL, gpu_energy_j REAL,"
+               " cpu_energy_j REAL, dram_energy_j REAL, avg_power_w REAL, samples REAL, steps REAL, epochs REAL,"
+               " gpu_util_mean REAL, gpu_util_cv REAL, mem_util_mean REAL, mem_util_cv REAL, error TEXT);"
+               "INSERT INTO runs (config, repeat, status, exit_code, elapsed_s, gpu_energy_j, cpu_energy_j, dram_energy_j)"
+               " VALUES ('{\"a\":\"1\"}', 0, 'ok', 0, 10, 100, 0, 0), ('{\"a\":\"1\"}', 1, 'ok', 0, 10, -5, 0, 0),"
+               " ('{\"a\":\"2\"}', 0, 'ok', 0, 9e999, 100, 0, 0);",
+               nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  const auto runs = load_sweep_runs(path);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].status, "ok");
+  EXPECT_EQ(runs[1].status, "failed");
+  EXPECT_NE(runs[1].error.find("holds gpu_energy_j = -5 for this run (stored as ok)"), std::string::npos) << runs[1].error;
+  EXPECT_EQ(runs[2].status, "failed");
+  EXPECT_NE(runs[2].error.find("elapsed_s = inf"), std::string::npos) << runs[2].error;
+  const SweepAnalysis a = analyze_sweep(runs);
+  EXPECT_DOUBLE_EQ(a.configs[0].energy_j.mean, 100);
+  EXPECT_EQ(a.counts.failed, 2);
+}
+
+// A path with no store is a usage error (exit 2); a file that is not a
+// readable store is a data error (Error, exit 1: issue 31 found exit 2).
 TEST(SweepAnalysisTest, UnreadableStoreIsNamed) {
   EXPECT_THROW(load_sweep_runs("/nonexistent/s.sqlite"), UsageError);
   testing::TempDir tmp;
@@ -201,6 +286,8 @@ TEST(SweepAnalysisTest, UnreadableStoreIsNamed) {
     load_sweep_runs(tmp.file("not.sqlite"));
     FAIL();
   } catch (const UsageError& e) {
+    FAIL() << "a usage error: " << e.what();
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not.sqlite"), std::string::npos) << e.what();
   }
 }

@@ -42,19 +42,19 @@ TEST(SweepNodesConfigTest, KeysAndWhatTheyRefuse) {
   EXPECT_FALSE(SweepConfig::load(tmp.file("t.toml")).across_nodes());
 
   EXPECT_EQ(sweep_load_error("command = \"x\"\ngpus_per_node = 2\n"),
-            "s.toml:2: \"gpus_per_node\" spreads runs across nodes, which needs launcher = \"mpirun\" or \"srun\" "
+            "s.toml:2:17: \"gpus_per_node\" spreads runs across nodes, which needs launcher = \"mpirun\" or \"srun\" "
             "(not \"local\")");
   EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher = \"srun\"\ngpus_per_node = 0\n"),
-            "s.toml:3: \"gpus_per_node\" must be a whole number from 1");
+            "s.toml:3:17: \"gpus_per_node\" must be a whole number from 1 to 4096");
   EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher = \"mpirun\"\ngpus_per_node = 4\n[grid]\ngpus = [2, 6]\n"),
-            "s.toml:5: grid.gpus: 6 GPUs is not a whole number of nodes of gpus_per_node = 4 (a run across nodes "
+            "s.toml:5:12: grid.gpus: 6 GPUs is not a whole number of nodes of gpus_per_node = 4 (a run across nodes "
             "uses all of each node's 4 GPUs)");
   EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher_options = \"-N 2\"\n"),
-            "s.toml:1: \"launcher_options\" are for launcher = \"mpirun\" or \"srun\"");
+            "s.toml:2:20: \"launcher_options\" are for launcher = \"mpirun\" or \"srun\"");
   // GPU settings are changed only where the sweep runs: refused, with what to do instead.
   EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher = \"srun\"\ngpus_per_node = 4\n[grid]\ngpus = [4, 8]\n"
                        "power_limit = [300, 200]\n"),
-            "s.toml:6: grid.power_limit cannot be swept with gpus_per_node: joule sweep changes GPU settings only on "
+            "s.toml:6:16: grid.power_limit cannot be swept with gpus_per_node: joule sweep changes GPU settings only on "
             "the machine it runs on, and these runs run on the nodes srun picks. Set it on every node before the "
             "sweep (nvidia-smi, or jouled), or sweep power_limit in runs on this machine (remove gpus_per_node)");
 }
@@ -247,7 +247,7 @@ TEST(SweepNodesCliTest, ARunThatLosesANodeIsPartialAndNamesTheNode) {
   // The analysis leaves it out and says so; the report lists it.
   const auto text = run_process({JOULE_BINARY, "analyze", store});
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("partial runs (a node's measurement missing; not used above):\n  gpus=4"), std::string::npos)
+  EXPECT_NE(text.out.find("partial runs (a device's or node's measurement missing; not used above):\n  gpus=4"), std::string::npos)
       << text.out;
   const auto runs_read = load_sweep_runs(store);
   const SweepAnalysis a = analyze_sweep(runs_read);
@@ -344,7 +344,7 @@ TEST(SweepNodesCliTest, AKnobInASweepAcrossNodesIsRefusedBeforeAnything) {
                                  "sm_clock_mhz = [1980, 1410]\n");
   const auto r = run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "sim"}, testing::simulated_only_env());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find(tmp.file("s.toml") + ":6: grid.sm_clock_mhz cannot be swept with gpus_per_node"), std::string::npos)
+  EXPECT_NE(r.err.find(tmp.file("s.toml") + ":6:17: grid.sm_clock_mhz cannot be swept with gpus_per_node"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("Set it on every node before the sweep"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp.file("s.sqlite")));

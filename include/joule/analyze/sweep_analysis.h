@@ -27,7 +27,8 @@ struct SweepRun {
   long long id = 0;
   std::map<std::string, std::string> config;
   int repeat = 0;
-  std::string status;  // ok | failed | partial (a node's measurement missing) | interrupted | running
+  std::string status;  // ok | failed | partial (a device's or node's measurement missing) | interrupted | running
+  std::optional<int> exit_code;  // of the command (none: it did not run, or the store has none)
   double elapsed_s = 0, gpu_energy_j = 0, cpu_energy_j = 0, dram_energy_j = 0;
   std::optional<double> samples, steps, epochs;
   std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;
@@ -38,8 +39,11 @@ struct SweepRun {
 };
 
 // Reads every run of a results store, with its nodes where the store has
-// them (stores of earlier joule versions read as runs on one node). Throws
-// UsageError naming the path.
+// them (stores of earlier joule versions read as runs on one node). A run
+// stored as ok or partial whose time or energy is not a finite number >= 0
+// (a damaged store) is read as failed, the value named in its error: not
+// used, but listed. Throws UsageError when there is no file at the path,
+// Error (a data error) when it is not a readable results store.
 std::vector<SweepRun> load_sweep_runs(const std::string& store_path);
 
 struct PowerPoint {
@@ -73,8 +77,9 @@ std::string config_label(const std::map<std::string, std::string>& config, const
 struct ConfigResult {
   std::map<std::string, std::string> config;
   Summary time_s, energy_j;  // over successful repeats
-  int failed = 0;   // runs failed or interrupted
-  int partial = 0;  // runs with a node's measurement missing (not used)
+  // Per repeat its latest attempt (an attempt run again is superseded):
+  int failed = 0;   // runs failed, interrupted, or running (a sweep under way or killed)
+  int partial = 0;  // runs with a device's or node's measurement missing (not used)
   int nodes = 1;    // nodes per run (the most of its successful runs)
   std::optional<double> gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv;  // mean over repeats
   // Throughput per GPU-hour, when runs report samples and steps.
@@ -107,8 +112,35 @@ struct ScalingFit {
   std::vector<ScalingPoint> points;  // by GPU count, ascending
 };
 
+// A run whose latest attempt did not succeed: listed with its error so that
+// no configuration vanishes from the analysis.
+struct FailedRun {
+  long long id = 0;
+  std::map<std::string, std::string> config;
+  int repeat = 0;
+  std::string status;  // failed | interrupted | running
+  std::optional<int> exit_code;
+  std::string error;
+};
+
+// What the store holds, every configuration and repeat counted once (by its
+// latest attempt), so the numbers add up to the grid that ran.
+struct SweepCounts {
+  int configurations = 0;          // every configuration with a run in the store
+  int configurations_failed = 0;   // of them, without a successful run
+  int configurations_with_failures = 0;  // with a successful run and some failed, partial or interrupted
+  int runs = 0;                    // configuration x repeat
+  int ok = 0, failed = 0, partial = 0, interrupted = 0;  // interrupted: 'running' included
+  int earlier_attempts = 0;        // attempts run again since (kept in the store, not counted above)
+};
+
 struct SweepAnalysis {
+  // Configurations with at least one successful run (the statistics below
+  // are over them); those without are in without_success.
   std::vector<ConfigResult> configs;
+  std::vector<ConfigResult> without_success;  // time_s.n == 0; failed and partial counted
+  std::vector<FailedRun> failed_runs;          // failed, interrupted or running, in the store's order
+  SweepCounts counts;
   std::map<std::string, std::size_t> best;  // metric -> config index
   std::vector<ScalingFit> scaling;
   std::optional<LinearFit> kwh_per_gpu_hour;
@@ -123,8 +155,16 @@ struct SweepAnalysis {
 // Baseline of a configuration: the one equal in every other setting with
 // every knob of the grid at its largest value (or the first configuration
 // when the grid sets no knob). max_power_w prices time in eta picks (default: the
-// largest power_limit, else 300 W per GPU).
+// largest power_limit, else 300 W per GPU). Each configuration and repeat
+// counts once, by its latest attempt (a successful one if any): a run that
+// failed or was interrupted and then succeeded on resume is a success, its
+// earlier attempts counted in counts.earlier_attempts. Throws Error (a data
+// error) when no run succeeded, its message counting and naming the failures.
 SweepAnalysis analyze_sweep(const std::vector<SweepRun>& runs, std::optional<double> max_power_w = std::nullopt);
+
+// "12 configurations, 3 failed (no successful run), 1 with failed runs; 36 runs:
+// 27 ok, 9 failed": the counts in words, for the text, the report and errors.
+std::string describe_counts(const SweepCounts& counts);
 
 std::string to_text(const SweepAnalysis& analysis);
 nlohmann::json to_json(const SweepAnalysis& analysis);

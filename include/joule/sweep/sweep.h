@@ -3,7 +3,9 @@
 // a SQLite store that a later invocation resumes from.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,6 +32,12 @@ namespace joule {
 //   launcher_options = "--partition gpu"   # or an array of arguments; after joule's own
 // Then every run is launched as `joule measure --mpi` on its nodes (each node
 // measured by its lowest rank); the sweep process measures nothing itself.
+// Where a value was written in the sweep file (1-based, as toml++ counts).
+struct SourcePosition {
+  uint32_t line = 1;
+  uint32_t column = 1;
+};
+
 struct SweepConfig {
   std::string path;
   std::string command;
@@ -39,12 +47,28 @@ struct SweepConfig {
   std::string store_path;
   int gpus_per_node = 0;                      // 0: runs on this machine
   std::vector<std::string> launcher_options;  // extra arguments for mpirun/srun
+  // Per grid key, where each of its values was written (same order as grid),
+  // so a value refused later (by the devices) is named where it stands.
+  std::map<std::string, std::vector<SourcePosition>> grid_positions;
 
   bool across_nodes() const { return gpus_per_node > 0; }
+  // "s.toml:4:16": where value value_index of grid key was written.
+  std::string where(const std::string& key, std::size_t value_index) const;
 
-  // Throws UsageError naming the file, and the line where TOML says it.
+  // Throws UsageError naming the file, line and column of what is wrong.
   static SweepConfig load(const std::string& path);
 };
+
+// Runs (grid points x repeats) above which `joule sweep` wants --yes: it
+// says how many and how long first, so a grid mistyped into 100,000 runs
+// does not start unseen.
+inline constexpr long long kConfirmRunsAbove = 1000;
+// Runs no sweep may have, --yes or not (a grid this size cannot be listed
+// in memory, let alone run).
+inline constexpr long long kMaxGridRuns = 10'000'000;
+// Grid points x repeats without expanding the grid; saturates at
+// kMaxGridRuns + 1.
+long long grid_run_count(const SweepConfig& config);
 
 struct SweepPoint {
   std::map<std::string, std::string> values;
@@ -71,6 +95,15 @@ struct NodeLayout {
   int ranks_per_node = 1;
 };
 NodeLayout node_layout(const SweepConfig& config, const SweepPoint& point);
+
+// The grid against the GPUs a sweep on this machine would use (the first N,
+// N the largest grid.gpus, else all): more GPUs than there are, a power
+// limit outside a GPU's range (Gpu::power_limit_range_mw) or a clock cap
+// outside its supported clocks (Gpu::supported_clocks_mhz) is refused with
+// a UsageError naming the value, where it stands in the file, the GPU and
+// its range. Nothing is changed on any GPU. Not for sweeps across nodes
+// (their GPUs are not this machine's).
+void check_grid_on_gpus(const SweepConfig& config, const std::vector<std::shared_ptr<Gpu>>& gpus);
 
 // What a run across nodes needs besides its grid point.
 struct ClusterLaunch {
@@ -101,13 +134,16 @@ struct SweepPlan {
   std::vector<SweepPoint> to_run;  // not finished in the store, in run order
   int total = 0;                   // grid points x repeats
   int configurations = 0;
-  int finished = 0;                // already in the store
+  int finished = 0;                // already in the store (failed ones included unless retried)
+  int failed_kept = 0;             // failed runs in the store that will not run again (no --retry-failed)
+  int failed_retried = 0;          // failed runs in the store that will run again (--retry-failed)
   double mean_run_s = 0.0;         // of the runs in the store; 0: none yet
   // E.g. "120 runs (40 configurations x 3 repeats), 20 already in s.sqlite, 100 to
   // run: about 1.7 h at the 60 s per run so far".
   std::string describe(const std::string& store_path) const;
 };
-SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path);
+// retry_failed: failed runs count as not finished (run again).
+SweepPlan plan_sweep(const SweepConfig& config, const std::string& store_path, bool retry_failed = false);
 
 // "45 s", "12 min", "3.4 h", "2.1 days".
 std::string rough_duration(double seconds);
@@ -115,6 +151,11 @@ std::string rough_duration(double seconds);
 struct SweepOptions {
   bool no_control = false;       // refuse grids that need GPU control
   bool progress = false;         // a progress line on stderr
+  bool retry_failed = false;     // run failed runs of the store again (a new row each; the old one is kept)
+  // Stop on SIGINT, SIGTERM and SIGHUP: the run going is passed the signal,
+  // recorded as interrupted (error: the signal), its GPU settings restored,
+  // and no further run starts. Off: the process's handlers are left alone.
+  bool handle_signals = true;
   std::string store_override;
   DiscoveryOptions discovery;    // across nodes: backend and sim spec passed on to `joule measure`
   std::function<void(const std::string&)> log;  // default: stderr
@@ -134,15 +175,20 @@ std::string described_command(const SweepConfig& config, const SweepPoint& point
 
 struct SweepSummary {
   int total = 0, skipped = 0, ran = 0, failed = 0;  // failed: every run not "ok" (partial included)
+  int failed_kept = 0;      // failed runs of the store not run again (no retry_failed)
+  int stopped_by_signal = 0;  // the signal that stopped the sweep (its run recorded interrupted); 0: none
 };
 
 // Runs what the store does not hold yet. Throws UsageError for a grid that
 // needs control where control is off or unavailable.
 //
-// A run's status: ok; failed (non-zero exit, or not measured); partial (it
-// ran across nodes, exited 0, but some node's measurement is missing: the
-// run's error names the node; not used by the analysis, and run again when
-// the sweep is resumed, like interrupted).
+// A run's status: ok; failed (non-zero exit, or not measured; run again
+// only with retry_failed); partial (it exited 0, but some device's or
+// node's measurement is missing: a GPU lost inside the run, a node's report
+// missing; the run's error names it; not used by the analysis, and run
+// again when the sweep is resumed, like interrupted); interrupted (the
+// sweep was stopped by a signal during it, or died: found 'running' when a
+// sweep next opens the store).
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options);
 
 // One row per run of the store, as CSV (its "nodes" column: the nodes the
