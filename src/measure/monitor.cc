@@ -65,7 +65,7 @@ Measurement Monitor::end_window(const std::string& name) {
   Measurement m = compute(name, begin_s, end_s, /*end_just_noted=*/true);
   std::lock_guard lock(mutex_);
   open_.erase(std::find_if(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name; }));
-  recently_ended_.push_back({begin_s, end_s});
+  remember_ended_locked(begin_s, end_s);
   repin_locked(end_s);
   return m;
 }
@@ -116,12 +116,22 @@ bool Monitor::window_open(const std::string& name) const {
   return std::any_of(open_.begin(), open_.end(), [&](const OpenWindow& w) { return w.name == name && !w.closing; });
 }
 
+void Monitor::remember_ended_locked(double begin_s, double end_s) {
+  // Ends are kept in order (a window ended by another thread a moment
+  // earlier may arrive second: it is kept as long as the one before it).
+  EndedWindow ended{begin_s, end_s};
+  if (!recently_ended_.empty()) ended.end_s = std::max(ended.end_s, recently_ended_.back().end_s);
+  // A window that began no earlier than this one and ends no later can
+  // never be the oldest beginning still pinned: drop it now.
+  while (!recently_ended_.empty() && recently_ended_.back().begin_s >= ended.begin_s) recently_ended_.pop_back();
+  recently_ended_.push_back(ended);
+}
+
 void Monitor::repin_locked(double now_s) {
   const double history_s = sampler_.options().history_s;
-  std::erase_if(recently_ended_, [&](const EndedWindow& w) { return w.end_s < now_s - history_s; });
-  double oldest_s = std::numeric_limits<double>::infinity();
+  while (!recently_ended_.empty() && recently_ended_.front().end_s < now_s - history_s) recently_ended_.pop_front();
+  double oldest_s = recently_ended_.empty() ? std::numeric_limits<double>::infinity() : recently_ended_.front().begin_s;
   for (const auto& window : open_) oldest_s = std::min(oldest_s, window.begin_s);
-  for (const auto& window : recently_ended_) oldest_s = std::min(oldest_s, window.begin_s);
   sampler_.pin_history(oldest_s);
 }
 

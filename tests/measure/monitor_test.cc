@@ -109,6 +109,35 @@ TEST_F(MonitorFixture, ALongWindowCanStillBeSettledAfterItEnds) {
   EXPECT_NEAR(again.gpu_energy_j[0], ended.gpu_energy_j[0], 0.02 * ended.gpu_energy_j[0]);
 }
 
+TEST_F(MonitorFixture, EndedLongWindowsStayPinnedAmongManyShortOnes) {
+  // The pin is the oldest beginning among open windows and windows that ended
+  // within the history, kept as a running minimum: short windows ending after
+  // a long one, and long windows ending out of their beginnings' order, must
+  // not release a beginning that a window still needs.
+  gpu0->set_load(1.0);
+  monitor->begin_window("outer");
+  advance(10.0);
+  monitor->begin_window("inner");
+  gpu0->set_load(0.0);
+  for (int i = 0; i < 900; ++i) {  // one short window per 0.1 s for 90 s
+    monitor->begin_window("step");
+    advance(0.1);
+    monitor->end_window("step");
+  }
+  const Measurement inner = monitor->end_window("inner");  // began after outer, ends first
+  const Measurement outer = monitor->end_window("outer");
+  for (int i = 0; i < 50; ++i) {  // more short windows while the long ones settle
+    monitor->begin_window("step");
+    advance(0.1);
+    monitor->end_window("step");
+  }
+  for (const Measurement& ended : {inner, outer}) {
+    const Measurement again = monitor->refresh(ended);
+    EXPECT_TRUE(again.warnings.empty()) << ended.name << ": " << again.warnings.front();
+    EXPECT_NEAR(again.gpu_energy_j[0], ended.gpu_energy_j[0], 0.02 * ended.gpu_energy_j[0]) << ended.name;
+  }
+}
+
 TEST(MeasurementTest, TotalsAddUpEveryDomain) {
   Measurement m;
   m.gpu_energy_j = {1.0, 2.0};
