@@ -13,9 +13,9 @@ packages=(
   build-essential cmake pkg-config git
   # libraries joule links
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libtomlplusplus-dev libpcg-cpp-dev
-  # joule serve: HTTP server and client; the PostgreSQL job store (the server
-  # itself for its tests)
-  libcpp-httplib-dev libssl-dev openssl libpqxx-dev postgresql
+  # joule serve: HTTP server (Boost.Beast) and client (cpp-httplib); the
+  # PostgreSQL job store (the server itself for its tests)
+  libboost-dev libcpp-httplib-dev libssl-dev openssl libpqxx-dev postgresql
   # tests and benchmarks; clang's libFuzzer for the daemon's and the service's fuzzers
   libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # the Python module and its tests (Debian's python3, pybind11, PyTorch for CPU)

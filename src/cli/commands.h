@@ -175,6 +175,10 @@ struct ServeCliOptions {
   std::string listen = "127.0.0.1:8321";
   std::size_t max_body_kb = 64;
   int read_timeout_s = 5;  // a connection silent this long is dropped (408 mid-body)
+  double header_timeout_s = 0;  // whole-request deadlines from the first byte; 0: read_timeout_s
+  double body_timeout_s = 0;
+  std::size_t max_connections = 10000;
+  std::size_t max_anonymous_connections = 1000;  // other machines' connections without a token yet
   std::string port_file;  // the port listened on is written here (for --listen :0)
   bool quiet = false;     // no request log
   std::string tokens_file;  // remote clients' tokens (joule tokens); needed to listen beyond loopback

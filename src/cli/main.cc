@@ -228,6 +228,24 @@ int main(int argc, char** argv) {
       ->add_option("--read-timeout-s", serve.read_timeout_s,
                    "drop a connection silent this long, idle or mid-request; a body cut short gets 408 (default 5)")
       ->check(CLI::Range(1, 3600));
+  serve_command
+      ->add_option("--header-timeout-s", serve.header_timeout_s,
+                   "a request's headers must be in this long after its first byte, else 400 or closed "
+                   "(default: --read-timeout-s)")
+      ->check(CLI::Range(0.1, 3600.0));
+  serve_command
+      ->add_option("--body-timeout-s", serve.body_timeout_s,
+                   "a request's body must be in this long after its headers, else 408 (default: --read-timeout-s)")
+      ->check(CLI::Range(0.1, 3600.0));
+  serve_command
+      ->add_option("--max-connections", serve.max_connections,
+                   "connections held at once; past it the oldest without a token (else the longest idle) is closed "
+                   "(default 10000, kept under the open-file limit)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+  serve_command
+      ->add_option("--max-anonymous-connections", serve.max_anonymous_connections,
+                   "of those, other machines' connections that have not shown a token (default 1000)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
   serve_command->add_option("--port-file", serve.port_file, "write the port listened on to this file");
   serve_command->add_flag("--quiet", serve.quiet, "no request log on stderr");
   serve_command->add_option("--tokens", serve.tokens_file,

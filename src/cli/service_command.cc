@@ -126,6 +126,10 @@ int run_serve(const ServeCliOptions& o) {
   options.port = port;
   options.max_body_bytes = o.max_body_kb * 1024;
   options.read_timeout_s = o.read_timeout_s;
+  options.header_timeout_s = o.header_timeout_s;
+  options.body_timeout_s = o.body_timeout_s;
+  options.max_connections = o.max_connections;
+  options.max_anonymous_remote_connections = o.max_anonymous_connections;
   if (!o.quiet) options.log = [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; };
   if (!o.tokens_file.empty()) {
     // Token file news (re-read, or refused and kept) go to the log even with --quiet.

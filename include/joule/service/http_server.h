@@ -1,6 +1,7 @@
-// `joule serve`: the batch-size service over HTTP/JSON (cpp-httplib).
+// `joule serve`: the batch-size service over HTTP/JSON (Boost.Beast: one
+// event-driven I/O thread, store work on a pool; docs/service.md, "Server design").
 //
-//   GET  /healthz                                  liveness and the store
+//   GET  /healthz                                  liveness and the store (503 while it is down)
 //   GET  /metrics                                  Prometheus text format
 //   GET  /v1/jobs                                  every job, summarised
 //   POST /v1/jobs                  JobSpec         201 registered, 200 same spec there, 409 other spec
@@ -19,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "joule/service/batch_size_service.h"
 #include "joule/service/tokens.h"
@@ -33,14 +35,32 @@ struct ServeOptions {
   bool require_token = false;
   std::string host = "127.0.0.1";
   int port = 8321;  // 0: any free port (see HttpServer::port)
-  std::size_t max_body_bytes = 64 * 1024;
-  // A connection silent this long is dropped: idle between requests, or in
-  // the middle of one (a body cut short is answered 408 first). Per read, not
-  // per request: a client trickling bytes keeps its connection.
+  std::size_t max_body_bytes = 64 * 1024;  // a larger declared Content-Length: 413 right after the headers
+  // A connection silent this long between requests (keep-alive, or before
+  // its first request) is closed; also how long an answer may take to write.
   int read_timeout_s = 5;
-  // Connections served at once (keep-alive holds one each); more wait, accepted,
-  // until one of these ends.
+  // Whole-request deadlines, not per read (0: read_timeout_s): a request's
+  // headers must be in within header_timeout_s of its first byte (else 400
+  // when its request line came, or closed), its body within body_timeout_s
+  // of the end of its headers (else 408). A client trickling bytes gains
+  // nothing.
+  double header_timeout_s = 0;
+  double body_timeout_s = 0;
+  // Threads running the requests that reach the store (they block on it);
+  // connections wait on none of them: one I/O thread reads and writes them all.
   std::size_t threads = 64;
+  // Connections held at once (each costs a socket; kept under the open-file
+  // limit). Past it a new connection closes the oldest one that has not
+  // shown a token (or is not trusted loopback), else the longest-idle one.
+  std::size_t max_connections = 10000;
+  // Of those, connections from other machines that have not (yet) shown a
+  // token: past this, a new one closes the oldest of them. Token holders'
+  // connections are never among them once their first request is admitted.
+  std::size_t max_anonymous_remote_connections = 1000;
+  // Addresses treated as other machines' although they are loopback (for
+  // tests, which listen on loopback only): no token-free access, and the
+  // anonymous-remote cap. Empty in production.
+  std::vector<std::string> treat_as_remote;
   // One line per request (method, path, status, milliseconds); null: none.
   std::function<void(const std::string&)> log;
 };
