@@ -198,10 +198,12 @@ int run_tokens(const TokensCliOptions& options);
 RemoteZeusFactory service_zeus_factory(const std::string& url);
 
 struct JobsCliOptions {
-  std::string action;  // list | show | export
+  std::string action;  // list | show | export | reset
   std::string name;
   std::string service_url;  // default $JOULE_SERVICE_URL, else http://127.0.0.1:8321
   bool json = false;
+  std::string store;   // reset: the service's store (sqlite:PATH or postgresql://...)
+  bool fresh = false;  // reset: forget the finished recurrences' results too
 };
 int run_jobs(const JobsCliOptions& options);
 

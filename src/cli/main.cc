@@ -267,11 +267,16 @@ int main(int argc, char** argv) {
       ->delimiter(',');
 
   joule::cli::JobsCliOptions jobs;
-  CLI::App* jobs_command = app.add_subcommand("jobs", "list, show or export the jobs of a running `joule serve`");
-  jobs_command->add_option("action", jobs.action, "list, show NAME or export NAME")
+  CLI::App* jobs_command =
+      app.add_subcommand("jobs", "list, show or export the jobs of a running `joule serve`; reset a damaged one");
+  jobs_command->add_option("action", jobs.action, "list, show NAME, export NAME or reset NAME --store URL")
       ->required()
-      ->check(CLI::IsMember({"list", "show", "export"}));
-  jobs_command->add_option("name", jobs.name, "the job (show, export)");
+      ->check(CLI::IsMember({"list", "show", "export", "reset"}));
+  jobs_command->add_option("name", jobs.name, "the job (show, export, reset)");
+  jobs_command->add_option("--store", jobs.store,
+                           "reset: the service's store (sqlite:PATH or postgresql://...); a running service may go on");
+  jobs_command->add_flag("--fresh", jobs.fresh,
+                         "reset: start the job's optimizer afresh instead of rebuilding it from its finished recurrences");
   jobs_command->add_option("--service", jobs.service_url,
                            "the service's URL (default $JOULE_SERVICE_URL, else http://127.0.0.1:8321)");
   jobs_command->add_flag("--json", jobs.json, "list: print JSON");
@@ -295,6 +300,7 @@ int main(int argc, char** argv) {
   serve_command->footer("Examples:\n  joule serve --store sqlite:/var/lib/joule-serve/jobs.db --listen 127.0.0.1:8321\n"
                         "  joule serve --store sqlite:jobs.db --listen 0.0.0.0:8321 --tokens tokens");
   jobs_command->footer("Examples:\n  joule jobs list\n  joule jobs export resnet50 --service http://127.0.0.1:8321\n"
+                       "  joule jobs reset resnet50 --store sqlite:/var/lib/joule-serve/jobs.db\n"
                        "A token for a remote service comes from $JOULE_SERVICE_TOKEN.");
   tokens_command->footer("Examples:\n  joule tokens create --file tokens --user alice --jobs 'resnet50,bert-*'\n"
                          "  joule tokens list --file tokens\n  joule tokens revoke alice --file tokens");

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "joule/error.h"
+#include "joule/service/batch_size_service.h"
 #include "joule/service/client.h"
 #include "joule/service/http_server.h"
 #include "joule/service/tokens.h"
@@ -137,7 +138,10 @@ int run_serve(const ServeCliOptions& o) {
         o.tokens_file, [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; });
   }
   options.require_token = o.require_token;
-  service::HttpServer server(std::make_shared<service::BatchSizeService>(store), store->describe(), options);
+  auto jobs = std::make_shared<service::BatchSizeService>(store);
+  // Damaged jobs and resets go to the log even with --quiet.
+  jobs->set_log([](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; });
+  service::HttpServer server(jobs, store->describe(), options);
   std::cerr << fmt::format("joule serve: listening on http://{}:{} ({}; {})\n", host, server.port(), store->describe(),
                            o.tokens_file.empty() ? "this machine's clients only"
                            : o.require_token     ? "every client needs a token from " + o.tokens_file
@@ -180,7 +184,35 @@ int run_tokens(const TokensCliOptions& o) {
   return 0;
 }
 
+namespace {
+
+// `joule jobs reset NAME --store URL`: on the store itself, not through a
+// service, so a job can be repaired whatever state the service is in; a
+// running service reloads the job (the reset bumps its revision).
+int reset_job(const JobsCliOptions& o) {
+  if (o.store.empty()) {
+    throw UsageError("joule jobs reset: --store URL is needed (the store `joule serve --store` uses)");
+  }
+  service::BatchSizeService jobs(std::shared_ptr<service::JobStore>(service::open_job_store(o.store)));
+  const service::ResetOutcome done = jobs.reset_job(o.name, o.fresh);
+  if (!done.was_damaged.empty()) std::cout << fmt::format("job '{}' was damaged: {}\n", o.name, done.was_damaged);
+  std::cout << fmt::format("job '{}' reset to revision {}: {}\n", o.name, done.revision,
+                           o.fresh ? "a fresh optimizer (its recurrences are kept)"
+                                   : fmt::format("its optimizer rebuilt from {} finished recurrences", done.replayed));
+  if (!done.skipped.empty()) {
+    std::cout << fmt::format("skipped {} recurrences whose stored results are out of range: {}\n", done.skipped.size(),
+                             fmt::join(done.skipped, ", "));
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_jobs(const JobsCliOptions& o) {
+  if (o.action == "reset") {
+    if (o.name.empty()) throw UsageError("joule jobs reset: name the job");
+    return reset_job(o);
+  }
   service::BatchSizeClient client(service_url(o.service_url));
   if (o.action == "list") {
     const nlohmann::json jobs = client.jobs();
@@ -195,6 +227,14 @@ int run_jobs(const JobsCliOptions& o) {
                                j["phase"].get<std::string>(), j["best_batch_size"].get<int>(),
                                j["recurrences"].get<int64_t>(), j["in_flight"].get<int64_t>(),
                                j["spec"]["gpu_model"].get<std::string>());
+    }
+    // A damaged job is listed like the others; why, and the repair, below.
+    for (const auto& j : jobs) {
+      if (j["phase"] != "damaged") continue;
+      const std::string name = j["spec"]["name"].get<std::string>();
+      std::cout << fmt::format("\n{}: {}\n  repair: joule jobs reset {} --store STORE\n", name,
+                               j.contains("damaged") ? j["damaged"].get<std::string>() : "its stored state is damaged",
+                               name);
     }
     return 0;
   }
