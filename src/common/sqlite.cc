@@ -2,16 +2,15 @@
 
 #include <fmt/format.h>
 
-#include "joule/error.h"
-
 namespace joule {
 
 SqliteDatabase::SqliteDatabase(const std::string& path, bool create, int busy_timeout_ms) : path_(path) {
   const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+  if (const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr); rc != SQLITE_OK) {
     const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    const int code = db_ ? sqlite3_extended_errcode(db_) : rc;
     sqlite3_close(db_);
-    throw Error(fmt::format("cannot open SQLite database '{}': {}", path, why));
+    throw SqliteError(fmt::format("cannot open SQLite database '{}': {}", path, why), code);
   }
   sqlite3_busy_timeout(db_, busy_timeout_ms);
 }
@@ -34,7 +33,7 @@ void SqliteDatabase::exec(const std::string& sql) {
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
     const std::string why = error ? error : sqlite3_errmsg(db_);
     sqlite3_free(error);
-    throw Error(fmt::format("SQLite database '{}': {}", path_, why));
+    throw SqliteError(fmt::format("SQLite database '{}': {}", path_, why), sqlite3_extended_errcode(db_));
   }
 }
 
@@ -42,9 +41,13 @@ std::string SqliteDatabase::describe_error(std::string_view what) const {
   return fmt::format("{} '{}': {}", what, path_, sqlite3_errmsg(db_));
 }
 
+SqliteError SqliteDatabase::last_error(std::string_view what) const {
+  return SqliteError(describe_error(what), sqlite3_extended_errcode(db_));
+}
+
 SqliteStatement::SqliteStatement(SqliteDatabase& db, const char* sql) : db_(db) {
   if (sqlite3_prepare_v2(db.get(), sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-    throw Error(db.describe_error("SQLite database"));
+    throw db.last_error("SQLite database");
   }
 }
 
@@ -76,7 +79,7 @@ bool SqliteStatement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  throw Error(db_.describe_error("SQLite database"));
+  throw db_.last_error("SQLite database");
 }
 
 void SqliteStatement::run() {

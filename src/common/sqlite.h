@@ -13,7 +13,23 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "joule/error.h"
+
 namespace joule {
+
+// An error SQLite reported, with its (extended) result code, so that a
+// caller can tell a database it cannot reach or write now (SQLITE_BUSY,
+// SQLITE_FULL, SQLITE_IOERR_*, ...) from a statement that is wrong.
+class SqliteError : public Error {
+ public:
+  SqliteError(const std::string& what, int code) : Error(what), code_(code) {}
+  // The extended result code (sqlite3_extended_errcode); code() & 0xff is the primary one.
+  int code() const { return code_; }
+  int primary_code() const { return code_ & 0xff; }
+
+ private:
+  int code_;
+};
 
 class SqliteStatement;
 
@@ -36,7 +52,8 @@ class SqliteStatementUse {
 class SqliteDatabase {
  public:
   // Opens (creating if asked) the file at path; waits up to busy_timeout_ms
-  // for another connection's lock. Throws Error naming what and path.
+  // for another connection's lock. Every error below is a SqliteError naming
+  // what and path.
   SqliteDatabase(const std::string& path, bool create, int busy_timeout_ms = 5000);
   ~SqliteDatabase();
   SqliteDatabase(const SqliteDatabase&) = delete;
@@ -51,6 +68,11 @@ class SqliteDatabase {
   int changes() const { return sqlite3_changes(db_); }
   // "<what> '<path>': <SQLite's message>", for errors raised by callers.
   std::string describe_error(std::string_view what) const;
+  // That message with the connection's last (extended) result code.
+  SqliteError last_error(std::string_view what) const;
+  // False while a transaction is open (BEGIN without its COMMIT or ROLLBACK,
+  // and not rolled back by SQLite itself after an I/O error or a full disk).
+  bool autocommit() const { return sqlite3_get_autocommit(db_) != 0; }
   const std::string& path() const { return path_; }
   sqlite3* get() { return db_; }
 
@@ -74,8 +96,8 @@ class SqliteStatement {
   SqliteStatement& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
   SqliteStatement& bind(int i, const std::optional<double>& v);
   SqliteStatement& bind_null(int i);
-  // True while a row is there; false when done. Throws Error otherwise
-  // (SQLITE_BUSY past the timeout included).
+  // True while a row is there; false when done. Throws SqliteError
+  // otherwise (SQLITE_BUSY past the timeout included).
   bool step();
   // Steps a statement that returns no rows.
   void run();

@@ -3,11 +3,20 @@
 // reads in order to change it is read FOR UPDATE, so two replicas updating
 // one job queue up instead of one overwriting the other. Connections are
 // pooled per store; a broken one is dropped, never pooled again.
+//
+// When the server cannot be reached (stopped, restarting, out of disk, the
+// connection lost) every step fails with StoreUnavailableError (503): the
+// pool is emptied, since a server that went away took every connection
+// with it, and the next request connects afresh, within a connect timeout.
+// A transaction whose COMMIT lost its connection is reported unavailable
+// too: its request was not answered as done.
 #include "service/postgres_job_store.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -18,6 +27,7 @@
 
 #include "joule/error.h"
 #include "service/job_store_sql.h"
+#include "service/store_health.h"
 
 namespace joule::service {
 namespace {
@@ -38,6 +48,76 @@ std::string redact(const std::string& url) {
 // replica stuck mid-transaction, a person's open psql session); then its
 // request fails with 503 and changes nothing, instead of hanging.
 constexpr int kLockTimeoutMs = 10000;
+
+// libpq's defaults for the connections of the pool, where the URL sets none:
+// a connection attempt gives up after connect_timeout (libpq waits forever
+// by default: a server host that is off the network would hang every
+// request), keepalives find a server host that vanished while a connection
+// idled, and tcp_user_timeout one that vanished while data was unacknowledged
+// (a COMMIT sent to it), instead of after the kernel's ~15 minutes.
+constexpr std::pair<const char*, const char*> kConnectionDefaults[] = {
+    {"connect_timeout", "5"},   {"keepalives", "1"},           {"keepalives_idle", "10"},
+    {"keepalives_interval", "5"}, {"keepalives_count", "3"}, {"tcp_user_timeout", "30000"},
+};
+// The health check's own connection: shorter, since a health check must
+// answer within kHealthDeadline (BoundedProbe bounds it in any case).
+constexpr std::pair<const char*, const char*> kHealthConnectionDefaults[] = {
+    {"connect_timeout", "2"}, {"tcp_user_timeout", "2000"}};
+constexpr const char* kHealthStatementTimeoutMs = "2000";
+constexpr std::chrono::milliseconds kHealthDeadline{3000};
+
+// The URL with each parameter it does not set already added to its query.
+template <std::size_t N>
+std::string with_defaults(std::string url, const std::pair<const char*, const char*> (&defaults)[N]) {
+  for (const auto& [key, value] : defaults) {
+    const std::size_t query = url.find('?');
+    if (query != std::string::npos && url.find(std::string(key) + "=", query) != std::string::npos) continue;
+    url += fmt::format("{}{}={}", query == std::string::npos ? '?' : '&', key, value);
+  }
+  return url;
+}
+
+// libpq's messages end with a newline (or two): not inside ours.
+std::string trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
+}
+
+// What a failure says of the database: a step that may succeed when retried
+// (a lock wait over kLockTimeoutMs, a deadlock PostgreSQL broke, a
+// serialization failure), a database that cannot be reached or written now,
+// or anything else (a constraint, a bug: 500).
+enum class Fault { kOther, kBusy, kUnavailable };
+
+Fault classify(const std::exception& e, const pqxx::connection* conn) {
+  // Before broken_connection: the COMMIT's outcome is unknown, the request
+  // is not answered as done.
+  if (dynamic_cast<const pqxx::in_doubt_error*>(&e)) return Fault::kUnavailable;
+  if (dynamic_cast<const pqxx::broken_connection*>(&e)) return Fault::kUnavailable;
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+    const std::string& state = sql->sqlstate();
+    if (state == "55P03" || state == "40P01" || state == "40001") return Fault::kBusy;
+    // 08: connection exceptions; 53: insufficient resources (disk full, out
+    // of memory, too many connections); 58: system errors (I/O); 57P01-03:
+    // the server shutting down or starting; 25006: a read-only database (a
+    // standby, default_transaction_read_only).
+    if (state.rfind("08", 0) == 0 || state.rfind("53", 0) == 0 || state.rfind("58", 0) == 0 || state == "57P01" ||
+        state == "57P02" || state == "57P03" || state == "25006") {
+      return Fault::kUnavailable;
+    }
+  }
+  // However libpqxx named it: the connection is gone.
+  if (conn != nullptr && !conn->is_open()) return Fault::kUnavailable;
+  return Fault::kOther;
+}
+
+// A connection of the pool and the pool's generation when it was made:
+// connections made before the last outage are not pooled again.
+struct Lease {
+  std::unique_ptr<pqxx::connection> conn;
+  uint64_t generation = 0;
+  bool pooled = false;  // taken from the pool, not made for this use
+};
 
 // The statements of write transactions, prepared once per connection. Rows
 // read in order to be changed are read FOR UPDATE.
@@ -126,7 +206,8 @@ class PostgresJobStore;
 
 class PostgresTransaction final : public StoreTransaction {
  public:
-  PostgresTransaction(PostgresJobStore& store, std::unique_ptr<pqxx::connection> conn);
+  PostgresTransaction(PostgresJobStore& store, Lease lease, std::unique_ptr<pqxx::work> work)
+      : store_(store), lease_(std::move(lease)), work_(std::move(work)) {}
   ~PostgresTransaction() override;
 
   std::optional<StoredJob> job(const std::string& name) override {
@@ -225,33 +306,93 @@ class PostgresTransaction final : public StoreTransaction {
                                   number(unix_time_s()));
     });
   }
-  void commit() override {
-    run("committing", [&] {
-      work_->commit();
-      return pqxx::result();
-    });
-  }
+  void commit() override;
 
  private:
   template <typename F>
   pqxx::result run(const char* what, F&& f);
 
   PostgresJobStore& store_;
+  Lease lease_;
+  std::unique_ptr<pqxx::work> work_;  // after lease_: ends before its connection
+};
+
+// The health check's connection and what it runs: `SELECT` whether the
+// database takes writes, on a connection of its own (not the pool's, which
+// may all be busy), under a short statement timeout, reconnecting when lost.
+// Owned by the probe alone (BoundedProbe may outlive the store).
+class HealthConnection {
+ public:
+  HealthConnection(std::string conninfo, std::string shown_url)
+      : conninfo_(std::move(conninfo)), shown_url_(std::move(shown_url)) {}
+
+  StoreHealth probe() {
+    // A connection kept from an earlier check may have died since (the
+    // server restarted): one more try on a fresh connection.
+    for (int attempt = 0;; ++attempt) {
+      const bool fresh = conn_ == nullptr;
+      try {
+        return ask();
+      } catch (const std::exception& e) {
+        conn_.reset();
+        if (fresh || attempt > 0) {
+          return {false, fmt::format("job store '{}' is unavailable: the health check failed: {}", shown_url_,
+                                     trimmed(e.what()))};
+        }
+      }
+    }
+  }
+
+ private:
+  StoreHealth ask() {
+    if (!conn_) {
+      conn_ = std::make_unique<pqxx::connection>(conninfo_);
+      conn_->set_variable("statement_timeout", kHealthStatementTimeoutMs);
+    }
+    pqxx::nontransaction t(*conn_);
+    const auto rows = t.exec("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')");
+    if (rows[0][0].as<bool>() || rows[0][1].as<std::string>() == "on") {
+      return {false, fmt::format("job store '{}' is read only (a standby in recovery, or default_transaction_read_only"
+                                 " on): writes would fail",
+                                 shown_url_)};
+    }
+    return {};
+  }
+
+  std::string conninfo_, shown_url_;
   std::unique_ptr<pqxx::connection> conn_;
-  std::unique_ptr<pqxx::work> work_;
 };
 
 class PostgresJobStore final : public JobStore {
  public:
-  explicit PostgresJobStore(std::string url) : url_(std::move(url)), shown_url_(redact(url_)) {
-    auto conn = connect();
-    describe_ = fmt::format("PostgreSQL host={} port={} dbname={}, schema {}", conn->hostname(), conn->port(),
-                            conn->dbname(), kJobStoreSchemaVersion);
-    migrate(*conn);
-    give_back(std::move(conn));
+  explicit PostgresJobStore(std::string url)
+      : url_(std::move(url)),
+        shown_url_(redact(url_)),
+        conninfo_(with_defaults(url_, kConnectionDefaults)),
+        health_(make_health_probe(with_defaults(url_, kHealthConnectionDefaults), shown_url_)) {
+    Lease lease = connect();
+    describe_ = fmt::format("PostgreSQL host={} port={} dbname={}, schema {}", lease.conn->hostname(),
+                            lease.conn->port(), lease.conn->dbname(), kJobStoreSchemaVersion);
+    migrate(*lease.conn);
+    give_back(std::move(lease));
   }
 
-  std::unique_ptr<StoreTransaction> begin() override { return std::make_unique<PostgresTransaction>(*this, take()); }
+  // A pooled connection may have died while it idled (the server restarted):
+  // BEGIN fails on it before anything is done, so one more try on a fresh
+  // connection is safe, and the first request after an outage succeeds.
+  std::unique_ptr<StoreTransaction> begin() override {
+    for (int attempt = 0;; ++attempt) {
+      Lease lease = take();
+      try {
+        auto work = std::make_unique<pqxx::work>(*lease.conn);
+        return std::make_unique<PostgresTransaction>(*this, std::move(lease), std::move(work));
+      } catch (const std::exception& e) {
+        const Fault fault = classify(e, lease.conn.get());
+        if (!(fault == Fault::kUnavailable && lease.pooled && attempt == 0)) raise("beginning a transaction", e, fault);
+      }
+      forget_connections();
+    }
+  }
 
   std::optional<StoredJob> job(const std::string& name) override {
     const auto rows = read("reading a job", [&](pqxx::read_transaction& t) {
@@ -290,72 +431,124 @@ class PostgresJobStore final : public JobStore {
 
   std::string describe() const override { return describe_; }
 
-  // What failed, on which database (the URL without its password), and why.
-  Error error(const char* what, const std::exception& e) const {
-    return Error(fmt::format("job store '{}': {} failed: {}", shown_url_, what, e.what()));
+  // The probe (bounded by kHealthDeadline), then a write that failed lately
+  // for want of the database (a full disk fails writes, not the probe).
+  StoreHealth health() override {
+    StoreHealth health = health_.check();
+    if (!health.available) return health;
+    if (auto why = outages_.recent(kOutageMemory)) return {false, *why};
+    return health;
   }
 
-  // A lock wait over kLockTimeoutMs, or a deadlock PostgreSQL broke by
-  // cancelling this transaction: the request may be retried.
-  static bool gave_up_waiting(const std::exception& e) {
-    const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
-    return sql && (sql->sqlstate() == "55P03" || sql->sqlstate() == "40P01");
+  // Throws what a failure of `what` is: StoreBusyError (retry),
+  // StoreUnavailableError (the database cannot be reached or written: the
+  // pool is emptied, the next request connects afresh), or an Error; each
+  // names the database (its URL without the password), the step and why.
+  [[noreturn]] void raise(const char* what, const std::exception& e, Fault fault) {
+    const std::string why = trimmed(e.what());
+    switch (fault) {
+      case Fault::kBusy:
+        throw StoreBusyError(fmt::format("job store '{}': {} failed: {}", shown_url_, what, why));
+      case Fault::kUnavailable: {
+        forget_connections();
+        StoreUnavailableError error(fmt::format("job store '{}' is unavailable: {} failed: {}", shown_url_, what, why));
+        outages_.failed(error.what());
+        throw error;
+      }
+      case Fault::kOther:
+        break;
+    }
+    throw Error(fmt::format("job store '{}': {} failed: {}", shown_url_, what, why));
   }
+
+  void committed() { outages_.succeeded(); }
 
   // A connection whose transaction ended goes back to the pool, unless it
-  // broke: the next transaction gets a fresh one instead.
-  void give_back(std::unique_ptr<pqxx::connection> conn) {
-    if (!conn->is_open()) return;
+  // broke or was made before the last outage: the next transaction gets a
+  // fresh one instead.
+  void give_back(Lease lease) {
+    if (!lease.conn->is_open()) return;
     std::lock_guard lock(mutex_);
-    pool_.push(std::move(conn));
+    if (lease.generation != generation_) return;
+    pool_.push(std::move(lease.conn));
   }
 
  private:
-  std::unique_ptr<pqxx::connection> take() {
+  static BoundedProbe make_health_probe(std::string conninfo, std::string shown_url) {
+    auto connection = std::make_shared<HealthConnection>(std::move(conninfo), std::move(shown_url));
+    return BoundedProbe([connection] { return connection->probe(); }, kHealthDeadline);
+  }
+
+  // The server went away (or cannot be written): every pooled connection
+  // went with it. Those in use are dropped when given back.
+  void forget_connections() {
+    std::lock_guard lock(mutex_);
+    pool_ = {};
+    ++generation_;
+  }
+
+  Lease take() {
     {
       std::lock_guard lock(mutex_);
       if (!pool_.empty()) {
-        auto conn = std::move(pool_.top());
+        Lease lease{std::move(pool_.top()), generation_, true};
         pool_.pop();
-        return conn;
+        return lease;
       }
     }
     return connect();
   }
 
-  std::unique_ptr<pqxx::connection> connect() const {
-    try {
-      auto conn = std::make_unique<pqxx::connection>(url_);
-      // extra_float_digits > 0: doubles come back in the fewest digits that
-      // read back to the same bits, whatever the server's default.
-      pqxx::nontransaction(*conn).exec(
-          fmt::format("SET lock_timeout = {}; SET extra_float_digits = 3", kLockTimeoutMs));
-      for (const auto& [name, sql] : prepared_statements()) conn->prepare(name, sql);
-      return conn;
-    } catch (const std::exception& e) {
-      throw error("connecting", e);
+  Lease connect() {
+    uint64_t generation;
+    {
+      std::lock_guard lock(mutex_);
+      generation = generation_;
     }
+    std::unique_ptr<pqxx::connection> conn;
+    try {
+      conn = std::make_unique<pqxx::connection>(conninfo_);
+      // set_variable, not SET: libpqxx sets them again should it ever
+      // reconnect this connection by itself. extra_float_digits > 0: doubles
+      // come back in the fewest digits that read back to the same bits,
+      // whatever the server's default.
+      conn->set_variable("lock_timeout", std::to_string(kLockTimeoutMs));
+      conn->set_variable("extra_float_digits", "3");
+      for (const auto& [name, sql] : prepared_statements()) conn->prepare(name, sql);
+    } catch (const std::exception& e) {
+      raise("connecting", e, classify(e, conn.get()));
+    }
+    return {std::move(conn), generation, false};
   }
 
+  // Reads are one statement outside a write transaction: safe to run again
+  // on a fresh connection when a pooled one turns out dead.
   template <typename F>
   pqxx::result read(const char* what, F&& f) {
-    auto conn = take();
-    pqxx::result rows;
-    try {
-      pqxx::read_transaction t(*conn);
-      rows = f(t);
-    } catch (const std::exception& e) {
-      give_back(std::move(conn));
-      throw error(what, e);
+    for (int attempt = 0;; ++attempt) {
+      Lease lease = take();
+      try {
+        pqxx::result rows;
+        {
+          pqxx::read_transaction t(*lease.conn);
+          rows = f(t);
+        }
+        give_back(std::move(lease));
+        return rows;
+      } catch (const std::exception& e) {
+        const Fault fault = classify(e, lease.conn.get());
+        const bool retry = fault == Fault::kUnavailable && lease.pooled && attempt == 0;
+        give_back(std::move(lease));
+        if (!retry) raise(what, e, fault);
+      }
+      forget_connections();
     }
-    give_back(std::move(conn));
-    return rows;
   }
 
   // Like SQLite's: the versions applied are in schema_version, the missing
   // migrations go in one transaction. The advisory lock makes a second
   // server starting at once wait, then find the tables made.
-  void migrate(pqxx::connection& conn) const {
+  void migrate(pqxx::connection& conn) {
     int version = 0;
     try {
       pqxx::work t(conn);
@@ -376,27 +569,31 @@ class PostgresJobStore final : public JobStore {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw error("migrating the schema", e);
+      raise("migrating the schema", e, classify(e, &conn));
     }
   }
 
-  std::string url_, shown_url_, describe_;
-  std::mutex mutex_;
+  std::string url_, shown_url_, conninfo_, describe_;
+  std::mutex mutex_;  // the pool and its generation
   std::stack<std::unique_ptr<pqxx::connection>> pool_;
+  uint64_t generation_ = 0;
+  OutageMemory outages_;
+  BoundedProbe health_;
 };
 
-PostgresTransaction::PostgresTransaction(PostgresJobStore& store, std::unique_ptr<pqxx::connection> conn)
-    : store_(store), conn_(std::move(conn)) {
-  run("beginning a transaction", [&] {
-    work_ = std::make_unique<pqxx::work>(*conn_);
-    return pqxx::result();
-  });
-}
-
-// Rolls back what was not committed (pqxx::work's destructor aborts).
+// Rolls back what was not committed (pqxx::work's destructor aborts, and
+// says nothing when the connection is gone: the server rolled it back).
 PostgresTransaction::~PostgresTransaction() {
   work_.reset();
-  store_.give_back(std::move(conn_));
+  store_.give_back(std::move(lease_));
+}
+
+void PostgresTransaction::commit() {
+  run("committing", [&] {
+    work_->commit();
+    return pqxx::result();
+  });
+  store_.committed();
 }
 
 // Every libpqxx failure (a lost connection, a deadlock, a constraint) becomes
@@ -409,8 +606,7 @@ pqxx::result PostgresTransaction::run(const char* what, F&& f) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    if (PostgresJobStore::gave_up_waiting(e)) throw StoreBusyError(store_.error(what, e).what());
-    throw store_.error(what, e);
+    store_.raise(what, e, classify(e, lease_.conn.get()));
   }
 }
 
