@@ -66,23 +66,53 @@ void CounterAnchors::turn_off_locked(GpuState& g) {
   awaiting_reads_[static_cast<std::size_t>(&g - gpus_.data())].store(false);
 }
 
-void CounterAnchors::start(std::function<void()> on_anchor) {
+void CounterAnchors::start(std::function<void()> on_anchor, std::shared_ptr<const void> keep_alive) {
   if (thread_.joinable()) return;
   on_anchor_ = std::move(on_anchor);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this, keep_alive = std::move(keep_alive)] {
+    run();
+    std::lock_guard lock(wake_mutex_);
+    thread_done_ = true;
+    thread_done_cv_.notify_all();
+  });
 }
 
-void CounterAnchors::stop() {
+void CounterAnchors::stop() { stop_within(std::numeric_limits<double>::infinity()); }
+
+void CounterAnchors::request_stop() {
   {
     std::lock_guard lock(wake_mutex_);
     stop_ = true;
   }
   wake_.notify_all();
-  if (!thread_.joinable()) return;
-  thread_.join();
+}
+
+bool CounterAnchors::stop_within(double timeout_s) {
+  bool done = true;
+  {
+    std::unique_lock lock(wake_mutex_);
+    stop_ = true;
+    wake_.notify_all();
+    if (!thread_.joinable()) return true;
+    if (std::isfinite(timeout_s)) {
+      done = thread_done_cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, timeout_s)),
+                                      [this] { return thread_done_; });
+    }
+  }
+  if (done) {
+    thread_.join();
+  } else {
+    thread_.detach();  // blocked in a hung read; its keep_alive holds what it touches
+  }
   std::lock_guard lock(mutex_);
   stopped_ = true;  // planned reads will not happen: nothing is pending any more
   for (std::size_t i = 0; i < gpus_.size(); ++i) awaiting_reads_[i].store(false);
+  return done;
+}
+
+bool CounterAnchors::read_hung() const {
+  const double since_s = read_since_s_.load(std::memory_order_acquire);
+  return std::isfinite(since_s) && clock_->now_s() - since_s >= options_.hung_read_s;
 }
 
 void CounterAnchors::run() {
@@ -121,9 +151,12 @@ double CounterAnchors::poll() {
     GpuState& g = gpus_[action->gpu];  // the vector never changes size
     Read read;
     read.begin_s = clock_->now_s();
+    read_since_s_.store(read.begin_s, std::memory_order_release);
     try {
       read.counter_mj = g.device->total_energy_mj();
+      read_since_s_.store(std::numeric_limits<double>::infinity(), std::memory_order_release);
     } catch (const DeviceError& e) {
+      read_since_s_.store(std::numeric_limits<double>::infinity(), std::memory_order_release);
       std::lock_guard lock(mutex_);
       turn_off_locked(g);
       g.note = fmt::format("windows not anchored: the energy counter failed ({})", e.what());
@@ -529,7 +562,8 @@ void CounterAnchors::keep_from(double since_s) { keep_from_s_.store(since_s); }
 
 CounterAnchors::Lookup CounterAnchors::lookup_locked(const GpuState& g, double edge_s) const {
   Lookup result;
-  if (stopped_) return anchors_around_locked(g, edge_s);
+  // Reads behind a hung one will not come in time: what is there is all.
+  if (stopped_ || read_hung()) return anchors_around_locked(g, edge_s);
   // Pending: noted but not yet taken (the newest edges, at the back), or
   // waiting for the grid, or with a read planned for a step around it.
   const bool noted = g.mode != Mode::kOff && std::find(inbox_.rbegin(), inbox_.rend(), edge_s) != inbox_.rend();
@@ -585,6 +619,11 @@ bool CounterAnchors::anchored(std::size_t gpu) const {
 
 std::string CounterAnchors::describe(std::size_t gpu) const {
   std::lock_guard lock(mutex_);
+  if (read_hung()) {
+    return gpus_.at(gpu).note + fmt::format("; an energy-counter read has not returned for {:.1f} s (hung): "
+                                            "windows keep their samples",
+                                            clock_->now_s() - read_since_s_.load());
+  }
   return gpus_.at(gpu).note;
 }
 

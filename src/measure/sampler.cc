@@ -68,7 +68,251 @@ std::string explain_energy_method(const Gpu& gpu, const SamplerOptions& options)
   return text;
 }
 
-Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
+namespace detail {
+
+// The Sampler's state and its threads' work (the class comment is
+// Sampler's, in the header). Its threads hold a share of it.
+class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
+ public:
+  SamplerCore(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
+              std::shared_ptr<const Clock> clock, SamplerOptions options);
+  ~SamplerCore();
+  SamplerCore(const SamplerCore&) = delete;
+  SamplerCore& operator=(const SamplerCore&) = delete;
+
+  // Takes a first sample synchronously, then (background_thread) starts the
+  // thread. Throws UsageError for bad options.
+  void start();
+  // Takes a last sample and joins the thread. Idempotent.
+  void stop();
+  // One tick: reads every device once, and does the counter reads for
+  // anchors that are due. For owners without a thread.
+  void sample_now();
+
+  EnergyEstimate gpu_energy(std::size_t gpu, double begin_s, double end_s) const;
+  EnergyEstimate cpu_energy(std::size_t zone, double begin_s, double end_s) const;
+  // Every GPU's and zone's energy over one interval, under one lock (what a
+  // window's end needs, in the order of gpus() and cpu_zones()).
+  // end_just_noted: end_s was noted as a window edge a moment ago
+  // (Monitor::end_window), so while every GPU's anchors for it are still to
+  // be read, the values are the sample integrals, unsettled, and the anchors
+  // are not looked up (a third of a window's cost on 8 GPUs).
+  void energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
+                std::vector<EnergyEstimate>& cpu_zones, bool end_just_noted = false) const;
+  // The calibration currently applied to a GPU's power integral.
+  double gpu_scale(std::size_t gpu) const;
+  GpuEnergyMethod gpu_method(std::size_t gpu) const;
+  // The method in words, e.g. "driver power samples every 20 ms, counter-calibrated".
+  std::string gpu_method_description(std::size_t gpu) const;
+
+  // The time up to which every working device's energy is known from data
+  // (not carried forward); +infinity when there is no device.
+  double covered_until_s() const;
+  // Waits up to timeout_s until the energy of [begin_s, end_s] is final on
+  // every device: data past its end (the sampling thread reads the power-
+  // sample buffers as soon as the drivers have it), and the counter anchors
+  // of its edges read (or known not to come). True when final. Without a
+  // thread (virtual clocks) it only registers the wish: the first
+  // sample_now() past the time needed reads the buffers.
+  bool wait_settled(double begin_s, double end_s, double timeout_s);
+
+  // A window edge at time_s (Monitor calls it at begin_window and end_window):
+  // the anchors for it are read. Cheap: a short lock, no driver call.
+  void note_window_edge(double time_s);
+  // Without a thread: does the counter reads for anchors that are due now.
+  // Call it every millisecond or so of the clock (see counter_anchors.h).
+  void poll_counter_anchors();
+
+  // Keep energy history from since_s on (the oldest open window's start);
+  // +infinity releases the pin.
+  void pin_history(double since_s);
+
+  Timeline& timeline() { return timeline_; }
+  const Timeline& timeline() const { return timeline_; }
+  SamplerStats stats() const;
+  const std::vector<std::shared_ptr<Gpu>>& gpus() const { return gpus_; }
+  const std::vector<std::shared_ptr<CpuEnergyZone>>& cpu_zones() const { return cpu_zones_; }
+  const SamplerOptions& options() const { return options_; }
+  const Clock& clock() const { return *clock_; }
+
+  bool left_hung_thread() const { return left_hung_thread_.load(); }
+
+ private:
+  // How power runs over the segment that ends at a point.
+  enum class Segment : uint8_t {
+    kLinear,  // between two readings (power readings)
+    kStep,    // the point's power throughout (a power sample is the mean since the previous one)
+  };
+  struct PowerPoint {
+    double time_s;
+    double power_w;
+    double integral_j;  // integral of power from the first point to time_s
+    Segment segment;
+  };
+  struct CounterPoint {
+    double time_s;
+    double counter_j;
+    double integral_j;  // power integral at time_s, filled once the data covers it
+  };
+  // What readers (end_window) see; guarded by mutex_.
+  struct GpuTrack {
+    std::deque<PowerPoint> points;
+    std::deque<CounterPoint> counters;          // paired with the integral
+    std::deque<CounterPoint> pending_counters;  // read, but the data does not reach them yet
+    double scale = 1.0;
+    bool trimmed = false;  // points older than the front were dropped
+    GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
+    std::optional<std::string> method_note;  // e.g. why samples stopped being used
+    std::optional<std::string> failure;
+    double failed_at_s = 0.0;
+  };
+  // A point read this tick, published under one lock with the others.
+  struct NewPoint {
+    std::size_t gpu;
+    double time_s;
+    double power_w;
+    Segment segment;
+  };
+  // What only the sampling side touches; guarded by tick_mutex_.
+  struct GpuReader {
+    SampledFields fields;  // what still works for this GPU
+    bool counter_usable = false;
+    GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
+    std::optional<std::string> method_note;
+    std::optional<std::string> failure;
+    double failed_at_s = 0.0;
+    double last_sample_s = -std::numeric_limits<double>::infinity();
+  };
+  struct CpuPoint {
+    double time_s;
+    double energy_j;  // unwrapped since the first sample
+  };
+  struct CpuTrack {
+    std::deque<CpuPoint> points;
+    uint64_t last_raw_uj = 0;
+    std::optional<std::string> failure;
+    double failed_at_s = 0.0;
+  };
+
+  // A GPU's energy at an edge on the counter's scale, from the anchors
+  // around it, and which anchors that used.
+  struct AnchoredEnergy {
+    double counter_j = 0.0;
+    double needs_data_until_s = 0.0;
+    std::pair<double, double> anchors_used;
+    bool trusted = true;  // false: the anchors disagree with the samples; use neither
+  };
+  AnchoredEnergy anchored_energy(const GpuTrack& track, const CounterAnchors::Lookup& anchors, double time_s) const;
+  // Largest minus smallest power among the points that cover [from_s, to_s].
+  static double power_range_w(const std::deque<PowerPoint>& points, double from_s, double to_s);
+
+  void run();
+  // The last ticks at a stop: one, then (power samples, real clocks) more
+  // until the samples reach the stop time, boundedly.
+  void last_ticks();
+  // The longest the last ticks may take, hung calls aside.
+  double last_ticks_bound_s() const;
+  // stop() gave up on the thread: every device without data up to stop_s
+  // is marked failed where its data ends, naming the hung call.
+  void mark_left_behind(double stop_s);
+
+  // The driver call the sampling side is in now (its thread; without one,
+  // the owner's tick): when it began (+infinity: none), on which GPU and
+  // what it reads, so that readers tell a hung call without waiting on it.
+  // Atomics: set around every call, read by end_window without a lock.
+  struct InFlight {
+    std::atomic<double> since_s{std::numeric_limits<double>::infinity()};
+    std::atomic<std::size_t> gpu{0};
+    std::atomic<const char*> what{""};
+  };
+  struct HungCall {
+    std::size_t gpu;
+    const char* what;
+    double since_s;
+    double for_s;
+  };
+  // Runs fn (a driver call on gpu) marked in flight.
+  template <typename Fn>
+  auto driver_call(std::size_t gpu, const char* what, double now_s, Fn&& fn);
+  // The call in flight when it has lasted past driver_call_timeout_s.
+  std::optional<HungCall> hung_call() const;
+  // A device's problem while the sampling side is blocked in hung (its data
+  // ends at covered_s).
+  std::string hung_problem(const std::string& label, std::size_t gpu, const HungCall& hung, double covered_s) const;
+  // One tick; drain_samples forces a read of the power-sample buffers.
+  void tick(bool drain_samples);
+  void read_gpu(std::size_t i);
+  void drain_power_samples(std::size_t i);
+  void read_counter(std::size_t i);
+  void sample_cpu(std::size_t i);
+  void publish_locked();
+  void pair_counters_locked(GpuTrack& track);
+  void trim_locked(double now_s);
+  static double integral_at(const std::deque<PowerPoint>& points, double time_s);
+  // integral_at times the GPU's counter calibration.
+  static double scaled_integral_j(const GpuTrack& track, double time_s);
+  void recalibrate_locked(GpuTrack& track) const;
+  double covered_until_locked() const;
+  using AnchorLookups = std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup>;
+  EnergyEstimate gpu_energy_locked(std::size_t gpu, double begin_s, double end_s, const AnchorLookups* anchors,
+                                   const std::optional<HungCall>& hung) const;
+  EnergyEstimate cpu_energy_locked(std::size_t zone, double begin_s, double end_s,
+                                   const std::optional<HungCall>& hung) const;
+  // Without a thread: forgets covered wishes; true when one is past due.
+  bool manual_wish_due(double now_s);
+  // Over sampled_gpus_; their drivers may learn the spacing at the first reads.
+  double longest_sample_period_s() const;
+  // When the thread should next drain for a waiting caller (+inf: nobody waits).
+  double coverage_wake_s_locked() const;
+
+  std::vector<std::shared_ptr<Gpu>> gpus_;
+  std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones_;
+  std::shared_ptr<const Clock> clock_;
+  SamplerOptions options_;
+  Timeline timeline_;
+
+  mutable std::mutex mutex_;  // guards the tracks
+  std::vector<GpuTrack> gpu_tracks_;
+  std::vector<GpuReader> gpu_readers_;
+  std::vector<std::size_t> sampled_gpus_;  // GPUs that started on power samples
+  std::vector<TimelineSample> batch_;  // this tick's timeline samples
+  std::vector<NewPoint> new_points_;   // this tick's energy points
+  std::vector<PowerSample> drained_;   // scratch for one buffer read
+  std::vector<CpuTrack> cpu_tracks_;
+  std::unique_ptr<CounterAnchors> anchors_;  // null: no GPU is anchored
+  InFlight in_flight_;
+  std::condition_variable thread_done_;  // run() returned (wake_mutex_)
+  bool thread_done_flag_ = false;
+  std::atomic<bool> left_hung_thread_{false};
+  mutable std::vector<AnchorLookups> anchor_lookups_;  // scratch, under mutex_
+  std::size_t next_counter_gpu_ = 0;
+  double next_counter_due_s_ = -1e300;
+  double last_drain_s_ = -1e300;
+  std::atomic<double> pinned_since_s_;
+
+  std::mutex tick_mutex_;  // one tick at a time (thread, stop(), owners)
+  std::mutex wake_mutex_;  // guards stop_requested_ and coverage_wanted_
+  std::condition_variable wake_;
+  std::condition_variable covered_;  // notified after every tick
+  std::multiset<double> coverage_wanted_;  // times callers wait to see covered
+  double last_coverage_tick_s_ = -1e300;
+  bool stop_requested_ = false;
+  bool stopped_ = false;
+  bool started_ = false;
+  std::thread thread_;
+  std::atomic<uint64_t> ticks_{0};
+  std::atomic<uint64_t> counter_reads_{0};
+  std::atomic<uint64_t> sample_drains_{0};
+  std::atomic<uint64_t> sample_gaps_{0};
+  std::atomic<double> thread_cpu_s_{0.0};
+  double started_at_s_ = 0.0;
+};
+
+}  // namespace detail
+
+using detail::SamplerCore;
+
+SamplerCore::SamplerCore(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
                  std::shared_ptr<const Clock> clock, SamplerOptions options)
     : gpus_(std::move(gpus)),
       cpu_zones_(std::move(cpu_zones)),
@@ -104,12 +348,17 @@ Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
       anchored[i] = reader.counter_usable && options_.counter_anchors.enabled;
     }
   }
+  if (!(options_.driver_call_timeout_s > 0)) {
+    throw UsageError(fmt::format("driver call timeout {} s must be positive", options_.driver_call_timeout_s));
+  }
   if (std::find(anchored.begin(), anchored.end(), true) != anchored.end()) {
-    anchors_ = std::make_unique<CounterAnchors>(gpus_, anchored, clock_, options_.counter_anchors);
+    CounterAnchorOptions anchor_options = options_.counter_anchors;
+    anchor_options.hung_read_s = options_.driver_call_timeout_s;  // one notion of a hung call
+    anchors_ = std::make_unique<CounterAnchors>(gpus_, anchored, clock_, anchor_options);
   }
 }
 
-Sampler::~Sampler() {
+SamplerCore::~SamplerCore() {
   try {
     stop();
   } catch (const std::exception&) {
@@ -118,22 +367,26 @@ Sampler::~Sampler() {
   }
 }
 
-void Sampler::start() {
+void SamplerCore::start() {
   if (started_) return;
   started_ = true;
   started_at_s_ = clock_->now_s();
   tick(true);
   if (!options_.background_thread) return;
-  thread_ = std::thread([this] { run(); });
+  // Each thread holds a share of the core: one that stop() leaves blocked in
+  // a hung driver call still has everything it touches when the call returns.
+  thread_ = std::thread([self = shared_from_this()] { self->run(); });
   if (anchors_) {
-    anchors_->start([this] {
-      { std::lock_guard lock(wake_mutex_); }  // a waiter between its check and its wait must not miss this
-      covered_.notify_all();
-    });
+    anchors_->start(
+        [this] {
+          { std::lock_guard lock(wake_mutex_); }  // a waiter between its check and its wait must not miss this
+          covered_.notify_all();
+        },
+        shared_from_this());
   }
 }
 
-void Sampler::stop() {
+void SamplerCore::stop() {
   if (!started_) return;
   {
     std::lock_guard lock(wake_mutex_);
@@ -141,18 +394,34 @@ void Sampler::stop() {
     stop_requested_ = true;
   }
   wake_.notify_all();
-  if (anchors_) anchors_->stop();
-  if (thread_.joinable()) thread_.join();
-  // A last tick at the stop time bounds every window. Power samples reach it
-  // only about one sample period later: wait for them, boundedly.
   const double stop_s = clock_->now_s();
-  tick(true);
-  if (!clock_->is_virtual() && !sampled_gpus_.empty()) {
-    const double give_up_s = stop_s + 3 * longest_sample_period_s() + 0.05;
-    while (covered_until_s() < stop_s && clock_->now_s() < give_up_s) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      tick(true);
+  if (!thread_.joinable()) {
+    if (anchors_) anchors_->stop();
+    last_ticks();  // the owner ticks: no thread, no anchor thread
+  } else {
+    // The thread takes the last ticks itself (run()), so that a driver call
+    // that hangs blocks it, not the caller; the caller waits only so long.
+    if (anchors_) anchors_->request_stop();  // winds down meanwhile
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration<double>(last_ticks_bound_s() + options_.driver_call_timeout_s);
+    bool done = false;
+    {
+      std::unique_lock lock(wake_mutex_);
+      done = thread_done_.wait_until(lock, deadline, [this] { return thread_done_flag_; });
     }
+    if (done) {
+      thread_.join();
+    } else {
+      thread_.detach();  // it holds the core; it ends when the call returns
+      left_hung_thread_.store(true);
+    }
+    // A healthy anchor thread ends within a poll and a read; a hung one is
+    // waited for only as long as the sampling thread was.
+    constexpr double kAnchorWindDownS = 0.25;
+    const double anchor_wait_s = std::max(
+        kAnchorWindDownS, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
+    if (anchors_ && !anchors_->stop_within(anchor_wait_s)) left_hung_thread_.store(true);
+    if (!done) mark_left_behind(stop_s);
   }
   {
     std::lock_guard lock(wake_mutex_);
@@ -162,7 +431,44 @@ void Sampler::stop() {
   timeline_.flush();
 }
 
-void Sampler::run() {
+double SamplerCore::last_ticks_bound_s() const {
+  return sampled_gpus_.empty() || clock_->is_virtual() ? 0.0 : 3 * longest_sample_period_s() + 0.05;
+}
+
+void SamplerCore::last_ticks() {
+  // A last tick at the stop time bounds every window. Power samples reach it
+  // only about one sample period later: wait for them, boundedly.
+  const double stop_s = clock_->now_s();
+  tick(true);
+  const double give_up_s = stop_s + last_ticks_bound_s();
+  while (covered_until_s() < stop_s && clock_->now_s() < give_up_s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    tick(true);
+  }
+}
+
+void SamplerCore::mark_left_behind(double stop_s) {
+  const std::optional<HungCall> hung = hung_call();
+  const std::string why =
+      hung ? fmt::format("sampling stopped with a driver call on {} ({}) blocked for {:.1f} s",
+                         gpus_[hung->gpu]->label(), hung->what, hung->for_s)
+           : std::string("sampling stopped with its thread blocked in a driver call");
+  std::lock_guard lock(mutex_);
+  for (GpuTrack& track : gpu_tracks_) {
+    const double covered_s = track.points.empty() ? started_at_s_ : track.points.back().time_s;
+    if (track.failure || covered_s >= stop_s) continue;
+    track.failure = why;
+    track.failed_at_s = covered_s;
+  }
+  for (CpuTrack& track : cpu_tracks_) {
+    const double covered_s = track.points.empty() ? started_at_s_ : track.points.back().time_s;
+    if (track.failure || covered_s >= stop_s) continue;
+    track.failure = why;
+    track.failed_at_s = covered_s;
+  }
+}
+
+void SamplerCore::run() {
   // Absolute deadlines keep the rate exact; a tick that overruns skips the
   // deadlines it missed instead of bursting to catch up. Between ticks the
   // thread also wakes to drain power samples for a caller that waits for a
@@ -189,23 +495,28 @@ void Sampler::run() {
       if (next_tick_s < now_s) next_tick_s = now_s + options_.interval_s;
     }
   }
+  lock.unlock();
+  last_ticks();
+  lock.lock();
+  thread_done_flag_ = true;
+  thread_done_.notify_all();
 }
 
-bool Sampler::manual_wish_due(double now_s) {
+bool SamplerCore::manual_wish_due(double now_s) {
   std::lock_guard lock(wake_mutex_);
   const double covered_s = covered_until_s();
   coverage_wanted_.erase(coverage_wanted_.begin(), coverage_wanted_.upper_bound(covered_s));
   return !coverage_wanted_.empty() && *coverage_wanted_.begin() <= now_s;
 }
 
-double Sampler::longest_sample_period_s() const {
+double SamplerCore::longest_sample_period_s() const {
   // Drivers learn their spacing from the samples they return, so ask each time.
   double longest_s = 0.0;
   for (const std::size_t i : sampled_gpus_) longest_s = std::max(longest_s, gpus_[i]->power_sample_period_s());
   return longest_s;
 }
 
-double Sampler::coverage_wake_s_locked() const {
+double SamplerCore::coverage_wake_s_locked() const {
   if (coverage_wanted_.empty()) return std::numeric_limits<double>::infinity();
   const auto first_open = coverage_wanted_.upper_bound(covered_until_s());
   if (first_open == coverage_wanted_.end()) return std::numeric_limits<double>::infinity();
@@ -218,7 +529,7 @@ double Sampler::coverage_wake_s_locked() const {
   return std::max(*first_open + longest_sample_period_s() + kVisibleAfterS, last_coverage_tick_s_ + kRetryS);
 }
 
-bool Sampler::wait_settled(double begin_s, double end_s, double timeout_s) {
+bool SamplerCore::wait_settled(double begin_s, double end_s, double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
   std::vector<EnergyEstimate> gpus, zones;
   // What still lacks, and how far the data must reach: anchors, once read,
@@ -248,22 +559,22 @@ bool Sampler::wait_settled(double begin_s, double end_s, double timeout_s) {
   }
 }
 
-void Sampler::note_window_edge(double time_s) {
+void SamplerCore::note_window_edge(double time_s) {
   if (anchors_) anchors_->note_edge(time_s);
 }
 
-void Sampler::poll_counter_anchors() {
+void SamplerCore::poll_counter_anchors() {
   if (anchors_) anchors_->poll();
 }
 
-void Sampler::sample_now() {
+void SamplerCore::sample_now() {
   tick(false);
   // Anchors too, when no thread reads them; ticks far apart find no counter
   // steps (they need reads a few ms apart), so such owners get none.
   if (anchors_ && !thread_.joinable()) anchors_->poll();
 }
 
-void Sampler::tick(bool drain_samples) {
+void SamplerCore::tick(bool drain_samples) {
   std::lock_guard tick_lock(tick_mutex_);
   // Device calls happen without the track lock; results are then published
   // under one lock per tick, so readers (end_window) wait at most for that.
@@ -318,7 +629,7 @@ void Sampler::tick(bool drain_samples) {
   covered_.notify_all();
 }
 
-void Sampler::publish_locked() {
+void SamplerCore::publish_locked() {
   for (const NewPoint& p : new_points_) {
     GpuTrack& track = gpu_tracks_[p.gpu];
     double integral_j = 0.0;
@@ -345,7 +656,43 @@ void Sampler::publish_locked() {
   }
 }
 
-void Sampler::read_gpu(std::size_t i) {
+template <typename Fn>
+auto SamplerCore::driver_call(std::size_t gpu, const char* what, double now_s, Fn&& fn) {
+  // Cleared however the call ends (a DeviceError is the common failure).
+  struct Clear {
+    InFlight& in_flight;
+    ~Clear() { in_flight.since_s.store(std::numeric_limits<double>::infinity(), std::memory_order_release); }
+  };
+  in_flight_.gpu.store(gpu, std::memory_order_relaxed);
+  in_flight_.what.store(what, std::memory_order_relaxed);
+  in_flight_.since_s.store(now_s, std::memory_order_release);
+  const Clear clear{in_flight_};
+  return fn();
+}
+
+std::optional<SamplerCore::HungCall> SamplerCore::hung_call() const {
+  const double since_s = in_flight_.since_s.load(std::memory_order_acquire);
+  if (!std::isfinite(since_s)) return std::nullopt;  // no call in flight: the common case, no clock read
+  const double for_s = clock_->now_s() - since_s;
+  if (for_s < options_.driver_call_timeout_s) return std::nullopt;
+  return HungCall{in_flight_.gpu.load(std::memory_order_relaxed), in_flight_.what.load(std::memory_order_relaxed),
+                  since_s, for_s};
+}
+
+std::string SamplerCore::hung_problem(const std::string& label, std::size_t gpu, const HungCall& hung,
+                                      double covered_s) const {
+  const double data_until_s = (std::isfinite(covered_s) ? covered_s : started_at_s_) - started_at_s_;
+  if (gpu == hung.gpu) {
+    return fmt::format("{}: a driver call ({}) has not returned for {:.1f} s (hung); no data after t={:.3f} s, "
+                       "the last power carried forward",
+                       label, hung.what, hung.for_s, data_until_s);
+  }
+  return fmt::format("{}: no data after t={:.3f} s: the sampling thread is blocked in a driver call on {} ({}) "
+                     "for {:.1f} s; the last power carried forward",
+                     label, data_until_s, gpus_[hung.gpu]->label(), hung.what, hung.for_s);
+}
+
+void SamplerCore::read_gpu(std::size_t i) {
   GpuReader& reader = gpu_readers_[i];
   if (reader.failure) return;
   Gpu& gpu = *gpus_[i];
@@ -353,17 +700,17 @@ void Sampler::read_gpu(std::size_t i) {
   sample.time_s = clock_->now_s();
   sample.device = static_cast<uint32_t>(i);
   try {
-    sample.power_w = gpu.power_mw() / 1000.0;
+    sample.power_w = driver_call(i, "power reading", sample.time_s, [&] { return gpu.power_mw(); }) / 1000.0;
   } catch (const DeviceError& e) {
     reader.failure = e.what();
     reader.failed_at_s = sample.time_s;
     return;
   }
   // An optional field that fails is dropped for this GPU, not retried each tick.
-  auto optional_read = [](bool& wanted, auto read) {
+  auto optional_read = [&](bool& wanted, auto read) {
     if (!wanted) return;
     try {
-      read();
+      driver_call(i, "optional reading", sample.time_s, read);
     } catch (const DeviceError&) {
       wanted = false;
     }
@@ -383,12 +730,12 @@ void Sampler::read_gpu(std::size_t i) {
   }
 }
 
-void Sampler::drain_power_samples(std::size_t i) {
+void SamplerCore::drain_power_samples(std::size_t i) {
   GpuReader& reader = gpu_readers_[i];
   Gpu& gpu = *gpus_[i];
   drained_.clear();
   try {
-    gpu.read_power_samples(drained_);
+    driver_call(i, "power samples", clock_->now_s(), [&] { gpu.read_power_samples(drained_); });
   } catch (const DeviceError& e) {
     const double now_s = clock_->now_s();
     if (e.code() == DeviceErrc::kDeviceLost) {
@@ -419,12 +766,12 @@ void Sampler::drain_power_samples(std::size_t i) {
   }
 }
 
-void Sampler::read_counter(std::size_t i) {
+void SamplerCore::read_counter(std::size_t i) {
   GpuReader& reader = gpu_readers_[i];
   const double before_s = clock_->now_s();
   uint64_t counter_mj = 0;
   try {
-    counter_mj = gpus_[i]->total_energy_mj();
+    counter_mj = driver_call(i, "energy counter", before_s, [&] { return gpus_[i]->total_energy_mj(); });
   } catch (const DeviceError& e) {
     if (e.code() == DeviceErrc::kDeviceLost) {
       reader.failure = e.what();
@@ -444,7 +791,7 @@ void Sampler::read_counter(std::size_t i) {
   gpu_tracks_[i].pending_counters.push_back({0.5 * (before_s + after_s), counter_mj / 1000.0, 0.0});
 }
 
-void Sampler::pair_counters_locked(GpuTrack& track) {
+void SamplerCore::pair_counters_locked(GpuTrack& track) {
   bool added = false;
   while (!track.pending_counters.empty() && !track.points.empty() &&
          track.pending_counters.front().time_s <= track.points.back().time_s) {
@@ -463,7 +810,7 @@ void Sampler::pair_counters_locked(GpuTrack& track) {
   recalibrate_locked(track);
 }
 
-void Sampler::recalibrate_locked(GpuTrack& track) const {
+void SamplerCore::recalibrate_locked(GpuTrack& track) const {
   const auto& c = track.counters;
   if (c.size() < 3 || c.back().time_s - c.front().time_s < options_.min_calibration_span_s) return;
   double mean_x = 0, mean_y = 0;
@@ -483,7 +830,7 @@ void Sampler::recalibrate_locked(GpuTrack& track) const {
   track.scale = (slope >= kMinScale && slope <= kMaxScale) ? slope : 1.0;
 }
 
-void Sampler::sample_cpu(std::size_t i) {
+void SamplerCore::sample_cpu(std::size_t i) {
   CpuEnergyZone& zone = *cpu_zones_[i];
   {
     std::lock_guard lock(mutex_);
@@ -519,7 +866,7 @@ void Sampler::sample_cpu(std::size_t i) {
   timeline_.add(sample);
 }
 
-void Sampler::trim_locked(double now_s) {
+void SamplerCore::trim_locked(double now_s) {
   const double keep_from_s = std::min(pinned_since_s_.load(), now_s - options_.history_s);
   // Keep the last point before keep_from_s: it anchors interpolation there.
   for (auto& track : gpu_tracks_) {
@@ -533,11 +880,11 @@ void Sampler::trim_locked(double now_s) {
   }
 }
 
-double Sampler::scaled_integral_j(const GpuTrack& track, double time_s) {
+double SamplerCore::scaled_integral_j(const GpuTrack& track, double time_s) {
   return track.scale * integral_at(track.points, time_s);
 }
 
-double Sampler::integral_at(const std::deque<PowerPoint>& points, double time_s) {
+double SamplerCore::integral_at(const std::deque<PowerPoint>& points, double time_s) {
   if (points.empty()) return 0.0;
   const PowerPoint& first = points.front();
   if (time_s <= first.time_s) return first.integral_j - first.power_w * (first.time_s - time_s);
@@ -554,19 +901,21 @@ double Sampler::integral_at(const std::deque<PowerPoint>& points, double time_s)
   return a.integral_j + 0.5 * (a.power_w + power_at_t) * dt;
 }
 
-EnergyEstimate Sampler::gpu_energy(std::size_t gpu, double begin_s, double end_s) const {
+EnergyEstimate SamplerCore::gpu_energy(std::size_t gpu, double begin_s, double end_s) const {
+  const std::optional<HungCall> hung = hung_call();
   std::lock_guard lock(mutex_);
-  if (!anchors_) return gpu_energy_locked(gpu, begin_s, end_s, nullptr);
+  if (!anchors_) return gpu_energy_locked(gpu, begin_s, end_s, nullptr, hung);
   const AnchorLookups anchors = anchors_->window(gpu, begin_s, end_s);
-  return gpu_energy_locked(gpu, begin_s, end_s, &anchors);
+  return gpu_energy_locked(gpu, begin_s, end_s, &anchors, hung);
 }
 
-EnergyEstimate Sampler::cpu_energy(std::size_t zone, double begin_s, double end_s) const {
+EnergyEstimate SamplerCore::cpu_energy(std::size_t zone, double begin_s, double end_s) const {
+  const std::optional<HungCall> hung = hung_call();
   std::lock_guard lock(mutex_);
-  return cpu_energy_locked(zone, begin_s, end_s);
+  return cpu_energy_locked(zone, begin_s, end_s, hung);
 }
 
-void Sampler::energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
+void SamplerCore::energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
                        std::vector<EnergyEstimate>& cpu_zones, bool end_just_noted) const {
   gpus.clear();
   cpu_zones.clear();
@@ -574,24 +923,25 @@ void Sampler::energies(double begin_s, double end_s, std::vector<EnergyEstimate>
   for (std::size_t i = 0; end_pending_everywhere && i < gpu_tracks_.size(); ++i) {
     end_pending_everywhere = anchors_->awaits_reads(i);
   }
+  const std::optional<HungCall> hung = hung_call();
   std::lock_guard lock(mutex_);
   if (end_pending_everywhere) {
     for (std::size_t i = 0; i < gpu_tracks_.size(); ++i) {
-      EnergyEstimate estimate = gpu_energy_locked(i, begin_s, end_s, nullptr);
+      EnergyEstimate estimate = gpu_energy_locked(i, begin_s, end_s, nullptr, hung);
       if (!estimate.problem) estimate.settled = false;  // the end's reads are to come
       gpus.push_back(std::move(estimate));
     }
   } else {
     if (anchors_) anchors_->windows(begin_s, end_s, anchor_lookups_);
     for (std::size_t i = 0; i < gpu_tracks_.size(); ++i) {
-      gpus.push_back(gpu_energy_locked(i, begin_s, end_s, anchors_ ? &anchor_lookups_[i] : nullptr));
+      gpus.push_back(gpu_energy_locked(i, begin_s, end_s, anchors_ ? &anchor_lookups_[i] : nullptr, hung));
     }
   }
-  for (std::size_t i = 0; i < cpu_tracks_.size(); ++i) cpu_zones.push_back(cpu_energy_locked(i, begin_s, end_s));
+  for (std::size_t i = 0; i < cpu_tracks_.size(); ++i) cpu_zones.push_back(cpu_energy_locked(i, begin_s, end_s, hung));
 }
 
-EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, double end_s,
-                                          const AnchorLookups* anchors) const {
+EnergyEstimate SamplerCore::gpu_energy_locked(std::size_t gpu, double begin_s, double end_s,
+                                              const AnchorLookups* anchors, const std::optional<HungCall>& hung) const {
   const GpuTrack& track = gpu_tracks_.at(gpu);
   EnergyEstimate estimate;
   estimate.scale = track.scale;
@@ -611,6 +961,9 @@ EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, doubl
     estimate.problem = fmt::format("{}: history before t={:.3f} s is no longer held (kept {:.0f} s after windows end)",
                                    gpus_[gpu]->label(), track.points.front().time_s - started_at_s_,
                                    options_.history_s);
+  } else if (hung && !estimate.settled) {
+    // The data that would settle it waits behind a hung call: say so.
+    estimate.problem = hung_problem(gpus_[gpu]->label(), gpu, *hung, covered_s);
   }
   estimate.energy_j = scaled_integral_j(track, end_s) - scaled_integral_j(track, begin_s);
   if (anchors == nullptr || estimate.problem) return estimate;
@@ -633,7 +986,7 @@ EnergyEstimate Sampler::gpu_energy_locked(std::size_t gpu, double begin_s, doubl
   return estimate;
 }
 
-Sampler::AnchoredEnergy Sampler::anchored_energy(const GpuTrack& track, const CounterAnchors::Lookup& anchors,
+SamplerCore::AnchoredEnergy SamplerCore::anchored_energy(const GpuTrack& track, const CounterAnchors::Lookup& anchors,
                                                  double time_s) const {
   // From a step before the edge, the samples add the stretch up to it; from a
   // step after, they take the stretch back. A load change inside a stretch is
@@ -693,7 +1046,7 @@ Sampler::AnchoredEnergy Sampler::anchored_energy(const GpuTrack& track, const Co
   return result;
 }
 
-double Sampler::power_range_w(const std::deque<PowerPoint>& points, double from_s, double to_s) {
+double SamplerCore::power_range_w(const std::deque<PowerPoint>& points, double from_s, double to_s) {
   // Every point whose segment overlaps [from_s, to_s]: the first after
   // from_s up to and including the first at or after to_s.
   auto it = std::upper_bound(points.begin(), points.end(), from_s,
@@ -708,12 +1061,16 @@ double Sampler::power_range_w(const std::deque<PowerPoint>& points, double from_
   return high_w - low_w;
 }
 
-EnergyEstimate Sampler::cpu_energy_locked(std::size_t zone, double begin_s, double end_s) const {
+EnergyEstimate SamplerCore::cpu_energy_locked(std::size_t zone, double begin_s, double end_s,
+                                              const std::optional<HungCall>& hung) const {
   const CpuTrack& track = cpu_tracks_.at(zone);
   EnergyEstimate estimate;
   if (track.failure && end_s > track.failed_at_s) {
     estimate.problem = fmt::format("{}: energy after t={:.3f} s is missing ({})", cpu_zones_[zone]->label(),
                                    track.failed_at_s - started_at_s_, *track.failure);
+  } else if (hung && (track.points.empty() || track.points.back().time_s < end_s)) {
+    estimate.problem = hung_problem(cpu_zones_[zone]->label(), gpus_.size(), *hung,
+                                    track.points.empty() ? started_at_s_ : track.points.back().time_s);
   }
   const auto& p = track.points;
   if (p.size() < 2) return estimate;
@@ -732,17 +1089,17 @@ EnergyEstimate Sampler::cpu_energy_locked(std::size_t zone, double begin_s, doub
   return estimate;
 }
 
-double Sampler::gpu_scale(std::size_t gpu) const {
+double SamplerCore::gpu_scale(std::size_t gpu) const {
   std::lock_guard lock(mutex_);
   return gpu_tracks_.at(gpu).scale;
 }
 
-GpuEnergyMethod Sampler::gpu_method(std::size_t gpu) const {
+GpuEnergyMethod SamplerCore::gpu_method(std::size_t gpu) const {
   std::lock_guard lock(mutex_);
   return gpu_tracks_.at(gpu).method;
 }
 
-std::string Sampler::gpu_method_description(std::size_t gpu) const {
+std::string SamplerCore::gpu_method_description(std::size_t gpu) const {
   const Gpu& device = *gpus_.at(gpu);
   std::lock_guard lock(mutex_);
   const GpuTrack& track = gpu_tracks_[gpu];
@@ -762,12 +1119,12 @@ std::string Sampler::gpu_method_description(std::size_t gpu) const {
   return text;
 }
 
-double Sampler::covered_until_s() const {
+double SamplerCore::covered_until_s() const {
   std::lock_guard lock(mutex_);
   return covered_until_locked();
 }
 
-double Sampler::covered_until_locked() const {
+double SamplerCore::covered_until_locked() const {
   double covered_s = std::numeric_limits<double>::infinity();
   for (const auto& track : gpu_tracks_) {
     if (track.failure) continue;  // nothing more will come
@@ -782,12 +1139,12 @@ double Sampler::covered_until_locked() const {
   return covered_s;
 }
 
-void Sampler::pin_history(double since_s) {
+void SamplerCore::pin_history(double since_s) {
   pinned_since_s_.store(since_s);
   if (anchors_) anchors_->keep_from(since_s);
 }
 
-SamplerStats Sampler::stats() const {
+SamplerStats SamplerCore::stats() const {
   SamplerStats stats;
   stats.ticks = ticks_.load();
   stats.counter_reads = counter_reads_.load();
@@ -796,7 +1153,54 @@ SamplerStats Sampler::stats() const {
   if (anchors_) stats.anchors = anchors_->stats();
   stats.thread_cpu_s = thread_cpu_s_.load();
   stats.running_s = started_ ? clock_->now_s() - started_at_s_ : 0.0;
+  stats.left_hung_thread = left_hung_thread_.load();
   return stats;
 }
+
+// The handle: everything forwards to the core.
+
+Sampler::Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
+                 std::shared_ptr<const Clock> clock, SamplerOptions options)
+    : core_(std::make_shared<SamplerCore>(std::move(gpus), std::move(cpu_zones), std::move(clock), options)) {}
+
+Sampler::~Sampler() {
+  try {
+    core_->stop();
+  } catch (const std::exception&) {
+    // A failing timeline stream must not terminate the process from a
+    // destructor; stop() called explicitly reports it.
+  }
+}
+
+void Sampler::start() { core_->start(); }
+void Sampler::stop() { core_->stop(); }
+void Sampler::sample_now() { core_->sample_now(); }
+EnergyEstimate Sampler::gpu_energy(std::size_t gpu, double begin_s, double end_s) const {
+  return core_->gpu_energy(gpu, begin_s, end_s);
+}
+EnergyEstimate Sampler::cpu_energy(std::size_t zone, double begin_s, double end_s) const {
+  return core_->cpu_energy(zone, begin_s, end_s);
+}
+void Sampler::energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
+                       std::vector<EnergyEstimate>& cpu_zones, bool end_just_noted) const {
+  core_->energies(begin_s, end_s, gpus, cpu_zones, end_just_noted);
+}
+double Sampler::gpu_scale(std::size_t gpu) const { return core_->gpu_scale(gpu); }
+GpuEnergyMethod Sampler::gpu_method(std::size_t gpu) const { return core_->gpu_method(gpu); }
+std::string Sampler::gpu_method_description(std::size_t gpu) const { return core_->gpu_method_description(gpu); }
+double Sampler::covered_until_s() const { return core_->covered_until_s(); }
+bool Sampler::wait_settled(double begin_s, double end_s, double timeout_s) {
+  return core_->wait_settled(begin_s, end_s, timeout_s);
+}
+void Sampler::note_window_edge(double time_s) { core_->note_window_edge(time_s); }
+void Sampler::poll_counter_anchors() { core_->poll_counter_anchors(); }
+void Sampler::pin_history(double since_s) { core_->pin_history(since_s); }
+Timeline& Sampler::timeline() { return core_->timeline(); }
+const Timeline& Sampler::timeline() const { return core_->timeline(); }
+SamplerStats Sampler::stats() const { return core_->stats(); }
+const std::vector<std::shared_ptr<Gpu>>& Sampler::gpus() const { return core_->gpus(); }
+const std::vector<std::shared_ptr<CpuEnergyZone>>& Sampler::cpu_zones() const { return core_->cpu_zones(); }
+const SamplerOptions& Sampler::options() const { return core_->options(); }
+const Clock& Sampler::clock() const { return core_->clock(); }
 
 }  // namespace joule

@@ -23,6 +23,7 @@
 //          max_sm_mhz=1980 min_sm_mhz=210 sm_step_mhz=15 mem_clocks_mhz=1593,2619
 //          idle_w=60 clocks=1 locked_clocks=1
 //   error function=nvmlDeviceGetPowerUsage device=0 code=15 after_calls=3 after_ms=0
+//   hang function=nvmlDeviceGetTotalEnergyConsumption device=0 after_calls=3 after_ms=0 seconds=2 times=1
 //   process device=0 pid=4242 used_mib=512 kind=compute start_ms=0 end_ms=5000
 //
 // Processes: listed by nvmlDevice{Compute,Graphics}RunningProcesses_v3 while
@@ -94,6 +95,17 @@
 // that many successful calls and/or milliseconds, and then keeps firing, as a
 // lost GPU does.
 //
+// A hang rule (same matching and after_calls/after_ms) makes each call due
+// block for `seconds` of wall time (absent or "forever": until released),
+// then go on as usual (a driver call that hung, then returned); times=N
+// hangs only the first N calls due. A hung call holds no lock of the fake:
+// other functions and devices keep answering. Tests release every hang, the
+// ones blocked now and the ones to come (until a config is read again), with
+//   extern "C" void joule_fake_nvml_release_hangs(void);
+// (exported like joule_fake_nvml_set_time_s) before they end, so no thread
+// stays blocked past the test; joule_fake_nvml_hung_calls() counts the calls
+// blocked now.
+//
 // Built twice: as is, and with JOULE_FAKE_NVML_OLD_DRIVER, which leaves out
 // the functions an old driver lacks (energy counter, field values,
 // architecture, samples).
@@ -102,6 +114,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -338,8 +351,19 @@ struct ErrorRule {
   std::map<int, long> calls;  // successful calls so far, per device
 };
 
+struct HangRule {
+  std::string function;
+  int device = -1;
+  long after_calls = 0;
+  double after_ms = 0.0;
+  double seconds = -1.0;  // < 0: until released
+  long times = -1;        // < 0: every call due
+  std::map<int, long> calls;  // calls so far, per device, before the rule was due
+};
+
 struct State {
   std::mutex mutex;
+  std::vector<HangRule> hangs;
   bool loaded = false;
   std::string load_error;
   bool initialised = false;
@@ -617,6 +641,20 @@ void load_config(State& s) {
       p.start_s = number_or(kv, "start_ms", 0) / 1000.0;
       p.end_s = kv.count("end_ms") ? number_or(kv, "end_ms", 0) / 1000.0 : 1e300;
       s.devices[device].processes.push_back(p);
+    } else if (directive == "hang") {
+      HangRule rule;
+      rule.function = kv.count("function") ? kv.at("function") : "*";
+      rule.device = static_cast<int>(number_or(kv, "device", -1));
+      rule.after_calls = static_cast<long>(number_or(kv, "after_calls", 0));
+      rule.after_ms = number_or(kv, "after_ms", 0);
+      const std::string seconds = kv.count("seconds") ? kv.at("seconds") : "forever";
+      rule.seconds = seconds == "forever" ? -1.0 : std::strtod(seconds.c_str(), nullptr);
+      rule.times = static_cast<long>(number_or(kv, "times", -1));
+      if (seconds != "forever" && !(rule.seconds >= 0)) {
+        s.load_error = where + ": hang seconds must be a number >= 0 or forever, not '" + seconds + "'";
+        return;
+      }
+      s.hangs.push_back(rule);
     } else if (directive == "error") {
       ErrorRule rule;
       rule.function = kv.count("function") ? kv.at("function") : "*";
@@ -831,9 +869,56 @@ void append_log(const std::string& line) {
   }
 }
 
+// Hangs: released by joule_fake_nvml_release_hangs; counted
+// while blocked. Atomics, not the state mutex: a blocked call holds no lock.
+std::atomic<bool> hangs_released{false};
+std::atomic<int> calls_hung_now{0};
+std::atomic<bool> any_hang_rules{false};  // so that calls pay nothing without them
+
+// How long (function, device) must block now by the hang rules: 0 for not
+// at all, < 0 until released. Counts the calls before a rule is due.
+double hang_due_s(const char* function, int device) {
+  if (!any_hang_rules.load(std::memory_order_relaxed)) return 0.0;
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.initialised || hangs_released.load()) return 0.0;
+  for (HangRule& rule : s.hangs) {
+    if (rule.function != "*" && rule.function != function) continue;
+    if (rule.device >= 0 && rule.device != device) continue;
+    if (rule.times == 0) continue;
+    const bool time_due = now_s() * 1000.0 >= rule.after_ms;
+    if (!time_due || rule.calls[device] < rule.after_calls) {
+      ++rule.calls[device];
+      continue;
+    }
+    if (rule.times > 0) --rule.times;
+    return rule.seconds < 0 ? -1.0 : std::max(rule.seconds, 1e-9);
+  }
+  return 0.0;
+}
+
+// Blocks the calling thread as a hung driver call does (wall time, in
+// slices, so that a release ends it at once).
+void hang_if_due(const char* function, int device) {
+  const double hang_s = hang_due_s(function, device);
+  if (hang_s == 0.0) return;
+  const auto until = Clock::now() + std::chrono::duration<double>(hang_s < 0 ? 1e9 : hang_s);
+  calls_hung_now.fetch_add(1);
+  while (!hangs_released.load() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  calls_hung_now.fetch_sub(1);
+}
+
 }  // namespace
 
+// Ends every hang, now and to come, until the next config is read (the
+// first nvmlInit after every nvmlShutdown).
+FAKE_API void joule_fake_nvml_release_hangs(void) { hangs_released.store(true); }
+
+// How many calls are blocked by hang rules now.
+FAKE_API int joule_fake_nvml_hung_calls(void) { return calls_hung_now.load(); }
+
 #define FAKE_DEVICE_CALL(function)                                         \
+  hang_if_due(function, index_of(device));                                 \
   State& s = state();                                                      \
   std::lock_guard lock(s.mutex);                                           \
   if (!s.initialised) return 1; /* NVML_ERROR_UNINITIALIZED */             \
@@ -866,9 +951,12 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
     s.persist.clear();
     s.devices.clear();
     s.errors.clear();
+    s.hangs.clear();
     s.virtual_clock = false;
     load_config(s);
     load_persisted(s);
+    any_hang_rules.store(!s.hangs.empty());
+    hangs_released.store(false);  // a new config's hangs are armed again
   }
   if (!s.load_error.empty()) {
     std::fprintf(stderr, "fake NVML: %s\n", s.load_error.c_str());

@@ -70,6 +70,10 @@ struct CounterAnchorOptions {
   double history_s = 30.0;
   // A counter that does not step within this long is not anchored.
   double max_period_s = 0.5;
+  // A read that has not returned after this long is hung: the reads planned
+  // behind it are not waited for (windows keep their samples) and stop()
+  // leaves the thread behind. The Sampler sets it to its driver_call_timeout_s.
+  double hung_read_s = 2.0;
 };
 
 // A counter value and the instant it describes, on the sampler's clock.
@@ -88,8 +92,16 @@ class CounterAnchors {
   CounterAnchors& operator=(const CounterAnchors&) = delete;
 
   // Starts the reading thread; on_anchor runs on it after every new anchor.
-  void start(std::function<void()> on_anchor);
+  // The thread holds keep_alive (the owner that on_anchor and this object
+  // live in) until it ends, so that one left behind by stop_within() in a
+  // hung read touches nothing freed when the read returns.
+  void start(std::function<void()> on_anchor, std::shared_ptr<const void> keep_alive = nullptr);
+  // Stops the thread and waits for it (stop_within: at most timeout_s,
+  // then the thread is left behind, false; only with a keep_alive).
   void stop();
+  bool stop_within(double timeout_s);
+  // Asks the thread to end without waiting (stop_within waits).
+  void request_stop();
 
   // Any thread, cheap (a short lock, no driver call): anchors are wanted near
   // edge_s on every anchored GPU.
@@ -238,6 +250,11 @@ class CounterAnchors {
   // Per GPU, mode != kOff && !stopped_, readable without the lock.
   std::unique_ptr<std::atomic<bool>[]> awaiting_reads_;
   std::thread thread_;
+  bool thread_done_ = false;  // run() returned; guarded by wake_mutex_
+  std::condition_variable thread_done_cv_;
+  // When the read in flight began (+infinity: none); lock-free for lookups.
+  std::atomic<double> read_since_s_{std::numeric_limits<double>::infinity()};
+  bool read_hung() const;
   std::function<void()> on_anchor_;
   std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0}, held_up_{0};
   std::atomic<double> thread_cpu_s_{0.0};

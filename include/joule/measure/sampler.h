@@ -86,6 +86,13 @@ struct SamplerOptions {
   SampledFields fields;
   // false: no thread; the owner calls sample_now() (virtual clocks, tests).
   bool background_thread = true;
+  // A driver call (power, samples, counter; the anchor reads too) that has
+  // not returned after this long is hung: the windows that need its data
+  // say so, settle() gives up on it at its own timeout, and stop() leaves
+  // the threads blocked in it behind (each ends when its call returns)
+  // rather than wait forever. Calls take milliseconds (an H100's counter
+  // read ~4 ms), so seconds mean a wedged driver, not a slow one.
+  double driver_call_timeout_s = 2.0;
 };
 
 // The method a sampler with these options uses for gpu, and why, in words
@@ -117,7 +124,13 @@ struct SamplerStats {
   CounterAnchors::Stats anchors;  // counter reads for window anchors, and their thread's CPU
   double thread_cpu_s = 0.0;  // CPU time of the sampling thread
   double running_s = 0.0;     // wall time since start()
+  // stop() gave up on a thread blocked in a driver call (left behind).
+  bool left_hung_thread = false;
 };
+
+namespace detail {
+class SamplerCore;  // sampler.cc
+}  // namespace detail
 
 class Sampler {
  public:
@@ -130,7 +143,10 @@ class Sampler {
   // Takes a first sample synchronously, then (background_thread) starts the
   // thread. Throws UsageError for bad options.
   void start();
-  // Takes a last sample and joins the thread. Idempotent.
+  // Takes a last sample and joins the threads. Idempotent. Bounded: a
+  // thread blocked in a hung driver call (driver_call_timeout_s) is left
+  // behind; the devices without data up to the stop are then marked failed
+  // there, so every window says what is missing.
   void stop();
   // One tick: reads every device once, and does the counter reads for
   // anchors that are due. For owners without a thread.
@@ -174,146 +190,19 @@ class Sampler {
   // +infinity releases the pin.
   void pin_history(double since_s);
 
-  Timeline& timeline() { return timeline_; }
-  const Timeline& timeline() const { return timeline_; }
+  Timeline& timeline();
+  const Timeline& timeline() const;
   SamplerStats stats() const;
-  const std::vector<std::shared_ptr<Gpu>>& gpus() const { return gpus_; }
-  const std::vector<std::shared_ptr<CpuEnergyZone>>& cpu_zones() const { return cpu_zones_; }
-  const SamplerOptions& options() const { return options_; }
-  const Clock& clock() const { return *clock_; }
+  const std::vector<std::shared_ptr<Gpu>>& gpus() const;
+  const std::vector<std::shared_ptr<CpuEnergyZone>>& cpu_zones() const;
+  const SamplerOptions& options() const;
+  const Clock& clock() const;
 
  private:
-  // How power runs over the segment that ends at a point.
-  enum class Segment : uint8_t {
-    kLinear,  // between two readings (power readings)
-    kStep,    // the point's power throughout (a power sample is the mean since the previous one)
-  };
-  struct PowerPoint {
-    double time_s;
-    double power_w;
-    double integral_j;  // integral of power from the first point to time_s
-    Segment segment;
-  };
-  struct CounterPoint {
-    double time_s;
-    double counter_j;
-    double integral_j;  // power integral at time_s, filled once the data covers it
-  };
-  // What readers (end_window) see; guarded by mutex_.
-  struct GpuTrack {
-    std::deque<PowerPoint> points;
-    std::deque<CounterPoint> counters;          // paired with the integral
-    std::deque<CounterPoint> pending_counters;  // read, but the data does not reach them yet
-    double scale = 1.0;
-    bool trimmed = false;  // points older than the front were dropped
-    GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
-    std::optional<std::string> method_note;  // e.g. why samples stopped being used
-    std::optional<std::string> failure;
-    double failed_at_s = 0.0;
-  };
-  // A point read this tick, published under one lock with the others.
-  struct NewPoint {
-    std::size_t gpu;
-    double time_s;
-    double power_w;
-    Segment segment;
-  };
-  // What only the sampling side touches; guarded by tick_mutex_.
-  struct GpuReader {
-    SampledFields fields;  // what still works for this GPU
-    bool counter_usable = false;
-    GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
-    std::optional<std::string> method_note;
-    std::optional<std::string> failure;
-    double failed_at_s = 0.0;
-    double last_sample_s = -std::numeric_limits<double>::infinity();
-  };
-  struct CpuPoint {
-    double time_s;
-    double energy_j;  // unwrapped since the first sample
-  };
-  struct CpuTrack {
-    std::deque<CpuPoint> points;
-    uint64_t last_raw_uj = 0;
-    std::optional<std::string> failure;
-    double failed_at_s = 0.0;
-  };
-
-  // A GPU's energy at an edge on the counter's scale, from the anchors
-  // around it, and which anchors that used.
-  struct AnchoredEnergy {
-    double counter_j = 0.0;
-    double needs_data_until_s = 0.0;
-    std::pair<double, double> anchors_used;
-    bool trusted = true;  // false: the anchors disagree with the samples; use neither
-  };
-  AnchoredEnergy anchored_energy(const GpuTrack& track, const CounterAnchors::Lookup& anchors, double time_s) const;
-  // Largest minus smallest power among the points that cover [from_s, to_s].
-  static double power_range_w(const std::deque<PowerPoint>& points, double from_s, double to_s);
-
-  void run();
-  // One tick; drain_samples forces a read of the power-sample buffers.
-  void tick(bool drain_samples);
-  void read_gpu(std::size_t i);
-  void drain_power_samples(std::size_t i);
-  void read_counter(std::size_t i);
-  void sample_cpu(std::size_t i);
-  void publish_locked();
-  void pair_counters_locked(GpuTrack& track);
-  void trim_locked(double now_s);
-  static double integral_at(const std::deque<PowerPoint>& points, double time_s);
-  // integral_at times the GPU's counter calibration.
-  static double scaled_integral_j(const GpuTrack& track, double time_s);
-  void recalibrate_locked(GpuTrack& track) const;
-  double covered_until_locked() const;
-  using AnchorLookups = std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup>;
-  EnergyEstimate gpu_energy_locked(std::size_t gpu, double begin_s, double end_s,
-                                   const AnchorLookups* anchors) const;
-  EnergyEstimate cpu_energy_locked(std::size_t zone, double begin_s, double end_s) const;
-  // Without a thread: forgets covered wishes; true when one is past due.
-  bool manual_wish_due(double now_s);
-  // Over sampled_gpus_; their drivers may learn the spacing at the first reads.
-  double longest_sample_period_s() const;
-  // When the thread should next drain for a waiting caller (+inf: nobody waits).
-  double coverage_wake_s_locked() const;
-
-  std::vector<std::shared_ptr<Gpu>> gpus_;
-  std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones_;
-  std::shared_ptr<const Clock> clock_;
-  SamplerOptions options_;
-  Timeline timeline_;
-
-  mutable std::mutex mutex_;  // guards the tracks
-  std::vector<GpuTrack> gpu_tracks_;
-  std::vector<GpuReader> gpu_readers_;
-  std::vector<std::size_t> sampled_gpus_;  // GPUs that started on power samples
-  std::vector<TimelineSample> batch_;  // this tick's timeline samples
-  std::vector<NewPoint> new_points_;   // this tick's energy points
-  std::vector<PowerSample> drained_;   // scratch for one buffer read
-  std::vector<CpuTrack> cpu_tracks_;
-  std::unique_ptr<CounterAnchors> anchors_;  // null: no GPU is anchored
-  mutable std::vector<AnchorLookups> anchor_lookups_;  // scratch, under mutex_
-  std::size_t next_counter_gpu_ = 0;
-  double next_counter_due_s_ = -1e300;
-  double last_drain_s_ = -1e300;
-  std::atomic<double> pinned_since_s_;
-
-  std::mutex tick_mutex_;  // one tick at a time (thread, stop(), owners)
-  std::mutex wake_mutex_;  // guards stop_requested_ and coverage_wanted_
-  std::condition_variable wake_;
-  std::condition_variable covered_;  // notified after every tick
-  std::multiset<double> coverage_wanted_;  // times callers wait to see covered
-  double last_coverage_tick_s_ = -1e300;
-  bool stop_requested_ = false;
-  bool stopped_ = false;
-  bool started_ = false;
-  std::thread thread_;
-  std::atomic<uint64_t> ticks_{0};
-  std::atomic<uint64_t> counter_reads_{0};
-  std::atomic<uint64_t> sample_drains_{0};
-  std::atomic<uint64_t> sample_gaps_{0};
-  std::atomic<double> thread_cpu_s_{0.0};
-  double started_at_s_ = 0.0;
+  // Everything the threads touch lives in the core, which each thread
+  // holds a share of: a thread left blocked in a hung driver call by stop()
+  // keeps it alive until the call returns, after the Sampler is gone.
+  std::shared_ptr<detail::SamplerCore> core_;
 };
 
 }  // namespace joule
