@@ -85,7 +85,7 @@ std::string trimmed(std::string text) {
 
 // What a failure says of the database: a step that may succeed when retried
 // (a lock wait over kLockTimeoutMs, a deadlock PostgreSQL broke, a
-// serialization failure), a database that cannot be reached or written now,
+// serialization failure, a statement cancelled), a database that cannot be reached or written now,
 // or anything else (a constraint, a bug: 500).
 enum class Fault { kOther, kBusy, kUnavailable };
 
@@ -96,7 +96,9 @@ Fault classify(const std::exception& e, const pqxx::connection* conn) {
   if (dynamic_cast<const pqxx::broken_connection*>(&e)) return Fault::kUnavailable;
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
     const std::string& state = sql->sqlstate();
-    if (state == "55P03" || state == "40P01" || state == "40001") return Fault::kBusy;
+    // 57014: a statement cancelled, by a statement_timeout the URL set
+    // (options=-c statement_timeout=...) or by an operator: nothing changed.
+    if (state == "55P03" || state == "40P01" || state == "40001" || state == "57014") return Fault::kBusy;
     // 08: connection exceptions; 53: insufficient resources (disk full, out
     // of memory, too many connections); 58: system errors (I/O); 57P01-03:
     // the server shutting down or starting; 25006: a read-only database (a

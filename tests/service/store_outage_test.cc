@@ -32,6 +32,7 @@
 
 #include "common/postgres_server.h"
 #include "common/test_support.h"
+#include "joule/service/batch_size_service.h"
 #include "joule/service/job_store.h"
 
 namespace joule {
@@ -241,15 +242,24 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds tim
   return done();
 }
 
+// /healthz's status. It may be answered from a check the server runs every
+// second or so, lagging the store by that much: the callers poll it.
+int healthz(int port) { return http(port, "GET", "/healthz").status; }
+
 // /healthz while the store is down (see kHealthzReportsTheStore).
 void expect_healthz_says_down(int port) {
-  const HttpReply r = http(port, "GET", "/healthz");
+  const bool down = wait_until([&] { return healthz(port) == 503; }, 3s);
   if (kHealthzReportsTheStore) {
-    EXPECT_EQ(r.status, 503) << "/healthz while the store is down: " << r.body;
-  } else if (r.status != 503) {
-    std::cout << "[   NOTE   ] /healthz answered " << r.status << " while the store was down (the HTTP server does "
-              << "not report store_health() yet)\n";
+    EXPECT_TRUE(down) << "/healthz while the store is down: " << http(port, "GET", "/healthz").body;
+  } else if (!down) {
+    std::cout << "[   NOTE   ] /healthz did not answer 503 while the store was down (the HTTP server does not "
+              << "report store_health() yet)" << std::endl;
   }
+}
+
+// /healthz once the store is back.
+void expect_healthz_says_up(int port) {
+  EXPECT_TRUE(wait_until([&] { return healthz(port) == 200; }, 5s)) << http(port, "GET", "/healthz").body;
 }
 
 // The replies seen, then every recurrence the service answered 2xx for in
@@ -269,7 +279,7 @@ void expect_nothing_answered_2xx_was_lost(Load::Tally tally, service::JobStore& 
   std::cout << "[   INFO   ] statuses:";
   for (const auto& [status, n] : tally.statuses) std::cout << " " << status << " x" << n;
   std::cout << "; " << tally.asked.size() << " asks and " << tally.reported.size() << " reports answered 2xx, all "
-            << "in the store (" << rows.size() << " rows); a 503: " << tally.a_503_body << "\n";
+            << "in the store (" << rows.size() << " rows); a 503: " << tally.a_503_body << std::endl;
 }
 
 TEST(StoreOutageTest, PostgresStoppedUnderLoadAnswers503AndRecoversWithoutLosingAnAnsweredWrite) {
@@ -301,7 +311,7 @@ TEST(StoreOutageTest, PostgresStoppedUnderLoadAnswers503AndRecoversWithoutLosing
       << "the service did not recover by itself: " << serve.log_tail();
   load.stop();
   EXPECT_TRUE(store->health().available) << store->health().problem;
-  EXPECT_EQ(http(serve.port(), "GET", "/healthz").status, 200);
+  expect_healthz_says_up(serve.port());
   EXPECT_EQ(serve.stop(), 0);
   expect_nothing_answered_2xx_was_lost(load.tally(), *store);
 }
@@ -387,7 +397,7 @@ TEST(StoreOutageTest, SqliteOnAFullFilesystemAnswers503AndRecoversWhenSpaceIsFre
         << "the service did not recover by itself: " << serve.log_tail();
     load.stop();
     EXPECT_TRUE(store->health().available) << store->health().problem;
-    EXPECT_EQ(http(serve.port(), "GET", "/healthz").status, 200);
+    expect_healthz_says_up(serve.port());
     EXPECT_EQ(serve.stop(), 0);
     expect_nothing_answered_2xx_was_lost(load.tally(), *store);
     rows_at_end = static_cast<int64_t>(store->recurrences(kJob).size());
@@ -432,8 +442,55 @@ TEST(StoreOutageTest, SqliteLockedByAnotherConnectionPastItsBusyTimeoutAnswers50
   sqlite3_close(holder);
   EXPECT_EQ(http(serve.port(), "POST", ask_path, "{}").status, 201) << serve.log_tail();
   EXPECT_TRUE(store->health().available) << store->health().problem;
-  EXPECT_EQ(http(serve.port(), "GET", "/healthz").status, 200);
+  expect_healthz_says_up(serve.port());
   EXPECT_EQ(store->recurrences(kJob).size(), 2u);  // the two asks answered 201, not the refused one
+}
+
+
+// A store that is down: every transaction fails to begin after a while (a
+// connect timeout, a busy timeout), as a real one does, counted.
+class DownStore final : public service::JobStore {
+ public:
+  std::unique_ptr<service::StoreTransaction> begin() override {
+    ++begins;
+    std::this_thread::sleep_for(200ms);
+    throw service::StoreUnavailableError("job store 'down' is unavailable: beginning a transaction failed: down");
+  }
+  std::optional<service::StoredJob> job(const std::string&) override { throw Error("not used"); }
+  std::vector<service::StoredJob> jobs() override { throw Error("not used"); }
+  std::vector<service::RecurrenceRow> recurrences(const std::string&) override { throw Error("not used"); }
+  service::RecurrenceCounts recurrence_counts(const std::string&) override { throw Error("not used"); }
+  std::string describe() const override { return "down"; }
+
+  std::atomic<int> begins{0};
+};
+
+// Requests that queued behind a transaction which found the store
+// unavailable all fail with it; none is run again alone, which would wait
+// out the store's deadline once per request (a batch of k queued behind a
+// SQLite lock: k x 10 s) and could apply twice the requests of a COMMIT in
+// doubt. DISABLED_ until the group commit's runner in batch_size_service.cc
+// fails a whole batch on StoreBusyError (issue 31, part 3: the lead's).
+TEST(StoreOutageTest, DISABLED_RequestsQueuedBehindAnUnavailableStoreFailTogetherNotOneByOne) {
+  auto store = std::make_shared<DownStore>();
+  service::BatchSizeService service(store);
+  constexpr int kAsks = 8;
+  std::atomic<int> unavailable{0};
+  std::vector<std::thread> askers;
+  for (int i = 0; i < kAsks; ++i) {
+    askers.emplace_back([&] {
+      try {
+        service.ask(kJob, "n");
+      } catch (const service::StoreUnavailableError&) {
+        ++unavailable;
+      }
+    });
+  }
+  for (auto& t : askers) t.join();
+  EXPECT_EQ(unavailable.load(), kAsks);
+  // The first ask's transaction, then one for all that queued meanwhile
+  // (one more should a thread start late); one by one it is 1 + 1 + 7.
+  EXPECT_LE(store->begins.load(), 3);
 }
 
 }  // namespace
