@@ -65,7 +65,7 @@ struct SweepConfig {
 inline constexpr long long kConfirmRunsAbove = 1000;
 // Runs no sweep may have, --yes or not (a grid this size cannot be listed
 // in memory, let alone run).
-inline constexpr long long kMaxGridRuns = 10'000'000;
+inline constexpr long long kMaxGridRuns = 1'000'000;
 // Grid points x repeats without expanding the grid; saturates at
 // kMaxGridRuns + 1.
 long long grid_run_count(const SweepConfig& config);
