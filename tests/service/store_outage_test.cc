@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,12 +41,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Whether `joule serve` answers /healthz 503 while its store is down. The
-// HTTP side of issue 31 (http_server.cc: /healthz from
-// BatchSizeService::store_health(), unavailability counted in /metrics)
-// lands apart from the stores; until then the check below only reports what
-// /healthz said. Set to true when it lands.
-constexpr bool kHealthzReportsTheStore = false;
+// Whether `joule serve` answers /healthz 503 while its store is down (from
+// BatchSizeService::store_health(), which the HTTP side of issue 31 reads).
+// False would only report what /healthz said: for a server without it.
+constexpr bool kHealthzReportsTheStore = true;
 
 // One HTTP exchange with the service.
 struct HttpReply {
@@ -246,15 +245,31 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds tim
 // second or so, lagging the store by that much: the callers poll it.
 int healthz(int port) { return http(port, "GET", "/healthz").status; }
 
+// A sample's value in /metrics; -1 when absent.
+double metric(int port, const std::string& name) {
+  const std::string text = http(port, "GET", "/metrics").body;
+  const std::size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1.0 : std::atof(text.c_str() + at + name.size() + 2);
+}
+
 // /healthz while the store is down (see kHealthzReportsTheStore).
 void expect_healthz_says_down(int port) {
   const bool down = wait_until([&] { return healthz(port) == 503; }, 3s);
   if (kHealthzReportsTheStore) {
     EXPECT_TRUE(down) << "/healthz while the store is down: " << http(port, "GET", "/healthz").body;
+    EXPECT_EQ(metric(port, "joule_service_store_up"), 0.0);
   } else if (!down) {
     std::cout << "[   NOTE   ] /healthz did not answer 503 while the store was down (the HTTP server does not "
               << "report store_health() yet)" << std::endl;
   }
+}
+
+// /metrics counts the answers that said the store was unavailable (each
+// 503 the clients got, and /healthz's).
+void expect_metrics_counted(int port, int64_t unavailable_answers) {
+  if (!kHealthzReportsTheStore) return;
+  EXPECT_GE(metric(port, "joule_service_store_unavailable_total"), static_cast<double>(unavailable_answers));
+  EXPECT_EQ(metric(port, "joule_service_store_up"), 1.0);
 }
 
 // /healthz once the store is back.
@@ -303,6 +318,10 @@ TEST(StoreOutageTest, PostgresStoppedUnderLoadAnswers503AndRecoversWithoutLosing
   EXPECT_FALSE(health.available);
   EXPECT_NE(health.problem.find("unavailable"), std::string::npos) << health.problem;
   expect_healthz_says_down(serve.port());
+  // Reads too.
+  const HttpReply list = http(serve.port(), "GET", "/v1/jobs");
+  EXPECT_EQ(list.status, 503) << list.body;
+  EXPECT_EQ(list.headers.count("retry-after"), 1u);
 
   ASSERT_EQ(pg.restart(), "");
   const auto restarted = std::chrono::steady_clock::now();
@@ -312,6 +331,7 @@ TEST(StoreOutageTest, PostgresStoppedUnderLoadAnswers503AndRecoversWithoutLosing
   load.stop();
   EXPECT_TRUE(store->health().available) << store->health().problem;
   expect_healthz_says_up(serve.port());
+  expect_metrics_counted(serve.port(), load.unavailable());
   EXPECT_EQ(serve.stop(), 0);
   expect_nothing_answered_2xx_was_lost(load.tally(), *store);
 }
@@ -398,6 +418,7 @@ TEST(StoreOutageTest, SqliteOnAFullFilesystemAnswers503AndRecoversWhenSpaceIsFre
     load.stop();
     EXPECT_TRUE(store->health().available) << store->health().problem;
     expect_healthz_says_up(serve.port());
+    expect_metrics_counted(serve.port(), load.unavailable());
     EXPECT_EQ(serve.stop(), 0);
     expect_nothing_answered_2xx_was_lost(load.tally(), *store);
     rows_at_end = static_cast<int64_t>(store->recurrences(kJob).size());
@@ -443,6 +464,7 @@ TEST(StoreOutageTest, SqliteLockedByAnotherConnectionPastItsBusyTimeoutAnswers50
   EXPECT_EQ(http(serve.port(), "POST", ask_path, "{}").status, 201) << serve.log_tail();
   EXPECT_TRUE(store->health().available) << store->health().problem;
   expect_healthz_says_up(serve.port());
+  expect_metrics_counted(serve.port(), 1);
   EXPECT_EQ(store->recurrences(kJob).size(), 2u);  // the two asks answered 201, not the refused one
 }
 
