@@ -214,8 +214,9 @@ std::optional<JobSpec> load_spec(const StoredJob& job, std::string* damage) {
 }
 
 std::string damaged_message(const std::string& job, const std::string& damage) {
-  return fmt::format("job '{}' is damaged: {}; `joule jobs reset {}` rebuilds its state from its finished recurrences",
-                     job, damage, job);
+  return fmt::format(
+      "job '{}' is damaged: {}; `joule jobs reset {} --store STORE` rebuilds its state from its finished recurrences",
+      job, damage, job);
 }
 
 // The spec of a job a request needs it for; damaged, a 409 that says so.
