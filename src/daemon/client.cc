@@ -27,8 +27,14 @@ DaemonClient::DaemonClient(std::string socket_path, double reply_timeout_s)
     const int error = errno;
     if (fd_ >= 0) close(fd_);
     fd_ = -1;
+    // A socket that refuses, or is not there, is a jouled that is not
+    // running (killed: its socket stays behind) or is starting again.
+    const bool not_running = error == ECONNREFUSED || error == ENOENT;
     throw DeviceError(error == EACCES ? DeviceErrc::kNoPermission : DeviceErrc::kDriver,
-                      fmt::format("cannot connect to jouled at '{}': {}", socket_path_, std::strerror(error)));
+                      fmt::format("cannot connect to jouled at '{}': {}{}", socket_path_, std::strerror(error),
+                                  not_running ? " (jouled is not running, or is starting again; settings it had "
+                                                "changed are restored when it starts)"
+                                              : ""));
   }
   // A jouled that accepts and then never answers must not hang its client
   // (a training loop, joule top).
@@ -63,7 +69,12 @@ nlohmann::json DaemonClient::call(nlohmann::json request) {
       throw DeviceError(DeviceErrc::kDriver,
                         fmt::format("jouled at '{}' did not answer within {:g} s", socket_path_, reply_timeout_s_));
     }
-    if (n <= 0) throw DeviceError(DeviceErrc::kDriver, fmt::format("jouled at '{}' closed the connection", socket_path_));
+    if (n <= 0) {
+      throw DeviceError(DeviceErrc::kDriver,
+                        fmt::format("jouled at '{}' closed the connection (it stopped or restarted: this connection's "
+                                    "leases ended, and what they changed is restored)",
+                                    socket_path_));
+    }
     buffer_.append(chunk, static_cast<std::size_t>(n));
   }
   const nlohmann::json reply = nlohmann::json::parse(buffer_.substr(0, newline), nullptr, false);
