@@ -1,6 +1,12 @@
 #include "sweep/store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fstream>
 
@@ -85,7 +91,10 @@ bool Store::has_column(const std::string& table, const std::string& column) {
   return false;
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  sqlite3_close(db_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // the lock goes with it
+}
 
 void Store::exec(const std::string& sql) {
   char* error = nullptr;
@@ -96,10 +105,34 @@ void Store::exec(const std::string& sql) {
   }
 }
 
-int Store::mark_interrupted() {
+void Store::claim_for_sweep() {
+  if (lock_fd_ >= 0) return;
+  // flock, not fcntl: SQLite's own locks on the file are fcntl locks, which
+  // flock locks do not touch on Linux.
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("results store '{}': cannot open it to lock it: {}", path_, std::strerror(errno)));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd);
+    if (error == EWOULDBLOCK) {
+      throw Error(fmt::format("results store '{}' is in use by another joule sweep (wait for it to end, or give this "
+                              "sweep another store with --store)",
+                              path_));
+    }
+    throw Error(fmt::format("results store '{}': cannot lock it: {}", path_, std::strerror(error)));
+  }
+  lock_fd_ = fd;
+}
+
+std::vector<long long> Store::mark_interrupted() {
+  std::vector<long long> ids;
+  {
+    Statement s(db_, "SELECT id FROM runs WHERE status = 'running' ORDER BY id", path_);
+    while (s.step() == SQLITE_ROW) ids.push_back(sqlite3_column_int64(s.get(), 0));
+  }
   exec("UPDATE runs SET status = 'interrupted', error = 'the sweep stopped while this run was going (killed, or the "
        "machine went down): found running when the store was next opened' WHERE status = 'running'");
-  return sqlite3_changes(db_);
+  return ids;
 }
 
 bool Store::finished(const std::string& config_key, int repeat, bool retry_failed) {

@@ -49,9 +49,15 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
+  // Only one sweep writes a store at a time: an exclusive lock on the store
+  // file, held while this Store lives and dropped by the kernel when the
+  // process dies (SIGKILL included), so a run found 'running' under it was
+  // left by a sweep that is gone. Throws Error naming the store when
+  // another sweep holds it. (Reading, exporting and analysing need no lock.)
+  void claim_for_sweep();
   // Runs left 'running' by a sweep that died (killed, machine down): marked
-  // interrupted, to be run again. Returns how many.
-  int mark_interrupted();
+  // interrupted, to be run again. Returns their ids. Call after claim_for_sweep.
+  std::vector<long long> mark_interrupted();
   // The run needs no new attempt: it succeeded, or it failed and failures
   // are kept (retry_failed false). Interrupted and partial runs always run again.
   bool finished(const std::string& config_key, int repeat, bool retry_failed = false);
@@ -74,6 +80,7 @@ class Store {
   void write_csv(const char* sql, const std::string& csv_path, int* rows);
   sqlite3* db_ = nullptr;
   std::string path_;
+  int lock_fd_ = -1;  // claim_for_sweep's
 };
 
 }  // namespace joule::sweep

@@ -972,6 +972,18 @@ sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& p
   return record;
 }
 
+// What a run killed with its sweep may have left beside the store: its
+// counts file, and across nodes its report and the nodes' timelines.
+void remove_run_files(const std::string& store_path, long long id) {
+  const std::string prefix = fmt::format("{}.run{}.", std::filesystem::path(store_path).filename().string(), id);
+  const std::filesystem::path dir = std::filesystem::absolute(store_path).parent_path();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
@@ -998,8 +1010,10 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   }
   const std::string store_path = options.store_override.empty() ? config.store_path : options.store_override;
   sweep::Store store(store_path);
-  if (const int interrupted = store.mark_interrupted()) {
-    log(fmt::format("joule sweep: {} run(s) interrupted last time are run again", interrupted));
+  store.claim_for_sweep();
+  if (const auto interrupted = store.mark_interrupted(); !interrupted.empty()) {
+    log(fmt::format("joule sweep: {} run(s) interrupted last time are run again", interrupted.size()));
+    for (const long long id : interrupted) remove_run_files(store_path, id);
   }
   const StopSignals stop_signals(options.handle_signals);
   g_stop_signals = stop_signals.enabled() ? &stop_signals : nullptr;

@@ -530,6 +530,16 @@ TEST(SweepCliTest, SigintAndSigtermMarkTheRunInterruptedAndRestoreTheLimit) {
     const pid_t pid = testing::start_process(
         {JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "nvml", "--yes"}, env, tmp.file("out"), tmp.file("err"));
     ASSERT_TRUE(wait_for_running_run(tmp.file("s.sqlite"), 8)) << testing::read_file(tmp.file("err"));
+    if (signal_number == SIGINT) {
+      // A second sweep on the same store is refused: it would take the
+      // first one's run for a killed one.
+      const auto second = testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "nvml", "--yes"}, env);
+      EXPECT_EQ(second.exit_code, 1);
+      EXPECT_NE(second.err.find("results store '" + tmp.file("s.sqlite") + "' is in use by another joule sweep"),
+                std::string::npos)
+          << second.err;
+      EXPECT_EQ(store_rows(tmp.file("s.sqlite"), "SELECT status FROM runs"), std::vector<std::string>{"running"});
+    }
     kill(pid, signal_number);
     EXPECT_EQ(testing::wait_process(pid, 10), 128 + signal_number) << testing::read_file(tmp.file("err"));
     const std::string name = signal_number == SIGINT ? "SIGINT" : "SIGTERM";
@@ -563,7 +573,8 @@ TEST(SweepCliTest, SigintAndSigtermMarkTheRunInterruptedAndRestoreTheLimit) {
 // completes the grid.
 TEST(SweepCliTest, SigkillAtSeededPointsLeavesAStoreThatResumes) {
   TempDir tmp;
-  write_file(tmp.file("s.toml"), "command = \"sleep 0.1\"\n[grid]\nx = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\n");
+  write_file(tmp.file("s.toml"), "command = \"echo samples=1 >> $JOULE_REPORT_FILE; sleep 0.1\"\n[grid]\n"
+                                 "x = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\n");
   const auto env = sim_env();
   const std::vector<std::string> argv = {JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "sim"};
   const std::string store = tmp.file("s.sqlite");
@@ -614,6 +625,9 @@ TEST(SweepCliTest, SigkillAtSeededPointsLeavesAStoreThatResumes) {
   const auto analysis = testing::run_process({JOULE_BINARY, "analyze", store});
   EXPECT_EQ(analysis.exit_code, 0) << analysis.err;
   EXPECT_NE(analysis.out.find("12 configurations; 12 runs: 12 ok"), std::string::npos) << analysis.out;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp.path())) {  // the killed runs' files removed
+    EXPECT_EQ(entry.path().filename().string().find(".run"), std::string::npos) << entry.path();
+  }
 }
 
 // Issue 31: a corrupt store exited 2 (usage); a data error exits 1, naming
