@@ -336,6 +336,65 @@ TEST(StoreOutageTest, PostgresStoppedUnderLoadAnswers503AndRecoversWithoutLosing
   expect_nothing_answered_2xx_was_lost(load.tally(), *store);
 }
 
+// The pool's connections all die while the service idles (the server
+// restarted between two requests): the next requests find them dead before
+// sending anything and succeed on fresh ones, with their session settings
+// and prepared statements, instead of failing once per pooled connection.
+TEST(StoreOutageTest, PostgresRestartedWhileTheServiceIdlesIsUsedAgainAtOnce) {
+  testing::PostgresServer pg;
+  if (!pg.running()) JOULE_SKIP_WITHOUT_SERVER(pg.skip_reason());
+  const std::string url = pg.create_database("idle");
+  std::shared_ptr<service::JobStore> store = service::open_job_store(url);
+  service::BatchSizeService service(store);
+  service.register_job(service::JobSpec::from_json(
+      {{"name", kJob}, {"batch_sizes", {32, 64, 128}}, {"default_batch_size", 64}, {"max_power_w", 300}}));
+  const auto recur = [&] {
+    const service::Assignment a = service.ask(kJob, "n");
+    service::RecurrenceResult r;
+    r.energy_j = 2500.0;
+    r.time_s = 10.0;
+    r.reached_target = true;
+    service.report(a.recurrence_id, r);
+  };
+  {
+    std::vector<std::thread> threads;  // several connections in the pool
+    for (int i = 0; i < 4; ++i) threads.emplace_back([&] {
+      for (int j = 0; j < 5; ++j) recur();
+    });
+    for (auto& t : threads) t.join();
+  }
+  ASSERT_EQ(pg.stop(), "");
+  ASSERT_EQ(pg.restart(), "");
+  for (int i = 0; i < 6; ++i) EXPECT_NO_THROW(recur()) << "recurrence " << i << " after the restart";
+  EXPECT_EQ(store->recurrence_counts(kJob).total, 26);
+  EXPECT_TRUE(store->health().available) << store->health().problem;
+}
+
+// A connection lost inside a transaction (its backend terminated): the step
+// fails as unavailable, naming the store and the step, the transaction is
+// gone, and the next one runs on a fresh connection.
+TEST(StoreOutageTest, PostgresConnectionLostMidTransactionIsUnavailableAndTheNextOneReconnects) {
+  auto& pg = testing::shared_postgres();
+  if (!pg.running()) JOULE_SKIP_WITHOUT_SERVER(pg.skip_reason());
+  const std::string url = pg.create_database("midtxn");
+  const auto store = service::open_job_store(url);
+  auto txn = store->begin();
+  EXPECT_FALSE(txn->job_revision("nothing").has_value());
+  pg.exec("postgres", "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'midtxn'");
+  try {
+    txn->job("nothing");
+    ADD_FAILURE() << "a step on a terminated connection succeeded";
+  } catch (const service::StoreUnavailableError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("is unavailable: reading a job failed"), std::string::npos) << what;
+    EXPECT_NE(what.find("/midtxn"), std::string::npos) << what;
+  }
+  txn.reset();
+  auto next = store->begin();
+  EXPECT_FALSE(next->job("nothing").has_value());
+  EXPECT_NO_THROW(next->commit());
+}
+
 // A tmpfs of its own, unmounted at scope exit (lazily, should something
 // still hold it).
 class SmallTmpfs {
