@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "joule/common/output_file.h"
 #include "joule/version.h"
 #include "joule/analyze/report.h"
 #include "joule/analyze/sweep_analysis.h"
@@ -31,12 +32,12 @@ int run_report(const ReportOptions& o) {
   const SweepAnalysis analysis = analyze_sweep(runs);
   const std::string html = render_report(o.title.empty() ? "joule sweep report: " + o.store_path : o.title, runs,
                                          analysis, load_power_timelines(o.store_path));
-  std::ofstream out(o.output_path, std::ios::trunc);
-  if (!out) throw UsageError(fmt::format("cannot write '{}': {}", o.output_path, std::strerror(errno)));
-  out << html;
-  out.flush();
-  if (!out) throw Error(fmt::format("error writing '{}'", o.output_path));
-  std::cout << fmt::format("joule report: wrote {} ({} runs)\n", o.output_path, runs.size());
+  // Written beside and renamed when complete: a report that fails half-way
+  // leaves no truncated page where a good one was.
+  OutputFile out(o.output_path);
+  out.stream() << html;
+  out.commit();
+  std::cout << fmt::format("joule report: wrote {} ({})\n", o.output_path, describe_counts(analysis.counts));
   return 0;
 }
 

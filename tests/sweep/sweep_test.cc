@@ -453,6 +453,9 @@ TEST(SweepCliTest, FailedConfigurationsAreCountedListedAndRetried) {
 
   const auto report = testing::run_process({JOULE_BINARY, "report", tmp.file("s.sqlite"), "-o", tmp.file("r.html")});
   ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("(12 configurations, 3 failed (no successful run); 12 runs: 9 ok, 3 failed)"),
+            std::string::npos)
+      << report.out;
   const std::string html = testing::read_file(tmp.file("r.html"));
   EXPECT_NE(html.find("12 configurations, 3 failed (no successful run); 12 runs: 9 ok, 3 failed"), std::string::npos);
   EXPECT_NE(html.find("<h2 id=\"failed-runs\">Failed runs</h2>"), std::string::npos);
