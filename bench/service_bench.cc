@@ -4,7 +4,8 @@
 // without think time, as recurrences of a job would. Prints round trips per
 // second and request latency percentiles.
 //   build/bin/joule_bench_service --clients 32 --seconds 10 [--store URL] [--driver raw|client]
-//                                 [--prior N] [--rate R]
+//                                 [--prior N] [--rate R] [--require-token]
+//                                 [--slow-clients N] [--idle-clients M] [--health-rate R]
 // --prior N: the job first gets N recurrences (in process, before timing), to
 // show that a request's cost does not grow with the job's age.
 // --rate R (raw driver): an open loop at R round trips per second in all,
@@ -14,6 +15,16 @@
 // for the wait too. Without it the loop is closed: each connection asks
 // again at once, and the latency is what the throughput allows (Little's
 // law: latency = connections / requests per second).
+// --require-token: the service takes a token from every client (a tokens
+// file made for the run): the ask+report connections send one, the hostile
+// ones below do not.
+// Hostile load (issue 31), while the round trips run: --slow-clients N
+// connections each send a request's headers one byte a second, never
+// finishing them, and --idle-clients M connections each ask /healthz once
+// and then stay open, idle (keep-alive); one the server closes is opened
+// again at once, so the counts hold. A prober asks /healthz --health-rate
+// times a second (default 10), each on a new connection as a load
+// balancer's check does, and reports its latency (10 s at most).
 // Drivers (the load generator shares the machine with the server):
 //   raw (default): two threads multiplex every connection with poll(2) and
 //     write prebuilt HTTP/1.1 requests, so the load costs little CPU (as wrk
@@ -25,6 +36,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,6 +47,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -59,8 +72,9 @@ double percentile(std::vector<double>& v, double p) {
 class RawDriver {
  public:
   // rate: round trips per second over all connections; 0 for a closed loop.
-  RawDriver(int port, std::string job, int connections, int threads, double rate)
-      : port_(port), job_(std::move(job)), connections_(connections), threads_(threads), rate_(rate) {}
+  RawDriver(int port, std::string job, int connections, int threads, double rate, std::string token)
+      : port_(port), job_(std::move(job)), connections_(connections), threads_(threads), rate_(rate),
+        authorization_(token.empty() ? "" : fmt::format("Authorization: Bearer {}\r\n", token)) {}
 
   // Runs until stop; returns the latencies (ms) per thread.
   void run(const std::atomic<bool>& stop, std::atomic<int64_t>& round_trips, std::atomic<int64_t>& errors,
@@ -70,7 +84,7 @@ class RawDriver {
     for (int t = 0; t < threads_; ++t) {
       threads.emplace_back([&, t] {
         std::vector<Connection> mine;
-        for (int c = t; c < connections_; c += threads_) mine.emplace_back(port_, job_, c);
+        for (int c = t; c < connections_; c += threads_) mine.emplace_back(port_, job_, c, authorization_);
         drive(mine, stop, round_trips, errors, latencies_ms[static_cast<std::size_t>(t)]);
       });
     }
@@ -81,7 +95,7 @@ class RawDriver {
   struct Connection {
     int fd = -1;
     int index;  // among all connections
-    std::string job, node;
+    std::string job, node, authorization;
     std::string in;
     bool asking = true;
     int64_t recurrence_id = 0;
@@ -90,7 +104,8 @@ class RawDriver {
     Clock::time_point due;    // when the request in flight was due (latency counts from there)
     bool in_flight = false;
 
-    Connection(int port, std::string j, int i) : index(i), job(std::move(j)), node(fmt::format("raw-{}", i)) {
+    Connection(int port, std::string j, int i, std::string auth)
+        : index(i), job(std::move(j)), node(fmt::format("raw-{}", i)), authorization(std::move(auth)) {
       fd = ::socket(AF_INET, SOCK_STREAM, 0);
       sockaddr_in a{};
       a.sin_family = AF_INET;
@@ -104,7 +119,7 @@ class RawDriver {
     }
     Connection(Connection&& o) noexcept
         : fd(std::exchange(o.fd, -1)), index(o.index), job(std::move(o.job)), node(std::move(o.node)),
-          asking(o.asking) {}
+          authorization(std::move(o.authorization)), asking(o.asking) {}
     ~Connection() {
       if (fd >= 0) ::close(fd);
     }
@@ -120,8 +135,8 @@ class RawDriver {
                            100.0 * batch_size, 1000.0 / batch_size + round % 7);
       }
       const std::string request = fmt::format(
-          "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
-          path, body.size(), body);
+          "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\n{}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+          path, authorization, body.size(), body);
       due = due_at;
       in_flight = true;
       if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
@@ -210,6 +225,7 @@ class RawDriver {
   std::string job_;
   int connections_, threads_;
   double rate_;
+  std::string authorization_;
 };
 
 // The client driver: a thread per connection, through BatchSizeClient.
@@ -242,24 +258,202 @@ void run_clients(const std::string& url, const std::string& job, int clients, co
   for (auto& t : threads) t.join();
 }
 
+// A connected TCP socket to a loopback port, non-blocking; -1 on failure.
+int connect_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The hostile clients: `slow` connections trickling a never-ending header
+// (a byte a second each, spread over the second) and `idle` keep-alive
+// connections that asked /healthz once. One thread polls them all every
+// 50 ms; a connection the server closed is opened again at once.
+class HostileLoad {
+ public:
+  HostileLoad(int port, int slow, int idle) : port_(port) {
+    const auto start = Clock::now();
+    for (int i = 0; i < slow + idle; ++i) {
+      const auto offset = std::chrono::milliseconds(slow > 0 ? 1000 * i / std::max(slow, 1) % 1000 : 0);
+      clients_.push_back({-1, i < slow, 0, start + offset});
+      open(clients_.back());
+    }
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~HostileLoad() {
+    stop_ = true;
+    thread_.join();
+    for (const Client& c : clients_) ::close(c.fd);
+  }
+  int64_t reopened() const { return reopened_; }
+
+ private:
+  struct Client {
+    int fd;
+    bool slow;
+    std::size_t sent;                 // header bytes so far
+    Clock::time_point next_byte;      // slow ones
+  };
+  static constexpr std::string_view kSlowHeader = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+  static constexpr std::string_view kIdleRequest = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+  void open(Client& c) {
+    if (c.fd >= 0) ::close(c.fd);
+    c.fd = connect_loopback(port_);
+    c.sent = 0;
+    if (!c.slow && c.fd >= 0) {
+      pollfd p{c.fd, POLLOUT, 0};
+      ::poll(&p, 1, 1000);  // connected
+      [[maybe_unused]] const ssize_t n = ::send(c.fd, kIdleRequest.data(), kIdleRequest.size(), MSG_NOSIGNAL);
+    }
+  }
+
+  void loop() {
+    std::vector<pollfd> fds(clients_.size());
+    char scratch[4096];
+    while (!stop_) {
+      const auto now = Clock::now();
+      for (std::size_t i = 0; i < clients_.size(); ++i) {
+        Client& c = clients_[i];
+        if (c.fd < 0) open(c);
+        if (c.slow && c.fd >= 0 && c.next_byte <= now) {
+          const char byte = c.sent < kSlowHeader.size() ? kSlowHeader[c.sent] : 'a';
+          if (::send(c.fd, &byte, 1, MSG_NOSIGNAL) == 1) ++c.sent;
+          c.next_byte += std::chrono::seconds(1);
+        }
+        fds[i] = {c.fd, POLLIN, 0};
+      }
+      if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
+      for (std::size_t i = 0; i < clients_.size(); ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        const ssize_t n = ::recv(clients_[i].fd, scratch, sizeof scratch, 0);
+        if (n > 0 && !clients_[i].slow) continue;  // the idle one's answer: it stays open
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        open(clients_[i]);  // answered (a slow one: refused) or closed: a fresh one takes its place
+        clients_[i].next_byte = Clock::now();
+        ++reopened_;
+      }
+    }
+  }
+
+  int port_;
+  std::vector<Client> clients_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> reopened_{0};
+  std::thread thread_;
+};
+
+// /healthz asked `rate` times a second, each on a new connection, one at a
+// time; latencies in ms (a probe unanswered after kProbeTimeout counts as
+// that long and as timed out).
+class HealthProber {
+ public:
+  static constexpr double kProbeTimeoutMs = 10000;
+
+  HealthProber(int port, double rate) : port_(port), period_(std::chrono::duration<double>(1.0 / rate)) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~HealthProber() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::vector<double> latencies_ms;  // read after stop()
+  int timed_out = 0;
+
+ private:
+  void loop() {
+    auto due = Clock::now();
+    while (!stop_) {
+      std::this_thread::sleep_until(due);
+      due += std::chrono::duration_cast<Clock::duration>(period_);
+      const auto start = Clock::now();
+      const bool answered = probe();
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      latencies_ms.push_back(answered ? ms : kProbeTimeoutMs);
+      timed_out += answered ? 0 : 1;
+      due = std::max(due, Clock::now());
+    }
+  }
+  // True once a whole 200 answer came.
+  bool probe() {
+    const int fd = connect_loopback(port_);
+    if (fd < 0) return false;
+    const auto deadline = Clock::now() + std::chrono::duration<double, std::milli>(kProbeTimeoutMs);
+    constexpr std::string_view kRequest = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    bool sent = false;
+    std::string in;
+    while (!stop_ && Clock::now() < deadline) {
+      pollfd p{fd, static_cast<short>(sent ? POLLIN : POLLOUT), 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      if (!sent) {
+        sent = ::send(fd, kRequest.data(), kRequest.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(kRequest.size());
+        if (!sent) break;
+        continue;
+      }
+      char buffer[4096];
+      const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      in.append(buffer, static_cast<std::size_t>(n));
+      if (in.find("\r\n\r\n") != std::string::npos && in.find('}') != std::string::npos) break;
+    }
+    ::close(fd);
+    return in.rfind("HTTP/1.1 200", 0) == 0 && in.find('}') != std::string::npos;
+  }
+
+  int port_;
+  std::chrono::duration<double> period_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Room for the server's and the clients' sockets in one process.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int clients = 32;
-  double seconds = 10;
+  int clients = 32, slow_clients = 0, idle_clients = 0;
+  double seconds = 10, health_rate = 10;
   std::string store_url, driver = "raw";
   int64_t prior = 0;
   double rate = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string arg = argv[i];
+  bool require_token = false;
+  for (int i = 1; i < argc; i += 2) {
+    std::string arg = argv[i];
+    if (arg == "--require-token") {
+      require_token = true;
+      --i;  // a flag: no value
+      continue;
+    }
+    if (i + 1 >= argc) arg.clear();
     if (arg == "--clients") clients = std::stoi(argv[i + 1]);
     else if (arg == "--seconds") seconds = std::stod(argv[i + 1]);
     else if (arg == "--store") store_url = argv[i + 1];
     else if (arg == "--driver") driver = argv[i + 1];
     else if (arg == "--prior") prior = std::stoll(argv[i + 1]);
     else if (arg == "--rate") rate = std::stod(argv[i + 1]);
+    else if (arg == "--slow-clients") slow_clients = std::stoi(argv[i + 1]);
+    else if (arg == "--idle-clients") idle_clients = std::stoi(argv[i + 1]);
+    else if (arg == "--health-rate") health_rate = std::stod(argv[i + 1]);
     else {
-      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client] [--prior N] [--rate R]\n");
+      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client] "
+                         "[--prior N] [--rate R] [--require-token] [--slow-clients N] [--idle-clients M] "
+                         "[--health-rate R]\n");
       return 2;
     }
   }
@@ -271,18 +465,30 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "joule_bench_service: --rate takes round trips per second > 0, with --driver raw\n");
     return 2;
   }
+  if (health_rate <= 0 || slow_clients < 0 || idle_clients < 0 || (require_token && driver != "raw")) {
+    fmt::print(stderr, "joule_bench_service: --health-rate > 0, client counts >= 0, --require-token with --driver raw\n");
+    return 2;
+  }
+  raise_open_file_limit();
   const std::string path = (std::filesystem::temp_directory_path() / fmt::format("joule_bench_service_{}.db", getpid())).string();
+  const std::string tokens_path = path + ".tokens";
   if (store_url.empty()) store_url = "sqlite:" + path;
   using namespace joule::service;
   auto store = std::shared_ptr<JobStore>(open_job_store(store_url));
   ServeOptions options;
   options.port = 0;
+  std::string token;
+  if (require_token) {
+    token = create_token(tokens_path, "bench", {"*"});
+    options.tokens = std::make_shared<TokenFile>(tokens_path);
+    options.require_token = true;
+  }
   auto service = std::make_shared<BatchSizeService>(store);
   HttpServer server(service, store->describe(), options);
   std::thread serving([&] { server.run(); });
   const std::string url = fmt::format("http://127.0.0.1:{}", server.port());
   const std::string job = fmt::format("bench-{}", getpid());
-  BatchSizeClient(url).register_job(JobSpec::from_json(
+  BatchSizeClient(url, 10.0, token).register_job(JobSpec::from_json(
       {{"name", job}, {"batch_sizes", {16, 32, 64, 128, 256, 512}}, {"default_batch_size", 64}, {"max_power_w", 300}}));
 
   for (int64_t i = 0; i < prior; ++i) {
@@ -290,13 +496,20 @@ int main(int argc, char** argv) {
     service->report(a.recurrence_id, {100.0 * a.batch_size, 1000.0 / a.batch_size + i % 7, true, false});
   }
 
+  // The hostile clients get two seconds to connect and start before the timed part.
+  std::optional<HostileLoad> hostile;
+  if (slow_clients + idle_clients > 0) {
+    hostile.emplace(server.port(), slow_clients, idle_clients);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  HealthProber prober(server.port(), health_rate);
   std::atomic<bool> stop{false};
   std::atomic<int64_t> round_trips{0}, errors{0};
   std::vector<std::vector<double>> latencies_ms;
   const auto start = Clock::now();
   std::thread load([&] {
     if (driver == "raw") {
-      RawDriver(server.port(), job, clients, std::min(clients, 2), rate).run(stop, round_trips, errors, latencies_ms);
+      RawDriver(server.port(), job, clients, std::min(clients, 2), rate, token).run(stop, round_trips, errors, latencies_ms);
     } else {
       run_clients(url, job, clients, stop, round_trips, errors, latencies_ms);
     }
@@ -305,8 +518,12 @@ int main(int argc, char** argv) {
   stop = true;
   load.join();
   const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  prober.stop();
+  const int64_t reopened = hostile ? hostile->reopened() : 0;
+  hostile.reset();  // their sockets close before the server stops (the old server waited for them)
   server.stop();
   serving.join();
+  std::filesystem::remove(tokens_path);
   std::vector<double> all;
   for (auto& v : latencies_ms) all.insert(all.end(), v.begin(), v.end());
   fmt::print("store: {}\ndriver: {}, clients: {}, {}, prior recurrences: {}, {:.1f} s: {} ask+report round trips ({:.0f}/s), {} errors\n",
@@ -314,6 +531,16 @@ int main(int argc, char** argv) {
              prior, elapsed_s, round_trips.load(), round_trips.load() / elapsed_s, errors.load());
   fmt::print("request latency ms: p50 {:.2f}, p90 {:.2f}, p99 {:.2f}, max {:.2f}\n", percentile(all, 0.5),
              percentile(all, 0.9), percentile(all, 0.99), percentile(all, 1.0));
+  fmt::print("/healthz (a new connection each, {:.0f}/s): {} probes, p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms, {} "
+             "unanswered within {:.0f} s\n",
+             health_rate, prober.latencies_ms.size(), percentile(prober.latencies_ms, 0.5),
+             percentile(prober.latencies_ms, 0.99), percentile(prober.latencies_ms, 1.0), prober.timed_out,
+             HealthProber::kProbeTimeoutMs / 1000);
+  if (slow_clients + idle_clients > 0) {
+    fmt::print("hostile: {} slow clients (a header byte a second each), {} idle keep-alive connections; {} reopened "
+               "after the server closed them\n",
+               slow_clients, idle_clients, reopened);
+  }
   const BatchSizeService::WriteCounts counts = service->write_counts();
   fmt::print("store transactions: {} for {} asks and reports ({:.1f} a transaction)\n", counts.transactions,
              counts.writes, static_cast<double>(counts.writes) / static_cast<double>(std::max<uint64_t>(counts.transactions, 1)));

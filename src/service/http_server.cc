@@ -322,7 +322,10 @@ struct Call {
 
 // Requests a metrics lane keeps waiting at most; more are answered 503.
 constexpr std::size_t kMetricsQueue = 16;
-constexpr Milliseconds kHealthPeriod{1000}, kHealthPatience{1000};
+// The store's health is checked every second; a check may take up to the
+// store's own bound (3 s: JobStore::health()), and one running longer than
+// kHealthPatience counts as the store being down.
+constexpr Milliseconds kHealthPeriod{1000}, kHealthPatience{4000};
 
 Milliseconds milliseconds_of(double seconds) { return Milliseconds(static_cast<int64_t>(seconds * 1000.0)); }
 
@@ -448,11 +451,8 @@ void HttpServer::Impl::run(Call& call, const http::Responder& respond) {
     call.route->fn(call, res);
   } catch (const RequestError& e) {
     reply_error(res, e.status(), e.what());
-  } catch (const StoreUnavailableError& e) {
+  } catch (const StoreBusyError& e) {  // unavailable, or busy past its deadline: try again later
     ++store_unavailable_answers;
-    res.headers.emplace_back("Retry-After", "1");
-    reply_error(res, 503, e.what());
-  } catch (const StoreBusyError& e) {
     res.headers.emplace_back("Retry-After", "1");
     reply_error(res, 503, e.what());
   } catch (const std::exception& e) {
@@ -470,11 +470,14 @@ std::string HttpServer::Impl::render_metrics() {
       ++jobs;
       in_flight += s.in_flight;
     }
+    const std::size_t damaged = service->damaged_jobs();
     text += fmt::format(
         "# HELP joule_service_jobs Jobs registered.\n# TYPE joule_service_jobs gauge\njoule_service_jobs {}\n"
         "# HELP joule_service_recurrences_in_flight Recurrences asked for and not yet reported.\n"
-        "# TYPE joule_service_recurrences_in_flight gauge\njoule_service_recurrences_in_flight {}\n",
-        jobs, in_flight);
+        "# TYPE joule_service_recurrences_in_flight gauge\njoule_service_recurrences_in_flight {}\n"
+        "# HELP joule_service_damaged_jobs Jobs whose stored spec or state is damaged (joule jobs reset repairs them).\n"
+        "# TYPE joule_service_damaged_jobs gauge\njoule_service_damaged_jobs {}\n",
+        jobs, in_flight, damaged);
   } catch (const StoreBusyError&) {
     // The store is down or busy: the gauges that need it are left out, the rest still tells why.
   }
@@ -489,7 +492,8 @@ std::string HttpServer::Impl::render_metrics() {
   text += fmt::format(
       "# HELP joule_service_store_up Whether the store answered its last health check (checked every second).\n"
       "# TYPE joule_service_store_up gauge\njoule_service_store_up {}\n"
-      "# HELP joule_service_store_unavailable_total Answers that said the store was unavailable (503).\n"
+      "# HELP joule_service_store_unavailable_total Answers 503 because of the store: requests it could not do "
+      "(unavailable, or busy past its deadline) and /healthz while it was down.\n"
       "# TYPE joule_service_store_unavailable_total counter\njoule_service_store_unavailable_total {}\n",
       health.now().available ? 1 : 0, store_unavailable_answers.load());
   text += fmt::format(

@@ -519,6 +519,36 @@ TEST(ServeCliTest, StalledClientsAreRefusedAndOthersAreServedMeanwhile) {
       << server.log();
 }
 
+// The whole-request deadline from the command line: a client sending a
+// header byte every 100 ms (never silent for a read timeout) is answered 400
+// and closed at --header-timeout-s, while other clients are served.
+TEST(ServeCliTest, AHeaderTrickledPastHeaderTimeoutIsRefusedWhileOthersAreServed) {
+  testing::TempDir tmp;
+  Server server(tmp, tmp.file("jobs.db"), {"--header-timeout-s", "1", "--max-connections", "100"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  RawConnection slow(server.port());
+  ASSERT_TRUE(slow.connected());
+  const std::string header = "Host: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(slow.send_text("GET /healthz HTTP/1.1\r\n"));  // the request line at once: a 400 names it
+  std::string answer;
+  for (std::size_t i = 0; i < header.size() && !slow.closed(); ++i) {
+    slow.send_text(header.substr(i, 1));
+    answer += slow.read_until_closed(0.1);
+  }
+  const double closed_after_s = seconds_since(start);
+  EXPECT_TRUE(slow.closed()) << "still open after " << closed_after_s << " s";
+  EXPECT_GT(closed_after_s, 0.8);
+  EXPECT_LT(closed_after_s, 2.5);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400 ", 0), 0u) << answer;
+  EXPECT_EQ(service::BatchSizeClient(server.url()).health()["status"], "ok");
+  EXPECT_NE(server.log().find("GET /healthz 400 (refused before routing)"), std::string::npos) << server.log();
+  const auto help = run_process({JOULE_BINARY, "serve", "--help"});
+  for (const char* flag : {"--header-timeout-s", "--body-timeout-s", "--max-connections", "--max-anonymous-connections"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
+}
+
 TEST(ServeCliTest, ReadTimeoutMustBeAtLeastOneSecond) {
   testing::TempDir tmp;
   const auto r = run_process({JOULE_BINARY, "serve", "--store", tmp.file("j.db"), "--read-timeout-s", "0"});
