@@ -161,25 +161,32 @@ JobSpec stored_spec(const StoredJob& job) {
 // that are not its spec's, or a cost outside what accepted reports give (an
 // older joule took any number), from which the next report's sums could
 // overflow.
+// A stored cost may exceed kMaxCost by rounding (eta * E + (1 - eta) * P * t
+// at the extremes), and a sum by its rounding: twice the bound is still
+// nowhere near overflow, and no accepted report comes near it.
+constexpr double kStoredCostMax = 2 * limits::kMaxCost;
+
+bool stored_cost_in_range(double cost) { return cost >= 0 && cost <= kStoredCostMax; }
+
 std::string state_out_of_range(const BatchSizeOptimizer& optimizer, const JobSpec& spec) {
-  constexpr double kMax = limits::kMaxCost;
+  constexpr double kMax = kStoredCostMax;
   const BatchSizeOptimizerOptions& options = optimizer.options();
   if (options.batch_sizes != spec.batch_sizes || options.beta != spec.beta || options.window != spec.window) {
     return "its batch sizes, beta or window are not those of its spec";
   }
   const double threshold = optimizer.early_stop_threshold_cost();
-  if (std::isfinite(threshold) && !(threshold >= 0 && threshold <= limits::kMaxBeta * kMax)) {
-    return fmt::format("its early-stop threshold {} is outside [0, {}]", threshold, limits::kMaxBeta * kMax);
+  if (std::isfinite(threshold) && !stored_cost_in_range(threshold)) {
+    return fmt::format("its early-stop threshold {} is outside [0, {}]", threshold, kMax);
   }
   for (int b : spec.batch_sizes) {
     const RunningSums r = optimizer.sampler().running(b);
     const double n = static_cast<double>(r.n);
-    if (!(r.sum >= 0 && r.sum <= n * kMax && r.m2 <= n * kMax * kMax && r.welford_mean <= kMax)) {
+    if (!(r.sum >= 0 && r.sum <= n * kMax && r.m2 <= n * kMax * kMax && stored_cost_in_range(r.welford_mean))) {
       return fmt::format("batch size {}'s running sums (n {}, sum {}, m2 {}) hold costs outside [0, {}]", b, r.n, r.sum,
                          r.m2, kMax);
     }
     for (double cost : optimizer.sampler().observations(b)) {
-      if (!(cost >= 0 && cost <= kMax)) return fmt::format("batch size {} has a cost {} outside [0, {}]", b, cost, kMax);
+      if (!stored_cost_in_range(cost)) return fmt::format("batch size {} has a cost {} outside [0, {}]", b, cost, kMax);
     }
   }
   return "";
@@ -640,7 +647,9 @@ double BatchSizeService::report(int64_t recurrence_id, const RecurrenceResult& r
     WorkingJob& job = batch.job(row->job);
     // A run stopped at its threshold costs the threshold (what the optimizer
     // would have computed had the run gone on); otherwise what it measured.
-    cost = result.stopped_early && row->threshold_cost
+    // (A threshold an older joule handed out beyond any accepted cost is not
+    // taken: it could overflow the sums.)
+    cost = result.stopped_early && row->threshold_cost && stored_cost_in_range(*row->threshold_cost)
                ? *row->threshold_cost
                : zeus_cost(result.energy_j, result.time_s, job.spec.eta, job.spec.max_power_w);
     // A damaged job keeps the result in its recurrence (a reset learns from
@@ -794,7 +803,7 @@ namespace {
 std::optional<double> replayable_cost(const RecurrenceRow& row) {
   if (!row.finished() || !row.cost || !row.reached_target) return std::nullopt;
   const double cost = *row.cost;
-  if (!(cost >= 0 && cost <= limits::kMaxCost)) return std::nullopt;
+  if (!stored_cost_in_range(cost)) return std::nullopt;
   if (row.energy_j && !kEnergyJ.holds(*row.energy_j)) return std::nullopt;
   if (row.time_s && !kResultTimeS.holds(*row.time_s)) return std::nullopt;
   return cost;

@@ -896,6 +896,21 @@ TEST_P(BatchSizeServiceTest, AResetSkipsStoredResultsOutOfRangeOrStartsFresh) {
   EXPECT_EQ(refusal_of([&] { service.reset_job("nobody"); }).status, 404);
 }
 
+// A run stopped early costs the threshold it was handed; one an older joule
+// handed out beyond any accepted cost (1e300, stored in the recurrence) would
+// overflow the sums, so such a run costs what it measured.
+TEST_P(BatchSizeServiceTest, AThresholdAnOlderJouleHandedOutIsNotTakenAsACost) {
+  BatchSizeService service(open_job_store(url_));
+  service.register_job(spec_named("old"));
+  const Assignment a = service.ask("old", "n"), b = service.ask("old", "n");
+  GetParam().exec(url_, fmt::format("UPDATE recurrences SET threshold_cost = 1e300 WHERE id IN ({}, {})",
+                                    a.recurrence_id, b.recurrence_id));
+  EXPECT_EQ(service.report(a.recurrence_id, {100.0, 2.0, false, true}), zeus_cost(100.0, 2.0, 0.5, 300.0));
+  EXPECT_EQ(service.report(b.recurrence_id, {100.0, 2.0, false, true}), zeus_cost(100.0, 2.0, 0.5, 300.0));
+  EXPECT_TRUE(service.job("old").damaged.empty()) << service.job("old").damaged;
+  EXPECT_NO_THROW(service.ask("old", "n"));
+}
+
 // A spec that is not JSON: listed as damaged (not a 500), every request on
 // the job a 409, and a reset refuses it (the spec cannot be rebuilt).
 TEST_P(BatchSizeServiceTest, ADamagedSpecIsListedAndRefusedNotA500) {
