@@ -163,6 +163,7 @@ class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
     bool trimmed = false;  // points older than the front were dropped
     GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
     std::optional<std::string> method_note;  // e.g. why samples stopped being used
+    std::optional<std::string> counter_note;  // why the counter no longer calibrates
     std::optional<std::string> failure;
     double failed_at_s = 0.0;
   };
@@ -781,6 +782,8 @@ void SamplerCore::read_counter(std::size_t i) {
     reader.counter_usable = false;  // keep integrating power, uncalibrated
     std::lock_guard lock(mutex_);
     gpu_tracks_[i].scale = 1.0;
+    gpu_tracks_[i].counter_note = fmt::format("energy counter failed at t={:.3f} s ({}); uncalibrated since",
+                                              before_s - started_at_s_, e.what());
     return;
   }
   const double after_s = clock_->now_s();
@@ -1109,13 +1112,19 @@ std::string SamplerCore::gpu_method_description(std::size_t gpu) const {
                                        1e3 * options_.interval_s);
   if (!device.has_energy_counter() || options_.counter_interval_s <= 0) {
     text += ", no energy counter";
+  } else if (track.counter_note) {
+    text += ", " + *track.counter_note;
   } else if (track.counters.size() < 3) {
     text += ", counter calibration pending";
   } else {
     text += fmt::format(", counter-calibrated x{:.4f}", track.scale);
   }
   if (track.method_note) text += "; " + *track.method_note;
-  if (anchors_ && anchors_->anchored(gpu)) text += "; " + anchors_->describe(gpu);
+  if (anchors_) {
+    // Anchored, or no longer and why (a counter that failed or never stepped).
+    const std::string note = anchors_->describe(gpu);
+    if (anchors_->anchored(gpu) || note.find("windows not anchored:") == 0) text += "; " + note;
+  }
   return text;
 }
 

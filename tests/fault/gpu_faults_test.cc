@@ -119,6 +119,43 @@ TEST(GpuFaultTest, AGpuLostMidWindowCountsItsEnergyUpToTheLossNamesItAndSettlesA
   EXPECT_NE(m.warnings[0].find("GPU is lost"), std::string::npos) << m.warnings[0];
 }
 
+// --- driver calls that fail --------------------------------------------------
+
+// From 0.3 s on the energy counter's reads fail, from 0.5 s the power-sample
+// reads (an unknown driver error, not a lost GPU): the GPU keeps being
+// measured with its per-tick power readings and an uncalibrated integral,
+// the window stays right, and the method says what failed and when.
+TEST(GpuFaultTest, FailingSampleAndCounterReadsFallBackToPowerReadingsAndSaySo) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, std::string(kH100) +
+                                           " power_w=300\n"
+                                           "error function=nvmlDeviceGetTotalEnergyConsumption code=999 after_ms=300\n"
+                                           "error function=nvmlDeviceGetSamples code=999 after_ms=500\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  SamplerOptions options;
+  options.interval_s = 0.02;
+  options.counter_interval_s = 0.4;  // the calibration reads the counter at the start and at 0.4 s
+  Monitor monitor(devices.gpus, {}, SteadyClock::instance(), {options, {}});
+  Measurement m;
+  std::string description;
+  ASSERT_TRUE(run_bounded(fake, 10.0, [&] {
+    monitor.begin_window("run");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    m = monitor.end_window_settled("run", 2.0);
+    description = monitor.sampler().gpu_method_description(0);
+    monitor.stop();
+  }));
+  EXPECT_TRUE(m.settled);
+  EXPECT_TRUE(m.warnings.empty()) << joined(m.warnings);
+  EXPECT_NEAR(m.gpu_energy_j[0], 300.0 * m.elapsed_s, 0.02 * 300.0 * m.elapsed_s);
+  EXPECT_EQ(m.gpu_sources[0].method, GpuEnergyMethod::kPowerReadings);
+  EXPECT_FALSE(m.gpu_sources[0].counter_anchored);
+  for (const char* said : {"power samples failed at t=", "power readings used since", "energy counter failed at t=",
+                           "uncalibrated since", "windows not anchored: the energy counter failed"}) {
+    EXPECT_NE(description.find(said), std::string::npos) << said << " in: " << description;
+  }
+}
+
 // --- driver calls that hang --------------------------------------------------
 
 // Every power-sample read of gpu0 blocks from 0.4 s on, until released: the
