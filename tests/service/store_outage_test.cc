@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,15 +102,20 @@ HttpReply http(int port, const std::string& method, const std::string& path, con
 }
 
 // `joule serve` on a free loopback port, stopped with SIGTERM at the end.
+// A shell line may run first (`sh -c LINE`), ending in `exec "$@"`: the
+// server then keeps its pid.
 class Server {
  public:
-  Server(const testing::TempDir& dir, const std::string& store) : err_path_(dir.file("serve.err")) {
+  Server(const testing::TempDir& dir, const std::string& store, const std::string& shell_line = "")
+      : err_path_(dir.file("serve.err")) {
     const std::string port_file = dir.file("port");
-    pid_ = testing::start_process(
-        {JOULE_BINARY, "serve", "--store", store, "--listen", "127.0.0.1:0", "--port-file", port_file}, {},
-        dir.file("serve.out"), err_path_);
+    std::vector<std::string> argv = {JOULE_BINARY, "serve",       "--store", store, "--listen", "127.0.0.1:0",
+                                     "--port-file", port_file};
+    if (!shell_line.empty()) argv.insert(argv.begin(), {"/bin/sh", "-c", shell_line, "sh"});
+    pid_ = testing::start_process(argv, {}, dir.file("serve.out"), err_path_);
     port_ = testing::wait_for_port_file(port_file);
   }
+  pid_t pid() const { return pid_; }
   ~Server() {
     if (pid_ > 0) stop();
   }
@@ -484,6 +490,43 @@ TEST(StoreOutageTest, SqliteOnAFullFilesystemAnswers503AndRecoversWhenSpaceIsFre
   }
   EXPECT_EQ(integrity_of(path), "ok");
   EXPECT_GT(rows_at_end, 0);
+}
+
+// Without root: writes past a file-size limit (RLIMIT_FSIZE, SIGXFSZ
+// ignored) fail with EFBIG, which SQLite reports as an I/O error, as a disk
+// that fails writes would. The probe still reads and locks the file, so it is
+// the memory of the failed writes that has /healthz say the store is down.
+// Raising the limit of the running server (prlimit) is freeing the space.
+TEST(StoreOutageTest, SqliteWritesFailingWithIoErrorsAnswer503AndRecoverWhenWritesWorkAgain) {
+  testing::TempDir tmp;
+  const std::string path = tmp.file("jobs.db");
+  {
+    service::BatchSizeService service(service::open_job_store("sqlite:" + path));
+    service.register_job(service::JobSpec::from_json(
+        {{"name", kJob}, {"batch_sizes", {32, 64, 128}}, {"default_batch_size", 64}, {"max_power_w", 300}}));
+  }  // closed: the log folded into the file
+  const auto limit_blocks = (std::filesystem::file_size(path) + 16 * 1024) / 512;
+  Server serve(tmp, "sqlite:" + path, fmt::format("trap '' XFSZ; ulimit -S -f {}; exec \"$@\"", limit_blocks));
+  ASSERT_GT(serve.port(), 0) << serve.log_tail();
+
+  Load load(serve.port(), 4);
+  EXPECT_TRUE(wait_until([&] { return load.unavailable() >= 10; }, 15s)) << serve.log_tail();
+  EXPECT_TRUE(wait_until([&] { return healthz(serve.port()) == 503; }, 3s));
+  const HttpReply health = http(serve.port(), "GET", "/healthz");
+  EXPECT_NE(health.body.find("found the store unavailable"), std::string::npos) << health.body;
+
+  const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+  ASSERT_EQ(prlimit(serve.pid(), RLIMIT_FSIZE, &unlimited, nullptr), 0) << std::strerror(errno);
+  const auto raised = std::chrono::steady_clock::now();
+  const int64_t ok_before = load.ok();
+  EXPECT_TRUE(wait_until([&] { return load.ok() >= ok_before + 40 && load.every_client_served_since(raised); }, 15s))
+      << "the service did not recover by itself: " << serve.log_tail();
+  load.stop();
+  expect_healthz_says_up(serve.port());
+  EXPECT_EQ(serve.stop(), 0);
+  const auto store = service::open_job_store("sqlite:" + path);
+  expect_nothing_answered_2xx_was_lost(load.tally(), *store);
+  EXPECT_EQ(integrity_of(path), "ok");
 }
 
 TEST(StoreOutageTest, SqliteLockedByAnotherConnectionPastItsBusyTimeoutAnswers503) {
