@@ -174,6 +174,9 @@ std::string state_out_of_range(const BatchSizeOptimizer& optimizer, const JobSpe
   if (options.batch_sizes != spec.batch_sizes || options.beta != spec.beta || options.window != spec.window) {
     return "its batch sizes, beta or window are not those of its spec";
   }
+  if (options.prior.precision != 0 || !optimizer.sampler().arm_priors().empty()) {
+    return "it has a prior, which the service never sets";
+  }
   const double threshold = optimizer.early_stop_threshold_cost();
   if (std::isfinite(threshold) && !stored_cost_in_range(threshold)) {
     return fmt::format("its early-stop threshold {} is outside [0, {}]", threshold, kMax);
