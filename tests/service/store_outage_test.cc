@@ -382,18 +382,21 @@ TEST(StoreOutageTest, PostgresRestartedWhileTheServiceIdlesIsUsedAgainAtOnce) {
 TEST(StoreOutageTest, PostgresConnectionLostMidTransactionIsUnavailableAndTheNextOneReconnects) {
   auto& pg = testing::shared_postgres();
   if (!pg.running()) JOULE_SKIP_WITHOUT_SERVER(pg.skip_reason());
-  const std::string url = pg.create_database("midtxn");
+  static int databases = 0;  // the shared server outlives a test under --gtest_repeat
+  const std::string database = fmt::format("midtxn_{}", ++databases);
+  const std::string url = pg.create_database(database);
   const auto store = service::open_job_store(url);
   auto txn = store->begin();
   EXPECT_FALSE(txn->job_revision("nothing").has_value());
-  pg.exec("postgres", "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'midtxn'");
+  pg.exec("postgres",
+          fmt::format("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}'", database));
   try {
     txn->job("nothing");
     ADD_FAILURE() << "a step on a terminated connection succeeded";
   } catch (const service::StoreUnavailableError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("is unavailable: reading a job failed"), std::string::npos) << what;
-    EXPECT_NE(what.find("/midtxn"), std::string::npos) << what;
+    EXPECT_NE(what.find("/" + database), std::string::npos) << what;
   }
   txn.reset();
   auto next = store->begin();
