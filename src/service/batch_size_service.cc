@@ -78,7 +78,8 @@ int64_t whole_number_in(const nlohmann::json& v, const std::string& name, const 
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!(d >= static_cast<double>(min) && d <= static_cast<double>(max)) || d != std::floor(d)) refuse();
+    // (max as a double may round up to 2^63, which no int64 holds.)
+    if (!(d >= static_cast<double>(min) && d <= static_cast<double>(max) && d < 0x1p63) || d != std::floor(d)) refuse();
     return static_cast<int64_t>(d);
   }
   bad_request(fmt::format("{}: '{}' has the wrong type ({})", what, name, v.type_name()));

@@ -671,7 +671,10 @@ TEST(ServiceInputTest, NumbersOutsideTheirRangesAreRefusedNamingFieldAndRange) {
                  "[1, 1000000000]");
   expect_refused([] { JobSpec::from_json(spec_json_with("default_batch_size", 1e20)); }, "default_batch_size",
                  "[1, 1000000000]");
+  expect_refused([] { JobSpec::from_json(spec_json_with("seed", 9.3e18)); }, "seed", "[0, ");
+  expect_refused([] { JobSpec::from_json(spec_json_with("seed", 0x1p63)); }, "seed", "[0, ");
   EXPECT_EQ(JobSpec::from_json(spec_json_with("seed", 18446744073709551615u)).seed, 18446744073709551615u);
+  EXPECT_EQ(JobSpec::from_json(spec_json_with("seed", 12.0)).seed, 12u);
 
   const auto entry = [](double limit_w, double time_s, double power_w) {
     return nlohmann::json{{"power_limit_w", limit_w}, {"time_per_epoch_s", time_s}, {"avg_power_w", power_w}};
