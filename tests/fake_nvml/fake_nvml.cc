@@ -1213,11 +1213,14 @@ FAKE_API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, uns
     append_log(line);
     return 2;
   }
-  d->limit_mw = limit_mw;
-  start_era(s, *d);
+  // Logged before it takes effect (and persists): a process killed in
+  // between leaves a logged call that did not happen, never a change the log
+  // lacks, so the log's last call per GPU bounds what the GPU holds.
   std::snprintf(line, sizeof line, "nvmlDeviceSetPowerManagementLimit device=%d limit_mw=%u\n", index_of(device),
                 limit_mw);
   append_log(line);
+  d->limit_mw = limit_mw;
+  start_era(s, *d);
   return 0;
 }
 
@@ -1271,18 +1274,20 @@ FAKE_API nvmlReturn_t nvmlDeviceSetApplicationsClocks(nvmlDevice_t device, unsig
   if (!supports_memory_clock(*d, memory_mhz) || graphics_mhz < d->min_sm_mhz || graphics_mhz > d->max_sm_mhz) {
     return log_set_call("nvmlDeviceSetApplicationsClocks", device, fields, 2);
   }
+  log_set_call("nvmlDeviceSetApplicationsClocks", device, fields, 0);  // before it takes effect, as above
   d->app_mem_mhz = memory_mhz;
   d->app_sm_mhz = graphics_mhz;
   start_era(s, *d);
-  return log_set_call("nvmlDeviceSetApplicationsClocks", device, fields, 0);
+  return 0;
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceResetApplicationsClocks(nvmlDevice_t device) {
   FAKE_DEVICE_CALL("nvmlDeviceResetApplicationsClocks");
   if (!d->clock_control) return log_set_call("nvmlDeviceResetApplicationsClocks", device, "", 3);
+  log_set_call("nvmlDeviceResetApplicationsClocks", device, "", 0);  // before it takes effect, as above
   d->app_mem_mhz = d->app_sm_mhz = 0;
   start_era(s, *d);
-  return log_set_call("nvmlDeviceResetApplicationsClocks", device, "", 0);
+  return 0;
 }
 
 #ifndef JOULE_FAKE_NVML_OLD_DRIVER  // locked clocks came with Volta-era drivers
@@ -1301,9 +1306,10 @@ nvmlReturn_t lock_clocks(State& s, Device& d, nvmlDevice_t device, const char* f
   if (!reset && (min_mhz > max_mhz || min_mhz < lowest_mhz || max_mhz > highest_mhz)) {
     return log_set_call(function, device, fields, 2);
   }
+  log_set_call(function, device, fields, 0);  // before it takes effect, as the limit's
   lock = reset ? FakeClockLock{} : FakeClockLock{min_mhz, max_mhz};
   start_era(s, d);
-  return log_set_call(function, device, fields, 0);
+  return 0;
 }
 
 }  // namespace

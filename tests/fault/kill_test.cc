@@ -63,9 +63,10 @@ struct Jouled {
   pid_t pid = -1;
   int starts = 0;
 
-  Jouled() {
+  // more: further lines of the fake's config (injected errors).
+  explicit Jouled(const std::string& more = "") {
     fake = testing::use_fake_nvml(dir, std::string(kA40) + "\n" + kA40 + "\n" + kA40 + " limit_w=280\npersist " +
-                                           dir.file("gpu_limits") + "\n");
+                                           dir.file("gpu_limits") + "\n" + more);
     testing::write_file(config, R"({"socket": ")" + socket + R"(", "socket_mode": "0600", "state_file": ")" + state +
                                     R"("})");
   }
@@ -97,11 +98,18 @@ struct Jouled {
     testing::wait_process(pid, 10);
     pid = -1;
   }
+  int stop() {
+    kill(pid, SIGTERM);
+    const int code = testing::wait_process(pid, 10);
+    pid = -1;
+    return code;
+  }
   std::string log() const {
     std::string all;
     for (int i = 0; i < starts; ++i) all += testing::read_file(dir.file("err" + std::to_string(i)));
     return all;
   }
+  nlohmann::json gpus() { return daemon::DaemonClient(socket).call({{"op", "state"}})["gpus"]; }
 };
 
 // A client process that changes limits and clocks at random until jouled
@@ -163,6 +171,20 @@ struct LeaseClient {
   }
 };
 
+// What the fake's GPUs hold (its persist file): per GPU, the limit in mW,
+// then the clock settings (SM lock min, max, memory lock min, max,
+// application clocks memory, SM; 0: none), if any were ever set.
+std::map<int, std::vector<unsigned>> persisted_settings(const std::string& path) {
+  std::map<int, std::vector<unsigned>> held;
+  for (const std::string& line : testing::read_lines(path)) {
+    std::istringstream fields(line);
+    int gpu = -1;
+    fields >> gpu;
+    for (unsigned value = 0; fields >> value;) held[gpu].push_back(value);
+  }
+  return held;
+}
+
 // The fake's last power-limit set per GPU, from its set-call log.
 std::map<int, double> last_limit_set_w(const std::string& log_path) {
   std::map<int, double> last;
@@ -213,27 +235,66 @@ TEST(KillTest, JouledKilledAtRandomPointsRestoresTheOriginalSettingsOnRestart) {
       EXPECT_EQ(gpus[g]["power_limit_w"].get<double>(), kOriginalLimitW[g]) << "gpu" << g << "\n" << jouled.log();
       EXPECT_TRUE(gpus[g]["held_by"].is_null()) << gpus[g].dump();
     }
-    // The driver saw the originals set last (or never a change at all).
-    for (const auto& [gpu, limit_w] : last_limit_set_w(jouled.fake.log_path)) {
-      EXPECT_EQ(limit_w, kOriginalLimitW[gpu]) << "gpu" << gpu << " was left at " << limit_w << " W";
+    // What the GPUs hold, as the fake keeps it across processes (a GPU keeps
+    // its settings when jouled dies): the original limits, no clock held.
+    const std::map<int, std::vector<unsigned>> held = persisted_settings(jouled.dir.file("gpu_limits"));
+    for (unsigned g = 0; g < 3; ++g) {
+      const auto it = held.find(static_cast<int>(g));
+      if (it == held.end()) continue;  // never changed
+      EXPECT_EQ(it->second.at(0), static_cast<unsigned>(kOriginalLimitW[g] * 1000)) << "gpu" << g << " limit";
+      for (std::size_t k = 1; k < it->second.size(); ++k) EXPECT_EQ(it->second[k], 0u) << "gpu" << g << " clocks held";
     }
-    // No SM lock is left: the last SM-clock call on each GPU is a reset.
-    std::map<int, std::string> last_sm_call;
-    for (const std::string& line : testing::read_lines(jouled.fake.log_path)) {
-      int gpu = -1;
-      if (line.rfind("nvmlDeviceSetGpuLockedClocks", 0) == 0 && std::sscanf(line.c_str(), "%*s device=%d", &gpu) == 1 &&
-          line.find("result=") == std::string::npos) {
-        last_sm_call[gpu] = "lock";
-      } else if (line.rfind("nvmlDeviceResetGpuLockedClocks", 0) == 0 &&
-                 std::sscanf(line.c_str(), "%*s device=%d", &gpu) == 1) {
-        last_sm_call[gpu] = "reset";
-      }
-    }
-    for (const auto& [gpu, call] : last_sm_call) EXPECT_EQ(call, "reset") << "gpu" << gpu << " left locked";
     // Nothing is left to restore.
     const nlohmann::json state = nlohmann::json::parse(testing::read_file(jouled.state));
     EXPECT_TRUE(state["leases"].empty()) << state.dump();
   }
+  // The driver saw the changes and the restores.
+  const std::string calls = testing::read_file(jouled.fake.log_path);
+  for (unsigned g = 0; g < 3; ++g) {
+    EXPECT_NE(calls.find(fmt::format("nvmlDeviceSetPowerManagementLimit device={} limit_mw={}\n", g,
+                                     static_cast<unsigned>(kOriginalLimitW[g] * 1000))),
+              std::string::npos)
+        << "gpu" << g << " never set back:\n" << calls;
+  }
+  EXPECT_NE(calls.find("nvmlDeviceResetGpuLockedClocks"), std::string::npos) << calls;
+}
+
+// A driver that refuses jouled's calls: gpu1 refuses every limit, gpu0
+// every limit after the first (so the restore at the lease's end fails).
+// The client is told which GPU and the driver's words; a restore that fails
+// is logged and kept in the state file, the GPU freed; a normal stop keeps
+// it, and the next start puts the limit back.
+TEST(KillTest, ARestoreTheDriverRefusesIsKeptAndDoneOnTheNextStart) {
+  Jouled jouled(
+      "error function=nvmlDeviceSetPowerManagementLimit device=0 code=999 after_calls=1\n"
+      "error function=nvmlDeviceSetPowerManagementLimit device=1 code=999\n");
+  jouled.start();
+  {
+    daemon::DaemonClient client(jouled.socket);
+    client.call({{"op", "set_power_limit"}, {"gpu", 0}, {"limit_w", 200}});
+    try {
+      client.call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 200}});
+      ADD_FAILURE() << "the driver refused, jouled said yes";
+    } catch (const DeviceError& e) {
+      EXPECT_NE(std::string(e.what()).find("gpu1: nvmlDeviceSetPowerManagementLimit failed"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(jouled.gpus()[1]["power_limit_w"].get<double>(), 300.0);
+  }  // the connection ends: gpu0's restore is refused
+  for (int i = 0; i < 200 && jouled.log().find("FAILED to restore gpu0") == std::string::npos; ++i) sleep_s(0.01);
+  EXPECT_NE(jouled.log().find("FAILED to restore gpu0"), std::string::npos) << jouled.log();
+  nlohmann::json gpus = jouled.gpus();
+  EXPECT_EQ(gpus[0]["power_limit_w"].get<double>(), 200.0);  // left changed, and free for others
+  EXPECT_TRUE(gpus[0]["held_by"].is_null());
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(jouled.state))["leases"].size(), 1u);
+  EXPECT_EQ(jouled.stop(), 0);
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(jouled.state))["leases"].size(), 1u);  // kept by a normal stop
+  jouled.start();  // a new driver session: its first limit call is accepted
+  gpus = jouled.gpus();
+  EXPECT_EQ(gpus[0]["power_limit_w"].get<double>(), 300.0) << jouled.log();
+  EXPECT_EQ(gpus[1]["power_limit_w"].get<double>(), 300.0);
+  EXPECT_TRUE(nlohmann::json::parse(testing::read_file(jouled.state))["leases"].empty());
+  EXPECT_EQ(last_limit_set_w(jouled.fake.log_path)[0], 300.0);
 }
 
 // --- joule serve ---------------------------------------------------------------
