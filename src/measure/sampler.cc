@@ -119,6 +119,9 @@ class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
   // A window edge at time_s (Monitor calls it at begin_window and end_window):
   // the anchors for it are read. Cheap: a short lock, no driver call.
   void note_window_edge(double time_s);
+  void prepare_counter_anchors() {
+    if (anchors_) anchors_->prepare();
+  }
   // Without a thread: does the counter reads for anchors that are due now.
   // Call it every millisecond or so of the clock (see counter_anchors.h).
   void poll_counter_anchors();
@@ -633,6 +636,9 @@ void SamplerCore::tick(bool drain_samples) {
 void SamplerCore::publish_locked() {
   for (const NewPoint& p : new_points_) {
     GpuTrack& track = gpu_tracks_[p.gpu];
+    // Failed for good (lost, or its thread left behind by stop()): a thread
+    // whose hung call returned late adds nothing past what the windows say.
+    if (track.failure) continue;
     double integral_j = 0.0;
     if (!track.points.empty()) {
       const PowerPoint& last = track.points.back();
@@ -1202,6 +1208,7 @@ bool Sampler::wait_settled(double begin_s, double end_s, double timeout_s) {
   return core_->wait_settled(begin_s, end_s, timeout_s);
 }
 void Sampler::note_window_edge(double time_s) { core_->note_window_edge(time_s); }
+void Sampler::prepare_counter_anchors() { core_->prepare_counter_anchors(); }
 void Sampler::poll_counter_anchors() { core_->poll_counter_anchors(); }
 void Sampler::pin_history(double since_s) { core_->pin_history(since_s); }
 Timeline& Sampler::timeline() { return core_->timeline(); }
