@@ -220,6 +220,48 @@ TEST(GpuFaultTest, AHungSampleReadIsReportedAndNeitherEndWindowNorSettleNorStopW
   EXPECT_LT(after_stop.gpu_energy_j[0], 300.0 * 0.8);
 }
 
+// An older driver (no power samples, no counter): every tick reads power
+// usage, and gpu0's reads block from 0.4 s on. The same: reported, and
+// neither settle() nor stop() waits for it.
+TEST(GpuFaultTest, AHungPowerReadingOnAnOldDriverIsReportedAndStopReturns) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp,
+                                  "device name=\"Tesla P100\" arch=4 power_w=250\n"
+                                  "device name=\"Tesla P100\" arch=4 power_w=150\n"
+                                  "hang function=nvmlDeviceGetPowerUsage device=0 after_ms=400\n",
+                                  /*old_driver=*/true);
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  ReleaseHangsAtExit release{fake_symbol<void (*)()>(fake, "joule_fake_nvml_release_hangs")};
+  SamplerOptions options;
+  options.interval_s = 0.02;
+  Monitor monitor(devices.gpus, {}, SteadyClock::instance(), {options, {}});
+  EXPECT_EQ(monitor.sampler().gpu_method(0), GpuEnergyMethod::kPowerReadings);
+  Measurement settled;
+  double settle_took_s = 0, stop_took_s = 0, took_s = 0;
+  const bool in_time = run_bounded(
+      fake, 12.0,
+      [&] {
+        monitor.begin_window("run");
+        std::this_thread::sleep_for(std::chrono::milliseconds(2800));
+        const Measurement ended = monitor.end_window("run");
+        double before_s = steady_now_s();
+        settled = monitor.settle(ended, 0.5);
+        settle_took_s = steady_now_s() - before_s;
+        before_s = steady_now_s();
+        monitor.stop();
+        stop_took_s = steady_now_s() - before_s;
+      },
+      &took_s);
+  ASSERT_TRUE(in_time) << "joule waited on the hung power reading: released after " << took_s << " s";
+  EXPECT_LT(settle_took_s, 1.0);
+  EXPECT_LT(stop_took_s, 3.0);
+  EXPECT_FALSE(settled.settled);
+  ASSERT_EQ(settled.warnings.size(), 2u) << joined(settled.warnings);
+  EXPECT_NE(settled.warnings[0].find(": a driver call (power reading) has not returned"), std::string::npos)
+      << settled.warnings[0];
+  EXPECT_NE(settled.warnings[1].find("blocked in a driver call on gpu0"), std::string::npos) << settled.warnings[1];
+}
+
 // A power-sample read that blocks for 1 s once, then returns: nothing is
 // lost (the driver's buffer holds 2.4 s), the window over it settles exact
 // and without warnings.
