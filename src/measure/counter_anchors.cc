@@ -135,6 +135,14 @@ void CounterAnchors::note_edge(double edge_s) {
   inbox_.push_back(edge_s);
 }
 
+void CounterAnchors::prepare() {
+  std::lock_guard lock(mutex_);
+  const double now_s = clock_->now_s();
+  for (GpuState& g : gpus_) {
+    if (g.mode != Mode::kOff) g.last_edge_s = std::max(g.last_edge_s, now_s);
+  }
+}
+
 double CounterAnchors::poll() {
   double wake_s = clock_->now_s() + options_.poll_s;
   for (int n = 0; n < kMaxReadsPerPoll; ++n) {
@@ -405,7 +413,8 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
     // skip a step when they collide. An anchor read about to miss its
     // interval goes before any of them.
     const bool bringing_up = searching_gpu_ == i;
-    // A GPU is brought up at its first window edge: no cost until windows are used.
+    // A GPU is brought up at its first window edge, or when its Monitor is
+    // made (prepare()): no cost for a sampler that never has windows.
     const bool searching = g.mode == Mode::kSearch && g.last_edge_s > kNever &&
                            (bringing_up || searching_gpu_ == kNoGpu);
     const bool checking = g.mode == Mode::kCheck && now_s >= g.check_from_s &&

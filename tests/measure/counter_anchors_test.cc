@@ -87,6 +87,26 @@ TEST(CounterAnchorsTest, FindsTheStepGridAndAnchorsBothSidesOfAnEdgeWithTheExact
   EXPECT_EQ(rig.anchors->stats().relocks, 0u);
 }
 
+TEST(CounterAnchorsTest, PreparedAnchorsPinTheFirstEdgeToo) {
+  // What a Monitor does when it is made: the grid is sought at once, so the
+  // first window's edge, a second later, is anchored like any other. (Left
+  // to that edge, the search starts there and the edge gets no anchor, as
+  // above.)
+  Rig rig;
+  rig.run_to(0.01);
+  rig.anchors->prepare();
+  rig.run_to(1.0);
+  EXPECT_GT(rig.anchors->stats().reads, 0u);
+  const double edge_s = 1.0123;
+  rig.anchors->note_edge(edge_s);
+  rig.run_to(1.4);
+  const CounterAnchors::Lookup lookup = rig.anchors->window(0, edge_s, edge_s).first;
+  ASSERT_EQ(lookup.status, CounterAnchors::Status::kReady);
+  ASSERT_TRUE(lookup.before && lookup.after);
+  EXPECT_DOUBLE_EQ(lookup.before->counter_j, rig.counter_at_step_j(step_before(edge_s)));
+  EXPECT_DOUBLE_EQ(lookup.after->counter_j, rig.counter_at_step_j(step_before(edge_s) + kPeriodS));
+}
+
 TEST(CounterAnchorsTest, ACounterThatMovesAtEveryReadIsNotAnchored) {
   Rig rig(0.0);  // continuous: every read sees a new value
   rig.anchors->note_edge(0.5);

@@ -10,8 +10,9 @@
 // over the few tens of milliseconds between each step and its edge: exact up
 // to the sample noise of those short stretches, whatever the load does.
 //
-// This class finds each GPU's step grid at its first window edge (back-to-back
-// reads until two steps are seen; one GPU at a time), re-checks it at growing
+// This class finds each GPU's step grid at its first window edge, or when a
+// Monitor is made (prepare()): back-to-back reads until two steps are seen,
+// one GPU at a time. It re-checks the grid at growing
 // intervals while windows are in use (a few reads around one predicted step),
 // and for every window edge reads the counter in the middle of the step
 // intervals on either side of it. One thread serves all GPUs; callers only
@@ -106,6 +107,11 @@ class CounterAnchors {
   // Any thread, cheap (a short lock, no driver call): anchors are wanted near
   // edge_s on every anchored GPU.
   void note_edge(double edge_s);
+  // Starts bringing up every anchored GPU's step grid now, as a first edge
+  // would (one GPU at a time, a few hundred ms to a few s each), instead of
+  // at the first edge: a window that begins before its GPU's grid is found
+  // keeps the sample integral alone. Monitor calls it when it is made.
+  void prepare();
   // Does the reads that are due now; returns when it wants to be called
   // next. The thread calls it; owners without one (virtual clocks) call it
   // often enough to place reads between steps (every millisecond or so).

@@ -182,6 +182,9 @@ class Sampler {
   // A window edge at time_s (Monitor calls it at begin_window and end_window):
   // the anchors for it are read. Cheap: a short lock, no driver call.
   void note_window_edge(double time_s);
+  // Starts finding the energy counters' step grids now rather than at the
+  // first window edge (CounterAnchors::prepare): what a Monitor does.
+  void prepare_counter_anchors();
   // Without a thread: does the counter reads for anchors that are due now.
   // Call it every millisecond or so of the clock (see counter_anchors.h).
   void poll_counter_anchors();
