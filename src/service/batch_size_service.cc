@@ -551,8 +551,9 @@ class BatchSizeService::Writes {
   using Request = GroupCommit<WriteBatch>::Request;
 
   // The group commit's runner, called by one leader at a time: the cache is
-  // the leaders' alone. When the shared transaction fails, each request is
-  // run again alone, so that only a request that fails by itself fails.
+  // the leaders' alone. When the shared transaction fails for a request's
+  // sake, each request is run again alone, so that only a request that fails
+  // by itself fails; when the store fails, the whole batch fails with it.
   void run(const std::vector<Request*>& batch) {
     writes_ += batch.size();
     ++transactions_;
@@ -571,6 +572,12 @@ class BatchSizeService::Writes {
         }
       }
       writes.commit();
+    } catch (const StoreBusyError&) {
+      // The store failed, not a request (a lock or busy timeout, the database
+      // unreachable, a COMMIT in doubt): run alone, each request would wait
+      // out the same deadline again and could apply twice what a COMMIT in
+      // doubt committed. Every request of the batch gets the 503 and retries.
+      for (Request* r : batch) r->error = std::current_exception();
     } catch (...) {
       if (batch.size() == 1) {
         batch.front()->error = std::current_exception();

@@ -596,9 +596,8 @@ class DownStore final : public service::JobStore {
 // unavailable all fail with it; none is run again alone, which would wait
 // out the store's deadline once per request (a batch of k queued behind a
 // SQLite lock: k x 10 s) and could apply twice the requests of a COMMIT in
-// doubt. DISABLED_ until the group commit's runner in batch_size_service.cc
-// fails a whole batch on StoreBusyError (issue 31, part 3: the lead's).
-TEST(StoreOutageTest, DISABLED_RequestsQueuedBehindAnUnavailableStoreFailTogetherNotOneByOne) {
+// doubt.
+TEST(StoreOutageTest, RequestsQueuedBehindAnUnavailableStoreFailTogetherNotOneByOne) {
   auto store = std::make_shared<DownStore>();
   service::BatchSizeService service(store);
   constexpr int kAsks = 8;
