@@ -12,7 +12,8 @@
 namespace {
 
 void add_common_options(CLI::App& command, joule::cli::CommonOptions& common) {
-  command.add_option("--backend", common.backend, "GPU backend: auto (NVML, else simulated), nvml, sim")
+  command.add_option("--backend", common.backend, "GPU backend: auto (NVML; where it cannot be used, simulated GPUs, said so, for info, "
+                     "measure and top; none for exporter and jouled), nvml, sim")
       ->check(CLI::IsMember({"auto", "nvml", "sim"}));
   command.add_option("--sim", common.sim_spec,
                      "simulated GPUs, e.g. count=4,load=0.6 (also $JOULE_SIM); implies nothing unless they are used");

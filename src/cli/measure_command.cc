@@ -205,8 +205,11 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   const int exit_status = child.wait_forwarding_signals();
   // The run's last instants are covered by the driver's power samples about
   // one sample period later: wait for them (the sampling thread reads them).
-  const Measurement measurement = monitor.end_window_settled("command");
+  Measurement measurement = monitor.end_window_settled("command");
   monitor.stop();
+  // A driver call that hung within the settle timeout is only known once
+  // stop() gives up on it: computed again, the report names what is missing.
+  if (!measurement.settled) measurement = monitor.refresh(measurement);
 
   const MeasureReport report = build_report(options.command, exit_status, devices, monitor, measurement);
   write_report(options.json ? to_json(report).dump(2) + "\n" : to_text(report), options.json, output);

@@ -294,7 +294,11 @@ int run_top(const CommonOptions& common, const TopOptions& options) {
   SignalEvents signals;
   TopModel model(devices, options.interval_ms / 1000.0);
   // Keys need a terminal on stdin as much as the screen needs one on stdout.
-  if (!is_terminal(STDOUT_FILENO) || !is_terminal(STDIN_FILENO)) return run_plain(model, options, signals);
+  if (!is_terminal(STDOUT_FILENO) || !is_terminal(STDIN_FILENO)) {
+    // The screen's header says so; plain lines would not: say it once, apart from them.
+    if (devices.simulated()) fmt::print(stderr, "joule top: GPUs are SIMULATED ({})\n", devices.gpu_backend_reason);
+    return run_plain(model, options, signals);
+  }
   return run_interactive(model, options, signals);
 }
 

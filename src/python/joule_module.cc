@@ -34,6 +34,12 @@ joule::Devices open_devices(const std::string& backend, const std::string& sim, 
   options.sim_spec = sim;
   joule::Devices devices = joule::discover_devices(options);
   if (!gpus.empty()) joule::select_gpus(devices, gpus);
+  // Asked for the real GPUs and given made-up ones (no driver): say so, as
+  // joule measure does, rather than let a script report simulated joules.
+  if (options.backend == joule::GpuBackend::kAuto && devices.simulated()) {
+    const std::string why = "joule: GPUs are SIMULATED (" + devices.gpu_backend_reason + ")";
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, why.c_str(), 1) != 0) throw py::error_already_set();
+  }
   return devices;
 }
 

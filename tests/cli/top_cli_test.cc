@@ -210,6 +210,8 @@ TEST(TopCliTest, PipedStdoutGetsPlainLinesPerRefresh) {
                              kSimEnv, 30);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  // Plain lines carry no header: that the GPUs are made up is said on stderr.
+  EXPECT_TRUE(contains(r.err, "joule top: GPUs are SIMULATED")) << r.err;
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 6u) << r.out;  // 2 GPUs x 3 refreshes
   const std::regex row(R"(t=([0-9.]+)s gpu([01]) power_w=([0-9.]+) energy_wh=([0-9.]+) limit_w=700\.0 holder="-" .*)");

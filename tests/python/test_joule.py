@@ -38,6 +38,15 @@ def test_window_context_manager_measures_energy_and_time(simulated):
     assert m.total_energy_j == pytest.approx(sum(m.gpu_energy_j))
 
 
+def test_simulated_gpus_in_place_of_a_missing_driver_are_said(simulated):
+    with pytest.warns(RuntimeWarning, match="GPUs are SIMULATED"):
+        joule.Monitor()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert joule.Monitor(backend="sim").simulated  # asked for: nothing to say
+
+
 def use_fake_h100(monkeypatch, tmp_path, extra=""):
     """One fake H100 drawing 300 W that keeps 20 ms power samples, as the
     real one does; extra adds to its device line."""
