@@ -280,11 +280,13 @@ int connect_loopback(int port) {
 class HostileLoad {
  public:
   HostileLoad(int port, int slow, int idle) : port_(port) {
+    // Each kind's connections open spread over the first second, as
+    // independent clients would (opened all at once, the idle ones would
+    // also time out and come back all at once, every read timeout).
     const auto start = Clock::now();
     for (int i = 0; i < slow + idle; ++i) {
-      const auto offset = std::chrono::milliseconds(slow > 0 ? 1000 * i / std::max(slow, 1) % 1000 : 0);
-      clients_.push_back({-1, i < slow, 0, start + offset});
-      open(clients_.back());
+      const int k = i < slow ? i : i - slow, n = i < slow ? slow : idle;
+      clients_.push_back({-1, i < slow, 0, start + std::chrono::microseconds(1000000LL * k / n)});
     }
     thread_ = std::thread([this] { loop(); });
   }
@@ -299,8 +301,8 @@ class HostileLoad {
   struct Client {
     int fd;
     bool slow;
-    std::size_t sent;                 // header bytes so far
-    Clock::time_point next_byte;      // slow ones
+    std::size_t sent;            // header bytes so far
+    Clock::time_point next;      // the first open; then, for slow ones, the next byte
   };
   static constexpr std::string_view kSlowHeader = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
   static constexpr std::string_view kIdleRequest = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
@@ -323,11 +325,11 @@ class HostileLoad {
       const auto now = Clock::now();
       for (std::size_t i = 0; i < clients_.size(); ++i) {
         Client& c = clients_[i];
-        if (c.fd < 0) open(c);
-        if (c.slow && c.fd >= 0 && c.next_byte <= now) {
+        if (c.fd < 0 && c.next <= now) open(c);
+        if (c.slow && c.fd >= 0 && c.next <= now) {
           const char byte = c.sent < kSlowHeader.size() ? kSlowHeader[c.sent] : 'a';
           if (::send(c.fd, &byte, 1, MSG_NOSIGNAL) == 1) ++c.sent;
-          c.next_byte += std::chrono::seconds(1);
+          c.next += std::chrono::seconds(1);
         }
         fds[i] = {c.fd, POLLIN, 0};
       }
@@ -338,7 +340,7 @@ class HostileLoad {
         if (n > 0 && !clients_[i].slow) continue;  // the idle one's answer: it stays open
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
         open(clients_[i]);  // answered (a slow one: refused) or closed: a fresh one takes its place
-        clients_[i].next_byte = Clock::now();
+        clients_[i].next = Clock::now();
         ++reopened_;
       }
     }
@@ -377,6 +379,7 @@ class HealthProber {
       due += std::chrono::duration_cast<Clock::duration>(period_);
       const auto start = Clock::now();
       const bool answered = probe();
+      if (stop_) break;  // cut short by stop(): not a probe
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       latencies_ms.push_back(answered ? ms : kProbeTimeoutMs);
       timed_out += answered ? 0 : 1;

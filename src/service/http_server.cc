@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -14,6 +15,9 @@
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "joule/version.h"
 #include "service/http_transport.h"
@@ -133,11 +137,22 @@ class RequestMetrics {
 };
 
 // Threads that run queued tasks in order of arrival; with max_queued, a
-// task past that many waiting is refused (post returns false).
+// task past that many waiting is refused (post returns false). The threads
+// run `nicer` steps below the process's CPU priority (lowering one's own
+// priority needs no privilege; where it fails they run at the process's).
 class WorkerPool {
  public:
-  WorkerPool(std::size_t threads, std::size_t max_queued) : max_queued_(max_queued) {
-    for (std::size_t i = 0; i < std::max<std::size_t>(threads, 1); ++i) threads_.emplace_back([this] { work(); });
+  WorkerPool(std::size_t threads, std::size_t max_queued, int nicer) : max_queued_(max_queued) {
+    errno = 0;
+    const int process_nice = ::getpriority(PRIO_PROCESS, 0);
+    const bool known = errno == 0;
+    const int nice = std::min(process_nice + nicer, 19);
+    for (std::size_t i = 0; i < std::max<std::size_t>(threads, 1); ++i) {
+      threads_.emplace_back([this, known, nice, process_nice] {
+        if (known && nice > process_nice) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+        work();
+      });
+    }
   }
   // Runs what is queued, then joins.
   ~WorkerPool() {
@@ -320,6 +335,10 @@ struct Call {
   http::Request request;
 };
 
+// The workers' CPU priority below the I/O thread's: on a busy machine (the
+// store's work is CPU too, SQLite's all of it) the thread that accepts,
+// reads and writes every connection and answers /healthz runs first.
+constexpr int kWorkerNice = 5;
 // Requests a metrics lane keeps waiting at most; more are answered 503.
 constexpr std::size_t kMetricsQueue = 16;
 // The store's health is checked every second; a check may take up to the
@@ -342,8 +361,8 @@ struct HttpServer::Impl final : http::Handler {
         health([svc = service] { return svc->store_health(); }, kHealthPeriod, kHealthPatience) {
     add_routes();
     transport = std::make_unique<http::Transport>(options.host, options.port, limits(), *this);
-    store_workers = std::make_unique<WorkerPool>(options.threads, 0);
-    metrics_lane = std::make_unique<WorkerPool>(1, kMetricsQueue);
+    store_workers = std::make_unique<WorkerPool>(options.threads, 0, kWorkerNice);
+    metrics_lane = std::make_unique<WorkerPool>(1, kMetricsQueue, kWorkerNice);
   }
 
   std::shared_ptr<BatchSizeService> service;

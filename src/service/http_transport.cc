@@ -219,7 +219,11 @@ void Connection::await_request() {
   arm(server_.limits.idle_timeout);
   socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const beast::error_code& ec) {
     if (self->phase_ == Phase::closed) return;
-    if (ec) return self->close();  // the idle deadline, or an error
+    // The idle deadline, or an error. A request that came in by the
+    // deadline is read even so: on a busy thread the deadline's handler may
+    // run before the socket's, and the client would lose the request.
+    beast::error_code unused;
+    if (ec && !(self->timed_out_ && self->socket_.available(unused) > 0)) return self->close();
     self->read_header();
   });
 }
