@@ -51,12 +51,6 @@ nlohmann::json to_json(const Assignment& a) {
                                             : nlohmann::json()}};
 }
 
-nlohmann::json to_json(const JobSummary& s) {
-  return {{"spec", s.spec.to_json()},       {"phase", s.phase},
-          {"best_batch_size", s.best_batch_size}, {"revision", s.revision},
-          {"recurrences", s.recurrences},   {"in_flight", s.in_flight}};
-}
-
 // A string field of a request body, if there; another type is a 400.
 std::optional<std::string> optional_text(const nlohmann::json& body, const char* name) {
   if (!body.is_object()) throw RequestError(400, "the request body must be a JSON object");
@@ -552,7 +546,7 @@ void HttpServer::Impl::add_routes() {
   add("GET", "/v1/jobs", "jobs", false, Lane::store, [this](const Call& call, http::Response& res) {
     nlohmann::json list = nlohmann::json::array();
     for (const JobSummary& s : service->jobs()) {
-      if (call.access.allows(s.spec.name)) list.push_back(to_json(s));
+      if (call.access.allows(s.spec.name)) list.push_back(s.to_json());
     }
     reply_json(res, 200, {{"jobs", list}});
   });
@@ -560,11 +554,11 @@ void HttpServer::Impl::add_routes() {
     const JobSpec spec = JobSpec::from_json(parse_body(call.request));
     check(call.access, spec.name);
     const bool created = service->register_job(spec);
-    reply_json(res, created ? 201 : 200, to_json(service->job(spec.name)));
+    reply_json(res, created ? 201 : 200, service->job(spec.name).to_json());
   });
   add("GET", "/v1/jobs/{name}", "job", false, Lane::store, [this](const Call& call, http::Response& res) {
     check(call.access, call.matches[1]);
-    reply_json(res, 200, to_json(service->job(call.matches[1])));
+    reply_json(res, 200, service->job(call.matches[1]).to_json());
   });
   add("GET", "/v1/jobs/{name}/export", "export", false, Lane::store, [this](const Call& call, http::Response& res) {
     check(call.access, call.matches[1]);

@@ -158,12 +158,18 @@ TEST(ServeInputCliTest, ADamagedJobIsListedAndOneCommandRepairsIt) {
   ASSERT_EQ(list.status, 200) << list.body;
   const nlohmann::json listed = nlohmann::json::parse(list.body)["jobs"];
   ASSERT_EQ(listed.size(), 2u);
-  for (const auto& job : listed) EXPECT_EQ(job["phase"] == "damaged", job["spec"]["name"] == "broken") << job.dump();
+  for (const auto& job : listed) {
+    EXPECT_EQ(job["phase"] == "damaged", job["spec"]["name"] == "broken") << job.dump();
+    EXPECT_EQ(job.contains("damaged"), job["spec"]["name"] == "broken") << job.dump();  // the reason
+  }
   const auto jobs = run_process({JOULE_BINARY, "jobs", "list", "--service", server.url()});
   EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
   EXPECT_NE(jobs.out.find("damaged"), std::string::npos) << jobs.out;
+  EXPECT_NE(jobs.out.find("sum"), std::string::npos) << jobs.out;  // what is wrong, not only that something is
   EXPECT_NE(jobs.out.find("joule jobs reset broken"), std::string::npos) << jobs.out;
-  EXPECT_EQ(request("GET", server.url() + "/metrics").status, 200);
+  const Reply metrics = request("GET", server.url() + "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("joule_service_damaged_jobs 1\n"), std::string::npos) << metrics.body;
   EXPECT_EQ(request("GET", server.url() + "/v1/jobs/broken").status, 200);
   EXPECT_EQ(request("GET", server.url() + "/v1/jobs/broken/export").status, 200);
   const Reply ask = request("POST", server.url() + "/v1/jobs/broken/recurrences", "{}");
