@@ -107,7 +107,12 @@ def test_two_nodes_each_measured_once(tmp_path):
         for rank in (1, 2, 3):
             assert results[rank]["reports"][window] == results[0]["reports"][window]
     for x in results.values():
-        assert x["seconds"]["end w1"] < 2.0 and x["warnings"] == []
+        # No warning but the one that the leaders, which open the devices,
+        # give for simulated GPUs in place of the missing driver.
+        expected = ["GPUs are SIMULATED"] if x["leader"] else []
+        assert x["seconds"]["end w1"] < 2.0
+        assert [w for w in expected if not any(w in given for given in x["warnings"])] == [], x["warnings"]
+        assert len(x["warnings"]) == len(expected), x["warnings"]
     print(f"normal job: {seconds:.1f} s; rank 0's end_window {1e3 * results[0]['seconds']['end w1']:.1f} ms")
 
 
