@@ -23,6 +23,7 @@
 namespace joule {
 namespace {
 
+using testing::RawConnection;
 using testing::run_process;
 
 // The HTTP status a client call was refused with; 0 when it succeeded.
@@ -408,55 +409,6 @@ TEST(ServeCliTest, TokensLetClientsUseTheirJobsOnly) {
   EXPECT_EQ(as_admin.jobs().size(), 2u);
   EXPECT_EQ(server.stop(), 0);
 }
-
-// A client the C++ client cannot be: raw bytes over TCP to a loopback port.
-class RawConnection {
- public:
-  explicit RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-  }
-  ~RawConnection() {
-    if (fd_ >= 0) close(fd_);
-  }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  bool connected() const { return connected_; }
-  bool send_text(const std::string& text) {
-    return send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
-  }
-  // True when the server has sent something or closed (without waiting).
-  bool readable_now() const {
-    pollfd p{fd_, POLLIN, 0};
-    return poll(&p, 1, 0) > 0;
-  }
-  // What the server sends until it closes the connection, waiting at most
-  // timeout_s; closed() says whether it closed.
-  std::string read_until_closed(double timeout_s) {
-    std::string got;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    while (!closed_) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      pollfd p{fd_, POLLIN, 0};
-      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-      char buffer[4096];
-      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
-      if (n <= 0) closed_ = true;  // end of stream, or reset
-      if (n > 0) got.append(buffer, static_cast<std::size_t>(n));
-    }
-    return got;
-  }
-  bool closed() const { return closed_; }
-
- private:
-  int fd_;
-  bool connected_ = false;
-  bool closed_ = false;
-};
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,13 +1,16 @@
 #include "common/test_support.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -188,6 +191,76 @@ int free_loopback_port() {
   }
   close(fd);
   return port;
+}
+
+RawConnection::RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  if (connected_) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+}
+
+RawConnection::~RawConnection() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool RawConnection::send_text(std::string_view text) {
+  return send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+}
+
+bool RawConnection::readable_now() const {
+  pollfd p{fd_, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+std::string RawConnection::take() {
+  std::string got;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+    if (n > 0) {
+      got.append(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) closed_ = true;
+    return got;
+  }
+}
+
+std::string RawConnection::wait(double timeout_s) {
+  pollfd p{fd_, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(timeout_s * 1000)) <= 0) return "";
+  return take();
+}
+
+std::string RawConnection::answer(double timeout_s) {
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!closed_ && std::chrono::steady_clock::now() < deadline) {
+    got += wait(0.05);
+    const auto head_end = got.find("\r\n\r\n");
+    const auto length = got.find("Content-Length: ");
+    if (head_end != std::string::npos && length != std::string::npos &&
+        got.size() >= head_end + 4 + std::stoul(got.substr(length + 16))) {
+      break;
+    }
+  }
+  return got;
+}
+
+std::string RawConnection::read_until_closed(double timeout_s) {
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!closed_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    const std::string more = wait(static_cast<double>(left.count()) / 1000.0);
+    if (more.empty() && !closed_) break;  // nothing within the time left
+    got += more;
+  }
+  return got;
 }
 
 bool servers_required() {

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace joule::testing {
@@ -69,6 +70,36 @@ int wait_for_port_file(const std::string& path, double timeout_s = 10.0);
 // A loopback port nothing listens on now (the kernel's pick; another
 // process may still take it before the caller binds it).
 int free_loopback_port();
+
+// A client the C++ client cannot be: raw bytes over TCP to a loopback port
+// (non-blocking once connected; every read waits in poll() first).
+class RawConnection {
+ public:
+  explicit RawConnection(int port);
+  ~RawConnection();
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return connected_; }
+  bool send_text(std::string_view text);
+  // True when the server has sent something or closed (without waiting).
+  bool readable_now() const;
+  // What has come, without waiting; sets closed() at the end of the stream (or a reset).
+  std::string take();
+  // Waits up to timeout_s for the server to send or close; what it sent.
+  std::string wait(double timeout_s);
+  // An answer: waits until it holds a whole header and Content-Length bytes of body.
+  std::string answer(double timeout_s);
+  // What the server sends until it closes the connection, waiting at most
+  // timeout_s; closed() says whether it closed.
+  std::string read_until_closed(double timeout_s);
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  bool closed_ = false;
+};
 
 // Starts argv in the background with stdout/stderr to files in dir.
 pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,

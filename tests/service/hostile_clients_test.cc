@@ -27,6 +27,7 @@ namespace joule::service {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+using testing::RawConnection;
 
 double seconds_since(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
@@ -105,76 +106,12 @@ class Served {
   std::thread serving_;
 };
 
-// A raw client socket to a loopback port (non-blocking once connected).
-class Raw {
- public:
-  explicit Raw(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    if (connected_) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
-  }
-  ~Raw() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Raw(const Raw&) = delete;
-  Raw& operator=(const Raw&) = delete;
-
-  bool connected() const { return connected_; }
-  bool send_text(std::string_view text) {
-    return send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
-  }
-  // Reads what has come; sets closed() at the end of the stream (or a reset).
-  std::string take() {
-    std::string got;
-    char buffer[4096];
-    for (;;) {
-      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
-      if (n > 0) {
-        got.append(buffer, static_cast<std::size_t>(n));
-        continue;
-      }
-      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) closed_ = true;
-      return got;
-    }
-  }
-  // Waits up to timeout_s for the server to send or close; what it sent.
-  std::string wait(double timeout_s) {
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(timeout_s * 1000)) <= 0) return "";
-    return take();
-  }
-  // An answer: waits until it holds a whole header and Content-Length bytes of body.
-  std::string answer(double timeout_s) {
-    std::string got;
-    const auto start = SteadyClock::now();
-    while (!closed_ && seconds_since(start) < timeout_s) {
-      got += wait(0.05);
-      const auto head_end = got.find("\r\n\r\n");
-      const auto length = got.find("Content-Length: ");
-      if (head_end != std::string::npos && length != std::string::npos &&
-          got.size() >= head_end + 4 + std::stoul(got.substr(length + 16))) {
-        break;
-      }
-    }
-    return got;
-  }
-  bool closed() const { return closed_; }
-
- private:
-  int fd_;
-  bool connected_ = false;
-  bool closed_ = false;
-};
-
 // Clients that send a request's headers a byte every `period` and never
 // finish them, until stopped.
 class Tricklers {
  public:
   Tricklers(int port, int count, std::chrono::milliseconds period) {
-    for (int i = 0; i < count; ++i) clients_.push_back(std::make_unique<Raw>(port));
+    for (int i = 0; i < count; ++i) clients_.push_back(std::make_unique<RawConnection>(port));
     thread_ = std::thread([this, period] {
       const std::string header = "POST /v1/jobs/x/recurrences HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
       for (std::size_t sent = 0; !stop_; ++sent) {
@@ -199,7 +136,7 @@ class Tricklers {
   }
 
  private:
-  std::vector<std::unique_ptr<Raw>> clients_;
+  std::vector<std::unique_ptr<RawConnection>> clients_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -254,8 +191,8 @@ TEST(HostileClientsTest, SlowAndIdleConnectionsDelayNeitherHealthNorTokenHolders
   Served served(store, remote_options(dir, &token));
   ASSERT_TRUE(BatchSizeClient(served.url(), 5.0, token).register_job(small_job("held")));
   Tricklers slow(served.port(), 200, std::chrono::milliseconds(100));
-  std::vector<std::unique_ptr<Raw>> idle;
-  for (int i = 0; i < 200; ++i) idle.push_back(std::make_unique<Raw>(served.port()));
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 200; ++i) idle.push_back(std::make_unique<RawConnection>(served.port()));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all of them in
   const Slowest slowest = time_clients(served.url(), token, 10);
   EXPECT_LT(slowest.health_s, 1.0);
@@ -266,7 +203,7 @@ TEST(HostileClientsTest, SlowAndIdleConnectionsDelayNeitherHealthNorTokenHolders
 TEST(HostileClientsTest, ADeclaredHugeBodyIsRefusedRightAfterItsHeaders) {
   testing::TempDir dir;
   Served served(std::make_shared<StubStore>(dir.file("jobs.db")), ServeOptions{});
-  Raw client(served.port());
+  RawConnection client(served.port());
   const auto start = SteadyClock::now();
   ASSERT_TRUE(client.send_text("POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                                "Content-Length: 50000000000\r\n\r\n{\"name\": "));
@@ -301,7 +238,7 @@ TEST(HostileClientsTest, TheHeaderDeadlineAnswers400WhenTheRequestLineCame) {
   ServeOptions options;
   options.header_timeout_s = 0.5;
   Served served(std::make_shared<StubStore>(dir.file("jobs.db")), options);
-  Raw client(served.port());
+  RawConnection client(served.port());
   ASSERT_TRUE(client.send_text("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a"));
   const auto start = SteadyClock::now();
   const std::string answer = client.answer(3.0);
@@ -322,7 +259,7 @@ TEST(HostileClientsTest, AnonymousRemoteConnectionsAreCappedAndTokenHoldersKeepT
   ASSERT_TRUE(BatchSizeClient(served.url(), 5.0, token).register_job(small_job("held")));
   const std::string authorized =
       fmt::format("GET /v1/jobs/held HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n", token);
-  Raw holder(served.port());
+  RawConnection holder(served.port());
   ASSERT_TRUE(holder.send_text(authorized));
   ASSERT_EQ(holder.answer(2.0).rfind("HTTP/1.1 200 ", 0), 0u);
 
@@ -334,7 +271,7 @@ TEST(HostileClientsTest, AnonymousRemoteConnectionsAreCappedAndTokenHoldersKeepT
   const Slowest slowest = time_clients(served.url(), token, 5);
   EXPECT_LT(slowest.health_s, 1.0);
   EXPECT_LT(slowest.ask_report_s, 1.0);
-  Raw scrape(served.port());
+  RawConnection scrape(served.port());
   scrape.send_text("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   EXPECT_GE(metric(scrape.answer(2.0), "joule_service_connections_evicted_total"), 150);
 }
@@ -344,7 +281,7 @@ TEST(HostileClientsTest, HealthSaysTheStoreIsDownWhileItIs) {
   auto store = std::make_shared<StubStore>(dir.file("jobs.db"));
   Served served(store, ServeOptions{});
   const auto health_status = [&] {
-    Raw client(served.port());
+    RawConnection client(served.port());
     client.send_text("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     return client.answer(2.0);
   };
@@ -364,7 +301,7 @@ TEST(HostileClientsTest, HealthSaysTheStoreIsDownWhileItIs) {
   EXPECT_EQ(body["store_available"], false);
   EXPECT_EQ(body["store_problem"], "the stub store is down");
   EXPECT_NE(body["store"].get<std::string>().find("stub over SQLite"), std::string::npos);
-  Raw scrape(served.port());
+  RawConnection scrape(served.port());
   scrape.send_text("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   const std::string metrics = scrape.answer(2.0);
   EXPECT_NE(metrics.find("\njoule_service_store_up 0\n"), std::string::npos) << metrics;
@@ -381,7 +318,7 @@ TEST(HostileClientsTest, AnUnavailableStoreIsA503WithRetryAfterAndCounted) {
   auto store = std::make_shared<StubStore>(dir.file("jobs.db"));
   Served served(store, ServeOptions{});
   store->down = true;
-  Raw client(served.port());
+  RawConnection client(served.port());
   client.send_text("GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   const std::string answer = client.answer(2.0);
   EXPECT_EQ(answer.rfind("HTTP/1.1 503 ", 0), 0u) << answer;
@@ -403,9 +340,9 @@ TEST(HostileClientsTest, HealthDoesNotWaitBehindRequestsBlockedOnTheStore) {
   options.threads = 8;
   Served served(store, options);
   store->block();
-  std::vector<std::unique_ptr<Raw>> blocked;
+  std::vector<std::unique_ptr<RawConnection>> blocked;
   for (int i = 0; i < 80; ++i) {
-    blocked.push_back(std::make_unique<Raw>(served.port()));
+    blocked.push_back(std::make_unique<RawConnection>(served.port()));
     blocked.back()->send_text("GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   }
   const auto start = SteadyClock::now();
