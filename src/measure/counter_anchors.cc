@@ -24,9 +24,23 @@ constexpr double kMaxReadGap = 0.0015;
 constexpr double kMinPeriod = 0.005;
 constexpr double kNever = -1e300;
 constexpr std::size_t kMaxLockPoints = 32;
-// A grid whose checks span this many steps knows its period to a tenth of
-// the placement error per step: it survives a few skipped checks.
-constexpr int64_t kBuiltSteps = 20;
+// The next GPU's search may begin once this GPU's grid, left unchecked this
+// many steps past its last check, still places steps within the margin: the
+// search reads back to back for up to a few hundred ms, and this GPU's
+// checks wait it out. (On an H100 that takes one check after the search.)
+constexpr int64_t kUncheckedSteps = 5;
+// Before a GPU's grid is known, an edge gets two reads this far apart, kept
+// until the grid places them: a read within ~27 ms of a step (margin_s after
+// it, margin_s / 2 and a read before the next) cannot be placed, and two
+// reads 40 ms apart are not both that near a step of a ~100 ms grid.
+constexpr double kEarlyReadSpacingS = 0.04;
+// An edge this near a read already kept (or wanted) wants no more.
+constexpr double kEarlyReadCoverS = 0.1;
+// Early reads this late are of no use to their edge (beyond max_distance_s).
+constexpr double kEarlyReadLatenessS = 0.2;
+// Reads kept for placing, per GPU at most (they are dropped, like anchors,
+// once older than history_s).
+constexpr std::size_t kMaxUnplacedReads = 64;
 constexpr double kLockPointSpan = 120.0;
 // Reads per poll() call at most, so a broken clock cannot spin it.
 constexpr int kMaxReadsPerPoll = 256;
@@ -63,6 +77,8 @@ CounterAnchors::~CounterAnchors() { stop(); }
 
 void CounterAnchors::turn_off_locked(GpuState& g) {
   g.mode = Mode::kOff;
+  g.unplaced.clear();
+  g.early_due_s.clear();
   awaiting_reads_[static_cast<std::size_t>(&g - gpus_.data())].store(false);
 }
 
@@ -139,7 +155,11 @@ void CounterAnchors::prepare() {
   std::lock_guard lock(mutex_);
   const double now_s = clock_->now_s();
   for (GpuState& g : gpus_) {
-    if (g.mode != Mode::kOff) g.last_edge_s = std::max(g.last_edge_s, now_s);
+    if (g.mode == Mode::kOff) continue;
+    g.last_edge_s = std::max(g.last_edge_s, now_s);
+    // Before any search: the first window is begun a moment from now, and
+    // the GPUs searched last find their grids seconds later.
+    want_early_reads_locked(g, now_s);
   }
 }
 
@@ -147,15 +167,20 @@ double CounterAnchors::poll() {
   double wake_s = clock_->now_s() + options_.poll_s;
   for (int n = 0; n < kMaxReadsPerPoll; ++n) {
     std::optional<Action> action;
+    int placed = 0;
     {
       std::lock_guard lock(mutex_);
       const double now_s = clock_->now_s();
       take_new_edges_locked();
-      for (GpuState& g : gpus_) plan_locked(g, now_s);
+      for (GpuState& g : gpus_) {
+        plan_locked(g, now_s);
+        placed += place_unplaced_locked(g, now_s);
+      }
       wake_s = now_s + options_.poll_s;
       action = next_action_locked(now_s, wake_s);
-      if (!action) return wake_s;
     }
+    if (placed > 0 && on_anchor_) on_anchor_();
+    if (!action) return wake_s;
     GpuState& g = gpus_[action->gpu];  // the vector never changes size
     Read read;
     read.begin_s = clock_->now_s();
@@ -177,10 +202,20 @@ double CounterAnchors::poll() {
     bool made = false;
     {
       std::lock_guard lock(mutex_);
-      if (action->anchor) {
-        apply_anchor_read_locked(g, action->step, read, made);
-      } else {
-        apply_grid_read_locked(g, read, read.end_s);
+      switch (action->kind) {
+        case ActionKind::kAnchor:
+          apply_anchor_read_locked(g, action->step, read, made);
+          break;
+        case ActionKind::kGrid:
+          apply_grid_read_locked(g, read, read.end_s);
+          break;
+        case ActionKind::kEarly:
+          g.tokens -= 1.0;
+          keep_unplaced_locked(g, read);
+          while (!g.early_due_s.empty() && g.early_due_s.front() <= read.begin_s) {
+            g.early_due_s.erase(g.early_due_s.begin());
+          }
+          break;
       }
     }
     if (made && on_anchor_) on_anchor_();
@@ -212,6 +247,7 @@ void CounterAnchors::take_new_edges_locked() {
     g.waiting.insert(g.waiting.end(), taken_.begin(), taken_.end());
     std::inplace_merge(g.waiting.begin(), g.waiting.begin() + static_cast<std::ptrdiff_t>(old_size), g.waiting.end());
     g.last_edge_s = std::max(g.last_edge_s, taken_.back());
+    for (const double edge_s : taken_) want_early_reads_locked(g, edge_s);
   }
   taken_.clear();
 }
@@ -223,6 +259,7 @@ void CounterAnchors::start_search_locked(GpuState& g, bool again) {
   g.scan_until_s = std::numeric_limits<double>::quiet_NaN();  // set by the first read
   g.locks.clear();
   g.failed_checks = 0;
+  g.unplaced.clear();  // the steps moved: reads placed on the new grid only
   g.note = "finding the energy counter's steps";
   // Reads planned on the old grid are void; their edges are planned again.
   g.planned.clear();
@@ -265,11 +302,16 @@ bool CounterAnchors::has_anchor(const GpuState& g, int64_t step) {
   return it != g.anchors.end() && it->step == step;
 }
 
-bool CounterAnchors::built_locked(const GpuState& g) const {
-  // Checks far enough apart that one skipped costs little.
+bool CounterAnchors::brought_up_locked(const GpuState& g) const {
   if (g.mode == Mode::kOff) return true;
   if (g.mode == Mode::kSearch || g.locks.empty()) return false;
-  return g.locks.back().step - g.locks.front().step >= kBuiltSteps;
+  return grid_error_s(g, g.locks.back().step + kUncheckedSteps) <= options_.margin_s;
+}
+
+bool CounterAnchors::scan_in_flight_locked() const {
+  return std::any_of(gpus_.begin(), gpus_.end(), [](const GpuState& g) {
+    return (g.mode == Mode::kSearch || g.mode == Mode::kCheck) && g.previous.has_value();
+  });
 }
 
 bool CounterAnchors::checking_locked(const GpuState& g, double now_s) const {
@@ -292,6 +334,11 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
   trim_locked(g, now_s);
   advance_grid_state_locked(g, now_s);
   if (g.mode == Mode::kOff) return;
+  // Early reads are for GPUs still without a grid, and only near their edge.
+  if (g.mode != Mode::kSearch) g.early_due_s.clear();
+  while (!g.early_due_s.empty() && now_s - g.early_due_s.front() > kEarlyReadLatenessS) {
+    g.early_due_s.erase(g.early_due_s.begin());
+  }
   plan_edges_locked(g, now_s);
   plan_check_locked(g, now_s);
 }
@@ -398,10 +445,34 @@ void CounterAnchors::plan_check_locked(GpuState& g, double now_s) {
 }
 
 std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double now_s, double& wake_s) {
-  if (searching_gpu_ != kNoGpu && built_locked(gpus_[searching_gpu_])) searching_gpu_ = kNoGpu;
+  if (searching_gpu_ != kNoGpu && brought_up_locked(gpus_[searching_gpu_])) searching_gpu_ = kNoGpu;
   if (checking_gpu_ != kNoGpu && gpus_[checking_gpu_].mode != Mode::kCheck) checking_gpu_ = kNoGpu;
   std::optional<Action> best;
   double best_deadline_s = std::numeric_limits<double>::infinity();
+  // Reads kept for GPUs without a grid go first, between scans (a read of
+  // another GPU inside one would leave a gap too wide to place a step); a
+  // search waits for those due within a spacing, so that both reads of an
+  // edge come before it.
+  const bool scan_in_flight = scan_in_flight_locked();
+  bool early_soon = false;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    GpuState& g = gpus_[i];
+    if (g.mode != Mode::kSearch || g.early_due_s.empty()) continue;
+    const double due_s = g.early_due_s.front();
+    early_soon = early_soon || due_s <= now_s + kEarlyReadSpacingS + 0.005;
+    if (due_s > now_s) {
+      wake_s = std::min(wake_s, due_s);
+      continue;
+    }
+    refill_tokens_locked(g, now_s);
+    if (g.tokens < 1.0) {  // the ration is spent: this edge keeps its samples
+      g.early_due_s.erase(g.early_due_s.begin());
+      rationed_.fetch_add(1, std::memory_order_relaxed);
+    } else if (!scan_in_flight && now_s + 0.002 < best_deadline_s) {
+      best = Action{i, ActionKind::kEarly, 0};
+      best_deadline_s = now_s + 0.002;
+    }
+  }
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     GpuState& g = gpus_[i];
     if (g.mode == Mode::kOff) continue;
@@ -416,7 +487,7 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
     // A GPU is brought up at its first window edge, or when its Monitor is
     // made (prepare()): no cost for a sampler that never has windows.
     const bool searching = g.mode == Mode::kSearch && g.last_edge_s > kNever &&
-                           (bringing_up || searching_gpu_ == kNoGpu);
+                           (bringing_up || searching_gpu_ == kNoGpu) && (g.previous || !early_soon);
     const bool checking = g.mode == Mode::kCheck && now_s >= g.check_from_s &&
                           (bringing_up || checking_gpu_ == i || checking_gpu_ == kNoGpu);
     if (g.mode == Mode::kCheck && now_s < g.check_from_s) wake_s = std::min(wake_s, g.check_from_s);
@@ -425,7 +496,7 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
       if (g.previous && now_s <= g.previous->end_s) {
         wake_s = std::min(wake_s, now_s + 0.001);
       } else if (deadline_s < best_deadline_s) {
-        best = Action{i, false, 0};
+        best = Action{i, ActionKind::kGrid, 0};
         best_deadline_s = deadline_s;
       }
     }
@@ -438,7 +509,7 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
       if (now_s < earliest_s) {
         wake_s = std::min(wake_s, earliest_s);
       } else if (now_s <= latest_s && latest_s < best_deadline_s) {
-        best = Action{i, true, step};
+        best = Action{i, ActionKind::kAnchor, step};
         best_deadline_s = latest_s;
       }
     }
@@ -446,7 +517,7 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
       wake_s = std::min(wake_s, check_start_s(g, g.next_check_step));
     }
   }
-  if (best && !best->anchor) {
+  if (best && best->kind == ActionKind::kGrid) {
     if (gpus_[best->gpu].mode == Mode::kSearch) {
       searching_gpu_ = best->gpu;
     } else if (searching_gpu_ != best->gpu) {
@@ -459,6 +530,10 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
 void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, double now_s) {
   const std::optional<Read> previous = g.previous;
   if (!previous && g.mode == Mode::kSearch) g.scan_until_s = read.begin_s + 2 * options_.max_period_s + 0.05;
+  if (g.mode == Mode::kSearch) {
+    keep_unplaced_locked(g, read);
+    g.early_due_s.clear();  // the search's own reads serve its edges
+  }
   g.previous = read;
   learn_read_duration(g, read);
   if (!previous || read.counter_mj == previous->counter_mj) return;
@@ -544,22 +619,75 @@ void CounterAnchors::apply_anchor_read_locked(GpuState& g, int64_t step, const R
     held_up_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const double counter_j = static_cast<double>(read.counter_mj) / 1000.0;
-  // Values must grow from step to step; otherwise the grid is wrong.
+  if (!insert_anchor_locked(g, step, static_cast<double>(read.counter_mj) / 1000.0)) {
+    g.anchors.clear();
+    start_search_locked(g, true);
+    return;
+  }
+  made = true;
+}
+
+bool CounterAnchors::insert_anchor_locked(GpuState& g, int64_t step, double counter_j) {
   auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), step,
                                 [](int64_t s, const Anchor& a) { return s < a.step; });
   const bool repeated = after != g.anchors.begin() && std::prev(after)->step == step &&
                         std::prev(after)->counter_j == counter_j;
   const bool consistent = repeated || ((after == g.anchors.begin() || std::prev(after)->counter_j < counter_j) &&
                                        (after == g.anchors.end() || after->counter_j > counter_j));
-  if (!consistent) {
-    g.anchors.clear();
-    start_search_locked(g, true);
-    return;
-  }
+  if (!consistent) return false;
   if (!repeated) g.anchors.insert(after, Anchor{step, step_time(g, step), counter_j});
   anchors_made_.fetch_add(1, std::memory_order_relaxed);
-  made = true;
+  return true;
+}
+
+void CounterAnchors::want_early_reads_locked(GpuState& g, double edge_s) {
+  // Only while the grid is unknown and no search of this GPU is reading.
+  if (g.mode != Mode::kSearch || g.previous) return;
+  const auto near = [&](double t) { return std::abs(t - edge_s) <= kEarlyReadCoverS; };
+  if (std::any_of(g.early_due_s.begin(), g.early_due_s.end(), near) ||
+      std::any_of(g.unplaced.begin(), g.unplaced.end(), [&](const Read& r) { return near(r.begin_s); })) {
+    return;
+  }
+  constexpr std::size_t kMaxDue = 16;
+  for (const double due_s : {edge_s, edge_s + kEarlyReadSpacingS}) {
+    if (g.early_due_s.size() >= kMaxDue) break;
+    g.early_due_s.insert(std::upper_bound(g.early_due_s.begin(), g.early_due_s.end(), due_s), due_s);
+  }
+}
+
+void CounterAnchors::keep_unplaced_locked(GpuState& g, const Read& read) {
+  // A search reads back to back: of the reads that see one value, one every
+  // 20 ms is enough for one of them to lie clear of the steps.
+  if (!g.unplaced.empty() && g.unplaced.back().counter_mj == read.counter_mj &&
+      read.begin_s - g.unplaced.back().begin_s < 0.02) {
+    return;
+  }
+  if (g.unplaced.size() >= kMaxUnplacedReads) g.unplaced.erase(g.unplaced.begin());
+  g.unplaced.push_back(read);
+}
+
+int CounterAnchors::place_unplaced_locked(GpuState& g, double now_s) {
+  if (g.unplaced.empty() || (g.mode != Mode::kLocked && g.mode != Mode::kCheck)) return 0;
+  int made = 0;
+  std::size_t kept = 0;
+  for (const Read& read : g.unplaced) {
+    const int64_t step = step_at_or_before(g, read.begin_s);
+    // The anchor keeps the step's time as the grid gives it now: wait until
+    // the grid knows it about as well as a read places a step (a young grid
+    // may be off by up to the margin, which costs the power of that long:
+    // ~10 J at 700 W; its checks narrow that within seconds).
+    const double error_s = std::max(grid_error_s(g, step), grid_error_s(g, step + 1));
+    if (error_s > placement_error_s(g) + 0.001) {
+      if (now_s - read.end_s < options_.history_s) g.unplaced[kept++] = read;
+      continue;
+    }
+    // Clear of both steps, as an anchor read must be; else of no use.
+    const bool inside = read.begin_s >= step_time(g, step) + options_.margin_s &&
+                        read.end_s <= step_time(g, step + 1) - std::max(0.5 * options_.margin_s, error_s + 0.001);
+    if (inside && insert_anchor_locked(g, step, static_cast<double>(read.counter_mj) / 1000.0)) ++made;
+  }
+  g.unplaced.resize(kept);
+  return made;
 }
 
 void CounterAnchors::trim_locked(GpuState& g, double now_s) {

@@ -65,13 +65,19 @@ TEST(CounterAnchorsTest, NoCounterReadUntilTheFirstWindowEdge) {
 TEST(CounterAnchorsTest, FindsTheStepGridAndAnchorsBothSidesOfAnEdgeWithTheExactValues) {
   Rig rig;
   rig.run_to(1.0);
-  rig.anchors->note_edge(1.0123);  // starts the search; this edge gets no anchor
+  rig.anchors->note_edge(1.0123);  // starts the search, whose reads anchor this edge once the grid places them
   rig.run_to(1.5);
-  EXPECT_EQ(rig.anchors->window(0, 1.0123, 1.0123).first.status, CounterAnchors::Status::kNone);
   EXPECT_NE(rig.anchors->describe(0).find("anchored to energy-counter steps every 100.0"), std::string::npos)
       << rig.anchors->describe(0);
 
   rig.run_to(4.0);
+  const CounterAnchors::Lookup first = rig.anchors->window(0, 1.0123, 1.0123).first;
+  ASSERT_EQ(first.status, CounterAnchors::Status::kReady);
+  ASSERT_TRUE(first.before && first.after);
+  EXPECT_NEAR(first.before->step_s, step_before(1.0123), 0.002);
+  EXPECT_DOUBLE_EQ(first.before->counter_j, rig.counter_at_step_j(step_before(1.0123)));
+  EXPECT_DOUBLE_EQ(first.after->counter_j, rig.counter_at_step_j(step_before(1.0123) + kPeriodS));
+
   const double edge_s = 4.0261;
   rig.anchors->note_edge(edge_s);
   EXPECT_EQ(rig.anchors->window(0, edge_s, edge_s).first.status, CounterAnchors::Status::kPending);
@@ -105,6 +111,67 @@ TEST(CounterAnchorsTest, PreparedAnchorsPinTheFirstEdgeToo) {
   ASSERT_TRUE(lookup.before && lookup.after);
   EXPECT_DOUBLE_EQ(lookup.before->counter_j, rig.counter_at_step_j(step_before(edge_s)));
   EXPECT_DOUBLE_EQ(lookup.after->counter_j, rig.counter_at_step_j(step_before(edge_s) + kPeriodS));
+}
+
+// Four GPUs, each counter on a grid of its own, and a window begun the
+// moment the Monitor is made: the searches go one GPU at a time, so the last
+// grid is found a second or more later, but the reads taken at the edge are
+// kept and placed then. Every GPU's first edge ends up anchored with the
+// counter's exact values, and every grid is found within ~3 s (one GPU after
+// the other, each waiting for the one before to be fully refined, took ~9 s).
+TEST(CounterAnchorsTest, AWindowBegunAsTheMonitorIsMadeIsAnchoredOnEveryGpu) {
+  constexpr int kGpus = 4;
+  auto clock = std::make_shared<VirtualClock>();
+  std::vector<OnOffLoad> loads;
+  for (int i = 0; i < kGpus; ++i) loads.emplace_back(10 + i, 100.0, 700.0, 0.15, 2.5, 200.0);
+  std::vector<std::shared_ptr<ScriptedGpu>> scripted;
+  std::vector<std::shared_ptr<Gpu>> gpus;
+  const auto phase_s = [](int i) { return 0.011 + 0.023 * i; };
+  for (int i = 0; i < kGpus; ++i) {
+    auto gpu = std::make_shared<ScriptedGpu>(
+        i, clock, [&loads, i](double t) { return loads[i].power_w(t); },
+        [&loads, i](double t0, double t1) { return loads[i].energy_j(t0, t1); });
+    gpu->counter_update_s = kPeriodS;
+    gpu->counter_phase_s = phase_s(i);
+    scripted.push_back(gpu);
+    gpus.push_back(gpu);
+  }
+  CounterAnchors anchors(gpus, std::vector<bool>(kGpus, true), clock);
+  const auto run_to = [&](double until_s) {
+    while (clock->now_s() + 0.0005 <= until_s + 1e-9) {
+      clock->advance_s(0.0005);
+      anchors.poll();
+    }
+  };
+  run_to(0.5);
+  anchors.prepare();  // the Monitor is made
+  const double edge_s = 0.5031;
+  anchors.note_edge(edge_s);  // and a window begun at once
+  double all_found_s = -1.0;
+  for (double t = 0.6; t <= 8.0 + 1e-9; t += 0.1) {
+    run_to(t);
+    bool all = true;
+    for (int i = 0; i < kGpus; ++i) all = all && anchors.describe(i).find("anchored to") != std::string::npos;
+    if (all && all_found_s < 0) all_found_s = t;
+  }
+  EXPECT_GT(all_found_s, 0.0);
+  EXPECT_LT(all_found_s, 0.5 + 3.0) << "grids found one after the other, each fully refined first";
+  for (int i = 0; i < kGpus; ++i) {
+    const CounterAnchors::Lookup lookup = anchors.window(i, edge_s, edge_s).first;
+    ASSERT_EQ(lookup.status, CounterAnchors::Status::kReady) << "GPU " << i;
+    ASSERT_TRUE(lookup.before || lookup.after) << "GPU " << i;
+    for (const auto& anchor : {lookup.before, lookup.after}) {
+      if (!anchor) continue;
+      // On this GPU's grid, with the counter's value at that step exactly.
+      // Placed as well as a read places a step: the grid had been refined.
+      const double steps = (anchor->step_s - phase_s(i)) / kPeriodS;
+      EXPECT_NEAR(steps, std::round(steps), 0.02) << "GPU " << i;
+      const double true_step_s = std::round(steps) * kPeriodS + phase_s(i);
+      EXPECT_DOUBLE_EQ(anchor->counter_j, std::floor(loads[i].energy_j(0.0, true_step_s) * 1000.0) / 1000.0)
+          << "GPU " << i;
+    }
+  }
+  EXPECT_EQ(anchors.stats().relocks, 0u);
 }
 
 TEST(CounterAnchorsTest, ACounterThatMovesAtEveryReadIsNotAnchored) {

@@ -12,7 +12,11 @@
 //
 // This class finds each GPU's step grid at its first window edge, or when a
 // Monitor is made (prepare()): back-to-back reads until two steps are seen,
-// one GPU at a time. It re-checks the grid at growing
+// one GPU at a time, each GPU's first checks overlapping the next one's
+// search. Reads taken before a GPU's grid is known (its own search, and a
+// read or two at each edge while it waits for its turn) are kept and become
+// anchors once the grid is good enough to place them, so a window begun the
+// moment a Monitor is made is anchored too. It re-checks the grid at growing
 // intervals while windows are in use (a few reads around one predicted step),
 // and for every window edge reads the counter in the middle of the step
 // intervals on either side of it. One thread serves all GPUs; callers only
@@ -175,6 +179,10 @@ class CounterAnchors {
   };
   struct GpuState {
     std::shared_ptr<Gpu> device;
+    // Reads taken before the grid could place them (sorted by time), and
+    // when more such reads are wanted: they become anchors later.
+    std::vector<Read> unplaced;
+    std::vector<double> early_due_s;
     Mode mode = Mode::kOff;
     std::string note;  // why off, or the grid in words
     // Searching or checking: the reads so far, and the step sought.
@@ -199,10 +207,11 @@ class CounterAnchors {
     double last_edge_s = -1e300;
     double read_s = 0.004;  // typical read duration, learned
   };
+  enum class ActionKind { kGrid, kAnchor, kEarly };
   struct Action {
     std::size_t gpu;
-    bool anchor;   // else a grid read (search or check)
-    int64_t step;  // anchor: the step interval read
+    ActionKind kind;  // a grid read (search or check), an anchor read, or a read kept for later
+    int64_t step;     // kAnchor: the step interval read
   };
 
   void run();
@@ -218,13 +227,22 @@ class CounterAnchors {
   std::optional<Action> next_action_locked(double now_s, double& wake_s);
   void apply_grid_read_locked(GpuState& g, const Read& read, double now_s);
   void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
+  // Stores the counter's value at step; false when it contradicts the
+  // anchors held (values must grow from step to step: the grid is wrong).
+  bool insert_anchor_locked(GpuState& g, int64_t step, double counter_j);
+  // Reads kept from before the grid: for later, and into anchors once the
+  // grid places them to within the margin (returns the anchors made).
+  void keep_unplaced_locked(GpuState& g, const Read& read);
+  void want_early_reads_locked(GpuState& g, double edge_s);
+  int place_unplaced_locked(GpuState& g, double now_s);
+  bool brought_up_locked(const GpuState& g) const;
+  bool scan_in_flight_locked() const;
   void start_search_locked(GpuState& g, bool again);
   void fit_grid_locked(GpuState& g);
   void schedule_check_locked(GpuState& g);
   double step_time(const GpuState& g, int64_t step) const { return g.origin_s + g.period_s * step; }
   double grid_error_s(const GpuState& g, int64_t step) const;
   bool checking_locked(const GpuState& g, double now_s) const;
-  bool built_locked(const GpuState& g) const;
   // The last moment a read of step's interval may start.
   double latest_read_s(const GpuState& g, int64_t step) const;
   // The first step whose interval can still be read from time_s on.
