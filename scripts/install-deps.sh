@@ -13,6 +13,8 @@ packages=(
   build-essential cmake pkg-config git
   # libraries joule links
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libtomlplusplus-dev libpcg-cpp-dev
+  # the least-squares fits of energy attribution
+  libeigen3-dev
   # joule serve: HTTP server (Boost.Beast) and client (cpp-httplib); the
   # PostgreSQL job store (the server itself for its tests)
   libboost-dev libcpp-httplib-dev libssl-dev openssl libpqxx-dev postgresql

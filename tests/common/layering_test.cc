@@ -1,8 +1,9 @@
 // Dependencies point down: the device layer talks to hardware and its fakes
 // only, so nothing under src/device or include/joule/device may include a
-// header from the floors above it.
+// header from the floors above it; the attribution core rests on common only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -29,6 +30,31 @@ TEST(LayeringTest, TheDeviceLayerIncludesNothingFromTheFloorsAbove) {
     }
   }
   EXPECT_GT(files, 5);
+}
+
+// The attribution core is numbers only: of joule's modules it may include
+// common (error.h, clock.h, common/) and itself, nothing else.
+TEST(LayeringTest, TheAttributionCoreIncludesOnlyCommon) {
+  const std::vector<std::string> allowed = {"\"joule/attribution/", "\"joule/error.h\"", "\"joule/clock.h\"",
+                                            "\"joule/common/"};
+  int files = 0;
+  for (const char* dir : {"/src/attribution", "/include/joule/attribution"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(JOULE_SOURCE_DIR) + dir)) {
+      if (!entry.is_regular_file()) continue;
+      ++files;
+      std::ifstream in(entry.path());
+      int number = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++number;
+        if (line.rfind("#include \"", 0) != 0) continue;
+        const std::string target = line.substr(std::string("#include ").size());
+        const bool ok = std::any_of(allowed.begin(), allowed.end(),
+                                    [&](const std::string& a) { return target.rfind(a, 0) == 0; });
+        EXPECT_TRUE(ok) << entry.path().string() << ":" << number << ": " << line;
+      }
+    }
+  }
+  EXPECT_GE(files, 2);
 }
 
 }  // namespace

@@ -1,0 +1,139 @@
+// Energy attribution: how much of a training window's GPU energy each region
+// of the step used (a layer's forward or backward, the optimizer step, data
+// loading, ...), from power data far coarser than the regions.
+//
+// An H100 reports power samples every ~20 ms and an energy counter that steps
+// every 100 ms, while regions last microseconds to milliseconds. But training
+// repeats the same step thousands of times and its phase drifts against the
+// sampling, so every observation sees a different mix of regions. The model:
+//
+//     power(t) = b * [no region runs at t] + sum_r q_r * [region r runs at t]
+//
+// (q_r: region r's absolute power, baseline included; b: the idle power). An
+// observation's mean power over a span is then linear in the unknowns, each
+// coefficient the share of the span a region (or nothing) ran; a point
+// sample's coefficients are the indicators at its instant. Weighted least
+// squares over all observations gives q_r and b. Written with absolute powers
+// rather than powers above b, the idle column is zero when regions cover all
+// time, and whether b is identified is the same question as for any region.
+//
+// What the data cannot tell apart gets no estimate rather than a made-up one:
+// a region no observation overlaps, regions always seen in the same proportion
+// (collinear columns), the baseline when no idle time was observed (give
+// AttributionOptions::baseline_w, or the powers are absolute and the baseline
+// is not separated). The normal equations are solved through the
+// eigendecomposition of their unit-diagonal form: an unknown with a component
+// along a direction of eigenvalue ~0 is not determined by the data; the
+// others are, and the pseudo-inverse solution is the unique estimate for them.
+//
+// Uncertainty: block bootstrap. Observations are cut into blocks of block_s
+// (power errors are correlated over a driver's averaging window), blocks are
+// drawn with replacement and the fit repeated. Each block's normal-equation
+// sums are kept, so a round is a weighted sum of them and one k x k solve.
+// Each round's energies are scaled to the window's energy like the estimate's,
+// so the interval is that of the reported number (percentiles of the rounds).
+//
+// Energies: region r's is q_r x its GPU time, the idle energy b x the time no
+// region ran; they sum to what the model integrates to over the window, and
+// every part is scaled by window_energy_j / that, so the parts sum to the
+// window's measured (counter-anchored) energy. A scale far from 1 says the
+// model and the observations disagree with the counter.
+//
+// Cost (n observations, m intervals, k = regions + 1, B blocks): sorting, a
+// sweep in O(n + m + overlaps), B x k^2/2 doubles of block sums, and
+// bootstrap_rounds x (B x k^2/2 + k^3) for the intervals.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace joule::attribution {
+
+// When one region ran once, on the sampler's clock. Intervals of different
+// regions must not overlap (leaf regions; the caller resolves nested regions
+// into exclusive parts). An interval is [begin_s, end_s).
+struct RegionInterval {
+  std::size_t region = 0;  // index into the region names
+  double begin_s = 0.0;
+  double end_s = 0.0;
+};
+
+// One power observation: the mean power over [begin_s, end_s] (an energy
+// counter's increment over its span, or a sample the driver averaged over a
+// span), or, when begin_s == end_s, the power at that instant.
+struct PowerObservation {
+  double begin_s = 0.0;
+  double end_s = 0.0;
+  double power_w = 0.0;
+  double weight = 1.0;  // relative inverse variance
+};
+
+struct AttributionOptions {
+  // The idle power, where known (measured before the loop). Without it, it is
+  // estimated where the data identify it (time with no region running was
+  // observed), else not separated: power_w is absolute, the baseline 0, and
+  // a note says so.
+  std::optional<double> baseline_w;
+  int bootstrap_rounds = 200;  // 0: no intervals
+  double confidence = 0.9;     // of the reported interval
+  // The bootstrap resamples blocks of observations this long: power errors
+  // are correlated over a driver's averaging window, so single observations
+  // are not independent.
+  double block_s = 1.0;
+  std::uint64_t seed = 1;
+};
+
+struct RegionEnergy {
+  std::string name;
+  std::size_t calls = 0;
+  double gpu_time_s = 0.0;
+  // false: the data do not determine this region's power (never observed,
+  // collinear with others, or it did not run); the powers and the interval
+  // are NaN, and energy_j counts its time at the baseline power (0 W when the
+  // baseline is not separated) so that the parts still sum; a note says why.
+  bool resolved = false;
+  double power_w = 0.0;                 // mean power while it runs, baseline included (the fit's)
+  double power_above_baseline_w = 0.0;  // power_w - baseline_w
+  double energy_j = 0.0;                // power_w x gpu_time_s x the scale
+  double energy_per_call_j = 0.0;
+  double share = 0.0;  // of the window's energy
+  // The confidence interval (bootstrap percentiles) and the rounds' standard
+  // deviation; NaN where not computed (a note says why).
+  double energy_low_j = 0.0;
+  double energy_high_j = 0.0;
+  double energy_std_j = 0.0;
+};
+
+struct Attribution {
+  std::vector<RegionEnergy> regions;  // in the order of the region names
+  double baseline_w = 0.0;
+  // Where fitted, its confidence interval (bootstrap percentiles); else NaN.
+  double baseline_low_w = 0.0;
+  double baseline_high_w = 0.0;
+  bool baseline_estimated = false;  // fitted (not given)
+  bool baseline_separated = false;  // given or fitted; false: powers absolute, baseline 0
+  double idle_time_s = 0.0;         // the window's time with no region running
+  double idle_energy_j = 0.0;       // at the baseline power, scaled
+  double window_energy_j = 0.0;     // the measured energy the parts sum to
+  double model_energy_j = 0.0;      // what the fit integrates to over the window
+  double scale = 1.0;               // window_energy_j / model_energy_j
+  std::size_t observations = 0;
+  double residual_rms_w = 0.0;  // weighted, of the observations around the fit
+  std::vector<std::string> notes;
+};
+
+// Fits the power of each region over [window_begin_s, window_end_s] and splits
+// window_energy_j, the window's exact (counter-anchored) energy, among them
+// and the idle time. Throws UsageError naming what is wrong: overlapping
+// intervals (which two), no observations, fewer observations than unknowns,
+// non-finite values, intervals or observations outside the window, an
+// unknown region index, bad options.
+Attribution attribute(std::span<const PowerObservation> observations, std::span<const RegionInterval> intervals,
+                      std::span<const std::string> region_names, double window_begin_s, double window_end_s,
+                      double window_energy_j, const AttributionOptions& options = {});
+
+}  // namespace joule::attribution

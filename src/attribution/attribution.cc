@@ -1,0 +1,587 @@
+#include "joule/attribution/attribution.h"
+
+#include <Eigen/Dense>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <pcg_random.hpp>
+
+#include "joule/error.h"
+
+namespace joule::attribution {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Eigenvalues of the unit-diagonal normal matrix below this share of the
+// largest are directions the data leave undetermined. Exact collinearity
+// leaves rounding (~1e-15); a merely poorly sampled direction stays far above
+// and shows as a wide bootstrap interval instead.
+constexpr double kNullEigenvalue = 1e-10;
+// An unknown whose unit vector has this much of its squared length in those
+// directions is not estimable.
+constexpr double kNullProjection = 1e-6;
+// Idle shares of a span below this are the rounding of regions that tile it.
+constexpr double kIdleFloor = 1e-9;
+
+std::size_t packed_size(std::size_t k) { return k * (k + 1) / 2; }
+std::size_t packed_index(std::size_t a, std::size_t b) { return a >= b ? a * (a + 1) / 2 + b : b * (b + 1) / 2 + a; }
+
+void check_arguments(double begin_s, double end_s, double energy_j, const AttributionOptions& o) {
+  if (!std::isfinite(begin_s) || !std::isfinite(end_s) || !(end_s > begin_s))
+    throw UsageError(fmt::format("attribution: the window [{}, {}] s is not a finite span that ends after it begins",
+                                 begin_s, end_s));
+  if (!std::isfinite(energy_j) || energy_j < 0.0)
+    throw UsageError(
+        fmt::format("attribution: the window's energy {} J is not a finite, non-negative number", energy_j));
+  if (o.baseline_w && !(std::isfinite(*o.baseline_w) && *o.baseline_w >= 0.0))
+    throw UsageError(fmt::format("attribution: baseline_w {} W is not a finite, non-negative power", *o.baseline_w));
+  if (o.bootstrap_rounds < 0)
+    throw UsageError(fmt::format("attribution: bootstrap_rounds {} is negative", o.bootstrap_rounds));
+  if (!(o.confidence > 0.0 && o.confidence < 1.0))
+    throw UsageError(fmt::format("attribution: confidence {} is outside (0, 1)", o.confidence));
+  if (!(std::isfinite(o.block_s) && o.block_s > 0.0))
+    throw UsageError(fmt::format("attribution: block_s {} s is not a positive duration", o.block_s));
+}
+
+std::string describe(const RegionInterval& v, std::span<const std::string> names) {
+  return fmt::format("region '{}' [{:.9f}, {:.9f}) s", names[v.region], v.begin_s, v.end_s);
+}
+
+// The intervals checked and sorted by beginning; exclusive regions then also
+// end in order, which the sweep relies on.
+std::vector<RegionInterval> checked_intervals(std::span<const RegionInterval> intervals,
+                                              std::span<const std::string> names, double begin_s, double end_s) {
+  for (std::size_t i = 0; i < intervals.size(); ++i) {
+    const RegionInterval& v = intervals[i];
+    if (v.region >= names.size())
+      throw UsageError(
+          fmt::format("attribution: interval {} names region {}, an unknown region (there are {} region names)", i,
+                      v.region, names.size()));
+    if (!std::isfinite(v.begin_s) || !std::isfinite(v.end_s))
+      throw UsageError(fmt::format("attribution: interval {} of region '{}' is not finite: [{}, {}] s", i,
+                                   names[v.region], v.begin_s, v.end_s));
+    if (v.end_s < v.begin_s)
+      throw UsageError(fmt::format("attribution: interval {}, {}, ends before it begins", i, describe(v, names)));
+    if (v.begin_s < begin_s || v.end_s > end_s)
+      throw UsageError(fmt::format("attribution: interval {}, {}, lies outside the window [{:.9f}, {:.9f}] s", i,
+                                   describe(v, names), begin_s, end_s));
+  }
+  std::vector<RegionInterval> sorted(intervals.begin(), intervals.end());
+  std::sort(sorted.begin(), sorted.end(), [](const RegionInterval& a, const RegionInterval& b) {
+    return a.begin_s != b.begin_s ? a.begin_s < b.begin_s : a.end_s < b.end_s;
+  });
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i].begin_s < sorted[i - 1].end_s)
+      throw UsageError(
+          fmt::format("attribution: intervals overlap: {} and {} (leaf regions must be exclusive: split "
+                      "nested ones into their own parts)",
+                      describe(sorted[i - 1], names), describe(sorted[i], names)));
+  }
+  return sorted;
+}
+
+// The observations' indices in order of beginning, after checking each.
+std::vector<std::size_t> checked_order(std::span<const PowerObservation> observations, double begin_s, double end_s) {
+  if (observations.empty()) throw UsageError("attribution: no power observations in the window");
+  for (std::size_t i = 0; i < observations.size(); ++i) {
+    const PowerObservation& o = observations[i];
+    const auto what = [&] {
+      return fmt::format("observation {} ([{:.9f}, {:.9f}] s, {} W, weight {})", i, o.begin_s, o.end_s, o.power_w,
+                         o.weight);
+    };
+    if (!std::isfinite(o.begin_s) || !std::isfinite(o.end_s) || !std::isfinite(o.power_w) || !std::isfinite(o.weight))
+      throw UsageError(fmt::format("attribution: {} is not finite", what()));
+    if (!(o.weight > 0.0)) throw UsageError(fmt::format("attribution: {} has a weight that is not positive", what()));
+    if (o.end_s < o.begin_s) throw UsageError(fmt::format("attribution: {} ends before it begins", what()));
+    if (o.begin_s < begin_s || o.end_s > end_s)
+      throw UsageError(
+          fmt::format("attribution: {} lies outside the window [{:.9f}, {:.9f}] s", what(), begin_s, end_s));
+  }
+  std::vector<std::size_t> order(observations.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return observations[a].begin_s < observations[b].begin_s; });
+  return order;
+}
+
+// One observation's design row: for each column (the regions, then idle) the
+// share of the observation it accounts for. Observations must come in order
+// of beginning: the first interval that can overlap one then only moves
+// forward, so a whole sweep costs O(observations + intervals + overlaps).
+class RowBuilder {
+ public:
+  RowBuilder(std::span<const RegionInterval> sorted, std::size_t regions)
+      : intervals_(sorted), values_(regions + 1, 0.0), idle_(regions) {}
+
+  void build(const PowerObservation& o) {
+    for (std::size_t c : touched_) values_[c] = 0.0;
+    touched_.clear();
+    while (first_ < intervals_.size() && intervals_[first_].end_s <= o.begin_s) ++first_;
+    if (o.end_s == o.begin_s) {
+      // A point sample: whichever region runs at that instant, else idle.
+      const bool in = first_ < intervals_.size() && intervals_[first_].begin_s <= o.begin_s;
+      add(in ? intervals_[first_].region : idle_, 1.0);
+      return;
+    }
+    const double span_s = o.end_s - o.begin_s;
+    double covered_s = 0.0;
+    for (std::size_t j = first_; j < intervals_.size() && intervals_[j].begin_s < o.end_s; ++j) {
+      const double overlap_s = std::min(o.end_s, intervals_[j].end_s) - std::max(o.begin_s, intervals_[j].begin_s);
+      if (overlap_s <= 0.0) continue;
+      add(intervals_[j].region, overlap_s / span_s);
+      covered_s += overlap_s;
+    }
+    const double idle = (span_s - covered_s) / span_s;
+    if (idle > kIdleFloor) add(idle_, idle);
+  }
+
+  const std::vector<std::size_t>& columns() const { return touched_; }
+  double value(std::size_t column) const { return values_[column]; }
+
+ private:
+  void add(std::size_t column, double share) {
+    if (values_[column] == 0.0) touched_.push_back(column);
+    values_[column] += share;
+  }
+
+  std::span<const RegionInterval> intervals_;
+  std::vector<double> values_;
+  std::vector<std::size_t> touched_;
+  std::size_t idle_;
+  std::size_t first_ = 0;
+};
+
+// The normal equations' sums per block of observations: X^T W X (lower
+// triangle, packed) and X^T W y, one column per block. A bootstrap round is
+// then these matrices times the blocks' draw counts.
+struct BlockSums {
+  std::size_t k = 0;  // columns: the regions, then idle
+  std::size_t blocks = 0;
+  std::vector<double> normal;  // packed_size(k) per block
+  std::vector<double> rhs;     // k per block
+
+  Eigen::Map<const Eigen::MatrixXd> normal_matrix() const {
+    return {normal.data(), static_cast<Eigen::Index>(packed_size(k)), static_cast<Eigen::Index>(blocks)};
+  }
+  Eigen::Map<const Eigen::MatrixXd> rhs_matrix() const {
+    return {rhs.data(), static_cast<Eigen::Index>(k), static_cast<Eigen::Index>(blocks)};
+  }
+};
+
+BlockSums block_sums(std::span<const PowerObservation> observations, const std::vector<std::size_t>& order,
+                     std::span<const RegionInterval> sorted, std::size_t regions, double begin_s, double block_s) {
+  BlockSums sums;
+  sums.k = regions + 1;
+  const std::size_t p = packed_size(sums.k);
+  RowBuilder row(sorted, regions);
+  double block = -1.0;
+  for (std::size_t i : order) {
+    const PowerObservation& o = observations[i];
+    const double id = std::floor((o.begin_s - begin_s) / block_s);
+    if (sums.blocks == 0 || id != block) {
+      block = id;
+      ++sums.blocks;
+      sums.normal.resize(sums.blocks * p, 0.0);
+      sums.rhs.resize(sums.blocks * sums.k, 0.0);
+    }
+    row.build(o);
+    double* n = &sums.normal[(sums.blocks - 1) * p];
+    double* c = &sums.rhs[(sums.blocks - 1) * sums.k];
+    for (std::size_t a : row.columns()) {
+      const double wa = o.weight * row.value(a);
+      c[a] += wa * o.power_w;
+      for (std::size_t b : row.columns()) {
+        if (b <= a) n[packed_index(a, b)] += wa * row.value(b);
+      }
+    }
+  }
+  return sums;
+}
+
+Eigen::MatrixXd unpack(const Eigen::VectorXd& packed, std::size_t k) {
+  Eigen::MatrixXd n(k, k);
+  for (std::size_t a = 0; a < k; ++a) {
+    for (std::size_t b = 0; b <= a; ++b) n(a, b) = n(b, a) = packed(static_cast<Eigen::Index>(packed_index(a, b)));
+  }
+  return n;
+}
+
+struct Fit {
+  Eigen::VectorXd coefficients;     // the least-squares (minimum-norm) solution: regions, then idle
+  std::vector<bool> estimable;      // determined by the data
+  std::vector<bool> observed;       // some observation has this column
+  Eigen::MatrixXd null_projection;  // onto the directions the data leave undetermined
+};
+
+// Weighted least squares from the normal equations n x = c. fixed_idle_w: the
+// idle power is known; its column moves to the right-hand side.
+Fit solve(Eigen::MatrixXd n, Eigen::VectorXd c, std::optional<double> fixed_idle_w) {
+  const Eigen::Index k = n.rows(), idle = k - 1;
+  if (fixed_idle_w) {
+    c.head(idle) -= *fixed_idle_w * n.col(idle).head(idle);
+    n.row(idle).setZero();
+    n.col(idle).setZero();
+    c(idle) = 0.0;
+  }
+  // The unit-diagonal form, so that "small eigenvalue" means collinear, not
+  // merely a short region; never-observed columns are zero and null.
+  Eigen::VectorXd d(k);
+  for (Eigen::Index i = 0; i < k; ++i) d(i) = n(i, i) > 0.0 ? 1.0 / std::sqrt(n(i, i)) : 0.0;
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(d.asDiagonal() * n * d.asDiagonal());
+  const Eigen::VectorXd& lambda = eigen.eigenvalues();
+  const Eigen::MatrixXd& v = eigen.eigenvectors();
+  const double tol = kNullEigenvalue * std::max(lambda.maxCoeff(), 0.0);
+  const Eigen::VectorXd dc = d.cwiseProduct(c);
+  Eigen::VectorXd u = Eigen::VectorXd::Zero(k);
+  Fit fit;
+  fit.null_projection = Eigen::MatrixXd::Zero(k, k);
+  for (Eigen::Index j = 0; j < k; ++j) {
+    if (lambda(j) > tol) {
+      u += v.col(j) * (v.col(j).dot(dc) / lambda(j));
+    } else {
+      fit.null_projection += v.col(j) * v.col(j).transpose();
+    }
+  }
+  fit.coefficients = d.cwiseProduct(u);
+  if (fixed_idle_w) fit.coefficients(idle) = *fixed_idle_w;
+  for (Eigen::Index i = 0; i < k; ++i) {
+    fit.estimable.push_back(fit.null_projection(i, i) < kNullProjection);
+    fit.observed.push_back(d(i) > 0.0);
+  }
+  return fit;
+}
+
+// What the data say of the regions' time and calls (the intervals are exact).
+struct Totals {
+  std::vector<std::size_t> calls;
+  std::vector<double> time_s;
+  double idle_time_s = 0.0;
+};
+
+Totals totals_of(std::span<const RegionInterval> intervals, std::size_t regions, double window_s) {
+  Totals t{std::vector<std::size_t>(regions, 0), std::vector<double>(regions, 0.0), 0.0};
+  double busy_s = 0.0;
+  for (const RegionInterval& v : intervals) {
+    ++t.calls[v.region];
+    t.time_s[v.region] += v.end_s - v.begin_s;
+    busy_s += v.end_s - v.begin_s;
+  }
+  t.idle_time_s = std::max(0.0, window_s - busy_s);
+  return t;
+}
+
+void check_enough_observations(std::size_t observations, const Totals& t, const AttributionOptions& options) {
+  const auto ran =
+      static_cast<std::size_t>(std::count_if(t.time_s.begin(), t.time_s.end(), [](double s) { return s > 0; }));
+  const bool baseline = !options.baseline_w && t.idle_time_s > 0.0;
+  if (observations < ran + (baseline ? 1 : 0))
+    throw UsageError(
+        fmt::format("attribution: fewer observations than unknowns: {} observations for {} unknowns ({} "
+                    "regions that ran{})",
+                    observations, ran + (baseline ? 1 : 0), ran, baseline ? " and the baseline" : ""));
+}
+
+// The model's energy over the window: each region at its power for its time,
+// the idle time at the baseline.
+double model_energy_j(const Eigen::VectorXd& power_w, double baseline_w, const Totals& t) {
+  double sum_j = baseline_w * t.idle_time_s;
+  for (std::size_t r = 0; r < t.time_s.size(); ++r) sum_j += power_w(static_cast<Eigen::Index>(r)) * t.time_s[r];
+  return sum_j;
+}
+
+// Where the fit found the regions' powers and the baseline.
+struct Estimate {
+  Eigen::VectorXd power_w;     // per region; a region not resolved at the baseline power (a placeholder)
+  std::vector<bool> resolved;  // per region
+  double baseline_w = 0.0;
+  bool baseline_estimated = false;
+  bool baseline_separated = false;
+};
+
+Estimate estimate_of(const Fit& fit, const Totals& t, const AttributionOptions& options) {
+  const std::size_t regions = t.calls.size();
+  Estimate e;
+  e.baseline_estimated = !options.baseline_w && fit.estimable[regions];
+  e.baseline_separated = options.baseline_w || e.baseline_estimated;
+  e.baseline_w = options.baseline_w
+                     ? *options.baseline_w
+                     : (e.baseline_estimated ? fit.coefficients(static_cast<Eigen::Index>(regions)) : 0.0);
+  e.power_w = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(regions), e.baseline_w);
+  for (std::size_t r = 0; r < regions; ++r) {
+    e.resolved.push_back(t.calls[r] > 0 && fit.estimable[r]);
+    if (e.resolved[r]) e.power_w(static_cast<Eigen::Index>(r)) = fit.coefficients(static_cast<Eigen::Index>(r));
+  }
+  return e;
+}
+
+// The bootstrap's rounds: per region its scaled energy, and the fitted
+// baseline (NaN where the round's blocks do not determine them).
+struct Rounds {
+  std::vector<std::vector<double>> energy_j;  // per region, per round
+  std::vector<double> baseline_w;             // per round
+};
+
+Rounds bootstrap(const BlockSums& sums, const Estimate& estimate, const Totals& t, double window_energy_j,
+                 const AttributionOptions& options) {
+  const std::size_t regions = t.calls.size();
+  const auto rounds = static_cast<std::size_t>(options.bootstrap_rounds);
+  Rounds out{std::vector<std::vector<double>>(regions, std::vector<double>(rounds, kNaN)),
+             std::vector<double>(rounds, kNaN)};
+  pcg32 rng(options.seed);
+  Eigen::VectorXd counts(static_cast<Eigen::Index>(sums.blocks));
+  for (std::size_t round = 0; round < rounds; ++round) {
+    counts.setZero();
+    for (std::size_t b = 0; b < sums.blocks; ++b) counts(rng(static_cast<std::uint32_t>(sums.blocks))) += 1.0;
+    const Fit fit =
+        solve(unpack(sums.normal_matrix() * counts, sums.k), sums.rhs_matrix() * counts, options.baseline_w);
+    // A power this round lacks keeps the estimate's, for the round's scale only.
+    Eigen::VectorXd power_w = estimate.power_w;
+    for (std::size_t r = 0; r < regions; ++r) {
+      if (estimate.resolved[r] && fit.estimable[r])
+        power_w(static_cast<Eigen::Index>(r)) = fit.coefficients(static_cast<Eigen::Index>(r));
+    }
+    const bool own_baseline = estimate.baseline_estimated && fit.estimable[regions];
+    const double baseline_w = own_baseline ? fit.coefficients(static_cast<Eigen::Index>(regions)) : estimate.baseline_w;
+    if (own_baseline) out.baseline_w[round] = baseline_w;
+    const double model_j = model_energy_j(power_w, baseline_w, t);
+    if (!(model_j > 0.0)) continue;
+    for (std::size_t r = 0; r < regions; ++r) {
+      if (estimate.resolved[r] && fit.estimable[r])
+        out.energy_j[r][round] = power_w(static_cast<Eigen::Index>(r)) * t.time_s[r] * window_energy_j / model_j;
+    }
+  }
+  return out;
+}
+
+// The value at quantile p of `total` values: `below` of them -inf, then
+// `sorted`, then +inf for the rest (rounds that did not determine the value
+// count against the interval: conservative).
+double quantile(const std::vector<double>& sorted, std::size_t below, std::size_t total, double p) {
+  const auto at = [&](std::size_t i) {
+    if (i < below) return -kInf;
+    return i - below < sorted.size() ? sorted[i - below] : kInf;
+  };
+  const double pos = p * static_cast<double>(total - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const double v0 = at(lo);
+  if (static_cast<double>(lo) == pos) return v0;
+  const double v1 = at(lo + 1);
+  if (!std::isfinite(v0)) return v0;
+  if (!std::isfinite(v1)) return v1;
+  return v0 + (pos - static_cast<double>(lo)) * (v1 - v0);
+}
+
+struct Spread {
+  double low = kNaN, high = kNaN, std = kNaN;
+  std::size_t missing = 0;
+};
+
+Spread spread_of(const std::vector<double>& rounds, double confidence) {
+  std::vector<double> values;
+  for (double x : rounds) {
+    if (std::isfinite(x)) values.push_back(x);
+  }
+  Spread s;
+  s.missing = rounds.size() - values.size();
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  const double tail = (1.0 - confidence) / 2.0;
+  s.low = quantile(values, s.missing, rounds.size(), tail);
+  s.high = quantile(values, 0, rounds.size(), 1.0 - tail);
+  if (!std::isfinite(s.low) || !std::isfinite(s.high)) s.low = s.high = kNaN;
+  if (values.size() >= 2) {
+    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+    double sq = 0.0;
+    for (double x : values) sq += (x - mean) * (x - mean);
+    s.std = std::sqrt(sq / static_cast<double>(values.size() - 1));
+  }
+  return s;
+}
+
+double residual_rms_w(std::span<const PowerObservation> observations, const std::vector<std::size_t>& order,
+                      std::span<const RegionInterval> sorted, std::size_t regions,
+                      const Eigen::VectorXd& coefficients) {
+  RowBuilder row(sorted, regions);
+  double sum = 0.0, weights = 0.0;
+  for (std::size_t i : order) {
+    const PowerObservation& o = observations[i];
+    row.build(o);
+    double predicted_w = 0.0;
+    for (std::size_t c : row.columns()) predicted_w += row.value(c) * coefficients(static_cast<Eigen::Index>(c));
+    sum += o.weight * (o.power_w - predicted_w) * (o.power_w - predicted_w);
+    weights += o.weight;
+  }
+  return std::sqrt(sum / weights);
+}
+
+std::string column_name(std::size_t c, std::span<const std::string> names) {
+  return c < names.size() ? fmt::format("'{}'", names[c]) : std::string("the idle time");
+}
+
+// Why a region that ran has no estimate: nothing saw it, or it is always seen
+// in the same proportion as others (named).
+std::string unresolved_note(std::size_t r, const Fit& fit, std::span<const std::string> names, double time_s,
+                            const Estimate& e) {
+  std::string why;
+  if (!fit.observed[r]) {
+    why = "no observation overlaps it";
+  } else {
+    std::vector<std::string> partners;
+    for (std::size_t j = 0; j < fit.observed.size(); ++j) {
+      const double p = fit.null_projection(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j));
+      if (j != r && fit.observed[j] && std::abs(p) > kNullProjection) partners.push_back(column_name(j, names));
+    }
+    why = fmt::format(
+        "it is collinear with {}: always observed in the same proportion, so the data cannot split "
+        "their power",
+        partners.empty() ? std::string("other columns") : fmt::format("{}", fmt::join(partners, ", ")));
+  }
+  return fmt::format("region '{}' has no estimate: {}; its {:.6g} s are counted at the baseline power ({:.4g} W)",
+                     names[r], why, time_s, e.baseline_w);
+}
+
+void note_baseline(Attribution& out, const Fit& fit, const Totals& t, std::size_t regions) {
+  if (out.baseline_separated) return;
+  const std::string why =
+      fit.observed[regions]
+          ? "the idle time is collinear with the regions"
+          : fmt::format("no time without a region running was observed (idle {:.6g} s of the window)", t.idle_time_s);
+  out.notes.push_back(
+      fmt::format("baseline not separated: {}; power_w is absolute and idle time is counted at 0 W; give "
+                  "baseline_w (the idle power measured before the loop) to separate it",
+                  why));
+}
+
+void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Totals& t,
+                  const std::vector<std::vector<double>>& rounds, std::span<const std::string> names,
+                  const AttributionOptions& options) {
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    RegionEnergy g;
+    g.name = names[r];
+    g.calls = t.calls[r];
+    g.gpu_time_s = t.time_s[r];
+    g.resolved = e.resolved[r];
+    const double power_w = e.power_w(static_cast<Eigen::Index>(r));
+    g.power_w = g.resolved ? power_w : kNaN;
+    g.power_above_baseline_w = g.resolved ? power_w - e.baseline_w : kNaN;
+    g.energy_j = power_w * g.gpu_time_s * out.scale;
+    g.energy_per_call_j = g.calls > 0 ? g.energy_j / static_cast<double>(g.calls) : 0.0;
+    g.share = out.window_energy_j > 0.0 ? g.energy_j / out.window_energy_j : 0.0;
+    g.energy_low_j = g.energy_high_j = g.energy_std_j = kNaN;
+    if (t.calls[r] == 0) {
+      out.notes.push_back(fmt::format("region '{}' did not run in the window", g.name));
+    } else if (!g.resolved) {
+      out.notes.push_back(unresolved_note(r, fit, names, g.gpu_time_s, e));
+    } else if (!rounds.empty() && !rounds[r].empty()) {
+      const Spread s = spread_of(rounds[r], options.confidence);
+      g.energy_low_j = s.low;
+      g.energy_high_j = s.high;
+      g.energy_std_j = s.std;
+      if (!std::isfinite(s.low))
+        out.notes.push_back(
+            fmt::format("region '{}': no interval: {} of {} bootstrap rounds did not determine it (too "
+                        "rarely sampled to resolve; a longer run would)",
+                        g.name, s.missing, rounds[r].size()));
+      else if (s.high - s.low > g.energy_j)
+        out.notes.push_back(
+            fmt::format("region '{}': its {:.0f}% interval [{:.4g}, {:.4g}] J is wider than its estimate "
+                        "{:.4g} J: too rarely sampled to resolve (a longer run narrows it)",
+                        g.name, 100.0 * options.confidence, s.low, s.high, g.energy_j));
+    }
+    out.regions.push_back(std::move(g));
+  }
+}
+
+void note_bootstrap(Attribution& out, const BlockSums& sums, const AttributionOptions& options) {
+  if (options.bootstrap_rounds == 0) {
+    out.notes.push_back("no intervals: bootstrap_rounds is 0");
+  } else if (sums.blocks < 2) {
+    out.notes.push_back(
+        fmt::format("no intervals: the observations fill only {} block of {} s; the bootstrap needs "
+                    "several (a longer window or a shorter block_s)",
+                    sums.blocks, options.block_s));
+  } else if (sums.blocks < 10) {
+    out.notes.push_back(
+        fmt::format("the intervals rest on only {} blocks of {} s and are likely too narrow (a longer "
+                    "window or a shorter block_s)",
+                    sums.blocks, options.block_s));
+  }
+}
+
+// The factor that makes the parts sum to the measured energy; far from 1 it
+// says the model and the observations disagree with the counter.
+void set_scale(Attribution& out) {
+  if (out.model_energy_j > 0.0) {
+    out.scale = out.window_energy_j / out.model_energy_j;
+    if (std::abs(out.scale - 1.0) > 0.05)
+      out.notes.push_back(
+          fmt::format("the fit integrates to {:.6g} J, {:+.1f}% off the window's measured {:.6g} J; "
+                      "every part is scaled to the measured energy",
+                      out.model_energy_j, 100.0 * (1.0 / out.scale - 1.0), out.window_energy_j));
+  } else {
+    out.scale = 1.0;
+    out.notes.push_back(
+        fmt::format("the fit integrates to {:.6g} J over the window: the parts are not scaled to the "
+                    "window's measured {:.6g} J and do not sum to it",
+                    out.model_energy_j, out.window_energy_j));
+  }
+}
+
+void set_baseline_interval(Attribution& out, const std::vector<double>& rounds_w, const AttributionOptions& options) {
+  const Spread s = rounds_w.empty() ? Spread{} : spread_of(rounds_w, options.confidence);
+  out.baseline_low_w = s.low;
+  out.baseline_high_w = s.high;
+  // Little idle time observed (say, rounding gaps between regions that tile
+  // the step): the fitted baseline then means little.
+  if (s.high - s.low > out.baseline_w)
+    out.notes.push_back(
+        fmt::format("the baseline's {:.0f}% interval [{:.4g}, {:.4g}] W is wider than its estimate "
+                    "{:.4g} W: too little idle time was observed (give baseline_w to fix it)",
+                    100.0 * options.confidence, s.low, s.high, out.baseline_w));
+}
+
+}  // namespace
+
+Attribution attribute(std::span<const PowerObservation> observations, std::span<const RegionInterval> intervals,
+                      std::span<const std::string> region_names, double window_begin_s, double window_end_s,
+                      double window_energy_j, const AttributionOptions& options) {
+  check_arguments(window_begin_s, window_end_s, window_energy_j, options);
+  const std::vector<RegionInterval> sorted = checked_intervals(intervals, region_names, window_begin_s, window_end_s);
+  const std::vector<std::size_t> order = checked_order(observations, window_begin_s, window_end_s);
+  const std::size_t regions = region_names.size();
+  const Totals t = totals_of(sorted, regions, window_end_s - window_begin_s);
+  check_enough_observations(observations.size(), t, options);
+
+  const BlockSums sums = block_sums(observations, order, sorted, regions, window_begin_s, options.block_s);
+  const Eigen::VectorXd all = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(sums.blocks));
+  const Fit fit = solve(unpack(sums.normal_matrix() * all, sums.k), sums.rhs_matrix() * all, options.baseline_w);
+  const Estimate e = estimate_of(fit, t, options);
+
+  Attribution out;
+  out.baseline_w = e.baseline_w;
+  out.baseline_low_w = out.baseline_high_w = kNaN;
+  out.baseline_estimated = e.baseline_estimated;
+  out.baseline_separated = e.baseline_separated;
+  out.idle_time_s = t.idle_time_s;
+  out.window_energy_j = window_energy_j;
+  out.model_energy_j = model_energy_j(e.power_w, e.baseline_w, t);
+  out.observations = observations.size();
+  out.residual_rms_w = residual_rms_w(observations, order, sorted, regions, fit.coefficients);
+  note_baseline(out, fit, t, regions);
+  set_scale(out);
+  out.idle_energy_j = e.baseline_w * t.idle_time_s * out.scale;
+
+  note_bootstrap(out, sums, options);
+  Rounds rounds;
+  if (options.bootstrap_rounds > 0 && sums.blocks >= 2) rounds = bootstrap(sums, e, t, window_energy_j, options);
+  if (e.baseline_estimated) set_baseline_interval(out, rounds.baseline_w, options);
+  fill_regions(out, fit, e, t, rounds.energy_j, region_names, options);
+  return out;
+}
+
+}  // namespace joule::attribution
