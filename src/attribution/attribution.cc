@@ -267,7 +267,7 @@ Totals totals_of(std::span<const RegionInterval> intervals, std::size_t regions,
   Totals t{std::vector<std::size_t>(regions, 0), std::vector<double>(regions, 0.0), 0.0};
   double busy_s = 0.0;
   for (const RegionInterval& v : intervals) {
-    ++t.calls[v.region];
+    if (!v.resumed) ++t.calls[v.region];
     t.time_s[v.region] += v.end_s - v.begin_s;
     busy_s += v.end_s - v.begin_s;
   }

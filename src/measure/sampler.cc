@@ -90,6 +90,7 @@ class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
   void sample_now();
 
   EnergyEstimate gpu_energy(std::size_t gpu, double begin_s, double end_s) const;
+  std::vector<ObservedPower> observed_power(std::size_t gpu, double begin_s, double end_s) const;
   EnergyEstimate cpu_energy(std::size_t zone, double begin_s, double end_s) const;
   // Every GPU's and zone's energy over one interval, under one lock (what a
   // window's end needs, in the order of gpus() and cpu_zones()).
@@ -910,6 +911,26 @@ double SamplerCore::integral_at(const std::deque<PowerPoint>& points, double tim
   return a.integral_j + 0.5 * (a.power_w + power_at_t) * dt;
 }
 
+std::vector<ObservedPower> SamplerCore::observed_power(std::size_t gpu, double begin_s, double end_s) const {
+  std::vector<ObservedPower> out;
+  std::lock_guard lock(mutex_);
+  const GpuTrack& track = gpu_tracks_.at(gpu);
+  const auto& points = track.points;
+  // The first point at or after begin_s: a sample there covers the span
+  // from the point before it, which must not start before begin_s.
+  auto it = std::lower_bound(points.begin(), points.end(), begin_s,
+                             [](const PowerPoint& p, double t) { return p.time_s < t; });
+  for (; it != points.end() && it->time_s <= end_s; ++it) {
+    const double power_w = track.scale * it->power_w;
+    if (it->segment == Segment::kLinear) {
+      out.push_back({it->time_s, it->time_s, power_w});
+    } else if (it != points.begin() && std::prev(it)->time_s >= begin_s) {
+      out.push_back({std::prev(it)->time_s, it->time_s, power_w});
+    }
+  }
+  return out;
+}
+
 EnergyEstimate SamplerCore::gpu_energy(std::size_t gpu, double begin_s, double end_s) const {
   const std::optional<HungCall> hung = hung_call();
   std::lock_guard lock(mutex_);
@@ -1199,6 +1220,9 @@ EnergyEstimate Sampler::cpu_energy(std::size_t zone, double begin_s, double end_
 void Sampler::energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
                        std::vector<EnergyEstimate>& cpu_zones, bool end_just_noted) const {
   core_->energies(begin_s, end_s, gpus, cpu_zones, end_just_noted);
+}
+std::vector<ObservedPower> Sampler::observed_power(std::size_t gpu, double begin_s, double end_s) const {
+  return core_->observed_power(gpu, begin_s, end_s);
 }
 double Sampler::gpu_scale(std::size_t gpu) const { return core_->gpu_scale(gpu); }
 GpuEnergyMethod Sampler::gpu_method(std::size_t gpu) const { return core_->gpu_method(gpu); }

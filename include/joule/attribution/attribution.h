@@ -60,6 +60,9 @@ struct RegionInterval {
   std::size_t region = 0;  // index into the region names
   double begin_s = 0.0;
   double end_s = 0.0;
+  // The same call of the region resumed (after a region nested in it ran):
+  // its time counts, not as another call.
+  bool resumed = false;
 };
 
 // One power observation: the mean power over [begin_s, end_s] (an energy

@@ -132,6 +132,16 @@ namespace detail {
 class SamplerCore;  // sampler.cc
 }  // namespace detail
 
+// A GPU's power data as the driver gave it, for fits finer than a window
+// (attribution/): the mean power over (begin_s, end_s] (a buffered sample,
+// the mean since the one before), or, when begin_s == end_s, the power at that
+// instant (a per-tick reading). Calibrated like the windows' integral.
+struct ObservedPower {
+  double begin_s = 0.0;
+  double end_s = 0.0;
+  double power_w = 0.0;
+};
+
 class Sampler {
  public:
   Sampler(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones,
@@ -162,6 +172,10 @@ class Sampler {
   // are not looked up (a third of a window's cost on 8 GPUs).
   void energies(double begin_s, double end_s, std::vector<EnergyEstimate>& gpus,
                 std::vector<EnergyEstimate>& cpu_zones, bool end_just_noted = false) const;
+  // The GPU's power data within [begin_s, end_s], oldest first (samples
+  // whose whole span lies inside; readings at instants inside). Empty where
+  // the history was dropped.
+  std::vector<ObservedPower> observed_power(std::size_t gpu, double begin_s, double end_s) const;
   // The calibration currently applied to a GPU's power integral.
   double gpu_scale(std::size_t gpu) const;
   GpuEnergyMethod gpu_method(std::size_t gpu) const;

@@ -1,0 +1,59 @@
+// Marks when the regions of a training step run, on a Monitor's clock, as
+// the exclusive intervals attribute() fits. A region begun inside another
+// pauses it until it ends, so an outer region's time is its own work only
+// (a phase around modules, a block around a layer) and regions nest freely.
+//
+// Edges are host instants: the optional synchronize (a CUDA device
+// synchronise, as MonitorOptions::synchronize) makes them the GPU's too, at
+// the cost of a sync per edge. One recorder per training thread: it takes no
+// lock.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "joule/attribution/attribution.h"
+#include "joule/clock.h"
+
+namespace joule::attribution {
+
+class RegionRecorder {
+ public:
+  explicit RegionRecorder(std::shared_ptr<const Clock> clock, std::function<void()> synchronize = {});
+
+  // end must name the innermost open region; UsageError otherwise.
+  void begin(const std::string& name);
+  void end(const std::string& name);
+
+  // Regions in order of first use (the indices of RegionInterval::region).
+  const std::vector<std::string>& names() const { return names_; }
+  // The ended intervals that overlap [begin_s, end_s], cut to it, in time
+  // order; a piece cut at begin_s is a resumed call (counted in the window
+  // it began in).
+  std::vector<RegionInterval> intervals_within(double begin_s, double end_s) const;
+  std::size_t open_regions() const { return open_.size(); }
+  // Forgets the intervals that ended before time_s (a long run, window by window).
+  void forget_before(double time_s);
+
+ private:
+  struct Open {
+    std::size_t region;
+    double since_s;     // of the piece running now
+    bool emitted;       // a piece of this call was recorded: later ones are resumed
+  };
+  double edge_now();
+  void close_piece(Open& open, double now_s);
+
+  std::shared_ptr<const Clock> clock_;
+  std::function<void()> synchronize_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::vector<Open> open_;                // innermost last
+  std::vector<RegionInterval> intervals_;  // ended pieces, in order of their end (and of their begin)
+};
+
+}  // namespace joule::attribution

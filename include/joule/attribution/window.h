@@ -1,0 +1,25 @@
+// The regions' energy over a measured window: the Sampler's power data for
+// the window (measure/ stays the source), the recorder's intervals, and the
+// window's exact energy per GPU, into attribute().
+#pragma once
+
+#include <vector>
+
+#include "joule/attribution/attribution.h"
+#include "joule/attribution/regions.h"
+#include "joule/measure/monitor.h"
+
+namespace joule::attribution {
+
+// One GPU's share of a window, by region. Times are on the window's own
+// scale (seconds from its beginning: the fit's precision does not depend on
+// how long the monitor has run).
+Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionRecorder& regions, double begin_s,
+                          double end_s, double window_energy_j, const AttributionOptions& options = {});
+
+// Every GPU of a window that ended on monitor; settle it first (Monitor::settle)
+// so that its energy is final and the samples reach its end.
+std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& settled, const RegionRecorder& regions,
+                                          const AttributionOptions& options = {});
+
+}  // namespace joule::attribution

@@ -1,0 +1,75 @@
+#include "joule/attribution/regions.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "joule/error.h"
+
+namespace joule::attribution {
+
+RegionRecorder::RegionRecorder(std::shared_ptr<const Clock> clock, std::function<void()> synchronize)
+    : clock_(std::move(clock)), synchronize_(std::move(synchronize)) {
+  if (!clock_) throw UsageError("RegionRecorder: no clock");
+}
+
+double RegionRecorder::edge_now() {
+  if (synchronize_) synchronize_();
+  return clock_->now_s();
+}
+
+void RegionRecorder::close_piece(Open& open, double now_s) {
+  // Zero-length pieces (a region that only opened a nested one) carry nothing;
+  // the first piece with time in it is the call, the others resume it.
+  if (now_s <= open.since_s) return;
+  intervals_.push_back({open.region, open.since_s, now_s, open.emitted});
+  open.emitted = true;
+}
+
+void RegionRecorder::begin(const std::string& name) {
+  const double now_s = edge_now();
+  auto [it, added] = index_.try_emplace(name, names_.size());
+  if (added) names_.push_back(name);
+  for (const Open& open : open_) {
+    if (open.region == it->second) throw UsageError(fmt::format("region '{}' is already open", name));
+  }
+  if (!open_.empty()) close_piece(open_.back(), now_s);  // the outer region pauses
+  open_.push_back({it->second, now_s, false});
+}
+
+void RegionRecorder::end(const std::string& name) {
+  const double now_s = edge_now();
+  if (open_.empty() || names_[open_.back().region] != name) {
+    throw UsageError(open_.empty() ? fmt::format("region '{}' is not open", name)
+                                   : fmt::format("region '{}' ended while '{}' inside it is open", name,
+                                                 names_[open_.back().region]));
+  }
+  close_piece(open_.back(), now_s);
+  open_.pop_back();
+  if (!open_.empty()) open_.back().since_s = now_s;  // the outer region resumes
+}
+
+std::vector<RegionInterval> RegionRecorder::intervals_within(double begin_s, double end_s) const {
+  std::vector<RegionInterval> out;
+  // Pieces end in order, and never overlap: the first that ends after begin_s.
+  auto it = std::upper_bound(intervals_.begin(), intervals_.end(), begin_s,
+                             [](double t, const RegionInterval& v) { return t < v.end_s; });
+  for (; it != intervals_.end() && it->begin_s < end_s; ++it) {
+    RegionInterval piece = *it;
+    if (piece.begin_s < begin_s) {
+      piece.begin_s = begin_s;
+      piece.resumed = true;
+    }
+    piece.end_s = std::min(piece.end_s, end_s);
+    if (piece.end_s > piece.begin_s) out.push_back(piece);
+  }
+  return out;
+}
+
+void RegionRecorder::forget_before(double time_s) {
+  const auto keep = std::upper_bound(intervals_.begin(), intervals_.end(), time_s,
+                                     [](double t, const RegionInterval& v) { return t < v.end_s; });
+  intervals_.erase(intervals_.begin(), keep);
+}
+
+}  // namespace joule::attribution
