@@ -4,7 +4,12 @@
 // GPUs, in two shapes:
 //   back-to-back: N windows in a tight loop (default 1,000,000);
 //   paced:        one window per step at R Hz for S seconds (default 1 kHz,
-//                 60 s), as a training loop with a window per step does.
+//                 60 s), as a training loop with a window per step does,
+//                 once sleeping between steps (the thread wakes with cold
+//                 caches, as one that waits on a blocking sync does) and once
+//                 spinning (as one that launches work or spin-waits does).
+// Each pacing also times, for 5 s, the least a window could do (a clock
+// read and an uncontended mutex): the floor this machine charges.
 // Run:
 //   build/bin/joule_bench_window_cost                       # both shapes
 //   build/bin/joule_bench_window_cost --windows 200000 --paced-s 10
@@ -17,6 +22,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +38,7 @@ struct Options {
   long windows = 1'000'000;
   double paced_hz = 1000.0;
   double paced_s = 60.0;
+  std::vector<std::string> pacings = {"sleep", "spin"};
   std::vector<std::string> backends = {"sim", "fake"};
 };
 
@@ -71,23 +78,53 @@ void back_to_back(const std::string& backend, const Options& options) {
              joule::bench::median(ns), tenths(ns));
 }
 
-void paced(const std::string& backend, const Options& options) {
-  joule::Monitor monitor(joule::bench::open_bench_gpus(backend, 8), {}, joule::SteadyClock::instance());
-  const auto period = std::chrono::duration<double>(1.0 / options.paced_hz);
-  const auto steps = static_cast<std::size_t>(options.paced_hz * options.paced_s);
+// Times `timed` once per step at hz for seconds, sleeping or spinning in between.
+template <typename Timed>
+std::vector<double> paced_ns(double hz, double seconds, const std::string& pacing, Timed&& timed) {
+  const auto period = std::chrono::duration_cast<SteadyTime::duration>(std::chrono::duration<double>(1.0 / hz));
+  const auto steps = static_cast<std::size_t>(hz * seconds);
   std::vector<double> ns;
   ns.reserve(steps);
   auto next = SteadyTime::now();
   for (std::size_t i = 0; i < steps; ++i) {
-    next += std::chrono::duration_cast<SteadyTime::duration>(period);
-    ns.push_back(window_ns(monitor));
-    std::this_thread::sleep_until(next);
+    next += period;
+    ns.push_back(timed());
+    if (pacing == "sleep") {
+      std::this_thread::sleep_until(next);
+    } else {
+      while (SteadyTime::now() < next) {
+      }
+    }
   }
+  return ns;
+}
+
+void paced(const std::string& backend, const std::string& pacing, const Options& options) {
+  joule::Monitor monitor(joule::bench::open_bench_gpus(backend, 8), {}, joule::SteadyClock::instance());
+  const std::vector<double> ns =
+      paced_ns(options.paced_hz, options.paced_s, pacing, [&] { return window_ns(monitor); });
   const auto per_second = static_cast<std::size_t>(options.paced_hz);
-  fmt::print("paced        {:>4} x8  {:.0f} Hz for {:.0f} s  first second: {:.0f} ns  last second: {:.0f} ns  "
+  fmt::print("paced {:>5}  {:>4} x8  {:.0f} Hz for {:.0f} s  first second: {:.0f} ns  last second: {:.0f} ns  "
              "all: {:.0f} ns  per tenth:{}\n",
-             backend, options.paced_hz, options.paced_s, median_of(ns, 0, per_second),
+             pacing, backend, options.paced_hz, options.paced_s, median_of(ns, 0, per_second),
              median_of(ns, ns.size() - per_second, ns.size()), joule::bench::median(ns), tenths(ns));
+}
+
+// What the machine charges any paced call: a clock read and an uncontended mutex.
+void machine_floor(const std::string& pacing, const Options& options) {
+  std::mutex mutex;
+  double sink = 0;
+  const std::vector<double> ns = paced_ns(options.paced_hz, 5.0, pacing, [&] {
+    const auto start = SteadyTime::now();
+    {
+      std::lock_guard lock(mutex);
+      sink += static_cast<double>(SteadyTime::now().time_since_epoch().count());
+    }
+    return std::chrono::duration<double, std::nano>(SteadyTime::now() - start).count();
+  });
+  if (sink == 0) std::abort();
+  fmt::print("paced {:>5}  floor: a clock read and an uncontended mutex  {:.0f} Hz for 5 s  all: {:.0f} ns\n", pacing,
+             options.paced_hz, joule::bench::median(ns));
 }
 
 Options parse(int argc, char** argv) {
@@ -103,9 +140,13 @@ Options parse(int argc, char** argv) {
       options.paced_hz = std::atof(value), ++i;
     } else if (flag == "--backend" && value) {
       options.backends = {value}, ++i;
+    } else if (flag == "--pacing" && value) {
+      options.pacings = {value}, ++i;
+      if (options.pacings[0] != "sleep" && options.pacings[0] != "spin") options.pacings.clear(), i = argc;
     } else {
       fmt::print(stderr,
                  "usage: joule_bench_window_cost [--windows N] [--paced-hz R] [--paced-s S] [--backend sim|fake]\n"
+                 "                               [--pacing sleep|spin]\n"
                  "  (N = 0 or S = 0 skips that shape)\n");
       std::exit(2);
     }
@@ -117,9 +158,18 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const Options options = parse(argc, argv);
+  if (options.pacings.empty()) {
+    fmt::print(stderr, "joule_bench_window_cost: --pacing is sleep or spin\n");
+    return 2;
+  }
   for (const std::string& backend : options.backends) {
     if (options.windows > 0) back_to_back(backend, options);
-    if (options.paced_s > 0) paced(backend, options);
+    for (const std::string& pacing : options.pacings) {
+      if (options.paced_s > 0) paced(backend, pacing, options);
+    }
+  }
+  if (options.paced_s > 0) {
+    for (const std::string& pacing : options.pacings) machine_floor(pacing, options);
   }
   return 0;
 }

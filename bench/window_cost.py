@@ -2,8 +2,12 @@
 """Does a window cost the same from Python after a million others? The
 Python twin of joule_bench_window_cost: begin_window + end_window through the
 module, on 8 simulated GPUs and (given the fake library) 8 fake-NVML GPUs,
-back to back and paced at one window per step, cost at the start and at the
-end side by side: medians over slices of the run, in nanoseconds.
+back to back and paced at one window per step (sleeping between steps, and
+spinning), cost at the start and at the end side by side: medians over slices
+of the run, in nanoseconds. Each pacing also times, for 5 s, the least a call
+into the module could cost (a field of a Measurement read through pybind11: the
+interpreter's call into pybind11 and back, no joule work), the floor this
+machine charges.
 
   PYTHONPATH=build/python python3 bench/window_cost.py
   PYTHONPATH=build/python python3 bench/window_cost.py --windows 200000 --paced-s 10 \
@@ -47,21 +51,44 @@ def back_to_back(label, monitor, windows):
           flush=True)
 
 
-def paced(label, monitor, hz, seconds):
+def paced_ns(hz, seconds, pacing, timed):
     period_ns = int(1e9 / hz)
-    steps = int(hz * seconds)
     ns = []
     next_ns = time.perf_counter_ns()
-    for _ in range(steps):
+    for _ in range(int(hz * seconds)):
         next_ns += period_ns
-        ns.append(window_ns(monitor))
-        delay_ns = next_ns - time.perf_counter_ns()
-        if delay_ns > 0:
-            time.sleep(delay_ns / 1e9)
+        ns.append(timed())
+        if pacing == "sleep":
+            delay_ns = next_ns - time.perf_counter_ns()
+            if delay_ns > 0:
+                time.sleep(delay_ns / 1e9)
+        else:
+            while time.perf_counter_ns() < next_ns:
+                pass
+    return ns
+
+
+def paced(label, pacing, monitor, hz, seconds):
+    ns = paced_ns(hz, seconds, pacing, lambda: window_ns(monitor))
     per_second = int(hz)
-    print(f"paced        {label:>4} x8  {hz:.0f} Hz for {seconds:.0f} s  first second: {median(ns[:per_second]):.0f} ns  "
-          f"last second: {median(ns[-per_second:]):.0f} ns  all: {median(ns):.0f} ns  "
+    print(f"paced {pacing:>5}  {label:>4} x8  {hz:.0f} Hz for {seconds:.0f} s  first second: "
+          f"{median(ns[:per_second]):.0f} ns  last second: {median(ns[-per_second:]):.0f} ns  all: {median(ns):.0f} ns  "
           f"per tenth: {tenths(ns)}", flush=True)
+
+
+def machine_floor(pacing, hz, monitor):
+    # A field of a Measurement read through the module: one interpreter call
+    # into pybind11 and back, what begin_window and end_window each pay at least.
+    monitor.begin_window("floor")
+    measurement = monitor.end_window("floor")
+
+    def timed():
+        start = time.perf_counter_ns()
+        measurement.elapsed_s  # noqa: B018 (the call is what is timed)
+        return time.perf_counter_ns() - start
+    ns = paced_ns(hz, 5.0, pacing, timed)
+    print(f"paced {pacing:>5}  floor: one call into the module  {hz:.0f} Hz for 5 s  all: {median(ns):.0f} ns",
+          flush=True)
 
 
 def main():
@@ -70,6 +97,7 @@ def main():
     parser.add_argument("--paced-hz", type=float, default=1000.0)
     parser.add_argument("--paced-s", type=float, default=60.0, help="paced run length (0: skip)")
     parser.add_argument("--fake-nvml", help="the fake libnvidia-ml.so.1: adds 8 fake H100s")
+    parser.add_argument("--pacing", choices=["sleep", "spin"], help="one pacing only (default: both)")
     args = parser.parse_args()
 
     monitors = [("sim", lambda: joule.Monitor(backend="sim", sim="count=8,load=0.8"))]
@@ -80,11 +108,16 @@ def main():
         os.environ["JOULE_FAKE_NVML_CONFIG"] = config
         os.environ["JOULE_NVML_LIBRARY"] = args.fake_nvml
         monitors.append(("fake", lambda: joule.Monitor(backend="nvml")))
+    pacings = [args.pacing] if args.pacing else ["sleep", "spin"]
     for label, make in monitors:
         if args.windows > 0:
             back_to_back(label, make(), args.windows)
-        if args.paced_s > 0:
-            paced(label, make(), args.paced_hz, args.paced_s)
+        for pacing in pacings if args.paced_s > 0 else []:
+            paced(label, pacing, make(), args.paced_hz, args.paced_s)
+    if args.paced_s > 0:
+        floor_monitor = monitors[0][1]()
+        for pacing in pacings:
+            machine_floor(pacing, args.paced_hz, floor_monitor)
 
 
 if __name__ == "__main__":
