@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "common/jouled_process.h"
 #include "common/test_support.h"
 #include "joule/control/devices.h"
 #include "joule/daemon/client.h"
@@ -28,51 +29,17 @@ namespace {
 using daemon::DaemonClient;
 using testing::TempDir;
 
-// SM clocks 210-1740 MHz in 15 MHz steps, memory clocks 405 and 7251 MHz.
-constexpr const char* kA40 =
-    "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300 max_sm_mhz=1740 min_sm_mhz=210 sm_step_mhz=15 "
-    "mem_clocks_mhz=405,7251";
+// The daemon with an access rule: "nobody" may use gpu1 only.
+testing::JouledOptions with_access_rule() {
+  testing::JouledOptions options;
+  options.config_extra = R"("allow": [{"user": "nobody", "gpus": [1]}])";
+  options.socket_mode = "0666";
+  options.others_reach_socket = true;
+  return options;
+}
 
-struct Jouled {
-  TempDir dir;
-  testing::FakeNvml fake;
-  std::string socket = dir.file("jouled.sock");
-  std::string config = dir.file("jouled.conf");
-  std::string state = dir.file("jouled.state");
-  std::string log = dir.file("jouled.log");
-  pid_t pid = -1;
-  int starts = 0;
-
-  Jouled() {
-    chmod(dir.path().c_str(), 0755);  // "nobody" must reach the socket
-    fake = testing::use_fake_nvml(
-        dir, std::string(kA40) + "\n" + kA40 + "\n" + kA40 + " limit_w=280\n" +  // gpu2 is not at its default
-                 "persist " + dir.file("gpu_limits") + "\n");
-    testing::write_file(config, R"({"socket": ")" + socket + R"(", "socket_mode": "0666", "state_file": ")" + state +
-                                    R"(", "allow": [{"user": "nobody", "gpus": [1]}]})");
-    start();
-  }
-  ~Jouled() {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      testing::wait_process(pid, 10);
-    }
-  }
-  void start() {
-    unlink(socket.c_str());
-    pid = testing::start_process({JOULED_BINARY, "--config", config}, {{"JOULE_NVML_LIBRARY", fake.library_path}},
-                                 dir.file("out" + std::to_string(starts)), dir.file("err" + std::to_string(starts)));
-    ++starts;
-    for (int i = 0; i < 500 && access(socket.c_str(), F_OK) != 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ASSERT_EQ(access(socket.c_str(), F_OK), 0) << testing::read_file(dir.file("err" + std::to_string(starts - 1)));
-  }
-  std::string daemon_log() const {
-    std::string all;
-    for (int i = 0; i < starts; ++i) all += testing::read_file(dir.file("err" + std::to_string(i)));
-    return all;
-  }
+struct Jouled : testing::JouledProcess {
+  Jouled() : JouledProcess(with_access_rule()) { start(); }
   double limit_w(unsigned gpu) {
     DaemonClient client(socket);
     return client.call({{"op", "state"}})["gpus"][gpu]["power_limit_w"].get<double>();
@@ -157,8 +124,8 @@ TEST(JouledTest, ClientKilledWithSigkillHasItsLimitBackWithinOneSecond) {
   while (std::chrono::steady_clock::now() - killed < std::chrono::seconds(1) && (limit = jouled.limit_w(0)) != 300.0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT_DOUBLE_EQ(limit, 300.0) << jouled.daemon_log();
-  EXPECT_NE(jouled.daemon_log().find("restore gpu0 150.0 W -> 300.0 W"), std::string::npos) << jouled.daemon_log();
+  EXPECT_DOUBLE_EQ(limit, 300.0) << jouled.log();
+  EXPECT_NE(jouled.log().find("restore gpu0 150.0 W -> 300.0 W"), std::string::npos) << jouled.log();
 }
 
 TEST(JouledTest, DaemonKilledAndRestartedRestoresWhatItHadChanged) {
@@ -173,7 +140,7 @@ TEST(JouledTest, DaemonKilledAndRestartedRestoresWhatItHadChanged) {
   // ...and the new instance puts it back from its state file.
   EXPECT_DOUBLE_EQ(jouled.limit_w(1), 300.0);
   EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 300000");
-  EXPECT_NE(jouled.daemon_log().find("recover: gpu1 120.0 W -> 300.0 W"), std::string::npos) << jouled.daemon_log();
+  EXPECT_NE(jouled.log().find("recover: gpu1 120.0 W -> 300.0 W"), std::string::npos) << jouled.log();
 }
 
 TEST(JouledTest, UnauthorisedUserIsRefusedWithTheReasonAndPerGpuRulesApply) {
@@ -189,7 +156,7 @@ TEST(JouledTest, UnauthorisedUserIsRefusedWithTheReasonAndPerGpuRulesApply) {
   EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{
                                     "nvmlDeviceSetPowerManagementLimit device=1 limit_mw=200000",
                                     "nvmlDeviceSetPowerManagementLimit device=1 limit_mw=300000"}));
-  EXPECT_NE(jouled.daemon_log().find("refused set_power_limit gpu0 from nobody"), std::string::npos);
+  EXPECT_NE(jouled.log().find("refused set_power_limit gpu0 from nobody"), std::string::npos);
 }
 
 TEST(JouledTest, SecondClientIsRefusedWhileTheFirstHoldsTheGpu) {
@@ -383,15 +350,15 @@ TEST(JouledClockTest, ClientKilledWithSigkillHasItsClockLocksUndoneWithinOneSeco
   while (std::chrono::steady_clock::now() - killed < std::chrono::seconds(1) && jouled.clock_lock(0, "sm") != "unlocked") {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT_EQ(jouled.clock_lock(0, "sm"), "unlocked") << jouled.daemon_log();
-  EXPECT_EQ(jouled.clock_lock(0, "memory"), "unlocked") << jouled.daemon_log();
+  EXPECT_EQ(jouled.clock_lock(0, "sm"), "unlocked") << jouled.log();
+  EXPECT_EQ(jouled.clock_lock(0, "memory"), "unlocked") << jouled.log();
   EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{
                                     "nvmlDeviceSetGpuLockedClocks device=0 min_mhz=210 max_mhz=990",
                                     "nvmlDeviceSetMemoryLockedClocks device=0 min_mhz=405 max_mhz=405",
                                     "nvmlDeviceResetGpuLockedClocks device=0",
                                     "nvmlDeviceResetMemoryLockedClocks device=0"}));
   // The audit log names who, which GPU, the old and new lock.
-  const std::string log = jouled.daemon_log();
+  const std::string log = jouled.log();
   EXPECT_NE(log.find("set gpu0 sm clock unlocked -> 210-990 MHz for root (uid 0, pid"), std::string::npos) << log;
   EXPECT_NE(log.find("restore gpu0 300.0 W -> 300.0 W, sm clock 210-990 MHz -> unlocked, memory clock 405-405 MHz -> "
                      "unlocked: root (uid 0, pid"),
@@ -412,9 +379,9 @@ TEST(JouledClockTest, DaemonKilledAndRestartedUndoesTheLocksItHadApplied) {
   // ...and the new instance undoes it from its state file, though the driver cannot say which lock it holds.
   EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 300000");
   EXPECT_EQ(jouled.clock_lock(1, "sm"), "unlocked");
-  EXPECT_NE(jouled.daemon_log().find("recover: gpu1 150.0 W -> 300.0 W, sm clock unknown -> unlocked"),
+  EXPECT_NE(jouled.log().find("recover: gpu1 150.0 W -> 300.0 W, sm clock unknown -> unlocked"),
             std::string::npos)
-      << jouled.daemon_log();
+      << jouled.log();
 }
 
 TEST(JouledClockTest, LocksFollowTheRulesAndBadLocksAreRefusedWithoutADriverCall) {
@@ -527,7 +494,7 @@ TEST(JouledClockTest, TheLibraryAndASweepLockClocksThroughTheDaemon) {
     for (int d = 1; d >= 0; --d) expected.push_back(fmt::format("nvmlDeviceResetGpuLockedClocks device={}", d));
   }
   EXPECT_EQ(sweep_calls, expected);
-  EXPECT_NE(jouled.daemon_log().find("set gpu1 sm clock unlocked -> 210-795 MHz"), std::string::npos);
+  EXPECT_NE(jouled.log().find("set gpu1 sm clock unlocked -> 210-795 MHz"), std::string::npos);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "common/jouled_process.h"
 #include "common/test_support.h"
 #include "joule/daemon/client.h"
 #include "joule/error.h"
@@ -48,69 +49,8 @@ void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<doubl
 
 // --- jouled ------------------------------------------------------------------
 
-// SM clocks 210-1740 MHz in 15 MHz steps, memory clocks 405 and 7251 MHz.
-constexpr const char* kA40 =
-    "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300 max_sm_mhz=1740 min_sm_mhz=210 sm_step_mhz=15 "
-    "mem_clocks_mhz=405,7251";
-constexpr double kOriginalLimitW[] = {300, 300, 280};  // gpu2 is not at its default
-
-struct Jouled {
-  TempDir dir;
-  testing::FakeNvml fake;
-  std::string socket = dir.file("jouled.sock");
-  std::string config = dir.file("jouled.conf");
-  std::string state = dir.file("jouled.state");
-  pid_t pid = -1;
-  int starts = 0;
-
-  // more: further lines of the fake's config (injected errors).
-  explicit Jouled(const std::string& more = "") {
-    fake = testing::use_fake_nvml(dir, std::string(kA40) + "\n" + kA40 + "\n" + kA40 + " limit_w=280\npersist " +
-                                           dir.file("gpu_limits") + "\n" + more);
-    testing::write_file(config, R"({"socket": ")" + socket + R"(", "socket_mode": "0600", "state_file": ")" + state +
-                                    R"("})");
-  }
-  ~Jouled() {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      testing::wait_process(pid, 10);
-    }
-  }
-  // Starts jouled; wait: until its socket is there (it recovered first).
-  void start(bool wait = true) {
-    pid = testing::start_process({JOULED_BINARY, "--config", config}, {{"JOULE_NVML_LIBRARY", fake.library_path}},
-                                 dir.file("out" + std::to_string(starts)), dir.file("err" + std::to_string(starts)));
-    ++starts;
-    if (!wait) return;
-    // The socket of a killed jouled stays behind: wait for one that answers.
-    for (int i = 0; i < 500; ++i) {
-      try {
-        daemon::DaemonClient(socket).call({{"op", "state"}});
-        return;
-      } catch (const DeviceError&) {
-        sleep_s(0.01);
-      }
-    }
-    FAIL() << "jouled did not come up: " << log();
-  }
-  void kill_hard() {
-    kill(pid, SIGKILL);
-    testing::wait_process(pid, 10);
-    pid = -1;
-  }
-  int stop() {
-    kill(pid, SIGTERM);
-    const int code = testing::wait_process(pid, 10);
-    pid = -1;
-    return code;
-  }
-  std::string log() const {
-    std::string all;
-    for (int i = 0; i < starts; ++i) all += testing::read_file(dir.file("err" + std::to_string(i)));
-    return all;
-  }
-  nlohmann::json gpus() { return daemon::DaemonClient(socket).call({{"op", "state"}})["gpus"]; }
-};
+using Jouled = testing::JouledProcess;
+constexpr const auto& kOriginalLimitW = testing::kFakeA40LimitsW;
 
 // A client process that changes limits and clocks at random until jouled
 // goes away; it then writes the error it got to its pipe and exits.
@@ -265,9 +205,11 @@ TEST(KillTest, JouledKilledAtRandomPointsRestoresTheOriginalSettingsOnRestart) {
 // is logged and kept in the state file, the GPU freed; a normal stop keeps
 // it, and the next start puts the limit back.
 TEST(KillTest, ARestoreTheDriverRefusesIsKeptAndDoneOnTheNextStart) {
-  Jouled jouled(
+  testing::JouledOptions failing_restores;
+  failing_restores.fake_extra =
       "error function=nvmlDeviceSetPowerManagementLimit device=0 code=999 after_calls=1\n"
-      "error function=nvmlDeviceSetPowerManagementLimit device=1 code=999\n");
+      "error function=nvmlDeviceSetPowerManagementLimit device=1 code=999\n";
+  Jouled jouled(failing_restores);
   jouled.start();
   {
     daemon::DaemonClient client(jouled.socket);
