@@ -11,15 +11,26 @@
 
 namespace joule::attribution {
 
+// How the driver's buffered samples average power: each over the last
+// cover_s before its stamp (0: the whole interval since the sample before).
+// It decides which regions an observation saw, so a wrong cover biases every
+// region's power towards the mean. An H100's 20 ms samples seem to cover only
+// their last ~10 ms (docs/measurement.md); the cover that fits best leaves the
+// least residual (Attribution::residual_rms_w), which is how to find it.
+struct SampleModel {
+  double cover_s = 0.0;
+};
+
 // One GPU's share of a window, by region. Times are on the window's own
 // scale (seconds from its beginning: the fit's precision does not depend on
 // how long the monitor has run).
 Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionRecorder& regions, double begin_s,
-                          double end_s, double window_energy_j, const AttributionOptions& options = {});
+                          double end_s, double window_energy_j, const AttributionOptions& options = {},
+                          SampleModel samples = {});
 
 // Every GPU of a window that ended on monitor; settle it first (Monitor::settle)
 // so that its energy is final and the samples reach its end.
 std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& settled, const RegionRecorder& regions,
-                                          const AttributionOptions& options = {});
+                                          const AttributionOptions& options = {}, SampleModel samples = {});
 
 }  // namespace joule::attribution
