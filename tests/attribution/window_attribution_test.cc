@@ -261,8 +261,8 @@ TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual)
   const double step_j = 0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90;
   const double window_j = kSteps * step_j;
 
-  const Attribution right = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, {0.010});
-  const Attribution whole = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, {0.0});
+  const Attribution right = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, SampleModel{0.010});
+  const Attribution whole = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, SampleModel{0.0});
   const auto region = [&](const Attribution& a, const std::string& name) {
     const auto at = std::find(recorder.names().begin(), recorder.names().end(), name) - recorder.names().begin();
     return a.regions.at(static_cast<std::size_t>(at));
@@ -285,6 +285,14 @@ TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual)
   EXPECT_GT(worst_whole, 2 * worst_right);
   EXPECT_LT(right.residual_rms_w, 0.5 * whole.residual_rms_w);
   EXPECT_NEAR(right.baseline_w, 90.0, 3.0);
+
+  // Left to find the cover, it finds the fake's 10 ms and says so.
+  const Attribution found = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j);
+  EXPECT_NEAR(region(found, "matmul").power_w, 650.0, 0.02 * 650.0);
+  EXPECT_NE(std::find_if(found.notes.begin(), found.notes.end(),
+                         [](const std::string& n) { return n.find("average their last 10 ms (of 20 ms") != n.npos; }),
+            found.notes.end())
+      << ::testing::PrintToString(found.notes);
 }
 
 TEST(RegionRecorderTest, NestedRegionsPauseTheOuterOneAndErrorsNameTheRegions) {

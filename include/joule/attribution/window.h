@@ -3,6 +3,7 @@
 // window's exact energy per GPU, into attribute().
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "joule/attribution/attribution.h"
@@ -18,7 +19,10 @@ namespace joule::attribution {
 // their last ~10 ms (docs/measurement.md); the cover that fits best leaves the
 // least residual (Attribution::residual_rms_w), which is how to find it.
 struct SampleModel {
-  double cover_s = 0.0;
+  // None (the default): the cover is found, in whole milliseconds up to the
+  // samples' interval, as the one whose fit leaves the least residual; the
+  // result's notes say which.
+  std::optional<double> cover_s;
 };
 
 // One GPU's share of a window, by region. Times are on the window's own
