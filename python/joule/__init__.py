@@ -6,10 +6,17 @@
         train_one_epoch()
     print(w.measurement.total_energy_j, w.measurement.elapsed_s)
 
+Energy per region of a training step (issue 32): joule.RegionRecorder marks
+regions on a monitor's clock, joule.attribute(monitor, settled, recorder)
+splits a window's energy among them (one joule.Attribution per GPU), and
+joule.attribution formats the result (format_table, to_json);
+joule.torch.attribute(model, monitor) records a model's modules.
+
 See joule.torch for PyTorch helpers, and joule.BatchSizeClient (joule.service)
 for a client of the `joule serve` batch-size service.
 """
 from ._joule import (  # noqa: F401
+    Attribution,
     BatchSizeOptimizer,
     DeviceError,
     Error,
@@ -17,12 +24,17 @@ from ._joule import (  # noqa: F401
     Measurement,
     Monitor,
     PowerLimitOptimizer,
+    Region,
+    RegionEnergy,
+    RegionRecorder,
     UsageError,
     Window,
+    attribute,
     devices,
 )
 
 __all__ = [
+    "Attribution",
     "BatchSizeClient",
     "BatchSizeOptimizer",
     "DeviceError",
@@ -31,9 +43,13 @@ __all__ = [
     "Measurement",
     "Monitor",
     "PowerLimitOptimizer",
+    "Region",
+    "RegionEnergy",
+    "RegionRecorder",
     "ServiceError",
     "UsageError",
     "Window",
+    "attribute",
     "devices",
 ]
 
@@ -42,6 +58,12 @@ _SERVICE_NAMES = ("BatchSizeClient", "ServiceError")
 
 
 def __getattr__(name):
+    # joule.attribution (format_table, to_json): a submodule, not in __all__
+    # (which lists the compiled module's names and the service's).
+    if name == "attribution":
+        import importlib
+
+        return importlib.import_module(".attribution", __name__)
     if name in _SERVICE_NAMES:
         from . import service
 
@@ -50,4 +72,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SERVICE_NAMES))
+    return sorted(set(globals()) | set(_SERVICE_NAMES) | {"attribution"})

@@ -16,6 +16,7 @@ same optimizer into a Trainer: Trainer(callbacks=[joule.torch.LightningCallback(
 joule.torch.BatchSizeRecurrence(client, job, monitor=monitor) runs one
 recurrence of a job on a `joule serve` batch-size service (see its docstring).
 """
+import collections
 import contextlib
 import warnings
 import weakref
@@ -338,3 +339,274 @@ class BatchSizeRecurrence:
                 except Exception:  # closing only; nothing is reported
                     pass
         self._probe = self._window = None
+
+
+def _tensors(value) -> List["torch.Tensor"]:
+    """The tensors a module's forward took or returned, as torch's backward
+    hooks see them: a tensor, or the tensors of a tuple (not nested, not in
+    dicts or lists)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    return []
+
+
+class RegionAttribution:
+    """Records the regions of a training step from a model's modules, for
+    joule.attribute: each module at `depth` (0: the model itself, 1: its
+    direct children, 2: theirs, ...; named by their path in named_modules())
+    records "<path>.forward" and "<path>.backward", an optimizer's step
+    "optimizer.step", and region(name) any block of yours.
+
+        monitor = joule.Monitor(synchronize=joule.torch.synchronizer())
+        with joule.torch.attribute(model, monitor, optimizer=opt) as session:
+            with monitor.window("train") as w:
+                for x, y in loader:
+                    with session.region("data"):
+                        x, y = x.cuda(), y.cuda()
+                    opt.zero_grad()
+                    loss_fn(model(x), y).backward()
+                    opt.step()
+        for gpu, a in enumerate(session.result(monitor.settle(w.measurement, timeout_s=5.0))):
+            print(joule.attribution.format_table(a, gpu_label=f"GPU {gpu}"))
+
+    The window should last many steps (tens of seconds on a real GPU): the
+    fit needs the steps' phase to drift against the driver's power samples.
+
+    Edges are host instants: the hooks run on the host when the module is
+    called, not when its kernels run on the GPU. With a Monitor made with a
+    synchronize (e.g. joule.torch.synchronizer()) every edge waits for the
+    GPU first, which makes them GPU instants at the cost of a sync per edge
+    (two per module per pass). Recording with CUDA events on the GPU's own
+    clock is planned.
+
+    Backward regions use full backward hooks (register_full_backward_pre_hook
+    where torch has it, else a hook on the output tensor for the start), so
+    torch wraps the modules' inputs and outputs: an in-place operation on a
+    hooked module's output (nn.ReLU(inplace=True) right after it) makes
+    autograd raise; pick a depth where that does not happen. A call whose
+    inputs need no gradient (the first layer) ends its backward region when
+    its last parameter's gradient is computed (torch calls its module
+    backward hook too early there). A call whose forward returns no tensor
+    requiring grad (a dict, a dataclass), or with neither inputs nor
+    parameters requiring grad, gets no backward region (its time counts as
+    idle) and a line in notes. Backward regions of branches that autograd
+    interleaves (a residual block at depth 2) are closed around each other;
+    notes says where. phases=False records forward regions only.
+
+    On exit every hook is removed and the optimizer's step restored; regions
+    left open (an exception in forward) are closed. result(measurement,
+    **options) calls joule.attribute with this session's recorder: one
+    joule.Attribution per GPU.
+    """
+
+    def __init__(self, model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
+                 optimizer: Optional["torch.optim.Optimizer"] = None) -> None:
+        if depth < 0:
+            raise ValueError("joule.torch.attribute: depth must be >= 0")
+        from . import RegionRecorder
+
+        self.model = model
+        self.monitor = monitor
+        self.depth = depth
+        self.phases = phases
+        self.optimizer = optimizer
+        self.recorder = RegionRecorder(monitor)
+        self.notes: List[str] = []
+        self._noted: set = set()
+        self._open: List[str] = []  # mirrors the recorder's stack
+        self._calls: List[Any] = []  # per hooked module: its calls whose backward is expected
+        self._handles: List[Any] = []
+        self._step = None  # the optimizer's own step, while wrapped
+
+    # The modules at the depth, by path.
+    def modules(self) -> List[Tuple[str, "torch.nn.Module"]]:
+        out = []
+        for path, module in self.model.named_modules():
+            level = 0 if path == "" else path.count(".") + 1
+            if level == self.depth:
+                out.append((path or type(self.model).__name__, module))
+        return out
+
+    def __enter__(self) -> "RegionAttribution":
+        try:
+            for path, module in self.modules():
+                self._hook(path, module)
+            if self.optimizer is not None:
+                self._wrap_step()
+        except BaseException:
+            self._remove()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self._remove()
+        return False
+
+    def region(self, name: str):
+        """A block of yours as a region: `with session.region("data"): ...`."""
+        return _SessionRegion(self, name)
+
+    def result(self, measurement, **options) -> list:
+        """joule.attribute(monitor, measurement, recorder, **options): one
+        joule.Attribution per GPU. Settle the measurement first."""
+        from . import attribute
+
+        return attribute(self.monitor, measurement, self.recorder, **options)
+
+    # -- recording --------------------------------------------------------
+
+    def _note(self, key: str, text: str) -> None:
+        if key not in self._noted:
+            self._noted.add(key)
+            self.notes.append(text)
+
+    def _begin(self, name: str) -> None:
+        if name in self._open:  # left open (an exception, a backward that never came): close it first
+            self._note(f"reopened {name}", f"{name}: began again while still open; the open call was closed")
+            self._end(name)
+        self.recorder.begin(name)
+        self._open.append(name)
+
+    def _end(self, name: str) -> None:
+        if name not in self._open:
+            self._note(f"not open {name}", f"{name}: ended without having begun; that edge was skipped")
+            return
+        inner = self._open[self._open.index(name) + 1:]
+        if inner:  # interleaved (autograd ran branches around each other)
+            self._note(f"interleaved {name}", f"{name} ended while {', '.join(inner)} inside it ran: "
+                       "those were closed and begun again (each such call counts twice)")
+        for other in reversed(inner):
+            self.recorder.end(other)
+            self._open.pop()
+        self.recorder.end(name)
+        self._open.pop()
+        for other in inner:
+            self.recorder.begin(other)
+            self._open.append(other)
+
+    def _hook(self, path: str, module: "torch.nn.Module") -> None:
+        forward, backward = f"{path}.forward", f"{path}.backward"
+        pre_hook_api = hasattr(module, "register_full_backward_pre_hook")
+        params = [p for p in module.parameters() if p.requires_grad]
+        # Per call whose backward is expected, in order: how it ends. "hooks":
+        # torch's full backward hook (the inputs need grad); "params": once
+        # every parameter's gradient was computed (no input needs grad: torch
+        # calls the module's backward hooks before its backward runs).
+        calls: "collections.deque" = collections.deque()
+
+        def forward_pre(mod, args):
+            self._begin(forward)
+
+        def forward_post(mod, args, output):
+            self._end(forward)
+            if not self.phases or not torch.is_grad_enabled():
+                return None
+            outputs = [t for t in _tensors(output) if t.requires_grad]
+            if not outputs:
+                self._note(f"no output {path}", f"{backward}: not recorded (forward returns no tensor requiring "
+                           f"grad that torch's module backward hooks see: {type(output).__name__})")
+                return None
+            if any(t.requires_grad for t in _tensors(args)):
+                calls.append(["hooks"])
+                if not pre_hook_api:
+                    outputs[0].register_hook(start_hooks)
+            elif params:
+                calls.append(["params", set()])
+                outputs[0].register_hook(start_params)
+            else:
+                self._note(f"no grad {path}", f"{backward}: not recorded (neither its inputs nor its "
+                           "parameters require grad)")
+            return None
+
+        def start_hooks(*_):
+            if calls and calls[0][0] == "hooks":
+                self._begin(backward)
+            return None
+
+        def start_params(*_):
+            if calls and calls[0][0] == "params":
+                self._begin(backward)
+            return None
+
+        def end_hooks(mod, grad_input, grad_output):
+            if calls and calls[0][0] == "hooks":
+                calls.popleft()
+                self._end(backward)
+            return None
+
+        def param_done(index):
+            def hook(grad):
+                if calls and calls[0][0] == "params" and backward in self._open:
+                    seen = calls[0][1]
+                    seen.add(index)
+                    if len(seen) == len(params):
+                        calls.popleft()
+                        self._end(backward)
+                return None
+            return hook
+
+        self._handles.append(module.register_forward_pre_hook(forward_pre))
+        self._handles.append(module.register_forward_hook(forward_post))
+        if self.phases:
+            if pre_hook_api:
+                self._handles.append(module.register_full_backward_pre_hook(lambda mod, grad_output: start_hooks()))
+            self._handles.append(module.register_full_backward_hook(end_hooks))
+            for index, p in enumerate(params):
+                self._handles.append(p.register_hook(param_done(index)))
+        self._calls.append(calls)
+
+    def _wrap_step(self) -> None:
+        optimizer = self.optimizer
+        step = optimizer.step  # a bound method (or whatever was there)
+        had_own = "step" in vars(optimizer)
+
+        def wrapped(*args, **kwargs):
+            self._begin("optimizer.step")
+            try:
+                return step(*args, **kwargs)
+            finally:
+                self._end("optimizer.step")
+
+        optimizer.step = wrapped
+        self._step = (step, had_own)
+
+    def _remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        if self._step is not None:
+            step, had_own = self._step
+            if had_own:
+                self.optimizer.step = step
+            else:
+                del self.optimizer.step
+            self._step = None
+        while self._open:
+            name = self._open[-1]
+            self._note(f"left open {name}", f"{name}: still open when the session ended; closed there")
+            self._end(name)
+        for calls in self._calls:
+            calls.clear()
+        self._calls.clear()
+
+
+class _SessionRegion:
+    def __init__(self, session: RegionAttribution, name: str) -> None:
+        self.session, self.name = session, name
+
+    def __enter__(self) -> "_SessionRegion":
+        self.session._begin(self.name)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self.session._end(self.name)
+        return False
+
+
+def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
+              optimizer: Optional["torch.optim.Optimizer"] = None) -> RegionAttribution:
+    """Records a model's regions for energy attribution: a context manager
+    (see RegionAttribution). phases=False records forward regions only."""
+    return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer)

@@ -8,13 +8,18 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "joule/attribution/attribution.h"
+#include "joule/attribution/regions.h"
+#include "joule/attribution/window.h"
 #include "joule/cluster/node_report.h"
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
@@ -81,6 +86,7 @@ class PyMonitor {
         (*fn)();
       };
       synchronize_ = fn;
+      synchronize_call_ = options.synchronize;
     }
     monitor_ = std::make_unique<joule::Monitor>(devices_, options);
   }
@@ -90,10 +96,13 @@ class PyMonitor {
   }
   joule::Monitor& monitor() { return *monitor_; }
   const joule::Devices& devices() const { return devices_; }
+  // The caller's synchronize (taking the GIL around the Python call), or empty.
+  const std::function<void()>& synchronize() const { return synchronize_call_; }
 
  private:
   joule::Devices devices_;
   std::shared_ptr<py::function> synchronize_;
+  std::function<void()> synchronize_call_;
   std::unique_ptr<joule::Monitor> monitor_;
 };
 
@@ -125,6 +134,89 @@ class PyWindow {
   std::string name_;
   std::optional<joule::Measurement> measurement_;
 };
+
+// Regions on a Monitor's clock (joule.RegionRecorder). The Python object
+// keeps its monitor alive (keep_alive), so the sampler's clock outlives it.
+class PyRegionRecorder {
+ public:
+  explicit PyRegionRecorder(PyMonitor& monitor)
+      : synchronized_(static_cast<bool>(monitor.synchronize())),
+        // Aliasing, not owning: the monitor (kept alive) owns the clock.
+        recorder_(std::shared_ptr<const joule::Clock>(std::shared_ptr<const joule::Clock>(),
+                                                      &monitor.monitor().sampler().clock()),
+                  monitor.synchronize()) {}
+  // With a synchronize, an edge waits for the GPU: release the GIL (the
+  // synchronize takes it back for the Python call). Without, an edge is a
+  // clock read: keep it.
+  void begin(const std::string& name) {
+    if (synchronized_) {
+      py::gil_scoped_release release;
+      recorder_.begin(name);
+    } else {
+      recorder_.begin(name);
+    }
+  }
+  void end(const std::string& name) {
+    if (synchronized_) {
+      py::gil_scoped_release release;
+      recorder_.end(name);
+    } else {
+      recorder_.end(name);
+    }
+  }
+  const joule::attribution::RegionRecorder& recorder() const { return recorder_; }
+  bool synchronized() const { return synchronized_; }
+
+ private:
+  bool synchronized_;
+  joule::attribution::RegionRecorder recorder_;
+};
+
+// `with recorder.region("data"):` ...
+class PyRegion {
+ public:
+  PyRegion(PyRegionRecorder& recorder, std::string name) : recorder_(recorder), name_(std::move(name)) {}
+  PyRegion& enter() {
+    recorder_.begin(name_);
+    return *this;
+  }
+  bool exit(const py::object&, const py::object&, const py::object&) {
+    recorder_.end(name_);
+    return false;  // exceptions propagate
+  }
+  const std::string& name() const { return name_; }
+
+ private:
+  PyRegionRecorder& recorder_;
+  std::string name_;
+};
+
+py::dict region_energy_dict(const joule::attribution::RegionEnergy& r) {
+  return py::dict("name"_a = r.name, "calls"_a = r.calls, "gpu_time_s"_a = r.gpu_time_s, "resolved"_a = r.resolved,
+                  "power_w"_a = r.power_w, "power_above_baseline_w"_a = r.power_above_baseline_w,
+                  "energy_j"_a = r.energy_j, "energy_per_call_j"_a = r.energy_per_call_j, "share"_a = r.share,
+                  "energy_low_j"_a = r.energy_low_j, "energy_high_j"_a = r.energy_high_j,
+                  "energy_std_j"_a = r.energy_std_j);
+}
+
+py::dict attribution_dict(const joule::attribution::Attribution& a) {
+  py::list regions;
+  for (const auto& r : a.regions) regions.append(region_energy_dict(r));
+  return py::dict("regions"_a = regions, "baseline_w"_a = a.baseline_w, "baseline_low_w"_a = a.baseline_low_w,
+                  "baseline_high_w"_a = a.baseline_high_w, "baseline_estimated"_a = a.baseline_estimated,
+                  "baseline_separated"_a = a.baseline_separated, "idle_time_s"_a = a.idle_time_s,
+                  "idle_energy_j"_a = a.idle_energy_j, "window_energy_j"_a = a.window_energy_j,
+                  "model_energy_j"_a = a.model_energy_j, "scale"_a = a.scale, "observations"_a = a.observations,
+                  "residual_rms_w"_a = a.residual_rms_w, "notes"_a = a.notes);
+}
+
+std::string repr_number(double x, int digits) {
+  if (std::isnan(x)) return "nan";
+  std::ostringstream out;
+  out.precision(digits);
+  out << x;
+  return out.str();
+}
 
 py::list profile_rows(const std::vector<joule::PowerLimitProfileRow>& rows) {
   py::list out;
@@ -271,6 +363,99 @@ PYBIND11_MODULE(_joule, m) {
         return gpus;
       })
       .def_property_readonly("simulated", [](const PyMonitor& self) { return self.devices().simulated(); });
+
+  // Energy per region (issue 32): regions recorded on the monitor's clock,
+  // attributed over a settled window from the sampler's power data.
+  py::class_<PyRegion>(m, "Region")
+      .def("__enter__", &PyRegion::enter, py::return_value_policy::reference)
+      .def("__exit__", &PyRegion::exit)
+      .def_property_readonly("name", &PyRegion::name)
+      .def("__repr__", [](const PyRegion& r) { return "<Region '" + r.name() + "'>"; });
+
+  py::class_<PyRegionRecorder>(m, "RegionRecorder")
+      .def(py::init<PyMonitor&>(), "monitor"_a, py::keep_alive<1, 2>(),
+           "Marks when regions of a training step run, on the monitor's clock. A region begun inside another "
+           "pauses it until it ends. Edges are host instants unless the monitor was made with a synchronize, "
+           "which then runs at every edge. One recorder per training thread.")
+      .def("begin", &PyRegionRecorder::begin, "name"_a)
+      .def("end", &PyRegionRecorder::end, "name"_a,
+           "Ends the innermost open region, which must be `name` (UsageError otherwise).")
+      .def(
+          "region", [](PyRegionRecorder& self, const std::string& name) { return PyRegion(self, name); }, "name"_a,
+          py::keep_alive<0, 1>(), "A context manager: begin(name) on entry, end(name) on exit.")
+      .def_property_readonly("names", [](const PyRegionRecorder& self) { return self.recorder().names(); })
+      .def_property_readonly("open_regions",
+                             [](const PyRegionRecorder& self) { return self.recorder().open_regions(); })
+      .def_property_readonly("synchronized", &PyRegionRecorder::synchronized)
+      .def("__repr__", [](const PyRegionRecorder& self) {
+        return "<RegionRecorder " + std::to_string(self.recorder().names().size()) + " regions, " +
+               std::to_string(self.recorder().open_regions()) + " open>";
+      });
+
+  using joule::attribution::Attribution;
+  using joule::attribution::RegionEnergy;
+  py::class_<RegionEnergy>(m, "RegionEnergy")
+      .def_readonly("name", &RegionEnergy::name)
+      .def_readonly("calls", &RegionEnergy::calls)
+      .def_readonly("gpu_time_s", &RegionEnergy::gpu_time_s)
+      .def_readonly("resolved", &RegionEnergy::resolved)
+      .def_readonly("power_w", &RegionEnergy::power_w)
+      .def_readonly("power_above_baseline_w", &RegionEnergy::power_above_baseline_w)
+      .def_readonly("energy_j", &RegionEnergy::energy_j)
+      .def_readonly("energy_per_call_j", &RegionEnergy::energy_per_call_j)
+      .def_readonly("share", &RegionEnergy::share)
+      .def_readonly("energy_low_j", &RegionEnergy::energy_low_j)
+      .def_readonly("energy_high_j", &RegionEnergy::energy_high_j)
+      .def_readonly("energy_std_j", &RegionEnergy::energy_std_j)
+      .def("to_dict", &region_energy_dict)
+      .def("__repr__", [](const RegionEnergy& r) {
+        return "<RegionEnergy '" + r.name + "' " + std::to_string(r.calls) + " calls, " +
+               repr_number(r.gpu_time_s, 4) + " s, " + repr_number(r.energy_j, 5) + " J (" +
+               repr_number(100.0 * r.share, 3) + "%)" + (r.resolved ? "" : ", not resolved") + ">";
+      });
+
+  py::class_<Attribution>(m, "Attribution")
+      .def_readonly("regions", &Attribution::regions)
+      .def_readonly("baseline_w", &Attribution::baseline_w)
+      .def_readonly("baseline_low_w", &Attribution::baseline_low_w)
+      .def_readonly("baseline_high_w", &Attribution::baseline_high_w)
+      .def_readonly("baseline_estimated", &Attribution::baseline_estimated)
+      .def_readonly("baseline_separated", &Attribution::baseline_separated)
+      .def_readonly("idle_time_s", &Attribution::idle_time_s)
+      .def_readonly("idle_energy_j", &Attribution::idle_energy_j)
+      .def_readonly("window_energy_j", &Attribution::window_energy_j)
+      .def_readonly("model_energy_j", &Attribution::model_energy_j)
+      .def_readonly("scale", &Attribution::scale)
+      .def_readonly("observations", &Attribution::observations)
+      .def_readonly("residual_rms_w", &Attribution::residual_rms_w)
+      .def_readonly("notes", &Attribution::notes)
+      .def("to_dict", &attribution_dict, "Plain dicts, lists and floats (NaN kept), e.g. for json.dumps.")
+      .def("__repr__", [](const Attribution& a) {
+        return "<Attribution " + std::to_string(a.regions.size()) + " regions, " +
+               repr_number(a.window_energy_j, 6) + " J, baseline " +
+               (a.baseline_separated ? repr_number(a.baseline_w, 4) + " W" + (a.baseline_estimated ? "" : " (given)")
+                                     : std::string("not separated")) +
+               ", scale " + repr_number(a.scale, 4) + ", " + std::to_string(a.notes.size()) + " notes>";
+      });
+
+  m.def(
+      "attribute",
+      [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
+         std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
+         std::uint64_t seed) {
+        joule::attribution::AttributionOptions options;
+        options.baseline_w = baseline_w;
+        options.bootstrap_rounds = bootstrap_rounds;
+        options.confidence = confidence;
+        options.block_s = block_s;
+        options.seed = seed;
+        py::gil_scoped_release release;
+        return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options);
+      },
+      "monitor"_a, "measurement"_a, "recorder"_a, "baseline_w"_a = py::none(), "bootstrap_rounds"_a = 200,
+      "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1,
+      "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
+      "one Attribution per GPU. Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   py::class_<joule::PowerLimitOptimizer>(m, "PowerLimitOptimizer")
       .def(py::init([](PyMonitor& monitor, const std::string& objective, double eta, double max_slowdown, bool observer,
