@@ -53,7 +53,8 @@ def _interval(energy_j: float, low_j: float, high_j: float) -> str:
         above, below = high_j - energy_j, energy_j - low_j
         wider = max(above, below)
         if above >= 0 and below >= 0 and (abs(above - below) <= 0.2 * wider or wider <= 1e-4 * energy_j):
-            return f"+-{100.0 * wider / energy_j:.2g}%"
+            percent = 100.0 * wider / energy_j
+            return f"+-{percent:.2f}%" if percent < 10 else f"+-{percent:.0f}%"
     return f"[{_energy(low_j)}, {_energy(high_j)}]"
 
 
