@@ -47,6 +47,25 @@ int joule_settle_window(joule_session* session, const char* name, double timeout
 int joule_end_window_settled(joule_session* session, const char* name, double timeout_s, char* out,
                              size_t out_len);
 
+/* Regions of a training step, for per-region energy attribution
+ * (docs/attribution.md): they nest (a region begun inside another pauses it);
+ * joule_region_end must name the innermost open one. Edges are host instants:
+ * synchronise the GPU first where they should be the GPU's. */
+int joule_region_begin(joule_session* session, const char* name);
+int joule_region_end(joule_session* session, const char* name);
+/* Splits the energy of the most recently ended window of that name, settled
+ * (joule_end_window_settled, or joule_settle_window), among the regions, per
+ * GPU: writes a JSON array with one object per GPU (regions[] with name,
+ * calls, gpu_time_s, resolved, power_w, power_above_baseline_w, energy_j,
+ * energy_per_call_j, share, energy_low_j, energy_high_j, energy_std_j; then
+ * baseline_w and its interval, baseline_estimated, baseline_separated,
+ * idle_time_s, idle_energy_j, window_energy_j, model_energy_j, scale,
+ * observations, residual_rms_w, notes[]; null where there is no estimate).
+ * options_json (may be NULL): {"baseline_w": 90, "bootstrap_rounds": 200,
+ * "confidence": 0.9, "block_s": 1.0, "seed": 1, "sample_cover_ms": 10}
+ * (without sample_cover_ms the samples' cover is found by the fit). */
+int joule_attribute_window(joule_session* session, const char* window_name, const char* options_json, char* out,
+                           size_t out_len);
 /* Training-loop callbacks of the power-limit optimizer (no-ops without one). */
 int joule_on_epoch_begin(joule_session* session);
 int joule_on_step_begin(joule_session* session);

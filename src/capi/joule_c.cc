@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "joule/attribution/json.h"
+#include "joule/attribution/window.h"
 #include "joule/device/discovery.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
@@ -19,6 +21,7 @@ struct joule_session {
   std::unique_ptr<joule::PowerLimitOptimizer> optimizer;
   std::mutex ended_mutex;
   std::map<std::string, joule::Measurement> ended;  // last ended window per name, for joule_settle_window
+  std::unique_ptr<joule::attribution::RegionRecorder> regions;  // made at the first region
 };
 
 namespace {
@@ -157,6 +160,54 @@ int joule_end_window_settled(joule_session* session, const char* name, double ti
     const joule::Measurement m = session->monitor->end_window_settled(name, timeout_s);
     remember_ended(session, m);
     copy_out(to_json(m, session->monitor->sampler()).dump(), out, out_len);
+  });
+}
+
+int joule_region_begin(joule_session* session, const char* name) {
+  return guarded([&] {
+    if (!session->regions) {
+      session->regions = std::make_unique<joule::attribution::RegionRecorder>(joule::SteadyClock::instance());
+    }
+    session->regions->begin(name);
+  });
+}
+
+int joule_region_end(joule_session* session, const char* name) {
+  return guarded([&] {
+    if (!session->regions) throw joule::UsageError(std::string("region '") + name + "' is not open");
+    session->regions->end(name);
+  });
+}
+
+int joule_attribute_window(joule_session* session, const char* window_name, const char* options_json, char* out,
+                           size_t out_len) {
+  return guarded([&] {
+    joule::Measurement ended;
+    {
+      std::lock_guard lock(session->ended_mutex);
+      const auto it = session->ended.find(window_name);
+      if (it == session->ended.end()) {
+        throw joule::UsageError(std::string("no ended measurement window named '") + window_name + "'");
+      }
+      ended = it->second;
+    }
+    if (!session->regions) throw joule::UsageError("no region was recorded (joule_region_begin)");
+    const nlohmann::json o = options_json == nullptr || *options_json == '\0' ? nlohmann::json::object()
+                                                                              : nlohmann::json::parse(options_json);
+    joule::attribution::AttributionOptions options;
+    if (o.contains("baseline_w")) options.baseline_w = o["baseline_w"].get<double>();
+    options.bootstrap_rounds = o.value("bootstrap_rounds", options.bootstrap_rounds);
+    options.confidence = o.value("confidence", options.confidence);
+    options.block_s = o.value("block_s", options.block_s);
+    options.seed = o.value("seed", options.seed);
+    joule::attribution::SampleModel samples;
+    if (o.contains("sample_cover_ms")) samples.cover_s = o["sample_cover_ms"].get<double>() / 1000.0;
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const auto& a : joule::attribution::attribute_window(*session->monitor, ended, *session->regions, options,
+                                                              samples)) {
+      gpus.push_back(joule::attribution::to_json(a));
+    }
+    copy_out(gpus.dump(), out, out_len);
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -101,6 +102,53 @@ TEST(JouleCTest, BadOptionsReturnNullWithTheReason) {
   EXPECT_NE(std::string(joule_last_error()).find("GPU index 7 does not exist"), std::string::npos);
   EXPECT_EQ(joule_session_open(R"({"power_limit": {"objective": "speed"}})"), nullptr);
   EXPECT_NE(std::string(joule_last_error()).find("unknown objective"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// Per-region attribution through the C interface: regions nest, the settled
+// window is split per GPU as JSON, and misuse names what is wrong.
+TEST(JouleCTest, RegionsSplitASettledWindowPerGpu) {
+  SimEnvironment env;
+  joule_session* s = joule_session_open(R"({"interval_ms": 5})");
+  ASSERT_NE(s, nullptr) << joule_last_error();
+  std::vector<char> out(1 << 16);
+  EXPECT_EQ(joule_attribute_window(s, "train", nullptr, out.data(), out.size()), -1);
+  EXPECT_STREQ(joule_last_error(), "no ended measurement window named 'train'");
+  ASSERT_EQ(joule_begin_window(s, "train"), 0);
+  for (int step = 0; step < 30; ++step) {
+    ASSERT_EQ(joule_region_begin(s, "step"), 0) << joule_last_error();
+    ASSERT_EQ(joule_region_begin(s, "forward"), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    EXPECT_EQ(joule_region_end(s, "step"), -1);  // forward is open inside it
+    EXPECT_STREQ(joule_last_error(), "region 'step' ended while 'forward' inside it is open");
+    ASSERT_EQ(joule_region_end(s, "forward"), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_EQ(joule_region_end(s, "step"), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(joule_end_window_settled(s, "train", 5.0, out.data(), out.size()), 0) << joule_last_error();
+  const double window_j = nlohmann::json::parse(out.data())["gpu_energy_j"][0].get<double>();
+  ASSERT_EQ(joule_attribute_window(s, "train", R"({"bootstrap_rounds": 50, "block_s": 0.05})", out.data(),
+                                   out.size()),
+            0)
+      << joule_last_error();
+  const auto gpus = nlohmann::json::parse(out.data());
+  ASSERT_EQ(gpus.size(), 2u);
+  const auto& gpu0 = gpus[0];
+  ASSERT_EQ(gpu0["regions"].size(), 2u);
+  EXPECT_EQ(gpu0["regions"][0]["name"], "step");
+  EXPECT_EQ(gpu0["regions"][1]["name"], "forward");
+  EXPECT_EQ(gpu0["regions"][0]["calls"], 30);  // split around forward, counted once a step
+  EXPECT_EQ(gpu0["regions"][1]["calls"], 30);
+  double parts_j = gpu0["idle_energy_j"].get<double>();
+  for (const auto& r : gpu0["regions"]) parts_j += r["energy_j"].get<double>();
+  EXPECT_NEAR(parts_j, window_j, 1e-6 * window_j);
+  EXPECT_NEAR(gpu0["window_energy_j"].get<double>(), window_j, 1e-9 * window_j);
+  EXPECT_EQ(joule_attribute_window(s, "train", "{not json", out.data(), out.size()), -1);
+  joule_session_close(s);
 }
 
 }  // namespace
