@@ -305,10 +305,16 @@ TEST(GpuFaultTest, AHungEnergyCounterReadLeavesWindowsOnTheirSamplesAndStopRetur
   const bool in_time = run_bounded(
       fake, 12.0,
       [&] {
-        monitor.begin_window("run");  // the reader looks for the counter's steps, and blocks at 0.5 s
-        // Its first read past 0.5 s blocks; by the end that read is older than
-        // the 2 s that make a call hung (SamplerOptions::driver_call_timeout_s).
-        std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+        monitor.begin_window("run");  // the reader finds the counter's steps before 0.5 s
+        // An edge at 0.6 s wants counter reads at once: the first blocks, and
+        // by the end it is older than the 2 s that make a call hung
+        // (SamplerOptions::driver_call_timeout_s). (Without it, the first
+        // read past 0.5 s is the grid's next check, seconds later once the
+        // grid is refined.)
+        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        monitor.begin_window("edge");
+        monitor.end_window("edge");
+        std::this_thread::sleep_for(std::chrono::milliseconds(2700));
         m = monitor.end_window("run");
         double before_s = steady_now_s();
         m = monitor.settle(m, 3.0);
