@@ -260,4 +260,8 @@ def attribute(
     confidence: float = 0.9,
     block_s: float = 1.0,
     seed: int = 1,
+    sample_cover_ms: Optional[float] = None,
 ) -> list[Attribution]: ...
+
+# The HTML page of a window's attribution (joule.attribution.to_html writes it).
+def attribution_page(title: str, attributions: list[Attribution], gpu_labels: list[str] = ...) -> str: ...

@@ -116,3 +116,15 @@ def format_table(attribution, gpu_label: Optional[str] = None) -> str:
 def to_json(attributions: Iterable, indent: Optional[int] = 2) -> str:
     """Every GPU's attribution as a JSON list of Attribution.to_dict()."""
     return json.dumps([a.to_dict() for a in attributions], indent=indent)
+
+
+def to_html(attributions: Iterable, path: str, title: str = "Energy per region",
+            gpu_labels: Optional[List[str]] = None) -> None:
+    """Writes the page of a window's attribution to path: per GPU, each
+    region's share of the window's time beside its share of the energy, and
+    the sortable table (self-contained HTML, as `joule report` writes)."""
+    from . import _joule
+
+    page = _joule.attribution_page(title, list(attributions), list(gpu_labels or []))
+    with open(path, "w") as out:
+        out.write(page)

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "joule/analyze/attribution_report.h"
 #include "joule/attribution/attribution.h"
 #include "joule/attribution/regions.h"
 #include "joule/attribution/window.h"
@@ -442,20 +443,32 @@ PYBIND11_MODULE(_joule, m) {
       "attribute",
       [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
          std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
-         std::uint64_t seed) {
+         std::uint64_t seed, std::optional<double> sample_cover_ms) {
         joule::attribution::AttributionOptions options;
         options.baseline_w = baseline_w;
         options.bootstrap_rounds = bootstrap_rounds;
         options.confidence = confidence;
         options.block_s = block_s;
         options.seed = seed;
+        joule::attribution::SampleModel samples;
+        if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
         py::gil_scoped_release release;
-        return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options);
+        return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
+                                                    samples);
       },
       "monitor"_a, "measurement"_a, "recorder"_a, "baseline_w"_a = py::none(), "bootstrap_rounds"_a = 200,
-      "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1,
+      "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1, "sample_cover_ms"_a = py::none(),
       "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
-      "one Attribution per GPU. Do not record on the recorder meanwhile (the fit runs without the GIL).");
+      "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages (None: found "
+      "by the fit). Do not record on the recorder meanwhile (the fit runs without the GIL).");
+
+  m.def(
+      "attribution_page",
+      [](const std::string& title, const std::vector<joule::attribution::Attribution>& gpus,
+         const std::vector<std::string>& gpu_labels) { return joule::attribution_page(title, gpus, gpu_labels); },
+      "title"_a, "attributions"_a, "gpu_labels"_a = std::vector<std::string>{},
+      "The HTML page of a window's attribution: per GPU, each region's share of time beside its share of energy, "
+      "and the table.");
 
   py::class_<joule::PowerLimitOptimizer>(m, "PowerLimitOptimizer")
       .def(py::init([](PyMonitor& monitor, const std::string& objective, double eta, double max_slowdown, bool observer,

@@ -32,10 +32,9 @@ TEST(LayeringTest, TheDeviceLayerIncludesNothingFromTheFloorsAbove) {
   EXPECT_GT(files, 5);
 }
 
-// The attribution core is numbers only: of joule's modules it may include
-// common (error.h, clock.h, common/) and itself, nothing else.
-// The fit itself (attribution.h/.cc) depends on common only; the rest of the
-// module reads the measure layer's data and nothing above it.
+// The fit itself (attribution.h/.cc) is numbers only: of joule's modules it
+// may include common (error.h, clock.h, common/) and its own module; the rest
+// of the module reads the measure layer's data and nothing above it.
 TEST(LayeringTest, TheAttributionCoreIncludesOnlyCommonAndTheModuleNothingAboveMeasure) {
   const std::vector<std::string> core_allowed = {"\"joule/attribution/", "\"joule/error.h\"", "\"joule/clock.h\"",
                                                  "\"joule/common/"};

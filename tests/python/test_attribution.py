@@ -166,7 +166,7 @@ def test_attributing_an_unsettled_window_is_a_usage_error(monitor):
         joule.attribute(monitor, m, recorder)
 
 
-def test_attribution_of_explicit_regions_with_a_given_baseline(monitor):
+def test_attribution_of_explicit_regions_with_a_given_baseline(monitor, tmp_path):
     recorder = joule.RegionRecorder(monitor)
     import time
 
@@ -185,6 +185,12 @@ def test_attribution_of_explicit_regions_with_a_given_baseline(monitor):
     assert "given" in repr(a) and "'work'" in repr(work)
     table = joule.attribution.format_table(a)
     assert "baseline: 100.0 W (given)" in table
+    # The page: each GPU's section, the region in the chart and the table.
+    page_path = tmp_path / "regions.html"
+    joule.attribution.to_html([a], str(page_path), title="Explicit regions", gpu_labels=["GPU 0 (sim)"])
+    page = page_path.read_text()
+    assert "<h2>GPU 0 (sim)</h2>" in page and "share of the window's time and of its energy" in page
+    assert page.count(">work<") >= 1 and "100 W (given)" in page
 
 
 def test_recorder_edges_call_the_monitors_synchronize(monkeypatch):
