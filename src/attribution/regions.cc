@@ -49,11 +49,20 @@ void RegionRecorder::end(const std::string& name) {
   if (!open_.empty()) open_.back().since_s = now_s;  // the outer region resumes
 }
 
+namespace {
+
+// Pieces end in order and never overlap: the first that ends after time_s.
+std::vector<RegionInterval>::const_iterator first_ending_after(const std::vector<RegionInterval>& pieces,
+                                                               double time_s) {
+  return std::upper_bound(pieces.begin(), pieces.end(), time_s,
+                          [](double t, const RegionInterval& v) { return t < v.end_s; });
+}
+
+}  // namespace
+
 std::vector<RegionInterval> RegionRecorder::intervals_within(double begin_s, double end_s) const {
   std::vector<RegionInterval> out;
-  // Pieces end in order, and never overlap: the first that ends after begin_s.
-  auto it = std::upper_bound(intervals_.begin(), intervals_.end(), begin_s,
-                             [](double t, const RegionInterval& v) { return t < v.end_s; });
+  auto it = first_ending_after(intervals_, begin_s);
   for (; it != intervals_.end() && it->begin_s < end_s; ++it) {
     RegionInterval piece = *it;
     if (piece.begin_s < begin_s) {
@@ -67,9 +76,7 @@ std::vector<RegionInterval> RegionRecorder::intervals_within(double begin_s, dou
 }
 
 void RegionRecorder::forget_before(double time_s) {
-  const auto keep = std::upper_bound(intervals_.begin(), intervals_.end(), time_s,
-                                     [](double t, const RegionInterval& v) { return t < v.end_s; });
-  intervals_.erase(intervals_.begin(), keep);
+  intervals_.erase(intervals_.cbegin(), first_ending_after(intervals_, time_s));
 }
 
 }  // namespace joule::attribution

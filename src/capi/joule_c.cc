@@ -71,14 +71,29 @@ void remember_ended(joule_session* session, const joule::Measurement& m) {
   session->ended[m.name] = m;
 }
 
+// The most recently ended window of that name (UsageError when none ended).
+joule::Measurement last_ended(joule_session* session, const char* name) {
+  std::lock_guard lock(session->ended_mutex);
+  const auto it = session->ended.find(name);
+  if (it == session->ended.end()) {
+    throw joule::UsageError(std::string("no ended measurement window named '") + name + "'");
+  }
+  return it->second;
+}
+
+// An options argument: NULL or "" is no options.
+nlohmann::json parse_options(const char* options_json) {
+  return options_json == nullptr || *options_json == '\0' ? nlohmann::json::object()
+                                                          : nlohmann::json::parse(options_json);
+}
+
 }  // namespace
 
 extern "C" {
 
 joule_session* joule_session_open(const char* options_json) {
   try {
-    const nlohmann::json o =
-        options_json == nullptr || *options_json == '\0' ? nlohmann::json::object() : nlohmann::json::parse(options_json);
+    const nlohmann::json o = parse_options(options_json);
     auto session = std::make_unique<joule_session>();
     session->devices = joule::discover_devices();
     if (o.contains("gpus")) joule::select_gpus(session->devices, o["gpus"].get<std::vector<unsigned>>());
@@ -138,15 +153,7 @@ int joule_end_window(joule_session* session, const char* name, char* out, size_t
 
 int joule_settle_window(joule_session* session, const char* name, double timeout_s, char* out, size_t out_len) {
   return guarded([&] {
-    joule::Measurement ended;
-    {
-      std::lock_guard lock(session->ended_mutex);
-      const auto it = session->ended.find(name);
-      if (it == session->ended.end()) {
-        throw joule::UsageError(std::string("no ended measurement window named '") + name + "'");
-      }
-      ended = it->second;
-    }
+    const joule::Measurement ended = last_ended(session, name);
     const joule::Measurement m =
         timeout_s > 0 ? session->monitor->settle(ended, timeout_s) : session->monitor->refresh(ended);
     if (m.settled) remember_ended(session, m);
@@ -182,18 +189,9 @@ int joule_region_end(joule_session* session, const char* name) {
 int joule_attribute_window(joule_session* session, const char* window_name, const char* options_json, char* out,
                            size_t out_len) {
   return guarded([&] {
-    joule::Measurement ended;
-    {
-      std::lock_guard lock(session->ended_mutex);
-      const auto it = session->ended.find(window_name);
-      if (it == session->ended.end()) {
-        throw joule::UsageError(std::string("no ended measurement window named '") + window_name + "'");
-      }
-      ended = it->second;
-    }
+    const joule::Measurement ended = last_ended(session, window_name);
     if (!session->regions) throw joule::UsageError("no region was recorded (joule_region_begin)");
-    const nlohmann::json o = options_json == nullptr || *options_json == '\0' ? nlohmann::json::object()
-                                                                              : nlohmann::json::parse(options_json);
+    const nlohmann::json o = parse_options(options_json);
     joule::attribution::AttributionOptions options;
     if (o.contains("baseline_w")) options.baseline_w = o["baseline_w"].get<double>();
     options.bootstrap_rounds = o.value("bootstrap_rounds", options.bootstrap_rounds);

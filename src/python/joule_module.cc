@@ -150,25 +150,22 @@ class PyRegionRecorder {
   // synchronize takes it back for the Python call). Without, an edge is a
   // clock read: keep it.
   void begin(const std::string& name) {
-    if (synchronized_) {
-      py::gil_scoped_release release;
-      recorder_.begin(name);
-    } else {
-      recorder_.begin(name);
-    }
+    edge([&] { recorder_.begin(name); });
   }
   void end(const std::string& name) {
-    if (synchronized_) {
-      py::gil_scoped_release release;
-      recorder_.end(name);
-    } else {
-      recorder_.end(name);
-    }
+    edge([&] { recorder_.end(name); });
   }
   const joule::attribution::RegionRecorder& recorder() const { return recorder_; }
   bool synchronized() const { return synchronized_; }
 
  private:
+  template <typename Fn>
+  void edge(Fn&& fn) {
+    if (!synchronized_) return fn();
+    py::gil_scoped_release release;
+    fn();
+  }
+
   bool synchronized_;
   joule::attribution::RegionRecorder recorder_;
 };
