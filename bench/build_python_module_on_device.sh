@@ -19,5 +19,5 @@ g++ -O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DFMT_SHARED "$src/src/pyth
   -I"$src/include" -I"$carry/include" -I"$python_include" -I"$torch_include" \
   "$carry/lib/libjoule.a" "$carry/lib/libfmt.so.9" -ldl -pthread -Wl,-rpath,"$carry/lib" \
   -o "$out/_joule$suffix"
-cp "$src"/python/joule/{__init__,torch,distributed}.py "$out/"
+cp "$src"/python/joule/*.py "$out/"
 echo "built $out/_joule$suffix"

@@ -53,6 +53,14 @@ int joule_end_window_settled(joule_session* session, const char* name, double ti
  * synchronise the GPU first where they should be the GPU's. */
 int joule_region_begin(joule_session* session, const char* name);
 int joule_region_end(joule_session* session, const char* name);
+/* The same at an instant measured elsewhere (a GPU timestamp mapped to this
+ * clock, e.g. from CUDA events), in seconds on the clock joule_clock_s reads;
+ * edges come in the order they happened (an earlier one than the last is an
+ * error). */
+int joule_region_begin_at(joule_session* session, const char* name, double time_s);
+int joule_region_end_at(joule_session* session, const char* name, double time_s);
+/* The session's clock (windows and region edges), in seconds; -1 on error. */
+int joule_clock_s(joule_session* session, double* now_s);
 /* Splits the energy of the most recently ended window of that name, settled
  * (joule_end_window_settled, or joule_settle_window), among the regions, per
  * GPU: writes a JSON array with one object per GPU (regions[] with name,

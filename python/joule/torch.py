@@ -16,8 +16,10 @@ same optimizer into a Trainer: Trainer(callbacks=[joule.torch.LightningCallback(
 joule.torch.BatchSizeRecurrence(client, job, monitor=monitor) runs one
 recurrence of a job on a `joule serve` batch-size service (see its docstring).
 """
+import bisect
 import collections
 import contextlib
+import math
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
@@ -352,14 +354,241 @@ def _tensors(value) -> List["torch.Tensor"]:
     return []
 
 
+class CudaEvents:
+    """The CUDA calls the GPU clock makes, in one place (tests hand the GPU
+    clock a stand-in with the same methods: there is no GPU on their machine)."""
+
+    def new(self):
+        return torch.cuda.Event(enable_timing=True)
+
+    def record(self, event) -> None:
+        event.record()  # on the current stream: in backward, the one autograd runs the node on
+
+    def done(self, event) -> bool:
+        return event.query()
+
+    def elapsed_s(self, earlier, later) -> float:
+        return earlier.elapsed_time(later) / 1e3
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize()
+
+
+class GpuClock:
+    """Region edges on the GPU's clock: each edge records a CUDA event (no
+    sync), and flush() hands the edges to a joule.RegionRecorder at their
+    GPU instants mapped to the monitor's clock.
+
+    The mapping comes from anchors: with the GPU idle, an event is recorded
+    between two reads of the monitor's clock, and the closest pair of reads
+    over a few tries brackets when it ran (its half-width is the anchor's
+    uncertainty). One anchor is taken when the clock is made, one at each
+    flush(); an edge between two anchors is placed by the line through them,
+    which also takes out the drift between the two clocks. Each edge's GPU
+    time is chained from the edge before it (elapsed times between
+    neighbours stay small, where a float's milliseconds are exact to well
+    under a microsecond), so a long run loses no precision.
+
+    Events are pooled: every `drain_every` edges the completed ones are read
+    and reused, without waiting for the GPU.
+    """
+
+    def __init__(self, recorder, events: Optional[Any] = None, anchor_tries: int = 16, drain_every: int = 1024) -> None:
+        self.recorder = recorder
+        self.events = events if events is not None else CudaEvents()
+        self.anchor_tries = anchor_tries
+        self.drain_every = drain_every
+        self._pool: List[Any] = []
+        self._pending: "collections.deque" = collections.deque()  # (begin?, name, event), in edge order
+        self._chain: Optional[Tuple[Any, float]] = None  # the last read event and its GPU seconds since the first
+        self._edges: List[Tuple[bool, str, float]] = []  # read, not yet handed over: (begin?, name, GPU s)
+        self._anchors: List[Tuple[float, float, float]] = []  # (GPU s, monitor clock s, half-width s)
+        self.reordered_edges = 0  # edges the mapping put before the edge before them (moved up to it)
+        self._last_s = -math.inf
+        self._anchor()
+
+    @property
+    def uncertainty_s(self) -> float:
+        """The widest anchor's half-width: how far any mapped edge may be off
+        the monitor's clock (beside the drift between anchors, taken out)."""
+        return max(half for _, _, half in self._anchors)
+
+    @property
+    def drift_ppm(self) -> float:
+        """How much faster the monitor's clock ran than the GPU's between the
+        first and the last anchor, in parts per million (0 with one anchor)."""
+        if len(self._anchors) < 2:
+            return 0.0
+        (g0, h0, _), (g1, h1, _) = self._anchors[0], self._anchors[-1]
+        return 1e6 * ((h1 - h0) / (g1 - g0) - 1.0) if g1 > g0 else 0.0
+
+    def begin(self, name: str) -> None:
+        self._edge(True, name)
+
+    def end(self, name: str) -> None:
+        self._edge(False, name)
+
+    def end_before_last(self, name: str) -> bool:
+        """Ends `name` at the instant of the last edge, just before it (an
+        edge found late, e.g. by a hook torch runs after another on the same
+        gradient). False if the last edge was already handed over."""
+        for edges in (self._pending, self._edges):
+            if edges:
+                last = edges.pop()
+                edges.append((False, name, last[2]))
+                edges.append(last)
+                return True
+        return False
+
+    def flush(self) -> None:
+        """Waits for the GPU, anchors, and hands every edge recorded so far to
+        the recorder. Call it before attributing a window."""
+        self.events.synchronize()
+        self._read(wait=True)
+        self._anchor()
+        for begin, name, gpu_s in self._edges:
+            at_s = self._to_monitor_s(gpu_s)
+            if at_s < self._last_s:
+                self.reordered_edges += 1
+                at_s = self._last_s
+            self._last_s = at_s
+            (self.recorder.begin if begin else self.recorder.end)(name, at_s=at_s)
+        self._edges.clear()
+
+    def _edge(self, begin: bool, name: str) -> None:
+        event = self._pool.pop() if self._pool else self.events.new()
+        self.events.record(event)
+        self._pending.append((begin, name, event))
+        if len(self._pending) >= self.drain_every:
+            self._read(wait=False)
+
+    def _read(self, wait: bool) -> None:
+        """Reads the pending events in order (all of them, or up to the first
+        the GPU has not reached), chaining each one's GPU time."""
+        while self._pending:
+            begin, name, event = self._pending[0]
+            if not wait and not self.events.done(event):
+                return
+            self._pending.popleft()
+            self._edges.append((begin, name, self._link(event)))
+
+    def _link(self, event) -> float:
+        previous, previous_s = self._chain
+        if previous is event:  # two edges at one instant (end_before_last)
+            return previous_s
+        gpu_s = previous_s + self.events.elapsed_s(previous, event)
+        self._pool.append(previous)
+        self._chain = (event, gpu_s)
+        return gpu_s
+
+    def _anchor(self) -> None:
+        """An anchor with the GPU idle: the tightest bracket of several tries."""
+        self.events.synchronize()
+        best = None
+        for _ in range(self.anchor_tries):
+            event = self._pool.pop() if self._pool else self.events.new()
+            before = self.recorder.clock_s()
+            self.events.record(event)
+            self.events.synchronize()
+            after = self.recorder.clock_s()
+            if best is None or after - before < best[2] - best[1]:
+                if best is not None:
+                    self._pool.append(best[0])
+                best = (event, before, after)
+            else:
+                self._pool.append(event)
+        event, before, after = best
+        gpu_s = 0.0 if self._chain is None else self._link(event)
+        self._chain = (event, gpu_s)
+        self._anchors.append((gpu_s, 0.5 * (before + after), 0.5 * (after - before)))
+
+    def _to_monitor_s(self, gpu_s: float) -> float:
+        """The line through the anchors on either side of gpu_s (the last two
+        past the end; the first with the clocks' rates equal before two)."""
+        anchors = self._anchors
+        if len(anchors) == 1:
+            return anchors[0][1] + (gpu_s - anchors[0][0])
+        i = bisect.bisect_right([g for g, _, _ in anchors], gpu_s)
+        i = min(max(i, 1), len(anchors) - 1)
+        (g0, h0, _), (g1, h1, _) = anchors[i - 1], anchors[i]
+        return h0 + (gpu_s - g0) * ((h1 - h0) / (g1 - g0) if g1 > g0 else 1.0)
+
+
+class HostClock:
+    """Region edges at host instants on the monitor's clock (after a CUDA
+    sync when the recorder's monitor was made with a synchronize), held
+    until flush() as GpuClock's are, so that an edge found late can still go
+    before the one recorded last."""
+
+    uncertainty_s = 0.0
+
+    def __init__(self, recorder) -> None:
+        self.recorder = recorder
+        self._sync = torch.cuda.synchronize if recorder.synchronized and torch.cuda.is_available() else None
+        self._edges: List[Tuple[bool, str, float]] = []
+
+    def begin(self, name: str) -> None:
+        self._edges.append((True, name, self._now()))
+
+    def end(self, name: str) -> None:
+        self._edges.append((False, name, self._now()))
+
+    def end_before_last(self, name: str) -> bool:
+        if not self._edges:
+            return False
+        last = self._edges.pop()
+        self._edges += [(False, name, last[2]), last]
+        return True
+
+    def flush(self) -> None:
+        for begin, name, at_s in self._edges:
+            (self.recorder.begin if begin else self.recorder.end)(name, at_s=at_s)
+        self._edges.clear()
+
+    def _now(self) -> float:
+        if self._sync is not None:
+            self._sync()
+        return self.recorder.clock_s()
+
+
+_CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+class _BackwardCall:
+    """One forward call's backward region: it begins when the gradient of
+    any of the call's outputs is computed (its backward can start), and ends
+    when the gradients of all its inputs that need one are (or, with none,
+    of all its parameters)."""
+
+    __slots__ = ("session", "name", "waiting", "started", "ended")
+
+    def __init__(self, session: "RegionAttribution", name: str, waiting: int) -> None:
+        self.session, self.name, self.waiting = session, name, waiting
+        self.started = self.ended = False
+
+    def start(self, grad=None):
+        if not self.started:
+            self.started = True
+            self.session._begin(self.name)
+        return None
+
+    def done(self, grad=None):
+        self.waiting -= 1
+        if self.waiting == 0 and self.started and not self.ended:
+            self.ended = True
+            self.session._end(self.name)
+        return None
+
+
 class RegionAttribution:
     """Records the regions of a training step from a model's modules, for
     joule.attribute: each module at `depth` (0: the model itself, 1: its
-    direct children, 2: theirs, ...; named by their path in named_modules())
-    records "<path>.forward" and "<path>.backward", an optimizer's step
-    "optimizer.step", and region(name) any block of yours.
+    direct children, 2: theirs, ...; a ModuleList or ModuleDict is not a
+    level, its items stand where it stands; named by their path in
+    named_modules()) records "<path>.forward" and "<path>.backward", an
+    optimizer's step "optimizer.step", and region(name) any block of yours.
 
-        monitor = joule.Monitor(synchronize=joule.torch.synchronizer())
+        monitor = joule.Monitor()
         with joule.torch.attribute(model, monitor, optimizer=opt) as session:
             with monitor.window("train") as w:
                 for x, y in loader:
@@ -374,26 +603,26 @@ class RegionAttribution:
     The window should last many steps (tens of seconds on a real GPU): the
     fit needs the steps' phase to drift against the driver's power samples.
 
-    Edges are host instants: the hooks run on the host when the module is
-    called, not when its kernels run on the GPU. With a Monitor made with a
-    synchronize (e.g. joule.torch.synchronizer()) every edge waits for the
-    GPU first, which makes them GPU instants at the cost of a sync per edge
-    (two per module per pass). Recording with CUDA events on the GPU's own
-    clock is planned.
+    clock="gpu" (the default with CUDA): every edge records a CUDA event on
+    the current stream, so an edge is when the GPU got there, not when the
+    host queued it; no sync is added. result() (or flush()) waits for the GPU
+    and maps the events to the monitor's clock (GpuClock: anchors at entry
+    and at each flush, drift taken out; clock_uncertainty_s says how
+    closely). clock="host": edges are host instants, the GPU's only with a
+    Monitor made with a synchronize (a sync per edge).
 
-    Backward regions use full backward hooks (register_full_backward_pre_hook
-    where torch has it, else a hook on the output tensor for the start), so
-    torch wraps the modules' inputs and outputs: an in-place operation on a
-    hooked module's output (nn.ReLU(inplace=True) right after it) makes
-    autograd raise; pick a depth where that does not happen. A call whose
-    inputs need no gradient (the first layer) ends its backward region when
-    its last parameter's gradient is computed (torch calls its module
-    backward hook too early there). A call whose forward returns no tensor
-    requiring grad (a dict, a dataclass), or with neither inputs nor
-    parameters requiring grad, gets no backward region (its time counts as
-    idle) and a line in notes. Backward regions of branches that autograd
-    interleaves (a residual block at depth 2) are closed around each other;
-    notes says where. phases=False records forward regions only.
+    Backward regions hang on the autograd graph: a pre-hook on the node that
+    made the call's output begins it, hooks on its inputs (put on before the
+    module runs, so an in-place op inside it or after it changes nothing) end it;
+    a call whose inputs need no gradient (the first layer) ends when its
+    parameters' gradients are computed. An input that other modules use too
+    (a residual branch's) ends the backward when its whole gradient is
+    summed, so the region then includes the other users' backward; nested
+    regions that autograd interleaves are closed around each other and notes
+    says where. A call whose forward returns no tensor requiring grad (a
+    dict, a dataclass), or with neither inputs nor parameters requiring
+    grad, gets no backward region (its time counts as idle) and a line in
+    notes. phases=False records forward regions only.
 
     On exit every hook is removed and the optimizer's step restored; regions
     left open (an exception in forward) are closed. result(measurement,
@@ -402,9 +631,16 @@ class RegionAttribution:
     """
 
     def __init__(self, model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
-                 optimizer: Optional["torch.optim.Optimizer"] = None) -> None:
+                 optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
+                 events: Optional[Any] = None) -> None:
         if depth < 0:
             raise ValueError("joule.torch.attribute: depth must be >= 0")
+        if clock is None:
+            clock = "gpu" if (events is not None or torch.cuda.is_available()) else "host"
+        if clock not in ("gpu", "host"):
+            raise ValueError(f"joule.torch.attribute: clock must be 'gpu' or 'host', not {clock!r}")
+        if clock == "gpu" and events is None and not torch.cuda.is_available():
+            raise ValueError("joule.torch.attribute: clock='gpu' needs CUDA (use clock='host')")
         from . import RegionRecorder
 
         self.model = model
@@ -412,25 +648,45 @@ class RegionAttribution:
         self.depth = depth
         self.phases = phases
         self.optimizer = optimizer
+        self.clock = clock
         self.recorder = RegionRecorder(monitor)
+        self.edges: Any = None  # GpuClock or HostClock, made on entry
+        self._events = events
+        self._last_edge: Optional[Tuple[bool, str]] = None
         self.notes: List[str] = []
         self._noted: set = set()
         self._open: List[str] = []  # mirrors the recorder's stack
-        self._calls: List[Any] = []  # per hooked module: its calls whose backward is expected
+        self._params_waiting: List[Any] = []  # per hooked module: its calls ending on parameter gradients
         self._handles: List[Any] = []
         self._step = None  # the optimizer's own step, while wrapped
 
-    # The modules at the depth, by path.
+    @property
+    def clock_uncertainty_s(self) -> float:
+        """How far a mapped edge may be off the monitor's clock (0 with host edges)."""
+        return self.edges.uncertainty_s if self.edges is not None else 0.0
+
+    # The modules at the depth, by path; ModuleList and ModuleDict are no level.
     def modules(self) -> List[Tuple[str, "torch.nn.Module"]]:
-        out = []
-        for path, module in self.model.named_modules():
-            level = 0 if path == "" else path.count(".") + 1
-            if level == self.depth:
-                out.append((path or type(self.model).__name__, module))
+        if self.depth == 0:
+            return [(type(self.model).__name__, self.model)]
+        out: List[Tuple[str, "torch.nn.Module"]] = []
+
+        def walk(prefix: str, module: "torch.nn.Module", level: int) -> None:
+            for name, child in module.named_children():
+                path = f"{prefix}.{name}" if prefix else name
+                if isinstance(child, _CONTAINERS):
+                    walk(path, child, level)
+                elif level + 1 == self.depth:
+                    out.append((path, child))
+                else:
+                    walk(path, child, level + 1)
+
+        walk("", self.model, 0)
         return out
 
     def __enter__(self) -> "RegionAttribution":
         try:
+            self.edges = GpuClock(self.recorder, events=self._events) if self.clock == "gpu" else HostClock(self.recorder)
             for path, module in self.modules():
                 self._hook(path, module)
             if self.optimizer is not None:
@@ -442,17 +698,28 @@ class RegionAttribution:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._remove()
+        self.flush()
         return False
 
     def region(self, name: str):
         """A block of yours as a region: `with session.region("data"): ...`."""
         return _SessionRegion(self, name)
 
+    def flush(self) -> None:
+        """Hands the GPU edges recorded so far to the recorder (waits for the GPU)."""
+        if self.edges is not None:
+            self.edges.flush()
+            moved = getattr(self.edges, "reordered_edges", 0)
+            if moved:
+                self._note("reordered", f"{moved} GPU edges mapped before the edge before them were moved up to it "
+                           "(events on several streams?)")
+
     def result(self, measurement, **options) -> list:
         """joule.attribute(monitor, measurement, recorder, **options): one
         joule.Attribution per GPU. Settle the measurement first."""
         from . import attribute
 
+        self.flush()
         return attribute(self.monitor, measurement, self.recorder, **options)
 
     # -- recording --------------------------------------------------------
@@ -462,11 +729,15 @@ class RegionAttribution:
             self._noted.add(key)
             self.notes.append(text)
 
+    def _edge(self, begin: bool, name: str) -> None:
+        (self.edges.begin if begin else self.edges.end)(name)
+        self._last_edge = (begin, name)
+
     def _begin(self, name: str) -> None:
         if name in self._open:  # left open (an exception, a backward that never came): close it first
             self._note(f"reopened {name}", f"{name}: began again while still open; the open call was closed")
             self._end(name)
-        self.recorder.begin(name)
+        self._edge(True, name)
         self._open.append(name)
 
     def _end(self, name: str) -> None:
@@ -474,88 +745,87 @@ class RegionAttribution:
             self._note(f"not open {name}", f"{name}: ended without having begun; that edge was skipped")
             return
         inner = self._open[self._open.index(name) + 1:]
+        if inner == [name_ for begun, name_ in [self._last_edge] if begun] and self.edges.end_before_last(name):
+            # The one inside began at the last edge, with no work since: this
+            # end was found late (torch ran the begin's hook first on the same
+            # gradient) and goes just before it.
+            self._open.remove(name)
+            return
         if inner:  # interleaved (autograd ran branches around each other)
             self._note(f"interleaved {name}", f"{name} ended while {', '.join(inner)} inside it ran: "
                        "those were closed and begun again (each such call counts twice)")
         for other in reversed(inner):
-            self.recorder.end(other)
+            self._edge(False, other)
             self._open.pop()
-        self.recorder.end(name)
+        self._edge(False, name)
         self._open.pop()
         for other in inner:
-            self.recorder.begin(other)
+            self._edge(True, other)
             self._open.append(other)
 
     def _hook(self, path: str, module: "torch.nn.Module") -> None:
         forward, backward = f"{path}.forward", f"{path}.backward"
-        pre_hook_api = hasattr(module, "register_full_backward_pre_hook")
         params = [p for p in module.parameters() if p.requires_grad]
-        # Per call whose backward is expected, in order: how it ends. "hooks":
-        # torch's full backward hook (the inputs need grad); "params": once
-        # every parameter's gradient was computed (no input needs grad: torch
-        # calls the module's backward hooks before its backward runs).
-        calls: "collections.deque" = collections.deque()
+        calls: List[_BackwardCall] = []  # begun in forward_pre, finished in forward_post (a stack: re-entry)
+        params_waiting: "collections.deque" = collections.deque()  # calls ending on parameter gradients, in order
 
         def forward_pre(mod, args):
+            call = None
+            if self.phases and torch.is_grad_enabled():
+                inputs = [t for t in _tensors(args) if t.requires_grad]
+                call = _BackwardCall(self, backward, len(inputs))
+                for t in inputs:  # before the module runs: an in-place op on them cannot move the hook
+                    t.register_hook(call.done)
+            calls.append(call)
             self._begin(forward)
 
         def forward_post(mod, args, output):
             self._end(forward)
-            if not self.phases or not torch.is_grad_enabled():
+            call = calls.pop() if calls else None
+            if call is None:
                 return None
             outputs = [t for t in _tensors(output) if t.requires_grad]
             if not outputs:
                 self._note(f"no output {path}", f"{backward}: not recorded (forward returns no tensor requiring "
-                           f"grad that torch's module backward hooks see: {type(output).__name__})")
+                           f"grad that the hooks see: {type(output).__name__})")
+                call.started = True  # nothing will begin it
+                call.ended = True
                 return None
-            if any(t.requires_grad for t in _tensors(args)):
-                calls.append(["hooks"])
-                if not pre_hook_api:
-                    outputs[0].register_hook(start_hooks)
-            elif params:
-                calls.append(["params", set()])
-                outputs[0].register_hook(start_params)
-            else:
-                self._note(f"no grad {path}", f"{backward}: not recorded (neither its inputs nor its "
-                           "parameters require grad)")
-            return None
-
-        def start_hooks(*_):
-            if calls and calls[0][0] == "hooks":
-                self._begin(backward)
-            return None
-
-        def start_params(*_):
-            if calls and calls[0][0] == "params":
-                self._begin(backward)
-            return None
-
-        def end_hooks(mod, grad_input, grad_output):
-            if calls and calls[0][0] == "hooks":
-                calls.popleft()
-                self._end(backward)
+            if call.waiting == 0:
+                if not params:
+                    self._note(f"no grad {path}", f"{backward}: not recorded (neither its inputs nor its "
+                               "parameters require grad)")
+                    return None
+                call.waiting = len(params)
+                params_waiting.append([call, set()])
+            # On the node that made the output (its pre-hooks run after every
+            # tensor hook on its gradient, so the backward that ends there, the
+            # next module's, ends first); on the tensor itself for a leaf.
+            for t in outputs:
+                if t.grad_fn is not None:
+                    t.grad_fn.register_prehook(call.start)
+                else:
+                    t.register_hook(call.start)
             return None
 
         def param_done(index):
             def hook(grad):
-                if calls and calls[0][0] == "params" and backward in self._open:
-                    seen = calls[0][1]
+                if params_waiting:
+                    call, seen = params_waiting[0]
                     seen.add(index)
                     if len(seen) == len(params):
-                        calls.popleft()
-                        self._end(backward)
+                        params_waiting.popleft()
+                        call.waiting = 1
+                        call.done()
                 return None
             return hook
 
         self._handles.append(module.register_forward_pre_hook(forward_pre))
         self._handles.append(module.register_forward_hook(forward_post))
         if self.phases:
-            if pre_hook_api:
-                self._handles.append(module.register_full_backward_pre_hook(lambda mod, grad_output: start_hooks()))
-            self._handles.append(module.register_full_backward_hook(end_hooks))
             for index, p in enumerate(params):
                 self._handles.append(p.register_hook(param_done(index)))
-        self._calls.append(calls)
+        self._params_waiting.append(params_waiting)
 
     def _wrap_step(self) -> None:
         optimizer = self.optimizer
@@ -587,9 +857,9 @@ class RegionAttribution:
             name = self._open[-1]
             self._note(f"left open {name}", f"{name}: still open when the session ended; closed there")
             self._end(name)
-        for calls in self._calls:
-            calls.clear()
-        self._calls.clear()
+        for waiting in self._params_waiting:
+            waiting.clear()
+        self._params_waiting.clear()
 
 
 class _SessionRegion:
@@ -606,7 +876,8 @@ class _SessionRegion:
 
 
 def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
-              optimizer: Optional["torch.optim.Optimizer"] = None) -> RegionAttribution:
+              optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None) -> RegionAttribution:
     """Records a model's regions for energy attribution: a context manager
-    (see RegionAttribution). phases=False records forward regions only."""
-    return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer)
+    (see RegionAttribution). phases=False records forward regions only;
+    clock "gpu" (default with CUDA: CUDA events) or "host"."""
+    return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer, clock=clock)

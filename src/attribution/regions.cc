@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "joule/error.h"
 
@@ -26,8 +27,20 @@ void RegionRecorder::close_piece(Open& open, double now_s) {
   open.emitted = true;
 }
 
-void RegionRecorder::begin(const std::string& name) {
-  const double now_s = edge_now();
+void RegionRecorder::check_edge(const std::string& name, double time_s) const {
+  if (!std::isfinite(time_s)) throw UsageError(fmt::format("region '{}': edge time {} is not finite", name, time_s));
+  if (time_s < last_edge_s_) {
+    throw UsageError(fmt::format("region '{}': edge at {:.9f} s precedes the edge before it ({:.9f} s)", name, time_s,
+                                 last_edge_s_));
+  }
+}
+
+void RegionRecorder::begin(const std::string& name) { begin_at(name, edge_now()); }
+
+void RegionRecorder::end(const std::string& name) { end_at(name, edge_now()); }
+
+void RegionRecorder::begin_at(const std::string& name, double now_s) {
+  check_edge(name, now_s);
   auto [it, added] = index_.try_emplace(name, names_.size());
   if (added) names_.push_back(name);
   for (const Open& open : open_) {
@@ -35,10 +48,11 @@ void RegionRecorder::begin(const std::string& name) {
   }
   if (!open_.empty()) close_piece(open_.back(), now_s);  // the outer region pauses
   open_.push_back({it->second, now_s, false});
+  last_edge_s_ = now_s;
 }
 
-void RegionRecorder::end(const std::string& name) {
-  const double now_s = edge_now();
+void RegionRecorder::end_at(const std::string& name, double now_s) {
+  check_edge(name, now_s);
   if (open_.empty() || names_[open_.back().region] != name) {
     throw UsageError(open_.empty() ? fmt::format("region '{}' is not open", name)
                                    : fmt::format("region '{}' ended while '{}' inside it is open", name,
@@ -47,6 +61,7 @@ void RegionRecorder::end(const std::string& name) {
   close_piece(open_.back(), now_s);
   open_.pop_back();
   if (!open_.empty()) open_.back().since_s = now_s;  // the outer region resumes
+  last_edge_s_ = now_s;
 }
 
 namespace {

@@ -170,19 +170,48 @@ int joule_end_window_settled(joule_session* session, const char* name, double ti
   });
 }
 
+namespace {
+
+// The monitor's clock, not owned: regions are declared after the monitor, so
+// they go first.
+std::shared_ptr<const joule::Clock> monitor_clock(joule_session* session) {
+  return {std::shared_ptr<const joule::Clock>(), &session->monitor->sampler().clock()};
+}
+
+joule::attribution::RegionRecorder& regions_of(joule_session* session) {
+  if (!session->regions) {
+    session->regions = std::make_unique<joule::attribution::RegionRecorder>(monitor_clock(session));
+  }
+  return *session->regions;
+}
+
+joule::attribution::RegionRecorder& open_regions_of(joule_session* session, const char* name) {
+  if (!session->regions) throw joule::UsageError(std::string("region '") + name + "' is not open");
+  return *session->regions;
+}
+
+}  // namespace
+
 int joule_region_begin(joule_session* session, const char* name) {
-  return guarded([&] {
-    if (!session->regions) {
-      session->regions = std::make_unique<joule::attribution::RegionRecorder>(joule::SteadyClock::instance());
-    }
-    session->regions->begin(name);
-  });
+  return guarded([&] { regions_of(session).begin(name); });
 }
 
 int joule_region_end(joule_session* session, const char* name) {
+  return guarded([&] { open_regions_of(session, name).end(name); });
+}
+
+int joule_region_begin_at(joule_session* session, const char* name, double time_s) {
+  return guarded([&] { regions_of(session).begin_at(name, time_s); });
+}
+
+int joule_region_end_at(joule_session* session, const char* name, double time_s) {
+  return guarded([&] { open_regions_of(session, name).end_at(name, time_s); });
+}
+
+int joule_clock_s(joule_session* session, double* now_s) {
   return guarded([&] {
-    if (!session->regions) throw joule::UsageError(std::string("region '") + name + "' is not open");
-    session->regions->end(name);
+    if (now_s == nullptr) throw joule::UsageError("joule_clock_s: now_s is NULL");
+    *now_s = session->monitor->sampler().clock().now_s();
   });
 }
 

@@ -143,18 +143,22 @@ class PyRegionRecorder {
   explicit PyRegionRecorder(PyMonitor& monitor)
       : synchronized_(static_cast<bool>(monitor.synchronize())),
         // Aliasing, not owning: the monitor (kept alive) owns the clock.
-        recorder_(std::shared_ptr<const joule::Clock>(std::shared_ptr<const joule::Clock>(),
-                                                      &monitor.monitor().sampler().clock()),
-                  monitor.synchronize()) {}
+        clock_(std::shared_ptr<const joule::Clock>(), &monitor.monitor().sampler().clock()),
+        recorder_(clock_, monitor.synchronize()) {}
   // With a synchronize, an edge waits for the GPU: release the GIL (the
   // synchronize takes it back for the Python call). Without, an edge is a
   // clock read: keep it.
-  void begin(const std::string& name) {
+  // at_s: an instant measured elsewhere (a CUDA event's, mapped to this
+  // clock): no synchronize, no clock read.
+  void begin(const std::string& name, std::optional<double> at_s) {
+    if (at_s) return recorder_.begin_at(name, *at_s);
     edge([&] { recorder_.begin(name); });
   }
-  void end(const std::string& name) {
+  void end(const std::string& name, std::optional<double> at_s) {
+    if (at_s) return recorder_.end_at(name, *at_s);
     edge([&] { recorder_.end(name); });
   }
+  double clock_s() const { return clock_->now_s(); }
   const joule::attribution::RegionRecorder& recorder() const { return recorder_; }
   bool synchronized() const { return synchronized_; }
 
@@ -167,6 +171,7 @@ class PyRegionRecorder {
   }
 
   bool synchronized_;
+  std::shared_ptr<const joule::Clock> clock_;
   joule::attribution::RegionRecorder recorder_;
 };
 
@@ -175,11 +180,11 @@ class PyRegion {
  public:
   PyRegion(PyRegionRecorder& recorder, std::string name) : recorder_(recorder), name_(std::move(name)) {}
   PyRegion& enter() {
-    recorder_.begin(name_);
+    recorder_.begin(name_, std::nullopt);
     return *this;
   }
   bool exit(const py::object&, const py::object&, const py::object&) {
-    recorder_.end(name_);
+    recorder_.end(name_, std::nullopt);
     return false;  // exceptions propagate
   }
   const std::string& name() const { return name_; }
@@ -375,9 +380,12 @@ PYBIND11_MODULE(_joule, m) {
            "Marks when regions of a training step run, on the monitor's clock. A region begun inside another "
            "pauses it until it ends. Edges are host instants unless the monitor was made with a synchronize, "
            "which then runs at every edge. One recorder per training thread.")
-      .def("begin", &PyRegionRecorder::begin, "name"_a)
-      .def("end", &PyRegionRecorder::end, "name"_a,
-           "Ends the innermost open region, which must be `name` (UsageError otherwise).")
+      .def("begin", &PyRegionRecorder::begin, "name"_a, "at_s"_a = py::none(),
+           "Begins region `name` now, or at at_s (seconds on clock_s()'s clock, measured elsewhere, e.g. a CUDA "
+           "event mapped to it; edges come in the order they happened).")
+      .def("end", &PyRegionRecorder::end, "name"_a, "at_s"_a = py::none(),
+           "Ends the innermost open region, which must be `name` (UsageError otherwise); at_s as begin's.")
+      .def("clock_s", &PyRegionRecorder::clock_s, "The monitor's clock, in seconds: the one edges are on.")
       .def(
           "region", [](PyRegionRecorder& self, const std::string& name) { return PyRegion(self, name); }, "name"_a,
           py::keep_alive<0, 1>(), "A context manager: begin(name) on entry, end(name) on exit.")

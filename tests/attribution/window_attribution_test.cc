@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -335,6 +336,25 @@ TEST(RegionRecorderTest, NestedRegionsPauseTheOuterOneAndErrorsNameTheRegions) {
 
   recorder.forget_before(3.0);
   EXPECT_EQ(recorder.intervals_within(0.0, 10.0).size(), 1u);
+}
+
+// Edges with their own instants (CUDA events mapped to the monitor's clock)
+// nest like live ones, and may not go back in time.
+TEST(RegionRecorderTest, EdgesAtGivenInstantsNestAndMayNotGoBack) {
+  RegionRecorder recorder(std::make_shared<VirtualClock>());
+  recorder.begin_at("backward", 10.0);
+  recorder.begin_at("layer1.backward", 10.5);
+  recorder.end_at("layer1.backward", 10.75);
+  EXPECT_THROW(recorder.end_at("backward", 10.7), UsageError);  // before the last edge
+  EXPECT_THROW(recorder.begin_at("x", std::numeric_limits<double>::infinity()), UsageError);
+  EXPECT_EQ(recorder.names().size(), 2u);  // refused edges name nothing new
+  recorder.end_at("backward", 11.0);
+  const auto all = recorder.intervals_within(0.0, 20.0);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_DOUBLE_EQ(all[0].end_s - all[0].begin_s, 0.5);
+  EXPECT_DOUBLE_EQ(all[1].end_s - all[1].begin_s, 0.25);
+  EXPECT_TRUE(all[2].resumed);
+  EXPECT_DOUBLE_EQ(all[2].begin_s, 10.75);
 }
 
 }  // namespace

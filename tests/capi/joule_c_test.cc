@@ -2,6 +2,7 @@
 #include "joule/joule_c.h"
 
 #include <gtest/gtest.h>
+#include <cmath>
 #include <stdlib.h>
 
 #include <nlohmann/json.hpp>
@@ -148,6 +149,42 @@ TEST(JouleCTest, RegionsSplitASettledWindowPerGpu) {
   EXPECT_NEAR(parts_j, window_j, 1e-6 * window_j);
   EXPECT_NEAR(gpu0["window_energy_j"].get<double>(), window_j, 1e-9 * window_j);
   EXPECT_EQ(joule_attribute_window(s, "train", "{not json", out.data(), out.size()), -1);
+  joule_session_close(s);
+}
+
+// Edges measured elsewhere (a GPU's timestamps mapped to the session's
+// clock) go in with their instants: the regions get exactly those spans, and
+// an edge before the last one, or not finite, is refused by name.
+TEST(JouleCTest, RegionEdgesAtGivenInstantsAreKeptAsGiven) {
+  SimEnvironment env;
+  joule_session* s = joule_session_open(R"({"interval_ms": 5})");
+  ASSERT_NE(s, nullptr) << joule_last_error();
+  std::vector<char> out(1 << 16);
+  double now_s = 0;
+  ASSERT_EQ(joule_clock_s(s, &now_s), 0) << joule_last_error();
+  EXPECT_EQ(joule_clock_s(s, nullptr), -1);
+  ASSERT_EQ(joule_begin_window(s, "train"), 0);
+  // Ten steps of 6 ms laid out ahead of the clock: "matmul" 4 ms, then idle.
+  double t = now_s + 0.01;
+  for (int step = 0; step < 10; ++step, t += 0.006) {
+    ASSERT_EQ(joule_region_begin_at(s, "matmul", t), 0) << joule_last_error();
+    ASSERT_EQ(joule_region_end_at(s, "matmul", t + 0.004), 0) << joule_last_error();
+  }
+  EXPECT_EQ(joule_region_begin_at(s, "late", t - 0.003), -1);
+  EXPECT_NE(std::string(joule_last_error()).find("region 'late': edge at"), std::string::npos) << joule_last_error();
+  EXPECT_NE(std::string(joule_last_error()).find("precedes the edge before it"), std::string::npos);
+  EXPECT_EQ(joule_region_begin_at(s, "nan", std::nan("")), -1);
+  EXPECT_NE(std::string(joule_last_error()).find("is not finite"), std::string::npos) << joule_last_error();
+  EXPECT_EQ(joule_region_end_at(s, "matmul", t + 1.0), -1);  // not open
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the window reaches past the last edge
+  ASSERT_EQ(joule_end_window_settled(s, "train", 5.0, out.data(), out.size()), 0) << joule_last_error();
+  ASSERT_EQ(joule_attribute_window(s, "train", R"({"bootstrap_rounds": 20})", out.data(), out.size()), 0)
+      << joule_last_error();
+  const auto gpu0 = nlohmann::json::parse(out.data())[0];
+  ASSERT_EQ(gpu0["regions"].size(), 1u);
+  EXPECT_EQ(gpu0["regions"][0]["name"], "matmul");
+  EXPECT_EQ(gpu0["regions"][0]["calls"], 10);
+  EXPECT_NEAR(gpu0["regions"][0]["gpu_time_s"].get<double>(), 0.040, 1e-9);
   joule_session_close(s);
 }
 

@@ -3,14 +3,17 @@
 // pauses it until it ends, so an outer region's time is its own work only
 // (a phase around modules, a block around a layer) and regions nest freely.
 //
-// Edges are host instants: the optional synchronize (a CUDA device
+// begin()/end() take host instants: the optional synchronize (a CUDA device
 // synchronise, as MonitorOptions::synchronize) makes them the GPU's too, at
-// the cost of a sync per edge. One recorder per training thread: it takes no
-// lock.
+// the cost of a sync per edge. begin_at()/end_at() take instants measured
+// elsewhere (CUDA events on the GPU's clock, mapped to the monitor's; see
+// joule.torch's GPU clock), in the order they happened. One recorder per
+// training thread: it takes no lock.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -28,6 +31,10 @@ class RegionRecorder {
   // end must name the innermost open region; UsageError otherwise.
   void begin(const std::string& name);
   void end(const std::string& name);
+  // The same at time_s on the recorder's clock; an edge may not precede the
+  // one before it (UsageError), nor be non-finite.
+  void begin_at(const std::string& name, double time_s);
+  void end_at(const std::string& name, double time_s);
 
   // Regions in order of first use (the indices of RegionInterval::region).
   const std::vector<std::string>& names() const { return names_; }
@@ -46,6 +53,7 @@ class RegionRecorder {
     bool emitted;       // a piece of this call was recorded: later ones are resumed
   };
   double edge_now();
+  void check_edge(const std::string& name, double time_s) const;
   void close_piece(Open& open, double now_s);
 
   std::shared_ptr<const Clock> clock_;
@@ -53,6 +61,7 @@ class RegionRecorder {
   std::vector<std::string> names_;
   std::unordered_map<std::string, std::size_t> index_;
   std::vector<Open> open_;                // innermost last
+  double last_edge_s_ = -std::numeric_limits<double>::infinity();
   std::vector<RegionInterval> intervals_;  // ended pieces, in order of their end (and of their begin)
 };
 
