@@ -320,8 +320,8 @@ def write_run(out_dir, run, work, depth, result, env):
     with open(os.path.join(out_dir, f"{run}.json"), "w") as f:
         json.dump(doc, f, indent=1)
     labels = [f"GPU {i}" for i in range(len(attributions))]
-    with open(os.path.join(out_dir, f"{run}.html"), "w") as f:
-        f.write(joule.attribution_page(f"Energy per region: {work.name}, depth {depth}", attributions, labels))
+    joule.attribution.to_html(attributions, os.path.join(out_dir, f"{run}.html"),
+                              title=f"Energy per region: {work.name}, depth {depth}", gpu_labels=labels)
     md = (f"## {run}\n\n{len(times)} steps, median step {1e3 * statistics.median(times):.2f} ms, "
           f"clock uncertainty {1e6 * session.clock_uncertainty_s:.1f} us\n\n```\n{table}```\n\n"
           + "".join(f"- session note: {n}\n" for n in session.notes) + "\n" + reordering_markdown(ro))

@@ -36,7 +36,7 @@ the regions' energy plus the idle energy within 1% of the window's energy;
 the truth inside the interval for >= 90% of regions.
 
 Writes to --out-dir: result.json (everything raw), table.md, page.html (the
-full window's joule.attribution_page), convergence.csv and, where matplotlib
+full window's joule.attribution.to_html), convergence.csv and, where matplotlib
 imports, convergence.png. About 3 minutes with the defaults.
 
   PYTHONPATH=/tmp/pkg python3 bench/gpu_attribution_proof.py --out-dir DIR
@@ -427,11 +427,7 @@ def write_convergence(rows, out_dir):
 
 
 def write_page(a, path, title):
-    page = getattr(joule, "attribution_page", None)
-    if page is None:  # not re-exported by joule yet
-        from joule._joule import attribution_page as page
-    with open(path, "w") as f:
-        f.write(page(title, [a], ["GPU 0"]))
+    joule.attribution.to_html([a], path, title=title, gpu_labels=["GPU 0"])
 
 
 def write_outputs(args, report, full, windows):

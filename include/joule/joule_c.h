@@ -70,8 +70,9 @@ int joule_clock_s(joule_session* session, double* now_s);
  * idle_time_s, idle_energy_j, window_energy_j, model_energy_j, scale,
  * observations, residual_rms_w, notes[]; null where there is no estimate).
  * options_json (may be NULL): {"baseline_w": 90, "bootstrap_rounds": 200,
- * "confidence": 0.9, "block_s": 1.0, "seed": 1, "sample_cover_ms": 10}
- * (without sample_cover_ms the samples' cover is found by the fit). */
+ * "confidence": 0.9, "block_s": 1.0, "seed": 1, "sample_cover_ms": 10,
+ * "sample_delay_ms": 5} (without them the samples' cover, and how late
+ * their stamps are, are found by the fit). */
 int joule_attribute_window(joule_session* session, const char* window_name, const char* options_json, char* out,
                            size_t out_len);
 /* Training-loop callbacks of the power-limit optimizer (no-ops without one). */

@@ -262,8 +262,8 @@ TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual)
   const double step_j = 0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90;
   const double window_j = kSteps * step_j;
 
-  const Attribution right = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, SampleModel{0.010});
-  const Attribution whole = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, SampleModel{0.0});
+  const Attribution right = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, SampleModel{0.010, 0.0});
+  const Attribution whole = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, SampleModel{0.0, 0.0});
   const auto region = [&](const Attribution& a, const std::string& name) {
     const auto at = std::find(recorder.names().begin(), recorder.names().end(), name) - recorder.names().begin();
     return a.regions.at(static_cast<std::size_t>(at));

@@ -18,11 +18,19 @@ namespace joule::attribution {
 // region's power towards the mean. An H100's 20 ms samples seem to cover only
 // their last ~10 ms (docs/measurement.md); the cover that fits best leaves the
 // least residual (Attribution::residual_rms_w), which is how to find it.
+//
+// A sample may also come late: stamped delay_s after the end of the span it
+// averages (the driver's filter, or its timestamps' offset from the host's
+// clock). Unmodelled, it hands each region the power of the one before it,
+// as an H200's samples still do with it (bench/README.md, section 16).
 struct SampleModel {
   // None (the default): the cover is found, in whole milliseconds up to the
   // samples' interval, as the one whose fit leaves the least residual; the
   // result's notes say which.
   std::optional<double> cover_s;
+  // None (the default): found the same way, in whole milliseconds from minus
+  // half the samples' interval to one interval.
+  std::optional<double> delay_s;
 };
 
 // One GPU's share of a window, by region. Times are on the window's own
