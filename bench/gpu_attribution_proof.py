@@ -222,7 +222,8 @@ def ground_truth(monitor, name, module, args):
         calls, energy, elapsed, m = measured_window(monitor, f"truth-{name}-{i}", lambda: module(token),
                                                     args.truth_seconds / args.truth_parts, args.gpu)
         parts.append({"calls": calls, "energy_j": energy, "elapsed_s": elapsed, "settled": m.settled,
-                      "energy_per_call_j": energy / calls, "sources": sources(m)})
+                      "energy_per_call_j": energy / calls, "sources": sources(m),
+                      "samples": monitor.observed_power(args.gpu, m.begin_s, m.end_s)})
     calls = sum(p["calls"] for p in parts)
     energy = sum(p["energy_j"] for p in parts)
     elapsed = sum(p["elapsed_s"] for p in parts)
@@ -286,7 +287,7 @@ def mixed_run(monitor, model, args):
 
 def attribute_all(session, windows, args, baseline_w):
     options = {"bootstrap_rounds": args.bootstrap_rounds, "confidence": args.confidence,
-               "sample_cover_ms": args.sample_cover_ms}
+               "sample_cover_ms": args.sample_cover_ms, "sample_response": args.response}
     if baseline_w is not None:
         options["baseline_w"] = baseline_w
     out, errors = [], []
@@ -309,8 +310,29 @@ def region_name(region):
     return region.name[:-len(".forward")] if region.name.endswith(".forward") else region.name
 
 
-def compare(a, truth):
-    """Per region of one attribution: attributed vs truth, per call."""
+def leave_one_out(monitor, model, args):
+    """Each module's energy per step in the mix: the step's energy per step
+    minus that of the step without it (each looped --loo-seconds in a window).
+    Independent of the attribution, and of how a module behaves alone (under
+    the power limit a matmul alone is throttled, between lighter kernels not)."""
+    token = torch.zeros(1, device="cuda")
+
+    def per_step(net):
+        run_for(lambda: net(token), 1.0)  # warm
+        calls, energy, _, _ = measured_window(monitor, "loo", lambda: net(token), args.loo_seconds, args.gpu)
+        return energy / calls
+
+    full = per_step(model)
+    out = {}
+    for name in [n for n, _ in model.named_children()]:
+        rest = torch.nn.Sequential(collections.OrderedDict((n, m) for n, m in model.named_children() if n != name))
+        out[name] = full - per_step(rest)
+        print(f"in the mix {name:12s}: {out[name]:8.4f} J/step (step {full:.4f} J)", flush=True)
+    return out
+
+
+def compare(a, truth, in_mix=None):
+    """Per region of one attribution: attributed vs truth (alone, and in the mix by leaving it out), per call."""
     rows = []
     for r in a.regions:
         name = region_name(r)
@@ -332,6 +354,10 @@ def compare(a, truth):
             "power_w": r.power_w, "truth_power_w": t["power_w"],
             "power_error": r.power_w / t["power_w"] - 1 if math.isfinite(r.power_w) else math.nan,
         })
+        if in_mix and name in in_mix:
+            mix = in_mix[name]
+            rows[-1].update({"in_mix_per_call_j": mix, "error_in_mix": per_call / mix - 1,
+                             "in_mix_inside": bool(finite and low <= mix <= high)})
     return rows
 
 
@@ -347,7 +373,18 @@ def checks(a, rows, args):
         "sum": {"pass": abs(sum_error) <= 0.01, "regions_plus_idle_j": parts, "window_j": a.window_energy_j,
                 "error": sum_error, "limit": 0.01},
         "honesty": {"pass": inside >= 0.9, "fraction_inside": inside, "regions": len(rows), "limit": 0.9},
+        **in_mix_checks(rows, large, args),
     }
+
+
+def in_mix_checks(rows, large, args):
+    """The accuracy and honesty targets against the truths in the mix (leave-one-out), where measured."""
+    if not rows or "error_in_mix" not in rows[0]:
+        return {}
+    worst = max((abs(r["error_in_mix"]) for r in large), default=math.nan)
+    inside = sum(r["in_mix_inside"] for r in rows) / len(rows)
+    return {"accuracy_in_mix": {"pass": bool(large) and worst <= args.max_error, "worst_error": worst},
+            "honesty_in_mix": {"pass": inside >= 0.9, "fraction_inside": inside}}
 
 
 def steps_needed(row, steps, precision):
@@ -363,12 +400,16 @@ def pct(x, digits=1):
 
 
 def comparison_markdown(rows):
-    out = ["| region | share | attributed J/call | truth J/call | error | interval J/call | truth inside | "
-           "GPU ms/call (truth) | power W (truth) |", "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| region | share | attributed J/call | truth J/call alone | error | in the mix J/call | error | "
+           "interval J/call | alone / in the mix inside | GPU ms/call (alone) | power W (alone) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        mix = r.get("in_mix_per_call_j", math.nan)
         out.append(f"| {r['region']}{'' if r['resolved'] else ' *'} | {100 * r['share']:.1f}% | "
                    f"{r['energy_per_call_j']:.4f} | {r['truth_per_call_j']:.4f} | {pct(r['error'])} | "
-                   f"[{r['low_per_call_j']:.4f}, {r['high_per_call_j']:.4f}] | {'yes' if r['truth_inside'] else 'NO'} | "
+                   f"{mix:.4f} | {pct(r.get('error_in_mix', math.nan))} | "
+                   f"[{r['low_per_call_j']:.4f}, {r['high_per_call_j']:.4f}] | "
+                   f"{'yes' if r['truth_inside'] else 'NO'} / {'yes' if r.get('in_mix_inside') else 'NO'} | "
                    f"{1e3 * r['gpu_time_per_call_s']:.2f} ({1e3 * r['truth_time_per_call_s']:.2f}) | "
                    f"{r['power_w']:.1f} ({r['truth_power_w']:.1f}) |")
     return "\n".join(out)
@@ -384,7 +425,10 @@ def checks_lines(c):
         f"{pct(s['error'], 3)}",
         f"{word[h['pass']]} honesty: truth inside the {h['regions']} intervals for {100 * h['fraction_inside']:.0f}% "
         f"(>= {100 * h['limit']:.0f}%)",
-    ]
+    ] + ([f"{word[c['accuracy_in_mix']['pass']]} accuracy against the truths in the mix: worst "
+          f"{100 * c['accuracy_in_mix']['worst_error']:.2f}%",
+          f"{word[c['honesty_in_mix']['pass']]} honesty against the truths in the mix: "
+          f"{100 * c['honesty_in_mix']['fraction_inside']:.0f}% inside"] if "accuracy_in_mix" in c else [])
 
 
 def convergence_rows(windows):
@@ -483,6 +527,11 @@ def parse_args():
     p.add_argument("--bootstrap-rounds", type=int, default=200)
     p.add_argument("--confidence", type=float, default=0.9)
     p.add_argument("--sample-cover-ms", type=float, default=None, help="None: found by the fit")
+    p.add_argument("--loo-seconds", type=float, default=5.0,
+                   help="per leave-one-out window (the truths in the mix); 0: skip")
+    p.add_argument("--response-seconds", type=float, default=40.0,
+                   help="measure the samples' response first (joule.torch.measure_sample_response) and attribute "
+                        "with it; 0: the boxcar found by the fit")
     p.add_argument("--baseline-from-idle", action="store_true",
                    help="give the measured idle power as baseline_w instead of estimating it")
     p.add_argument("--min-share", type=float, default=0.05)
@@ -504,16 +553,38 @@ def main():
         idle_w = idle_power(monitor, args.idle_seconds, args.gpu)
         print(f"idle: {idle_w:.1f} W", flush=True)
         truth = {name: ground_truth(monitor, name, module, args) for name, module in model.named_children()}
+    args.response = None
+    if args.response_seconds > 0:
+        response_raw = {}
+        args.response = joule.torch.measure_sample_response(monitor, seconds=args.response_seconds, gpu=args.gpu,
+                                                            raw=response_raw)
+        os.makedirs(args.out_dir, exist_ok=True)
+        with open(os.path.join(args.out_dir, "response-raw.json"), "w") as f:
+            json.dump(response_raw, f)
+        print(f"sample response: {args.response!r}", flush=True)
+    with torch.no_grad():
         windows, session = mixed_run(monitor, model, args)
+    # Everything that reads the mixed run's power data, before the monitor's history moves past it.
     attributed, errors = attribute_all(session, windows, args, idle_w if args.baseline_from_idle else None)
+    boxcar_a = session.result(windows[-1][2], bootstrap_rounds=0)[args.gpu] if args.response is not None else None
+    write_raw(monitor, session, windows[-1][2], args)
+    with torch.no_grad():
+        in_mix = leave_one_out(monitor, model, args) if args.loo_seconds > 0 else None
+    boxcar = None
+    if boxcar_a is not None:  # the full window as the boxcar model sees it, for comparison
+        boxcar = {"notes": list(boxcar_a.notes), "rows": compare(boxcar_a, truth, in_mix)}
+        for row in boxcar["rows"]:
+            print(f"boxcar model: {row['region']:12s} {100 * row['error']:+7.1f}% (alone), "
+                  f"{100 * row.get('error_in_mix', math.nan):+7.1f}% (in the mix)", flush=True)
     for w in attributed:
-        w["rows"] = compare(w["attribution"], truth)
+        w["rows"] = compare(w["attribution"], truth, in_mix)
         w["checks"] = checks(w["attribution"], w["rows"], args)
     report = {
         "gpu": torch.cuda.get_device_name(args.gpu), "torch": torch.__version__, "args": vars(args),
         "monitor_gpus": monitor.gpus, "clock_uncertainty_s": getattr(session, "clock_uncertainty_s", None),
         "session_notes": list(getattr(session, "notes", [])), "calibration": calibration, "step_ms": step_ms,
-        "idle_w": idle_w, "truth": truth, "errors": errors,
+        "idle_w": idle_w, "truth": truth, "in_mix": in_mix, "errors": errors, "boxcar": boxcar,
+        "sample_response": args.response.to_dict() if args.response is not None else None,
         "windows": [window_report(w) for w in attributed], "convergence": convergence_rows(attributed),
     }
     full = attributed[-1] if attributed and attributed[-1]["measurement"].name == "mixed" else None
@@ -525,6 +596,17 @@ def main():
         return
     report.update(summarise(attributed, full, args))
     write_outputs(args, report, full, attributed)
+
+
+def write_raw(monitor, session, m, args):
+    """The full window's power data and region pieces, for fits of other models offline
+    (bench/probes/sample_response.py --fit reads the same layout)."""
+    os.makedirs(args.out_dir, exist_ok=True)
+    raw = {"gpu": torch.cuda.get_device_name(args.gpu), "begin_s": m.begin_s, "end_s": m.end_s,
+           "energy_j": gpu_energy(m, args.gpu), "samples": monitor.observed_power(args.gpu, m.begin_s, m.end_s),
+           "intervals": session.recorder.intervals(m.begin_s, m.end_s)}
+    with open(os.path.join(args.out_dir, "raw.json"), "w") as f:
+        json.dump(raw, f)
 
 
 def window_report(w):

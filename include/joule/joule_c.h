@@ -72,7 +72,9 @@ int joule_clock_s(joule_session* session, double* now_s);
  * options_json (may be NULL): {"baseline_w": 90, "bootstrap_rounds": 200,
  * "confidence": 0.9, "block_s": 1.0, "seed": 1, "sample_cover_ms": 10,
  * "sample_delay_ms": 5} (without them the samples' cover, and how late
- * their stamps are, are found by the fit). */
+ * their stamps are, are found by the fit); or a measured response instead:
+ * "sample_response_ms": [weights, newest first],
+ * "sample_response_first_lag_ms": 9 (docs/attribution.md). */
 int joule_attribute_window(joule_session* session, const char* window_name, const char* options_json, char* out,
                            size_t out_len);
 /* Training-loop callbacks of the power-limit optimizer (no-ops without one). */

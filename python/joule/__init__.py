@@ -27,10 +27,12 @@ from ._joule import (  # noqa: F401
     Region,
     RegionEnergy,
     RegionRecorder,
+    SampleResponse,
     UsageError,
     Window,
     attribute,
     devices,
+    fit_sample_response,
 )
 
 __all__ = [
@@ -46,11 +48,13 @@ __all__ = [
     "Region",
     "RegionEnergy",
     "RegionRecorder",
+    "SampleResponse",
     "ServiceError",
     "UsageError",
     "Window",
     "attribute",
     "devices",
+    "fit_sample_response",
 ]
 
 # Pure Python, imported on first use so that `import joule` costs nothing more.

@@ -115,11 +115,12 @@ std::vector<std::size_t> checked_order(std::span<const PowerObservation> observa
 // forward, so a whole sweep costs O(observations + intervals + overlaps).
 class RowBuilder {
  public:
-  RowBuilder(std::span<const RegionInterval> sorted, std::size_t regions)
-      : intervals_(sorted), values_(regions + 1, 0.0), idle_(regions) {}
+  RowBuilder(std::span<const RegionInterval> sorted, std::size_t regions, std::span<const double> profile)
+      : intervals_(sorted), profile_(profile), values_(regions + 1, 0.0), is_touched_(regions + 1, false),
+        idle_(regions) {}
 
   void build(const PowerObservation& o) {
-    for (std::size_t c : touched_) values_[c] = 0.0;
+    for (std::size_t c : touched_) values_[c] = 0.0, is_touched_[c] = false;
     touched_.clear();
     while (first_ < intervals_.size() && intervals_[first_].end_s <= o.begin_s) ++first_;
     if (o.end_s == o.begin_s) {
@@ -128,30 +129,42 @@ class RowBuilder {
       add(in ? intervals_[first_].region : idle_, 1.0);
       return;
     }
-    const double span_s = o.end_s - o.begin_s;
-    double covered_s = 0.0;
-    for (std::size_t j = first_; j < intervals_.size() && intervals_[j].begin_s < o.end_s; ++j) {
-      const double overlap_s = std::min(o.end_s, intervals_[j].end_s) - std::max(o.begin_s, intervals_[j].begin_s);
-      if (overlap_s <= 0.0) continue;
-      add(intervals_[j].region, overlap_s / span_s);
-      covered_s += overlap_s;
+    if (profile_.empty()) return add_span(o.begin_s, o.end_s, 1.0);
+    const double slice_s = (o.end_s - o.begin_s) / static_cast<double>(profile_.size());
+    for (std::size_t i = 0; i < profile_.size(); ++i) {
+      const double from_s = o.begin_s + static_cast<double>(i) * slice_s;
+      if (profile_[i] != 0.0) add_span(from_s, from_s + slice_s, profile_[i]);
     }
-    const double idle = (span_s - covered_s) / span_s;
-    if (idle > kIdleFloor) add(idle_, idle);
   }
 
   const std::vector<std::size_t>& columns() const { return touched_; }
   double value(std::size_t column) const { return values_[column]; }
 
  private:
+  // The shares of [from_s, to_s) each region and idle take, times weight.
+  void add_span(double from_s, double to_s, double weight) {
+    const double span_s = to_s - from_s;
+    double covered_s = 0.0;
+    for (std::size_t j = first_; j < intervals_.size() && intervals_[j].begin_s < to_s; ++j) {
+      const double overlap_s = std::min(to_s, intervals_[j].end_s) - std::max(from_s, intervals_[j].begin_s);
+      if (overlap_s <= 0.0) continue;
+      add(intervals_[j].region, weight * overlap_s / span_s);
+      covered_s += overlap_s;
+    }
+    const double idle = (span_s - covered_s) / span_s;
+    if (idle > kIdleFloor) add(idle_, weight * idle);
+  }
+
   void add(std::size_t column, double share) {
-    if (values_[column] == 0.0) touched_.push_back(column);
+    if (!is_touched_[column]) touched_.push_back(column), is_touched_[column] = true;
     values_[column] += share;
   }
 
   std::span<const RegionInterval> intervals_;
+  std::span<const double> profile_;  // AttributionOptions::span_profile
   std::vector<double> values_;
   std::vector<std::size_t> touched_;
+  std::vector<bool> is_touched_;  // a profile's weights may cancel a value back to 0
   std::size_t idle_;
   std::size_t first_ = 0;
 };
@@ -174,11 +187,12 @@ struct BlockSums {
 };
 
 BlockSums block_sums(std::span<const PowerObservation> observations, const std::vector<std::size_t>& order,
-                     std::span<const RegionInterval> sorted, std::size_t regions, double begin_s, double block_s) {
+                     std::span<const RegionInterval> sorted, std::size_t regions, double begin_s, double block_s,
+                     std::span<const double> profile) {
   BlockSums sums;
   sums.k = regions + 1;
   const std::size_t p = packed_size(sums.k);
-  RowBuilder row(sorted, regions);
+  RowBuilder row(sorted, regions, profile);
   double block = -1.0;
   for (std::size_t i : order) {
     const PowerObservation& o = observations[i];
@@ -405,8 +419,8 @@ Spread spread_of(const std::vector<double>& rounds, double confidence) {
 
 double residual_rms_w(std::span<const PowerObservation> observations, const std::vector<std::size_t>& order,
                       std::span<const RegionInterval> sorted, std::size_t regions,
-                      const Eigen::VectorXd& coefficients) {
-  RowBuilder row(sorted, regions);
+                      const Eigen::VectorXd& coefficients, std::span<const double> profile) {
+  RowBuilder row(sorted, regions, profile);
   double sum = 0.0, weights = 0.0;
   for (std::size_t i : order) {
     const PowerObservation& o = observations[i];
@@ -557,7 +571,8 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
   const Totals t = totals_of(sorted, regions, window_end_s - window_begin_s);
   check_enough_observations(observations.size(), t, options);
 
-  const BlockSums sums = block_sums(observations, order, sorted, regions, window_begin_s, options.block_s);
+  const BlockSums sums = block_sums(observations, order, sorted, regions, window_begin_s, options.block_s,
+                                    options.span_profile);
   const Eigen::VectorXd all = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(sums.blocks));
   const Fit fit = solve(unpack(sums.normal_matrix() * all, sums.k), sums.rhs_matrix() * all, options.baseline_w);
   const Estimate e = estimate_of(fit, t, options);
@@ -571,7 +586,7 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
   out.window_energy_j = window_energy_j;
   out.model_energy_j = model_energy_j(e.power_w, e.baseline_w, t);
   out.observations = observations.size();
-  out.residual_rms_w = residual_rms_w(observations, order, sorted, regions, fit.coefficients);
+  out.residual_rms_w = residual_rms_w(observations, order, sorted, regions, fit.coefficients, options.span_profile);
   note_baseline(out, fit, t, regions);
   set_scale(out);
   out.idle_energy_j = e.baseline_w * t.idle_time_s * out.scale;

@@ -1,5 +1,6 @@
 #include "joule/attribution/window.h"
 
+#include <Eigen/Dense>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,6 +26,63 @@ std::vector<PowerObservation> observations_of(const std::vector<ObservedPower>& 
     out.push_back({from_s - delay_s - begin_s, o.end_s - delay_s - begin_s, o.power_w});
   }
   return out;
+}
+
+// The observations as a response of `ms` milliseconds from first_lag_ms
+// sees them: each spans [stamp - (first_lag + ms), stamp - first_lag]
+// (AttributionOptions::span_profile weighs it).
+std::vector<PowerObservation> observations_with(const std::vector<ObservedPower>& observed, double begin_s,
+                                                double end_s, std::size_t ms, int first_lag_ms) {
+  const double newest_s = 1e-3 * first_lag_ms, oldest_s = newest_s + 1e-3 * static_cast<double>(ms);
+  std::vector<PowerObservation> out;
+  for (const ObservedPower& o : observed) {
+    // A span past the window's edges saw time whose regions are not known here.
+    if (o.end_s - oldest_s < begin_s || o.end_s - newest_s > end_s) continue;
+    out.push_back({o.end_s - oldest_s - begin_s, o.end_s - newest_s - begin_s, o.power_w});
+  }
+  return out;
+}
+
+// Least squares of y on a, with penalty * rows x the squared second
+// differences of the coefficients after the first (the intercept), the
+// penalty chosen by 5-fold cross-validation over contiguous folds.
+Eigen::VectorXd smoothed_fit(const Eigen::MatrixXd& a, const Eigen::VectorXd& y) {
+  constexpr int kFolds = 5;
+  const Eigen::Index n = a.rows(), k = a.cols();
+  Eigen::MatrixXd roughness = Eigen::MatrixXd::Zero(k, k);  // D^T D on the weights
+  for (Eigen::Index l = 1; l + 2 < k; ++l) {
+    const double d[3] = {1.0, -2.0, 1.0};
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) roughness(l + i, l + j) += d[i] * d[j];
+    }
+  }
+  std::vector<Eigen::MatrixXd> normal(kFolds, Eigen::MatrixXd::Zero(k, k));
+  std::vector<Eigen::VectorXd> rhs(kFolds, Eigen::VectorXd::Zero(k));
+  const auto fold_of = [&](Eigen::Index row) { return static_cast<int>(row * kFolds / n); };
+  for (Eigen::Index row = 0; row < n; ++row) {
+    normal[fold_of(row)].selfadjointView<Eigen::Lower>().rankUpdate(a.row(row).transpose());
+    rhs[fold_of(row)] += a.row(row).transpose() * y(row);
+  }
+  for (auto& m : normal) m = m.selfadjointView<Eigen::Lower>();
+  Eigen::MatrixXd all_normal = Eigen::MatrixXd::Zero(k, k);
+  Eigen::VectorXd all_rhs = Eigen::VectorXd::Zero(k);
+  for (int f = 0; f < kFolds; ++f) all_normal += normal[f], all_rhs += rhs[f];
+  const auto solve = [&](const Eigen::MatrixXd& m, const Eigen::VectorXd& r, double penalty, double rows) {
+    return Eigen::VectorXd((m + penalty * rows * roughness).ldlt().solve(r));
+  };
+  double best_penalty = 0.0, best_error = std::numeric_limits<double>::infinity();
+  for (double penalty : {0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0}) {
+    double error = 0.0;
+    for (int f = 0; f < kFolds; ++f) {
+      const Eigen::VectorXd c = solve(all_normal - normal[f], all_rhs - rhs[f], penalty,
+                                      static_cast<double>(n) * (kFolds - 1) / kFolds);
+      for (Eigen::Index row = 0; row < n; ++row) {
+        if (fold_of(row) == f) error += std::pow(y(row) - a.row(row).dot(c), 2);
+      }
+    }
+    if (error < best_error) best_error = error, best_penalty = penalty;
+  }
+  return solve(all_normal, all_rhs, best_penalty, static_cast<double>(n));
 }
 
 // The samples' typical interval (their median span), 0 without samples.
@@ -72,6 +130,28 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
     v.begin_s -= begin_s;
     v.end_s -= begin_s;
   }
+  if (!samples.response_ms.empty()) {
+    if (samples.cover_s || samples.delay_s) {
+      throw UsageError("sample model: a measured response replaces the cover and the delay: give one or the other");
+    }
+    std::vector<double> oldest_first(samples.response_ms.rbegin(), samples.response_ms.rend());
+    double sum = 0.0;
+    for (double w : oldest_first) {
+      if (!std::isfinite(w)) throw UsageError("sample response: a weight is not finite");
+      sum += w;
+    }
+    if (!(sum > 0.0)) throw UsageError("sample response: the weights do not sum to a positive number");
+    for (double& w : oldest_first) w /= sum;
+    AttributionOptions weighed = options;
+    weighed.span_profile = oldest_first;
+    const int first_lag_ms = samples.response_first_lag_ms;
+    Attribution result =
+        attribute(observations_with(observed, begin_s, end_s, oldest_first.size(), first_lag_ms), intervals,
+                  regions.names(), 0.0, end_s - begin_s, window_energy_j, weighed);
+    result.notes.push_back(fmt::format("samples weighed by the measured response (from {} to {} ms before the stamp)",
+                                       first_lag_ms, first_lag_ms + static_cast<int>(oldest_first.size())));
+    return result;
+  }
   const auto fit = [&](double cover_s, double delay_s, const AttributionOptions& with) {
     // A sample moved past the window's edge by its delay saw time whose
     // regions are not known here: only the ones inside count.
@@ -106,6 +186,82 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
   Attribution result = fit(cover_s, delay_s, options);
   if (!chosen.empty()) result.notes.push_back(chosen);
   return result;
+}
+
+SampleResponse fit_sample_response(const Sampler& sampler, std::size_t gpu, const RegionRecorder& regions,
+                                   const std::string& high_region, double begin_s, double end_s, int min_lag_ms,
+                                   int max_lag_ms) {
+  if (min_lag_ms < -1000 || max_lag_ms > 1000 || max_lag_ms < min_lag_ms) {
+    throw UsageError(fmt::format("sample response: lags [{}, {}] ms are not an interval within [-1000, 1000]",
+                                 min_lag_ms, max_lag_ms));
+  }
+  const auto names = regions.names();
+  const auto high = std::find(names.begin(), names.end(), high_region);
+  if (high == names.end()) throw UsageError(fmt::format("sample response: no region '{}' was recorded", high_region));
+  const auto high_index = static_cast<std::size_t>(high - names.begin());
+  // The share of "high" in each millisecond of the window.
+  const auto bins = static_cast<std::size_t>(std::ceil(1e3 * (end_s - begin_s))) + 1;
+  std::vector<double> share(bins, 0.0);
+  for (const RegionInterval& v : regions.intervals_within(begin_s, end_s)) {
+    if (v.region != high_index) continue;
+    const double lo = 1e3 * (v.begin_s - begin_s), hi = 1e3 * (v.end_s - begin_s);
+    for (auto i = static_cast<std::size_t>(lo); i < bins && static_cast<double>(i) < hi; ++i) {
+      share[i] += std::min(hi, i + 1.0) - std::max(lo, static_cast<double>(i));
+    }
+  }
+  // One row per sample whose lags all lie in the window: 1, then the shares
+  // of "high" in the millisecond [stamp - (lag + 1), stamp - lag] per lag.
+  const int lags = max_lag_ms - min_lag_ms + 1;
+  std::vector<std::pair<long, double>> rows;  // (stamp in ms from begin_s, power)
+  for (const ObservedPower& o : sampler.observed_power(gpu, begin_s, end_s)) {
+    const long stamp = std::lround(1e3 * (o.end_s - begin_s));
+    if (stamp - max_lag_ms - 1 >= 0 && stamp - min_lag_ms <= static_cast<long>(bins)) {
+      rows.emplace_back(stamp, o.power_w);
+    }
+  }
+  if (rows.size() < static_cast<std::size_t>(4 * lags)) {
+    throw UsageError(fmt::format("sample response: {} samples inside the window, too few for {} lags (run longer)",
+                                 rows.size(), lags));
+  }
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(rows.size()), lags + 1);
+  Eigen::VectorXd y(static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto i = static_cast<Eigen::Index>(r);
+    a(i, 0) = 1.0;
+    for (int l = 0; l < lags; ++l) a(i, l + 1) = share[static_cast<std::size_t>(rows[r].first - 1 - (min_lag_ms + l))];
+    y(i) = rows[r].second;
+  }
+  // Smoothed: the squared second differences of the weights are penalised,
+  // by the strength of those tried that predicts held-out samples best
+  // (5 contiguous folds). A real sensor's response is smooth and its samples
+  // noisy, and there smoothing takes out a comb of alternating weights that
+  // fits noise; a noiseless boxcar (the fake) keeps its sharp edges.
+  const Eigen::VectorXd c = smoothed_fit(a, y);
+  SampleResponse out;
+  out.samples = rows.size();
+  out.residual_rms_w = std::sqrt((y - a * c).squaredNorm() / static_cast<double>(rows.size()));
+  out.low_w = c(0);
+  out.high_w = c(0) + c.tail(lags).sum();
+  // Negative weights (noise) dropped, then the lags holding all but 1%.
+  std::vector<double> w(static_cast<std::size_t>(lags));
+  double kept = 0.0;
+  for (int l = 0; l < lags; ++l) kept += (w[static_cast<std::size_t>(l)] = std::max(0.0, c(l + 1)));
+  if (!(kept > 0.0)) throw UsageError("sample response: the samples do not follow the 'high' region at any lag");
+  std::vector<double> cumulative(w.size());
+  double sum = 0.0;
+  for (std::size_t l = 0; l < w.size(); ++l) cumulative[l] = (sum += w[l] / kept);
+  const auto lag_at = [&](double q) {
+    return static_cast<int>(std::lower_bound(cumulative.begin(), cumulative.end(), q) - cumulative.begin());
+  };
+  const int first = lag_at(0.005), last = std::min(lag_at(0.995), lags - 1);
+  out.first_lag_ms = min_lag_ms + first;
+  double cut = 0.0;
+  for (int l = first; l <= last; ++l) cut += w[static_cast<std::size_t>(l)];
+  for (int l = first; l <= last; ++l) out.response_ms.push_back(w[static_cast<std::size_t>(l)] / cut);
+  out.lag10_ms = min_lag_ms + lag_at(0.1);
+  out.lag50_ms = min_lag_ms + lag_at(0.5);
+  out.lag90_ms = min_lag_ms + lag_at(0.9);
+  return out;
 }
 
 std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& settled, const RegionRecorder& regions,

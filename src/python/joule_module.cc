@@ -365,7 +365,23 @@ PYBIND11_MODULE(_joule, m) {
         for (const auto& gpu : self.monitor().gpus()) gpus.append(gpu_info(*gpu));
         return gpus;
       })
-      .def_property_readonly("simulated", [](const PyMonitor& self) { return self.devices().simulated(); });
+      .def_property_readonly("simulated", [](const PyMonitor& self) { return self.devices().simulated(); })
+      .def(
+          "observed_power",
+          [](PyMonitor& self, std::size_t gpu, double begin_s, double end_s) {
+            if (gpu >= self.monitor().gpus().size()) {
+              throw joule::UsageError("observed_power: GPU " + std::to_string(gpu) + " does not exist");
+            }
+            py::list out;
+            for (const auto& o : self.monitor().sampler().observed_power(gpu, begin_s, end_s)) {
+              out.append(py::make_tuple(o.begin_s, o.end_s, o.power_w));
+            }
+            return out;
+          },
+          "gpu"_a, "begin_s"_a, "end_s"_a,
+          "The power data a GPU's energy over [begin_s, end_s] comes from, as (begin_s, end_s, power_w) "
+          "tuples on the monitor's clock: each driver sample's span, or each sampled interval. What "
+          "joule.attribute fits; for your own analysis.");
 
   // Energy per region (issue 32): regions recorded on the monitor's clock,
   // attributed over a settled window from the sampler's power data.
@@ -390,6 +406,19 @@ PYBIND11_MODULE(_joule, m) {
           "region", [](PyRegionRecorder& self, const std::string& name) { return PyRegion(self, name); }, "name"_a,
           py::keep_alive<0, 1>(), "A context manager: begin(name) on entry, end(name) on exit.")
       .def_property_readonly("names", [](const PyRegionRecorder& self) { return self.recorder().names(); })
+      .def(
+          "intervals",
+          [](const PyRegionRecorder& self, double begin_s, double end_s) {
+            py::list out;
+            for (const auto& v : self.recorder().intervals_within(begin_s, end_s)) {
+              out.append(py::make_tuple(self.recorder().names()[v.region], v.begin_s, v.end_s, v.resumed));
+            }
+            return out;
+          },
+          "begin_s"_a, "end_s"_a,
+          "The recorded pieces of regions within [begin_s, end_s] (cut to it), as (name, begin_s, end_s, "
+          "resumed) tuples in time order; a region nested in another pauses it (resumed: a later piece of "
+          "the same call).")
       .def_property_readonly("open_regions",
                              [](const PyRegionRecorder& self) { return self.recorder().open_regions(); })
       .def_property_readonly("synchronized", &PyRegionRecorder::synchronized)
@@ -444,11 +473,64 @@ PYBIND11_MODULE(_joule, m) {
                ", scale " + repr_number(a.scale, 4) + ", " + std::to_string(a.notes.size()) + " notes>";
       });
 
+  using joule::attribution::SampleResponse;
+  py::class_<SampleResponse>(m, "SampleResponse")
+      .def(py::init([](std::vector<double> response_ms, int first_lag_ms) {
+             SampleResponse r;
+             r.response_ms = std::move(response_ms);
+             r.first_lag_ms = first_lag_ms;
+             return r;
+           }),
+           "response_ms"_a, "first_lag_ms"_a = 0,
+           "A response kept from an earlier fit_sample_response (e.g. read back from to_dict()'s JSON).")
+      .def_readonly("response_ms", &SampleResponse::response_ms)
+      .def_readonly("first_lag_ms", &SampleResponse::first_lag_ms)
+      .def_readonly("low_w", &SampleResponse::low_w)
+      .def_readonly("high_w", &SampleResponse::high_w)
+      .def_readonly("residual_rms_w", &SampleResponse::residual_rms_w)
+      .def_readonly("samples", &SampleResponse::samples)
+      .def_readonly("lag10_ms", &SampleResponse::lag10_ms)
+      .def_readonly("lag50_ms", &SampleResponse::lag50_ms)
+      .def_readonly("lag90_ms", &SampleResponse::lag90_ms)
+      .def("to_dict",
+           [](const SampleResponse& r) {
+             return py::dict("response_ms"_a = r.response_ms, "first_lag_ms"_a = r.first_lag_ms, "low_w"_a = r.low_w,
+                             "high_w"_a = r.high_w, "residual_rms_w"_a = r.residual_rms_w, "samples"_a = r.samples,
+                             "lag10_ms"_a = r.lag10_ms, "lag50_ms"_a = r.lag50_ms, "lag90_ms"_a = r.lag90_ms);
+           })
+      .def("__repr__", [](const SampleResponse& r) {
+        return "<SampleResponse " + repr_number(r.lag10_ms, 3) + "/" + repr_number(r.lag50_ms, 3) + "/" +
+               repr_number(r.lag90_ms, 3) + " ms (10/50/90%) before the stamp, " + std::to_string(r.samples) +
+               " samples, residual " + repr_number(r.residual_rms_w, 3) + " W>";
+      });
+
+  m.def(
+      "fit_sample_response",
+      [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
+         std::size_t gpu, const std::string& region, int min_lag_ms, int max_lag_ms) {
+        if (!measurement.settled) {
+          throw joule::UsageError("window '" + measurement.name + "' is not settled: settle it first");
+        }
+        if (gpu >= monitor.monitor().gpus().size()) {
+          throw joule::UsageError("fit_sample_response: GPU " + std::to_string(gpu) + " does not exist");
+        }
+        py::gil_scoped_release release;
+        return joule::attribution::fit_sample_response(monitor.monitor().sampler(), gpu, recorder.recorder(), region,
+                                                       measurement.begin_s, measurement.end_s(), min_lag_ms,
+                                                       max_lag_ms);
+      },
+      "monitor"_a, "measurement"_a, "recorder"_a, "gpu"_a = 0, "region"_a = "high", "min_lag_ms"_a = -20,
+      "max_lag_ms"_a = 60,
+      "How a GPU's power samples respond to its power, from a settled window in which it alternated between "
+      "`region` and other work at random lengths (joule.torch.measure_sample_response runs one): pass it to "
+      "attribute(sample_response=...).");
+
   m.def(
       "attribute",
       [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
          std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
-         std::uint64_t seed, std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms) {
+         std::uint64_t seed, std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
+         std::optional<SampleResponse> sample_response) {
         joule::attribution::AttributionOptions options;
         options.baseline_w = baseline_w;
         options.bootstrap_rounds = bootstrap_rounds;
@@ -458,16 +540,21 @@ PYBIND11_MODULE(_joule, m) {
         joule::attribution::SampleModel samples;
         if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
         if (sample_delay_ms) samples.delay_s = *sample_delay_ms / 1000.0;
+        if (sample_response) {
+          samples.response_ms = sample_response->response_ms;
+          samples.response_first_lag_ms = sample_response->first_lag_ms;
+        }
         py::gil_scoped_release release;
         return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
                                                     samples);
       },
       "monitor"_a, "measurement"_a, "recorder"_a, "baseline_w"_a = py::none(), "bootstrap_rounds"_a = 200,
       "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1, "sample_cover_ms"_a = py::none(),
-      "sample_delay_ms"_a = py::none(),
+      "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(),
       "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
       "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages; "
-      "sample_delay_ms: how long after that span it is stamped (None: found by the fit). Do not record on the recorder meanwhile (the fit runs without the GIL).");
+      "sample_delay_ms: how long after that span it is stamped (None: found by the fit); sample_response (from "
+      "fit_sample_response) replaces both with the measured response. Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   m.def(
       "attribution_page",

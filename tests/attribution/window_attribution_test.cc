@@ -9,6 +9,7 @@
 #include "joule/attribution/window.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -208,6 +209,13 @@ TEST(AttributionWindowTest, AWindowInsideTheRunCutsTheRegionsAtItsEdges) {
 // H100's seem to be. Told the right cover, the fit recovers every region;
 // told that samples average their whole interval, it is biased and its
 // residual says so, which is how the cover of a real driver is found.
+SampleModel boxcar(double cover_s, double delay_s) {
+  SampleModel model;
+  model.cover_s = cover_s;
+  model.delay_s = delay_s;
+  return model;
+}
+
 TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual) {
   testing::TempDir tmp;
   testing::write_file(tmp.file("step.txt"), "8 650\n3 300\n1 420\n4.9 90\n");
@@ -262,8 +270,8 @@ TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual)
   const double step_j = 0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90;
   const double window_j = kSteps * step_j;
 
-  const Attribution right = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, SampleModel{0.010, 0.0});
-  const Attribution whole = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, SampleModel{0.0, 0.0});
+  const Attribution right = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, boxcar(0.010, 0.0));
+  const Attribution whole = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, boxcar(0.0, 0.0));
   const auto region = [&](const Attribution& a, const std::string& name) {
     const auto at = std::find(recorder.names().begin(), recorder.names().end(), name) - recorder.names().begin();
     return a.regions.at(static_cast<std::size_t>(at));
@@ -294,6 +302,111 @@ TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual)
                          [](const std::string& n) { return n.find("average their last 10 ms (of 20 ms") != n.npos; }),
             found.notes.end())
       << ::testing::PrintToString(found.notes);
+}
+
+// A response measured instead of assumed: the fake H100 first alternates
+// 650 W and 90 W for random lengths (1-40 ms), which fit_sample_response
+// turns into the samples' response, lag by lag (the fake's: the 10 ms before
+// each sample's stamp, as the sampler places it); then a periodic
+// three-region step, attributed with that response, comes out as well as
+// with the right boxcar.
+TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
+  testing::TempDir tmp;
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> tenths(10, 400);  // 1-40 ms in 0.1 ms
+  std::vector<std::pair<double, bool>> segments;        // (ms, high?)
+  std::string profile;
+  double random_s = 0.0;
+  while (random_s < 40.0) {
+    for (bool high : {true, false}) {
+      const double ms = tenths(rng) / 10.0;
+      segments.emplace_back(ms, high);
+      profile += fmt::format("{:.1f} {}\n", ms, high ? 650 : 90);
+      random_s += ms / 1000.0;
+    }
+  }
+  constexpr int kSteps = 1800;  // then the step of the test above, 30 s
+  for (int i = 0; i < kSteps; ++i) profile += "8 650\n3 300\n1 420\n4.9 90\n";
+  testing::write_file(tmp.file("profile.txt"), profile);
+  const auto fake = testing::use_fake_nvml(
+      tmp, "clock virtual\ndevice name=\"NVIDIA H100 80GB HBM3\" profile_file=" + tmp.file("profile.txt") +
+               " min_limit_w=200 max_limit_w=700 energy_update_ms=100 energy_call_ms=4 power_update_ms=100"
+               " usage_window_ms=1000 sample_ms=20 sample_cover_ms=10 sample_buffer=120 sample_latency_ms=1"
+               " sample_stamp_lead_ms=4.5\n");
+  auto gpus = open_nvml_gpus(fake.library_path).gpus;
+  auto* set_fake_time = reinterpret_cast<void (*)(double)>(
+      dlsym(dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD), "joule_fake_nvml_set_time_s"));
+  ASSERT_NE(set_fake_time, nullptr);
+  auto clock = std::make_shared<VirtualClock>();
+  SamplerOptions options;
+  options.background_thread = false;
+  options.counter_anchors.enabled = false;
+  options.history_s = 1e6;
+  options.power_samples_drain_s = 0.1;
+  Sampler sampler(gpus, {}, clock, options);
+  sampler.start();
+  RegionRecorder recorder(clock);
+  double next_tick_s = 0.1;
+  const auto advance_to = [&](double t) {
+    for (; next_tick_s <= t; next_tick_s += 0.1) {
+      clock->set_s(next_tick_s);
+      set_fake_time(next_tick_s);
+      sampler.sample_now();
+    }
+    clock->set_s(t);
+    set_fake_time(t);
+  };
+  double t = 0.0;
+  for (const auto& [ms, high] : segments) {
+    advance_to(t);
+    recorder.begin(high ? "high" : "low");
+    t += ms / 1000.0;
+    advance_to(t);
+    recorder.end(high ? "high" : "low");
+  }
+  const SampleResponse response = fit_sample_response(sampler, 0, recorder, "high", 0.0, t);
+  std::printf("[ figures  ] response: 10/50/90%% by %.0f/%.0f/%.0f ms before the stamp, low %.1f W, high %.1f W, "
+              "residual %.2f W over %zu samples\n",
+              response.lag10_ms, response.lag50_ms, response.lag90_ms, response.low_w, response.high_w,
+              response.residual_rms_w, response.samples);
+  EXPECT_NEAR(response.low_w, 90.0, 2.0);
+  EXPECT_NEAR(response.high_w, 650.0, 5.0);
+  EXPECT_NEAR(response.lag10_ms, 0.0, 1.0);  // the 10 ms before the stamp, evenly
+  EXPECT_NEAR(response.lag50_ms, 4.5, 1.0);
+  EXPECT_NEAR(response.lag90_ms, 9.0, 1.0);
+  EXPECT_EQ(response.response_ms.size(), 10u);
+
+  const double steps_begin_s = t;
+  for (int i = 0; i < kSteps; ++i, t += 0.0169) {
+    advance_to(t);
+    recorder.begin("step");
+    recorder.begin("matmul");
+    advance_to(t + 0.008);
+    recorder.end("matmul");
+    recorder.begin("elementwise");
+    advance_to(t + 0.011);
+    recorder.end("elementwise");
+    advance_to(t + 0.012);
+    recorder.end("step");
+  }
+  advance_to(t + 0.5);
+  const double window_j = kSteps * (0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90);
+  SampleModel measured;
+  measured.response_ms = response.response_ms;
+  measured.response_first_lag_ms = response.first_lag_ms;
+  const Attribution a = attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured);
+  const auto power_of = [&](const std::string& name) {
+    const auto at = std::find(recorder.names().begin(), recorder.names().end(), name) - recorder.names().begin();
+    return a.regions.at(static_cast<std::size_t>(at)).power_w;
+  };
+  for (const auto& [name, power_w] : std::map<std::string, double>{{"matmul", 650.0}, {"elementwise", 300.0}}) {
+    std::printf("[ figures  ] %s with the measured response: %+.2f%%\n", name.c_str(),
+                100 * (power_of(name) / power_w - 1));
+    EXPECT_NEAR(power_of(name), power_w, 0.03 * power_w) << name;
+  }
+  measured.cover_s = 0.01;  // a boxcar and a response at once
+  EXPECT_THROW(attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured), UsageError);
+  EXPECT_THROW(fit_sample_response(sampler, 0, recorder, "nope", 0.0, 40.0), UsageError);
 }
 
 TEST(RegionRecorderTest, NestedRegionsPauseTheOuterOneAndErrorsNameTheRegions) {

@@ -295,3 +295,24 @@ def test_gpu_clock_maps_events_to_the_monitors_clock_and_takes_the_drift_out(mon
     # Mapped back to the monitor's clock, the GPU's spans are the host's, shifted by the lag (not stretched 2%).
     assert inner_s - 1e-5 <= work.gpu_time_s <= outer_s + 1e-5, (inner_s, work.gpu_time_s, outer_s)
     assert 0.98 * work.gpu_time_s < inner_s - 1e-5  # the GPU's own spans (2% short) would not have passed
+
+
+def test_a_measured_sample_response_goes_into_the_fit(monitor):
+    recorder = joule.RegionRecorder(monitor)
+    with monitor.window("w") as w:
+        for _ in range(40):
+            with recorder.region("work"):
+                time.sleep(0.004)
+            time.sleep(0.002)
+    settled = w.settled(timeout_s=5.0)
+    response = joule.SampleResponse([0.25, 0.5, 0.25], first_lag_ms=2)
+    assert response.to_dict()["response_ms"] == [0.25, 0.5, 0.25] and response.first_lag_ms == 2
+    [a, _] = joule.attribute(monitor, settled, recorder, bootstrap_rounds=0, sample_response=response)
+    assert any("measured response (from 2 to 5 ms before the stamp)" in n for n in a.notes), a.notes
+    assert a.regions[0].calls == 40 and a.regions[0].resolved
+    with pytest.raises(joule.UsageError, match="replaces the cover and the delay"):
+        joule.attribute(monitor, settled, recorder, sample_response=response, sample_cover_ms=10)
+    with pytest.raises(joule.UsageError, match="no region 'high'"):
+        joule.fit_sample_response(monitor, settled, recorder)
+    with pytest.raises(joule.UsageError, match="GPU 5 does not exist"):
+        joule.fit_sample_response(monitor, settled, recorder, gpu=5, region="work")

@@ -88,6 +88,11 @@ struct AttributionOptions {
   // are not independent.
   double block_s = 1.0;
   std::uint64_t seed = 1;
+  // How every observation with a span weighs it: equal slices of the span,
+  // oldest first, each with its weight (summing to 1), for a driver whose
+  // samples respond to power unevenly over their span
+  // (SampleModel::response_ms). Empty: the plain mean over the span.
+  std::vector<double> span_profile;
 };
 
 struct RegionEnergy {
