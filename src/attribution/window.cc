@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "joule/error.h"
@@ -43,19 +44,26 @@ std::vector<PowerObservation> observations_with(const std::vector<ObservedPower>
   return out;
 }
 
-// Least squares of y on a, with penalty * rows x the squared second
-// differences of the coefficients after the first (the intercept), the
-// penalty chosen by 5-fold cross-validation over contiguous folds.
-Eigen::VectorXd smoothed_fit(const Eigen::MatrixXd& a, const Eigen::VectorXd& y) {
-  constexpr int kFolds = 5;
-  const Eigen::Index n = a.rows(), k = a.cols();
-  Eigen::MatrixXd roughness = Eigen::MatrixXd::Zero(k, k);  // D^T D on the weights
+// D^T D for the squared second differences of the coefficients after the
+// first (the intercept).
+Eigen::MatrixXd roughness_of(Eigen::Index k) {
+  Eigen::MatrixXd roughness = Eigen::MatrixXd::Zero(k, k);
   for (Eigen::Index l = 1; l + 2 < k; ++l) {
     const double d[3] = {1.0, -2.0, 1.0};
     for (int i = 0; i < 3; ++i) {
       for (int j = 0; j < 3; ++j) roughness(l + i, l + j) += d[i] * d[j];
     }
   }
+  return roughness;
+}
+
+// Least squares of y on a, with penalty * rows x the roughness, the penalty
+// chosen by 5-fold cross-validation over contiguous folds. Returns the
+// coefficients and the penalty.
+std::pair<Eigen::VectorXd, double> smoothed_fit(const Eigen::MatrixXd& a, const Eigen::VectorXd& y) {
+  constexpr int kFolds = 5;
+  const Eigen::Index n = a.rows(), k = a.cols();
+  const Eigen::MatrixXd roughness = roughness_of(k);
   std::vector<Eigen::MatrixXd> normal(kFolds, Eigen::MatrixXd::Zero(k, k));
   std::vector<Eigen::VectorXd> rhs(kFolds, Eigen::VectorXd::Zero(k));
   const auto fold_of = [&](Eigen::Index row) { return static_cast<int>(row * kFolds / n); };
@@ -82,7 +90,121 @@ Eigen::VectorXd smoothed_fit(const Eigen::MatrixXd& a, const Eigen::VectorXd& y)
     }
     if (error < best_error) best_error = error, best_penalty = penalty;
   }
-  return solve(all_normal, all_rhs, best_penalty, static_cast<double>(n));
+  return {solve(all_normal, all_rhs, best_penalty, static_cast<double>(n)), best_penalty};
+}
+
+// The response's weights from the fit's coefficients (after the intercept):
+// negative ones dropped, normalised; empty if none is positive.
+std::vector<double> weights_of(const Eigen::VectorXd& c) {
+  std::vector<double> w;
+  double kept = 0.0;
+  for (Eigen::Index l = 1; l < c.size(); ++l) kept += w.emplace_back(std::max(0.0, c(l)));
+  if (!(kept > 0.0)) return {};
+  for (double& x : w) x /= kept;
+  return w;
+}
+
+// The response refitted on block-bootstrap resamples of the samples (blocks
+// of 50, ~1 s), with the chosen penalty: how much it could differ.
+std::vector<std::vector<double>> response_rounds(const Eigen::MatrixXd& a, const Eigen::VectorXd& y, double penalty,
+                                                 int rounds) {
+  constexpr Eigen::Index kBlock = 50;
+  const Eigen::Index n = a.rows(), k = a.cols(), blocks = (n + kBlock - 1) / kBlock;
+  std::vector<Eigen::MatrixXd> normal(static_cast<std::size_t>(blocks), Eigen::MatrixXd::Zero(k, k));
+  std::vector<Eigen::VectorXd> rhs(static_cast<std::size_t>(blocks), Eigen::VectorXd::Zero(k));
+  for (Eigen::Index row = 0; row < n; ++row) {
+    const auto b = static_cast<std::size_t>(row / kBlock);
+    normal[b].selfadjointView<Eigen::Lower>().rankUpdate(a.row(row).transpose());
+    rhs[b] += a.row(row).transpose() * y(row);
+  }
+  for (auto& m : normal) m = m.selfadjointView<Eigen::Lower>();
+  const Eigen::MatrixXd roughness = roughness_of(k);
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<std::size_t> pick(0, static_cast<std::size_t>(blocks) - 1);
+  std::vector<std::vector<double>> out;
+  for (int r = 0; r < rounds; ++r) {
+    Eigen::MatrixXd m = Eigen::MatrixXd::Zero(k, k);
+    Eigen::VectorXd v = Eigen::VectorXd::Zero(k);
+    for (Eigen::Index b = 0; b < blocks; ++b) {
+      const std::size_t drawn = pick(rng);
+      m += normal[drawn];
+      v += rhs[drawn];
+    }
+    if (auto w = weights_of((m + penalty * static_cast<double>(n) * roughness).ldlt().solve(v)); !w.empty()) {
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+// One fit with a response (newest first, from first_lag_ms) on the window's
+// own scale.
+Attribution fit_with_response(const std::vector<ObservedPower>& observed, std::span<const RegionInterval> intervals,
+                              const std::vector<std::string>& names, double length_s, double begin_s,
+                              double window_energy_j, AttributionOptions options, const std::vector<double>& weights,
+                              int first_lag_ms) {
+  std::vector<double> oldest_first(weights.rbegin(), weights.rend());
+  double sum = 0.0;
+  for (double w : oldest_first) {
+    if (!std::isfinite(w)) throw UsageError("sample response: a weight is not finite");
+    sum += w;
+  }
+  if (!(sum > 0.0)) throw UsageError("sample response: the weights do not sum to a positive number");
+  for (double& w : oldest_first) w /= sum;
+  options.span_profile = oldest_first;
+  return attribute(observations_with(observed, begin_s, begin_s + length_s, oldest_first.size(), first_lag_ms),
+                   intervals, names, 0.0, length_s, window_energy_j, options);
+}
+
+// The value at quantile p of sorted values (linear between neighbours).
+double quantile_of(const std::vector<double>& sorted, double p) {
+  const double at = p * static_cast<double>(sorted.size() - 1);
+  const auto below = static_cast<std::size_t>(at);
+  if (below + 1 >= sorted.size()) return sorted.back();
+  return sorted[below] + (at - static_cast<double>(below)) * (sorted[below + 1] - sorted[below]);
+}
+
+// The fit with the response, each region's interval widened by how far the
+// response's rounds move its energy (the two spreads added in quadrature).
+Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
+                                    std::span<const RegionInterval> intervals, const std::vector<std::string>& names,
+                                    double length_s, double begin_s, double window_energy_j,
+                                    const AttributionOptions& options, const SampleResponse& response) {
+  Attribution out = fit_with_response(observed, intervals, names, length_s, begin_s, window_energy_j, options,
+                                      response.response_ms, response.first_lag_ms);
+  out.notes.push_back(fmt::format("samples weighed by the measured response (from {} to {} ms before the stamp)",
+                                  response.first_lag_ms,
+                                  response.first_lag_ms + static_cast<int>(response.response_ms.size())));
+  if (response.rounds.empty()) return out;
+  AttributionOptions quick = options;
+  quick.bootstrap_rounds = 0;
+  std::vector<std::vector<double>> energies(out.regions.size());  // per region, over the rounds
+  for (const std::vector<double>& round : response.rounds) {
+    const Attribution alt = fit_with_response(observed, intervals, names, length_s, begin_s, window_energy_j, quick,
+                                              round, response.rounds_first_lag_ms);
+    for (std::size_t r = 0; r < out.regions.size(); ++r) {
+      if (alt.regions[r].resolved) energies[r].push_back(alt.regions[r].energy_j);
+    }
+  }
+  const double tail = (1.0 - options.confidence) / 2.0;
+  for (std::size_t r = 0; r < out.regions.size(); ++r) {
+    RegionEnergy& g = out.regions[r];
+    std::vector<double>& e = energies[r];
+    if (!g.resolved || e.size() < 2) continue;
+    std::sort(e.begin(), e.end());
+    const double below = std::max(0.0, g.energy_j - quantile_of(e, tail));
+    const double above = std::max(0.0, quantile_of(e, 1.0 - tail) - g.energy_j);
+    double mean = 0.0, var = 0.0;
+    for (double x : e) mean += x / static_cast<double>(e.size());
+    for (double x : e) var += (x - mean) * (x - mean) / static_cast<double>(e.size() - 1);
+    const auto widen = [](double boot, double more) { return std::isfinite(boot) ? std::hypot(boot, more) : more; };
+    g.energy_low_j = g.energy_j - widen(g.energy_j - g.energy_low_j, below);
+    g.energy_high_j = g.energy_j + widen(g.energy_high_j - g.energy_j, above);
+    g.energy_std_j = widen(g.energy_std_j, std::sqrt(var));
+  }
+  out.notes.push_back(fmt::format("intervals include the response's uncertainty ({} refits with bootstrapped responses)",
+                                  response.rounds.size()));
+  return out;
 }
 
 // The samples' typical interval (their median span), 0 without samples.
@@ -130,27 +252,12 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
     v.begin_s -= begin_s;
     v.end_s -= begin_s;
   }
-  if (!samples.response_ms.empty()) {
+  if (samples.response) {
     if (samples.cover_s || samples.delay_s) {
       throw UsageError("sample model: a measured response replaces the cover and the delay: give one or the other");
     }
-    std::vector<double> oldest_first(samples.response_ms.rbegin(), samples.response_ms.rend());
-    double sum = 0.0;
-    for (double w : oldest_first) {
-      if (!std::isfinite(w)) throw UsageError("sample response: a weight is not finite");
-      sum += w;
-    }
-    if (!(sum > 0.0)) throw UsageError("sample response: the weights do not sum to a positive number");
-    for (double& w : oldest_first) w /= sum;
-    AttributionOptions weighed = options;
-    weighed.span_profile = oldest_first;
-    const int first_lag_ms = samples.response_first_lag_ms;
-    Attribution result =
-        attribute(observations_with(observed, begin_s, end_s, oldest_first.size(), first_lag_ms), intervals,
-                  regions.names(), 0.0, end_s - begin_s, window_energy_j, weighed);
-    result.notes.push_back(fmt::format("samples weighed by the measured response (from {} to {} ms before the stamp)",
-                                       first_lag_ms, first_lag_ms + static_cast<int>(oldest_first.size())));
-    return result;
+    return attribute_with_response(observed, intervals, regions.names(), end_s - begin_s, begin_s, window_energy_j,
+                                   options, *samples.response);
   }
   const auto fit = [&](double cover_s, double delay_s, const AttributionOptions& with) {
     // A sample moved past the window's edge by its delay saw time whose
@@ -236,7 +343,7 @@ SampleResponse fit_sample_response(const Sampler& sampler, std::size_t gpu, cons
   // (5 contiguous folds). A real sensor's response is smooth and its samples
   // noisy, and there smoothing takes out a comb of alternating weights that
   // fits noise; a noiseless boxcar (the fake) keeps its sharp edges.
-  const Eigen::VectorXd c = smoothed_fit(a, y);
+  const auto [c, penalty] = smoothed_fit(a, y);
   SampleResponse out;
   out.samples = rows.size();
   out.residual_rms_w = std::sqrt((y - a * c).squaredNorm() / static_cast<double>(rows.size()));
@@ -261,6 +368,10 @@ SampleResponse fit_sample_response(const Sampler& sampler, std::size_t gpu, cons
   out.lag10_ms = min_lag_ms + lag_at(0.1);
   out.lag50_ms = min_lag_ms + lag_at(0.5);
   out.lag90_ms = min_lag_ms + lag_at(0.9);
+  out.smoothing = penalty;
+  constexpr int kResponseRounds = 20;
+  out.rounds = response_rounds(a, y, penalty, kResponseRounds);
+  out.rounds_first_lag_ms = min_lag_ms;
   return out;
 }
 

@@ -231,8 +231,10 @@ int joule_attribute_window(joule_session* session, const char* window_name, cons
     if (o.contains("sample_cover_ms")) samples.cover_s = o["sample_cover_ms"].get<double>() / 1000.0;
     if (o.contains("sample_delay_ms")) samples.delay_s = o["sample_delay_ms"].get<double>() / 1000.0;
     if (o.contains("sample_response_ms")) {
-      samples.response_ms = o["sample_response_ms"].get<std::vector<double>>();
-      samples.response_first_lag_ms = o.value("sample_response_first_lag_ms", 0);
+      joule::attribution::SampleResponse response;
+      response.response_ms = o["sample_response_ms"].get<std::vector<double>>();
+      response.first_lag_ms = o.value("sample_response_first_lag_ms", 0);
+      samples.response = std::move(response);
     }
     nlohmann::json gpus = nlohmann::json::array();
     for (const auto& a : joule::attribution::attribute_window(*session->monitor, ended, *session->regions, options,

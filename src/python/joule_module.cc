@@ -475,14 +475,22 @@ PYBIND11_MODULE(_joule, m) {
 
   using joule::attribution::SampleResponse;
   py::class_<SampleResponse>(m, "SampleResponse")
-      .def(py::init([](std::vector<double> response_ms, int first_lag_ms) {
+      .def(py::init([](std::vector<double> response_ms, int first_lag_ms, std::vector<std::vector<double>> rounds,
+                       int rounds_first_lag_ms) {
              SampleResponse r;
              r.response_ms = std::move(response_ms);
              r.first_lag_ms = first_lag_ms;
+             r.rounds = std::move(rounds);
+             r.rounds_first_lag_ms = rounds_first_lag_ms;
              return r;
            }),
-           "response_ms"_a, "first_lag_ms"_a = 0,
-           "A response kept from an earlier fit_sample_response (e.g. read back from to_dict()'s JSON).")
+           "response_ms"_a, "first_lag_ms"_a = 0, "rounds"_a = std::vector<std::vector<double>>{},
+           "rounds_first_lag_ms"_a = 0,
+           "A response kept from an earlier fit_sample_response (e.g. SampleResponse(**d) with d read back from "
+           "to_dict()'s JSON, less the fit's figures).")
+      .def_readonly("rounds", &SampleResponse::rounds)
+      .def_readonly("rounds_first_lag_ms", &SampleResponse::rounds_first_lag_ms)
+      .def_readonly("smoothing", &SampleResponse::smoothing)
       .def_readonly("response_ms", &SampleResponse::response_ms)
       .def_readonly("first_lag_ms", &SampleResponse::first_lag_ms)
       .def_readonly("low_w", &SampleResponse::low_w)
@@ -496,7 +504,9 @@ PYBIND11_MODULE(_joule, m) {
            [](const SampleResponse& r) {
              return py::dict("response_ms"_a = r.response_ms, "first_lag_ms"_a = r.first_lag_ms, "low_w"_a = r.low_w,
                              "high_w"_a = r.high_w, "residual_rms_w"_a = r.residual_rms_w, "samples"_a = r.samples,
-                             "lag10_ms"_a = r.lag10_ms, "lag50_ms"_a = r.lag50_ms, "lag90_ms"_a = r.lag90_ms);
+                             "lag10_ms"_a = r.lag10_ms, "lag50_ms"_a = r.lag50_ms, "lag90_ms"_a = r.lag90_ms,
+                             "smoothing"_a = r.smoothing, "rounds"_a = r.rounds,
+                             "rounds_first_lag_ms"_a = r.rounds_first_lag_ms);
            })
       .def("__repr__", [](const SampleResponse& r) {
         return "<SampleResponse " + repr_number(r.lag10_ms, 3) + "/" + repr_number(r.lag50_ms, 3) + "/" +
@@ -540,10 +550,7 @@ PYBIND11_MODULE(_joule, m) {
         joule::attribution::SampleModel samples;
         if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
         if (sample_delay_ms) samples.delay_s = *sample_delay_ms / 1000.0;
-        if (sample_response) {
-          samples.response_ms = sample_response->response_ms;
-          samples.response_first_lag_ms = sample_response->first_lag_ms;
-        }
+        samples.response = sample_response;
         py::gil_scoped_release release;
         return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
                                                     samples);

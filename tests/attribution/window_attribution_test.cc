@@ -375,6 +375,7 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
   EXPECT_NEAR(response.lag50_ms, 4.5, 1.0);
   EXPECT_NEAR(response.lag90_ms, 9.0, 1.0);
   EXPECT_EQ(response.response_ms.size(), 10u);
+  EXPECT_EQ(response.rounds.size(), 20u);  // refits on resampled samples, for the intervals
 
   const double steps_begin_s = t;
   for (int i = 0; i < kSteps; ++i, t += 0.0169) {
@@ -392,8 +393,7 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
   advance_to(t + 0.5);
   const double window_j = kSteps * (0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90);
   SampleModel measured;
-  measured.response_ms = response.response_ms;
-  measured.response_first_lag_ms = response.first_lag_ms;
+  measured.response = response;
   const Attribution a = attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured);
   const auto power_of = [&](const std::string& name) {
     const auto at = std::find(recorder.names().begin(), recorder.names().end(), name) - recorder.names().begin();
@@ -404,6 +404,10 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
                 100 * (power_of(name) / power_w - 1));
     EXPECT_NEAR(power_of(name), power_w, 0.03 * power_w) << name;
   }
+  EXPECT_NE(std::find_if(a.notes.begin(), a.notes.end(),
+                         [](const std::string& n) { return n.find("the response's uncertainty (20 refits") != n.npos; }),
+            a.notes.end())
+      << ::testing::PrintToString(a.notes);
   measured.cover_s = 0.01;  // a boxcar and a response at once
   EXPECT_THROW(attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured), UsageError);
   EXPECT_THROW(fit_sample_response(sampler, 0, recorder, "nope", 0.0, 40.0), UsageError);

@@ -13,6 +13,39 @@
 
 namespace joule::attribution {
 
+// How a GPU's samples respond to its power, measured over a window in which
+// the GPU alternated between two levels at random lengths: "high" (the
+// region named) and anything else. Each sample is fitted as
+//     power = low_w + sum_l c_l x (share of "high" in the l-th millisecond before its stamp)
+// so c / sum(c) is the response lag by lag, whatever its shape, smoothed (a
+// penalty on its second differences, its strength cross-validated); negative
+// weights are dropped. Random lengths matter: with a periodic pattern, lags a
+// period apart cannot be told apart.
+struct SampleResponse {
+  // Newest first, summing to 1: response_ms[i] weighs the millisecond
+  // [stamp - (lag + 1) ms, stamp - lag ms], lag = first_lag_ms + i
+  // (negative: after the stamp).
+  std::vector<double> response_ms;
+  int first_lag_ms = 0;
+  double low_w = 0.0;   // the fit's power outside "high"
+  double high_w = 0.0;  // and inside it
+  double residual_rms_w = 0.0;
+  std::size_t samples = 0;
+  // The lags by which 10%, 50% and 90% of the response has come, in ms.
+  double lag10_ms = 0.0, lag50_ms = 0.0, lag90_ms = 0.0;
+  double smoothing = 0.0;  // the penalty cross-validation chose
+  // The response refitted on block-bootstrap resamples of the samples, each
+  // from rounds_first_lag_ms: attribution refits with each and widens every
+  // region's interval by how far they move it (empty: no widening).
+  std::vector<std::vector<double>> rounds;
+  int rounds_first_lag_ms = 0;
+};
+// Lags from min_lag_ms (negative: after the stamp) to max_lag_ms are fitted;
+// the response is then cut to the lags holding all but 1% of it.
+SampleResponse fit_sample_response(const Sampler& sampler, std::size_t gpu, const RegionRecorder& regions,
+                                   const std::string& high_region, double begin_s, double end_s,
+                                   int min_lag_ms = -20, int max_lag_ms = 60);
+
 // How the driver's buffered samples average power: each over the last
 // cover_s before its stamp (0: the whole interval since the sample before).
 // It decides which regions an observation saw, so a wrong cover biases every
@@ -22,8 +55,9 @@ namespace joule::attribution {
 //
 // A sample may also come late: stamped delay_s after the end of the span it
 // averages (the driver's filter, or its timestamps' offset from the host's
-// clock). Unmodelled, it hands each region the power of the one before it,
-// as an H200's samples still do with it (bench/README.md, section 16).
+// clock). Neither describes an H200's samples, which respond over ~3-39 ms
+// before their stamp, unevenly: there a measured response (fit_sample_response)
+// replaces both (bench/README.md section 16).
 struct SampleModel {
   // None (the default): the cover is found, in whole milliseconds up to the
   // samples' interval, as the one whose fit leaves the least residual; the
@@ -32,39 +66,9 @@ struct SampleModel {
   // None (the default): found the same way, in whole milliseconds from minus
   // half the samples' interval to one interval.
   std::optional<double> delay_s;
-  // A measured response instead of a boxcar (then cover_s and delay_s must be
-  // unset): how much of each millisecond around its stamp a sample reflects,
-  // newest first, normalised on use; response_ms[i] weighs the millisecond
-  // [stamp - (lag + 1) ms, stamp - lag ms] with lag = response_first_lag_ms + i
-  // (negative: after the stamp, as an H100's early stamps need). On an H200
-  // the samples respond over ~9-26 ms before their stamp and no boxcar fits
-  // (bench/README.md section 16). fit_sample_response measures it.
-  std::vector<double> response_ms;
-  int response_first_lag_ms = 0;
+  // A measured response instead of a boxcar (cover_s and delay_s unset then).
+  std::optional<SampleResponse> response;
 };
-
-// How a GPU's samples respond to its power, measured over a window in which
-// the GPU alternated between two levels at random lengths: "high" (the
-// region named) and anything else. Each sample is fitted as
-//     power = low_w + sum_l c_l x (share of "high" in the l-th millisecond before its stamp)
-// so c / sum(c) is the response lag by lag, whatever its shape, smoothed (a
-// penalty on its second differences); negative weights are dropped. Random lengths matter: with a
-// periodic pattern lags a period apart cannot be told apart.
-struct SampleResponse {
-  std::vector<double> response_ms;  // newest first, sums to 1 (SampleModel::response_ms)
-  int first_lag_ms = 0;             // the lag of response_ms[0] (SampleModel::response_first_lag_ms)
-  double low_w = 0.0;               // the fit's power outside "high"
-  double high_w = 0.0;              // and inside it
-  double residual_rms_w = 0.0;
-  std::size_t samples = 0;
-  // The lags by which 10%, 50% and 90% of the response has come, in ms.
-  double lag10_ms = 0.0, lag50_ms = 0.0, lag90_ms = 0.0;
-};
-// Lags from min_lag_ms (negative: after the stamp) to max_lag_ms are fitted;
-// the response is then cut to the lags holding all but 1% of it.
-SampleResponse fit_sample_response(const Sampler& sampler, std::size_t gpu, const RegionRecorder& regions,
-                                   const std::string& high_region, double begin_s, double end_s,
-                                   int min_lag_ms = -20, int max_lag_ms = 60);
 
 // One GPU's share of a window, by region. Times are on the window's own
 // scale (seconds from its beginning: the fit's precision does not depend on
