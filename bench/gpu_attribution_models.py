@@ -221,7 +221,8 @@ def attribute_run(work, monitor, depth, args):
             times = timed_steps(work, session.region, seconds=args.seconds)
             loop_s = time.perf_counter() - start
     settled = monitor.settle(w.measurement, timeout_s=5.0)
-    attributions = session.result(settled, bootstrap_rounds=args.bootstrap, confidence=0.9)
+    attributions = session.result(settled, bootstrap_rounds=args.bootstrap, confidence=0.9,
+                                  sample_response=args.response)
     return attributions, session, times, loop_s, settled
 
 
@@ -341,6 +342,8 @@ def parse_args():
     p.add_argument("--overhead-depths", default="1,2")
     p.add_argument("--seconds", type=float, default=40.0, help="attribution: seconds of training per run")
     p.add_argument("--idle-s", type=float, default=3.0, help="attribution: idle seconds in the window first")
+    p.add_argument("--response-seconds", type=float, default=40.0,
+                   help="measure the samples' response first (joule.torch.measure_sample_response); 0: the boxcar")
     p.add_argument("--resnet-depth", type=int, default=2, help="attribution: ResNet's second depth (0: none)")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap rounds")
     p.add_argument("--resnet-batch", type=int, default=128)
@@ -407,8 +410,13 @@ def main():
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = True
     env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "torchvision": torchvision.__version__,
-           "quick": args.quick, "args": vars(args)}
+           "quick": args.quick, "args": dict(vars(args))}
     monitor = joule.Monitor(interval_ms=100)
+    args.response = None
+    if args.response_seconds > 0 and not args.skip_attribution:
+        args.response = joule.torch.measure_sample_response(monitor, seconds=args.response_seconds)
+        print(f"sample response: {args.response!r}", flush=True)
+        env["sample_response"] = args.response.to_dict()
     overhead_rows, sections = [], []
     start = time.perf_counter()
     for name in (m for m in args.models.split(",") if m):
