@@ -403,6 +403,7 @@ class GpuClock:
         self._chain: Optional[Tuple[Any, float]] = None  # the last read event and its GPU seconds since the first
         self._edges: List[Tuple[bool, str, float]] = []  # read, not yet handed over: (begin?, name, GPU s)
         self._anchors: List[Tuple[float, float, float]] = []  # (GPU s, monitor clock s, half-width s)
+        self._anchor_gpu_s: List[float] = []
         self.reordered_edges = 0  # edges the mapping put before the edge before them (moved up to it)
         self._last_s = -math.inf
         self._anchor()
@@ -501,6 +502,7 @@ class GpuClock:
         gpu_s = 0.0 if self._chain is None else self._link(event)
         self._chain = (event, gpu_s)
         self._anchors.append((gpu_s, 0.5 * (before + after), 0.5 * (after - before)))
+        self._anchor_gpu_s.append(gpu_s)  # for the search in _to_monitor_s
 
     def _to_monitor_s(self, gpu_s: float) -> float:
         """The line through the anchors on either side of gpu_s (the last two
@@ -508,7 +510,7 @@ class GpuClock:
         anchors = self._anchors
         if len(anchors) == 1:
             return anchors[0][1] + (gpu_s - anchors[0][0])
-        i = bisect.bisect_right([g for g, _, _ in anchors], gpu_s)
+        i = bisect.bisect_right(self._anchor_gpu_s, gpu_s)
         i = min(max(i, 1), len(anchors) - 1)
         (g0, h0, _), (g1, h1, _) = anchors[i - 1], anchors[i]
         return h0 + (gpu_s - g0) * ((h1 - h0) / (g1 - g0) if g1 > g0 else 1.0)

@@ -275,7 +275,7 @@ def test_gpu_clock_maps_events_to_the_monitors_clock_and_takes_the_drift_out(mon
     edges = joule.torch.GpuClock(recorder, events=events, drain_every=8)
     inner_s = outer_s = 0.0  # the host's time between the edges, and around them
     with monitor.window("w") as w:
-        for _ in range(40):
+        for i in range(40):
             t0 = recorder.clock_s()
             edges.begin("work")
             t1 = recorder.clock_s()
@@ -285,6 +285,8 @@ def test_gpu_clock_maps_events_to_the_monitors_clock_and_takes_the_drift_out(mon
             t3 = recorder.clock_s()
             inner_s, outer_s = inner_s + t2 - t1, outer_s + t3 - t0
             time.sleep(0.002)
+            if i == 19:
+                edges.flush()  # a window attributed halfway: a third anchor, edges on either side of it
         edges.flush()
     assert events.made < 40  # events are reused once read
     assert edges.drift_ppm == pytest.approx(1e6 * (1 / 0.98 - 1), rel=0.05)  # the monitor's clock runs 2% faster
