@@ -507,6 +507,13 @@ void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Tot
                         "{:.4g} J: too rarely sampled to resolve (a longer run narrows it)",
                         g.name, 100.0 * options.confidence, s.low, s.high, g.energy_j));
     }
+    if (g.resolved && power_w < 0.0) {
+      // No region draws negative power: the fit could not tell this one from
+      // its neighbours (too short for how the observations see time).
+      out.notes.push_back(fmt::format("region '{}': a negative power ({:.4g} W): shorter or more tied to its "
+                                      "neighbours than the observations resolve; its energy is not to be trusted",
+                                      g.name, power_w));
+    }
     out.regions.push_back(std::move(g));
   }
 }

@@ -409,6 +409,29 @@ TEST(AttributionTest, RegionsTheDataCannotSeparateGetNoEstimate) {
   EXPECT_NEAR(parts_sum_j(a), energy_j, 1e-9 * energy_j);
 }
 
+// A fit that comes out negative (here the data say so outright; on a real
+// GPU a region too short for the samples' response) is flagged, not hidden.
+TEST(AttributionTest, ANegativePowerIsFlagged) {
+  const std::vector<std::string> names = {"work", "odd"};
+  std::vector<RegionInterval> intervals;
+  std::vector<PowerObservation> obs;
+  double t = 0.0, energy_j = 0.0;
+  for (int step = 0; step < 100; ++step) {
+    const double t1 = t + 1e-3 * (2 + step % 5), t2 = t1 + 1e-3 * (1 + step % 3);
+    intervals.push_back({0, t, t1});
+    intervals.push_back({1, t1, t2});
+    const double step_j = (t1 - t) * 300.0 + (t2 - t1) * -50.0;
+    obs.push_back({t, t2, step_j / (t2 - t)});
+    energy_j += step_j;
+    t = t2;
+  }
+  const Attribution a = attribute(obs, intervals, names, 0.0, t, energy_j);
+  ASSERT_TRUE(a.regions[1].resolved);
+  EXPECT_NEAR(a.regions[1].power_w, -50.0, 1e-6);
+  EXPECT_TRUE(has_note(a, "region 'odd': a negative power (-50 W)")) << ::testing::PrintToString(a.notes);
+  EXPECT_FALSE(has_note(a, "region 'work': a negative power"));
+}
+
 void expect_usage_error(const std::function<void()>& call, const std::string& text) {
   try {
     call();
