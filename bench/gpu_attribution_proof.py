@@ -322,12 +322,20 @@ def leave_one_out(monitor, model, args):
         calls, energy, _, _ = measured_window(monitor, "loo", lambda: net(token), args.loo_seconds, args.gpu)
         return energy / calls
 
-    full = per_step(model)
-    out = {}
+    before = per_step(model)
+    without = {}
     for name in [n for n, _ in model.named_children()]:
         rest = torch.nn.Sequential(collections.OrderedDict((n, m) for n, m in model.named_children() if n != name))
-        out[name] = full - per_step(rest)
-        print(f"in the mix {name:12s}: {out[name]:8.4f} J/step (step {full:.4f} J)", flush=True)
+        without[name] = per_step(rest)
+    after = per_step(model)
+    # The full step measured before and after: how far a truth (a difference
+    # of two such windows) may be off.
+    full, error = (before + after) / 2, abs(after - before)
+    out = {"error_j": error}
+    for name, rest_j in without.items():
+        out[name] = full - rest_j
+        print(f"in the mix {name:12s}: {out[name]:8.4f} J/step (step {before:.4f} J then {after:.4f} J: "
+              f"truths +-{error:.4f} J)", flush=True)
     return out
 
 
@@ -355,9 +363,10 @@ def compare(a, truth, in_mix=None):
             "power_error": r.power_w / t["power_w"] - 1 if math.isfinite(r.power_w) else math.nan,
         })
         if in_mix and name in in_mix:
-            mix = in_mix[name]
+            mix, u = in_mix[name], in_mix["error_j"]
             rows[-1].update({"in_mix_per_call_j": mix, "error_in_mix": per_call / mix - 1,
-                             "in_mix_inside": bool(finite and low <= mix <= high)})
+                             "in_mix_inside": bool(finite and low <= mix <= high), "in_mix_error_j": u,
+                             "in_mix_inside_within_its_error": bool(finite and low - u <= mix <= high + u)})
     return rows
 
 
@@ -383,8 +392,10 @@ def in_mix_checks(rows, large, args):
         return {}
     worst = max((abs(r["error_in_mix"]) for r in large), default=math.nan)
     inside = sum(r["in_mix_inside"] for r in rows) / len(rows)
+    loose = sum(r["in_mix_inside_within_its_error"] for r in rows) / len(rows)
     return {"accuracy_in_mix": {"pass": bool(large) and worst <= args.max_error, "worst_error": worst},
-            "honesty_in_mix": {"pass": inside >= 0.9, "fraction_inside": inside}}
+            "honesty_in_mix": {"pass": inside >= 0.9, "fraction_inside": inside,
+                               "fraction_inside_within_the_truths_error": loose}}
 
 
 def steps_needed(row, steps, precision):
@@ -428,7 +439,9 @@ def checks_lines(c):
     ] + ([f"{word[c['accuracy_in_mix']['pass']]} accuracy against the truths in the mix: worst "
           f"{100 * c['accuracy_in_mix']['worst_error']:.2f}%",
           f"{word[c['honesty_in_mix']['pass']]} honesty against the truths in the mix: "
-          f"{100 * c['honesty_in_mix']['fraction_inside']:.0f}% inside"] if "accuracy_in_mix" in c else [])
+          f"{100 * c['honesty_in_mix']['fraction_inside']:.0f}% inside "
+          f"({100 * c['honesty_in_mix']['fraction_inside_within_the_truths_error']:.0f}% within the truths' own "
+          "error)"] if "accuracy_in_mix" in c else [])
 
 
 def convergence_rows(windows):
