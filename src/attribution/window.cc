@@ -57,31 +57,40 @@ Eigen::MatrixXd roughness_of(Eigen::Index k) {
   return roughness;
 }
 
+// The normal equations (a^T a and a^T y) of each group of rows.
+template <typename GroupOf>
+std::pair<std::vector<Eigen::MatrixXd>, std::vector<Eigen::VectorXd>> grouped_normal_equations(
+    const Eigen::MatrixXd& a, const Eigen::VectorXd& y, std::size_t groups, GroupOf&& group_of) {
+  std::vector<Eigen::MatrixXd> normal(groups, Eigen::MatrixXd::Zero(a.cols(), a.cols()));
+  std::vector<Eigen::VectorXd> rhs(groups, Eigen::VectorXd::Zero(a.cols()));
+  for (Eigen::Index row = 0; row < a.rows(); ++row) {
+    const std::size_t g = group_of(row);
+    normal[g].selfadjointView<Eigen::Lower>().rankUpdate(a.row(row).transpose());
+    rhs[g] += a.row(row).transpose() * y(row);
+  }
+  for (auto& m : normal) m = m.selfadjointView<Eigen::Lower>();
+  return {std::move(normal), std::move(rhs)};
+}
+
 // Least squares of y on a, with penalty * rows x the roughness, the penalty
 // chosen by 5-fold cross-validation over contiguous folds. Returns the
 // coefficients and the penalty.
 std::pair<Eigen::VectorXd, double> smoothed_fit(const Eigen::MatrixXd& a, const Eigen::VectorXd& y) {
-  constexpr int kFolds = 5;
+  constexpr std::size_t kFolds = 5;
   const Eigen::Index n = a.rows(), k = a.cols();
   const Eigen::MatrixXd roughness = roughness_of(k);
-  std::vector<Eigen::MatrixXd> normal(kFolds, Eigen::MatrixXd::Zero(k, k));
-  std::vector<Eigen::VectorXd> rhs(kFolds, Eigen::VectorXd::Zero(k));
-  const auto fold_of = [&](Eigen::Index row) { return static_cast<int>(row * kFolds / n); };
-  for (Eigen::Index row = 0; row < n; ++row) {
-    normal[fold_of(row)].selfadjointView<Eigen::Lower>().rankUpdate(a.row(row).transpose());
-    rhs[fold_of(row)] += a.row(row).transpose() * y(row);
-  }
-  for (auto& m : normal) m = m.selfadjointView<Eigen::Lower>();
+  const auto fold_of = [&](Eigen::Index row) { return static_cast<std::size_t>(row * kFolds / n); };
+  const auto [normal, rhs] = grouped_normal_equations(a, y, kFolds, fold_of);
   Eigen::MatrixXd all_normal = Eigen::MatrixXd::Zero(k, k);
   Eigen::VectorXd all_rhs = Eigen::VectorXd::Zero(k);
-  for (int f = 0; f < kFolds; ++f) all_normal += normal[f], all_rhs += rhs[f];
+  for (std::size_t f = 0; f < kFolds; ++f) all_normal += normal[f], all_rhs += rhs[f];
   const auto solve = [&](const Eigen::MatrixXd& m, const Eigen::VectorXd& r, double penalty, double rows) {
     return Eigen::VectorXd((m + penalty * rows * roughness).ldlt().solve(r));
   };
   double best_penalty = 0.0, best_error = std::numeric_limits<double>::infinity();
   for (double penalty : {0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0}) {
     double error = 0.0;
-    for (int f = 0; f < kFolds; ++f) {
+    for (std::size_t f = 0; f < kFolds; ++f) {
       const Eigen::VectorXd c = solve(all_normal - normal[f], all_rhs - rhs[f], penalty,
                                       static_cast<double>(n) * (kFolds - 1) / kFolds);
       for (Eigen::Index row = 0; row < n; ++row) {
@@ -110,14 +119,8 @@ std::vector<std::vector<double>> response_rounds(const Eigen::MatrixXd& a, const
                                                  int rounds) {
   constexpr Eigen::Index kBlock = 50;
   const Eigen::Index n = a.rows(), k = a.cols(), blocks = (n + kBlock - 1) / kBlock;
-  std::vector<Eigen::MatrixXd> normal(static_cast<std::size_t>(blocks), Eigen::MatrixXd::Zero(k, k));
-  std::vector<Eigen::VectorXd> rhs(static_cast<std::size_t>(blocks), Eigen::VectorXd::Zero(k));
-  for (Eigen::Index row = 0; row < n; ++row) {
-    const auto b = static_cast<std::size_t>(row / kBlock);
-    normal[b].selfadjointView<Eigen::Lower>().rankUpdate(a.row(row).transpose());
-    rhs[b] += a.row(row).transpose() * y(row);
-  }
-  for (auto& m : normal) m = m.selfadjointView<Eigen::Lower>();
+  const auto [normal, rhs] = grouped_normal_equations(
+      a, y, static_cast<std::size_t>(blocks), [](Eigen::Index row) { return static_cast<std::size_t>(row / kBlock); });
   const Eigen::MatrixXd roughness = roughness_of(k);
   std::mt19937_64 rng(1);
   std::uniform_int_distribution<std::size_t> pick(0, static_cast<std::size_t>(blocks) - 1);
