@@ -20,7 +20,6 @@
 
 #include "joule/attribution/json.h"
 #include "joule/attribution/window.h"
-#include "joule/clock.h"
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 #include "joule/measure/monitor.h"
@@ -75,8 +74,7 @@ int main(int argc, char** argv) {
   if (device.is_cuda()) synchronize = [] { torch::cuda::synchronize(); };
   options.synchronize = synchronize;
   joule::Monitor monitor(devices, options);
-  // A Monitor made from devices runs on the steady clock: the regions go on it too.
-  joule::attribution::RegionRecorder regions(joule::SteadyClock::instance(), synchronize);
+  joule::attribution::RegionRecorder regions(monitor.sampler().shared_clock(), synchronize);  // the monitor's clock
 
   monitor.begin_window("train");
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);

@@ -172,15 +172,9 @@ int joule_end_window_settled(joule_session* session, const char* name, double ti
 
 namespace {
 
-// The monitor's clock, not owned: regions are declared after the monitor, so
-// they go first.
-std::shared_ptr<const joule::Clock> monitor_clock(joule_session* session) {
-  return {std::shared_ptr<const joule::Clock>(), &session->monitor->sampler().clock()};
-}
-
 joule::attribution::RegionRecorder& regions_of(joule_session* session) {
   if (!session->regions) {
-    session->regions = std::make_unique<joule::attribution::RegionRecorder>(monitor_clock(session));
+    session->regions = std::make_unique<joule::attribution::RegionRecorder>(session->monitor->sampler().shared_clock());
   }
   return *session->regions;
 }

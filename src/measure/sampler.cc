@@ -138,6 +138,7 @@ class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
   const std::vector<std::shared_ptr<CpuEnergyZone>>& cpu_zones() const { return cpu_zones_; }
   const SamplerOptions& options() const { return options_; }
   const Clock& clock() const { return *clock_; }
+  const std::shared_ptr<const Clock>& shared_clock() const { return clock_; }
 
   bool left_hung_thread() const { return left_hung_thread_.load(); }
 
@@ -1242,5 +1243,6 @@ const std::vector<std::shared_ptr<Gpu>>& Sampler::gpus() const { return core_->g
 const std::vector<std::shared_ptr<CpuEnergyZone>>& Sampler::cpu_zones() const { return core_->cpu_zones(); }
 const SamplerOptions& Sampler::options() const { return core_->options(); }
 const Clock& Sampler::clock() const { return core_->clock(); }
+std::shared_ptr<const Clock> Sampler::shared_clock() const { return core_->shared_clock(); }
 
 }  // namespace joule

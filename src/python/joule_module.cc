@@ -136,14 +136,12 @@ class PyWindow {
   std::optional<joule::Measurement> measurement_;
 };
 
-// Regions on a Monitor's clock (joule.RegionRecorder). The Python object
-// keeps its monitor alive (keep_alive), so the sampler's clock outlives it.
+// Regions on a Monitor's clock (joule.RegionRecorder), which it shares.
 class PyRegionRecorder {
  public:
   explicit PyRegionRecorder(PyMonitor& monitor)
       : synchronized_(static_cast<bool>(monitor.synchronize())),
-        // Aliasing, not owning: the monitor (kept alive) owns the clock.
-        clock_(std::shared_ptr<const joule::Clock>(), &monitor.monitor().sampler().clock()),
+        clock_(monitor.monitor().sampler().shared_clock()),
         recorder_(clock_, monitor.synchronize()) {}
   // With a synchronize, an edge waits for the GPU: release the GIL (the
   // synchronize takes it back for the Python call). Without, an edge is a

@@ -214,6 +214,8 @@ class Sampler {
   const std::vector<std::shared_ptr<CpuEnergyZone>>& cpu_zones() const;
   const SamplerOptions& options() const;
   const Clock& clock() const;
+  // The same clock, shared: for what records on it (attribution's regions).
+  std::shared_ptr<const Clock> shared_clock() const;
 
  private:
   // Everything the threads touch lives in the core, which each thread
