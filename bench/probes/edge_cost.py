@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Read-only: what one region edge of joule.torch.attribute costs on the host,
+piece by piece (where the depth-2 overhead of bench/README.md section 16
+goes). Changes no GPU setting.
+
+Each piece is timed over N calls back to back, in microseconds per call:
+a CUDA event record, a GpuClock edge (pool, record, queue), a session edge
+(GpuClock plus the session's nesting bookkeeping), a tensor hook and a
+graph-node pre-hook registered on a fresh autograd graph, and a forward
+through a Linear with and without joule's forward hooks.
+
+  PYTHONPATH=/tmp/pkg python3 bench/probes/edge_cost.py [--n 100000]
+"""
+import argparse
+import time
+
+import torch
+
+import joule
+import joule.torch
+
+
+def per_call_us(fn, n):
+    for _ in range(min(n, 1000)):
+        fn()
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return 1e6 * (time.perf_counter() - start) / n
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=100000)
+    args = parser.parse_args()
+    n = args.n
+    monitor = joule.Monitor(interval_ms=100)
+    event = torch.cuda.Event(enable_timing=True)
+    rows = {"CUDA event record": per_call_us(event.record, n)}
+
+    recorder = joule.RegionRecorder(monitor)
+    clock = joule.torch.GpuClock(recorder)
+    rows["GpuClock edge (begin+end)/2"] = per_call_us(lambda: (clock.begin("a"), clock.end("a")), n // 2) / 2
+    clock.flush()
+
+    layer = torch.nn.Linear(64, 64).cuda()
+    model = torch.nn.Sequential(layer)
+    x = torch.randn(8, 64, device="cuda", requires_grad=True)
+    with joule.torch.attribute(model, monitor, depth=1, phases=False) as session:
+        rows["session edge (begin+end)/2"] = per_call_us(lambda: (session._begin("a"), session._end("a")), n // 2) / 2
+        with torch.no_grad():
+            rows["Linear forward, hooked (2 edges)"] = per_call_us(lambda: model(x), n // 10)
+    with torch.no_grad():
+        rows["Linear forward, plain"] = per_call_us(lambda: model(x), n // 10)
+
+    def graph_hooks():
+        y = x * 2.0
+        y.register_hook(lambda g: None)
+        y.grad_fn.register_prehook(lambda g: None)
+
+    def graph_plain():
+        x * 2.0
+
+    rows["a tensor hook + a node pre-hook on a fresh op"] = per_call_us(graph_hooks, n // 10) - per_call_us(
+        graph_plain, n // 10)
+    torch.cuda.synchronize()
+    for name, us in rows.items():
+        print(f"{name:45s} {us:7.2f} us")
+
+
+if __name__ == "__main__":
+    main()
