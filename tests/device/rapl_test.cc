@@ -1,6 +1,7 @@
 #include "joule/device/rapl.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,7 +123,12 @@ TEST(RaplPermissionTest, UnreadableCounterExplainsTheFix) {
   make_zone(root + "/intel-rapl:0", "package-0", 5, 1000);
   chmod((root + "/intel-rapl:0/energy_uj").c_str(), 0400);
   chmod(tmp.path().c_str(), 0755);
-  const std::string message_file = "/tmp/joule-rapl-permission-" + std::to_string(getpid());
+  // The unprivileged child writes its findings inside the test's own
+  // directory (a name in /tmp could be left over, owned by another user).
+  const std::string out_dir = tmp.file("out");
+  ASSERT_EQ(mkdir(out_dir.c_str(), 0777), 0);
+  chmod(out_dir.c_str(), 0777);
+  const std::string message_file = out_dir + "/message";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
