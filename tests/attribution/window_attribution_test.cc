@@ -202,6 +202,75 @@ TEST(AttributionWindowTest, AWindowInsideTheRunCutsTheRegionsAtItsEdges) {
   EXPECT_NEAR(rig.region(a, "matmul").power_w, 650.0, 0.03 * 650.0);
 }
 
+// The fake H100 (NVML) in virtual time, playing a power profile ("ms W"
+// lines): samples every 20 ms, each the mean of its last 10 ms, stamped
+// 4.5 ms early, as an H100's seem to be; a sampler ticking every 100 ms.
+struct FakeH100 {
+  FakeH100(const std::string& profile) {
+    testing::write_file(tmp.file("profile.txt"), profile);
+    fake = testing::use_fake_nvml(
+        tmp, "clock virtual\ndevice name=\"NVIDIA H100 80GB HBM3\" profile_file=" + tmp.file("profile.txt") +
+                 " min_limit_w=200 max_limit_w=700 energy_update_ms=100 energy_call_ms=4 power_update_ms=100"
+                 " usage_window_ms=1000 sample_ms=20 sample_cover_ms=10 sample_buffer=120 sample_latency_ms=1"
+                 " sample_stamp_lead_ms=4.5\n");
+    auto gpus = open_nvml_gpus(fake.library_path).gpus;  // loads the fake: its time setter is found after
+    set_fake_time = reinterpret_cast<void (*)(double)>(
+        dlsym(dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD), "joule_fake_nvml_set_time_s"));
+    SamplerOptions options;
+    options.background_thread = false;
+    options.counter_anchors.enabled = false;
+    options.history_s = 1e6;
+    options.power_samples_drain_s = 0.1;
+    sampler = std::make_unique<Sampler>(std::move(gpus), std::vector<std::shared_ptr<CpuEnergyZone>>{}, clock,
+                                        options);
+    sampler->start();
+  }
+  // Moves both clocks to t, ticking the sampler every 100 ms on the way.
+  void advance_to(double t) {
+    for (; next_tick_s <= t; next_tick_s += 0.1) {
+      clock->set_s(next_tick_s);
+      set_fake_time(next_tick_s);
+      sampler->sample_now();
+    }
+    clock->set_s(t);
+    set_fake_time(t);
+  }
+  // kStep's regions, steps times from t; returns the time after them.
+  double play_steps(double t, int steps) {
+    for (int i = 0; i < steps; ++i, t += kPeriodS) {
+      advance_to(t);
+      recorder.begin("step");
+      recorder.begin("matmul");
+      advance_to(t + 0.008);
+      recorder.end("matmul");
+      recorder.begin("elementwise");
+      advance_to(t + 0.011);
+      recorder.end("elementwise");
+      advance_to(t + 0.012);
+      recorder.end("step");
+    }
+    return t;
+  }
+  const RegionEnergy& region(const Attribution& a, const std::string& name) const {
+    const auto at = std::find(recorder.names().begin(), recorder.names().end(), name) - recorder.names().begin();
+    return a.regions.at(static_cast<std::size_t>(at));
+  }
+
+  // A 16.9 ms step: matmul 650 W 8 ms, elementwise 300 W 3 ms, the step's
+  // own work 420 W 1 ms, 4.9 ms idle at 90 W.
+  static constexpr const char* kStep = "8 650\n3 300\n1 420\n4.9 90\n";
+  static constexpr double kPeriodS = 0.0169;
+  static constexpr double kStepJ = 0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90;
+
+  testing::TempDir tmp;
+  testing::FakeNvml fake;
+  void (*set_fake_time)(double) = nullptr;
+  std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();
+  std::unique_ptr<Sampler> sampler;
+  RegionRecorder recorder{clock};
+  double next_tick_s = 0.1;
+};
+
 // The same through the NVML backend, on the fake H100 in virtual time: a
 // 16.9 ms step repeating (matmul 650 W 8 ms, elementwise 300 W 3 ms, the
 // step's own work 420 W 1 ms, 4.9 ms idle at 90 W), samples every 20 ms that
@@ -217,65 +286,19 @@ SampleModel boxcar(double cover_s, double delay_s) {
 }
 
 TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual) {
-  testing::TempDir tmp;
-  testing::write_file(tmp.file("step.txt"), "8 650\n3 300\n1 420\n4.9 90\n");
-  const auto fake = testing::use_fake_nvml(
-      tmp, "clock virtual\ndevice name=\"NVIDIA H100 80GB HBM3\" profile_file=" + tmp.file("step.txt") +
-               " min_limit_w=200 max_limit_w=700 energy_update_ms=100 energy_call_ms=4 power_update_ms=100"
-               " usage_window_ms=1000 sample_ms=20 sample_cover_ms=10 sample_buffer=120 sample_latency_ms=1"
-               " sample_stamp_lead_ms=4.5\n");
-  auto gpus = open_nvml_gpus(fake.library_path).gpus;
-  auto* set_fake_time = reinterpret_cast<void (*)(double)>(
-      dlsym(dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD), "joule_fake_nvml_set_time_s"));
-  ASSERT_NE(set_fake_time, nullptr);
-  auto clock = std::make_shared<VirtualClock>();
-  SamplerOptions options;
-  options.background_thread = false;
-  options.counter_anchors.enabled = false;
-  options.history_s = 1e6;
-  options.power_samples_drain_s = 0.1;
-  Sampler sampler(gpus, {}, clock, options);
-  sampler.start();
-  RegionRecorder recorder(clock);
-
-  constexpr double kPeriodS = 0.0169;
+  FakeH100 h100(FakeH100::kStep);
+  ASSERT_NE(h100.set_fake_time, nullptr);
   constexpr int kSteps = 1800;  // 30 s
-  double next_tick_s = 0.1;
-  const auto advance_to = [&](double t) {
-    for (; next_tick_s <= t; next_tick_s += 0.1) {
-      clock->set_s(next_tick_s);
-      set_fake_time(next_tick_s);
-      sampler.sample_now();
-    }
-    clock->set_s(t);
-    set_fake_time(t);
-  };
   const double begin_s = 0.0;
-  for (int i = 0; i < kSteps; ++i) {
-    const double t = i * kPeriodS;
-    advance_to(t);
-    recorder.begin("step");
-    recorder.begin("matmul");
-    advance_to(t + 0.008);
-    recorder.end("matmul");
-    recorder.begin("elementwise");
-    advance_to(t + 0.011);
-    recorder.end("elementwise");
-    advance_to(t + 0.012);
-    recorder.end("step");
-  }
-  const double end_s = kSteps * kPeriodS;
-  advance_to(end_s + 0.5);
-  // The window's exact energy: the profile's, step by step.
-  const double step_j = 0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90;
-  const double window_j = kSteps * step_j;
+  const double end_s = h100.play_steps(begin_s, kSteps);
+  h100.advance_to(end_s + 0.5);
+  const double window_j = kSteps * FakeH100::kStepJ;  // the profile's, step by step
+  const Sampler& sampler = *h100.sampler;
+  const RegionRecorder& recorder = h100.recorder;
 
   const Attribution right = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, boxcar(0.010, 0.0));
   const Attribution whole = attribute_gpu(sampler, 0, recorder, begin_s, end_s, window_j, {}, boxcar(0.0, 0.0));
-  const auto region = [&](const Attribution& a, const std::string& name) {
-    const auto at = std::find(recorder.names().begin(), recorder.names().end(), name) - recorder.names().begin();
-    return a.regions.at(static_cast<std::size_t>(at));
-  };
+  const auto region = [&](const Attribution& a, const std::string& name) { return h100.region(a, name); };
   const std::map<std::string, double> truth_w = {{"matmul", 650.0}, {"elementwise", 300.0}, {"step", 420.0}};
   double worst_right = 0, worst_whole = 0;
   for (const auto& [name, power_w] : truth_w) {
@@ -311,7 +334,6 @@ TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual)
 // three-region step, attributed with that response, comes out as well as
 // with the right boxcar.
 TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
-  testing::TempDir tmp;
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int> tenths(10, 400);  // 1-40 ms in 0.1 ms
   std::vector<std::pair<double, bool>> segments;        // (ms, high?)
@@ -326,42 +348,17 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
     }
   }
   constexpr int kSteps = 1800;  // then the step of the test above, 30 s
-  for (int i = 0; i < kSteps; ++i) profile += "8 650\n3 300\n1 420\n4.9 90\n";
-  testing::write_file(tmp.file("profile.txt"), profile);
-  const auto fake = testing::use_fake_nvml(
-      tmp, "clock virtual\ndevice name=\"NVIDIA H100 80GB HBM3\" profile_file=" + tmp.file("profile.txt") +
-               " min_limit_w=200 max_limit_w=700 energy_update_ms=100 energy_call_ms=4 power_update_ms=100"
-               " usage_window_ms=1000 sample_ms=20 sample_cover_ms=10 sample_buffer=120 sample_latency_ms=1"
-               " sample_stamp_lead_ms=4.5\n");
-  auto gpus = open_nvml_gpus(fake.library_path).gpus;
-  auto* set_fake_time = reinterpret_cast<void (*)(double)>(
-      dlsym(dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD), "joule_fake_nvml_set_time_s"));
-  ASSERT_NE(set_fake_time, nullptr);
-  auto clock = std::make_shared<VirtualClock>();
-  SamplerOptions options;
-  options.background_thread = false;
-  options.counter_anchors.enabled = false;
-  options.history_s = 1e6;
-  options.power_samples_drain_s = 0.1;
-  Sampler sampler(gpus, {}, clock, options);
-  sampler.start();
-  RegionRecorder recorder(clock);
-  double next_tick_s = 0.1;
-  const auto advance_to = [&](double t) {
-    for (; next_tick_s <= t; next_tick_s += 0.1) {
-      clock->set_s(next_tick_s);
-      set_fake_time(next_tick_s);
-      sampler.sample_now();
-    }
-    clock->set_s(t);
-    set_fake_time(t);
-  };
+  for (int i = 0; i < kSteps; ++i) profile += FakeH100::kStep;
+  FakeH100 h100(profile);
+  ASSERT_NE(h100.set_fake_time, nullptr);
+  RegionRecorder& recorder = h100.recorder;
+  const Sampler& sampler = *h100.sampler;
   double t = 0.0;
   for (const auto& [ms, high] : segments) {
-    advance_to(t);
+    h100.advance_to(t);
     recorder.begin(high ? "high" : "low");
     t += ms / 1000.0;
-    advance_to(t);
+    h100.advance_to(t);
     recorder.end(high ? "high" : "low");
   }
   const SampleResponse response = fit_sample_response(sampler, 0, recorder, "high", 0.0, t);
@@ -378,27 +375,13 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
   EXPECT_EQ(response.rounds.size(), 20u);  // refits on resampled samples, for the intervals
 
   const double steps_begin_s = t;
-  for (int i = 0; i < kSteps; ++i, t += 0.0169) {
-    advance_to(t);
-    recorder.begin("step");
-    recorder.begin("matmul");
-    advance_to(t + 0.008);
-    recorder.end("matmul");
-    recorder.begin("elementwise");
-    advance_to(t + 0.011);
-    recorder.end("elementwise");
-    advance_to(t + 0.012);
-    recorder.end("step");
-  }
-  advance_to(t + 0.5);
-  const double window_j = kSteps * (0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90);
+  t = h100.play_steps(t, kSteps);
+  h100.advance_to(t + 0.5);
+  const double window_j = kSteps * FakeH100::kStepJ;
   SampleModel measured;
   measured.response = response;
   const Attribution a = attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured);
-  const auto power_of = [&](const std::string& name) {
-    const auto at = std::find(recorder.names().begin(), recorder.names().end(), name) - recorder.names().begin();
-    return a.regions.at(static_cast<std::size_t>(at)).power_w;
-  };
+  const auto power_of = [&](const std::string& name) { return h100.region(a, name).power_w; };
   for (const auto& [name, power_w] : std::map<std::string, double>{{"matmul", 650.0}, {"elementwise", 300.0}}) {
     std::printf("[ figures  ] %s with the measured response: %+.2f%%\n", name.c_str(),
                 100 * (power_of(name) / power_w - 1));
