@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
 
+#include "joule/attribution/spread.h"
 #include "joule/error.h"
 
 namespace joule::attribution {
@@ -159,14 +161,6 @@ Attribution fit_with_response(const std::vector<ObservedPower>& observed, std::s
                    intervals, names, 0.0, length_s, window_energy_j, options);
 }
 
-// The value at quantile p of sorted values (linear between neighbours).
-double quantile_of(const std::vector<double>& sorted, double p) {
-  const double at = p * static_cast<double>(sorted.size() - 1);
-  const auto below = static_cast<std::size_t>(at);
-  if (below + 1 >= sorted.size()) return sorted.back();
-  return sorted[below] + (at - static_cast<double>(below)) * (sorted[below + 1] - sorted[below]);
-}
-
 // The fit with the response, each region's interval widened by how far the
 // response's rounds move its energy (the two spreads added in quadrature).
 Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
@@ -189,21 +183,16 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
       if (alt.regions[r].resolved) energies[r].push_back(alt.regions[r].energy_j);
     }
   }
-  const double tail = (1.0 - options.confidence) / 2.0;
   for (std::size_t r = 0; r < out.regions.size(); ++r) {
     RegionEnergy& g = out.regions[r];
-    std::vector<double>& e = energies[r];
-    if (!g.resolved || e.size() < 2) continue;
-    std::sort(e.begin(), e.end());
-    const double below = std::max(0.0, g.energy_j - quantile_of(e, tail));
-    const double above = std::max(0.0, quantile_of(e, 1.0 - tail) - g.energy_j);
-    double mean = 0.0, var = 0.0;
-    for (double x : e) mean += x / static_cast<double>(e.size());
-    for (double x : e) var += (x - mean) * (x - mean) / static_cast<double>(e.size() - 1);
+    if (!g.resolved || energies[r].size() < 2) continue;
+    const Spread s = spread_of(energies[r], options.confidence);  // every round resolved: none missing
+    const double below = std::max(0.0, g.energy_j - s.low);
+    const double above = std::max(0.0, s.high - g.energy_j);
     const auto widen = [](double boot, double more) { return std::isfinite(boot) ? std::hypot(boot, more) : more; };
     g.energy_low_j = g.energy_j - widen(g.energy_j - g.energy_low_j, below);
     g.energy_high_j = g.energy_j + widen(g.energy_high_j - g.energy_j, above);
-    g.energy_std_j = widen(g.energy_std_j, std::sqrt(var));
+    g.energy_std_j = widen(g.energy_std_j, s.std);
   }
   out.notes.push_back(fmt::format("intervals include the response's uncertainty ({} refits with bootstrapped responses)",
                                   response.rounds.size()));
@@ -236,6 +225,13 @@ std::pair<int, int> least_residual_ms(std::pair<int, int> covers, std::pair<int,
     }
   }
   return best;
+}
+
+// What reads a window's power data needs it final.
+void require_settled(const Measurement& m) {
+  if (!m.settled) {
+    throw UsageError(fmt::format("window '{}' is not settled: settle it before attributing its energy", m.name));
+  }
 }
 
 }  // namespace
@@ -353,13 +349,10 @@ SampleResponse fit_sample_response(const Sampler& sampler, std::size_t gpu, cons
   out.low_w = c(0);
   out.high_w = c(0) + c.tail(lags).sum();
   // Negative weights (noise) dropped, then the lags holding all but 1%.
-  std::vector<double> w(static_cast<std::size_t>(lags));
-  double kept = 0.0;
-  for (int l = 0; l < lags; ++l) kept += (w[static_cast<std::size_t>(l)] = std::max(0.0, c(l + 1)));
-  if (!(kept > 0.0)) throw UsageError("sample response: the samples do not follow the 'high' region at any lag");
+  const std::vector<double> w = weights_of(c);
+  if (w.empty()) throw UsageError("sample response: the samples do not follow the 'high' region at any lag");
   std::vector<double> cumulative(w.size());
-  double sum = 0.0;
-  for (std::size_t l = 0; l < w.size(); ++l) cumulative[l] = (sum += w[l] / kept);
+  std::partial_sum(w.begin(), w.end(), cumulative.begin());
   const auto lag_at = [&](double q) {
     return static_cast<int>(std::lower_bound(cumulative.begin(), cumulative.end(), q) - cumulative.begin());
   };
@@ -378,11 +371,21 @@ SampleResponse fit_sample_response(const Sampler& sampler, std::size_t gpu, cons
   return out;
 }
 
+SampleResponse fit_sample_response(Monitor& monitor, const Measurement& settled, std::size_t gpu,
+                                   const RegionRecorder& regions, const std::string& high_region, int min_lag_ms,
+                                   int max_lag_ms) {
+  require_settled(settled);
+  if (gpu >= settled.gpu_energy_j.size()) {
+    throw UsageError(fmt::format("sample response: GPU {} does not exist (the window has {})", gpu,
+                                 settled.gpu_energy_j.size()));
+  }
+  return fit_sample_response(monitor.sampler(), gpu, regions, high_region, settled.begin_s, settled.end_s(),
+                             min_lag_ms, max_lag_ms);
+}
+
 std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& settled, const RegionRecorder& regions,
                                           const AttributionOptions& options, SampleModel samples) {
-  if (!settled.settled) {
-    throw UsageError(fmt::format("window '{}' is not settled: settle it before attributing its energy", settled.name));
-  }
+  require_settled(settled);
   std::vector<Attribution> out;
   for (std::size_t gpu = 0; gpu < settled.gpu_energy_j.size(); ++gpu) {
     out.push_back(attribute_gpu(monitor.sampler(), gpu, regions, settled.begin_s, settled.end_s(),

@@ -516,16 +516,9 @@ PYBIND11_MODULE(_joule, m) {
       "fit_sample_response",
       [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
          std::size_t gpu, const std::string& region, int min_lag_ms, int max_lag_ms) {
-        if (!measurement.settled) {
-          throw joule::UsageError("window '" + measurement.name + "' is not settled: settle it first");
-        }
-        if (gpu >= monitor.monitor().gpus().size()) {
-          throw joule::UsageError("fit_sample_response: GPU " + std::to_string(gpu) + " does not exist");
-        }
         py::gil_scoped_release release;
-        return joule::attribution::fit_sample_response(monitor.monitor().sampler(), gpu, recorder.recorder(), region,
-                                                       measurement.begin_s, measurement.end_s(), min_lag_ms,
-                                                       max_lag_ms);
+        return joule::attribution::fit_sample_response(monitor.monitor(), measurement, gpu, recorder.recorder(), region,
+                                                       min_lag_ms, max_lag_ms);
       },
       "monitor"_a, "measurement"_a, "recorder"_a, "gpu"_a = 0, "region"_a = "high", "min_lag_ms"_a = -20,
       "max_lag_ms"_a = 60,

@@ -45,6 +45,11 @@ struct SampleResponse {
 SampleResponse fit_sample_response(const Sampler& sampler, std::size_t gpu, const RegionRecorder& regions,
                                    const std::string& high_region, double begin_s, double end_s,
                                    int min_lag_ms = -20, int max_lag_ms = 60);
+// The same over a window that ended on monitor, settled (Monitor::settle),
+// on its GPU gpu; UsageError for an unsettled window or a GPU it lacks.
+SampleResponse fit_sample_response(Monitor& monitor, const Measurement& settled, std::size_t gpu,
+                                   const RegionRecorder& regions, const std::string& high_region,
+                                   int min_lag_ms = -20, int max_lag_ms = 60);
 
 // How the driver's buffered samples average power: each over the last
 // cover_s before its stamp (0: the whole interval since the sample before).
