@@ -354,6 +354,21 @@ def _tensors(value) -> List["torch.Tensor"]:
     return []
 
 
+def _end_before_last(edges, name: str) -> bool:
+    """Puts an end of `name` just before the last of `edges` ((begin?, name,
+    stamp) tuples), at its stamp; False if there is none."""
+    if not edges:
+        return False
+    last = edges.pop()
+    edges.append((False, name, last[2]))
+    edges.append(last)
+    return True
+
+
+def _hand_over(recorder, begin: bool, name: str, at_s: float) -> None:
+    (recorder.begin if begin else recorder.end)(name, at_s=at_s)
+
+
 class CudaEvents:
     """The CUDA calls the GPU clock makes, in one place (tests hand the GPU
     clock a stand-in with the same methods: there is no GPU on their machine)."""
@@ -402,8 +417,10 @@ class GpuClock:
         self._pending: "collections.deque" = collections.deque()  # (begin?, name, event), in edge order
         self._chain: Optional[Tuple[Any, float]] = None  # the last read event and its GPU seconds since the first
         self._edges: List[Tuple[bool, str, float]] = []  # read, not yet handed over: (begin?, name, GPU s)
-        self._anchors: List[Tuple[float, float, float]] = []  # (GPU s, monitor clock s, half-width s)
-        self._anchor_gpu_s: List[float] = []
+        # The anchors, in columns (bisect searches the first, Python 3.9 has no key=):
+        self._anchor_gpu_s: List[float] = []  # GPU seconds since the first anchor
+        self._anchor_at_s: List[float] = []  # the monitor's clock then
+        self._anchor_half_s: List[float] = []  # half the bracket: how far it may be off
         self.reordered_edges = 0  # edges the mapping put before the edge before them (moved up to it)
         self._last_s = -math.inf
         self._anchor()
@@ -412,15 +429,16 @@ class GpuClock:
     def uncertainty_s(self) -> float:
         """The widest anchor's half-width: how far any mapped edge may be off
         the monitor's clock (beside the drift between anchors, taken out)."""
-        return max(half for _, _, half in self._anchors)
+        return max(self._anchor_half_s)
 
     @property
     def drift_ppm(self) -> float:
         """How much faster the monitor's clock ran than the GPU's between the
         first and the last anchor, in parts per million (0 with one anchor)."""
-        if len(self._anchors) < 2:
+        if len(self._anchor_gpu_s) < 2:
             return 0.0
-        (g0, h0, _), (g1, h1, _) = self._anchors[0], self._anchors[-1]
+        g0, g1 = self._anchor_gpu_s[0], self._anchor_gpu_s[-1]
+        h0, h1 = self._anchor_at_s[0], self._anchor_at_s[-1]
         return 1e6 * ((h1 - h0) / (g1 - g0) - 1.0) if g1 > g0 else 0.0
 
     def begin(self, name: str) -> None:
@@ -433,13 +451,7 @@ class GpuClock:
         """Ends `name` at the instant of the last edge, just before it (an
         edge found late, e.g. by a hook torch runs after another on the same
         gradient). False if the last edge was already handed over."""
-        for edges in (self._pending, self._edges):
-            if edges:
-                last = edges.pop()
-                edges.append((False, name, last[2]))
-                edges.append(last)
-                return True
-        return False
+        return _end_before_last(self._pending, name) or _end_before_last(self._edges, name)
 
     def flush(self) -> None:
         """Waits for the GPU, anchors, and hands every edge recorded so far to
@@ -453,11 +465,11 @@ class GpuClock:
                 self.reordered_edges += 1
                 at_s = self._last_s
             self._last_s = at_s
-            (self.recorder.begin if begin else self.recorder.end)(name, at_s=at_s)
+            _hand_over(self.recorder, begin, name, at_s)
         self._edges.clear()
 
     def _edge(self, begin: bool, name: str) -> None:
-        event = self._pool.pop() if self._pool else self.events.new()
+        event = self._take_event()
         self.events.record(event)
         self._pending.append((begin, name, event))
         if len(self._pending) >= self.drain_every:
@@ -487,7 +499,7 @@ class GpuClock:
         self.events.synchronize()
         best = None
         for _ in range(self.anchor_tries):
-            event = self._pool.pop() if self._pool else self.events.new()
+            event = self._take_event()
             before = self.recorder.clock_s()
             self.events.record(event)
             self.events.synchronize()
@@ -501,18 +513,21 @@ class GpuClock:
         event, before, after = best
         gpu_s = 0.0 if self._chain is None else self._link(event)
         self._chain = (event, gpu_s)
-        self._anchors.append((gpu_s, 0.5 * (before + after), 0.5 * (after - before)))
-        self._anchor_gpu_s.append(gpu_s)  # for the search in _to_monitor_s
+        self._anchor_gpu_s.append(gpu_s)
+        self._anchor_at_s.append(0.5 * (before + after))
+        self._anchor_half_s.append(0.5 * (after - before))
+
+    def _take_event(self):
+        return self._pool.pop() if self._pool else self.events.new()
 
     def _to_monitor_s(self, gpu_s: float) -> float:
         """The line through the anchors on either side of gpu_s (the last two
         past the end; the first with the clocks' rates equal before two)."""
-        anchors = self._anchors
-        if len(anchors) == 1:
-            return anchors[0][1] + (gpu_s - anchors[0][0])
-        i = bisect.bisect_right(self._anchor_gpu_s, gpu_s)
-        i = min(max(i, 1), len(anchors) - 1)
-        (g0, h0, _), (g1, h1, _) = anchors[i - 1], anchors[i]
+        gpus, ats = self._anchor_gpu_s, self._anchor_at_s
+        if len(gpus) == 1:
+            return ats[0] + (gpu_s - gpus[0])
+        i = min(max(bisect.bisect_right(gpus, gpu_s), 1), len(gpus) - 1)
+        g0, g1, h0, h1 = gpus[i - 1], gpus[i], ats[i - 1], ats[i]
         return h0 + (gpu_s - g0) * ((h1 - h0) / (g1 - g0) if g1 > g0 else 1.0)
 
 
@@ -536,15 +551,11 @@ class HostClock:
         self._edges.append((False, name, self._now()))
 
     def end_before_last(self, name: str) -> bool:
-        if not self._edges:
-            return False
-        last = self._edges.pop()
-        self._edges += [(False, name, last[2]), last]
-        return True
+        return _end_before_last(self._edges, name)
 
     def flush(self) -> None:
         for begin, name, at_s in self._edges:
-            (self.recorder.begin if begin else self.recorder.end)(name, at_s=at_s)
+            _hand_over(self.recorder, begin, name, at_s)
         self._edges.clear()
 
     def _now(self) -> float:
