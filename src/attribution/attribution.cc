@@ -53,37 +53,82 @@ std::string describe(const RegionInterval& v, std::span<const std::string> names
   return fmt::format("region '{}' [{:.9f}, {:.9f}) s", names[v.region], v.begin_s, v.end_s);
 }
 
-// The intervals checked and sorted by beginning; exclusive regions then also
-// end in order, which the sweep relies on.
-std::vector<RegionInterval> checked_intervals(std::span<const RegionInterval> intervals,
-                                              std::span<const std::string> names, double begin_s, double end_s) {
+// The intervals of the fit: the exclusive ones sorted by beginning (they then
+// also end in order, which the sweep relies on), and each concurrent region's
+// calls merged into the time any of them ran (its column is whether it runs,
+// not how many calls do), sorted by beginning.
+struct Layout {
+  std::vector<RegionInterval> exclusive;
+  std::vector<RegionInterval> concurrent;
+  std::vector<bool> is_concurrent;  // per region
+};
+
+void check_interval(const RegionInterval& v, std::size_t i, std::span<const std::string> names, double begin_s,
+                    double end_s) {
+  if (v.region >= names.size())
+    throw UsageError(fmt::format("attribution: interval {} names region {}, an unknown region (there are {} region names)",
+                                 i, v.region, names.size()));
+  if (!std::isfinite(v.begin_s) || !std::isfinite(v.end_s))
+    throw UsageError(fmt::format("attribution: interval {} of region '{}' is not finite: [{}, {}] s", i,
+                                 names[v.region], v.begin_s, v.end_s));
+  if (v.end_s < v.begin_s)
+    throw UsageError(fmt::format("attribution: interval {}, {}, ends before it begins", i, describe(v, names)));
+  if (v.begin_s < begin_s || v.end_s > end_s)
+    throw UsageError(fmt::format("attribution: interval {}, {}, lies outside the window [{:.9f}, {:.9f}] s", i,
+                                 describe(v, names), begin_s, end_s));
+}
+
+bool by_beginning(const RegionInterval& a, const RegionInterval& b) {
+  return a.begin_s != b.begin_s ? a.begin_s < b.begin_s : a.end_s < b.end_s;
+}
+
+// Each region's overlapping or touching calls as one interval (sorted input).
+std::vector<RegionInterval> merged_per_region(std::vector<RegionInterval> sorted, std::size_t regions) {
+  std::vector<std::optional<std::size_t>> last(regions);  // per region, its latest piece in out
+  std::vector<RegionInterval> out;
+  for (const RegionInterval& v : sorted) {
+    std::optional<std::size_t>& at = last[v.region];
+    if (at && v.begin_s <= out[*at].end_s) {
+      out[*at].end_s = std::max(out[*at].end_s, v.end_s);
+    } else {
+      at = out.size();
+      out.push_back(v);
+    }
+  }
+  return out;  // still sorted by beginning: a merge only moves ends
+}
+
+Layout checked_intervals(std::span<const RegionInterval> intervals, std::span<const std::string> names, double begin_s,
+                         double end_s) {
+  Layout layout;
+  layout.is_concurrent.assign(names.size(), false);
+  std::vector<std::optional<std::size_t>> first(names.size());  // per region, its first interval
   for (std::size_t i = 0; i < intervals.size(); ++i) {
     const RegionInterval& v = intervals[i];
-    if (v.region >= names.size())
-      throw UsageError(
-          fmt::format("attribution: interval {} names region {}, an unknown region (there are {} region names)", i,
-                      v.region, names.size()));
-    if (!std::isfinite(v.begin_s) || !std::isfinite(v.end_s))
-      throw UsageError(fmt::format("attribution: interval {} of region '{}' is not finite: [{}, {}] s", i,
-                                   names[v.region], v.begin_s, v.end_s));
-    if (v.end_s < v.begin_s)
-      throw UsageError(fmt::format("attribution: interval {}, {}, ends before it begins", i, describe(v, names)));
-    if (v.begin_s < begin_s || v.end_s > end_s)
-      throw UsageError(fmt::format("attribution: interval {}, {}, lies outside the window [{:.9f}, {:.9f}] s", i,
-                                   describe(v, names), begin_s, end_s));
+    check_interval(v, i, names, begin_s, end_s);
+    if (!first[v.region]) {
+      first[v.region] = i;
+      layout.is_concurrent[v.region] = v.concurrent;
+    } else if (layout.is_concurrent[v.region] != v.concurrent) {
+      throw UsageError(fmt::format("attribution: region '{}' is concurrent in interval {} and not in interval {}: a "
+                                   "region is one or the other",
+                                   names[v.region], v.concurrent ? i : *first[v.region],
+                                   v.concurrent ? *first[v.region] : i));
+    }
+    (v.concurrent ? layout.concurrent : layout.exclusive).push_back(v);
   }
-  std::vector<RegionInterval> sorted(intervals.begin(), intervals.end());
-  std::sort(sorted.begin(), sorted.end(), [](const RegionInterval& a, const RegionInterval& b) {
-    return a.begin_s != b.begin_s ? a.begin_s < b.begin_s : a.end_s < b.end_s;
-  });
+  std::sort(layout.exclusive.begin(), layout.exclusive.end(), by_beginning);
+  const std::vector<RegionInterval>& sorted = layout.exclusive;
   for (std::size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i].begin_s < sorted[i - 1].end_s)
       throw UsageError(
           fmt::format("attribution: intervals overlap: {} and {} (leaf regions must be exclusive: split "
-                      "nested ones into their own parts)",
+                      "nested ones into their own parts, or mark work on another stream concurrent)",
                       describe(sorted[i - 1], names), describe(sorted[i], names)));
   }
-  return sorted;
+  std::sort(layout.concurrent.begin(), layout.concurrent.end(), by_beginning);
+  layout.concurrent = merged_per_region(std::move(layout.concurrent), names.size());
+  return layout;
 }
 
 // The observations' indices in order of beginning, after checking each.
@@ -114,20 +159,28 @@ std::vector<std::size_t> checked_order(std::span<const PowerObservation> observa
 // share of the observation it accounts for. Observations must come in order
 // of beginning: the first interval that can overlap one then only moves
 // forward, so a whole sweep costs O(observations + intervals + overlaps).
+// Concurrent intervals end out of order; one that ended early stays in the
+// scan until the ones before it end (all-reduces last milliseconds).
 class RowBuilder {
  public:
-  RowBuilder(std::span<const RegionInterval> sorted, std::size_t regions, std::span<const double> profile)
-      : intervals_(sorted), profile_(profile), values_(regions + 1, 0.0), is_touched_(regions + 1, false),
-        idle_(regions) {}
+  RowBuilder(const Layout& layout, std::size_t regions, std::span<const double> profile)
+      : intervals_(layout.exclusive), concurrent_(layout.concurrent), profile_(profile),
+        values_(regions + 1, 0.0), is_touched_(regions + 1, false), idle_(regions) {}
 
   void build(const PowerObservation& o) {
     for (std::size_t c : touched_) values_[c] = 0.0, is_touched_[c] = false;
     touched_.clear();
     while (first_ < intervals_.size() && intervals_[first_].end_s <= o.begin_s) ++first_;
+    while (first_concurrent_ < concurrent_.size() && concurrent_[first_concurrent_].end_s <= o.begin_s)
+      ++first_concurrent_;
     if (o.end_s == o.begin_s) {
-      // A point sample: whichever region runs at that instant, else idle.
+      // A point sample: whichever exclusive region runs at that instant, else
+      // idle, and every concurrent region running then.
       const bool in = first_ < intervals_.size() && intervals_[first_].begin_s <= o.begin_s;
       add(in ? intervals_[first_].region : idle_, 1.0);
+      for (std::size_t j = first_concurrent_; j < concurrent_.size() && concurrent_[j].begin_s <= o.begin_s; ++j) {
+        if (o.begin_s < concurrent_[j].end_s) add(concurrent_[j].region, 1.0);
+      }
       return;
     }
     if (profile_.empty()) return add_span(o.begin_s, o.end_s, 1.0);
@@ -154,6 +207,11 @@ class RowBuilder {
     }
     const double idle = (span_s - covered_s) / span_s;
     if (idle > kIdleFloor) add(idle_, weight * idle);
+    // Concurrent regions add to whatever runs: they take no share from it.
+    for (std::size_t j = first_concurrent_; j < concurrent_.size() && concurrent_[j].begin_s < to_s; ++j) {
+      const double overlap_s = std::min(to_s, concurrent_[j].end_s) - std::max(from_s, concurrent_[j].begin_s);
+      if (overlap_s > 0.0) add(concurrent_[j].region, weight * overlap_s / span_s);
+    }
   }
 
   void add(std::size_t column, double share) {
@@ -161,13 +219,15 @@ class RowBuilder {
     values_[column] += share;
   }
 
-  std::span<const RegionInterval> intervals_;
+  std::span<const RegionInterval> intervals_;   // exclusive
+  std::span<const RegionInterval> concurrent_;  // merged per region
   std::span<const double> profile_;  // AttributionOptions::span_profile
   std::vector<double> values_;
   std::vector<std::size_t> touched_;
   std::vector<bool> is_touched_;  // a profile's weights may cancel a value back to 0
   std::size_t idle_;
   std::size_t first_ = 0;
+  std::size_t first_concurrent_ = 0;
 };
 
 // The normal equations' sums per block of observations: X^T W X (lower
@@ -188,12 +248,12 @@ struct BlockSums {
 };
 
 BlockSums block_sums(std::span<const PowerObservation> observations, const std::vector<std::size_t>& order,
-                     std::span<const RegionInterval> sorted, std::size_t regions, double begin_s, double block_s,
+                     const Layout& layout, std::size_t regions, double begin_s, double block_s,
                      std::span<const double> profile) {
   BlockSums sums;
   sums.k = regions + 1;
   const std::size_t p = packed_size(sums.k);
-  RowBuilder row(sorted, regions, profile);
+  RowBuilder row(layout, regions, profile);
   double block = -1.0;
   for (std::size_t i : order) {
     const PowerObservation& o = observations[i];
@@ -274,18 +334,23 @@ Fit solve(Eigen::MatrixXd n, Eigen::VectorXd c, std::optional<double> fixed_idle
 // What the data say of the regions' time and calls (the intervals are exact).
 struct Totals {
   std::vector<std::size_t> calls;
-  std::vector<double> time_s;
-  double idle_time_s = 0.0;
+  std::vector<double> time_s;  // a concurrent region's: the time any of its calls ran
+  std::vector<bool> concurrent;
+  double idle_time_s = 0.0;  // with no exclusive region running
 };
 
-Totals totals_of(std::span<const RegionInterval> intervals, std::size_t regions, double window_s) {
-  Totals t{std::vector<std::size_t>(regions, 0), std::vector<double>(regions, 0.0), 0.0};
-  double busy_s = 0.0;
+Totals totals_of(std::span<const RegionInterval> intervals, const Layout& layout, std::size_t regions,
+                 double window_s) {
+  Totals t{std::vector<std::size_t>(regions, 0), std::vector<double>(regions, 0.0), layout.is_concurrent, 0.0};
   for (const RegionInterval& v : intervals) {
     if (!v.resumed) ++t.calls[v.region];
+  }
+  double busy_s = 0.0;
+  for (const RegionInterval& v : layout.exclusive) {
     t.time_s[v.region] += v.end_s - v.begin_s;
     busy_s += v.end_s - v.begin_s;
   }
+  for (const RegionInterval& v : layout.concurrent) t.time_s[v.region] += v.end_s - v.begin_s;
   t.idle_time_s = std::max(0.0, window_s - busy_s);
   return t;
 }
@@ -301,8 +366,8 @@ void check_enough_observations(std::size_t observations, const Totals& t, const 
                     observations, ran + (baseline ? 1 : 0), ran, baseline ? " and the baseline" : ""));
 }
 
-// The model's energy over the window: each region at its power for its time,
-// the idle time at the baseline.
+// The model's energy over the window: each region at its power for its time
+// (a concurrent one at the power it adds), the idle time at the baseline.
 double model_energy_j(const Eigen::VectorXd& power_w, double baseline_w, const Totals& t) {
   double sum_j = baseline_w * t.idle_time_s;
   for (std::size_t r = 0; r < t.time_s.size(); ++r) sum_j += power_w(static_cast<Eigen::Index>(r)) * t.time_s[r];
@@ -311,7 +376,9 @@ double model_energy_j(const Eigen::VectorXd& power_w, double baseline_w, const T
 
 // Where the fit found the regions' powers and the baseline.
 struct Estimate {
-  Eigen::VectorXd power_w;     // per region; a region not resolved at the baseline power (a placeholder)
+  // Per region; one not resolved at the baseline power (a concurrent one at
+  // 0 W added): a placeholder that keeps the parts' sum.
+  Eigen::VectorXd power_w;
   std::vector<bool> resolved;  // per region
   double baseline_w = 0.0;
   bool baseline_estimated = false;
@@ -329,7 +396,11 @@ Estimate estimate_of(const Fit& fit, const Totals& t, const AttributionOptions& 
   e.power_w = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(regions), e.baseline_w);
   for (std::size_t r = 0; r < regions; ++r) {
     e.resolved.push_back(t.calls[r] > 0 && fit.estimable[r]);
-    if (e.resolved[r]) e.power_w(static_cast<Eigen::Index>(r)) = fit.coefficients(static_cast<Eigen::Index>(r));
+    if (e.resolved[r]) {
+      e.power_w(static_cast<Eigen::Index>(r)) = fit.coefficients(static_cast<Eigen::Index>(r));
+    } else if (t.concurrent[r]) {
+      e.power_w(static_cast<Eigen::Index>(r)) = 0.0;
+    }
   }
   return e;
 }
@@ -374,9 +445,9 @@ Rounds bootstrap(const BlockSums& sums, const Estimate& estimate, const Totals& 
 }
 
 double residual_rms_w(std::span<const PowerObservation> observations, const std::vector<std::size_t>& order,
-                      std::span<const RegionInterval> sorted, std::size_t regions,
+                      const Layout& layout, std::size_t regions,
                       const Eigen::VectorXd& coefficients, std::span<const double> profile) {
-  RowBuilder row(sorted, regions, profile);
+  RowBuilder row(layout, regions, profile);
   double sum = 0.0, weights = 0.0;
   for (std::size_t i : order) {
     const PowerObservation& o = observations[i];
@@ -396,7 +467,7 @@ std::string column_name(std::size_t c, std::span<const std::string> names) {
 // Why a region that ran has no estimate: nothing saw it, or it is always seen
 // in the same proportion as others (named).
 std::string unresolved_note(std::size_t r, const Fit& fit, std::span<const std::string> names, double time_s,
-                            const Estimate& e) {
+                            bool concurrent, const Estimate& e) {
   std::string why;
   if (!fit.observed[r]) {
     why = "no observation overlaps it";
@@ -411,6 +482,10 @@ std::string unresolved_note(std::size_t r, const Fit& fit, std::span<const std::
         "their power",
         partners.empty() ? std::string("other columns") : fmt::format("{}", fmt::join(partners, ", ")));
   }
+  if (concurrent)
+    return fmt::format("region '{}' has no estimate: {}; 0 J is attributed to it (its {:.6g} s are counted in what "
+                       "it overlaps)",
+                       names[r], why, time_s);
   return fmt::format("region '{}' has no estimate: {}; its {:.6g} s are counted at the baseline power ({:.4g} W)",
                      names[r], why, time_s, e.baseline_w);
 }
@@ -420,7 +495,8 @@ void note_baseline(Attribution& out, const Fit& fit, const Totals& t, std::size_
   const std::string why =
       fit.observed[regions]
           ? "the idle time is collinear with the regions"
-          : fmt::format("no time without a region running was observed (idle {:.6g} s of the window)", t.idle_time_s);
+          : fmt::format("no time without an exclusive region running was observed (idle {:.6g} s of the window)",
+                        t.idle_time_s);
   out.notes.push_back(
       fmt::format("baseline not separated: {}; power_w is absolute and idle time is counted at 0 W; give "
                   "baseline_w (the idle power measured before the loop) to separate it",
@@ -433,12 +509,13 @@ void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Tot
   for (std::size_t r = 0; r < names.size(); ++r) {
     RegionEnergy g;
     g.name = names[r];
+    g.concurrent = t.concurrent[r];
     g.calls = t.calls[r];
     g.gpu_time_s = t.time_s[r];
     g.resolved = e.resolved[r];
     const double power_w = e.power_w(static_cast<Eigen::Index>(r));
     g.power_w = g.resolved ? power_w : kNaN;
-    g.power_above_baseline_w = g.resolved ? power_w - e.baseline_w : kNaN;
+    g.power_above_baseline_w = g.resolved ? (g.concurrent ? power_w : power_w - e.baseline_w) : kNaN;
     g.energy_j = power_w * g.gpu_time_s * out.scale;
     g.energy_per_call_j = g.calls > 0 ? g.energy_j / static_cast<double>(g.calls) : 0.0;
     g.share = out.window_energy_j > 0.0 ? g.energy_j / out.window_energy_j : 0.0;
@@ -446,7 +523,7 @@ void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Tot
     if (t.calls[r] == 0) {
       out.notes.push_back(fmt::format("region '{}' did not run in the window", g.name));
     } else if (!g.resolved) {
-      out.notes.push_back(unresolved_note(r, fit, names, g.gpu_time_s, e));
+      out.notes.push_back(unresolved_note(r, fit, names, g.gpu_time_s, g.concurrent, e));
     } else if (!rounds.empty() && !rounds[r].empty()) {
       const Spread s = spread_of(rounds[r], options.confidence);
       g.energy_low_j = s.low;
@@ -463,7 +540,14 @@ void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Tot
                         "{:.4g} J: too rarely sampled to resolve (a longer run narrows it)",
                         g.name, 100.0 * options.confidence, s.low, s.high, g.energy_j));
     }
-    if (g.resolved && power_w < 0.0) {
+    if (g.resolved && power_w < 0.0 && g.concurrent) {
+      // Possible in principle (work that stalls what it overlaps), but more
+      // likely a fit that cannot tell it from what it overlaps.
+      out.notes.push_back(fmt::format("region '{}': a negative added power ({:.4g} W): it lowers the power of what it "
+                                      "overlaps, or the observations cannot tell it from that; its energy is not to "
+                                      "be trusted",
+                                      g.name, power_w));
+    } else if (g.resolved && power_w < 0.0) {
       // No region draws negative power: the fit could not tell this one from
       // its neighbours (too short for how the observations see time).
       out.notes.push_back(fmt::format("region '{}': a negative power ({:.4g} W): shorter or more tied to its "
@@ -569,13 +653,13 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
                       std::span<const std::string> region_names, double window_begin_s, double window_end_s,
                       double window_energy_j, const AttributionOptions& options) {
   check_arguments(window_begin_s, window_end_s, window_energy_j, options);
-  const std::vector<RegionInterval> sorted = checked_intervals(intervals, region_names, window_begin_s, window_end_s);
+  const Layout layout = checked_intervals(intervals, region_names, window_begin_s, window_end_s);
   const std::vector<std::size_t> order = checked_order(observations, window_begin_s, window_end_s);
   const std::size_t regions = region_names.size();
-  const Totals t = totals_of(sorted, regions, window_end_s - window_begin_s);
+  const Totals t = totals_of(intervals, layout, regions, window_end_s - window_begin_s);
   check_enough_observations(observations.size(), t, options);
 
-  const BlockSums sums = block_sums(observations, order, sorted, regions, window_begin_s, options.block_s,
+  const BlockSums sums = block_sums(observations, order, layout, regions, window_begin_s, options.block_s,
                                     options.span_profile);
   const Eigen::VectorXd all = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(sums.blocks));
   const Fit fit = solve(unpack(sums.normal_matrix() * all, sums.k), sums.rhs_matrix() * all, options.baseline_w);
@@ -590,7 +674,7 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
   out.window_energy_j = window_energy_j;
   out.model_energy_j = model_energy_j(e.power_w, e.baseline_w, t);
   out.observations = observations.size();
-  out.residual_rms_w = residual_rms_w(observations, order, sorted, regions, fit.coefficients, options.span_profile);
+  out.residual_rms_w = residual_rms_w(observations, order, layout, regions, fit.coefficients, options.span_profile);
   note_baseline(out, fit, t, regions);
   set_scale(out);
   out.idle_energy_j = e.baseline_w * t.idle_time_s * out.scale;

@@ -14,6 +14,7 @@ nlohmann::json to_json(const Attribution& a) {
   nlohmann::json regions = nlohmann::json::array();
   for (const RegionEnergy& r : a.regions) {
     regions.push_back({{"name", r.name},
+                       {"concurrent", r.concurrent},
                        {"calls", r.calls},
                        {"gpu_time_s", number(r.gpu_time_s)},
                        {"resolved", r.resolved},

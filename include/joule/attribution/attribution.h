@@ -7,15 +7,21 @@
 // repeats the same step thousands of times and its phase drifts against the
 // sampling, so every observation sees a different mix of regions. The model:
 //
-//     power(t) = b * [no region runs at t] + sum_r q_r * [region r runs at t]
+//     power(t) = b * [no exclusive region runs at t] + sum_r q_r * [region r runs at t]
+//                + sum_c a_c * [concurrent region c runs at t]
 //
-// (q_r: region r's absolute power, baseline included; b: the idle power). An
-// observation's mean power over a span is then linear in the unknowns, each
-// coefficient the share of the span a region (or nothing) ran; a point
-// sample's coefficients are the indicators at its instant. Weighted least
-// squares over all observations gives q_r and b. Written with absolute powers
-// rather than powers above b, the idle column is zero when regions cover all
-// time, and whether b is identified is the same question as for any region.
+// (q_r: exclusive region r's absolute power, baseline included; b: the idle
+// power; a_c: the power concurrent region c adds while it runs, whatever else
+// runs: a DDP all-reduce on its own stream during backward). An observation's
+// mean power over a span is then linear in the unknowns, each coefficient the
+// share of the span a region (or no exclusive region) ran; a point sample's
+// coefficients are the indicators at its instant. Weighted least squares over
+// all observations gives q_r, a_c and b. Written with absolute powers rather
+// than powers above b, the idle column is zero when exclusive regions cover
+// all time, and whether b is identified is the same question as for any
+// region. A concurrent region that always runs exactly with one exclusive
+// region (or always in the same proportion) is collinear with it, and neither
+// gets an estimate.
 //
 // What the data cannot tell apart gets no estimate rather than a made-up one:
 // a region no observation overlaps, regions always seen in the same proportion
@@ -33,7 +39,8 @@
 // Each round's energies are scaled to the window's energy like the estimate's,
 // so the interval is that of the reported number (percentiles of the rounds).
 //
-// Energies: region r's is q_r x its GPU time, the idle energy b x the time no
+// Energies: region r's is q_r x its GPU time, concurrent region c's a_c x its
+// time (the union of its calls), the idle energy b x the time no exclusive
 // region ran; they sum to what the model integrates to over the window, and
 // every part is scaled by window_energy_j / that, so the parts sum to the
 // window's measured (counter-anchored) energy. A scale far from 1 says the
@@ -54,8 +61,8 @@
 namespace joule::attribution {
 
 // When one region ran once, on the sampler's clock. Intervals of different
-// regions must not overlap (leaf regions; the caller resolves nested regions
-// into exclusive parts). An interval is [begin_s, end_s).
+// exclusive regions must not overlap (leaf regions; the caller resolves nested
+// regions into exclusive parts). An interval is [begin_s, end_s).
 struct RegionInterval {
   std::size_t region = 0;  // index into the region names
   double begin_s = 0.0;
@@ -63,6 +70,11 @@ struct RegionInterval {
   // The same call of the region resumed (after a region nested in it ran):
   // its time counts, not as another call.
   bool resumed = false;
+  // A concurrent region (work on another stream: an all-reduce): its
+  // intervals may overlap anything, its own other calls included (they count
+  // as one while any runs), and its power adds to what runs. All of a
+  // region's intervals must agree on this.
+  bool concurrent = false;
 };
 
 // One power observation: the mean power over [begin_s, end_s] (an energy
@@ -97,15 +109,20 @@ struct AttributionOptions {
 
 struct RegionEnergy {
   std::string name;
+  bool concurrent = false;  // its intervals were concurrent (RegionInterval::concurrent)
   std::size_t calls = 0;
-  double gpu_time_s = 0.0;
+  double gpu_time_s = 0.0;  // concurrent: the time any of its calls ran
   // false: the data do not determine this region's power (never observed,
   // collinear with others, or it did not run); the powers and the interval
   // are NaN, and energy_j counts its time at the baseline power (0 W when the
-  // baseline is not separated) so that the parts still sum; a note says why.
+  // baseline is not separated; a concurrent region's 0 J: its time is counted
+  // in what it overlaps) so that the parts still sum; a note says why.
   bool resolved = false;
-  double power_w = 0.0;                 // mean power while it runs, baseline included (the fit's)
-  double power_above_baseline_w = 0.0;  // power_w - baseline_w
+  // Exclusive: the mean power while it runs, baseline included (the fit's),
+  // and that less the baseline. Concurrent: both are the power it adds to
+  // whatever runs with it (a_c; it has no level of its own).
+  double power_w = 0.0;
+  double power_above_baseline_w = 0.0;
   double energy_j = 0.0;                // power_w x gpu_time_s x the scale
   double energy_per_call_j = 0.0;
   double share = 0.0;  // of the window's energy
@@ -124,7 +141,7 @@ struct Attribution {
   double baseline_high_w = 0.0;
   bool baseline_estimated = false;  // fitted (not given)
   bool baseline_separated = false;  // given or fitted; false: powers absolute, baseline 0
-  double idle_time_s = 0.0;         // the window's time with no region running
+  double idle_time_s = 0.0;         // the window's time with no exclusive region running
   double idle_energy_j = 0.0;       // at the baseline power, scaled
   double window_energy_j = 0.0;     // the measured energy the parts sum to
   double model_energy_j = 0.0;      // what the fit integrates to over the window
@@ -137,7 +154,7 @@ struct Attribution {
 // Fits the power of each region over [window_begin_s, window_end_s] and splits
 // window_energy_j, the window's exact (counter-anchored) energy, among them
 // and the idle time. Throws UsageError naming what is wrong: overlapping
-// intervals (which two), no observations, fewer observations than unknowns,
+// exclusive intervals (which two), a region both concurrent and not, no observations, fewer observations than unknowns,
 // non-finite values, intervals or observations outside the window, an
 // unknown region index, bad options.
 Attribution attribute(std::span<const PowerObservation> observations, std::span<const RegionInterval> intervals,
