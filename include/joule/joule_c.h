@@ -59,12 +59,20 @@ int joule_region_end(joule_session* session, const char* name);
  * error). */
 int joule_region_begin_at(joule_session* session, const char* name, double time_s);
 int joule_region_end_at(joule_session* session, const char* name, double time_s);
+/* A concurrent region's call (work on another stream beside the step, e.g. an
+ * all-reduce): its power adds to whatever runs. Its edges do not nest: they
+ * may come in any order relative to the others, several calls of one region
+ * may be open at once, and an end closes the earliest open call of the region
+ * (it may not precede that call's beginning). A name is concurrent or nested,
+ * not both. */
+int joule_region_begin_concurrent_at(joule_session* session, const char* name, double time_s);
+int joule_region_end_concurrent_at(joule_session* session, const char* name, double time_s);
 /* The session's clock (windows and region edges), in seconds; -1 on error. */
 int joule_clock_s(joule_session* session, double* now_s);
 /* Splits the energy of the most recently ended window of that name, settled
  * (joule_end_window_settled, or joule_settle_window), among the regions, per
  * GPU: writes a JSON array with one object per GPU (regions[] with name,
- * calls, gpu_time_s, resolved, power_w, power_above_baseline_w, energy_j,
+ * concurrent, calls, gpu_time_s, resolved, power_w, power_above_baseline_w, energy_j,
  * energy_per_call_j, share, energy_low_j, energy_high_j, energy_std_j; then
  * baseline_w and its interval, baseline_estimated, baseline_separated,
  * idle_time_s, idle_energy_j, window_energy_j, model_energy_j, scale,

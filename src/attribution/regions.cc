@@ -39,16 +39,56 @@ void RegionRecorder::begin(const std::string& name) { begin_at(name, edge_now())
 
 void RegionRecorder::end(const std::string& name) { end_at(name, edge_now()); }
 
+std::size_t RegionRecorder::region_of(const std::string& name, bool concurrent) {
+  auto [it, added] = index_.try_emplace(name, names_.size());
+  if (added) {
+    names_.push_back(name);
+    concurrent_.push_back(concurrent);
+    open_calls_.emplace_back();
+  } else if (concurrent_[it->second] != concurrent) {
+    throw UsageError(fmt::format("region '{}' was recorded as {} and now as {}: a region is one or the other", name,
+                                 concurrent ? "nested" : "concurrent", concurrent ? "concurrent" : "nested"));
+  }
+  return it->second;
+}
+
 void RegionRecorder::begin_at(const std::string& name, double now_s) {
   check_edge(name, now_s);
-  auto [it, added] = index_.try_emplace(name, names_.size());
-  if (added) names_.push_back(name);
+  const std::size_t region = region_of(name, false);
   for (const Open& open : open_) {
-    if (open.region == it->second) throw UsageError(fmt::format("region '{}' is already open", name));
+    if (open.region == region) throw UsageError(fmt::format("region '{}' is already open", name));
   }
   if (!open_.empty()) close_piece(open_.back(), now_s);  // the outer region pauses
-  open_.push_back({it->second, now_s, false});
+  open_.push_back({region, now_s, false});
   last_edge_s_ = now_s;
+}
+
+void RegionRecorder::begin_concurrent_at(const std::string& name, double time_s) {
+  if (!std::isfinite(time_s))
+    throw UsageError(fmt::format("concurrent region '{}': edge time {} is not finite", name, time_s));
+  open_calls_[region_of(name, true)].insert(time_s);
+}
+
+void RegionRecorder::end_concurrent_at(const std::string& name, double time_s) {
+  if (!std::isfinite(time_s))
+    throw UsageError(fmt::format("concurrent region '{}': edge time {} is not finite", name, time_s));
+  const auto it = index_.find(name);
+  if (it == index_.end() || !concurrent_[it->second] || open_calls_[it->second].empty())
+    throw UsageError(fmt::format("concurrent region '{}' has no open call to end", name));
+  std::multiset<double>& open = open_calls_[it->second];
+  const double begin_s = *open.begin();
+  if (time_s < begin_s)
+    throw UsageError(fmt::format("concurrent region '{}': end at {:.9f} s precedes its earliest open call's "
+                                 "beginning ({:.9f} s)",
+                                 name, time_s, begin_s));
+  open.erase(open.begin());
+  if (time_s > begin_s) concurrent_intervals_.push_back({it->second, begin_s, time_s, false, true});
+}
+
+std::size_t RegionRecorder::open_concurrent_calls() const {
+  std::size_t n = 0;
+  for (const auto& calls : open_calls_) n += calls.size();
+  return n;
 }
 
 void RegionRecorder::end_at(const std::string& name, double now_s) {
@@ -73,25 +113,37 @@ std::vector<RegionInterval>::const_iterator first_ending_after(const std::vector
                           [](double t, const RegionInterval& v) { return t < v.end_s; });
 }
 
+// The piece of v within [begin_s, end_s), if any; cut at begin_s it resumes a call.
+void add_cut(std::vector<RegionInterval>& out, RegionInterval v, double begin_s, double end_s) {
+  if (v.begin_s < begin_s) {
+    v.begin_s = begin_s;
+    v.resumed = true;
+  }
+  v.end_s = std::min(v.end_s, end_s);
+  if (v.end_s > v.begin_s) out.push_back(v);
+}
+
 }  // namespace
 
 std::vector<RegionInterval> RegionRecorder::intervals_within(double begin_s, double end_s) const {
   std::vector<RegionInterval> out;
   auto it = first_ending_after(intervals_, begin_s);
-  for (; it != intervals_.end() && it->begin_s < end_s; ++it) {
-    RegionInterval piece = *it;
-    if (piece.begin_s < begin_s) {
-      piece.begin_s = begin_s;
-      piece.resumed = true;
-    }
-    piece.end_s = std::min(piece.end_s, end_s);
-    if (piece.end_s > piece.begin_s) out.push_back(piece);
+  for (; it != intervals_.end() && it->begin_s < end_s; ++it) add_cut(out, *it, begin_s, end_s);
+  if (concurrent_intervals_.empty()) return out;
+  // Concurrent calls end in any order: a scan, then one merge by beginning.
+  const auto nested = static_cast<std::ptrdiff_t>(out.size());
+  for (const RegionInterval& v : concurrent_intervals_) {
+    if (v.end_s > begin_s && v.begin_s < end_s) add_cut(out, v, begin_s, end_s);
   }
+  const auto by_beginning = [](const RegionInterval& a, const RegionInterval& b) { return a.begin_s < b.begin_s; };
+  std::sort(out.begin() + nested, out.end(), by_beginning);
+  std::inplace_merge(out.begin(), out.begin() + nested, out.end(), by_beginning);
   return out;
 }
 
 void RegionRecorder::forget_before(double time_s) {
   intervals_.erase(intervals_.cbegin(), first_ending_after(intervals_, time_s));
+  std::erase_if(concurrent_intervals_, [&](const RegionInterval& v) { return v.end_s <= time_s; });
 }
 
 }  // namespace joule::attribution

@@ -202,6 +202,17 @@ int joule_region_end_at(joule_session* session, const char* name, double time_s)
   return guarded([&] { open_regions_of(session, name).end_at(name, time_s); });
 }
 
+int joule_region_begin_concurrent_at(joule_session* session, const char* name, double time_s) {
+  return guarded([&] { regions_of(session).begin_concurrent_at(name, time_s); });
+}
+
+int joule_region_end_concurrent_at(joule_session* session, const char* name, double time_s) {
+  return guarded([&] {
+    if (!session->regions) throw joule::UsageError(std::string("concurrent region '") + name + "' has no open call to end");
+    session->regions->end_concurrent_at(name, time_s);
+  });
+}
+
 int joule_clock_s(joule_session* session, double* now_s) {
   return guarded([&] {
     if (now_s == nullptr) throw joule::UsageError("joule_clock_s: now_s is NULL");

@@ -5,6 +5,7 @@
 // power: 100 ms energy-counter increments, 20 ms span averages with noise, or
 // point samples every 20 ms with noise.
 #include "joule/attribution/attribution.h"
+#include "joule/attribution/regions.h"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "joule/clock.h"
 #include "joule/error.h"
 
 namespace joule::attribution {
@@ -628,6 +630,65 @@ TEST(AttributionTest, RejectsBadInputNamingIt) {
   bad.confidence = 1.0;
   expect_usage_error([&] { attribute(obs, good, names, 0.0, 1.0, 200.0, bad); }, "confidence 1 is outside (0, 1)");
   expect_usage_error([&] { attribute(obs, good, names, 0.0, 1.0, std::nan("")); }, "the window's energy nan J");
+}
+
+// Concurrent calls beside nested regions: their edges come late and out of
+// order, two calls of one region may be open at once (buckets), an end closes
+// the earliest open call and may not precede it, and intervals_within hands
+// them over marked, cut to the window, in order of beginning; a name keeps
+// its kind.
+TEST(RegionRecorderTest, ConcurrentCallsRecordApartFromTheNesting) {
+  RegionRecorder recorder(std::make_shared<VirtualClock>());
+  recorder.begin_at("backward", 10.0);
+  recorder.begin_concurrent_at("allreduce", 10.6);  // bucket 1
+  recorder.begin_concurrent_at("allreduce", 10.8);  // bucket 2, before bucket 1 ends
+  recorder.end_at("backward", 11.0);
+  recorder.begin_at("optimizer", 11.5);
+  recorder.end_concurrent_at("allreduce", 11.2);  // found after the optimizer began
+  recorder.end_at("optimizer", 12.0);
+  EXPECT_EQ(recorder.open_concurrent_calls(), 1u);
+  expect_usage_error([&] { recorder.end_concurrent_at("allreduce", 10.7); },
+                     "concurrent region 'allreduce': end at 10.700000000 s precedes its earliest open call's "
+                     "beginning (10.800000000 s)");
+  recorder.end_concurrent_at("allreduce", 11.4);
+  expect_usage_error([&] { recorder.end_concurrent_at("allreduce", 12.0); },
+                     "concurrent region 'allreduce' has no open call to end");
+  expect_usage_error([&] { recorder.begin_concurrent_at("allreduce", std::nan("")); }, "is not finite");
+  expect_usage_error([&] { recorder.begin_concurrent_at("backward", 12.0); },
+                     "region 'backward' was recorded as nested and now as concurrent");
+  expect_usage_error([&] { recorder.begin_at("allreduce", 12.0); },
+                     "region 'allreduce' was recorded as concurrent and now as nested");
+  EXPECT_EQ(recorder.open_regions(), 0u);
+  EXPECT_EQ(recorder.open_concurrent_calls(), 0u);
+
+  const auto all = recorder.intervals_within(0.0, 20.0);
+  ASSERT_EQ(all.size(), 4u);  // backward [10, 11), allreduce [10.6, 11.2) and [10.8, 11.4), optimizer
+  EXPECT_EQ(recorder.names()[all[1].region], "allreduce");
+  EXPECT_TRUE(all[1].concurrent && all[2].concurrent);
+  EXPECT_FALSE(all[0].concurrent || all[3].concurrent);
+  EXPECT_DOUBLE_EQ(all[1].begin_s, 10.6);
+  EXPECT_DOUBLE_EQ(all[2].end_s, 11.4);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end(), [](const RegionInterval& a, const RegionInterval& b) {
+    return a.begin_s < b.begin_s;
+  }));
+
+  const auto cut = recorder.intervals_within(10.7, 11.3);
+  ASSERT_EQ(cut.size(), 3u);  // backward and the first call cut at 10.7 (resumed), the second call cut at 11.3
+  EXPECT_TRUE(cut[1].concurrent && cut[1].resumed);
+  EXPECT_DOUBLE_EQ(cut[2].end_s, 11.3);
+  EXPECT_FALSE(cut[2].resumed);
+
+  // attribute() takes them as they come: overlapping calls of the region, overlapping backward.
+  std::vector<PowerObservation> obs;
+  for (double t = 9.0; t < 13.0; t += 0.05) obs.push_back({t, t, 100.0});
+  const Attribution a = attribute(obs, all, recorder.names(), 9.0, 13.0, 400.0, {});
+  EXPECT_TRUE(a.regions[1].concurrent);
+  EXPECT_EQ(a.regions[1].calls, 2u);
+  EXPECT_NEAR(a.regions[1].gpu_time_s, 0.8, 1e-9);  // [10.6, 11.4)
+  EXPECT_NEAR(a.idle_time_s, 4.0 - 1.5, 1e-9);
+
+  recorder.forget_before(11.3);
+  EXPECT_EQ(recorder.intervals_within(0.0, 20.0).size(), 2u);  // the second call and the optimizer
 }
 
 }  // namespace

@@ -176,15 +176,34 @@ TEST(JouleCTest, RegionEdgesAtGivenInstantsAreKeptAsGiven) {
   EXPECT_EQ(joule_region_begin_at(s, "nan", std::nan("")), -1);
   EXPECT_NE(std::string(joule_last_error()).find("is not finite"), std::string::npos) << joule_last_error();
   EXPECT_EQ(joule_region_end_at(s, "matmul", t + 1.0), -1);  // not open
+  // An all-reduce beside the steps: its edges come after the steps' and
+  // overlap them; two calls open at once; an end before its call is refused.
+  const double first_s = now_s + 0.01;
+  ASSERT_EQ(joule_region_begin_concurrent_at(s, "allreduce", first_s + 0.003), 0) << joule_last_error();
+  ASSERT_EQ(joule_region_begin_concurrent_at(s, "allreduce", first_s + 0.004), 0) << joule_last_error();
+  EXPECT_EQ(joule_region_end_concurrent_at(s, "allreduce", first_s + 0.002), -1);
+  EXPECT_NE(std::string(joule_last_error()).find("precedes its earliest open call's beginning"), std::string::npos)
+      << joule_last_error();
+  ASSERT_EQ(joule_region_end_concurrent_at(s, "allreduce", first_s + 0.005), 0) << joule_last_error();
+  ASSERT_EQ(joule_region_end_concurrent_at(s, "allreduce", first_s + 0.008), 0) << joule_last_error();
+  EXPECT_EQ(joule_region_end_concurrent_at(s, "allreduce", first_s + 0.009), -1);  // none open
+  EXPECT_EQ(joule_region_begin_concurrent_at(s, "matmul", t), -1);                 // nested already
+  EXPECT_NE(std::string(joule_last_error()).find("region 'matmul' was recorded as nested"), std::string::npos)
+      << joule_last_error();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the window reaches past the last edge
   ASSERT_EQ(joule_end_window_settled(s, "train", 5.0, out.data(), out.size()), 0) << joule_last_error();
   ASSERT_EQ(joule_attribute_window(s, "train", R"({"bootstrap_rounds": 20})", out.data(), out.size()), 0)
       << joule_last_error();
   const auto gpu0 = nlohmann::json::parse(out.data())[0];
-  ASSERT_EQ(gpu0["regions"].size(), 1u);
+  ASSERT_EQ(gpu0["regions"].size(), 2u);
   EXPECT_EQ(gpu0["regions"][0]["name"], "matmul");
   EXPECT_EQ(gpu0["regions"][0]["calls"], 10);
+  EXPECT_EQ(gpu0["regions"][0]["concurrent"], false);
   EXPECT_NEAR(gpu0["regions"][0]["gpu_time_s"].get<double>(), 0.040, 1e-9);
+  EXPECT_EQ(gpu0["regions"][1]["name"], "allreduce");
+  EXPECT_EQ(gpu0["regions"][1]["concurrent"], true);
+  EXPECT_EQ(gpu0["regions"][1]["calls"], 2);
+  EXPECT_NEAR(gpu0["regions"][1]["gpu_time_s"].get<double>(), 0.005, 1e-9);  // [3, 8) ms: the time either ran
   joule_session_close(s);
 }
 

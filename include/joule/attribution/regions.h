@@ -9,12 +9,22 @@
 // elsewhere (CUDA events on the GPU's clock, mapped to the monitor's; see
 // joule.torch's GPU clock), in the order they happened. One recorder per
 // training thread: it takes no lock.
+//
+// Concurrent regions (work on another stream beside the step: a DDP
+// all-reduce) are recorded apart from the nesting: begin_concurrent_at/
+// end_concurrent_at neither pause nor resume nested regions, may come in any
+// order relative to the nested edges and to each other (a completion is
+// seen late), and several calls of one region may be open at once (DDP's
+// buckets). An end closes the earliest open call of its region; it may not
+// precede it. Which call an end closes does not change the time the region
+// ran (the time any of its calls ran), which is what attribute() fits.
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,14 +45,19 @@ class RegionRecorder {
   // one before it (UsageError), nor be non-finite.
   void begin_at(const std::string& name, double time_s);
   void end_at(const std::string& name, double time_s);
+  // A concurrent region's call (see above); a name is concurrent or nested,
+  // not both (UsageError).
+  void begin_concurrent_at(const std::string& name, double time_s);
+  void end_concurrent_at(const std::string& name, double time_s);
 
   // Regions in order of first use (the indices of RegionInterval::region).
   const std::vector<std::string>& names() const { return names_; }
-  // The ended intervals that overlap [begin_s, end_s], cut to it, in time
-  // order; a piece cut at begin_s is a resumed call (counted in the window
-  // it began in).
+  // The ended intervals that overlap [begin_s, end_s], cut to it, in order of
+  // beginning, the concurrent ones marked so; a piece cut at begin_s is a
+  // resumed call (counted in the window it began in).
   std::vector<RegionInterval> intervals_within(double begin_s, double end_s) const;
-  std::size_t open_regions() const { return open_.size(); }
+  std::size_t open_regions() const { return open_.size(); }  // nested
+  std::size_t open_concurrent_calls() const;
   // Forgets the intervals that ended before time_s (a long run, window by window).
   void forget_before(double time_s);
 
@@ -55,14 +70,19 @@ class RegionRecorder {
   double edge_now();
   void check_edge(const std::string& name, double time_s) const;
   void close_piece(Open& open, double now_s);
+  // The region's index, made at its first use; a name keeps its kind.
+  std::size_t region_of(const std::string& name, bool concurrent);
 
   std::shared_ptr<const Clock> clock_;
   std::function<void()> synchronize_;
   std::vector<std::string> names_;
+  std::vector<bool> concurrent_;  // per region
   std::unordered_map<std::string, std::size_t> index_;
   std::vector<Open> open_;                // innermost last
-  double last_edge_s_ = -std::numeric_limits<double>::infinity();
+  double last_edge_s_ = -std::numeric_limits<double>::infinity();  // of the nested edges
   std::vector<RegionInterval> intervals_;  // ended pieces, in order of their end (and of their begin)
+  std::vector<std::multiset<double>> open_calls_;      // per region, the beginnings of its open concurrent calls
+  std::vector<RegionInterval> concurrent_intervals_;  // ended concurrent calls, in order of their end edge
 };
 
 }  // namespace joule::attribution
