@@ -182,9 +182,12 @@ class RegionRecorder:
     # On the monitor's clock; its edges call the monitor's synchronize, if any.
     def __init__(self, monitor: Monitor) -> None: ...
     # Now, or at at_s on clock_s()'s clock (an instant measured elsewhere, e.g. a CUDA event's).
-    def begin(self, name: str, at_s: Optional[float] = None) -> None: ...
-    # Must name the innermost open region (UsageError otherwise).
-    def end(self, name: str, at_s: Optional[float] = None) -> None: ...
+    # concurrent=True: a call of a concurrent region (work on another stream, e.g. an all-reduce):
+    # beside the nesting, its edges in any order, several calls open at once.
+    def begin(self, name: str, at_s: Optional[float] = None, concurrent: bool = False) -> None: ...
+    # Must name the innermost open region (UsageError otherwise); concurrent=True ends the
+    # earliest open call of that concurrent region.
+    def end(self, name: str, at_s: Optional[float] = None, concurrent: bool = False) -> None: ...
     def clock_s(self) -> float: ...
     def region(self, name: str) -> Region: ...
     # The recorded pieces within [begin_s, end_s]: (name, begin_s, end_s, resumed).
@@ -192,7 +195,11 @@ class RegionRecorder:
     @property
     def names(self) -> list[str]: ...  # in order of first use
     @property
-    def open_regions(self) -> int: ...
+    def open_regions(self) -> int: ...  # nested
+    @property
+    def open_concurrent_calls(self) -> int: ...
+    @property
+    def concurrent_regions(self) -> list[str]: ...  # the names recorded as concurrent
     @property
     def synchronized(self) -> bool: ...
 
@@ -200,13 +207,15 @@ class RegionEnergy:
     @property
     def name(self) -> str: ...
     @property
+    def concurrent(self) -> bool: ...  # recorded as concurrent: power_w is the power it adds
+    @property
     def calls(self) -> int: ...
     @property
-    def gpu_time_s(self) -> float: ...
+    def gpu_time_s(self) -> float: ...  # concurrent: the time any of its calls ran
     @property
-    def resolved(self) -> bool: ...  # False: powers and interval NaN, energy at the baseline power
+    def resolved(self) -> bool: ...  # False: powers and interval NaN, energy at the baseline power (concurrent: 0 J)
     @property
-    def power_w(self) -> float: ...  # while it runs, baseline included
+    def power_w(self) -> float: ...  # while it runs, baseline included (concurrent: the power it adds)
     @property
     def power_above_baseline_w(self) -> float: ...
     @property

@@ -19,6 +19,7 @@ recurrence of a job on a `joule serve` batch-size service (see its docstring).
 import bisect
 import collections
 import contextlib
+import heapq
 import math
 import warnings
 import weakref
@@ -354,19 +355,28 @@ def _tensors(value) -> List["torch.Tensor"]:
     return []
 
 
+# What an edge is: a nested region's begin or end, or a concurrent region's
+# (RegionRecorder.begin(..., concurrent=True): beside the nesting, any order).
+_BEGIN, _END, _BEGIN_CONCURRENT, _END_CONCURRENT = "begin", "end", "begin_concurrent", "end_concurrent"
+_CONCURRENT = (_BEGIN_CONCURRENT, _END_CONCURRENT)
+
+
 def _end_before_last(edges, name: str) -> bool:
-    """Puts an end of `name` just before the last of `edges` ((begin?, name,
-    stamp) tuples), at its stamp; False if there is none."""
-    if not edges:
-        return False
-    last = edges.pop()
-    edges.append((False, name, last[2]))
-    edges.append(last)
-    return True
+    """Puts an end of `name` just before the last nested edge of `edges`
+    ((kind, name, stamp) tuples), at its stamp; False if there is none.
+    Concurrent edges after it stay after it (their order does not matter)."""
+    for i in range(len(edges) - 1, -1, -1):
+        if edges[i][0] not in _CONCURRENT:
+            edges.insert(i, (_END, name, edges[i][2]))
+            return True
+    return False
 
 
-def _hand_over(recorder, begin: bool, name: str, at_s: float) -> None:
-    (recorder.begin if begin else recorder.end)(name, at_s=at_s)
+def _hand_over(recorder, kind: str, name: str, at_s: float) -> None:
+    if kind in _CONCURRENT:
+        (recorder.begin if kind == _BEGIN_CONCURRENT else recorder.end)(name, at_s=at_s, concurrent=True)
+    else:
+        (recorder.begin if kind == _BEGIN else recorder.end)(name, at_s=at_s)
 
 
 class CudaEvents:
@@ -406,6 +416,11 @@ class GpuClock:
 
     Events are pooled: every `drain_every` edges the completed ones are read
     and reused, without waiting for the GPU.
+
+    begin_concurrent/end_concurrent record a concurrent region's call (work
+    on another stream: an all-reduce) on the current stream the same way;
+    they are handed over at their own instants (not moved up to the edge
+    before them), and an end never before the earliest open call's begin.
     """
 
     def __init__(self, recorder, events: Optional[Any] = None, anchor_tries: int = 16, drain_every: int = 1024) -> None:
@@ -414,15 +429,16 @@ class GpuClock:
         self.anchor_tries = anchor_tries
         self.drain_every = drain_every
         self._pool: List[Any] = []
-        self._pending: "collections.deque" = collections.deque()  # (begin?, name, event), in edge order
+        self._pending: "collections.deque" = collections.deque()  # (kind, name, event), in edge order
         self._chain: Optional[Tuple[Any, float]] = None  # the last read event and its GPU seconds since the first
-        self._edges: List[Tuple[bool, str, float]] = []  # read, not yet handed over: (begin?, name, GPU s)
+        self._edges: List[Tuple[str, str, float]] = []  # read, not yet handed over: (kind, name, GPU s)
         # The anchors, in columns (bisect searches the first, Python 3.9 has no key=):
         self._anchor_gpu_s: List[float] = []  # GPU seconds since the first anchor
         self._anchor_at_s: List[float] = []  # the monitor's clock then
         self._anchor_half_s: List[float] = []  # half the bracket: how far it may be off
         self.reordered_edges = 0  # edges the mapping put before the edge before them (moved up to it)
         self._last_s = -math.inf
+        self._open_concurrent: Dict[str, List[float]] = collections.defaultdict(list)  # begins handed over, a heap
         self._anchor()
 
     @property
@@ -442,15 +458,21 @@ class GpuClock:
         return 1e6 * ((h1 - h0) / (g1 - g0) - 1.0) if g1 > g0 else 0.0
 
     def begin(self, name: str) -> None:
-        self._edge(True, name)
+        self._edge(_BEGIN, name)
 
     def end(self, name: str) -> None:
-        self._edge(False, name)
+        self._edge(_END, name)
+
+    def begin_concurrent(self, name: str) -> None:
+        self._edge(_BEGIN_CONCURRENT, name)
+
+    def end_concurrent(self, name: str) -> None:
+        self._edge(_END_CONCURRENT, name)
 
     def end_before_last(self, name: str) -> bool:
-        """Ends `name` at the instant of the last edge, just before it (an
-        edge found late, e.g. by a hook torch runs after another on the same
-        gradient). False if the last edge was already handed over."""
+        """Ends `name` at the instant of the last nested edge, just before it
+        (an edge found late, e.g. by a hook torch runs after another on the
+        same gradient). False if that edge was already handed over."""
         return _end_before_last(self._pending, name) or _end_before_last(self._edges, name)
 
     def flush(self) -> None:
@@ -459,19 +481,32 @@ class GpuClock:
         self.events.synchronize()
         self._read(wait=True)
         self._anchor()
-        for begin, name, gpu_s in self._edges:
+        for kind, name, gpu_s in self._edges:
             at_s = self._to_monitor_s(gpu_s)
-            if at_s < self._last_s:
-                self.reordered_edges += 1
-                at_s = self._last_s
-            self._last_s = at_s
-            _hand_over(self.recorder, begin, name, at_s)
+            if kind in _CONCURRENT:
+                at_s = self._concurrent_at(kind, name, at_s)
+            else:
+                if at_s < self._last_s:
+                    self.reordered_edges += 1
+                    at_s = self._last_s
+                self._last_s = at_s
+            _hand_over(self.recorder, kind, name, at_s)
         self._edges.clear()
 
-    def _edge(self, begin: bool, name: str) -> None:
+    def _concurrent_at(self, kind: str, name: str, at_s: float) -> float:
+        """A concurrent end no earlier than the earliest open call's begin:
+        on the GPU it follows it (the communication waits for the stream it
+        began on), but chained float milliseconds may put it a hair before."""
+        begins = self._open_concurrent[name]
+        if kind == _BEGIN_CONCURRENT:
+            heapq.heappush(begins, at_s)
+            return at_s
+        return max(at_s, heapq.heappop(begins)) if begins else at_s
+
+    def _edge(self, kind: str, name: str) -> None:
         event = self._take_event()
         self.events.record(event)
-        self._pending.append((begin, name, event))
+        self._pending.append((kind, name, event))
         if len(self._pending) >= self.drain_every:
             self._read(wait=False)
 
@@ -479,11 +514,11 @@ class GpuClock:
         """Reads the pending events in order (all of them, or up to the first
         the GPU has not reached), chaining each one's GPU time."""
         while self._pending:
-            begin, name, event = self._pending[0]
+            kind, name, event = self._pending[0]
             if not wait and not self.events.done(event):
                 return
             self._pending.popleft()
-            self._edges.append((begin, name, self._link(event)))
+            self._edges.append((kind, name, self._link(event)))
 
     def _link(self, event) -> float:
         previous, previous_s = self._chain
@@ -535,28 +570,35 @@ class HostClock:
     """Region edges at host instants on the monitor's clock (after a CUDA
     sync when the recorder's monitor was made with a synchronize), held
     until flush() as GpuClock's are, so that an edge found late can still go
-    before the one recorded last."""
+    before the one recorded last. Concurrent edges may come from another
+    thread (a Gloo all-reduce completes on Gloo's)."""
 
     uncertainty_s = 0.0
 
     def __init__(self, recorder) -> None:
         self.recorder = recorder
         self._sync = torch.cuda.synchronize if recorder.synchronized and torch.cuda.is_available() else None
-        self._edges: List[Tuple[bool, str, float]] = []
+        self._edges: List[Tuple[str, str, float]] = []
 
     def begin(self, name: str) -> None:
-        self._edges.append((True, name, self._now()))
+        self._edges.append((_BEGIN, name, self._now()))
 
     def end(self, name: str) -> None:
-        self._edges.append((False, name, self._now()))
+        self._edges.append((_END, name, self._now()))
+
+    def begin_concurrent(self, name: str) -> None:
+        self._edges.append((_BEGIN_CONCURRENT, name, self._now()))
+
+    def end_concurrent(self, name: str) -> None:
+        self._edges.append((_END_CONCURRENT, name, self._now()))
 
     def end_before_last(self, name: str) -> bool:
         return _end_before_last(self._edges, name)
 
     def flush(self) -> None:
-        for begin, name, at_s in self._edges:
-            _hand_over(self.recorder, begin, name, at_s)
-        self._edges.clear()
+        edges, self._edges = self._edges, []  # a Gloo thread may append meanwhile: to the new list
+        for kind, name, at_s in edges:
+            _hand_over(self.recorder, kind, name, at_s)
 
     def _now(self) -> float:
         if self._sync is not None:
@@ -704,11 +746,26 @@ class RegionAttribution:
     left open (an exception in forward) are closed. result(measurement,
     **options) calls joule.attribute with this session's recorder: one
     joule.Attribution per GPU.
+
+    torch.distributed: with a DistributedDataParallel model (or ddp=, the
+    DDP wrapping `model`), its modules are hooked by their paths in the
+    wrapped module, and each bucket's gradient all-reduce is recorded as a
+    call of the concurrent region "allreduce" (it overlaps backward on its
+    own stream; the fit takes the power it adds): see register_comm_hook,
+    which this calls with DDP's own all-reduce unless you called it first.
+    It begins when DDP hands the bucket over (an edge on the current stream:
+    when backward got there) and ends in the future's then-callback: with
+    NCCL on a stream that waited for the communication (when it finished on
+    the GPU), with Gloo on the host when Gloo's thread finished (use
+    clock="host" with Gloo). Buckets queue on one communication stream, so
+    a call's time includes its wait behind earlier buckets; the region's
+    time is the time any call ran, and each bucket is a call.
     """
 
     def __init__(self, model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
                  optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
-                 events: Optional[Any] = None) -> None:
+                 events: Optional[Any] = None, ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None
+                 ) -> None:
         if depth < 0:
             raise ValueError("joule.torch.attribute: depth must be >= 0")
         if clock is None:
@@ -720,6 +777,11 @@ class RegionAttribution:
         from . import RegionRecorder
 
         self.model = model
+        if ddp is None and isinstance(model, torch.nn.parallel.DistributedDataParallel):
+            ddp = model
+        self.ddp = ddp
+        self._root = model.module if model is ddp else model  # the user's module paths, not "module.*"
+        self._comm: Optional[_CommRecording] = None  # while this session records the all-reduce
         self.monitor = monitor
         self.depth = depth
         self.phases = phases
@@ -744,7 +806,7 @@ class RegionAttribution:
     # The modules at the depth, by path; ModuleList and ModuleDict are no level.
     def modules(self) -> List[Tuple[str, "torch.nn.Module"]]:
         if self.depth == 0:
-            return [(type(self.model).__name__, self.model)]
+            return [(type(self._root).__name__, self._root)]
         out: List[Tuple[str, "torch.nn.Module"]] = []
 
         def walk(prefix: str, module: "torch.nn.Module", level: int) -> None:
@@ -757,7 +819,7 @@ class RegionAttribution:
                 else:
                     walk(path, child, level + 1)
 
-        walk("", self.model, 0)
+        walk("", self._root, 0)
         return out
 
     def __enter__(self) -> "RegionAttribution":
@@ -767,6 +829,8 @@ class RegionAttribution:
                 self._hook(path, module)
             if self.optimizer is not None:
                 self._wrap_step()
+            if self.ddp is not None:
+                self._record_allreduce()
         except BaseException:
             self._remove()
             raise
@@ -918,7 +982,30 @@ class RegionAttribution:
         optimizer.step = wrapped
         self._step = (step, had_own)
 
+    def _record_allreduce(self) -> None:
+        """Has the DDP model's comm hook record into this session's edges."""
+        recording = getattr(self.ddp, "_joule_comm", None)
+        if recording is None:
+            try:
+                recording = register_comm_hook(self.ddp)
+            except RuntimeError as e:
+                if "only be called once" not in str(e):
+                    raise
+                self._note("allreduce", f"{ALLREDUCE}: not recorded: the DDP model already has a communication "
+                           "hook and DDP takes one; register yours through joule.torch.register_comm_hook(model, "
+                           "state, hook) instead to have its calls recorded")
+                return
+        if recording.edges is not None:
+            self._note("allreduce", f"{ALLREDUCE}: not recorded: another joule.torch.attribute session on this "
+                       "model records it")
+            return
+        recording.edges = self.edges
+        self._comm = recording
+
     def _remove(self) -> None:
+        if self._comm is not None:  # DDP keeps the hook: it goes on communicating, recording nothing
+            self._comm.edges = None
+            self._comm = None
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
@@ -952,8 +1039,62 @@ class _SessionRegion:
 
 
 def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
-              optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None) -> RegionAttribution:
+              optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
+              ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None) -> RegionAttribution:
     """Records a model's regions for energy attribution: a context manager
     (see RegionAttribution). phases=False records forward regions only;
-    clock "gpu" (default with CUDA: CUDA events) or "host"."""
-    return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer, clock=clock)
+    clock "gpu" (default with CUDA: CUDA events) or "host". A
+    DistributedDataParallel model (or ddp=, the DDP wrapping `model`) also
+    records its gradient all-reduce as the concurrent region "allreduce"."""
+    return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer, clock=clock, ddp=ddp)
+
+
+ALLREDUCE = "allreduce"  # the concurrent region of DDP's gradient all-reduce
+
+
+class _CommRecording:
+    """Where a DDP model's comm hook records: the open session's edges
+    (None between sessions: the hook then only communicates)."""
+
+    __slots__ = ("edges",)
+
+    def __init__(self) -> None:
+        self.edges: Any = None
+
+
+def register_comm_hook(ddp: "torch.nn.parallel.DistributedDataParallel", state: Any = None,
+                       hook: Optional[Any] = None) -> _CommRecording:
+    """Registers a DDP communication hook whose calls joule.torch.attribute
+    sessions on `ddp` record as the concurrent region "allreduce" (one call
+    per bucket per step). hook(state, bucket) -> Future[Tensor] is yours
+    (register it through this instead of ddp.register_comm_hook to combine
+    it with the recording); by default DDP's own all-reduce
+    (default_hooks.allreduce_hook on ddp.process_group: divide by the
+    group's size, sum), which leaves the gradients as DDP's built-in one.
+    DDP takes one hook, for good (it cannot be removed): outside a session
+    it communicates and records nothing. attribute() calls this itself."""
+    if getattr(ddp, "_joule_comm", None) is not None:
+        raise RuntimeError("joule.torch.register_comm_hook: this DDP model has joule's comm hook already")
+    if hook is None:
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        hook, state = default_hooks.allreduce_hook, (ddp.process_group if state is None else state)
+    recording = _CommRecording()
+
+    def joule_recorded_comm_hook(state, bucket):  # DDP checks the name "bucket"
+        edges = recording.edges
+        if edges is None:
+            return hook(state, bucket)
+        edges.begin_concurrent(ALLREDUCE)
+
+        def ended(future):
+            # With NCCL torch runs this on streams that waited for the
+            # communication: an edge here is when it finished on the GPU.
+            edges.end_concurrent(ALLREDUCE)
+            return future.value()
+
+        return hook(state, bucket).then(ended)
+
+    ddp.register_comm_hook(state, joule_recorded_comm_hook)
+    ddp._joule_comm = recording
+    return recording

@@ -148,13 +148,15 @@ class PyRegionRecorder {
   // clock read: keep it.
   // at_s: an instant measured elsewhere (a CUDA event's, mapped to this
   // clock): no synchronize, no clock read.
-  void begin(const std::string& name, std::optional<double> at_s) {
-    if (at_s) return recorder_.begin_at(name, *at_s);
-    edge([&] { recorder_.begin(name); });
+  // concurrent: a call of a concurrent region (RegionRecorder's
+  // begin_concurrent_at: beside the nesting, in any order, calls may overlap).
+  void begin(const std::string& name, std::optional<double> at_s, bool concurrent) {
+    if (at_s) return concurrent ? recorder_.begin_concurrent_at(name, *at_s) : recorder_.begin_at(name, *at_s);
+    edge([&] { concurrent ? recorder_.begin_concurrent(name) : recorder_.begin(name); });
   }
-  void end(const std::string& name, std::optional<double> at_s) {
-    if (at_s) return recorder_.end_at(name, *at_s);
-    edge([&] { recorder_.end(name); });
+  void end(const std::string& name, std::optional<double> at_s, bool concurrent) {
+    if (at_s) return concurrent ? recorder_.end_concurrent_at(name, *at_s) : recorder_.end_at(name, *at_s);
+    edge([&] { concurrent ? recorder_.end_concurrent(name) : recorder_.end(name); });
   }
   double clock_s() const { return clock_->now_s(); }
   const joule::attribution::RegionRecorder& recorder() const { return recorder_; }
@@ -178,11 +180,11 @@ class PyRegion {
  public:
   PyRegion(PyRegionRecorder& recorder, std::string name) : recorder_(recorder), name_(std::move(name)) {}
   PyRegion& enter() {
-    recorder_.begin(name_, std::nullopt);
+    recorder_.begin(name_, std::nullopt, false);
     return *this;
   }
   bool exit(const py::object&, const py::object&, const py::object&) {
-    recorder_.end(name_, std::nullopt);
+    recorder_.end(name_, std::nullopt, false);
     return false;  // exceptions propagate
   }
   const std::string& name() const { return name_; }
@@ -193,7 +195,7 @@ class PyRegion {
 };
 
 py::dict region_energy_dict(const joule::attribution::RegionEnergy& r) {
-  return py::dict("name"_a = r.name, "calls"_a = r.calls, "gpu_time_s"_a = r.gpu_time_s, "resolved"_a = r.resolved,
+  return py::dict("name"_a = r.name, "concurrent"_a = r.concurrent, "calls"_a = r.calls, "gpu_time_s"_a = r.gpu_time_s, "resolved"_a = r.resolved,
                   "power_w"_a = r.power_w, "power_above_baseline_w"_a = r.power_above_baseline_w,
                   "energy_j"_a = r.energy_j, "energy_per_call_j"_a = r.energy_per_call_j, "share"_a = r.share,
                   "energy_low_j"_a = r.energy_low_j, "energy_high_j"_a = r.energy_high_j,
@@ -394,11 +396,15 @@ PYBIND11_MODULE(_joule, m) {
            "Marks when regions of a training step run, on the monitor's clock. A region begun inside another "
            "pauses it until it ends. Edges are host instants unless the monitor was made with a synchronize, "
            "which then runs at every edge. One recorder per training thread.")
-      .def("begin", &PyRegionRecorder::begin, "name"_a, "at_s"_a = py::none(),
+      .def("begin", &PyRegionRecorder::begin, "name"_a, "at_s"_a = py::none(), "concurrent"_a = false,
            "Begins region `name` now, or at at_s (seconds on clock_s()'s clock, measured elsewhere, e.g. a CUDA "
-           "event mapped to it; edges come in the order they happened).")
-      .def("end", &PyRegionRecorder::end, "name"_a, "at_s"_a = py::none(),
-           "Ends the innermost open region, which must be `name` (UsageError otherwise); at_s as begin's.")
+           "event mapped to it; edges come in the order they happened). concurrent=True: a call of a "
+           "concurrent region (work on another stream, e.g. an all-reduce, whose power adds to whatever runs): "
+           "it does not nest, its edges may come in any order relative to the others, and several of its "
+           "calls may be open at once. A name is concurrent or not, always.")
+      .def("end", &PyRegionRecorder::end, "name"_a, "at_s"_a = py::none(), "concurrent"_a = false,
+           "Ends the innermost open region, which must be `name` (UsageError otherwise); at_s as begin's. "
+           "concurrent=True: ends the earliest open call of concurrent region `name` (not before it began).")
       .def("clock_s", &PyRegionRecorder::clock_s, "The monitor's clock, in seconds: the one edges are on.")
       .def(
           "region", [](PyRegionRecorder& self, const std::string& name) { return PyRegion(self, name); }, "name"_a,
@@ -419,6 +425,18 @@ PYBIND11_MODULE(_joule, m) {
           "the same call).")
       .def_property_readonly("open_regions",
                              [](const PyRegionRecorder& self) { return self.recorder().open_regions(); })
+      .def_property_readonly(
+          "open_concurrent_calls", [](const PyRegionRecorder& self) { return self.recorder().open_concurrent_calls(); })
+      .def_property_readonly(
+          "concurrent_regions",
+          [](const PyRegionRecorder& self) {
+            std::vector<std::string> out;
+            for (std::size_t r = 0; r < self.recorder().names().size(); ++r) {
+              if (self.recorder().is_concurrent(r)) out.push_back(self.recorder().names()[r]);
+            }
+            return out;
+          },
+          "The names recorded as concurrent, in order of first use.")
       .def_property_readonly("synchronized", &PyRegionRecorder::synchronized)
       .def("__repr__", [](const PyRegionRecorder& self) {
         return "<RegionRecorder " + std::to_string(self.recorder().names().size()) + " regions, " +
@@ -429,6 +447,7 @@ PYBIND11_MODULE(_joule, m) {
   using joule::attribution::RegionEnergy;
   py::class_<RegionEnergy>(m, "RegionEnergy")
       .def_readonly("name", &RegionEnergy::name)
+      .def_readonly("concurrent", &RegionEnergy::concurrent)
       .def_readonly("calls", &RegionEnergy::calls)
       .def_readonly("gpu_time_s", &RegionEnergy::gpu_time_s)
       .def_readonly("resolved", &RegionEnergy::resolved)
@@ -444,7 +463,8 @@ PYBIND11_MODULE(_joule, m) {
       .def("__repr__", [](const RegionEnergy& r) {
         return "<RegionEnergy '" + r.name + "' " + std::to_string(r.calls) + " calls, " +
                repr_number(r.gpu_time_s, 4) + " s, " + repr_number(r.energy_j, 5) + " J (" +
-               repr_number(100.0 * r.share, 3) + "%)" + (r.resolved ? "" : ", not resolved") + ">";
+               repr_number(100.0 * r.share, 3) + "%)" + (r.concurrent ? ", concurrent" : "") +
+               (r.resolved ? "" : ", not resolved") + ">";
       });
 
   py::class_<Attribution>(m, "Attribution")

@@ -157,6 +157,61 @@ def test_recorder_regions_nest_and_misnesting_names_both(monitor):
         recorder.end("c")
 
 
+def test_recorder_concurrent_calls_overlap_the_nesting_and_each_other(monitor):
+    recorder = joule.RegionRecorder(monitor)
+    t = recorder.clock_s()
+    recorder.begin("backward", at_s=t)
+    recorder.begin("allreduce", at_s=t + 0.002, concurrent=True)
+    recorder.begin("allreduce", at_s=t + 0.003, concurrent=True)  # a second bucket
+    recorder.end("backward", at_s=t + 0.004)
+    recorder.begin("optimizer.step", at_s=t + 0.006)
+    recorder.end("allreduce", at_s=t + 0.005, concurrent=True)  # found after the optimizer began
+    assert recorder.open_concurrent_calls == 1 and recorder.open_regions == 1
+    with pytest.raises(joule.UsageError, match="precedes its earliest open call's beginning"):
+        recorder.end("allreduce", at_s=t + 0.001, concurrent=True)
+    recorder.end("allreduce", at_s=t + 0.0055, concurrent=True)
+    recorder.end("optimizer.step", at_s=t + 0.008)
+    with pytest.raises(joule.UsageError, match="'backward' was recorded as nested and now as concurrent"):
+        recorder.begin("backward", concurrent=True)
+    assert recorder.concurrent_regions == ["allreduce"] and recorder.open_concurrent_calls == 0
+    pieces = recorder.intervals(t, t + 0.01)
+    assert [p[0] for p in pieces] == ["backward", "allreduce", "allreduce", "optimizer.step"]
+    assert pieces[1][1:3] == pytest.approx((t + 0.002, t + 0.005)) and pieces[2][1:3] == pytest.approx(
+        (t + 0.003, t + 0.0055))
+
+
+def test_gpu_clock_hands_concurrent_edges_over_at_their_own_instants(monitor):
+    """Concurrent edges (a DDP all-reduce's) go to the recorder as they fall,
+    not moved up to the nested edge before them, and a late nested end goes
+    before the last nested edge, not before a concurrent one."""
+    recorder = joule.RegionRecorder(monitor)
+    edges = joule.torch.GpuClock(recorder, events=FakeGpuEvents(recorder.clock_s))
+    with monitor.window("w") as w:
+        for _ in range(20):
+            edges.begin("backward")
+            time.sleep(0.002)
+            edges.begin_concurrent("allreduce")
+            time.sleep(0.002)
+            edges.begin("layer")
+            edges.begin_concurrent("allreduce")  # a second bucket, the last edge
+            assert edges.end_before_last("backward")  # found late: goes before "layer" began
+            time.sleep(0.002)
+            edges.end("layer")
+            edges.end_concurrent("allreduce")
+            edges.end_concurrent("allreduce")
+            time.sleep(0.002)
+        edges.flush()
+    assert edges.reordered_edges == 0
+    assert recorder.open_regions == 0 and recorder.open_concurrent_calls == 0
+    [a, _] = joule.attribute(monitor, w.settled(timeout_s=5.0), recorder, bootstrap_rounds=0)
+    regions = {r.name: r for r in a.regions}
+    assert regions["allreduce"].concurrent and regions["allreduce"].calls == 40
+    assert not regions["backward"].concurrent and regions["backward"].calls == 20
+    # The all-reduce overlaps the end of backward and the layer: ~4 ms a step.
+    assert 20 * 0.0035 < regions["allreduce"].gpu_time_s < 20 * 0.006, regions["allreduce"].gpu_time_s
+    assert 20 * 0.0035 < regions["backward"].gpu_time_s < 20 * 0.006
+
+
 def test_attributing_an_unsettled_window_is_a_usage_error(monitor):
     recorder = joule.RegionRecorder(monitor)
     monitor.begin_window("w")

@@ -49,6 +49,10 @@ class RegionRecorder {
   // not both (UsageError).
   void begin_concurrent_at(const std::string& name, double time_s);
   void end_concurrent_at(const std::string& name, double time_s);
+  // The same now (after the synchronize, as begin()).
+  void begin_concurrent(const std::string& name) { begin_concurrent_at(name, edge_now()); }
+  void end_concurrent(const std::string& name) { end_concurrent_at(name, edge_now()); }
+  bool is_concurrent(std::size_t region) const { return concurrent_.at(region); }
 
   // Regions in order of first use (the indices of RegionInterval::region).
   const std::vector<std::string>& names() const { return names_; }
