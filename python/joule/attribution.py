@@ -45,6 +45,12 @@ def _power(w: float) -> str:
     return f"{w:.1f} W" if _finite(w) else "-"
 
 
+def _region_power(r) -> str:
+    if not r.resolved:
+        return "-"
+    return f"{r.power_w:+.1f} W" if getattr(r, "concurrent", False) else _power(r.power_w)
+
+
 def _interval(energy_j: float, low_j: float, high_j: float) -> str:
     """+-x% where the interval is about symmetric, else [low, high]."""
     if not (_finite(low_j) and _finite(high_j)):
@@ -61,7 +67,9 @@ def _interval(energy_j: float, low_j: float, high_j: float) -> str:
 def format_table(attribution, gpu_label: Optional[str] = None) -> str:
     """A text table of one GPU's Attribution: region, calls, GPU time,
     energy per call, share of the window's energy, mean power while the region
-    runs (baseline included), the energy's interval; an idle row; a footer."""
+    runs (baseline included; a concurrent region's, e.g. the DDP all-reduce,
+    is the power it adds, signed: "+35.0 W"), the energy's interval; an idle
+    row; a footer."""
     header = ("region", "calls", "GPU time", "energy/call", "share", "power", "interval")
     rows: List[tuple] = []
     for r in sorted(attribution.regions, key=lambda r: -r.energy_j if _finite(r.energy_j) else math.inf):
@@ -71,7 +79,7 @@ def format_table(attribution, gpu_label: Optional[str] = None) -> str:
             _time(r.gpu_time_s),
             _energy(r.energy_per_call_j),
             f"{100.0 * r.share:.1f}%" if _finite(r.share) else "-",
-            _power(r.power_w) if r.resolved else "-",
+            _region_power(r),
             _interval(r.energy_j, r.energy_low_j, r.energy_high_j),
         ))
     window = attribution.window_energy_j

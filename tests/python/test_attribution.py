@@ -3,6 +3,7 @@ joule.attribute, joule.torch.attribute and joule.attribution, on simulated
 GPUs (650 W each, sampled every 10 ms) and CPU torch."""
 import json
 import math
+import re
 import time
 
 import pytest
@@ -210,6 +211,9 @@ def test_gpu_clock_hands_concurrent_edges_over_at_their_own_instants(monitor):
     # The all-reduce overlaps the end of backward and the layer: ~4 ms a step.
     assert 20 * 0.0035 < regions["allreduce"].gpu_time_s < 20 * 0.006, regions["allreduce"].gpu_time_s
     assert 20 * 0.0035 < regions["backward"].gpu_time_s < 20 * 0.006
+    # The table gives its power as the power it adds, signed.
+    [row] = [line for line in joule.attribution.format_table(a).splitlines() if line.startswith("allreduce")]
+    assert re.search(r" [+-]\d+\.\d W ", row), row
 
 
 def test_attributing_an_unsettled_window_is_a_usage_error(monitor):
