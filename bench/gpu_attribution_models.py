@@ -195,7 +195,7 @@ def overhead(work, monitor, depth, block, repeats):
         plain += timed_steps(work, no_region, n=block)
         with session_for(work, monitor, depth) as session:
             recorded += timed_steps(work, session.region, n=block)
-            regions = len(set(session.recorder.names))
+        regions = len(set(session.recorder.names))  # GPU-clock edges reach the recorder when the session ends
     a, b = statistics.median(plain), statistics.median(recorded)
     percent = 100 * (b / a - 1)
     row = {"model": work.name, "depth": depth, "regions": regions, "steps_each": len(plain),
