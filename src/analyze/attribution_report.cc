@@ -37,9 +37,11 @@ std::string interval_text(const RegionEnergy& r) {
 }
 
 std::string shares_chart(const Attribution& a, const std::string& label, const std::vector<std::size_t>& order) {
+  // Concurrent regions (an all-reduce) overlap the others: not part of the window's length.
   const double window_s =
-      a.idle_time_s + std::accumulate(a.regions.begin(), a.regions.end(), 0.0,
-                                      [](double sum, const RegionEnergy& r) { return sum + r.gpu_time_s; });
+      a.idle_time_s + std::accumulate(a.regions.begin(), a.regions.end(), 0.0, [](double sum, const RegionEnergy& r) {
+        return r.concurrent ? sum : sum + r.gpu_time_s;
+      });
   if (window_s <= 0 || a.window_energy_j <= 0) return "";
   std::vector<std::string> groups;
   std::vector<std::vector<double>> values(2);
@@ -55,6 +57,13 @@ std::string shares_chart(const Attribution& a, const std::string& label, const s
                        {"time", "energy"}, values, "% of the window", 0.0);
 }
 
+// A concurrent region (an all-reduce) has no level of its own: the power it adds.
+std::string power_text(const RegionEnergy& r) {
+  if (!r.resolved) return "not resolved";
+  if (!r.concurrent) return format_si(r.power_w, "W");
+  return (r.power_w < 0 ? "-" : "+") + format_si(std::abs(r.power_w), "W") + " added";
+}
+
 std::string region_table(const Attribution& a, const std::vector<std::size_t>& order) {
   std::string html =
       "<table class=\"sortable\"><tr><th>region</th><th>calls</th><th>GPU time</th><th>energy per call</th>"
@@ -64,7 +73,7 @@ std::string region_table(const Attribution& a, const std::vector<std::size_t>& o
     html += "<tr>" + cell(r.name, NAN) + cell(std::to_string(r.calls), static_cast<double>(r.calls)) +
             cell(format_duration(r.gpu_time_s), r.gpu_time_s) + cell(format_si(r.energy_per_call_j, "J"), r.energy_per_call_j) +
             cell(format_si(r.energy_j, "J"), r.energy_j) + cell(fmt::format("{:.1f}%", 100 * r.share), r.share) +
-            cell(r.resolved ? format_si(r.power_w, "W") : "not resolved", r.resolved ? r.power_w : NAN) +
+            cell(power_text(r), r.resolved ? r.power_w : NAN) +
             cell(interval_text(r), NAN) + "</tr>\n";
   }
   html += "<tr>" + cell("(idle)", NAN) + cell("", NAN) + cell(format_duration(a.idle_time_s), a.idle_time_s) +

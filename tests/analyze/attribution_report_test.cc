@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 #include <vector>
 
 #include "common/test_support.h"
@@ -63,6 +64,36 @@ TEST(AttributionReportTest, TimeAndEnergySharesSideBySideAndTheTableByEnergy) {
     EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "2") << body;
     EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at width " << width << ": " << body;
   }
+}
+
+// A concurrent region (an all-reduce over the end of the matmul) is listed
+// with the power it adds, and its time, which overlaps the others', is no
+// part of the window's.
+TEST(AttributionReportTest, AConcurrentRegionShowsThePowerItAdds) {
+  std::vector<RegionInterval> intervals;
+  std::vector<PowerObservation> observations;
+  constexpr double kWindowS = 10.0, kStepS = 0.013;
+  double energy_j = 0;
+  for (double t = 0; t + kStepS <= kWindowS; t += kStepS) {
+    const double overlap_s = 0.001 + 0.002 * std::fmod(t * 7.3, 1.0);
+    intervals.push_back({0, t, t + 0.008});
+    intervals.push_back({1, t + 0.008 - overlap_s, t + 0.011, false, true});
+    energy_j += 0.008 * 500.0 + 0.005 * 90.0 + (0.003 + overlap_s) * 40.0;
+  }
+  const auto power_at = [&](double t) {
+    const double start = std::floor(t / kStepS) * kStepS, phase = t - start;
+    const double overlap_s = 0.001 + 0.002 * std::fmod(start * 7.3, 1.0);
+    return (phase < 0.008 ? 500.0 : 90.0) + (phase >= 0.008 - overlap_s && phase < 0.011 ? 40.0 : 0.0);
+  };
+  for (double t = 0.0005; t < kWindowS; t += 0.0007) observations.push_back({t, t, power_at(t)});
+  const auto a = attribution::attribute(observations, intervals, std::vector<std::string>{"matmul", "allreduce"}, 0.0,
+                                        kWindowS, energy_j);
+  ASSERT_TRUE(a.regions[1].resolved && a.regions[1].concurrent) << ::testing::PrintToString(a.notes);
+  EXPECT_NEAR(a.regions[1].power_w, 40.0, 1.0);
+  const std::string page = attribution_page("Step energy", {a}, {"GPU 0"});
+  std::smatch added;
+  ASSERT_TRUE(std::regex_search(page, added, std::regex(R"(>\+([0-9.]+) W added<)")));
+  EXPECT_NEAR(std::stod(added[1]), 40.0, 1.0);
 }
 
 }  // namespace
