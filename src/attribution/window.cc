@@ -172,6 +172,12 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
   out.notes.push_back(fmt::format("samples weighed by the measured response (from {} to {} ms before the stamp)",
                                   response.first_lag_ms,
                                   response.first_lag_ms + static_cast<int>(response.response_ms.size())));
+  // The intervals below are statistical (steps and the response's fit). On
+  // an H100 and an H200 the model itself (one constant power per region) was
+  // off by 5-12% on regions the intervals said were within 2-7%.
+  out.notes.push_back(
+      "intervals hold the statistical error only: against real GPUs' truths the model's own bias was 5-12% per "
+      "region (docs/attribution.md, 'The GPU proof')");
   if (response.rounds.empty()) return out;
   AttributionOptions quick = options;
   quick.bootstrap_rounds = 0;

@@ -391,6 +391,10 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
                          [](const std::string& n) { return n.find("the response's uncertainty (20 refits") != n.npos; }),
             a.notes.end())
       << ::testing::PrintToString(a.notes);
+  EXPECT_NE(std::find_if(a.notes.begin(), a.notes.end(),
+                         [](const std::string& n) { return n.find("statistical error only") != n.npos; }),
+            a.notes.end())
+      << ::testing::PrintToString(a.notes);
   measured.cover_s = 0.01;  // a boxcar and a response at once
   EXPECT_THROW(attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured), UsageError);
   EXPECT_THROW(fit_sample_response(sampler, 0, recorder, "nope", 0.0, 40.0), UsageError);
