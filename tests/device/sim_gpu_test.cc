@@ -174,6 +174,40 @@ TEST(SimGpuTest, BufferedPowerSamplesAreExactMeansBetweenChanges) {
   EXPECT_EQ(samples[0].power_mw, 300'000u);
 }
 
+// With a sample period, samples end on the clock's grid of it whatever the
+// load does, each the exact mean over its period: a driver's coarse buffer,
+// through which attribution per region sees the regions.
+TEST(SimGpuTest, PeriodicPowerSamplesAreExactMeansOverEachPeriod) {
+  auto clock = std::make_shared<VirtualClock>(10.0);
+  SimGpuModel model;  // idle 70 W, full load 650 W
+  model.keeps_power_samples = true;
+  model.power_sample_period_s = 0.02;
+  SimGpu gpu(0, model, clock);
+  EXPECT_DOUBLE_EQ(gpu.power_sample_period_s(), 0.02);
+  clock->advance_s(0.015);  // 10.015: idle
+  gpu.set_load(1.0);
+  clock->advance_s(0.010);  // 10.025: at 650 W since 10.015
+  gpu.set_load(0.5);        // 360 W
+  clock->advance_s(0.012);  // 10.037: the period [10.02, 10.04] not over yet
+  std::vector<PowerSample> samples;
+  gpu.read_power_samples(samples);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].timestamp_us, 10'020'000u);
+  EXPECT_EQ(samples[0].power_mw, 215'000u);  // (15 x 70 + 5 x 650) / 20
+  gpu.energy_j();           // accounting the energy ends no period by itself
+  clock->advance_s(0.044);  // 10.081: three more periods, all read at once
+  samples.clear();
+  gpu.read_power_samples(samples);
+  const std::vector<std::pair<uint64_t, uint32_t>> expected = {
+      {10'040'000, 432'500}, {10'060'000, 360'000}, {10'080'000, 360'000}};  // (5 x 650 + 15 x 360) / 20
+  ASSERT_EQ(samples.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(samples[i].timestamp_us, expected[i].first) << i;
+    EXPECT_EQ(samples[i].power_mw, expected[i].second) << i;
+  }
+  EXPECT_NEAR(gpu.energy_j(), 0.015 * 70 + 0.010 * 650 + 0.056 * 360, 1e-9);
+}
+
 TEST(SimGpuTest, RefusesLimitsOutsideItsRangeWithoutChangingAnything) {
   auto clock = std::make_shared<VirtualClock>();
   SimGpu gpu(3, SimGpuModel{}, clock);
@@ -186,7 +220,8 @@ TEST(SimGpuTest, RefusesLimitsOutsideItsRangeWithoutChangingAnything) {
     EXPECT_NE(std::string(e.what()).find("200.0-700.0 W"), std::string::npos);
   }
   EXPECT_EQ(gpu.power_limit_mw(), 700'000u);
-  EXPECT_THROW(gpu.set_load(1.5), Error);
+  EXPECT_THROW(gpu.set_load(1.5), UsageError);
+  EXPECT_THROW(gpu.set_load(std::nan("")), UsageError);
 }
 
 TEST(SimGpuTest, SaysItIsSimulated) {
@@ -205,8 +240,13 @@ TEST(SimSpecTest, ParsesKeysAndRejectsBadOnes) {
   EXPECT_EQ(spec.model.max_limit_mw, 400'000u);
   EXPECT_EQ(parse_sim_spec("").count, 2u);
   EXPECT_EQ(parse_sim_spec("max_w=300").model.default_limit_mw, 300'000u);
+  EXPECT_FALSE(spec.model.keeps_power_samples);
+  const SimGpuModel sampled = parse_sim_spec("sample_ms=20").model;
+  EXPECT_TRUE(sampled.keeps_power_samples);
+  EXPECT_DOUBLE_EQ(sampled.power_sample_period_s, 0.02);
 
-  for (const char* bad : {"count=0", "count=2.5", "load=2", "speed=3", "count", "idle_w=abc", "min_w=800"}) {
+  for (const char* bad : {"count=0", "count=2.5", "load=2", "speed=3", "count", "idle_w=abc", "min_w=800",
+                          "sample_ms=0", "sample_ms=-5", "sample_ms=2000"}) {
     EXPECT_THROW(parse_sim_spec(bad), UsageError) << bad;
   }
   try {

@@ -50,6 +50,12 @@ struct SimGpuModel {
   // the model's power read once per tick, which errs wherever the load
   // changes between ticks (millisecond stalls in a training step).
   bool keeps_power_samples = false;
+  // With keeps_power_samples: 0, a sample ends at every change and read (as
+  // above); positive, samples end on a fixed grid of this period on the
+  // clock, each the exact mean over its period, as a driver's buffer does
+  // (an H100's every ~20 ms): coarser than what runs, like the data that
+  // attribution per region fits.
+  double power_sample_period_s = 0.0;
 
   // Optional measured behaviour at full load, by power limit (mW): the power
   // drawn and the throughput relative to the uncapped GPU. When present it
@@ -100,8 +106,12 @@ class SimGpu final : public Gpu {
   // The model's power at the moment of reading: no lag, no averaging.
   std::string power_reading_source() const override { return "model"; }
   bool has_power_samples() const override { return model_.keeps_power_samples; }
+  double power_sample_period_s() const override {
+    return model_.keeps_power_samples ? model_.power_sample_period_s : 0.0;
+  }
   // Each sample the exact mean power over its span; a span ends at every
-  // change of load or settings and at each read.
+  // change of load or settings and at each read, or on the grid of
+  // power_sample_period_s.
   void read_power_samples(std::vector<PowerSample>& out) override;
   uint32_t power_limit_mw() override;
   PowerLimitRange power_limit_range_mw() override;
@@ -137,6 +147,8 @@ class SimGpu final : public Gpu {
   // buffered power sample (keeps_power_samples).
   void begin_change_locked();
   void close_sample_locked();
+  void close_periods_locked();
+  void push_sample_locked(double end_s, double energy_j);
   static constexpr std::size_t kMaxBufferedSamples = 1 << 16;
   SimGpuModel::Settings settings_locked() const;
 
@@ -163,7 +175,8 @@ struct SimSpec {
 };
 
 // Parses a comma-separated key=value list (keys: count, load, name, idle_w,
-// full_w, min_w, max_w, default_w). Throws UsageError naming the bad item.
+// full_w, min_w, max_w, default_w, sample_ms: buffered power samples every
+// that many ms). Throws UsageError naming the bad item.
 SimSpec parse_sim_spec(const std::string& text);
 
 }  // namespace joule

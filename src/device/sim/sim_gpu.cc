@@ -129,18 +129,53 @@ double SimGpu::energy_j() const {
 
 void SimGpu::begin_change_locked() {
   advance_locked();
-  if (model_.keeps_power_samples) close_sample_locked();
+  if (!model_.keeps_power_samples) return;
+  if (model_.power_sample_period_s > 0) {
+    close_periods_locked();
+  } else {
+    close_sample_locked();
+  }
 }
 
 // Ends the buffered sample at the energy accounted so far: a sample never
 // spans a change of load or settings, so it is the exact mean over its span.
 void SimGpu::close_sample_locked() {
-  if (!(accounted_until_s_ > sampled_until_s_)) return;
-  const double mean_w = (energy_j_ - sampled_energy_j_) / (accounted_until_s_ - sampled_until_s_);
-  samples_.push_back({clock_->to_realtime_us(accounted_until_s_), static_cast<uint32_t>(std::lround(mean_w * 1000.0))});
-  if (samples_.size() > kMaxBufferedSamples) samples_.pop_front();  // a driver's buffer is a ring too
-  sampled_until_s_ = accounted_until_s_;
-  sampled_energy_j_ = energy_j_;
+  if (accounted_until_s_ > sampled_until_s_) push_sample_locked(accounted_until_s_, energy_j_);
+}
+
+// Ends every sampling period that has passed. Each change first ends the
+// periods before it, so the power has been the current one since the last
+// period ended: the energy at each later end is the energy accounted so far
+// less that power over the time since.
+void SimGpu::close_periods_locked() {
+  const double period_s = model_.power_sample_period_s;
+  const double power_w = model_.power_w(load_, settings_locked());
+  // The grid's index of the next end (the small margin keeps a period that
+  // just ended from ending again through rounding).
+  auto next = static_cast<int64_t>(std::floor(sampled_until_s_ / period_s + 1e-9)) + 1;
+  const auto last = static_cast<int64_t>(std::floor(accounted_until_s_ / period_s));
+  // Unread for long: only the newest periods fit the buffer, all at this power.
+  if (const int64_t first_kept = last - static_cast<int64_t>(kMaxBufferedSamples) + 1; next < first_kept) {
+    const double dropped_until_s = static_cast<double>(first_kept - 1) * period_s;
+    sampled_until_s_ = dropped_until_s;
+    sampled_energy_j_ = energy_j_ - power_w * (accounted_until_s_ - dropped_until_s);
+    next = first_kept;
+  }
+  for (int64_t i = next; i <= last; ++i) {
+    const double end_s = static_cast<double>(i) * period_s;
+    push_sample_locked(end_s, energy_j_ - power_w * (accounted_until_s_ - end_s));
+  }
+}
+
+// A sample from the end of the last one to end_s, where the energy was energy_j.
+void SimGpu::push_sample_locked(double end_s, double energy_j) {
+  if (end_s > sampled_until_s_) {
+    const double mean_w = (energy_j - sampled_energy_j_) / (end_s - sampled_until_s_);
+    samples_.push_back({clock_->to_realtime_us(end_s), static_cast<uint32_t>(std::lround(mean_w * 1000.0))});
+    if (samples_.size() > kMaxBufferedSamples) samples_.pop_front();  // a driver's buffer is a ring too
+  }
+  sampled_until_s_ = end_s;
+  sampled_energy_j_ = energy_j;
 }
 
 void SimGpu::read_power_samples(std::vector<PowerSample>& out) {
@@ -216,7 +251,7 @@ void SimGpu::set_power_limit_mw(uint32_t limit_mw) {
 
 void SimGpu::set_load(double load) {
   if (!(load >= 0.0 && load <= 1.0)) {
-    throw Error(fmt::format("gpu{}: simulated load {} is outside [0, 1]", index_, load));
+    throw UsageError(fmt::format("gpu{}: simulated load {} is outside [0, 1]", index_, load));
   }
   std::lock_guard lock(mutex_);
   begin_change_locked();
@@ -308,12 +343,20 @@ SimSpec parse_sim_spec(const std::string& text) {
       spec.model.min_limit_mw = parse_watts_as_mw(key, value);
     } else if (key == "max_w") {
       spec.model.max_limit_mw = parse_watts_as_mw(key, value);
+    } else if (key == "sample_ms") {
+      const double ms = parse_number(key, value);
+      if (!(ms > 0 && ms <= 1000)) {
+        throw UsageError(fmt::format("simulated GPU spec: sample_ms={} must lie in (0, 1000] ms", value));
+      }
+      spec.model.keeps_power_samples = true;
+      spec.model.power_sample_period_s = ms / 1000.0;
     } else if (key == "default_w") {
       spec.model.default_limit_mw = parse_watts_as_mw(key, value);
       default_given = true;
     } else {
       throw UsageError(fmt::format(
-          "simulated GPU spec: unknown key '{}' (known: count, load, name, idle_w, full_w, min_w, max_w, default_w)",
+          "simulated GPU spec: unknown key '{}' (known: count, load, name, idle_w, full_w, min_w, max_w, default_w, "
+          "sample_ms)",
           key));
     }
   }
