@@ -24,6 +24,7 @@
 #include "joule/cluster/node_report.h"
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
+#include "joule/device/sim.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
 #include "joule/optimize/batch_size_optimizer.h"
@@ -67,6 +68,27 @@ py::dict gpu_info(joule::Gpu& gpu) {
   }
   info["capabilities"] = capabilities;
   return info;
+}
+
+// The simulated GPUs `gpu` names (all when none), every one checked before
+// any load changes: a real GPU is never touched, and a mix is refused whole.
+std::vector<joule::SimGpu*> simulated_gpus(const joule::Monitor& monitor, std::optional<std::size_t> gpu) {
+  const auto& gpus = monitor.gpus();
+  if (gpu && *gpu >= gpus.size()) {
+    throw joule::UsageError("set_simulated_load: GPU " + std::to_string(*gpu) + " does not exist (the monitor has " +
+                            std::to_string(gpus.size()) + ")");
+  }
+  std::vector<joule::SimGpu*> out;
+  for (std::size_t i = gpu.value_or(0); i < (gpu ? *gpu + 1 : gpus.size()); ++i) {
+    auto* sim = dynamic_cast<joule::SimGpu*>(gpus[i].get());
+    if (sim == nullptr) {
+      throw joule::UsageError("set_simulated_load: GPU " + std::to_string(i) + " (" + gpus[i]->name() +
+                              ") is on backend '" + gpus[i]->backend() +
+                              "', not simulated: only backend=\"sim\" GPUs take a load");
+    }
+    out.push_back(sim);
+  }
+  return out;
 }
 
 // A Monitor over the devices it found, owning both.
@@ -381,7 +403,20 @@ PYBIND11_MODULE(_joule, m) {
           "gpu"_a, "begin_s"_a, "end_s"_a,
           "The power data a GPU's energy over [begin_s, end_s] comes from, as (begin_s, end_s, power_w) "
           "tuples on the monitor's clock: each driver sample's span, or each sampled interval. What "
-          "joule.attribute fits; for your own analysis.");
+          "joule.attribute fits; for your own analysis.")
+      .def(
+          "set_simulated_load",
+          [](PyMonitor& self, double load, std::optional<std::size_t> gpu) {
+            const auto gpus = simulated_gpus(self.monitor(), gpu);
+            // The load is checked by the first set_load, before any GPU changes.
+            for (joule::SimGpu* sim : gpus) sim->set_load(load);
+          },
+          "load"_a, "gpu"_a = py::none(),
+          "Sets the load (the busy fraction, 0 to 1) of a simulated GPU, or of all when gpu is None, from now "
+          "on: it then draws idle_w + load * (full_w - idle_w) (the sim spec's figures) under its limit. "
+          "Set it as a region begins to give each region its own power, e.g. to try joule.attribute "
+          "without a GPU (sim spec sample_ms=20 adds driver-like 20 ms power samples). UsageError for a "
+          "load outside [0, 1] or not finite, and for a GPU that is not simulated (nothing is changed then).");
 
   // Energy per region (issue 32): regions recorded on the monitor's clock,
   // attributed over a settled window from the sampler's power data.
