@@ -749,10 +749,13 @@ class RegionAttribution:
 
     torch.distributed: with a DistributedDataParallel model (or ddp=, the
     DDP wrapping `model`), its modules are hooked by their paths in the
-    wrapped module, and each bucket's gradient all-reduce is recorded as a
-    call of the concurrent region "allreduce" (it overlaps backward on its
-    own stream; the fit takes the power it adds): see register_comm_hook,
-    which this calls with DDP's own all-reduce unless you called it first.
+    wrapped module. With allreduce=True each bucket's gradient all-reduce is
+    also recorded as a call of the concurrent region "allreduce" (it
+    overlaps backward on its own stream; the fit takes the power it adds):
+    see register_comm_hook, which this calls with DDP's own all-reduce
+    unless you called it first. Opt-in because DDP keeps a comm hook for
+    good and a Python one costs every later step (+9-16% of a 42 ms step
+    on two H200s, outside sessions too; bench/README.md section 16).
     It begins when DDP hands the bucket over (an edge on the current stream:
     when backward got there) and ends in the future's then-callback: with
     NCCL on a stream that waited for the communication (when it finished on
@@ -764,8 +767,8 @@ class RegionAttribution:
 
     def __init__(self, model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
                  optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
-                 events: Optional[Any] = None, ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None
-                 ) -> None:
+                 events: Optional[Any] = None, ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None,
+                 allreduce: bool = False) -> None:
         if depth < 0:
             raise ValueError("joule.torch.attribute: depth must be >= 0")
         if clock is None:
@@ -780,6 +783,7 @@ class RegionAttribution:
         if ddp is None and isinstance(model, torch.nn.parallel.DistributedDataParallel):
             ddp = model
         self.ddp = ddp
+        self.allreduce = allreduce
         self._root = model.module if model is ddp else model  # the user's module paths, not "module.*"
         self._comm: Optional[_CommRecording] = None  # while this session records the all-reduce
         self.monitor = monitor
@@ -829,7 +833,7 @@ class RegionAttribution:
                 self._hook(path, module)
             if self.optimizer is not None:
                 self._wrap_step()
-            if self.ddp is not None:
+            if self.ddp is not None and self.allreduce:
                 self._record_allreduce()
         except BaseException:
             self._remove()
@@ -1040,13 +1044,18 @@ class _SessionRegion:
 
 def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
               optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
-              ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None) -> RegionAttribution:
+              ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None,
+              allreduce: bool = False) -> RegionAttribution:
     """Records a model's regions for energy attribution: a context manager
     (see RegionAttribution). phases=False records forward regions only;
     clock "gpu" (default with CUDA: CUDA events) or "host". A
-    DistributedDataParallel model (or ddp=, the DDP wrapping `model`) also
-    records its gradient all-reduce as the concurrent region "allreduce"."""
-    return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer, clock=clock, ddp=ddp)
+    DistributedDataParallel model (or ddp=, the DDP wrapping `model`) is
+    hooked by the wrapped module's paths; allreduce=True also records its
+    gradient all-reduce as the concurrent region "allreduce", through a
+    Python comm hook that DDP keeps for good (it slows every later step:
+    docs/attribution.md, "Concurrent regions")."""
+    return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer, clock=clock, ddp=ddp,
+                             allreduce=allreduce)
 
 
 ALLREDUCE = "allreduce"  # the concurrent region of DDP's gradient all-reduce

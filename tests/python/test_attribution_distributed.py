@@ -1,9 +1,10 @@
 """joule.torch.attribute on a DistributedDataParallel model (issue 32): a
 real torch.distributed job (Gloo, CPU) of 2 processes on this machine, each
 a rank running this file as a script with its own simulated GPU. The
-gradient all-reduce is recorded as the concurrent region "allreduce", one
-call per bucket per step, and the recording hook leaves the gradients as
-DDP's own all-reduce does."""
+gradient all-reduce is recorded as the concurrent region "allreduce" when
+asked (allreduce=True), one call per bucket per step, the recording hook
+leaves the gradients as DDP's own all-reduce does, and unasked no hook is
+registered."""
 import json
 import os
 import socket
@@ -76,6 +77,10 @@ def test_ddp_allreduce_is_recorded_per_bucket_and_leaves_the_gradients_alone(tmp
         assert "allreduce" not in r["foreign"]["names"]
         assert any("already has a communication hook" in n for n in r["foreign"]["notes"]), r["foreign"]["notes"]
         assert r["foreign"]["same_gradients"]
+        # Not asked for: no hook, no all-reduce region, the modules recorded as ever.
+        assert not r["not_asked"]["joule_hook"] and "allreduce" not in r["not_asked"]["names"]
+        assert any(n.endswith(".forward") for n in r["not_asked"]["names"]), r["not_asked"]["names"]
+        assert r["not_asked"]["same_gradients"]
 
 
 # -- one rank ---------------------------------------------------------------
@@ -113,7 +118,7 @@ def train(ddp, batches, session=None, on_step=None):
 def attributed(ddp, batches, monitor, on_step=None):
     import joule.torch
 
-    with joule.torch.attribute(ddp, monitor, clock="host") as session:
+    with joule.torch.attribute(ddp, monitor, clock="host", allreduce=True) as session:
         with monitor.window("train") as w:
             grads = train(ddp, batches, session, on_step)
     [a] = session.result(monitor.settle(w.measurement, timeout_s=5.0), bootstrap_rounds=0)
@@ -170,6 +175,14 @@ def rank_main(out_dir: str) -> None:
     foreign.register_comm_hook(foreign.process_group, default_hooks.allreduce_hook)
     grads, result["foreign"] = attributed(foreign, batches, monitor)
     result["foreign"]["same_gradients"] = same(plain, grads)
+
+    # Without allreduce=True: DDP keeps its built-in all-reduce (no comm hook
+    # of joule's, which would cost every later step) and no all-reduce is recorded.
+    untouched = make_ddp()
+    with joule.torch.attribute(untouched, monitor, clock="host") as session:
+        grads = train(untouched, batches, session)
+    result["not_asked"] = {"joule_hook": getattr(untouched, "_joule_comm", None) is not None,
+                           "names": session.recorder.names, "same_gradients": same(plain, grads)}
 
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(result, f)
