@@ -22,26 +22,17 @@ import sys
 
 import numpy as np
 
+from sample_response import busy_share  # this folder's
+
 BINS_PER_MS = 10
 SHIFTS = np.arange(-10, 11)  # in bins: -1.0 .. +1.0 ms (+: the response sits later before the stamp)
 
 
-def share_columns(intervals, begin_s, bins):
+def share_columns(intervals, begin_s, end_s):
     """Per region (sorted names) and the idle time: the share of each bin it ran."""
     names = sorted({r for r, *_ in intervals})
-    cols = {n: np.zeros(bins) for n in names}
-    for region, b, e, _ in intervals:
-        lo, hi = (b - begin_s) * 1e3 * BINS_PER_MS, (e - begin_s) * 1e3 * BINS_PER_MS
-        i, j = int(lo), int(hi)
-        g = cols[region]
-        if i == j:
-            g[i] += hi - lo
-            continue
-        g[i] += i + 1 - lo
-        g[i + 1:j] += 1
-        g[j] += hi - j
-    idle = np.clip(1 - sum(cols.values()), 0, 1)
-    return names, np.array([cols[n] for n in names] + [idle])
+    cols = [busy_share(intervals, begin_s, end_s, n, BINS_PER_MS) for n in names]
+    return names, np.array(cols + [np.clip(1 - sum(cols), 0, 1)])
 
 
 class Run:
@@ -51,8 +42,8 @@ class Run:
         self.truth = result["in_mix"]
         response = result["sample_response"]
         self.begin_s, self.energy_j = raw["begin_s"], raw["energy_j"]
-        bins = int((raw["end_s"] - self.begin_s) * 1e3 * BINS_PER_MS) + 2
-        self.names, cols = share_columns(raw["intervals"], self.begin_s, bins)
+        self.names, cols = share_columns(raw["intervals"], self.begin_s, raw["end_s"])
+        bins = cols.shape[1]
         self.seconds = cols.sum(axis=1) / (1e3 * BINS_PER_MS)
         self.steps = sum(1 for r, _, _, resumed in raw["intervals"] if r == self.names[0] and not resumed)
         kernel = np.repeat(np.array(response["response_ms"]) / BINS_PER_MS, BINS_PER_MS)

@@ -37,15 +37,15 @@ def record(args):
     print(f"{response!r}: {len(raw['samples'])} samples, {len(raw['intervals'])} intervals -> {args.out}")
 
 
-def busy_share(intervals, begin, end, name="high"):
-    """Per ms bin on [begin, end): the share of it inside `name` intervals."""
+def busy_share(intervals, begin, end, name="high", bins_per_ms=1):
+    """Per bin of 1/bins_per_ms ms on [begin, end): the share of it inside `name` intervals."""
     import numpy as np
 
-    edges = np.zeros(int((end - begin) * 1000) + 2)
+    edges = np.zeros(int((end - begin) * 1000 * bins_per_ms) + 2)
     for region, b, e, _ in intervals:
         if region != name:
             continue
-        lo, hi = (b - begin) * 1000, (e - begin) * 1000
+        lo, hi = (b - begin) * 1000 * bins_per_ms, (e - begin) * 1000 * bins_per_ms
         i, j = int(lo), int(hi)
         if i == j:
             edges[i] += hi - lo
