@@ -12,6 +12,11 @@ splits a window's energy among them (one joule.Attribution per GPU), and
 joule.attribution formats the result (format_table, to_json);
 joule.torch.attribute(model, monitor) records a model's modules.
 
+Where training already happens (issue 33): joule.window("epoch") (running
+estimates: w.energy_so_far_j), joule.hf.EnergyCallback (Hugging Face
+Trainer), joule.lightning.EnergyCallback (Lightning), joule.trackers
+(TensorBoard, MLflow, W&B); docs/integrations.md.
+
 See joule.torch for PyTorch helpers, and joule.BatchSizeClient (joule.service)
 for a client of the `joule serve` batch-size service.
 """
@@ -59,15 +64,21 @@ __all__ = [
 
 # Pure Python, imported on first use so that `import joule` costs nothing more.
 _SERVICE_NAMES = ("BatchSizeClient", "ServiceError")
+# Submodules reachable as joule.<name> without importing them first (not in __all__).
+_SUBMODULES = ("attribution", "hf", "lightning", "meter", "trackers")
 
 
 def __getattr__(name):
     # joule.attribution (format_table, to_json): a submodule, not in __all__
     # (which lists the compiled module's names and the service's).
-    if name == "attribution":
+    if name in _SUBMODULES:
         import importlib
 
-        return importlib.import_module(".attribution", __name__)
+        return importlib.import_module("." + name, __name__)
+    if name == "window":  # joule.window("epoch"): joule.meter.window (issue 33)
+        from .meter import window
+
+        return window
     if name in _SERVICE_NAMES:
         from . import service
 
@@ -76,4 +87,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SERVICE_NAMES) | {"attribution"})
+    return sorted(set(globals()) | set(_SERVICE_NAMES) | set(_SUBMODULES) | {"window"})

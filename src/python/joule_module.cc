@@ -371,6 +371,23 @@ PYBIND11_MODULE(_joule, m) {
           "measurement"_a, py::call_guard<py::gil_scoped_release>(),
           "Computes an ended window again from what the sampler holds now (no waiting).")
       .def(
+          "clock_s", [](PyMonitor& self) { return self.monitor().sampler().clock().now_s(); },
+          "The monitor's clock, in seconds: the one Measurement.begin_s and end_s are on.")
+      .def(
+          "measure_since",
+          [](PyMonitor& self, double begin_s, const std::string& name) {
+            // A running estimate (issue 33: joule.window's energy_so_far_j): the span
+            // [begin_s, now] computed like an ended window, without ending anything.
+            joule::Measurement span;
+            span.name = name;
+            span.begin_s = begin_s;
+            span.elapsed_s = std::max(0.0, self.monitor().sampler().clock().now_s() - begin_s);
+            return self.monitor().refresh(span);
+          },
+          "begin_s"_a, "name"_a = "", py::call_guard<py::gil_scoped_release>(),
+          "The devices' energy from begin_s (on clock_s()'s clock) to now, from what the sampler holds now (no "
+          "waiting, not settled): a running estimate for a window still open, whose beginning keeps the history.")
+      .def(
           "end_window_settled",
           [](PyMonitor& self, const std::string& name, double timeout_s) {
             return self.monitor().end_window_settled(name, timeout_s);

@@ -1,0 +1,187 @@
+"""PyTorch Lightning: energy of every batch, epoch and validation, logged
+through pl_module.log (so every attached logger gets it).
+
+    import joule.lightning
+    trainer = L.Trainer(callbacks=[joule.lightning.EnergyCallback()])
+    trainer.fit(model, datamodule=dm)    # logs joule/*; writes <log_dir>/joule_energy.json
+
+A measurement callback; joule.torch.LightningCallback(plo) (the
+power-limit optimizer alone) stays as it was, and this one can drive the
+optimizer too (power_limit=...). Windows laid end to end (train_step, eval,
+other), each epoch and the run, settle lazily (no batch waits). Lightning
+keeps one value per logged key per step and sends it every
+log_every_n_steps, so at each batch end the callback logs values that
+survive that sampling: the latest settled step (joule/step_energy_j,
+joule/step_power_w, joule/energy_per_sample_j, joule/energy_per_token_j),
+the latest settled epoch (joule/epoch_energy_j) and the running total
+(joule/total_energy_j, joule/co2e_g, joule/cost with carbon=). At the end the
+run summary goes to the file and, on global rank 0, to trainer.loggers'
+log_metrics (as joule/run/...) and to trackers=. Checkpoint saving has no
+hook after the write in Lightning: it counts in "other".
+
+Needs lightning (or pytorch_lightning); joule does not depend on it.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from ._run import EVAL, SUMMARY_FILE, EnergyRun
+
+try:
+    try:
+        from lightning.pytorch.callbacks import Callback as _Base
+    except ImportError:
+        from pytorch_lightning.callbacks import Callback as _Base
+except ImportError:  # pragma: no cover - exercised without Lightning
+    _Base = None
+
+__all__ = ["EnergyCallback", "batch_counts"]
+
+
+def batch_counts(batch: Any) -> "tuple[float, float]":
+    """(samples, tokens) of one batch: samples from the first tensor's first
+    dimension; tokens where the batch is a mapping with attention_mask (its
+    sum) or input_ids (its size). (0, 0) where nothing tells."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return 0.0, 0.0
+
+    def first_tensor(x: Any) -> Optional["torch.Tensor"]:
+        if isinstance(x, torch.Tensor):
+            return x
+        if isinstance(x, dict):
+            for v in x.values():
+                t = first_tensor(v)
+                if t is not None:
+                    return t
+        if isinstance(x, (list, tuple)):
+            for v in x:
+                t = first_tensor(v)
+                if t is not None:
+                    return t
+        return None
+
+    t = first_tensor(batch)
+    samples = float(t.shape[0]) if t is not None and t.dim() > 0 else 0.0
+    tokens = 0.0
+    if isinstance(batch, dict):
+        mask = batch.get("attention_mask")
+        ids = batch.get("input_ids")
+        if isinstance(mask, torch.Tensor):
+            tokens = float(mask.sum().item())
+        elif isinstance(ids, torch.Tensor):
+            tokens = float(ids.numel())
+    return samples, tokens
+
+
+if _Base is None:
+
+    class EnergyCallback:  # type: ignore[no-redef]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ImportError("joule.lightning.EnergyCallback needs lightning (pip install lightning)")
+
+else:
+
+    class EnergyCallback(_Base):  # type: ignore[no-redef,valid-type,misc]
+        """A Lightning Callback measuring the run's energy.
+
+        Options as joule.hf.EnergyCallback (monitor, carbon, trackers, prefix,
+        summary_file, power_limit, recurrence), plus: count_tokens (read
+        tokens from each batch with batch_counts: attention_mask.sum() costs
+        a device sync per batch where the mask lives on the GPU),
+        samples_per_batch / tokens_per_batch (the per-rank figures, where
+        the batch does not tell), log_options (more pl_module.log keyword
+        arguments, e.g. {"prog_bar": True}). The summary is written to
+        trainer.log_dir (else default_root_dir) by global rank 0.
+        """
+
+        def __init__(self, monitor: Any = None, *, carbon: Any = None, trackers: Sequence[Any] = (),
+                     prefix: str = "joule/", summary_file: Optional[str] = SUMMARY_FILE, power_limit: Any = None,
+                     recurrence: Any = None, count_tokens: bool = True, samples_per_batch: Optional[float] = None,
+                     tokens_per_batch: Optional[float] = None, log_options: Optional[dict] = None,
+                     settle_timeout_s: float = 2.0) -> None:
+            super().__init__()
+            self.run = EnergyRun("lightning", monitor, carbon=carbon, trackers=trackers, prefix=prefix,
+                                 summary_file=summary_file, power_limit=power_limit, recurrence=recurrence,
+                                 settle_timeout_s=settle_timeout_s)
+            self.count_tokens = count_tokens
+            self.samples_per_batch = samples_per_batch
+            self.tokens_per_batch = tokens_per_batch
+            self.log_options = dict(log_options or {})
+
+        @property
+        def summary(self) -> Optional[dict]:
+            return self.run.summary
+
+        @property
+        def summary_path(self) -> Optional[str]:
+            return self.run.summary_path
+
+        @property
+        def meter(self):
+            return self.run.meter
+
+        def on_train_start(self, trainer, pl_module):
+            self.run.start()
+
+        def on_train_epoch_start(self, trainer, pl_module):
+            if self.run.started:
+                self.run.epoch_begin()
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            if self.run.started:
+                self.run.step_begin()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            if not self.run.started:
+                return
+            samples, tokens = batch_counts(batch) if (self.samples_per_batch is None or
+                                                      (self.count_tokens and self.tokens_per_batch is None)) \
+                else (0.0, 0.0)
+            if self.samples_per_batch is not None:
+                samples = float(self.samples_per_batch)
+            if self.tokens_per_batch is not None:
+                tokens = float(self.tokens_per_batch)
+            elif not self.count_tokens:
+                tokens = 0.0
+            world = self.run.layout.world_size
+            # The job's counts: every rank runs a batch of this size.
+            self.run.step_end(samples * world, tokens * world)
+            metrics = self.run.step_metrics()
+            for name, value in metrics.items():
+                pl_module.log(name, value, on_step=True, on_epoch=False, **self.log_options)
+            if metrics and self.run.trackers and getattr(trainer, "is_global_zero", True):
+                from .trackers import log_metrics
+
+                log_metrics(self.run.trackers, metrics, int(trainer.global_step))
+
+        def on_validation_start(self, trainer, pl_module):
+            if self.run.started and not getattr(trainer, "sanity_checking", False):
+                self.run.phase_begin(EVAL)
+
+        def on_validation_end(self, trainer, pl_module):
+            if self.run.started and not getattr(trainer, "sanity_checking", False):
+                self.run.phase_end(EVAL)
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            if self.run.started and self.run.epoch_end():
+                trainer.should_stop = True
+
+        def on_train_end(self, trainer, pl_module):
+            if not self.run.started:
+                return
+            write = bool(getattr(trainer, "is_global_zero", True))
+            out = getattr(trainer, "log_dir", None) or getattr(trainer, "default_root_dir", None)
+            summary = self.run.finish(out, write)
+            if write:
+                from .trackers import flatten
+
+                values = {f"{self.run.prefix}run/{k}": v for k, v in flatten(summary).items()
+                          if isinstance(v, (int, float)) and not isinstance(v, bool)}
+                for logger in getattr(trainer, "loggers", []) or []:
+                    logger.log_metrics(values, step=int(trainer.global_step))
+
+        def on_exception(self, trainer, pl_module, exception):
+            if self.run.started and self.run.optimizer is not None:
+                self.run.optimizer.restore()

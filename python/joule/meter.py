@@ -1,0 +1,459 @@
+"""Windows with running estimates, and the phase accounting behind joule.hf,
+joule.lightning and plain (or Accelerate) loops.
+
+    import joule
+    for epoch in range(epochs):
+        with joule.window(f"epoch-{epoch}") as w:
+            for batch in loader:
+                train_step(batch)
+                print(w.energy_so_far_j, w.elapsed_s, w.average_power_w)   # running
+        print(w.energy_j, w.measurement)                                   # settled
+
+Energies here are the measured GPUs' energy (Measurement.gpu_total_energy_j;
+the whole Measurement, CPU packages and DRAM included, is w.measurement).
+
+The monitor is the process-wide default one (default_monitor(): made on first
+use over the GPUs this process measures, see process_layout()) unless a
+monitor= is given. In a job launched by torchrun or Accelerate every GPU is
+counted once: by default local rank 0 measures the GPUs of its node's ranks
+and the other ranks measure nothing (their windows say measuring == False and
+their energies are NaN); where each rank sees only its own GPU
+(CUDA_VISIBLE_DEVICES per rank) each rank measures that one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import os
+import threading
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from . import _joule
+
+__all__ = [
+    "PhaseMeter",
+    "ProcessLayout",
+    "RunningWindow",
+    "default_monitor",
+    "process_layout",
+    "set_default_monitor",
+    "window",
+]
+
+_lock = threading.Lock()
+_default: Any = None  # a Monitor, or _NONE: this process measures nothing
+_NONE = object()
+_names = itertools.count(1)
+
+
+# -- which GPUs this process measures -------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessLayout:
+    """Where this process sits in a launched job and what it measures.
+
+    mode: "single" (not launched as a job of several processes: all GPUs),
+    "node" (local rank 0 measures the GPUs of its node's ranks) or "rank"
+    (each rank sees one GPU and measures it). gpus: the CUDA_VISIBLE_DEVICES
+    entries (or indices) this process measures; None: all (single), []:
+    none. ranks_covered: how many ranks' GPUs this process measures (0: none).
+    """
+
+    mode: str
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    gpus: Optional[List[str]]
+    ranks_covered: int
+
+    @property
+    def measuring(self) -> bool:
+        return self.ranks_covered > 0
+
+
+def process_layout(env: Optional[Mapping[str, str]] = None) -> ProcessLayout:
+    """This process's layout from the launcher's environment (torchrun and
+    Accelerate set WORLD_SIZE, RANK, LOCAL_RANK and LOCAL_WORLD_SIZE)."""
+    env = os.environ if env is None else env
+    world = int(env.get("WORLD_SIZE", "1") or 1)
+    rank = int(env.get("RANK", "0") or 0)
+    local_rank = int(env.get("LOCAL_RANK", "0") or 0)
+    local_world = int(env.get("LOCAL_WORLD_SIZE", str(world)) or world)
+    if world <= 1:
+        return ProcessLayout("single", rank, world, local_rank, local_world, None, 1)
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    entries = [e.strip() for e in visible.split(",") if e.strip()] if visible is not None else None
+    if entries is not None and len(entries) < local_world:
+        # Each rank was given its own GPU(s): measure what this rank sees (its first).
+        return ProcessLayout("rank", rank, world, local_rank, local_world, entries[:1], 1 if entries else 0)
+    if local_rank != 0:
+        return ProcessLayout("node", rank, world, local_rank, local_world, [], 0)
+    gpus = entries[:local_world] if entries is not None else [str(i) for i in range(local_world)]
+    return ProcessLayout("node", rank, world, local_rank, local_world, gpus, local_world)
+
+
+def _synchronizer() -> Optional[Callable[[], None]]:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return lambda: torch.cuda.synchronize()
+
+
+def make_monitor(
+    backend: str = "auto",
+    sim: str = "",
+    interval_ms: float = 100.0,
+    synchronize: bool = True,
+    layout: Optional[ProcessLayout] = None,
+):
+    """A joule.Monitor over the GPUs this process measures (process_layout()),
+    or None where it measures none. synchronize: windows' edges wait for
+    queued CUDA work (so kernels count in the window that launched them)."""
+    layout = process_layout() if layout is None else layout
+    if not layout.measuring:
+        return None
+    sync = _synchronizer() if synchronize else None
+    if layout.gpus is None:
+        return _joule.Monitor(backend, sim, [], interval_ms, sync)
+    if all(g.isdigit() for g in layout.gpus):
+        return _joule.Monitor(backend, sim, [int(g) for g in layout.gpus], interval_ms, sync)
+    # UUIDs (or MIG names) in CUDA_VISIBLE_DEVICES: as joule.distributed does.
+    return _joule.cluster_monitor(backend, sim, list(layout.gpus), interval_ms)
+
+
+def default_monitor():
+    """The process-wide Monitor (made on first use with make_monitor()), or
+    None where this process measures no GPU (a non-zero local rank)."""
+    global _default
+    with _lock:
+        if _default is None:
+            made = make_monitor()
+            _default = _NONE if made is None else made
+        return None if _default is _NONE else _default
+
+
+def set_default_monitor(monitor) -> None:
+    """Makes `monitor` the process-wide default (None: made again on next use)."""
+    global _default
+    with _lock:
+        _default = monitor
+
+
+def unique_name(base: str) -> str:
+    return f"{base}#{next(_names)}"
+
+
+# -- a window with running estimates -------------------------------------------------
+
+
+class RunningWindow:
+    """A window on a Monitor that can be read while it is open.
+
+    Open: energy_so_far_j, elapsed_s and average_power_w are running
+    estimates (the sampler's data so far, no waiting). After the with-block:
+    the settled measurement (measurement waits up to settle_timeout_s, once,
+    for the data that covers the end). Energies are the GPUs' (joules).
+    """
+
+    def __init__(self, name: str = "window", monitor: Any = None, *, samples: Optional[float] = None,
+                 tokens: Optional[float] = None, carbon: Any = None, trackers: Sequence[Any] = (),
+                 step: Optional[int] = None, settle_timeout_s: float = 1.0) -> None:
+        self.name = name
+        self.monitor = default_monitor() if monitor is None else monitor
+        self.samples = samples
+        self.tokens = tokens
+        self.carbon = carbon
+        self.trackers = list(trackers)
+        self.step = step
+        self.settle_timeout_s = settle_timeout_s
+        self._window_name = unique_name(name)
+        self._begin_s: Optional[float] = None
+        self._ended: Any = None
+        self._settled = False
+
+    @property
+    def measuring(self) -> bool:
+        """False on a rank that measures no GPU (its energies are NaN)."""
+        return self.monitor is not None
+
+    def __enter__(self) -> "RunningWindow":
+        if self.monitor is not None:
+            self.monitor.begin_window(self._window_name)
+            self._begin_s = self.monitor.clock_s()
+        else:
+            import time
+
+            self._begin_s = time.monotonic()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self.monitor is not None:
+            self._ended = self.monitor.end_window(self._window_name)
+        else:
+            import time
+
+            self._ended = time.monotonic() - self._begin_s
+        if self.trackers and exc_type is None:
+            from .trackers import log_metrics
+
+            log_metrics(self.trackers, self.metrics(), self.step if self.step is not None else 0)
+        return False
+
+    @property
+    def open(self) -> bool:
+        return self._begin_s is not None and self._ended is None
+
+    @property
+    def measurement(self):
+        """The settled Measurement once the window has ended (None before, and
+        on a rank that measures nothing)."""
+        if self._ended is None or self.monitor is None:
+            return None
+        if not self._settled:
+            self._ended = self.monitor.settle(self._ended, self.settle_timeout_s)
+            self._settled = True
+        return self._ended
+
+    @property
+    def energy_so_far_j(self) -> float:
+        """The GPUs' energy since the window began: a running estimate while it
+        is open, the settled value after."""
+        if self._begin_s is None:
+            raise _joule.UsageError(f"window '{self.name}' has not begun")
+        if self.monitor is None:
+            return math.nan
+        if self._ended is None:
+            return self.monitor.measure_since(self._begin_s, self._window_name).gpu_total_energy_j
+        return self.measurement.gpu_total_energy_j
+
+    energy_j = energy_so_far_j
+
+    @property
+    def elapsed_s(self) -> float:
+        if self._begin_s is None:
+            return 0.0
+        if self.monitor is None:
+            import time
+
+            return (time.monotonic() - self._begin_s) if self._ended is None else self._ended
+        if self._ended is None:
+            return max(0.0, self.monitor.clock_s() - self._begin_s)
+        return self._ended.elapsed_s
+
+    @property
+    def average_power_w(self) -> float:
+        if self._ended is not None and self.monitor is not None:
+            m = self.measurement
+            return m.gpu_total_energy_j / m.elapsed_s if m.elapsed_s > 0 else math.nan
+        if self.monitor is None:
+            return math.nan
+        m = self.monitor.measure_since(self._begin_s, self._window_name)
+        return m.gpu_total_energy_j / m.elapsed_s if m.elapsed_s > 0 else math.nan
+
+    def metrics(self, prefix: str = "joule/") -> Dict[str, float]:
+        """The window's figures as flat metrics: energy_j, time_s, power_w,
+        energy_per_sample_j / energy_per_token_j (with samples / tokens), and
+        co2e_g and cost with a carbon= object."""
+        energy = self.energy_so_far_j
+        out = {f"{prefix}{self.name}_energy_j": energy, f"{prefix}{self.name}_time_s": self.elapsed_s,
+               f"{prefix}{self.name}_power_w": self.average_power_w}
+        if self.samples:
+            out[f"{prefix}{self.name}_energy_per_sample_j"] = energy / self.samples
+        if self.tokens:
+            out[f"{prefix}{self.name}_energy_per_token_j"] = energy / self.tokens
+        out.update(carbon_metrics(self.carbon, energy, f"{prefix}{self.name}_"))
+        return out
+
+    def __repr__(self) -> str:
+        state = "open" if self.open else ("ended" if self._ended is not None else "not begun")
+        return f"<joule.window '{self.name}' {state}>"
+
+
+def window(name: str = "window", monitor: Any = None, **options: Any) -> RunningWindow:
+    """A RunningWindow named `name` on `monitor` (default: default_monitor()).
+    options: samples, tokens (for per-sample/per-token metrics), carbon (an
+    object with .footprint(energy_j), e.g. joule.Carbon), trackers (logged
+    to at exit, see joule.trackers), step, settle_timeout_s."""
+    return RunningWindow(name, monitor, **options)
+
+
+def carbon_metrics(carbon: Any, energy_j: float, prefix: str) -> Dict[str, float]:
+    """co2e_g and cost from carbon.footprint(energy_j) (keys prefixed), or {}."""
+    if carbon is None or energy_j is None or (isinstance(energy_j, float) and math.isnan(energy_j)):
+        return {}
+    fp = carbon.footprint(energy_j)
+    out = {}
+    if fp.get("co2e_g") is not None:
+        out[f"{prefix}co2e_g"] = float(fp["co2e_g"])
+    if fp.get("cost") is not None:
+        out[f"{prefix}cost"] = float(fp["cost"])
+    return out
+
+
+# -- phases laid end to end -----------------------------------------------------------
+
+
+@dataclasses.dataclass
+class PhaseTotals:
+    energy_j: float = 0.0
+    time_s: float = 0.0
+    windows: int = 0
+    samples: float = 0.0
+    tokens: float = 0.0
+    unsettled: int = 0
+
+    def add(self, energy_j: float, time_s: float, samples: float, tokens: float, settled: bool) -> None:
+        self.energy_j += energy_j
+        self.time_s += time_s
+        self.windows += 1
+        self.samples += samples
+        self.tokens += tokens
+        self.unsettled += 0 if settled else 1
+
+    def to_dict(self) -> Dict[str, float]:
+        d = dataclasses.asdict(self)
+        d["average_power_w"] = self.energy_j / self.time_s if self.time_s > 0 else 0.0
+        if self.samples:
+            d["energy_per_sample_j"] = self.energy_j / self.samples
+        if self.tokens:
+            d["energy_per_token_j"] = self.energy_j / self.tokens
+        return d
+
+
+@dataclasses.dataclass
+class _Ended:
+    phase: str
+    measurement: Any
+    samples: float
+    tokens: float
+    outer: bool = False
+
+
+class PhaseMeter:
+    """Contiguous windows, one phase at a time ("train_step", "eval", "save",
+    "other", ...), laid end to end, plus named outer windows (the run, epochs).
+
+    switch(phase) ends the open phase window and opens the next at once, so
+    the phases' windows cover the run without gaps. Ended windows settle
+    lazily: poll() recomputes the pending ones from what the sampler holds
+    (no waiting) and credits those whose data now covers their end; no hook
+    ever waits, except finish(), which settles what is left.
+    """
+
+    def __init__(self, monitor: Any, tag: str = "joule") -> None:
+        self.monitor = monitor
+        self._tag = unique_name(tag)
+        self._open: Optional[str] = None  # phase
+        self._open_name: Optional[str] = None
+        self._count = 0
+        self._pending: List[_Ended] = []
+        self.totals: Dict[str, PhaseTotals] = {}
+        self.interval: Dict[str, PhaseTotals] = {}
+        self.last: Dict[str, Dict[str, float]] = {}  # phase -> the latest settled window
+        self.outer_open: Dict[str, str] = {}  # key -> window name
+        self.outer_done: List[Dict[str, Any]] = []  # settled outer windows, in settling order
+        self.outer_new: List[Dict[str, Any]] = []  # settled since take_outer()
+
+    @property
+    def measuring(self) -> bool:
+        return self.monitor is not None
+
+    @property
+    def phase(self) -> Optional[str]:
+        return self._open
+
+    def switch(self, phase: Optional[str], samples: float = 0.0, tokens: float = 0.0,
+               ended_as: Optional[str] = None) -> None:
+        """Ends the open phase window (credited with samples and tokens, and
+        to phase ended_as if given: what it turned out to be) and opens one
+        for `phase` (None: none)."""
+        if self.monitor is None:
+            self._open = phase
+            return
+        if phase is not None:
+            self._count += 1
+            name = f"{self._tag}/{phase}/{self._count}"
+        if self._open_name is not None:
+            m = self.monitor.end_window(self._open_name)
+            self._pending.append(_Ended(ended_as or self._open, m, samples, tokens))
+        if phase is not None:
+            self.monitor.begin_window(name)
+            self._open, self._open_name = phase, name
+        else:
+            self._open = self._open_name = None
+
+    def begin_outer(self, key: str) -> None:
+        if self.monitor is None or key in self.outer_open:
+            return
+        name = f"{self._tag}/outer/{key}"
+        self.monitor.begin_window(name)
+        self.outer_open[key] = name
+
+    def end_outer(self, key: str, samples: float = 0.0, tokens: float = 0.0) -> None:
+        name = self.outer_open.pop(key, None)
+        if self.monitor is None or name is None:
+            return
+        self._pending.append(_Ended(key, self.monitor.end_window(name), samples, tokens, outer=True))
+
+    def poll(self) -> None:
+        """Credits the pending windows whose data now covers their end."""
+        if not self._pending:
+            return
+        keep = []
+        for e in self._pending:
+            m = self.monitor.refresh(e.measurement)
+            if m.settled:
+                self._credit(e, m, True)
+            else:
+                keep.append(e)
+        self._pending = keep
+
+    def finish(self, timeout_s: float = 2.0) -> None:
+        """Ends the open phase and outer windows and settles everything (waits)."""
+        if self.monitor is None:
+            self._open = None
+            return
+        self.switch(None)
+        for key in list(self.outer_open):
+            self.end_outer(key)
+        pending, self._pending = self._pending, []
+        for e in pending:
+            m = self.monitor.settle(e.measurement, timeout_s)
+            self._credit(e, m, m.settled)
+
+    def _credit(self, e: _Ended, m: Any, settled: bool) -> None:
+        energy = m.gpu_total_energy_j
+        record = {"name": e.phase, "energy_j": energy, "time_s": m.elapsed_s, "samples": e.samples,
+                  "tokens": e.tokens, "settled": settled, "begin_s": m.begin_s,
+                  "gpu_energy_j": list(m.gpu_energy_j), "cpu_energy_j": m.total_energy_j - energy}
+        if e.outer:
+            self.outer_done.append(record)
+            self.outer_new.append(record)
+            return
+        for table in (self.totals, self.interval):
+            table.setdefault(e.phase, PhaseTotals()).add(energy, m.elapsed_s, e.samples, e.tokens, settled)
+        self.last[e.phase] = record
+
+    def take_interval(self) -> Dict[str, PhaseTotals]:
+        """The phases' settled totals since the previous call."""
+        out, self.interval = self.interval, {}
+        return out
+
+    def take_outer(self) -> List[Dict[str, Any]]:
+        out, self.outer_new = self.outer_new, []
+        return out
+
+    @property
+    def energy_j(self) -> float:
+        """All settled phase windows' energy so far."""
+        return sum(t.energy_j for t in self.totals.values())
+
+    @property
+    def time_s(self) -> float:
+        return sum(t.time_s for t in self.totals.values())
