@@ -62,5 +62,28 @@ TEST(LayeringTest, TheAttributionCoreIncludesOnlyCommonAndTheModuleNothingAboveM
   EXPECT_GE(files, 6);
 }
 
+// Carbon and cost is numbers and a table: it rests on common only.
+TEST(LayeringTest, TheCarbonModuleIncludesOnlyCommonAndItself) {
+  const std::vector<std::string> allowed = {"\"joule/carbon/", "\"joule/error.h\"", "\"joule/common/"};
+  int files = 0;
+  for (const char* dir : {"/src/carbon", "/include/joule/carbon"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(JOULE_SOURCE_DIR) + dir)) {
+      if (!entry.is_regular_file()) continue;
+      ++files;
+      std::ifstream in(entry.path());
+      int number = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++number;
+        if (line.rfind("#include \"", 0) != 0) continue;
+        const std::string target = line.substr(std::string("#include ").size());
+        const bool ok = std::any_of(allowed.begin(), allowed.end(),
+                                    [&](const std::string& a) { return target.rfind(a, 0) == 0; });
+        EXPECT_TRUE(ok) << entry.path().string() << ":" << number << ": " << line;
+      }
+    }
+  }
+  EXPECT_GE(files, 2);
+}
+
 }  // namespace
 }  // namespace joule
