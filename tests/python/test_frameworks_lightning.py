@@ -1,0 +1,119 @@
+"""joule.lightning.EnergyCallback against a stand-in of Lightning 2.6
+(framework_standins.py: the Callback hooks, LightningModule.log's signature
+and where it may be called, the fit loop's hook order with a sanity check,
+validation and checkpointing), on simulated GPUs. joule.torch.LightningCallback
+(the optimizer callback) keeps working beside it."""
+import json
+
+import pytest
+
+import joule
+from framework_standins import LightningModule, LightningTrainer, install_lightning
+from test_frameworks_hf import RecordingMonitor, StubCarbon
+
+
+@pytest.fixture
+def sim(monkeypatch):
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    for var in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    return joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
+
+
+@pytest.fixture
+def pl(monkeypatch):
+    install_lightning(monkeypatch)
+    import joule.lightning
+
+    return joule.lightning
+
+
+def fit(pl, monitor, tmp_path, callbacks=(), **options):
+    cb = pl.EnergyCallback(monitor, **options)
+    trainer = LightningTrainer([cb, *callbacks], monitor=monitor, default_root_dir=str(tmp_path / "logs"))
+    monitor.begin_window("outer")
+    trainer.fit(LightningModule())
+    outer = monitor.settle(monitor.end_window("outer"), 2.0)
+    return trainer, cb, outer
+
+
+def test_standin_lightning_logs_through_module_log(sim, pl, tmp_path):
+    rec = RecordingMonitor(sim)
+    carbon = StubCarbon()
+    trainer, cb, outer = fit(pl, rec, tmp_path, carbon=carbon)
+    summary = cb.summary
+
+    # Logged from on_train_batch_end with on_step=True (allowed there), and reaching the logger.
+    calls = trainer.all_log_calls
+    assert calls and all(fx == "on_train_batch_end" and on_step for fx, _, _, on_step, _ in calls)
+    names = {name for _, name, _, _, _ in calls}
+    assert {"joule/step_energy_j", "joule/step_power_w", "joule/energy_per_sample_j", "joule/energy_per_token_j",
+            "joule/total_energy_j", "joule/epoch_energy_j", "joule/co2e_g", "joule/cost"} <= names
+    logged = [m for m, _ in trainer.logger.calls if "joule/total_energy_j" in m]
+    assert logged
+    totals = [m["joule/total_energy_j"] for m in logged]
+    assert totals == sorted(totals)
+
+    # Each logged step energy is one settled train-step window's energy.
+    windows = {m.name: sim.settle(m, 2.0) for m in rec.ended if "/outer/" not in m.name and m.name != "outer"}
+    step_j = sorted(m.gpu_total_energy_j for name, m in windows.items() if "/train_step/" in name)
+    assert len(step_j) == 12
+    for _, name, value, _, _ in calls:
+        if name == "joule/step_energy_j":
+            assert min(abs(value - j) for j in step_j) <= 1e-9 * value
+    # Per sample and per token: batches of 4 x 16 tokens (attention_mask's sum).
+    for _, name, value, _, _ in calls:
+        if name == "joule/energy_per_sample_j":
+            assert min(abs(value - j / 4) for j in step_j) <= 1e-9 * value
+        if name == "joule/energy_per_token_j":
+            assert min(abs(value - j / 64) for j in step_j) <= 1e-9 * value
+
+    # The phases cover the run, each window once; the sanity check is not in it.
+    assert summary["energy_j"] == pytest.approx(sum(m.gpu_total_energy_j for m in windows.values()), rel=1e-9)
+    assert summary["energy_j"] == pytest.approx(summary["train_window_energy_j"], rel=0.01)
+    assert summary["phases"]["train_step"]["windows"] == 12
+    assert summary["phases"]["eval"]["windows"] == 2
+    assert summary["samples"] == 48 and summary["tokens"] == 48 * 16
+    assert summary["co2e_g"] == pytest.approx(summary["energy_j"] / 3.6e6 * 1.2 * 400.0)
+    assert len(summary["epochs"]) == 2
+
+    # The summary file in log_dir, and the run's figures to the loggers at the end.
+    on_disk = json.loads((tmp_path / "logs" / "joule_energy.json").read_text())
+    assert on_disk["framework"] == "lightning"
+    assert on_disk["energy_j"] == pytest.approx(summary["energy_j"])
+    final, _ = trainer.logger.calls[-1]
+    assert final["joule/run/energy_j"] == pytest.approx(summary["energy_j"])
+
+
+def test_standin_lightning_sanity_check_outside_the_run(sim, pl, tmp_path):
+    trainer, cb, outer = fit(pl, sim, tmp_path)
+    # The sanity check's validation ran before on_train_start: the train window and the phases begin after it.
+    assert cb.summary["energy_j"] < outer.gpu_total_energy_j
+    assert cb.summary["time_s"] < outer.elapsed_s
+
+
+def test_standin_lightning_beside_the_optimizer_callback(sim, pl, tmp_path):
+    import importlib
+
+    import joule.torch
+
+    importlib.reload(joule.torch)  # picks up the stand-in's Callback
+    before = sim.gpus[0]["power_limit_w"]
+    plo = joule.PowerLimitOptimizer(sim, observer=True, warmup_steps=1, measure_steps=2, min_warmup_s=0.0,
+                                    min_measure_s=0.0)
+    trainer, cb, _ = fit(pl, sim, tmp_path, callbacks=[joule.torch.LightningCallback(plo)])
+    assert cb.summary["energy_j"] > 0
+    assert cb.run.optimizer is None  # the measuring callback changes nothing by default
+    assert sim.gpus[0]["power_limit_w"] == before
+    importlib.reload(joule.torch)
+
+
+def test_standin_lightning_batch_counts(pl):
+    import torch
+
+    assert pl.batch_counts((torch.zeros(8, 3), torch.zeros(8))) == (8.0, 0.0)
+    mask = torch.ones(2, 5)
+    mask[1, 3:] = 0
+    assert pl.batch_counts({"input_ids": torch.ones(2, 5, dtype=torch.long), "attention_mask": mask}) == (2.0, 8.0)
+    assert pl.batch_counts({"input_ids": torch.ones(3, 7, dtype=torch.long)}) == (3.0, 21.0)
+    assert pl.batch_counts("text") == (0.0, 0.0)
