@@ -61,6 +61,9 @@ def parse_args():
     p.add_argument("--measure-seconds", type=float, default=25.0, help="training time of the run under joule measure")
     p.add_argument("--overhead-seconds", type=float, default=10.0, help="training time of each overhead run")
     p.add_argument("--overhead-pairs", type=int, default=2, help="(no-joule, joule) pairs of runs, interleaved")
+    p.add_argument("--kinds", default="no_joule,joule",
+                   help="run kinds interleaved in each round: no_joule, joule, joule_nosync (joule's window edges "
+                        "not waiting for CUDA: shows what the per-step synchronisation costs)")
     p.add_argument("--skip-s", type=float, default=2.0, help="step periods in each run's first seconds left out")
     p.add_argument("--interval-ms", type=float, default=10.0, help="joule measure's sampling interval (its timeline)")
     p.add_argument("--trailing-s", type=float, default=1.0, help="the power readings' trailing-mean length")
@@ -227,10 +230,10 @@ def step_stats(result, skip_s):
             "periods": kept}
 
 
-def overhead(runs):
-    """Pooled and per-run medians, with joule vs without."""
+def overhead(runs, kinds):
+    """Pooled and per-run medians per kind; each kind with joule against no_joule."""
     out = {}
-    for kind in ("no_joule", "joule"):
+    for kind in kinds:
         rs = [r for r in runs if r["kind"] == kind and r.get("steps")]
         pooled = [p for r in rs for p in r["steps"]["periods"]]
         out[kind] = {"run_medians_ms": [r["steps"]["median_s"] * 1e3 for r in rs],
@@ -238,15 +241,18 @@ def overhead(runs):
                      "pooled_median_ms": statistics.median(pooled) * 1e3 if pooled else None,
                      "pooled_mean_ms": statistics.fmean(pooled) * 1e3 if pooled else None,
                      "steps": len(pooled)}
-    a, b = out["joule"], out["no_joule"]
-    if a["pooled_median_ms"] and b["pooled_median_ms"]:
-        out["overhead_median"] = a["pooled_median_ms"] / b["pooled_median_ms"] - 1
-        out["overhead_mean"] = a["pooled_mean_ms"] / b["pooled_mean_ms"] - 1
-        out["overhead_median_of_run_medians"] = (statistics.median(a["run_medians_ms"])
-                                                 / statistics.median(b["run_medians_ms"]) - 1)
-        spread = b["run_medians_ms"]
-        out["no_joule_run_spread"] = (max(spread) - min(spread)) / statistics.median(spread) if len(spread) > 1 else None
-        out["within_target"] = out["overhead_median"] <= TARGET_OVERHEAD
+    b = out.get("no_joule", {})
+    spread = b.get("run_medians_ms") or []
+    out["no_joule_run_spread"] = (max(spread) - min(spread)) / statistics.median(spread) if len(spread) > 1 else None
+    for kind in kinds:
+        a = out[kind]
+        if kind == "no_joule" or not (a["pooled_median_ms"] and b.get("pooled_median_ms")):
+            continue
+        a["overhead_median"] = a["pooled_median_ms"] / b["pooled_median_ms"] - 1
+        a["overhead_mean"] = a["pooled_mean_ms"] / b["pooled_mean_ms"] - 1
+        a["overhead_median_of_run_medians"] = (statistics.median(a["run_medians_ms"])
+                                               / statistics.median(b["run_medians_ms"]) - 1)
+        a["within_target"] = a["overhead_median"] <= TARGET_OVERHEAD
     return out
 
 
@@ -390,11 +396,13 @@ def main():
                                                                 "difference_unscaled", "difference_naive")}), flush=True)
         # (b) interleaved runs with and without joule
         runs = []
+        kinds = [k for k in args.kinds.split(",") if k]
+        kind_flags = {"no_joule": ["--no-joule"], "joule": [], "joule_nosync": ["--joule-no-sync"]}
         for i in range(args.overhead_pairs):
-            for kind in ("no_joule", "joule"):
+            for kind in kinds:
                 d = os.path.join(base, f"overhead-{i}-{kind}")
                 cmd = [sys.executable, script, "--seconds", str(args.overhead_seconds), "--out-dir", d,
-                       "--no-tensorboard"] + extra + (["--no-joule"] if kind == "no_joule" else [])
+                       "--no-tensorboard"] + extra + kind_flags[kind]
                 print(f"== {name}: overhead run {i} {kind}", flush=True)
                 rc, wall, _ = run(cmd, d + ".log", args.timeout_s)
                 r = load_json(os.path.join(d, "example_result.json"))
@@ -408,7 +416,7 @@ def main():
                     print(f"   median step {entry['steps']['median_s'] * 1e3:.3f} ms over {entry['steps']['kept']} steps",
                           flush=True)
                 runs.append(entry)
-        ex["overhead"] = overhead(runs)
+        ex["overhead"] = overhead(runs, kinds)
         ex["overhead_runs"] = [{k: v for k, v in r.items() if k != "steps"} | (
             {"median_ms": r["steps"]["median_s"] * 1e3, "mean_ms": r["steps"]["mean_s"] * 1e3, "steps": r["steps"]["kept"]}
             if r.get("steps") else {}) for r in runs]
@@ -453,19 +461,21 @@ def summary_md(report, args):
               "span moved by half their trailing length. The example's figure is what joule's callback/window in the "
               "run reported for its training (its summary's energy_j).", ""]
     lines += ["## Overhead per step: with joule's integration vs --no-joule (interleaved runs)", "",
-              "| example | step, no joule (run medians) | step, joule (run medians) | pooled medians | overhead (median) "
-              "| overhead (mean) | no-joule runs' spread | target 0.5% |", "|---|---|---|---|---|---|---|---|"]
+              "| example | kind | step (run medians) | pooled median | overhead (median) | overhead (mean) "
+              "| target 0.5% |", "|---|---|---|---|---|---|---|"]
     for name, ex in report["examples"].items():
         o = ex.get("overhead") or {}
-        a, b = o.get("joule", {}), o.get("no_joule", {})
-        med = lambda xs: ", ".join(f"{x:.3f}" for x in xs) + " ms"  # noqa: E731
-        lines.append(f"| {name} | {med(b.get('run_medians_ms', []))} | {med(a.get('run_medians_ms', []))} | "
-                     f"{b.get('pooled_median_ms') or 0:.3f} / {a.get('pooled_median_ms') or 0:.3f} ms | "
-                     f"**{pct(o.get('overhead_median'))}** | {pct(o.get('overhead_mean'))} | "
-                     f"{pct(o.get('no_joule_run_spread'))} | {'ok' if o.get('within_target') else 'MISS'} |")
+        for kind in [k for k in args.kinds.split(",") if k]:
+            a = o.get(kind) or {}
+            meds = ", ".join(f"{x:.3f}" for x in a.get("run_medians_ms", [])) + " ms"
+            verdict = "" if kind == "no_joule" else ("ok" if a.get("within_target") else "MISS")
+            extra = f" (spread of runs {pct(o.get('no_joule_run_spread'))})" if kind == "no_joule" else ""
+            lines.append(f"| {name} | {kind}{extra} | {meds} | {a.get('pooled_median_ms') or 0:.3f} ms | "
+                         f"**{pct(a.get('overhead_median'))}** | {pct(a.get('overhead_mean'))} | {verdict} |")
     lines += ["", f"Step period: time between consecutive step ends as the example sees them (the same code with and "
-              f"without joule), first {args.skip_s:g} s of each run left out; {args.overhead_pairs} pairs of "
-              f"{args.overhead_seconds:g} s runs. The mean includes the logging steps.", ""]
+              f"without joule), first {args.skip_s:g} s of each run left out; {args.overhead_pairs} rounds of "
+              f"{args.overhead_seconds:g} s runs, kinds interleaved. The mean includes the logging steps. joule_nosync: "
+              "joule's monitor made with synchronize=False (window edges do not wait for CUDA).", ""]
     lines += ["## What each logged (the run under joule measure)", ""]
     for name, ex in report["examples"].items():
         logged = ex.get("logged")
