@@ -442,24 +442,26 @@ def summary_md(report, args):
              "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()), ""]
     lines += ["## Energy: the example's own figure vs joule measure over the same training span", "",
               "| example | model | span | example (joule in the run) | joule measure over the span | difference "
-              "| unscaled | naive | reference if 50 ms off | whole run (joule measure) | target 1% |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| run's outer window | unscaled | naive | reference if 50 ms off | whole run (joule measure) | target 1% |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, ex in report["examples"].items():
         e = ex.get("energy")
         if not e or "error" in e:
-            lines.append(f"| {name} | {ex.get('model', '')} | | | | {(e or {}).get('error', 'no run')} | | | | | MISS |")
+            lines.append(f"| {name} | {ex.get('model', '')} | | | | {(e or {}).get('error', 'no run')} | | | | | | MISS |")
             continue
         sh = e["reference_if_aligned_50ms_off_j"]
         lines.append(f"| {name} | {ex.get('model', '')} | {e['span_s']:.2f} s | {e['example_j']:.1f} J "
                      f"({e['example_elapsed_s']:.2f} s) | {e['reference_span_j']:.1f} J | **{pct(e.get('difference'))}** | "
-                     f"{pct(e.get('difference_unscaled'))} | {pct(e.get('difference_naive'))} | "
+                     f"{pct(e.get('difference_train_window'))} | {pct(e.get('difference_unscaled'))} | {pct(e.get('difference_naive'))} | "
                      f"{sh[0]:.1f} / {sh[1]:.1f} J | {e['measure_whole_run_gpu_j']:.1f} J in {e['measure_elapsed_s']:.1f} s "
                      f"(readings x{e['calibration']:.4f}) | {'ok' if e.get('within_target') else 'MISS'} |")
     lines += ["", "Reference: joule measure's whole-run GPU energy apportioned to the example's training span by its "
               f"timeline (power readings every {args.interval_ms:g} ms, a trailing {args.trailing_s:g} s mean, summed "
               "one second apart from each edge); unscaled: the readings alone; naive: the readings integrated over the "
               "span moved by half their trailing length. The example's figure is what joule's callback/window in the "
-              "run reported for its training (its summary's energy_j).", ""]
+              "run reported for its training (its summary's energy_j: for the callbacks, the sum of their phase windows); "
+              "run's outer window: the callbacks' one window around the whole run (train_window_energy_j) against the "
+              "same reference.", ""]
     lines += ["## Overhead per step: with joule's integration vs --no-joule (interleaved runs)", "",
               "| example | kind | step (run medians) | pooled median | overhead (median) | overhead (mean) "
               "| target 0.5% |", "|---|---|---|---|---|---|---|"]
