@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/carbon_options.h"
 #include "cli/top_view.h"
 #include "joule/device/discovery.h"
 #include "joule/simulate/cluster.h"
@@ -41,6 +42,8 @@ struct MeasureOptions {
   // once (by its lowest rank), rank 0 reports per node and in total.
   bool mpi = false;
   double mpi_timeout_s = 60.0;  // longest wait for the other ranks at a window edge
+  CarbonFlags carbon;           // --carbon-region/--carbon-intensity, --pue, --price, --currency
+  std::string emissions_csv;    // append a row in CodeCarbon's emissions.csv columns
   std::vector<std::string> command;
 };
 int run_measure(const CommonOptions& common, const MeasureOptions& options);

@@ -57,6 +57,12 @@ int main(int argc, char** argv) {
                    "did not arrive as missing and ending the job (default 60)")
       ->check(CLI::Range(0.1, 86400.0));
   measure_command->add_option("-o,--output", measure.output_path, "write the report to this file");
+  joule::cli::add_carbon_options(*measure_command, measure.carbon, "the run");
+  measure_command
+      ->add_option("--emissions-csv", measure.emissions_csv,
+                   "append the run to this CSV in CodeCarbon's emissions.csv columns (header written when new; a "
+                   "file with other columns is refused)")
+      ->group("Carbon and cost");
   measure_command->add_option("command", measure.command, "the command to run, after --");
   measure_command->positionals_at_end();
 

@@ -9,9 +9,14 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <ctime>
+#include <map>
+#include <random>
+#include <sys/utsname.h>
 
 #include "cli/commands.h"
 #include "cli/report.h"
+#include "joule/carbon/emissions_csv.h"
 #include "joule/control/devices.h"
 #include "joule/common/child_process.h"
 #include "joule/common/output_file.h"
@@ -61,6 +66,112 @@ std::vector<unsigned> parse_gpu_list(const std::string& text) {
   }
   if (indices.empty()) throw UsageError("--gpus: empty list (expected indices such as 0,2)");
   return indices;
+}
+
+// The carbon and cost basis of the flags, checked before the command runs;
+// none when no flag asks for figures.
+std::optional<carbon::Basis> carbon_basis_of(const MeasureOptions& options) {
+  const carbon::Settings settings = options.carbon.settings();
+  if (!settings.any() && options.emissions_csv.empty()) {
+    if (settings.pue != 1.0 || !settings.currency.empty() || settings.table_path) {
+      throw UsageError("--pue, --currency and --carbon-table go with --carbon-region, --carbon-intensity, --price or "
+                       "--emissions-csv");
+    }
+    return std::nullopt;
+  }
+  return carbon::resolve(settings);
+}
+
+std::string random_uuid() {
+  std::random_device device;
+  std::mt19937_64 random((static_cast<uint64_t>(device()) << 32) ^ device());
+  const uint64_t high = (random() & ~0xF000ULL) | 0x4000ULL;                       // version 4
+  const uint64_t low = (random() & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;  // variant 10
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", high >> 32, (high >> 16) & 0xFFFF, high & 0xFFFF,
+                     low >> 48, low & 0xFFFFFFFFFFFFULL);
+}
+
+std::string first_field(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    return value;
+  }
+  return "";
+}
+
+// One row of CodeCarbon's emissions.csv for the run: what joule knows, in
+// CodeCarbon's units (energies in kWh with the PUE in them, as CodeCarbon
+// counts them; powers in W; emissions in kg).
+std::map<std::string, std::string> emissions_row(const MeasureReport& report, const carbon::Basis& basis) {
+  std::map<std::string, std::string> row;
+  const auto number = [](double x) { return fmt::format("{:.12g}", x); };
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
+  row["timestamp"] = stamp;
+  row["project_name"] = "joule";
+  row["run_id"] = random_uuid();
+  row["duration"] = number(report.elapsed_s);
+  double power_w[3] = {0, 0, 0}, energy_j[3] = {0, 0, 0};  // cpu, gpu, ram
+  bool has[3] = {false, false, false};
+  std::map<std::string, int> gpu_models;
+  int gpus = 0;
+  for (const auto& d : report.devices) {
+    const int k = d.kind == "gpu" ? 1 : (d.kind == "dram" ? 2 : 0);
+    power_w[k] += d.avg_power_w;
+    energy_j[k] += d.energy_j;
+    has[k] = true;
+    if (d.kind == "gpu") {
+      ++gpus;
+      ++gpu_models[d.name];
+    }
+  }
+  const char* power_names[3] = {"cpu_power", "gpu_power", "ram_power"};
+  const char* energy_names[3] = {"cpu_energy", "gpu_energy", "ram_energy"};
+  for (int k = 0; k < 3; ++k) {
+    if (!has[k]) continue;
+    row[power_names[k]] = number(power_w[k]);
+    row[energy_names[k]] = number(energy_j[k] / carbon::kJoulesPerKwh * basis.pue);
+  }
+  const double energy_kwh = report.total_energy_j / carbon::kJoulesPerKwh * basis.pue;
+  row["energy_consumed"] = number(energy_kwh);
+  if (basis.g_per_kwh) {
+    const double kg = energy_kwh * *basis.g_per_kwh / 1000.0;
+    row["emissions"] = number(kg);
+    row["emissions_rate"] = number(report.elapsed_s > 0 ? kg / report.elapsed_s : 0.0);
+  }
+  row["country_iso_code"] = basis.country_iso3;
+  row["country_name"] = basis.country_name;
+  if (basis.region_kind == "us-state") {
+    std::string state = basis.region_name;
+    for (auto& c : state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    row["region"] = state;
+  } else if (basis.region_kind == "cloud") {
+    const auto colon = basis.region.find(':');
+    row["cloud_provider"] = basis.region.substr(0, colon);
+    row["cloud_region"] = basis.region.substr(colon + 1);
+    row["on_cloud"] = "Y";
+  }
+  struct utsname uts {};
+  if (uname(&uts) == 0) row["os"] = fmt::format("{}-{}-{}", uts.sysname, uts.release, uts.machine);
+  row["cpu_count"] = std::to_string(std::thread::hardware_concurrency());
+  row["cpu_model"] = first_field("/proc/cpuinfo", "model name");
+  row["gpu_count"] = std::to_string(gpus);
+  std::string models;
+  for (const auto& [name, count] : gpu_models) models += fmt::format("{}{} x {}", models.empty() ? "" : ", ", count, name);
+  row["gpu_model"] = models;
+  const std::string mem_kb = first_field("/proc/meminfo", "MemTotal");
+  if (!mem_kb.empty()) row["ram_total_size"] = number(std::strtod(mem_kb.c_str(), nullptr) / (1024.0 * 1024.0));
+  row["tracking_mode"] = "machine";
+  row["pue"] = number(basis.pue);
+  return row;
 }
 
 }  // namespace
@@ -180,7 +291,11 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   if (!(options.interval_ms >= 1 && options.interval_ms <= 3'600'000)) {
     throw UsageError(fmt::format("--interval-ms {} is outside 1-3600000", options.interval_ms));
   }
+  // Carbon flags and the emissions file are checked before the command runs.
+  const std::optional<carbon::Basis> basis = carbon_basis_of(options);
+  if (!options.emissions_csv.empty()) carbon::check_emissions_csv(options.emissions_csv);
   if (options.mpi) {
+    if (basis) throw UsageError("--mpi: carbon, cost and --emissions-csv are not supported with --mpi yet");
 #ifdef JOULE_HAVE_MPI
     return run_measure_mpi(common, options);
 #else
@@ -211,8 +326,15 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   // stop() gives up on it: computed again, the report names what is missing.
   if (!measurement.settled) measurement = monitor.refresh(measurement);
 
-  const MeasureReport report = build_report(options.command, exit_status, devices, monitor, measurement);
+  MeasureReport report = build_report(options.command, exit_status, devices, monitor, measurement);
+  if (basis) {
+    report.carbon_basis = basis;
+    report.carbon = carbon::footprint(*basis, report.total_energy_j);
+  }
   write_report(options.json ? to_json(report).dump(2) + "\n" : to_text(report), options.json, output);
+  if (basis && !options.emissions_csv.empty()) {
+    carbon::append_emissions_csv(options.emissions_csv, emissions_row(report, *basis));
+  }
   return exit_status;
 }
 

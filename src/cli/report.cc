@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cli/carbon_options.h"
 #include "joule/version.h"
 
 namespace joule::cli {
@@ -63,7 +64,7 @@ nlohmann::json to_json(const MeasureReport& r) {
     }
     devices.push_back(std::move(device));
   }
-  return {{"joule_version", version()},
+  nlohmann::json json = {{"joule_version", version()},
           {"command", r.command},
           {"exit_status", r.exit_status},
           {"elapsed_s", r.elapsed_s},
@@ -76,6 +77,8 @@ nlohmann::json to_json(const MeasureReport& r) {
           {"settled", r.settled},
           {"notes", r.notes},
           {"warnings", r.warnings}};
+  if (r.carbon_basis && r.carbon) json["carbon"] = carbon_json(*r.carbon_basis, *r.carbon);
+  return json;
 }
 
 std::string to_text(const MeasureReport& r) {
@@ -104,6 +107,7 @@ std::string to_text(const MeasureReport& r) {
                          d.counter_anchored ? " (this run: counter-anchored)" : "");
     }
   }
+  if (r.carbon_basis && r.carbon) out += carbon_text(*r.carbon_basis, *r.carbon);
   for (const auto& note : r.notes) out += fmt::format("joule: note: {}\n", note);
   for (const auto& warning : r.warnings) out += fmt::format("joule: warning: {}\n", warning);
   return out;

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "joule/carbon/carbon.h"
 #include "joule/device/discovery.h"
 #include "joule/measure/monitor.h"
 
@@ -36,6 +38,9 @@ struct MeasureReport {
   std::vector<std::string> warnings;  // devices that failed during the run
   double total_energy_j = 0.0;
   bool settled = false;  // every device's data reached past the end of the run
+  // With --carbon-region/--carbon-intensity/--price: the total's footprint.
+  std::optional<carbon::Basis> carbon_basis;
+  std::optional<carbon::Footprint> carbon;
 };
 
 MeasureReport build_report(const std::vector<std::string>& command, int exit_status, const Devices& devices,

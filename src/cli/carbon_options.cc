@@ -1,0 +1,87 @@
+#include "cli/carbon_options.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+namespace joule::cli {
+
+carbon::Settings CarbonFlags::settings() const {
+  carbon::Settings s;
+  if (region_option && region_option->count() > 0) s.region = region;
+  if (intensity_option && intensity_option->count() > 0) s.g_per_kwh = g_per_kwh;
+  if (price_option && price_option->count() > 0) s.price_per_kwh = price_per_kwh;
+  if (table_option && table_option->count() > 0) s.table_path = table;
+  s.pue = pue;
+  s.currency = currency;
+  return s;
+}
+
+void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& what) {
+  const std::string group = "Carbon and cost";
+  flags.region_option =
+      app.add_option("--carbon-region", flags.region,
+                     fmt::format("grams of CO2e for {} at this region's average grid intensity: a code or name from "
+                                 "the bundled table (FRA, US-CA, gcp:europe-west1; share/joule/carbon)",
+                                 what))
+          ->group(group);
+  flags.intensity_option =
+      app.add_option("--carbon-intensity", flags.g_per_kwh,
+                     fmt::format("grams of CO2e for {} at this grid intensity, g CO2e/kWh (0-5000)", what))
+          ->group(group);
+  app.add_option("--pue", flags.pue, "power usage effectiveness of the facility, 1-3 (default 1.0): energy x PUE")
+      ->group(group);
+  flags.price_option =
+      app.add_option("--price", flags.price_per_kwh, fmt::format("cost of {} at this price per kWh (x PUE)", what))
+          ->group(group);
+  app.add_option("--currency", flags.currency, "the price's currency, a label (EUR, USD)")->group(group);
+  flags.table_option =
+      app.add_option("--carbon-table", flags.table,
+                     "a carbon-intensity table in the bundled format instead of the bundled one (also "
+                     "$JOULE_CARBON_TABLE)")
+          ->group(group);
+}
+
+nlohmann::json carbon_json(const carbon::Basis& b, const carbon::Footprint& f) {
+  const auto or_null = [](const auto& optional) -> nlohmann::json {
+    if (optional) return *optional;
+    return nullptr;
+  };
+  const auto text_or_null = [](const std::string& s) -> nlohmann::json {
+    if (s.empty()) return nullptr;
+    return s;
+  };
+  return {{"energy_kwh", f.energy_kwh},
+          {"co2e_g", or_null(f.co2e_g)},
+          {"cost", or_null(f.cost)},
+          {"currency", b.price_per_kwh ? nlohmann::json(b.currency) : nlohmann::json(nullptr)},
+          {"g_per_kwh", or_null(b.g_per_kwh)},
+          {"pue", b.pue},
+          {"price_per_kwh", or_null(b.price_per_kwh)},
+          {"region", text_or_null(b.region)},
+          {"region_name", text_or_null(b.region_name)},
+          {"source", text_or_null(b.source)},
+          {"year", or_null(b.year)}};
+}
+
+std::string basis_description(const carbon::Basis& b) {
+  if (b.region.empty()) return "given with --carbon-intensity";
+  return fmt::format("{} ({}), {}, {}", b.region, b.region_name, b.source, *b.year);
+}
+
+std::string carbon_text(const carbon::Basis& b, const carbon::Footprint& f) {
+  std::string out;
+  if (f.co2e_g) {
+    out += fmt::format("joule: carbon: {:.4g} g CO2e = {:.6g} kWh x PUE {:g} x {:g} g CO2e/kWh (average grid "
+                       "intensity: {})\n",
+                       *f.co2e_g, f.energy_kwh, b.pue, *b.g_per_kwh, basis_description(b));
+  }
+  if (f.cost) {
+    const std::string currency = b.currency.empty() ? "" : " " + b.currency;
+    out += fmt::format("joule: cost: {:.4g}{} = {:.6g} kWh x PUE {:g} x {:g}{} per kWh\n", *f.cost, currency,
+                       f.energy_kwh, b.pue, *b.price_per_kwh, currency);
+  }
+  return out;
+}
+
+}  // namespace joule::cli
