@@ -88,8 +88,8 @@ def main():
     class RandomTokens(torch.utils.data.Dataset):
         """Random token ids, the same for an index every time (no download)."""
 
-        def __len__(self):
-            return min(steps, 10**7) * batch
+        def __len__(self):  # 256 steps an epoch; the Trainer goes round again until max_steps
+            return 256 * batch
 
         def __getitem__(self, i):
             ids = torch.randint(0, config.vocab_size, (seq,), generator=torch.Generator().manual_seed(i))
