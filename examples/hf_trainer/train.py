@@ -205,6 +205,8 @@ def joule_carbon(joule, args):
     """joule.Carbon for --carbon-region (None without it)."""
     if not args.carbon_region:
         return None
+    if not hasattr(joule, "Carbon"):
+        sys.exit(f"{NAME}: --carbon-region needs joule.Carbon, which this joule module lacks (build a newer joule)")
     kwargs = {"region": args.carbon_region}
     if args.pue is not None:
         kwargs["pue"] = args.pue

@@ -50,7 +50,8 @@ def parse_args(argv=None):
 
 def require(modules):
     """Exits with one line naming every missing package and how to get it."""
-    missing = [hint for module, hint in modules if importlib.util.find_spec(module) is None]
+    missing = [hint for module, hint in modules
+               if all(importlib.util.find_spec(m) is None for m in module.split("|"))]
     if missing:
         sys.exit(f"{NAME}: missing {'; '.join(missing)}")
 
@@ -58,13 +59,18 @@ def require(modules):
 def main():
     args = parse_args()
     require([("torch", "torch (python3 -m pip install torch)"),
-             ("lightning", "lightning (python3 -m pip install 'lightning>=2.6')")]
+             ("lightning|pytorch_lightning", "lightning (python3 -m pip install 'lightning>=2.6')")]
             + ([] if args.no_joule else [("joule", "joule's Python module (build joule, then PYTHONPATH=build/python; see README.md)")])
             + ([] if args.no_tensorboard else [("tensorboard", "tensorboard for TensorBoardLogger (python3 -m pip install tensorboard, or pass --no-tensorboard)")]))
 
-    import lightning as L
     import torch
-    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    try:
+        import lightning as L
+        from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+    except ImportError:  # the older package name
+        import pytorch_lightning as L
+        from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
     cuda = torch.cuda.is_available()
     tiny = args.size == "tiny" or (args.size == "auto" and not cuda)
@@ -201,6 +207,8 @@ def joule_carbon(joule, args):
     """joule.Carbon for --carbon-region (None without it)."""
     if not args.carbon_region:
         return None
+    if not hasattr(joule, "Carbon"):
+        sys.exit(f"{NAME}: --carbon-region needs joule.Carbon, which this joule module lacks (build a newer joule)")
     kwargs = {"region": args.carbon_region}
     if args.pue is not None:
         kwargs["pue"] = args.pue
