@@ -306,7 +306,7 @@ TEST(JouledTest, WithoutAUsableDriverItDoesNotStartAndSaysWhy) {
                       R"({"socket": ")" + socket + R"(", "state_file": ")" + tmp.file("jouled.state") + R"("})");
   const std::map<std::string, std::string> no_driver = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
                                                         {"JOULE_SIM", "count=2"}};
-  for (const std::vector<std::string> flags : {std::vector<std::string>{"--backend", "auto"}, {"--backend", "nvml"}, {}}) {
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"--backend", "auto"}, {"--backend", "nvml"}, {}}) {
     SCOPED_TRACE(::testing::PrintToString(flags));
     std::vector<std::string> args = {JOULED_BINARY, "--config", tmp.file("jouled.conf")};
     args.insert(args.end(), flags.begin(), flags.end());
