@@ -37,11 +37,15 @@ except ImportError:  # pragma: no cover - exercised without Lightning
 
 __all__ = ["EnergyCallback", "batch_counts"]
 
+# The summary's figures sent to trainer.loggers at the end, as joule/run/<key>.
+RUN_KEYS = ("energy_j", "energy_kwh", "time_s", "average_power_w", "train_window_energy_j", "samples", "tokens",
+            "energy_per_sample_j", "energy_per_token_j", "co2e_g", "cost")
 
-def batch_counts(batch: Any) -> "tuple[float, float]":
+
+def batch_counts(batch: Any, tokens: bool = True) -> "tuple[float, float]":
     """(samples, tokens) of one batch: samples from the first tensor's first
-    dimension; tokens where the batch is a mapping with attention_mask (its
-    sum) or input_ids (its size). (0, 0) where nothing tells."""
+    dimension; tokens (unless tokens=False) where the batch is a mapping with
+    attention_mask (its sum) or input_ids (its size). 0 where nothing tells."""
     try:
         import torch
     except ImportError:  # pragma: no cover
@@ -64,15 +68,15 @@ def batch_counts(batch: Any) -> "tuple[float, float]":
 
     t = first_tensor(batch)
     samples = float(t.shape[0]) if t is not None and t.dim() > 0 else 0.0
-    tokens = 0.0
-    if isinstance(batch, dict):
+    count = 0.0
+    if tokens and isinstance(batch, dict):
         mask = batch.get("attention_mask")
         ids = batch.get("input_ids")
         if isinstance(mask, torch.Tensor):
-            tokens = float(mask.sum().item())
+            count = float(mask.sum().item())
         elif isinstance(ids, torch.Tensor):
-            tokens = float(ids.numel())
-    return samples, tokens
+            count = float(ids.numel())
+    return samples, count
 
 
 if _Base is None:
@@ -136,15 +140,11 @@ else:
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             if not self.run.started:
                 return
-            samples, tokens = batch_counts(batch) if (self.samples_per_batch is None or
-                                                      (self.count_tokens and self.tokens_per_batch is None)) \
-                else (0.0, 0.0)
+            samples, tokens = batch_counts(batch, self.count_tokens and self.tokens_per_batch is None)
             if self.samples_per_batch is not None:
                 samples = float(self.samples_per_batch)
             if self.tokens_per_batch is not None:
                 tokens = float(self.tokens_per_batch)
-            elif not self.count_tokens:
-                tokens = 0.0
             world = self.run.layout.world_size
             # The job's counts: every rank runs a batch of this size.
             self.run.step_end(samples * world, tokens * world)
@@ -175,10 +175,8 @@ else:
             out = getattr(trainer, "log_dir", None) or getattr(trainer, "default_root_dir", None)
             summary = self.run.finish(out, write)
             if write:
-                from .trackers import flatten
-
-                values = {f"{self.run.prefix}run/{k}": v for k, v in flatten(summary).items()
-                          if isinstance(v, (int, float)) and not isinstance(v, bool)}
+                values = {f"{self.run.prefix}run/{k}": summary[k] for k in RUN_KEYS
+                          if isinstance(summary.get(k), (int, float)) and not isinstance(summary.get(k), bool)}
                 for logger in getattr(trainer, "loggers", []) or []:
                     logger.log_metrics(values, step=int(trainer.global_step))
 
