@@ -181,3 +181,50 @@ def test_standin_trainer_samples_from_arguments(sim, hf):
     assert cb._samples_per_step(args, TrainerState()) == 16 * 4 * 8
     assert cb._samples_per_step(args, TrainerState(train_batch_size=32)) == 32 * 4 * 8
     assert hf.EnergyCallback(sim, samples_per_step=7)._samples_per_step(args, TrainerState()) == 7
+
+
+class FakeOptimizer:
+    """Records the calls of a joule.PowerLimitOptimizer's training-loop callbacks."""
+
+    def __init__(self, observer):
+        self.observer = observer
+        self.calls = []
+        self.state = "observing"
+        self.chosen_limit_w = None
+
+    def __getattr__(self, name):
+        if name.startswith("on_") or name == "restore":
+            return lambda: self.calls.append(name)
+        raise AttributeError(name)
+
+    def report(self):
+        return "fake"
+
+
+class FakeRecurrence:
+    """joule.torch.BatchSizeRecurrence's side the callback uses; the service says stop after 1 epoch."""
+
+    def __init__(self):
+        self.optimizer = None
+        self.progress = []
+
+    def make_power_limit_optimizer(self, **options):
+        self.optimizer = FakeOptimizer(options["observer"])
+        return self.optimizer
+
+    def report_progress(self, epochs, energy_j=None, time_s=None):
+        self.progress.append(epochs)
+        return epochs >= 1
+
+
+def test_standin_trainer_drives_a_recurrence_and_its_optimizer(sim, hf, tmp_path):
+    rec = FakeRecurrence()
+    trainer, cb, _ = run(hf, sim, tmp_path, recurrence=rec)
+    assert rec.optimizer.observer  # observer mode unless power_limit="optimize"
+    assert rec.progress == [1]  # the service said stop after the first epoch
+    assert trainer.state.global_step == 6
+    calls = rec.optimizer.calls
+    assert calls.count("on_step_begin") == calls.count("on_step_end") == 6
+    assert calls.count("on_epoch_begin") == calls.count("on_epoch_end") == 1
+    assert calls[-1] == "restore"
+    assert cb.summary["power_limit"]["observer"] is True
