@@ -299,6 +299,7 @@ PYBIND11_MODULE(_joule, m) {
   auto error = py::register_exception<joule::Error>(m, "Error", PyExc_RuntimeError);
   py::register_exception<joule::UsageError>(m, "UsageError", error.ptr());
   py::register_exception<joule::DeviceError>(m, "DeviceError", error.ptr());
+  { void bind_carbon(py::module_&); bind_carbon(m); }  // joule.Carbon, joule.carbon_regions (carbon_binding.cc)
 
   m.def(
       "devices",

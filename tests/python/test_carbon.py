@@ -54,3 +54,74 @@ def test_the_generator_rebuilds_the_table_when_the_sources_are_mirrored(tmp_path
                     "--rev", "b05965e43b690cdc53787c7577adbe6e2caf4ed9", "--out", str(out)],
                    check=True, capture_output=True)
     assert out.read_text() == TABLE.read_text()
+
+
+# The binding. joule/__init__.py re-exports names from joule._joule; until it lists Carbon and
+# carbon_regions, they are reached through joule._joule (the same objects).
+def _binding():
+    import joule
+    import joule._joule as compiled
+    return getattr(joule, "Carbon", compiled.Carbon), getattr(joule, "carbon_regions", compiled.carbon_regions)
+
+
+FOOTPRINT_KEYS = {"energy_kwh", "co2e_g", "cost", "currency", "g_per_kwh", "pue", "region", "source", "year"}
+
+
+def test_footprint_of_a_region_matches_hand_computed_values():
+    Carbon, _ = _binding()
+    carbon = Carbon(region="us-vt", pue=1.5, price_per_kwh=0.2, currency="USD")
+    assert (carbon.region, carbon.region_name, carbon.year) == ("US-VT", "Vermont", 2016)
+    fp = carbon.footprint(7.2e6)  # 2 kWh; x 1.5 = 3 kWh; x 25.8 g = 77.4 g; x 0.2 = 0.6 USD
+    assert set(fp) == FOOTPRINT_KEYS
+    assert fp["energy_kwh"] == pytest.approx(2.0, rel=1e-15)
+    assert fp["co2e_g"] == pytest.approx(77.4, rel=1e-12)
+    assert fp["cost"] == pytest.approx(0.6, rel=1e-12)
+    assert fp["currency"] == "USD"
+    assert fp["g_per_kwh"] == 25.8 and fp["pue"] == 1.5 and fp["year"] == 2016 and fp["region"] == "US-VT"
+    assert "eGRID" in fp["source"]
+    # Positional region, name instead of code.
+    assert Carbon("France").footprint(3.6e6)["co2e_g"] == pytest.approx(56.0)
+
+
+def test_footprint_of_a_given_intensity_and_of_a_price_alone():
+    Carbon, _ = _binding()
+    fp = Carbon(g_per_kwh=400).footprint(900e3)  # 0.25 kWh x 400 g
+    assert set(fp) == FOOTPRINT_KEYS
+    assert fp["co2e_g"] == pytest.approx(100.0) and fp["cost"] is None and fp["currency"] is None
+    assert (fp["region"], fp["source"], fp["year"]) == (None, "user-given", None)
+    price = Carbon(price_per_kwh=0.3, pue=1.2, currency="EUR").footprint(3.6e6)
+    assert price["co2e_g"] is None and price["g_per_kwh"] is None
+    assert price["cost"] == pytest.approx(0.36) and price["currency"] == "EUR"
+
+
+def test_bad_arguments_raise_usage_error_naming_the_argument():
+    import joule
+    Carbon, _ = _binding()
+    cases = [
+        (dict(pue=0.9), "pue:"),
+        (dict(pue=float("nan")), "pue:"),
+        (dict(g_per_kwh=-1), "g_per_kwh:"),
+        (dict(g_per_kwh=float("inf")), "g_per_kwh:"),
+        (dict(price_per_kwh=-0.1), "price_per_kwh:"),
+        (dict(region="FRA", g_per_kwh=50), "not both"),
+        (dict(currency="EUR"), "currency without price_per_kwh"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(joule.UsageError, match=re.escape(message)):
+            Carbon(**kwargs)
+    with pytest.raises(joule.UsageError, match=r"region 'Frnace': not in the carbon table .*FRA \(France\)"):
+        Carbon(region="Frnace")
+    with pytest.raises(joule.UsageError, match=r"GEO \(Georgia, country\), US-GA \(Georgia, us-state\)"):
+        Carbon(region="georgia")
+    with pytest.raises(joule.UsageError, match="energy_j"):
+        Carbon(g_per_kwh=100).footprint(-1.0)
+
+
+def test_carbon_regions_lists_the_table():
+    _, carbon_regions = _binding()
+    regions = carbon_regions()
+    assert len(regions) == len(table_rows())
+    by_code = {r["code"]: r for r in regions}
+    assert by_code["FRA"] == {"kind": "country", "code": "FRA", "name": "France", "country_iso3": "FRA",
+                              "g_per_kwh": 56.0, "year": 2023, "source": by_code["FRA"]["source"]}
+    assert all(r["source"] and r["year"] and 0 < r["g_per_kwh"] < 2000 for r in regions)
