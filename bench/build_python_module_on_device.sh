@@ -15,7 +15,7 @@ mkdir -p "$out"
 python_include=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 torch_include=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'include'))")
 suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-g++ -O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DFMT_SHARED "$src/src/python/joule_module.cc" \
+g++ -O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DFMT_SHARED "$src"/src/python/*.cc \
   -I"$src/include" -I"$carry/include" -I"$python_include" -I"$torch_include" \
   "$carry/lib/libjoule.a" "$carry/lib/libfmt.so.9" -ldl -pthread -Wl,-rpath,"$carry/lib" \
   -o "$out/_joule$suffix"

@@ -69,7 +69,7 @@ def parse_args():
     p.add_argument("--trailing-s", type=float, default=1.0, help="the power readings' trailing-mean length")
     p.add_argument("--measure-args", default="", help="more joule measure options, e.g. '--backend sim'")
     p.add_argument("--example-args", default="", help="more options for every example run, e.g. '--size tiny'")
-    p.add_argument("--carbon-region", default="DE", help="--carbon-region for the measured runs ('' for none)")
+    p.add_argument("--carbon-region", default="DEU", help="--carbon-region for the measured runs ('' for none)")
     p.add_argument("--timeout-s", type=float, default=240.0, help="per run")
     return p.parse_args()
 

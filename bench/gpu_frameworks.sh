@@ -16,6 +16,8 @@ mkdir -p "$2"
 out=$(cd "$2" && pwd)
 shift 2
 export PYTHONUNBUFFERED=1 JOULE_POWERCAP_ROOT=/nonexistent TOKENIZERS_PARALLELISM=false
+# The bundled tables (carbon intensity) from this checkout: nothing is installed there.
+export JOULE_DATA_DIR=$PWD/data
 # No internet there: nothing may try the Hugging Face Hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 bench/build_python_module_on_device.sh "$carry" /tmp/pkg/joule . > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }

@@ -17,12 +17,16 @@ estimates: w.energy_so_far_j), joule.hf.EnergyCallback (Hugging Face
 Trainer), joule.lightning.EnergyCallback (Lightning), joule.trackers
 (TensorBoard, MLflow, W&B); docs/integrations.md.
 
+Carbon and cost: joule.Carbon(region="DE", pue=1.2).footprint(energy_j),
+joule.carbon_regions() (the bundled grid-intensity table).
+
 See joule.torch for PyTorch helpers, and joule.BatchSizeClient (joule.service)
 for a client of the `joule serve` batch-size service.
 """
 from ._joule import (  # noqa: F401
     Attribution,
     BatchSizeOptimizer,
+    Carbon,
     DeviceError,
     Error,
     GpuEnergySource,
@@ -36,6 +40,7 @@ from ._joule import (  # noqa: F401
     UsageError,
     Window,
     attribute,
+    carbon_regions,
     devices,
     fit_sample_response,
 )
@@ -44,6 +49,7 @@ __all__ = [
     "Attribution",
     "BatchSizeClient",
     "BatchSizeOptimizer",
+    "Carbon",
     "DeviceError",
     "Error",
     "GpuEnergySource",
@@ -58,6 +64,7 @@ __all__ = [
     "UsageError",
     "Window",
     "attribute",
+    "carbon_regions",
     "devices",
     "fit_sample_response",
 ]
