@@ -9,6 +9,7 @@
 #include <set>
 
 #include "joule/analyze/svg_chart.h"
+#include "joule/carbon/carbon.h"
 #include "joule/version.h"
 #include "joule/analyze/units_format.h"
 
@@ -322,7 +323,9 @@ std::string mean_sd(const Summary& s, const std::string& unit) {
   return format_si(s.mean, unit) + (s.n > 1 ? " \xC2\xB1 " + format_si(s.stddev, unit, 2) : "");
 }
 
-std::string config_table(const SweepAnalysis& a) {
+// With carbon figures asked for: each configuration's mean run in g CO2e and
+// cost (the mean energy's footprint), and the basis under the table.
+std::string config_table(const SweepAnalysis& a, const std::optional<carbon::Basis>& carbon) {
   const std::vector<std::string> keys = [&] {
     std::vector<std::string> k;
     for (const auto& [key, v] : a.configs.front().config) k.push_back(key);
@@ -334,7 +337,11 @@ std::string config_table(const SweepAnalysis& a) {
   if (nodes) html += "<th>nodes</th>";
   html += "<th>runs</th><th>time per run</th><th>energy per run</th><th>mean power</th>"
           "<th>energy vs baseline</th><th>time vs baseline</th><th>EDP</th><th>samples per GPU-hour</th>"
-          "<th>SM use</th><th>notes</th></tr>\n";
+          "<th>SM use</th>";
+  const bool co2e = carbon && carbon->g_per_kwh, cost = carbon && carbon->price_per_kwh;
+  if (co2e) html += "<th>CO2e per run</th>";
+  if (cost) html += "<th>cost per run</th>";
+  html += "<th>notes</th></tr>\n";
   const auto etas = eta_ranges(a);
   for (std::size_t i = 0; i < a.configs.size(); ++i) {
     const auto& c = a.configs[i];
@@ -358,13 +365,36 @@ std::string config_table(const SweepAnalysis& a) {
     }
     html += c.samples_per_gpu_hour ? cell(format_si(*c.samples_per_gpu_hour, ""), *c.samples_per_gpu_hour) : "<td></td>";
     html += c.gpu_util_mean ? cell(format_plain(*c.gpu_util_mean, 3) + "%", *c.gpu_util_mean) : "<td></td>";
+    if (co2e || cost) {
+      const carbon::Footprint f = carbon::footprint(*carbon, c.energy_j.mean);
+      if (co2e) html += cell(format_si(*f.co2e_g, "g"), *f.co2e_g);
+      if (cost) {
+        html += cell(fmt::format("{:.4g}{}", *f.cost, carbon->currency.empty() ? "" : " " + carbon->currency), *f.cost);
+      }
+    }
     std::string notes;
     if (c.baseline == i) notes += "<span class=\"tag\">baseline</span>";
     if (std::find(a.pareto.begin(), a.pareto.end(), i) != a.pareto.end()) notes += "<span class=\"tag\">Pareto</span>";
     if (etas.count(i)) notes += "<span class=\"tag\">" + html_escape(etas.at(i)) + "</span>";
     html += "<td>" + notes + "</td></tr>\n";
   }
-  return html + "</table>\n";
+  html += "</table>\n";
+  if (co2e) {
+    html += fmt::format(
+        "<p class=\"carbon\">CO2e per run: the mean energy x PUE {:g} x {:g} g CO2e/kWh, the average grid intensity of "
+        "{}.</p>\n",
+        carbon->pue, *carbon->g_per_kwh,
+        carbon->region.empty()
+            ? std::string("the figure given (--carbon-intensity)")
+            : html_escape(fmt::format("{} ({}; {}, {})", carbon->region, carbon->region_name, carbon->source,
+                                      carbon->year ? std::to_string(*carbon->year) : "")));
+  }
+  if (cost) {
+    html += fmt::format("<p class=\"carbon\">Cost per run: the mean energy x PUE {:g} x {:g}{} per kWh.</p>\n",
+                        carbon->pue, *carbon->price_per_kwh,
+                        carbon->currency.empty() ? "" : " " + html_escape(carbon->currency));
+  }
+  return html;
 }
 
 // "6.91 s (30.2%) less than the baseline"; "the same as the baseline".
@@ -536,8 +566,9 @@ std::string fits_and_picks(const SweepAnalysis& a) {
 
 // Everything about one set of runs (the whole sweep, or one node's runs).
 std::string sweep_sections(const std::vector<SweepRun>& runs, const SweepAnalysis& a,
-                           const std::vector<PowerPoint>& timelines, const std::string& heading_prefix) {
-  std::string html = "<h2>" + heading_prefix + "Configurations</h2>\n" + config_table(a);
+                           const std::vector<PowerPoint>& timelines, const std::string& heading_prefix,
+                           const std::optional<carbon::Basis>& carbon) {
+  std::string html = "<h2>" + heading_prefix + "Configurations</h2>\n" + config_table(a, carbon);
   html += "<p class=\"muted\">Energy and time against each configuration's own baseline (its settings at the largest "
           "power limit, else the first configuration); EDP = energy \xC3\x97 time. Click a header to sort.</p>\n";
   html += "<h2>" + heading_prefix + "Charts</h2>\n<div class=\"charts\">\n";
@@ -688,7 +719,7 @@ std::optional<std::string> node_key(const std::vector<SweepRun>& runs) {
 }  // namespace
 
 std::string render_report(const std::string& title, const std::vector<SweepRun>& runs, const SweepAnalysis& a,
-                          const std::vector<PowerPoint>& timelines) {
+                          const std::vector<PowerPoint>& timelines, const std::optional<carbon::Basis>& carbon) {
   std::string body = summary(runs, a);
   const auto key = node_key(runs);
   std::map<std::string, std::vector<SweepRun>> by_node;
@@ -708,10 +739,10 @@ std::string render_report(const std::string& title, const std::vector<SweepRun>&
         continue;
       }
       body += sweep_sections(node_runs, analyze_sweep(node_runs, a.max_power_w), timelines,
-                             html_escape(node) + ": ");
+                             html_escape(node) + ": ", carbon);
     }
   } else {
-    body += sweep_sections(runs, a, timelines, "");
+    body += sweep_sections(runs, a, timelines, "", carbon);
   }
   body += nodes_section(runs, a);
   body += failed_runs_section(a);

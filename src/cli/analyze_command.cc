@@ -28,10 +28,17 @@ int run_analyze(const AnalyzeOptions& o) {
 }
 
 int run_report(const ReportOptions& o) {
+  std::optional<carbon::Basis> basis;
+  const carbon::Settings carbon_settings = o.carbon.settings();
+  if (carbon_settings.any()) {
+    basis = carbon::resolve(carbon_settings);
+  } else if (carbon_settings.pue != 1.0 || !carbon_settings.currency.empty() || carbon_settings.table_path) {
+    throw UsageError("--pue, --currency and --carbon-table go with --carbon-region, --carbon-intensity or --price");
+  }
   const auto runs = load_sweep_runs(o.store_path);
   const SweepAnalysis analysis = analyze_sweep(runs);
   const std::string html = render_report(o.title.empty() ? "joule sweep report: " + o.store_path : o.title, runs,
-                                         analysis, load_power_timelines(o.store_path));
+                                         analysis, load_power_timelines(o.store_path), basis);
   // Written beside and renamed when complete: a report that fails half-way
   // leaves no truncated page where a good one was.
   OutputFile out(o.output_path);

@@ -158,6 +158,7 @@ struct ReportOptions {
   std::string store_path;
   std::string output_path = "report.html";
   std::string title;
+  CarbonFlags carbon;  // CO2e and cost per configuration
 };
 int run_report(const ReportOptions& options);
 

@@ -211,6 +211,7 @@ int main(int argc, char** argv) {
   report_command->add_option("store", report.store_path, "the sweep's SQLite results store")->required();
   report_command->add_option("-o,--output", report.output_path, "HTML file to write (default report.html)");
   report_command->add_option("--title", report.title, "the report's title");
+  joule::cli::add_carbon_options(*report_command, report.carbon, "each configuration's mean run");
 
   joule::cli::ExporterCliOptions exporter;
   CLI::App* exporter_command = app.add_subcommand(

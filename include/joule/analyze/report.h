@@ -7,17 +7,21 @@
 // with its points labelled and the eta picks marked; power timelines per
 // configuration with the run's power limit drawn; the fits and eta choices
 // as tables. Runs whose configuration names a node (a grid key "node" or
-// "host") get a section per node when there is more than one.
+// "host") get a section per node when there is more than one. Given a carbon
+// basis (joule report --carbon-region/--carbon-intensity/--price), the
+// configurations table adds each one's CO2e and cost per run.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "joule/analyze/sweep_analysis.h"
+#include "joule/carbon/carbon.h"
 
 namespace joule {
 
 std::string render_report(const std::string& title, const std::vector<SweepRun>& runs, const SweepAnalysis& analysis,
-                          const std::vector<PowerPoint>& timelines);
+                          const std::vector<PowerPoint>& timelines,
+                          const std::optional<carbon::Basis>& carbon = std::nullopt);
 
 }  // namespace joule
