@@ -17,7 +17,7 @@ carbon::Settings CarbonFlags::settings() const {
   return s;
 }
 
-void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& what) {
+void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& what, bool with_price) {
   const std::string group = "Carbon and cost";
   flags.region_option =
       app.add_option("--carbon-region", flags.region,
@@ -31,10 +31,12 @@ void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& wh
           ->group(group);
   app.add_option("--pue", flags.pue, "power usage effectiveness of the facility, 1-3 (default 1.0): energy x PUE")
       ->group(group);
-  flags.price_option =
-      app.add_option("--price", flags.price_per_kwh, fmt::format("cost of {} at this price per kWh (x PUE)", what))
-          ->group(group);
-  app.add_option("--currency", flags.currency, "the price's currency, a label (EUR, USD)")->group(group);
+  if (with_price) {
+    flags.price_option =
+        app.add_option("--price", flags.price_per_kwh, fmt::format("cost of {} at this price per kWh (x PUE)", what))
+            ->group(group);
+    app.add_option("--currency", flags.currency, "the price's currency, a label (EUR, USD)")->group(group);
+  }
   flags.table_option =
       app.add_option("--carbon-table", flags.table,
                      "a carbon-intensity table in the bundled format instead of the bundled one (also "

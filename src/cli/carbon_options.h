@@ -32,7 +32,8 @@ struct CarbonFlags {
 
 // --carbon-region, --carbon-intensity, --pue, --price, --currency, --carbon-table.
 // `what` says what the figures are of ("the run", "each configuration", "each job").
-void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& what);
+// with_price: --price and --currency too.
+void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& what, bool with_price = true);
 
 // {"energy_kwh", "co2e_g", "cost", "currency", "g_per_kwh", "pue", "region",
 //  "region_name", "source", "year"}: null where not known.

@@ -171,6 +171,7 @@ struct ExporterCliOptions {
   double interval_s = 1.0;                // accounting
   std::string port_file;
   std::optional<std::string> jouled_socket;  // none: $JOULE_DAEMON_SOCKET or jouled's default
+  CarbonFlags carbon;  // a CO2e counter per job (no price)
 };
 int run_exporter(const CommonOptions& common, const ExporterCliOptions& options);
 

@@ -73,6 +73,12 @@ std::string describe_gpus(const Devices& devices) {
 int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   auto [host, port] = parse_listen(o.listen);
   if (!(o.interval_s > 0)) throw UsageError("--interval-s must be > 0");
+  std::optional<carbon::Basis> carbon_basis;
+  if (const carbon::Settings settings = o.carbon.settings(); settings.region || settings.g_per_kwh) {
+    carbon_basis = carbon::resolve(settings);
+  } else if (settings.pue != 1.0 || settings.table_path) {
+    throw UsageError("--pue and --carbon-table go with --carbon-region or --carbon-intensity");
+  }
   // SIGINT/SIGTERM go to a thread of their own (sigwait): every thread
   // started below inherits them blocked.
   sigset_t stop_signals;
@@ -90,10 +96,15 @@ int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   options.gpu_backend_reason = devices.gpu_backend_reason;
   if (!devices.simulated()) options.nvml_up = devices.nvml_loaded;
   options.log = [](const std::string& line) { std::cerr << "joule exporter: " << line << std::endl; };
+  options.carbon = carbon_basis;
   EnergyExporter exporter(devices.gpus, devices.cpu_zones, std::make_shared<SteadyClock>(), options);
   MetricsServer server([&] { return exporter.metrics_text(); }, host, port);
   exporter.start();
   std::cerr << fmt::format("joule exporter: {}\n", describe_gpus(devices));
+  if (carbon_basis) {
+    std::cerr << fmt::format("joule exporter: CO2e per job at {:g} g CO2e/kWh x PUE {:g} ({})\n", *carbon_basis->g_per_kwh,
+                             carbon_basis->pue, basis_description(*carbon_basis));
+  }
   std::cerr << fmt::format("joule exporter: {} CPU zone{}; jouled leases from {}; http://{}:{}/metrics\n",
                            devices.cpu_zones.size(), devices.cpu_zones.size() == 1 ? "" : "s",
                            options.jouled_socket.empty() ? "nowhere" : options.jouled_socket, host, server.port());

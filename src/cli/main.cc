@@ -224,6 +224,8 @@ int main(int argc, char** argv) {
   exporter_command->add_option("--jouled-socket", exporter.jouled_socket,
                                "jouled's socket, asked who holds each GPU's limit (default $JOULE_DAEMON_SOCKET or "
                                "/run/joule/jouled.sock; empty: do not ask)");
+  joule::cli::add_carbon_options(*exporter_command, exporter.carbon, "each job's GPU energy (joule_job_gpu_co2e_grams_total)",
+                                 /*with_price=*/false);
 
   joule::cli::ServeCliOptions serve;
   CLI::App* serve_command = app.add_subcommand(

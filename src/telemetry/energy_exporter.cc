@@ -342,6 +342,29 @@ std::string EnergyExporter::metrics_text() const {
                  energy_j);
     }
   }
+  if (options_.carbon && options_.carbon->g_per_kwh) {
+    const carbon::Basis& basis = *options_.carbon;
+    {
+      Family family(out, "joule_job_gpu_co2e_grams_total", "counter",
+                    "Grams of CO2e of joule_job_gpu_energy_joules_total (same labels): energy in kWh x PUE x the "
+                    "average grid intensity of joule_carbon_intensity_grams_per_kwh (g).");
+      for (const auto& [key, energy_j] : job_energy_j_) {
+        const Gpu& gpu = *gpus_[key.gpu];
+        family.add(fmt::format(R"(joule_job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
+                               escaped(key.user), gpu.index(), escaped(gpu.uuid()), escaped(options_.hostname)),
+                   *carbon::footprint(basis, energy_j).co2e_g);
+      }
+    }
+    {
+      Family family(out, "joule_carbon_intensity_grams_per_kwh", "gauge",
+                    "The average grid carbon intensity joule_job_gpu_co2e_grams_total uses (g CO2e/kWh), with its "
+                    "region, source, year and the PUE.");
+      family.add(fmt::format(R"(region="{}",source="{}",year="{}",pue="{}",Hostname="{}")", escaped(basis.region),
+                             escaped(basis.source), basis.year ? std::to_string(*basis.year) : "",
+                             fmt::format("{:g}", basis.pue), escaped(options_.hostname)),
+                 *basis.g_per_kwh);
+    }
+  }
   {
     Family family(out, "joule_cpu_energy_joules_total", "counter", "CPU package and DRAM energy (RAPL) since the exporter started (J).");
     for (std::size_t z = 0; z < cpu_zones_.size(); ++z) {

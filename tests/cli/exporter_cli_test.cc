@@ -90,6 +90,38 @@ TEST(ExporterCliTest, ServesEveryGpuAndThisProcesssJobUntilStopped) {
   EXPECT_EQ(testing::wait_process(pid, 10.0), 0) << testing::read_file(tmp.file("err"));
 }
 
+// --carbon-region/--pue: a CO2e counter per job beside its energy counter, at
+// the table's intensity (US-VT: 25.8 g/kWh, eGRID 2016) times the PUE.
+TEST(ExporterCliTest, CountsEachJobsCo2eWithACarbonRegion) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const std::string me = std::to_string(getpid());
+  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n"
+                                                "process device=0 pid=" + me + " used_mib=512\n");
+  const RunningExporter exporter =
+      start_exporter(tmp, fake, {"--jouled-socket", "", "--carbon-region", "us-vt", "--pue", "1.25"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const std::string text = testing::run_process({"curl", "-s", exporter.url}).out;
+  std::smatch job;
+  ASSERT_TRUE(std::regex_search(text, job, std::regex(R"re(joule_job_gpu_energy_joules_total\{(joule_job="[^"]+"))re")))
+      << text;
+  const double energy_j = value_of(text, "joule_job_gpu_energy_joules_total", job[1].str());
+  const double grams = value_of(text, "joule_job_gpu_co2e_grams_total", job[1].str());
+  EXPECT_GT(energy_j, 0) << text;
+  EXPECT_NEAR(grams, energy_j / 3.6e6 * 1.25 * 25.8, 1e-9 * (1 + grams)) << text;
+  EXPECT_EQ(value_of(text, "joule_carbon_intensity_grams_per_kwh", "region=\"US-VT\""), 25.8) << text;
+  EXPECT_NE(text.find("year=\"2016\",pue=\"1.25\""), std::string::npos) << text;
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0);
+  EXPECT_NE(testing::read_file(tmp.file("err")).find("CO2e per job at 25.8 g CO2e/kWh x PUE 1.25 (US-VT (Vermont)"),
+            std::string::npos)
+      << testing::read_file(tmp.file("err"));
+
+  const auto refused = testing::run_process({JOULE_BINARY, "exporter", "--carbon-intensity", "-5"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--carbon-intensity: -5 g CO2e/kWh is outside [0, 5000]"), std::string::npos) << refused.err;
+}
+
 // Polls the exporter until `until` holds for its text (at most ~10 s).
 std::string scrape_until(const std::string& url, const std::function<bool(const std::string&)>& until) {
   std::string text;

@@ -62,9 +62,10 @@ struct Rig {
   std::vector<std::shared_ptr<SimGpu>> sims;
   std::unique_ptr<EnergyExporter> exporter;
 
-  Rig() {
+  explicit Rig(std::optional<carbon::Basis> carbon = std::nullopt) {
     for (unsigned i = 0; i < 2; ++i) sims.push_back(std::make_shared<SimGpu>(i, SimGpuModel{}, clock));
     ExporterOptions options;
+    options.carbon = std::move(carbon);
     options.hostname = "node7";
     options.driver_version = "580.95.05";
     options.proc_root = proc.file("");
@@ -81,6 +82,34 @@ struct Rig {
     }
   }
 };
+
+TEST(EnergyExporterTest, CountsEachJobsGramsOfCo2eBesideItsEnergyWhenGivenAnIntensity) {
+  carbon::Basis basis;
+  basis.g_per_kwh = 400.0;
+  basis.source = "user-given";
+  basis.pue = 1.2;
+  Rig rig(basis);
+  fake_process(rig.proc, 100, "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n");
+  rig.sims[0]->set_load(1.0);  // 650 W
+  rig.sims[0]->set_processes({{100, 1ull << 30}});
+  rig.exporter->start();
+  rig.run_s(10);
+  const std::string text = rig.exporter->metrics_text();
+  const double energy_j = sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/4711\"", "gpu=\"0\""});
+  EXPECT_NEAR(energy_j, 6500, 1);
+  // 6500 J = 1.8056e-3 kWh x 1.2 x 400 g = 0.86667 g; exactly the energy counter's footprint.
+  const double grams = sample(text, "joule_job_gpu_co2e_grams_total",
+                              {"joule_job=\"slurm/4711\"", "user=\"root\"", "gpu=\"0\"", "Hostname=\"node7\""});
+  EXPECT_NEAR(grams, 6500 / 3.6e6 * 1.2 * 400, 1e-3);
+  EXPECT_NEAR(grams, energy_j / 3.6e6 * 1.2 * 400, 1e-9);
+  EXPECT_DOUBLE_EQ(sample(text, "joule_carbon_intensity_grams_per_kwh", {"source=\"user-given\"", "pue=\"1.2\""}), 400);
+  EXPECT_NE(text.find("# TYPE joule_job_gpu_co2e_grams_total counter"), std::string::npos);
+  // Without an intensity: no carbon series.
+  Rig plain;
+  plain.exporter->start();
+  plain.run_s(1);
+  EXPECT_EQ(plain.exporter->metrics_text().find("co2e"), std::string::npos);
+}
 
 TEST(EnergyExporterTest, SplitsEachGpusEnergyOverItsProcessesJobs) {
   Rig rig;

@@ -32,6 +32,7 @@
 #include "joule/daemon/lease_watcher.h"
 #include "joule/device/cpu_energy.h"
 #include "joule/device/gpu.h"
+#include "joule/carbon/carbon.h"
 #include "joule/measure/sampler.h"
 #include "joule/telemetry/job_identity.h"
 
@@ -56,6 +57,10 @@ struct ExporterOptions {
   std::optional<bool> nvml_up;
   // Told, once each, when a GPU goes down (or comes back), with why: the log.
   std::function<void(const std::string&)> log;
+  // With an intensity (joule exporter --carbon-region/--carbon-intensity,
+  // --pue): joule_job_gpu_co2e_grams_total beside the per-job energy, and
+  // joule_carbon_intensity_grams_per_kwh saying what it was computed with.
+  std::optional<carbon::Basis> carbon;
 };
 
 class EnergyExporter {
