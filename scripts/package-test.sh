@@ -65,6 +65,10 @@ step "installed: joule info, jouled --check-config, joule simulate (bundled trac
 check_joule_unit serve
 check_joule_unit exporter
 [[ -f /usr/share/joule/grafana/joule-dashboard.json ]] || fail "the Grafana dashboard is not in the package"
+[[ -f /usr/share/joule/carbon/grid-intensity.csv && -f /usr/share/joule/carbon/README.md ]] ||
+  fail "the carbon-intensity table or its README is not in the package"
+env -i PATH=/usr/bin:/bin JOULE_NVML_LIBRARY=/nonexistent /usr/bin/joule measure --carbon-region FRA -- true 2>&1 |
+  grep -q "^joule: carbon: .* FRA (France)" || fail "the installed joule measure --carbon-region FRA gave no carbon line"
 
 dpkg --purge joule >/dev/null
 trap - EXIT
