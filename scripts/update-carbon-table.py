@@ -5,9 +5,11 @@ The numbers are facts taken from three files in CodeCarbon's repository (MIT; th
 figures from Our World in Data, US EPA eGRID 2016 and Google Cloud): see data/carbon/README.md.
 
     git clone https://github.com/mlco2/codecarbon   # or any checkout / bare mirror
-    scripts/update-carbon-table.py --codecarbon PATH [--rev HEAD] [--out data/carbon/grid-intensity.csv]
+    scripts/update-carbon-table.py --codecarbon PATH [--rev HEAD] [--iso-codes FILE] [--out data/carbon/grid-intensity.csv]
 
 PATH may be a work tree or a bare git directory (then the files are read with `git show REV:...`).
+ISO 3166-1 alpha-2 codes come from Debian's iso-codes (package iso-codes:
+/usr/share/iso-codes/json/iso_3166-1.json, the default of --iso-codes), matched by alpha-3.
 """
 import argparse
 import csv
@@ -28,7 +30,8 @@ SOURCE_OWID = "Our World in Data (Ember; Energy Institute Statistical Review) CC
 SOURCE_EGRID = "US EPA eGRID 2016 (public domain; converted from lb/MWh)"
 SOURCE_GCP = "Google Cloud region carbon data https://cloud.google.com/sustainability/region-carbon#data"
 
-COLUMNS = ["kind", "code", "name", "country_iso3", "g_per_kwh", "year", "source"]
+COLUMNS = ["kind", "code", "alpha2", "name", "country_iso3", "g_per_kwh", "year", "source"]
+ISO_CODES = "/usr/share/iso-codes/json/iso_3166-1.json"
 
 
 def read(repo, rev, path):
@@ -43,7 +46,12 @@ def fmt(value):
     return f"{value:.1f}"
 
 
-def countries(text):
+def alpha2_of(path):
+    with open(path, encoding="utf-8") as f:
+        return {e["alpha_3"].upper(): e["alpha_2"].upper() for e in json.load(f)["3166-1"]}
+
+
+def countries(text, alpha2):
     rows = []
     for key, entry in sorted(json.loads(text).items()):
         value = entry.get("carbon_intensity")
@@ -51,7 +59,10 @@ def countries(text):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             print(f"skipped country {key} ({entry.get('country_name')}): carbon_intensity {value!r}", file=sys.stderr)
             continue
-        rows.append(["country", key.upper(), entry["country_name"], key.upper(), fmt(value), str(entry["year"]), SOURCE_OWID])
+        if key.upper() not in alpha2:
+            sys.exit(f"country {key} is not an ISO 3166-1 alpha-3 code in the iso-codes list")
+        rows.append(["country", key.upper(), alpha2[key.upper()], entry["country_name"], key.upper(), fmt(value),
+                     str(entry["year"]), SOURCE_OWID])
     return rows
 
 
@@ -66,7 +77,7 @@ def us_states(text):
             continue
         code = entry["regionCode"].upper()
         g_per_kwh = entry["emissions"] * LB_IN_G / 1000.0
-        rows.append(["us-state", f"US-{code}", name.title().replace(" Of ", " of "), "USA", fmt(g_per_kwh), "2016", SOURCE_EGRID])
+        rows.append(["us-state", f"US-{code}", "", name.title().replace(" Of ", " of "), "USA", fmt(g_per_kwh), "2016", SOURCE_EGRID])
     return rows
 
 
@@ -85,7 +96,7 @@ def cloud(text):
         if source.startswith("https://cloud.google.com/"):
             source = SOURCE_GCP
         # CodeCarbon took these values from Google's page in July 2024 (commit ca104ad9).
-        rows.append(["cloud", f"{provider}:{region}", name, r["countryIsoCode"].strip().upper(), fmt(float(value)), "2024", source])
+        rows.append(["cloud", f"{provider}:{region}", "", name, r["countryIsoCode"].strip().upper(), fmt(float(value)), "2024", source])
     return rows
 
 
@@ -93,9 +104,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--codecarbon", required=True, help="CodeCarbon checkout or bare git directory")
     ap.add_argument("--rev", default="HEAD", help="revision, for a git directory (default HEAD)")
+    ap.add_argument("--iso-codes", default=ISO_CODES, help=f"ISO 3166-1 list of Debian's iso-codes (default {ISO_CODES})")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "data", "carbon", "grid-intensity.csv"))
     args = ap.parse_args()
-    rows = countries(read(args.codecarbon, args.rev, OWID))
+    rows = countries(read(args.codecarbon, args.rev, OWID), alpha2_of(args.iso_codes))
     rows += us_states(read(args.codecarbon, args.rev, EGRID))
     rows += cloud(read(args.codecarbon, args.rev, CLOUD))
     # joule's CSV reader takes no quoting: no field may hold a comma or a quote.
@@ -103,7 +115,7 @@ def main():
         for field in r:
             if "," in field or '"' in field:
                 sys.exit(f"field {field!r} of row {r[1]} holds a comma or a quote")
-    codes = [r[1].lower() for r in rows]
+    codes = [r[1].lower() for r in rows] + [r[2].lower() for r in rows if r[2]]
     if len(set(codes)) != len(codes):
         sys.exit("duplicate codes in the table")
     with open(args.out, "w", newline="", encoding="utf-8") as f:

@@ -366,5 +366,5 @@ class Carbon:
     @property
     def year(self) -> Optional[int]: ...
 
-# The table of average grid intensity: dicts with kind, code, name, country_iso3, g_per_kwh, year, source.
+# The table of average grid intensity: dicts with kind, code, alpha2, name, country_iso3, g_per_kwh, year, source.
 def carbon_regions(table: Optional[str] = None) -> list[dict]: ...

@@ -69,6 +69,7 @@ IntensityTable IntensityTable::read(const std::string& path) {
     GridIntensity entry;
     entry.kind = row.text("kind");
     entry.code = row.text("code");
+    if (csv.has_column("alpha2")) entry.alpha2 = row.text("alpha2");
     entry.name = row.text("name");
     entry.country_iso3 = row.text("country_iso3");
     entry.g_per_kwh = row.number("g_per_kwh");
@@ -85,6 +86,9 @@ IntensityTable IntensityTable::read(const std::string& path) {
     if (!codes.insert(lower(entry.code)).second) {
       throw Error(fmt::format("{}: code '{}' appears twice", csv.where(row.line, "code"), entry.code));
     }
+    if (!entry.alpha2.empty() && !codes.insert(lower(entry.alpha2)).second) {
+      throw Error(fmt::format("{}: code '{}' appears twice", csv.where(row.line, "alpha2"), entry.alpha2));
+    }
     table.entries_.push_back(std::move(entry));
   }
   return table;
@@ -93,7 +97,7 @@ IntensityTable IntensityTable::read(const std::string& path) {
 const GridIntensity* IntensityTable::find_code(const std::string& code) const {
   const std::string key = lower(code);
   for (const auto& entry : entries_) {
-    if (lower(entry.code) == key) return &entry;
+    if (lower(entry.code) == key || (!entry.alpha2.empty() && lower(entry.alpha2) == key)) return &entry;
   }
   return nullptr;
 }
@@ -127,7 +131,7 @@ const GridIntensity& IntensityTable::lookup(const std::string& key, const std::s
   for (const auto& [distance, entry] : close) names.push_back(fmt::format("{} ({})", entry->code, entry->name));
   const std::string hint = names.empty() ? "no close match" : fmt::format("close: {}", fmt::join(names, ", "));
   throw UsageError(fmt::format(
-      "{} '{}': not in the carbon table {} ({}; codes are ISO 3166 alpha-3 such as FRA, US-CA for US states, "
+      "{} '{}': not in the carbon table {} ({}; codes are ISO 3166 alpha-3 or alpha-2 such as FRA or FR, US-CA for US states, "
       "gcp:europe-west1 for cloud regions, as listed in that file; or give the intensity itself)",
       flag, key, path_, hint));
 }

@@ -98,7 +98,7 @@ void bind_carbon(py::module_& m) {
         const auto loaded = joule::carbon::IntensityTable::read(joule::carbon::find_table(search));
         py::list rows;
         for (const auto& e : loaded.entries()) {
-          rows.append(py::dict("kind"_a = e.kind, "code"_a = e.code, "name"_a = e.name,
+          rows.append(py::dict("kind"_a = e.kind, "code"_a = e.code, "alpha2"_a = e.alpha2, "name"_a = e.name,
                                "country_iso3"_a = e.country_iso3, "g_per_kwh"_a = e.g_per_kwh, "year"_a = e.year,
                                "source"_a = e.source));
         }
@@ -106,5 +106,5 @@ void bind_carbon(py::module_& m) {
       },
       "table"_a = py::none(),
       "The bundled table of average grid carbon intensity (or `table`): a list of dicts with kind ('country', "
-      "'us-state', 'cloud'), code, name, country_iso3, g_per_kwh, year, source.");
+      "'us-state', 'cloud'), code, alpha2 (countries' ISO alpha-2, else ''), name, country_iso3, g_per_kwh, year, source.");
 }

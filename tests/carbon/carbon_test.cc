@@ -44,6 +44,7 @@ TEST(CarbonTableTest, TheBundledTableLoadsAndEveryEntryIsSaneWithAYearAndASource
     EXPECT_FALSE(e.source.empty()) << e.code;
     EXPECT_FALSE(e.name.empty()) << e.code;
     EXPECT_EQ(e.country_iso3.size(), 3u) << e.code;
+    EXPECT_EQ(e.alpha2.size(), e.kind == "country" ? 2u : 0u) << e.code;
     countries += e.kind == "country";
     states += e.kind == "us-state";
     cloud += e.kind == "cloud";
@@ -56,6 +57,9 @@ TEST(CarbonTableTest, TheBundledTableLoadsAndEveryEntryIsSaneWithAYearAndASource
 TEST(CarbonTableTest, LooksUpByCodeOrNameCaseInsensitively) {
   const IntensityTable table = IntensityTable::read(source_table());
   EXPECT_EQ(table.lookup("fra").name, "France");
+  EXPECT_EQ(table.lookup("de").code, "DEU");  // ISO alpha-2, from Debian's iso-codes
+  EXPECT_EQ(table.lookup("DEU").alpha2, "DE");
+  EXPECT_EQ(table.lookup("US").code, "USA");
   EXPECT_EQ(table.lookup("FRANCE").code, "FRA");
   EXPECT_EQ(table.lookup("us-ca").name, "California");
   EXPECT_EQ(table.lookup("GCP:Europe-West1").kind, "cloud");
@@ -98,6 +102,8 @@ TEST(CarbonTableTest, ABadTableIsRefusedNamingItsLine) {
             std::string::npos);
   EXPECT_NE(message_of([&] { IntensityTable::read(write("country,AAA,A,AAA,300,,s\n")); }).find("year"),
             std::string::npos);
+  // A table without the alpha2 column still loads (the column is optional).
+  EXPECT_EQ(IntensityTable::read(write("country,AAA,A,AAA,300,2020,s\n")).lookup("aaa").alpha2, "");
 }
 
 TEST(CarbonTableTest, FindsTheTableExplicitlyInTheDataDirInstalledOrInTheSourceTree) {

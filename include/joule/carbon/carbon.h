@@ -15,6 +15,7 @@ namespace joule::carbon {
 struct GridIntensity {
   std::string kind;          // "country", "us-state", "cloud"
   std::string code;          // "FRA", "US-CA", "gcp:europe-west1"
+  std::string alpha2;        // countries: ISO 3166-1 alpha-2 ("FR"), also accepted by lookup; else empty
   std::string name;          // "France", "California", "Google Cloud Platform europe-west1 (...)"
   std::string country_iso3;  // the country it lies in
   double g_per_kwh = 0.0;    // average grid intensity, g CO2e/kWh
@@ -35,7 +36,7 @@ class IntensityTable {
   // starting with `flag` for an unknown key (listing close matches) or a name
   // that several rows share (listing their codes).
   const GridIntensity& lookup(const std::string& key, const std::string& flag = "--carbon-region") const;
-  // The row with this code, or nullptr.
+  // The row with this code (or a country's alpha-2 code), or nullptr.
   const GridIntensity* find_code(const std::string& code) const;
 
  private:
