@@ -243,7 +243,8 @@ constexpr double kSettleTimeoutS = 1.0;  // the leaders' wait for their devices'
 // Every rank runs the command; each node's lowest rank measures the node's
 // devices (those its ranks may use); rank 0 writes the job's report (per
 // node, per device, total).
-int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options) {
+int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options,
+                    const std::optional<carbon::Basis>& basis) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized && MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
@@ -275,7 +276,15 @@ int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options) 
     if (report) {
       nlohmann::json json = cluster::to_json(*report);
       json["command"] = options.command;
-      write_report(options.json ? json.dump(2) + "\n" : cluster::to_text(*report), options.json, output);
+      std::string text = cluster::to_text(*report);
+      if (basis) {
+        // The job's total: of the nodes that reported (a missing node's energy is not in it).
+        const carbon::Footprint footprint = carbon::footprint(*basis, report->total_energy_j());
+        json["carbon"] = carbon_json(*basis, footprint);
+        text += carbon_text(*basis, footprint);
+        if (!report->missing_nodes.empty()) text += "joule: carbon and cost: of the nodes that reported only\n";
+      }
+      write_report(options.json ? json.dump(2) + "\n" : text, options.json, output);
     }
     if (cluster_monitor.timed_out()) abort_out_of_step(cluster_monitor, options.mpi_timeout_s);
   }
@@ -295,9 +304,9 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   const std::optional<carbon::Basis> basis = carbon_basis_of(options);
   if (!options.emissions_csv.empty()) carbon::check_emissions_csv(options.emissions_csv);
   if (options.mpi) {
-    if (basis) throw UsageError("--mpi: carbon, cost and --emissions-csv are not supported with --mpi yet");
+    if (!options.emissions_csv.empty()) throw UsageError("--emissions-csv: not supported with --mpi yet");
 #ifdef JOULE_HAVE_MPI
-    return run_measure_mpi(common, options);
+    return run_measure_mpi(common, options, basis);
 #else
     throw UsageError("--mpi: this joule was built without MPI (install libopenmpi-dev and build again)");
 #endif

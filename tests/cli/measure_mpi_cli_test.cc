@@ -99,6 +99,31 @@ TEST(MeasureMpiCliTest, EachNodeIsMeasuredOnceAndRankZeroReportsEveryNodeAndTheT
   EXPECT_LT(report["edge_skew_s"].get<double>(), 0.05);
 }
 
+// Carbon and cost of the whole job: its total energy (every node's) x PUE x the intensity.
+TEST(MeasureMpiCliTest, CarbonAndCostAreTheJobsTotals) {
+  const std::vector<std::string> carbon = {"--carbon-intensity", "300", "--pue", "1.1", "--price", "0.2"};
+  auto args_a = std::vector<std::string>{"measure", "--mpi", "--json", "--sim", "count=2,load=0.5"};
+  auto args_b = std::vector<std::string>{"measure", "--mpi", "--json", "--sim", "count=1,load=1.0"};
+  args_a.insert(args_a.end(), carbon.begin(), carbon.end());
+  args_b.insert(args_b.end(), carbon.begin(), carbon.end());
+  const auto r = run_process(join(mpirun(), {node_block("node-a", 1, with_command(args_a, {"sleep", "0.3"})),
+                                             node_block("node-b", 1, with_command(args_b, {"sleep", "0.3"}))}),
+                             testing::simulated_only_env(), 120.0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const double total_j = report["total_energy_j"];
+  EXPECT_GT(total_j, (2 * 360.0 + 650.0) * 0.3 * 0.98);
+  const auto& c = report["carbon"];
+  EXPECT_NEAR(c["energy_kwh"].get<double>(), total_j / 3.6e6, 1e-15);
+  EXPECT_NEAR(c["co2e_g"].get<double>(), total_j / 3.6e6 * 1.1 * 300, 1e-12);
+  EXPECT_NEAR(c["cost"].get<double>(), total_j / 3.6e6 * 1.1 * 0.2, 1e-12);
+  EXPECT_EQ(c["source"], "user-given");
+  const auto refused = run_process({JOULE_BINARY, "measure", "--mpi", "--emissions-csv", "/tmp/never.csv", "--", "true"},
+                                   testing::simulated_only_env());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--emissions-csv: not supported with --mpi yet"), std::string::npos) << refused.err;
+}
+
 TEST(MeasureMpiCliTest, NodesWithTheirOwnFakeDriversAndAHumanReport) {
   TempDir dir_a, dir_b;
   const auto fake_a = testing::use_fake_nvml(dir_a, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n"
