@@ -22,7 +22,7 @@ void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& wh
   flags.region_option =
       app.add_option("--carbon-region", flags.region,
                      fmt::format("grams of CO2e for {} at this region's average grid intensity: a code or name from "
-                                 "the bundled table (FRA, US-CA, gcp:europe-west1; share/joule/carbon)",
+                                 "the bundled table (FRA or FR, US-CA, gcp:europe-west1; share/joule/carbon)",
                                  what))
           ->group(group);
   flags.intensity_option =

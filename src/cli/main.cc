@@ -296,6 +296,7 @@ int main(int argc, char** argv) {
   top_command->footer("Examples:\n  joule top\n  joule top --backend sim --sim count=4,load=0.6 --once");
   measure_command->footer("Examples:\n  joule measure -- python3 train.py\n"
                           "  joule measure --json --interval-ms 10 --timeline power.csv -- ./train\n"
+                          "  joule measure --carbon-region FR --pue 1.2 --price 0.25 --currency EUR -- ./train\n"
                           "  mpirun -n 8 joule measure --mpi -- python3 train.py");
   simulate_command->footer("Examples:\n  joule simulate --seeds 1..10 --html simulation.html\n"
                            "  joule simulate --gpu a40 --learned-on v100 --seeds 1..10\n"
