@@ -62,8 +62,8 @@ def parse_args():
     p.add_argument("--overhead-seconds", type=float, default=10.0, help="training time of each overhead run")
     p.add_argument("--overhead-pairs", type=int, default=2, help="(no-joule, joule) pairs of runs, interleaved")
     p.add_argument("--kinds", default="no_joule,joule",
-                   help="run kinds interleaved in each round: no_joule, joule, joule_nosync (joule's window edges "
-                        "not waiting for CUDA: shows what the per-step synchronisation costs)")
+                   help="run kinds interleaved in each round: no_joule, joule, joule_sync (every joule window edge "
+                        "waiting for CUDA: shows what a per-step synchronisation would cost)")
     p.add_argument("--skip-s", type=float, default=2.0, help="step periods in each run's first seconds left out")
     p.add_argument("--interval-ms", type=float, default=10.0, help="joule measure's sampling interval (its timeline)")
     p.add_argument("--trailing-s", type=float, default=1.0, help="the power readings' trailing-mean length")
@@ -397,7 +397,7 @@ def main():
         # (b) interleaved runs with and without joule
         runs = []
         kinds = [k for k in args.kinds.split(",") if k]
-        kind_flags = {"no_joule": ["--no-joule"], "joule": [], "joule_nosync": ["--joule-no-sync"]}
+        kind_flags = {"no_joule": ["--no-joule"], "joule": [], "joule_sync": ["--joule-sync"]}
         for i in range(args.overhead_pairs):
             for kind in kinds:
                 d = os.path.join(base, f"overhead-{i}-{kind}")
@@ -476,8 +476,8 @@ def summary_md(report, args):
                          f"**{pct(a.get('overhead_median'))}** | {pct(a.get('overhead_mean'))} | {verdict} |")
     lines += ["", f"Step period: time between consecutive step ends as the example sees them (the same code with and "
               f"without joule), first {args.skip_s:g} s of each run left out; {args.overhead_pairs} rounds of "
-              f"{args.overhead_seconds:g} s runs, kinds interleaved. The mean includes the logging steps. joule_nosync: "
-              "joule's monitor made with synchronize=False (window edges do not wait for CUDA).", ""]
+              f"{args.overhead_seconds:g} s runs, kinds interleaved. The mean includes the logging steps. joule_sync: "
+              "joule's monitor made with synchronize=True (every window edge waits for CUDA).", ""]
     lines += ["## What each logged (the run under joule measure)", ""]
     for name, ex in report["examples"].items():
         logged = ex.get("logged")

@@ -37,9 +37,9 @@ def parse_args(argv=None):
     p.add_argument("--seconds", type=float, default=None, help="train for this long instead (stops after the step that passes it)")
     p.add_argument("--out-dir", default="accelerate-run", help="TensorBoard logs, joule's summary, example_result.json")
     p.add_argument("--no-joule", action="store_true", help="the same loop without joule")
-    p.add_argument("--joule-no-sync", action="store_true",
-                   help="joule's window edges do not wait for queued CUDA work (cheaper per step; a step's kernels "
-                        "may then count in the next window)")
+    p.add_argument("--joule-sync", action="store_true",
+                   help="every joule window edge waits for queued CUDA work (a step's kernels count in its own "
+                        "window; costs per step: by default only the run's first and last edges wait)")
     p.add_argument("--carbon-region", default=None, help="grid region for CO2e, e.g. DE, FR, US-CA (joule's bundled table)")
     p.add_argument("--pue", type=float, default=None, help="data-centre PUE for CO2e (default: joule's)")
     p.add_argument("--batch-size", type=int, default=None, help="sequences per step (default 32; 4 on the CPU)")
@@ -112,11 +112,11 @@ def main():
     if not args.no_joule:
         import joule                                                     # joule, line 1
 
-        monitor = None  # joule's default: every GPU this process uses, edges wait for CUDA
-        if args.joule_no_sync:
+        monitor = None  # joule's default: every GPU this process uses; the window's edges wait for CUDA
+        if args.joule_sync:
             import joule.meter
 
-            monitor = joule.meter.make_monitor(synchronize=False)
+            monitor = joule.meter.make_monitor(synchronize=True)
         window = joule.window("train", monitor, carbon=joule_carbon(joule, args))  # joule, line 2: `with window as w`
 
     step, step_ends = 0, []
@@ -157,7 +157,7 @@ def main():
     result = {
         "example": "accelerate",
         "joule": not args.no_joule,
-        "joule_sync": not args.no_joule and not args.joule_no_sync,
+        "joule_sync": not args.no_joule and args.joule_sync,
         "device": torch.cuda.get_device_name(0) if cuda else "cpu",
         "torch": torch.__version__,
         "accelerate": accelerate.__version__,

@@ -35,9 +35,9 @@ def parse_args(argv=None):
     p.add_argument("--seconds", type=float, default=None, help="train for this long instead (stops after the step that passes it)")
     p.add_argument("--out-dir", default="lightning-run", help="logs, joule's summary, example_result.json")
     p.add_argument("--no-joule", action="store_true", help="the same run without joule's callback")
-    p.add_argument("--joule-no-sync", action="store_true",
-                   help="joule's window edges do not wait for queued CUDA work (cheaper per step; a step's kernels "
-                        "may then count in the next window)")
+    p.add_argument("--joule-sync", action="store_true",
+                   help="every joule window edge waits for queued CUDA work (a step's kernels count in its own "
+                        "window; costs per step: by default only the run's first and last edges wait)")
     p.add_argument("--carbon-region", default=None, help="grid region for CO2e, e.g. DE, FR, US-CA (joule's bundled table)")
     p.add_argument("--pue", type=float, default=None, help="data-centre PUE for CO2e (default: joule's)")
     p.add_argument("--batch-size", type=int, default=None, help="images per step (default 256; 8 on the CPU)")
@@ -170,7 +170,7 @@ def main():
     result = {
         "example": "lightning",
         "joule": not args.no_joule,
-        "joule_sync": not args.no_joule and not args.joule_no_sync,
+        "joule_sync": not args.no_joule and args.joule_sync,
         "device": torch.cuda.get_device_name(0) if cuda else "cpu",
         "torch": torch.__version__,
         "lightning": L.__version__,
@@ -195,12 +195,13 @@ def main():
 
 
 def joule_monitor(joule, args):
-    """None (joule's default monitor, whose window edges wait for CUDA), or with --joule-no-sync one that does not."""
-    if not args.joule_no_sync:
+    """None (joule's default monitor: only the run's first and last edges wait for CUDA), or with --joule-sync one
+    whose every window edge waits."""
+    if not args.joule_sync:
         return None
     import joule.meter
 
-    return joule.meter.make_monitor(synchronize=False)
+    return joule.meter.make_monitor(synchronize=True)
 
 
 def joule_carbon(joule, args):

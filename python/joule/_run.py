@@ -12,7 +12,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import _joule
-from .meter import PhaseMeter, PhaseTotals, carbon_metrics, default_monitor, process_layout
+from .meter import PhaseMeter, PhaseTotals, carbon_metrics, default_monitor, process_layout, sync_cuda
 
 SUMMARY_FILE = "joule_energy.json"
 TRAIN_STEP = "train_step"
@@ -101,6 +101,8 @@ class EnergyRun:
         else:
             self.monitor = default_monitor()
         self.meter = PhaseMeter(self.monitor, f"joule.{self.framework}")
+        if self.monitor is not None:
+            sync_cuda()  # the run's edges wait for the GPU; its steps' do not (make_monitor)
         self.meter.begin_outer("train")
         self.meter.switch(OTHER)
         self.optimizer = make_power_limit_optimizer(self.power_limit, self.monitor, self.recurrence)
@@ -226,6 +228,8 @@ class EnergyRun:
         (where write: the world's rank 0) to output_dir/summary_file."""
         meter = self.meter
         self.finished = True
+        if meter.measuring:
+            sync_cuda()
         meter.finish(self.settle_timeout_s)
         if self.optimizer is not None:
             self.optimizer.restore()

@@ -79,6 +79,24 @@ def batch_counts(batch: Any, tokens: bool = True) -> "tuple[float, float]":
     return samples, count
 
 
+def loggers_take_this_step(trainer: Any) -> bool:
+    """Whether the values logged in this on_train_batch_end reach the
+    loggers: Lightning forwards a step's values every log_every_n_steps
+    (or when stopping) and drops the others, and every pl_module.log of a
+    number puts a tensor on the module's device (a copy the host waits
+    for), so logging only then costs nothing on the steps between. Its own
+    rule where the trainer has it (the logger connector), else the same
+    rule on the public counters."""
+    connector = getattr(trainer, "_logger_connector", None)
+    rule = getattr(connector, "should_update_logs", None)
+    if isinstance(rule, bool):
+        return rule
+    every = getattr(trainer, "log_every_n_steps", 1) or 0
+    if every <= 0:
+        return False
+    return int(getattr(trainer, "global_step", 0)) % every == 0 or bool(getattr(trainer, "should_stop", False))
+
+
 if _Base is None:
 
     class EnergyCallback:  # type: ignore[no-redef]
@@ -148,6 +166,8 @@ else:
             world = self.run.layout.world_size
             # The job's counts: every rank runs a batch of this size.
             self.run.step_end(samples * world, tokens * world)
+            if not loggers_take_this_step(trainer):
+                return
             metrics = self.run.step_metrics()
             for name, value in metrics.items():
                 pl_module.log(name, value, on_step=True, on_epoch=False, **self.log_options)

@@ -109,12 +109,15 @@ def make_monitor(
     backend: str = "auto",
     sim: str = "",
     interval_ms: float = 100.0,
-    synchronize: bool = True,
+    synchronize: bool = False,
     layout: Optional[ProcessLayout] = None,
 ):
     """A joule.Monitor over the GPUs this process measures (process_layout()),
-    or None where it measures none. synchronize: windows' edges wait for
-    queued CUDA work (so kernels count in the window that launched them)."""
+    or None where it measures none. synchronize: every window edge waits for
+    queued CUDA work (so kernels count in the window that launched them). Off
+    by default: the callbacks open a window a step, and a wait at each step
+    drains the queue the host keeps ahead of the GPU; joule.window and the
+    callbacks wait once at their run's own edges instead (sync_cuda)."""
     layout = process_layout() if layout is None else layout
     if not layout.measuring:
         return None
@@ -125,6 +128,15 @@ def make_monitor(
         return _joule.Monitor(backend, sim, [int(g) for g in layout.gpus], interval_ms, sync)
     # UUIDs (or MIG names) in CUDA_VISIBLE_DEVICES: as joule.distributed does.
     return _joule.cluster_monitor(backend, sim, list(layout.gpus), interval_ms)
+
+
+def sync_cuda() -> None:
+    """Waits for the GPU work queued so far (where torch and CUDA are present):
+    what a run's first and last edges do, so the run's energy holds its
+    kernels exactly while the edges between (a step's) stay free."""
+    sync = _synchronizer()
+    if sync is not None:
+        sync()
 
 
 def default_monitor():
@@ -184,6 +196,7 @@ class RunningWindow:
 
     def __enter__(self) -> "RunningWindow":
         if self.monitor is not None:
+            sync_cuda()
             self.monitor.begin_window(self._window_name)
             self._begin_s = self.monitor.clock_s()
         else:
@@ -194,6 +207,7 @@ class RunningWindow:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if self.monitor is not None:
+            sync_cuda()
             self._ended = self.monitor.end_window(self._window_name)
         else:
             import time
@@ -402,17 +416,18 @@ class PhaseMeter:
         self._pending.append(_Ended(key, self.monitor.end_window(name), samples, tokens, outer=True))
 
     def poll(self) -> None:
-        """Credits the pending windows whose data now covers their end."""
-        if not self._pending:
-            return
-        keep = []
+        """Credits the pending windows whose data now covers their end. They
+        wait in the order they ended and the data arrives in time order, so
+        the first one still unsettled ends the poll: one refresh per call
+        while the data lags, however many steps are waiting."""
+        settled = 0
         for e in self._pending:
             m = self.monitor.refresh(e.measurement)
-            if m.settled:
-                self._credit(e, m, True)
-            else:
-                keep.append(e)
-        self._pending = keep
+            if not m.settled:
+                break
+            self._credit(e, m, True)
+            settled += 1
+        del self._pending[:settled]
 
     def finish(self, timeout_s: float = 2.0) -> None:
         """Ends the open phase and outer windows and settles everything (waits)."""

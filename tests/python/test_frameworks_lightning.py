@@ -85,6 +85,26 @@ def test_standin_lightning_logs_through_module_log(sim, pl, tmp_path):
     assert final["joule/run/energy_j"] == pytest.approx(summary["energy_j"])
 
 
+def test_standin_lightning_logs_only_on_the_steps_its_loggers_take(sim, pl, tmp_path):
+    # Lightning forwards a step's logged values every log_every_n_steps and
+    # drops the rest, and each pl_module.log of a number costs a copy to the
+    # module's device: joule logs on the forwarded steps only.
+    steps_logged = []
+
+    class Module(LightningModule):
+        def log(self, name, value, **options):
+            if name.startswith("joule/"):
+                steps_logged.append(self.trainer.global_step)
+            super().log(name, value, **options)
+
+    trainer = LightningTrainer([pl.EnergyCallback(sim)], monitor=sim, default_root_dir=str(tmp_path / "logs"),
+                               log_every_n_steps=3)
+    trainer.fit(Module())
+    assert steps_logged and all(step % 3 == 0 for step in steps_logged), steps_logged
+    forwarded = {step for metrics, step in trainer.logger.calls if "joule/total_energy_j" in metrics}
+    assert forwarded == {step - 1 for step in steps_logged}  # the stand-in forwards at global_step - 1
+
+
 def test_standin_lightning_sanity_check_outside_the_run(sim, pl, tmp_path):
     trainer, cb, outer = fit(pl, sim, tmp_path)
     # The sanity check's validation ran before on_train_start: the train window and the phases begin after it.

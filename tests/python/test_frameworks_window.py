@@ -154,6 +154,60 @@ SUMMARY = {"energy_j": 10.0, "phases": {"train_step": {"energy_j": 8.0}}, "epoch
 METRICS = {"joule/energy_j": 1.5, "joule/power_w": 300, "note": "text", "bad": float("nan"), "flag": True}
 
 
+class LaggingMonitor:
+    """Ended windows settle once the data (data_s) passes their end, as a GPU's
+    counter readings lag the host; counts refresh calls."""
+
+    def __init__(self):
+        self.now_s = self.data_s = 0.0
+        self.refreshes = 0
+        self._open = {}
+
+    def begin_window(self, name):
+        self._open[name] = self.now_s
+
+    def end_window(self, name):
+        begin_s = self._open.pop(name)
+        return self._measurement(begin_s, self.now_s)
+
+    def refresh(self, m):
+        self.refreshes += 1
+        return self._measurement(m.begin_s, m.end_s)
+
+    def settle(self, m, timeout_s):
+        return self._measurement(m.begin_s, m.end_s, settled=True)
+
+    def _measurement(self, begin_s, end_s, settled=None):
+        from types import SimpleNamespace
+
+        energy_j = 100.0 * (end_s - begin_s)
+        return SimpleNamespace(begin_s=begin_s, end_s=end_s, elapsed_s=end_s - begin_s, gpu_total_energy_j=energy_j,
+                               gpu_energy_j=[energy_j], total_energy_j=energy_j,
+                               settled=end_s <= self.data_s if settled is None else settled)
+
+
+def test_a_poll_costs_one_refresh_while_the_data_lags():
+    # A step's window waits until the data covers its end (~0.1-1 s on a
+    # GPU: tens of steps); a hook's poll refreshes them in the order they
+    # ended and stops at the first still waiting, so its cost does not grow
+    # with the steps in flight.
+    mon = LaggingMonitor()
+    meter = joule.meter.PhaseMeter(mon)
+    for _ in range(50):
+        mon.now_s += 0.01
+        meter.switch("train_step")
+    meter.poll()
+    assert mon.refreshes == 1 and meter.energy_j == 0.0
+    mon.data_s = 0.2501
+    mon.refreshes = 0
+    meter.poll()
+    credited = meter.totals["train_step"].windows
+    assert credited == 24 and mon.refreshes == credited + 1  # the 24 ended by 0.25 s, then the first waiting
+    assert meter.energy_j == pytest.approx(100.0 * 0.24)
+    meter.finish()
+    assert meter.totals["train_step"].windows == 50
+
+
 def test_tensorboard_adapter():
     writer = RecordingWriter()
     t = joule.trackers.adapt(writer)
