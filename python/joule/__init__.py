@@ -26,7 +26,6 @@ for a client of the `joule serve` batch-size service.
 from ._joule import (  # noqa: F401
     Attribution,
     BatchSizeOptimizer,
-    Carbon,
     DeviceError,
     Error,
     GpuEnergySource,
@@ -40,10 +39,10 @@ from ._joule import (  # noqa: F401
     UsageError,
     Window,
     attribute,
-    carbon_regions,
     devices,
     fit_sample_response,
 )
+from ._carbon import Carbon, carbon_regions  # noqa: F401  (the packaged table first)
 
 __all__ = [
     "Attribution",

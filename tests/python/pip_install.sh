@@ -13,4 +13,8 @@ import joule, joule.torch, joule.service
 assert joule.__file__.startswith('$venv'), joule.__file__
 print('installed joule at', joule.__file__)
 print(joule.devices(backend='sim', sim='count=1')['gpus'][0]['name'])
+import joule._carbon
+table = joule._carbon.packaged_table()
+assert table and table.startswith('$venv'), table  # the carbon table installed inside the package
+print('carbon table', table, joule.Carbon(region='FR').footprint(3.6e6)['co2e_g'], 'g/kWh in France')
 "

@@ -127,3 +127,26 @@ def test_carbon_regions_lists_the_table():
     assert by_code["FRA"] == {"kind": "country", "code": "FRA", "alpha2": "FR", "name": "France", "country_iso3": "FRA",
                               "g_per_kwh": 56.0, "year": 2023, "source": by_code["FRA"]["source"]}
     assert all(r["source"] and r["year"] and 0 < r["g_per_kwh"] < 2000 for r in regions)
+
+
+def test_the_package_carries_its_table_and_reads_it_first(tmp_path, monkeypatch):
+    import joule
+    import joule._carbon
+
+    # The build puts the table inside the package (what pip installs), and
+    # joule.Carbon reads that copy unless told otherwise.
+    packaged = joule._carbon.packaged_table()
+    assert packaged is not None and pathlib.Path(packaged).read_bytes() == TABLE.read_bytes()
+    assert pathlib.Path(packaged).parent.parent.parent == pathlib.Path(joule.__file__).parent
+    monkeypatch.delenv("JOULE_CARBON_TABLE", raising=False)
+    monkeypatch.delenv("JOULE_DATA_DIR", raising=False)
+    assert joule._carbon._table(None) == packaged
+    assert joule.Carbon(region="FR").footprint(3.6e6)["region"] == "FRA"
+
+    # An explicit table, and $JOULE_CARBON_TABLE, still come first.
+    own = tmp_path / "own.csv"
+    own.write_text(",".join(COLUMNS) + "\ncountry,FRA,FR,France,FRA,100.0,2030,a test\n")
+    assert joule.Carbon(region="FRA", table=str(own)).footprint(3.6e6)["co2e_g"] == pytest.approx(100.0)
+    monkeypatch.setenv("JOULE_CARBON_TABLE", str(own))
+    assert joule.Carbon(region="FRA").footprint(3.6e6)["source"] == "a test"
+    assert [r["source"] for r in joule.carbon_regions()] == ["a test"]
