@@ -21,7 +21,6 @@ bench/gpu_frameworks.sh).
 """
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import statistics
@@ -29,6 +28,8 @@ import sys
 import time
 
 NAME = "examples/accelerate/train.py"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "common"))
+from example_support import add_joule_flags, joule_carbon, print_result, require  # noqa: E402  (the examples' shared plumbing)
 
 
 def parse_args(argv=None):
@@ -36,31 +37,19 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default 300 on a GPU, 4 on the CPU)")
     p.add_argument("--seconds", type=float, default=None, help="train for this long instead (stops after the step that passes it)")
     p.add_argument("--out-dir", default="accelerate-run", help="TensorBoard logs, joule's summary, example_result.json")
-    p.add_argument("--no-joule", action="store_true", help="the same loop without joule")
-    p.add_argument("--joule-sync", action="store_true",
-                   help="every joule window edge waits for queued CUDA work (a step's kernels count in its own "
-                        "window; costs per step: by default only the run's first and last edges wait)")
-    p.add_argument("--carbon-region", default=None, help="grid region for CO2e, e.g. DE, FR, US-CA (joule's bundled table)")
-    p.add_argument("--pue", type=float, default=None, help="data-centre PUE for CO2e (default: joule's)")
     p.add_argument("--batch-size", type=int, default=None, help="sequences per step (default 32; 4 on the CPU)")
     p.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default 256; 16 on the CPU)")
     p.add_argument("--size", choices=["auto", "tiny", "small"], default="auto",
                    help="model size: small (6 blocks, 1024 wide) on a GPU, tiny (2 blocks, 64 wide) on the CPU")
     p.add_argument("--log-every", type=int, default=10, help="steps between accelerator.log calls")
     p.add_argument("--no-tensorboard", action="store_true", help="log_with none")
+    add_joule_flags(p)
     return p.parse_args(argv)
-
-
-def require(modules):
-    """Exits with one line naming every missing package and how to get it."""
-    missing = [hint for module, hint in modules if importlib.util.find_spec(module) is None]
-    if missing:
-        sys.exit(f"{NAME}: missing {'; '.join(missing)}")
 
 
 def main():
     args = parse_args()
-    require([("torch", "torch (python3 -m pip install torch)"),
+    require(NAME, [("torch", "torch (python3 -m pip install torch)"),
              ("accelerate", "accelerate (python3 -m pip install 'accelerate>=1.0')")]
             + ([] if args.no_joule else [("joule", "joule's Python module (build joule, then PYTHONPATH=build/python; see README.md)")])
             + ([] if args.no_tensorboard else [("tensorboard", "tensorboard for log_with='tensorboard' (python3 -m pip install tensorboard, or pass --no-tensorboard)")]))
@@ -117,7 +106,7 @@ def main():
             import joule.meter
 
             monitor = joule.meter.make_monitor(synchronize=True)
-        window = joule.window("train", monitor, carbon=joule_carbon(joule, args))  # joule, line 2: `with window as w`
+        window = joule.window("train", monitor, carbon=joule_carbon(joule, args, NAME))  # joule, line 2: `with window as w`
 
     step, step_ends = 0, []
     sync()
@@ -183,18 +172,6 @@ def main():
     print_result(result)
 
 
-def joule_carbon(joule, args):
-    """joule.Carbon for --carbon-region (None without it)."""
-    if not args.carbon_region:
-        return None
-    if not hasattr(joule, "Carbon"):
-        sys.exit(f"{NAME}: --carbon-region needs joule.Carbon, which this joule module lacks (build a newer joule)")
-    kwargs = {"region": args.carbon_region}
-    if args.pue is not None:
-        kwargs["pue"] = args.pue
-    return joule.Carbon(**kwargs)
-
-
 def joule_summary(w, figures):
     """The window's settled figures under the names joule.hf's summary uses, and
     its span on time.monotonic()'s clock (for bench/gpu_frameworks.py, which
@@ -209,26 +186,6 @@ def joule_summary(w, figures):
     offset = time.monotonic() - w.monitor.clock_s()
     summary["window_monotonic_s"] = [m.begin_s + offset, m.begin_s + m.elapsed_s + offset]
     return summary
-
-
-def print_result(r):
-    print(f"\n{r['example']}: {r['steps']} steps ({r['samples']} samples"
-          + (f", {r['tokens']} tokens" if r.get("tokens") else "") + f") in {r['train_s']:.1f} s on {r['device']}"
-          + (f", median step {r['step_period_median_s'] * 1e3:.2f} ms" if r["step_period_median_s"] else ""))
-    s = r.get("joule_summary")
-    if not s:
-        print("joule: off (--no-joule)")
-        return
-    line = f"joule measured: {s['energy_j']:.1f} J, average {s['average_power_w']:.1f} W over {s['time_s']:.1f} s"
-    if s.get("energy_per_sample_j") is not None:
-        line += f", {s['energy_per_sample_j']:.4g} J/sample"
-    if s.get("energy_per_token_j") is not None:
-        line += f", {s['energy_per_token_j'] * 1e3:.4g} mJ/token"
-    print(line)
-    if s.get("co2e_g") is not None:
-        print(f"joule CO2e: {s['co2e_g']:.4g} g" + (f", cost {s['cost']:.4g} {s.get('currency') or ''}" if s.get("cost") is not None else ""))
-    if s.get("summary_path"):
-        print(f"joule summary: {s['summary_path']}")
 
 
 if __name__ == "__main__":

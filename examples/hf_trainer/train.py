@@ -20,7 +20,6 @@ At the end it prints what joule measured and writes OUT_DIR/example_result.json
 reads it).
 """
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -28,6 +27,8 @@ import sys
 import time
 
 NAME = "examples/hf_trainer/train.py"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "common"))
+from example_support import add_joule_flags, callback_summary, joule_carbon, joule_monitor, print_result, require  # noqa: E402  (the examples' shared plumbing)
 
 
 def parse_args(argv=None):
@@ -35,31 +36,19 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default 300 on a GPU, 4 on the CPU)")
     p.add_argument("--seconds", type=float, default=None, help="train for this long instead (stops after the step that passes it)")
     p.add_argument("--out-dir", default="hf-trainer-run", help="Trainer output_dir: joule's summary, TensorBoard logs, example_result.json")
-    p.add_argument("--no-joule", action="store_true", help="the same run without joule's callback")
-    p.add_argument("--joule-sync", action="store_true",
-                   help="every joule window edge waits for queued CUDA work (a step's kernels count in its own "
-                        "window; costs per step: by default only the run's first and last edges wait)")
-    p.add_argument("--carbon-region", default=None, help="grid region for CO2e, e.g. DE, FR, US-CA (joule's bundled table)")
-    p.add_argument("--pue", type=float, default=None, help="data-centre PUE for CO2e (default: joule's)")
     p.add_argument("--batch-size", type=int, default=None, help="sequences per step (default 16; 2 on the CPU)")
     p.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default 512; 32 on the CPU)")
     p.add_argument("--logging-steps", type=int, default=10, help="Trainer logging_steps (joule's figures ride on these logs)")
     p.add_argument("--size", choices=["auto", "tiny", "small"], default="auto",
                    help="model size: small (6 layers, 768 wide) on a GPU, tiny (2 layers, 64 wide) on the CPU")
     p.add_argument("--no-tensorboard", action="store_true", help="report_to none")
+    add_joule_flags(p)
     return p.parse_args(argv)
-
-
-def require(modules):
-    """Exits with one line naming every missing package and how to get it."""
-    missing = [hint for module, hint in modules if importlib.util.find_spec(module) is None]
-    if missing:
-        sys.exit(f"{NAME}: missing {'; '.join(missing)}")
 
 
 def main():
     args = parse_args()
-    require([("torch", "torch (python3 -m pip install torch)"),
+    require(NAME, [("torch", "torch (python3 -m pip install torch)"),
              ("transformers", "transformers (python3 -m pip install 'transformers>=5')")]
             + ([] if args.no_joule else [("joule", "joule's Python module (build joule, then PYTHONPATH=build/python; see README.md)")])
             + ([] if args.no_tensorboard else [("tensorboard", "tensorboard for report_to='tensorboard' (python3 -m pip install tensorboard, or pass --no-tensorboard)")]))
@@ -128,7 +117,7 @@ def main():
         import joule
         import joule.hf
 
-        carbon = joule_carbon(joule, args)
+        carbon = joule_carbon(joule, args, NAME)
         # The integration: one callback. Observer only (no jouled, no limits changed).
         energy_callback = joule.hf.EnergyCallback(monitor=joule_monitor(joule, args), carbon=carbon,
                                                   tokens_per_step=batch * seq)
@@ -177,7 +166,7 @@ def main():
         "tensorboard_dir": clock.tensorboard_dir,
     }
     if energy_callback is not None:
-        result["joule_summary"] = joule_summary(energy_callback, out_dir)
+        result["joule_summary"] = callback_summary(energy_callback)
     with open(os.path.join(out_dir, "example_result.json"), "w") as f:
         json.dump(result, f, indent=2)
     print_result(result)
@@ -190,62 +179,6 @@ def tensorboard_dir(trainer):
             writer = getattr(c, "tb_writer", None)
             return getattr(writer, "log_dir", None) or getattr(writer, "logdir", None) or os.environ.get("TENSORBOARD_LOGGING_DIR")
     return None
-
-
-def joule_monitor(joule, args):
-    """None (joule's default monitor: only the run's first and last edges wait for CUDA), or with --joule-sync one
-    whose every window edge waits."""
-    if not args.joule_sync:
-        return None
-    import joule.meter
-
-    return joule.meter.make_monitor(synchronize=True)
-
-
-def joule_carbon(joule, args):
-    """joule.Carbon for --carbon-region (None without it)."""
-    if not args.carbon_region:
-        return None
-    if not hasattr(joule, "Carbon"):
-        sys.exit(f"{NAME}: --carbon-region needs joule.Carbon, which this joule module lacks (build a newer joule)")
-    kwargs = {"region": args.carbon_region}
-    if args.pue is not None:
-        kwargs["pue"] = args.pue
-    return joule.Carbon(**kwargs)
-
-
-def joule_summary(callback, out_dir):
-    """The callback's run summary (what it wrote to joule_energy.json), and
-    its training window's span on time.monotonic()'s clock (for
-    bench/gpu_frameworks.py, which lines it up with `joule measure`)."""
-    summary = dict(callback.summary)
-    summary["summary_path"] = callback.summary_path
-    meter = callback.meter
-    train = next((o for o in meter.outer_done if o["name"] == "train"), None)
-    if train is not None and meter.monitor is not None:
-        offset = time.monotonic() - meter.monitor.clock_s()
-        summary["window_monotonic_s"] = [train["begin_s"] + offset, train["begin_s"] + train["time_s"] + offset]
-    return summary
-
-
-def print_result(r):
-    print(f"\n{r['example']}: {r['steps']} steps ({r['samples']} samples"
-          + (f", {r['tokens']} tokens" if r.get("tokens") else "") + f") in {r['train_s']:.1f} s on {r['device']}"
-          + (f", median step {r['step_period_median_s'] * 1e3:.2f} ms" if r["step_period_median_s"] else ""))
-    s = r.get("joule_summary")
-    if not s:
-        print("joule: off (--no-joule)")
-        return
-    line = f"joule measured: {s['energy_j']:.1f} J, average {s['average_power_w']:.1f} W over {s['time_s']:.1f} s"
-    if s.get("energy_per_sample_j") is not None:
-        line += f", {s['energy_per_sample_j']:.4g} J/sample"
-    if s.get("energy_per_token_j") is not None:
-        line += f", {s['energy_per_token_j'] * 1e3:.4g} mJ/token"
-    print(line)
-    if s.get("co2e_g") is not None:
-        print(f"joule CO2e: {s['co2e_g']:.4g} g" + (f", cost {s['cost']:.4g} {s.get('currency') or ''}" if s.get("cost") is not None else ""))
-    if s.get("summary_path"):
-        print(f"joule summary: {s['summary_path']}")
 
 
 if __name__ == "__main__":
