@@ -44,6 +44,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -427,9 +428,38 @@ void raise_open_file_limit() {
   }
 }
 
+void print_usage(std::FILE* to) {
+  fmt::print(to,
+             "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client]\n"
+             "                           [--prior N] [--rate R] [--require-token] [--slow-clients N]\n"
+             "                           [--idle-clients M] [--health-rate R]\n"
+             "Throughput and latency of the batch-size service (an in-process `joule serve`) over HTTP:\n"
+             "N connections do ask + report round trips on one job; prints round trips per second and\n"
+             "latency percentiles.\n"
+             "  --clients N        connections doing round trips (default 32)\n"
+             "  --seconds S        how long to run (default 10)\n"
+             "  --store URL        the service's store (default: in memory)\n"
+             "  --driver D         raw (default: poll(2) over prebuilt requests) or client (a thread per\n"
+             "                     connection through joule::service::BatchSizeClient)\n"
+             "  --prior N          give the job N recurrences before timing\n"
+             "  --rate R           open loop at R round trips per second in all (raw driver only)\n"
+             "  --require-token    the service takes a token from every client\n"
+             "  --slow-clients N   N connections sending headers one byte a second\n"
+             "  --idle-clients M   M idle keep-alive connections\n"
+             "  --health-rate R    /healthz probes per second (default 10)\n"
+             "  -h, --help         print this and exit\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      print_usage(stdout);
+      return 0;
+    }
+  }
   int clients = 32, slow_clients = 0, idle_clients = 0;
   double seconds = 10, health_rate = 10;
   std::string store_url, driver = "raw";
@@ -454,9 +484,7 @@ int main(int argc, char** argv) {
     else if (arg == "--idle-clients") idle_clients = std::stoi(argv[i + 1]);
     else if (arg == "--health-rate") health_rate = std::stod(argv[i + 1]);
     else {
-      fmt::print(stderr, "usage: joule_bench_service [--clients N] [--seconds S] [--store URL] [--driver raw|client] "
-                         "[--prior N] [--rate R] [--require-token] [--slow-clients N] [--idle-clients M] "
-                         "[--health-rate R]\n");
+      print_usage(stderr);
       return 2;
     }
   }

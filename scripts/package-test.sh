@@ -5,6 +5,7 @@
 # Usage: scripts/package-test.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source_dir=$(pwd)
 build_dir=$(cd "${1:-build}" && pwd)
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -47,6 +48,11 @@ lintian --fail-on error,warning --tag-display-limit 0 "$deb" 2>&1 | grep -v "run
 lintian --fail-on error,warning "$deb" >/dev/null 2>&1 || { echo "package-test.sh: lintian found problems (above)" >&2; exit 1; }
 step "lintian: clean"
 
+version=$(dpkg-deb -f "$deb" Version)
+# A joule group made before the package (by hand, as docs/daemon-protocol.md
+# shows for a build tree) is the administrator's: purge keeps it.
+group_before=0
+getent group joule >/dev/null && group_before=1
 dpkg -i "$deb" >/dev/null
 trap 'dpkg --purge joule >/dev/null 2>&1 || true' EXIT
 getent group joule >/dev/null || { echo "package-test.sh: postinst made no joule group" >&2; exit 1; }
@@ -61,9 +67,33 @@ env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "import joule, sys; sys.exit(0 if 
 env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "import joule.service; joule.BatchSizeClient('http://127.0.0.1:8321')"
 [[ -f /usr/share/man/man1/joule.1.gz && -f /usr/share/man/man8/jouled.8.gz && -f /usr/share/bash-completion/completions/joule ]]
 grep -q "^ExecStart=/usr/sbin/jouled " /lib/systemd/system/jouled.service
+[[ $(/usr/bin/joule --version) == "joule $version" ]] || fail "joule --version does not print 'joule $version'"
+[[ $(/usr/sbin/jouled --version) == "jouled $version" ]] || fail "jouled --version does not print 'jouled $version'"
+# Man pages: compressed, rendered by man and groff without a warning, each
+# section there, joule(1) with a subsection per subcommand.
+"$source_dir/scripts/check-man-page.sh" --commands-of /usr/bin/joule /usr/share/man/man1/joule.1.gz ||
+  fail "joule(1) fails its checks (above)"
+"$source_dir/scripts/check-man-page.sh" /usr/share/man/man8/jouled.8.gz || fail "jouled(8) fails its checks (above)"
+step "installed: joule --version, jouled --version, joule(1) and jouled(8) render cleanly with every section"
 step "installed: joule info, jouled --check-config, joule simulate (bundled traces), import joule (and joule.service), man pages, bash completion, unit"
 check_joule_unit serve
 check_joule_unit exporter
+# The guides and the examples they link to, the example cluster trace, the
+# licences.
+doc=/usr/share/doc/joule
+for guide in README architecture attribution characterisation cluster daemon-protocol integrations measurement \
+             optimizer reliability service simulation telemetry; do
+  [[ -f $doc/$guide.md ]] || fail "$doc/$guide.md is not in the package"
+done
+for example in ddp_sweep.toml ddp_sweep_h200.sqlite ddp_sweep_h200_report.html simulate_drift_v100.html jouled.conf.example; do
+  [[ -f $doc/examples/$example ]] || fail "$doc/examples/$example is not in the package"
+done
+[[ $(head -1 /usr/share/joule/cluster/example_groups.csv 2>/dev/null) == job_id,group,submit_s,duration_s ]] ||
+  fail "the example cluster trace is not in the package"
+grep -q "^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" $doc/copyright &&
+  grep -q "^License: Apache-2.0$" $doc/copyright && grep -q "^License: CC-BY-4.0 and public-domain$" $doc/copyright &&
+  [[ -f $doc/NOTICE ]] || fail "$doc/copyright does not state Apache-2.0 and the bundled data's licences, or NOTICE is missing"
+step "installed: the guides and their examples, the example cluster trace, copyright (Apache-2.0, CC-BY-4.0, public domain) and NOTICE"
 [[ -f /usr/share/joule/grafana/joule-dashboard.json ]] || fail "the Grafana dashboard is not in the package"
 [[ -f /usr/share/joule/carbon/grid-intensity.csv && -f /usr/share/joule/carbon/README.md ]] ||
   fail "the carbon-intensity table or its README is not in the package"
@@ -81,7 +111,13 @@ for path in /usr/bin/joule /usr/sbin/jouled /etc/joule /var/lib/joule /usr/share
     exit 1
   fi
 done
-step "purged: nothing left"
+if [[ $group_before == 0 ]]; then
+  ! getent group joule >/dev/null || fail "the joule group that installing made is left after purge"
+  step "purged: nothing left, the joule group included"
+else
+  getent group joule >/dev/null || fail "purge removed a joule group that was there before the package"
+  step "purged: nothing left (the joule group made before the package is kept)"
+fi
 
 # The same on a fresh Debian bookworm (debootstrap, minimal): apt resolves the
 # package's dependencies from Debian's repository. JOULE_PACKAGE_FRESH=0 skips
@@ -111,6 +147,7 @@ if [[ ${JOULE_PACKAGE_FRESH:-1} == 1 ]]; then
   for path in /usr/bin/joule /etc/joule /var/lib/joule /usr/share/joule; do
     [[ -e $fresh$path ]] && { echo "package-test.sh: $path is left after purge on the fresh system" >&2; exit 1; }
   done
+  ! in_fresh getent group joule >/dev/null || fail "the joule group is left after purge on the fresh system"
   cleanup_fresh
   trap - EXIT
   step "fresh bookworm: installed with its dependencies by apt, used, purged"

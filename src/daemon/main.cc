@@ -12,6 +12,7 @@
 #include "joule/device/nvml.h"
 #include "joule/device/discovery.h"
 #include "joule/error.h"
+#include "joule/version.h"
 
 namespace {
 
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
                  "daemon without GPUs)")
       ->check(CLI::IsMember({"auto", "nvml", "sim"}));
   app.add_flag("--check-config", check_config, "validate the configuration, print it and exit");
+  app.set_version_flag("--version", std::string("jouled ") + joule::version());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
