@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
 #include "joule/analyze/svg_chart.h"
+#include "joule/analyze/units_format.h"
 #include "joule/version.h"
 
 namespace joule {
@@ -29,76 +35,349 @@ std::string ratio_bars(const std::vector<SimulationSet>& sets, bool energy) {
     values.push_back(all);
   }
   const char* what = energy ? "Energy to accuracy" : "Time to accuracy";
-  return svg_bar_chart(fmt::format("{} relative to Default (dashed: Default)", what), workloads, names, values,
-                       energy ? "ETA / Default" : "TTA / Default", 1.0);
+  return "<figure class=\"chart\">" +
+         svg_bar_chart(fmt::format("{} relative to Default (dashed: Default)", what), workloads, names, values,
+                       energy ? "ETA / Default" : "TTA / Default", 1.0) +
+         "</figure>\n";
 }
 
-// A vertical dashed line where the data drifts.
-ChartNotes drift_notes(const SimulationSet& set) {
-  if (!set.drift_after) return {};
-  return {.rules = {{.vertical = true, .at = static_cast<double>(*set.drift_after), .label = "drift"}}};
+// The per-workload charts are drawn here rather than by svg_line_chart: they
+// need step lines, dash patterns, a drawing order apart from the legend's,
+// small offsets between coinciding paths, axes that end at the data and
+// small multiples with a shared range. Same classes and page style as the
+// shared charts (svg_chart.h), so light/dark and the page's self-check apply.
+
+constexpr double kWidth = 600, kRight = 580, kTop = 42, kPlotHeight = 230;
+constexpr double kTickChar = 7.0, kLegendChar = 6.6, kLegendRow = 18;
+
+// Series styles: the first variant (zeus) is the key series, solid and drawn
+// last; the others dashed or dotted, each its own pattern.
+const char* dash_of(std::size_t variant) {
+  static const char* const patterns[] = {"", "7 3", "3 2", "1.2 2.6", "9 3 2 3"};
+  return patterns[std::min<std::size_t>(variant, 4)];
+}
+constexpr double kKeyWidth = 1.9, kOtherWidth = 1.5;
+
+struct Axis {
+  std::string label;
+  bool log2 = false;  // powers of two (batch sizes)
+  std::string unit;   // appended to ticks ("150 W")
+  double low = 0, high = 1;
+  std::vector<double> ticks;
+  double p0 = 0, p1 = 1;  // pixels of low and high
+
+  double t(double v) const { return log2 ? std::log2(v) : v; }
+  double pixel(double v) const { return p0 + (t(v) - t(low)) / (t(high) - t(low)) * (p1 - p0); }
+  std::string tick_text(double v) const {
+    if (log2 || std::fabs(v - std::round(v)) < 1e-9) {
+      return fmt::format("{:.0f}{}", v, unit.empty() ? "" : " " + unit);
+    }
+    return format_tick(v, unit);
+  }
+};
+
+// Powers of two from the one at or below `low` to the one at or above `high`:
+// the largest value has a tick at or above it. At most 8 ticks, thinned from
+// the top down so the top one stays.
+Axis log2_axis(std::string label, double low, double high) {
+  Axis a{std::move(label), true};
+  a.low = std::exp2(std::floor(std::log2(low) + 1e-9));
+  a.high = std::exp2(std::ceil(std::log2(high) - 1e-9));
+  if (a.high <= a.low) a.high = a.low * 2;
+  std::vector<double> all;
+  for (double p = a.high; p >= a.low * (1 - 1e-9); p /= 2) all.push_back(p);
+  const std::size_t every = (all.size() + 7) / 8;
+  for (std::size_t i = 0; i < all.size(); i += every) a.ticks.insert(a.ticks.begin(), all[i]);
+  return a;
+}
+
+// A linear axis from the 1-2-5 step at or below `low` to the one at or above
+// `high` (a tick above the largest value), unless `exact_high`: then it ends
+// at `high`, the ticks at those inside.
+Axis linear_axis(std::string label, double low, double high, bool integer, bool exact_high = false,
+                 std::string unit = "") {
+  Axis a{std::move(label), false, std::move(unit)};
+  if (!(high > low)) high = low + 1;
+  a.ticks = linear_ticks(low, high, 5, integer);
+  const double step = a.ticks.size() >= 2 ? a.ticks[1] - a.ticks[0] : 1.0;
+  a.low = std::floor(low / step + 1e-9) * step;
+  a.high = exact_high ? high : std::ceil(high / step - 1e-9) * step;
+  if (a.ticks.front() > a.low + step * 1e-6) a.ticks.insert(a.ticks.begin(), a.low);
+  if (!exact_high && a.ticks.back() < a.high - step * 1e-6) a.ticks.push_back(a.high);
+  return a;
+}
+
+struct Line {
+  std::string name;
+  std::size_t colour = 0;  // palette class cK
+  std::string dash;        // stroke-dasharray; empty: solid
+  double width = kOtherWidth;
+  std::string points;  // a polyline's points, in pixels
+};
+
+struct LegendEntry {
+  std::string name;
+  std::size_t colour = 0;
+  std::string dash;
+  double width = 2;
+  bool dot = false;  // a marker, not a line
+  bool ring = false; // the optimum's ring
+};
+
+// Chart frame: title (one line), plot, axis labels, legend rows below.
+class Plot {
+ public:
+  Plot(std::string title, Axis x, Axis y, std::vector<LegendEntry> legend, std::string kind)
+      : title_(std::move(title)), x_(std::move(x)), y_(std::move(y)), legend_(std::move(legend)), kind_(std::move(kind)) {
+    std::size_t widest = 0;
+    for (double t : y_.ticks) widest = std::max(widest, y_.tick_text(t).size());
+    left_ = 30 + static_cast<double>(widest) * kTickChar + 8;
+    bottom_ = kTop + kPlotHeight;
+    x_.p0 = left_ + (x_.log2 || kind_ == "search-path" ? 12 : 0);
+    x_.p1 = kRight - (x_.log2 || kind_ == "search-path" ? 12 : 0);
+    y_.p0 = bottom_ - 10;
+    y_.p1 = kTop + 10;
+    std::size_t longest = 0;
+    for (const auto& e : legend_) longest = std::max(longest, e.name.size());
+    column_width_ = std::min(kWidth - 20, static_cast<double>(longest) * kLegendChar + 44);
+    columns_ = std::max<std::size_t>(1, static_cast<std::size_t>((kWidth - 20) / column_width_));
+    rows_ = (legend_.size() + columns_ - 1) / columns_;
+  }
+
+  const Axis& x() const { return x_; }
+  const Axis& y() const { return y_; }
+  double left() const { return left_; }
+
+  void add(std::string svg) { body_ += svg; }
+
+  // A dashed vertical rule, labelled at its top.
+  void vertical_rule(double at, const std::string& label) {
+    const double p = x_.pixel(at);
+    body_ += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" class=\"rule\"/>"
+                         "<text x=\"{3:.1f}\" y=\"{4:.1f}\" class=\"rule-label\" text-anchor=\"end\">{5}</text>\n",
+                         p, kTop, bottom_, p - 4, kTop - 4, html_escape(label));
+  }
+
+  void line(const Line& l) {
+    body_ += fmt::format("<g class=\"c{}\" data-series=\"{}\"><polyline points=\"{}\" fill=\"none\" stroke=\"currentColor\" "
+                         "stroke-width=\"{:g}\" stroke-linejoin=\"round\"{}/></g>\n",
+                         l.colour % 8, html_escape(l.name), l.points, l.width,
+                         l.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", l.dash));
+  }
+
+  std::string svg() const {
+    const double legend_top = bottom_ + 56;
+    const double height = legend_top + kLegendRow * static_cast<double>(rows_) + 4;
+    std::string s = fmt::format(
+        "<svg class=\"plot\" data-chart=\"{}\" data-points=\"{}\" data-x-high=\"{:g}\" data-y-high=\"{:g}\" "
+        "xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"{}\">\n",
+        kind_, points, x_.high, y_.high, kWidth, height, html_escape(title_));
+    s += fmt::format("<text x=\"10\" y=\"22\" class=\"title\">{}</text>\n", html_escape(title_));
+    for (double t : y_.ticks) {
+      const double py = y_.pixel(t);
+      s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/>", left_, py, kRight,
+                       py);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" data-axis=\"y\" text-anchor=\"end\">{}</text>\n",
+                       left_ - 6, py + 4, html_escape(y_.tick_text(t)));
+    }
+    for (double t : x_.ticks) {
+      const double px = x_.pixel(t);
+      s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" class=\"axis\"/>", px, bottom_,
+                       bottom_ + 5);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" data-axis=\"x\" text-anchor=\"middle\">{}</text>\n",
+                       px, bottom_ + 19, html_escape(x_.tick_text(t)));
+    }
+    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" class=\"axis\"/>"
+                     "<line x1=\"{0:.1f}\" y1=\"{3:.1f}\" x2=\"{0:.1f}\" y2=\"{1:.1f}\" class=\"axis\"/>\n",
+                     left_, bottom_, kRight, kTop);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"label\" text-anchor=\"middle\">{}</text>\n",
+                     (left_ + kRight) / 2, bottom_ + 38, html_escape(x_.label));
+    const double middle = (kTop + bottom_) / 2;
+    s += fmt::format("<text x=\"15\" y=\"{0:.1f}\" class=\"label\" transform=\"rotate(-90 15 {0:.1f})\" "
+                     "text-anchor=\"middle\">{1}</text>\n",
+                     middle, html_escape(y_.label));
+    s += body_;
+    for (std::size_t k = 0; k < legend_.size(); ++k) {
+      const LegendEntry& e = legend_[k];
+      const double x = 10 + column_width_ * static_cast<double>(k % columns_);
+      const double y = legend_top + kLegendRow * static_cast<double>(k / columns_);
+      std::string mark;
+      if (e.ring) {
+        mark = fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"6\" class=\"mark\" style=\"stroke-width:2.2\"{}/>",
+                           x + 12, y - 4, e.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", e.dash));
+      } else if (e.dot) {
+        mark = fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"currentColor\"/>", x + 12, y - 4);
+      } else {
+        mark = fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"currentColor\" "
+                           "stroke-width=\"{:g}\"{}/>",
+                           x, y - 4, x + 26, y - 4, e.width,
+                           e.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", e.dash));
+      }
+      s += fmt::format("<g class=\"c{}\">{}<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"legend\">{}</text></g>\n",
+                       e.colour % 8, mark, x + 32, y, html_escape(e.name));
+    }
+    return "<figure class=\"chart\">" + s + "</svg></figure>\n";
+  }
+
+  std::size_t points = 0;
+
+ private:
+  std::string title_;
+  Axis x_, y_;
+  std::vector<LegendEntry> legend_;
+  std::string kind_;
+  std::string body_;
+  double left_ = 70, bottom_ = 0, column_width_ = 100;
+  std::size_t columns_ = 1, rows_ = 1;
+};
+
+// Variants in drawing order: Default first, the key series (the first
+// variant, zeus) last, on top.
+std::vector<std::size_t> drawing_order(const SimulationSet& set) {
+  std::vector<std::size_t> order;
+  for (std::size_t v = set.variants.size(); v-- > 0;) order.push_back(v);
+  return order;
+}
+
+std::vector<LegendEntry> variant_legend(const SimulationSet& set) {
+  std::vector<LegendEntry> legend;
+  for (std::size_t v = 0; v < set.variants.size(); ++v) {
+    legend.push_back({set.variants[v].label(), v, dash_of(v), 2.5});
+  }
+  return legend;
 }
 
 std::string regret_chart(const SimulationSet& set) {
-  std::vector<ChartSeries> series;
+  const std::size_t n = set.results.front().front().recurrences.size();
+  std::vector<std::vector<double>> curves;
+  double high = 0;
   for (std::size_t v = 0; v < set.variants.size(); ++v) {
     const auto& runs = set.results[v];
-    ChartSeries s{set.variants[v].label(), {}, true, false, false};
-    const std::size_t n = runs.front().recurrences.size();
-    double cumulative = 0.0;
+    std::vector<double> curve{0.0};
     for (std::size_t i = 0; i < n; ++i) {
       double mean = 0.0;
       for (const SimulationResult& r : runs) mean += r.recurrences[i].regret / r.optimal.expected_cost;
-      cumulative += mean / static_cast<double>(runs.size());
-      s.points.emplace_back(static_cast<double>(i + 1), cumulative);
+      curve.push_back(curve.back() + mean / static_cast<double>(runs.size()));
     }
-    series.push_back(std::move(s));
+    for (double c : curve) high = std::max(high, c);
+    curves.push_back(std::move(curve));
   }
-  return svg_line_chart(fmt::format("{}: cumulative regret (mean of {} seeds)", set.workload,
-                                    set.results.front().size()),
-                        series,
-                        {.x = {.label = "recurrence", .integer = true},
-                         .y = {.label = "regret / optimal recurrence cost", .from_zero = true}},
-                        drift_notes(set));
+  const std::size_t seeds = set.results.front().size();
+  Plot plot(seeds == 1 ? fmt::format("{}: cumulative regret (seed {})", set.workload, set.results.front().front().seed)
+                       : fmt::format("{}: cumulative regret (mean of {} seeds)", set.workload, seeds),
+            linear_axis("recurrence", 0, static_cast<double>(n), true, true),
+            linear_axis("regret / optimal recurrence cost", 0, std::max(high, 1e-9), false), variant_legend(set),
+            "regret");
+  if (set.drift_after) plot.vertical_rule(*set.drift_after, "drift");
+  for (std::size_t v : drawing_order(set)) {
+    std::string path;
+    for (std::size_t i = 0; i < curves[v].size(); ++i) {
+      path += fmt::format("{:.1f},{:.1f} ", plot.x().pixel(static_cast<double>(i)), plot.y().pixel(curves[v][i]));
+    }
+    plot.points += curves[v].size();
+    plot.line({set.variants[v].label(), v, dash_of(v), v == 0 ? kKeyWidth : kOtherWidth, path});
+  }
+  return plot.svg();
 }
 
-// The batch size each policy chose, recurrence by recurrence (first seed).
+// The batch size each policy chose, recurrence by recurrence (first seed), as
+// steps: recurrence i holds from i-1 to i. Paths that coincide are drawn a
+// little apart (2 px) so each stays visible.
 std::string batch_size_chart(const SimulationSet& set) {
-  std::vector<ChartSeries> series;
-  for (std::size_t v = 0; v < set.variants.size(); ++v) {
-    // Paths often coincide: each drawn narrower than the one before.
-    const double width = 1.5 * static_cast<double>(set.variants.size() - v) + 0.5;
-    ChartSeries s{set.variants[v].label(), {}, true, false, false, width};
-    for (const Recurrence& r : set.results[v].front().recurrences) {
-      s.points.emplace_back(static_cast<double>(r.index + 1), r.batch_size);
+  const std::size_t n = set.results.front().front().recurrences.size();
+  double low = std::numeric_limits<double>::infinity(), high = 0;
+  for (const auto& runs : set.results) {
+    for (const Recurrence& r : runs.front().recurrences) {
+      low = std::min(low, static_cast<double>(r.batch_size));
+      high = std::max(high, static_cast<double>(r.batch_size));
     }
-    series.push_back(std::move(s));
   }
-  return svg_line_chart(fmt::format("{}: batch size per recurrence (seed {})", set.workload,
-                                    set.results.front().front().seed),
-                        series,
-                        {.x = {.label = "recurrence", .integer = true},
-                         .y = {.label = "batch size", .log = true, .integer = true}},
-                        drift_notes(set));
+  Plot plot(fmt::format("{}: batch size per recurrence (seed {})", set.workload, set.results.front().front().seed),
+            linear_axis("recurrence", 0, static_cast<double>(n), true, true), log2_axis("batch size", low, high),
+            variant_legend(set), "batch-size");
+  if (set.drift_after) plot.vertical_rule(*set.drift_after, "drift");
+  const double spread = 2.0, middle = (static_cast<double>(set.variants.size()) - 1) / 2;
+  for (std::size_t v : drawing_order(set)) {
+    const double offset = (static_cast<double>(v) - middle) * spread;
+    std::string path;
+    const auto& recurrences = set.results[v].front().recurrences;
+    for (std::size_t i = 0; i < recurrences.size(); ++i) {
+      const Recurrence& r = recurrences[i];
+      const double y = plot.y().pixel(r.batch_size) + offset;
+      // A corner where the batch size changes, and the end.
+      if (i == 0 || r.batch_size != recurrences[i - 1].batch_size) {
+        path += fmt::format("{:.1f},{:.1f} ", plot.x().pixel(r.index), y);
+      }
+      if (i + 1 == recurrences.size() || recurrences[i + 1].batch_size != r.batch_size) {
+        path += fmt::format("{:.1f},{:.1f} ", plot.x().pixel(r.index + 1), y);
+      }
+      ++plot.points;
+    }
+    plot.line({set.variants[v].label(), v, dash_of(v), v == 0 ? kKeyWidth : kOtherWidth, path});
+  }
+  return plot.svg();
 }
 
-// The path each policy walked over (batch size, power limit), first seed,
-// with the optimum marked.
-std::string search_path_chart(const SimulationSet& set) {
-  std::vector<ChartSeries> series;
+// One small multiple per policy (Default left out) over a shared range: the
+// path over (batch size, power limit) of the first seed, each configuration's
+// dot sized by how often it was chosen, and the optimum ringed on top.
+std::string search_path_charts(const SimulationSet& set) {
+  const SimulationResult& first = set.results.front().front();
+  double b_low = first.optimal.batch_size, b_high = b_low;
+  double p_low = first.optimal.power_limit_w, p_high = p_low;
+  for (std::size_t v = 0; v < set.variants.size(); ++v) {
+    for (const Recurrence& r : set.results[v].front().recurrences) {
+      b_low = std::min(b_low, static_cast<double>(r.batch_size)), b_high = std::max(b_high, static_cast<double>(r.batch_size));
+      p_low = std::min(p_low, r.power_limit_w), p_high = std::max(p_high, r.power_limit_w);
+    }
+  }
+  if (first.optimal_after) {
+    b_low = std::min(b_low, static_cast<double>(first.optimal_after->batch_size));
+    b_high = std::max(b_high, static_cast<double>(first.optimal_after->batch_size));
+    p_low = std::min(p_low, first.optimal_after->power_limit_w);
+    p_high = std::max(p_high, first.optimal_after->power_limit_w);
+  }
+  std::string html;
   for (std::size_t v = 0; v < set.variants.size(); ++v) {
     if (v == set.reference) continue;
-    ChartSeries s{set.variants[v].label(), {}, true, false};
-    for (const Recurrence& r : set.results[v].front().recurrences) s.points.emplace_back(r.batch_size, r.power_limit_w);
-    series.push_back(std::move(s));
+    const SimulationResult& run = set.results[v].front();
+    std::vector<LegendEntry> legend = {{set.variants[v].label(), v, "", 1.5, true},
+                                       {"optimum", 0, "", 2, false, true}};
+    if (first.optimal_after) legend.push_back({"optimum after drift", 0, "3 2", 2, false, true});
+    Plot plot(fmt::format("{}: search path of {} (seed {})", set.workload, set.variants[v].label(), run.seed),
+              log2_axis("batch size", b_low, b_high),
+              linear_axis("power limit", p_low, p_high, false, false, "W"), legend, "search-path");
+    std::string path;
+    std::map<std::pair<int, double>, int> visits;
+    for (const Recurrence& r : run.recurrences) {
+      path += fmt::format("{:.1f},{:.1f} ", plot.x().pixel(r.batch_size), plot.y().pixel(r.power_limit_w));
+      ++visits[{r.batch_size, r.power_limit_w}];
+    }
+    plot.points = run.recurrences.size();
+    plot.add(fmt::format("<g class=\"c{}\" data-series=\"{}\"><polyline points=\"{}\" fill=\"none\" stroke=\"currentColor\" "
+                         "stroke-width=\"1.2\" stroke-opacity=\"0.55\" stroke-linejoin=\"round\"/>",
+                         v % 8, html_escape(set.variants[v].label()), path));
+    for (const auto& [config, count] : visits) {
+      plot.add(fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"currentColor\" fill-opacity=\"0.8\">"
+                           "<title>b={} {:g} W: {} recurrence{}</title></circle>",
+                           plot.x().pixel(config.first), plot.y().pixel(config.second),
+                           std::min(9.0, 2.5 + 1.2 * std::sqrt(static_cast<double>(count))), config.first,
+                           config.second, count, count == 1 ? "" : "s"));
+    }
+    plot.add("</g>\n");
+    // The optimum last, on top of everything.
+    auto ring = [&](const OptimalConfig& opt, const std::string& label, bool dashed) {
+      const double px = plot.x().pixel(opt.batch_size), py = plot.y().pixel(opt.power_limit_w);
+      plot.add(fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"10\" class=\"mark optimum\" style=\"stroke-width:2.6\"{}>"
+                           "<title>{}: b={} {:g} W</title></circle>\n",
+                           px, py, dashed ? " stroke-dasharray=\"3 2\"" : "", html_escape(label), opt.batch_size,
+                           opt.power_limit_w));
+    };
+    ring(first.optimal, "optimum", false);
+    if (first.optimal_after) ring(*first.optimal_after, "optimum after drift", true);
+    html += plot.svg();
   }
-  const OptimalConfig& opt = set.results.front().front().optimal;
-  series.push_back({"optimum", {{static_cast<double>(opt.batch_size), opt.power_limit_w}}, false, false});
-  return svg_line_chart(fmt::format("{}: search path over (batch size, power limit), seed {}", set.workload,
-                                    set.results.front().front().seed),
-                        series,
-                        {.x = {.label = "batch size", .log = true, .integer = true},
-                         .y = {.label = "power limit", .unit = "W"}});
+  return html;
 }
 
 std::string summary_table(const std::vector<SimulationSet>& sets) {
@@ -132,10 +411,12 @@ std::string render_simulation_report(const std::string& title, const std::string
   body +=
       "<p>last 5: the mean of the last five recurrences (the steady state); all: every recurrence, exploration "
       "included (what the user paid). Regret: cost above the optimal configuration's expected cost, in units of "
-      "that cost.</p>\n";
+      "that cost. In the batch-size charts each recurrence is a step, and paths that coincide are drawn 2 px apart; "
+      "the search paths show one policy each over the same axes: a dot's area grows with the recurrences that chose "
+      "it, the optimum is ringed.</p>\n";
   for (const SimulationSet& set : sets) {
     body += "<h2>" + html_escape(set.workload) + " (" + html_escape(set.target_text) + ")</h2>\n<div class=\"charts\">";
-    body += regret_chart(set) + batch_size_chart(set) + search_path_chart(set);
+    body += regret_chart(set) + batch_size_chart(set) + search_path_charts(set);
     body += "</div>\n";
   }
   body += fmt::format("<p class=\"muted\">Generated by joule {} (joule simulate).</p>\n", version());

@@ -50,7 +50,6 @@ std::vector<WorkloadTrace> load_six(const SimulateOptions& o) {
       throw Error(fmt::format("workload '{}' cannot be simulated, and cluster replay needs all six: {}", spec.name,
                               e.what()));
     }
-    for (const auto& note : traces.back().notes) std::cerr << "joule: note: " << note << '\n';
   }
   return traces;
 }
@@ -115,7 +114,8 @@ int run_simulate_cluster(const SimulateOptions& o) {
   std::vector<ClusterWorkload> workloads;
   for (const auto& t : traces) workloads.push_back(cluster_workload(t));
   const auto start = std::chrono::steady_clock::now();
-  ClusterTraceReader reader(o.cluster_trace, workloads);
+  ClusterTraceReader reader(o.cluster_trace, workloads);  // a missing trace fails before any note
+  print_trace_notes(traces, o.verbose);
   std::optional<AttemptCsv> csv;
   if (!o.out_path.empty()) csv.emplace(o.out_path, workloads);
   const ClusterReport report =

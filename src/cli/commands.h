@@ -74,6 +74,7 @@ struct SimulateOptions {
   std::optional<std::size_t> window;
   int recurrences = 0;
   bool strict = false;
+  bool verbose = false;  // every note on the traces, not their one-line summary
   std::string out_path;
   std::string html_path;
   std::optional<int> drift_after;
@@ -102,6 +103,9 @@ struct TracePaths {
   std::string origin;  // for the report header: "" when both were given
 };
 TracePaths resolve_trace_paths(const SimulateOptions& options);
+// The notes on what the traces lack (batch sizes left out, ...): one line of
+// counts per reason on stderr, or with `verbose` each note with file and line.
+void print_trace_notes(const std::vector<WorkloadTrace>& traces, bool verbose);
 // --seeds: "1..10" or "1,4,9". Throws UsageError.
 std::vector<uint64_t> parse_seeds(const std::string& text);
 // `joule simulate --cluster TRACE` (cluster_command.cc).

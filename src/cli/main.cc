@@ -113,6 +113,8 @@ int main(int argc, char** argv) {
   simulate_command->add_flag("--strict", simulate.strict,
                              "what real traces lack is an error: a batch size in one trace only, missing power limits, "
                              "an absent default batch size");
+  simulate_command->add_flag("--verbose", simulate.verbose,
+                             "list every note on what the traces lack, with file and line (default: one line of counts)");
   simulate_command->add_option("--out", simulate.out_path, "write one CSV row per recurrence");
   simulate_command->add_option("--html", simulate.html_path,
                                "write an HTML page: ratios to Default, regret curves, search paths");

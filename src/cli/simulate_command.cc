@@ -1,8 +1,10 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -200,7 +202,45 @@ void print_set(const SimulationSet& set) {
   }
 }
 
+// Where the traces came from, for a page others read: file names, never the
+// directories of this machine.
+std::string page_origin(const SimulateOptions& o) {
+  if (o.synthetic) return "SYNTHETIC workloads (--synthetic)";
+  auto name = [](const std::string& path) { return std::filesystem::path(path).filename().string(); };
+  const std::string gpu = o.gpu.empty() ? "v100" : o.gpu;
+  const std::string train = o.train_trace.empty() ? "bundled train trace" : "train trace " + name(o.train_trace);
+  const std::string power = o.power_trace.empty() ? fmt::format("bundled power trace, GPU {}", gpu)
+                                                  : "power trace " + name(o.power_trace);
+  if (o.train_trace.empty() && o.power_trace.empty()) {
+    return fmt::format("bundled Zeus NSDI'23 traces (zeus-nsdi23), GPU {}", gpu);
+  }
+  return train + ", " + power;
+}
+
 }  // namespace
+
+void print_trace_notes(const std::vector<WorkloadTrace>& traces, bool verbose) {
+  if (verbose) {
+    for (const auto& trace : traces) {
+      for (const auto& note : trace.notes) std::cerr << "joule: note: " << note << '\n';
+    }
+    return;
+  }
+  std::map<TraceNoteKind, std::size_t> by_kind;
+  std::vector<std::string> workloads;
+  std::size_t total = 0;
+  for (const auto& trace : traces) {
+    for (TraceNoteKind kind : trace.note_kinds) ++by_kind[kind];
+    if (!trace.notes.empty()) workloads.push_back(fmt::format("{} {}", trace.spec.name, trace.notes.size()));
+    total += trace.notes.size();
+  }
+  if (total == 0) return;
+  std::vector<std::string> counts;
+  for (const auto& [kind, n] : by_kind) counts.push_back(fmt::format("{}: {}", to_string(kind), n));
+  std::cerr << fmt::format("joule: note: the traces lack some rows, {} batch size{} ({}; by workload: {}); --verbose "
+                           "lists each with file and line, --strict makes them errors\n",
+                           total, total == 1 ? "" : "s", fmt::join(counts, "; "), fmt::join(workloads, ", "));
+}
 
 TracePaths resolve_trace_paths(const SimulateOptions& o) {
   if (!o.power_trace.empty() && !o.gpu.empty()) {
@@ -238,12 +278,10 @@ int run_simulate(const SimulateOptions& o) {
   std::vector<WorkloadFailure> failures;
   std::string origin;
   const std::vector<WorkloadTrace> traces = load_traces(o, failures, origin);
-  for (const auto& trace : traces) {
-    for (const auto& note : trace.notes) std::cerr << "joule: note: " << note << '\n';
-  }
   for (const auto& f : failures) {
     std::cerr << fmt::format("joule: error: workload '{}' cannot be simulated: {}\n", f.workload, f.reason);
   }
+  print_trace_notes(traces, o.verbose);
   if (traces.empty()) throw Error("no workload could be simulated (see above)");
 
   const std::string heading = fmt::format(
@@ -271,8 +309,13 @@ int run_simulate(const SimulateOptions& o) {
                                          : "");
   if (out) out->commit();
   if (html) {
-    html->stream() << render_simulation_report("joule simulate", heading.substr(std::string("joule simulate: ").size()),
-                                               sets);
+    // The page is shared: it names the traces, not where they lie on this machine.
+    const std::string subtitle = fmt::format(
+        "eta {}, beta {}, seeds {}{}{}, {}", o.eta, o.beta, seeds.size() == 1 ? std::to_string(seeds[0]) : o.seeds,
+        o.window ? fmt::format(", window {}", *o.window) : "",
+        o.drift_after ? fmt::format(", drift after {} recurrences (epochs x {})", *o.drift_after, o.drift_scale) : "",
+        page_origin(o));
+    html->stream() << render_simulation_report("joule simulate", subtitle, sets);
     html->commit();
   }
   if (!failures.empty()) {

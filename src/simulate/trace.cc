@@ -119,21 +119,24 @@ WorkloadTrace load_workload(const std::string& train_path, const std::string& po
     if (options.strict) throw Error(message);
     trace.notes.push_back(fmt::format("{}; simulated over the {} limit{} it has", message, profile.size(),
                                       profile.size() > 1 ? "s" : ""));
+    trace.note_kinds.push_back(TraceNoteKind::kMissingPowerLimits);
   }
 
   // Batch sizes must be in both traces.
   auto report_unmatched = [&](const std::map<int, std::size_t>& first_lines, const std::string& path,
-                              const std::string& lacking, const std::string& other_path, auto&& in_other) {
+                              const std::string& lacking, const std::string& other_path, TraceNoteKind kind,
+                              auto&& in_other) {
     for (const auto& [b, line] : first_lines) {
       if (in_other(b)) continue;
       const std::string message =
           fmt::format("{}:{}: batch size {} of {} has no {} in {}", path, line, b, group, lacking, other_path);
       if (options.strict) throw Error(message);
       trace.notes.push_back(message + "; left out");
+      trace.note_kinds.push_back(kind);
     }
   };
-  report_unmatched(train_first_line, train_path, "power data", power_path, [&](int b) { return profiles.count(b) > 0; });
-  report_unmatched(power_first_line, power_path, "training runs", train_path, [&](int b) { return runs.count(b) > 0; });
+  report_unmatched(train_first_line, train_path, "power data", power_path, TraceNoteKind::kNoPowerData, [&](int b) { return profiles.count(b) > 0; });
+  report_unmatched(power_first_line, power_path, "training runs", train_path, TraceNoteKind::kNoTrainingRuns, [&](int b) { return runs.count(b) > 0; });
 
   for (const auto& [b, by_run] : runs) {
     if (!profiles.count(b)) continue;
@@ -155,12 +158,23 @@ WorkloadTrace load_workload(const std::string& train_path, const std::string& po
     trace.default_batch_size = below_exists ? *(above - 1) : trace.batch_sizes.front();
     trace.notes.push_back(fmt::format("{}; {} stands in ({})", message, trace.default_batch_size,
                                       below_exists ? "the largest below it" : "none is below it: the smallest"));
+    trace.note_kinds.push_back(TraceNoteKind::kDefaultReplaced);
   } else {
     trace.default_batch_size = spec.default_batch_size;
   }
   trace.power_limits_w.assign(limits.begin(), limits.end());
   trace.max_power_w = trace.power_limits_w.back();
   return trace;
+}
+
+const char* to_string(TraceNoteKind kind) {
+  switch (kind) {
+    case TraceNoteKind::kNoPowerData: return "left out, no power data";
+    case TraceNoteKind::kNoTrainingRuns: return "left out, no training runs";
+    case TraceNoteKind::kMissingPowerLimits: return "simulated over the power limits it has";
+    case TraceNoteKind::kDefaultReplaced: return "default batch size replaced";
+  }
+  return "?";
 }
 
 double max_power_limit_w(const WorkloadTrace& trace, int batch_size) {

@@ -78,7 +78,8 @@ struct RealisticTraces {
 TEST(SimulateCliTest, RealTracesWithoutTheDefaultOrWithAMissingLimitRunWithNotes) {
   RealisticTraces traces;
   const auto r = run_process({JOULE_BINARY, "simulate", "--train-trace", traces.train, "--power-trace", traces.power,
-                              "--workload", "cifar100", "--seeds", "1..3", "--out", traces.dir.file("r.csv")});
+                              "--workload", "cifar100", "--seeds", "1..3", "--out", traces.dir.file("r.csv"),
+                              "--verbose"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("the default batch size 1024 of workload 'cifar100' is not in both traces; 512 stands in "
                        "(the largest below it)"),
@@ -149,9 +150,10 @@ TEST(SimulateCliTest, DriftComparesZeusWithAndWithoutAWindowAndDrawsIt) {
   EXPECT_NE(html.find("cumulative regret"), std::string::npos);
   const std::string body = testing::chromium_body_tag(tmp.file("r.html"), tmp);
   if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
-  // Two bar charts, then per workload: regret, batch size, search path.
-  EXPECT_EQ(testing::tag_attribute(body, "data-plots"), "8") << body;
-  EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "8") << body;
+  // Two bar charts, then per workload: regret, batch size, a search path per
+  // policy but Default (zeus, zeus window 8, grid).
+  EXPECT_EQ(testing::tag_attribute(body, "data-plots"), "12") << body;
+  EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "12") << body;
   EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << body;
 }
 
@@ -241,7 +243,7 @@ TEST(SimulateCliTest, BundledTracesRunWithoutTraceFlags) {
 TEST(SimulateCliTest, DataDirFromTheEnvironmentWins) {
   testing::TempDir tmp;
   TinyDataDir data(tmp.path() + "/data");
-  const auto r = run_process({JOULE_BINARY, "simulate", "--workload", "cifar100", "--seeds", "1"},
+  const auto r = run_process({JOULE_BINARY, "simulate", "--workload", "cifar100", "--seeds", "1", "--verbose"},
                              {{"JOULE_DATA_DIR", data.root}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("bundled traces, GPU v100 in " + data.root + "/zeus-nsdi23"), std::string::npos) << r.out;
@@ -273,7 +275,7 @@ TEST(SimulateCliTest, InstalledLayoutIsFoundBesideTheExecutable) {
   std::filesystem::create_directories(prefix.path() + "/bin");
   std::filesystem::copy_file(JOULE_BINARY, prefix.path() + "/bin/joule");
   TinyDataDir data(prefix.path() + "/share/joule");
-  const auto r = run_process({prefix.path() + "/bin/joule", "simulate", "--workload", "cifar100", "--seeds", "1"},
+  const auto r = run_process({prefix.path() + "/bin/joule", "simulate", "--workload", "cifar100", "--seeds", "1", "--verbose"},
                              {{"JOULE_DATA_DIR", ""}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("in " + prefix.path() + "/share/joule/zeus-nsdi23"), std::string::npos) << r.out;
@@ -377,6 +379,147 @@ TEST(SimulateCliTest, TranslationWithProfiledSizesAndBadInput) {
     EXPECT_EQ(r.exit_code, 2) << message << "\n" << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
+}
+
+// The notes on what the bundled V100 traces lack: one line of counts, after
+// any real error; each note with file and line under --verbose.
+TEST(SimulateCliTest, NotesOnTheTracesAreOneLineAfterErrors) {
+  const auto r = run_process({JOULE_BINARY, "simulate", "--workload", "librispeech,imagenet", "--policy", "zeus"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err,
+            "joule: note: the traces lack some rows, 7 batch sizes (left out, no power data: 4; left out, no training "
+            "runs: 3; by workload: librispeech 2, imagenet 5); --verbose lists each with file and line, --strict makes "
+            "them errors\n");
+  const auto verbose =
+      run_process({JOULE_BINARY, "simulate", "--workload", "librispeech,imagenet", "--policy", "zeus", "--verbose"});
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+  EXPECT_EQ(std::count(verbose.err.begin(), verbose.err.end(), '\n'), 7) << verbose.err;
+  EXPECT_NE(verbose.err.find("summary_train.csv:1739: batch size 256 of dataset=librispeech"), std::string::npos)
+      << verbose.err;
+  EXPECT_EQ(r.out, verbose.out);
+
+  // A missing cluster trace is the only thing said.
+  const auto cluster = run_process({JOULE_BINARY, "simulate", "--cluster", "/nonexistent/groups.csv"});
+  EXPECT_EQ(cluster.exit_code, 1);
+  EXPECT_EQ(cluster.err, "joule: error: cannot read '/nonexistent/groups.csv': No such file or directory\n");
+}
+
+// The <svg> charts of one kind on a simulation page, in page order.
+std::vector<std::string> charts_of(const std::string& html, const std::string& kind) {
+  std::vector<std::string> charts;
+  const std::string open = "<svg class=\"plot\" data-chart=\"" + kind + "\"";
+  for (std::size_t at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
+    charts.push_back(html.substr(at, html.find("</svg>", at) - at));
+  }
+  return charts;
+}
+
+// Every value of `attribute="..."` in `svg`, in order.
+std::vector<std::string> attributes(const std::string& svg, const std::string& attribute) {
+  std::vector<std::string> values;
+  const std::string key = " " + attribute + "=\"";
+  for (std::size_t at = svg.find(key); at != std::string::npos; at = svg.find(key, at + 1)) {
+    const std::size_t from = at + key.size();
+    values.push_back(svg.substr(from, svg.find('"', from) - from));
+  }
+  return values;
+}
+
+// The tick values on one axis ("x" or "y"), as numbers ("150 W" -> 150).
+std::vector<double> ticks(const std::string& svg, const std::string& axis) {
+  std::vector<double> values;
+  const std::string key = "data-axis=\"" + axis + "\"";
+  for (std::size_t at = svg.find(key); at != std::string::npos; at = svg.find(key, at + 1)) {
+    const std::size_t from = svg.find('>', at) + 1;
+    values.push_back(std::stod(svg.substr(from, svg.find('<', from) - from)));
+  }
+  return values;
+}
+
+// What issue 34 found on the page: thick lines hiding each other, the y range
+// clipped at the top, the x axis past the data, search paths drawn over each
+// other, a wrapped title, the machine's paths in the header.
+TEST(SimulateCliTest, PageChartsKeepEverySeriesVisibleAndTheAxesFitTheData) {
+  testing::TempDir tmp;
+  const auto r = run_process(
+      {JOULE_BINARY, "simulate", "--workload", "librispeech,movielens", "--html", tmp.file("p.html")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = testing::read_file(tmp.file("p.html"));
+  EXPECT_NE(html.find("bundled Zeus NSDI'23 traces (zeus-nsdi23), GPU v100</p>"), std::string::npos);
+  EXPECT_EQ(html.find(JOULE_SOURCE_DIR), std::string::npos);
+
+  const auto steps = charts_of(html, "batch-size");
+  ASSERT_EQ(steps.size(), 2u);
+  // librispeech: 210 recurrences, the default batch size 192 the largest.
+  EXPECT_EQ(attributes(steps[0], "data-x-high"), std::vector<std::string>{"210"});
+  const auto x = ticks(steps[0], "x");
+  ASSERT_FALSE(x.empty());
+  EXPECT_EQ(x.back(), 200);
+  const auto y = ticks(steps[0], "y");
+  ASSERT_FALSE(y.empty());
+  EXPECT_EQ(y.back(), 256) << "a tick above the default's 192";
+  EXPECT_EQ(attributes(steps[0], "data-y-high"), std::vector<std::string>{"256"});
+
+  const auto regrets = charts_of(html, "regret");
+  ASSERT_EQ(regrets.size(), 2u);
+  EXPECT_EQ(attributes(regrets[0], "data-x-high"), std::vector<std::string>{"210"});
+  for (const auto& svg : {steps[0], steps[1], regrets[0], regrets[1]}) {
+    // Thin lines, zeus drawn last (on top), each series its own path.
+    for (const auto& width : attributes(svg, "stroke-width")) EXPECT_LE(std::stod(width), 2.5) << width;
+    const auto series = attributes(svg, "data-series");
+    ASSERT_EQ(series.size(), 3u);
+    EXPECT_EQ(series.back(), "zeus");
+    const auto points = attributes(svg, "points");
+    ASSERT_EQ(points.size(), 3u);
+    EXPECT_NE(points[0], points[1]);
+    EXPECT_NE(points[1], points[2]);
+    EXPECT_NE(points[0], points[2]);
+  }
+  // Where zeus and grid choose the same batch size, their steps lie apart.
+  const auto movielens_points = attributes(steps[1], "points");
+  const auto last_y = [](const std::string& points) {
+    const std::string last = points.substr(points.rfind(' ', points.size() - 2) + 1);
+    return std::stod(last.substr(last.find(',') + 1));
+  };
+  EXPECT_NE(last_y(movielens_points[1]), last_y(movielens_points[2]));  // grid, zeus: both end on b=16384
+
+  // One search path per policy but Default, the optimum ringed on top.
+  const auto paths = charts_of(html, "search-path");
+  ASSERT_EQ(paths.size(), 4u);
+  for (const auto& svg : paths) {
+    EXPECT_EQ(attributes(svg, "data-series").size(), 1u);
+    const std::size_t ring = svg.rfind("r=\"10\" class=\"mark optimum\"");
+    ASSERT_NE(ring, std::string::npos);
+    EXPECT_GT(ring, svg.rfind("fill-opacity")) << "the optimum after the policy's dots";
+  }
+  // Titles on one line, short enough for the chart's width.
+  for (const std::string kind : {"batch-size", "regret", "search-path"}) {
+    for (const auto& svg : charts_of(html, kind)) {
+      const std::size_t title = svg.find("class=\"title\">");
+      ASSERT_NE(title, std::string::npos);
+      EXPECT_EQ(svg.find("class=\"title\">", title + 1), std::string::npos) << "one title line";
+      const std::size_t from = title + 14;
+      EXPECT_LE(svg.find('<', from) - from, 56u) << svg.substr(from, 80);
+    }
+  }
+
+  const std::string body = testing::chromium_body_tag(tmp.file("p.html"), tmp);
+  if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
+  EXPECT_EQ(testing::tag_attribute(body, "data-plots"), "10") << body;
+  EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "10") << body;
+  EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << body;
+}
+
+// Trace files given by path: the page names the files, not their directory.
+TEST(SimulateCliTest, PageHeaderNamesTraceFilesWithoutTheirDirectory) {
+  RealisticTraces traces;
+  const auto r = run_process({JOULE_BINARY, "simulate", "--train-trace", traces.train, "--power-trace", traces.power,
+                              "--workload", "cifar100", "--html", traces.dir.file("p.html")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = testing::read_file(traces.dir.file("p.html"));
+  EXPECT_NE(html.find("train trace train.csv, power trace power.csv</p>"), std::string::npos);
+  EXPECT_EQ(html.find(traces.dir.path()), std::string::npos);
 }
 
 }  // namespace

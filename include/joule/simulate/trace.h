@@ -28,6 +28,16 @@ const std::vector<WorkloadSpec>& zeus_workloads();
 // Throws UsageError listing the known names.
 const WorkloadSpec& find_workload(const std::string& name);
 
+// Why a note was written while loading real traces.
+enum class TraceNoteKind {
+  kNoPowerData,         // a batch size with training runs but no power rows: left out
+  kNoTrainingRuns,      // a batch size with power rows but no training runs: left out
+  kMissingPowerLimits,  // a batch size simulated over the limits it has
+  kDefaultReplaced,     // the default batch size is not in both traces: another stands in
+};
+// "left out, no power data", ... (a batch size's fate, for a summary's counts).
+const char* to_string(TraceNoteKind kind);
+
 // One workload's data, ready to simulate.
 struct WorkloadTrace {
   WorkloadSpec spec;
@@ -41,6 +51,7 @@ struct WorkloadTrace {
   // where the traces lack it, the largest batch size below it (a note says so).
   int default_batch_size = 0;
   std::vector<std::string> notes;  // batch sizes left out, with file and line
+  std::vector<TraceNoteKind> note_kinds;  // per note: why (for a one-line summary)
   bool synthetic = false;
 };
 
