@@ -34,6 +34,43 @@ std::optional<double> number(const Config& c, const std::string& key) {
   }
 }
 
+// Labels in natural order: runs of digits compare as numbers, so that
+// "batch_size=64" comes before "batch_size=128" (legends, groups, tables).
+bool natural_less(const std::string& l, const std::string& r) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  while (i < l.size() && j < r.size()) {
+    if (digit(l[i]) && digit(r[j])) {
+      std::size_t i_end = i, j_end = j;
+      while (i_end < l.size() && (digit(l[i_end]) || l[i_end] == '.')) ++i_end;
+      while (j_end < r.size() && (digit(r[j_end]) || r[j_end] == '.')) ++j_end;
+      const double lv = std::strtod(l.substr(i, i_end - i).c_str(), nullptr);
+      const double rv = std::strtod(r.substr(j, j_end - j).c_str(), nullptr);
+      if (lv != rv) return lv < rv;
+      i = i_end, j = j_end;
+      continue;
+    }
+    if (l[i] != r[j]) return l[i] < r[j];
+    ++i, ++j;
+  }
+  return l.size() - i < r.size() - j;
+}
+struct NaturalLess {
+  bool operator()(const std::string& l, const std::string& r) const { return natural_less(l, r); }
+};
+
+// The scaling fits in their groups' natural order.
+std::vector<ScalingFit> sorted_scaling(const SweepAnalysis& a) {
+  std::vector<ScalingFit> out = a.scaling;
+  std::stable_sort(out.begin(), out.end(), [](const ScalingFit& l, const ScalingFit& r) { return natural_less(l.group, r.group); });
+  return out;
+}
+
+// An axis title with its unit: "time per run (s)".
+std::string with_unit(const std::string& label, const std::string& unit) {
+  return unit.empty() ? label : label + " (" + unit + ")";
+}
+
 // The group a configuration belongs to when `drop` is the plotted setting;
 // the same names as the scaling fits' groups.
 std::string group_label(Config config, const std::string& drop) {
@@ -70,7 +107,12 @@ std::vector<SweptSetting> swept_settings(const SweepAnalysis& a) {
       return v >= 1 && std::fabs(std::log2(v) - std::round(std::log2(v))) < 1e-9;
     });
     const GpuKnob* knob = find_gpu_knob(key);
-    s.axis = {.label = knob ? knob->words : key == "gpus" ? "GPUs" : key,
+    // Units in the axis title; a batch size counts samples, a GPU count GPUs.
+    const std::string unit = knob                                       ? knob->unit
+                             : key == "gpus"                            ? "count"
+                             : key.find("batch") != std::string::npos ? "samples"
+                                                                        : "";
+    s.axis = {.label = with_unit(knob ? knob->words : key == "gpus" ? "GPUs" : key, unit),
               .unit = knob ? knob->unit : "",
               .log = powers_of_two,
               .integer = integral};
@@ -84,27 +126,100 @@ std::vector<SweptSetting> swept_settings(const SweepAnalysis& a) {
 
 std::pair<double, double> spread(const Summary& s) { return {s.mean - s.stddev, s.mean + s.stddev}; }
 
-std::string figure(const std::string& svg, const std::string& caption = "") {
+std::string figure(const std::string& svg, const std::string& caption = "", bool wide = false) {
   if (svg.empty()) return "";
-  return "<figure class=\"chart\">" + svg + (caption.empty() ? "" : "<figcaption>" + caption + "</figcaption>") +
+  return std::string(wide ? "<figure class=\"chart wide\">" : "<figure class=\"chart\">") + svg + (caption.empty() ? "" : "<figcaption>" + caption + "</figcaption>") +
          "</figure>\n";
 }
 
+// What each configuration is best at, in words ("least energy, min EDP, eta
+// 0.25-1"), for the rings on the per-setting charts; the baseline first.
+std::map<std::size_t, std::string> eta_ranges(const SweepAnalysis& a);
+std::map<std::size_t, std::vector<std::string>> roles(const SweepAnalysis& a, bool baseline) {
+  std::map<std::size_t, std::vector<std::string>> out;
+  if (baseline) out[reference_of(a)].push_back("baseline");
+  const std::pair<const char*, const char*> objectives[] = {
+      {"time", "fastest"}, {"energy", "least energy"}, {"edp", "min EDP"}};
+  for (const auto& [metric, words] : objectives) {
+    if (a.best.count(metric)) out[a.best.at(metric)].push_back(words);
+  }
+  for (const auto& [i, text] : eta_ranges(a)) out[i].push_back(text);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+// y = y0 (x / x0)^b by least squares on the logarithms, over a group's
+// means; nullopt with fewer than three settings (two points fit exactly).
+struct PowerFit {
+  double x0 = 0, y0 = 0, b = 0, r_squared = 0;
+};
+std::optional<PowerFit> power_fit(const std::vector<std::pair<double, double>>& points) {
+  if (points.size() < 3) return std::nullopt;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
+  const double n = static_cast<double>(points.size());
+  for (const auto& [x, y] : points) {
+    if (!(x > 0) || !(y > 0)) return std::nullopt;
+    const double lx = std::log(x), ly = std::log(y);
+    sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly, syy += ly * ly;
+  }
+  const double vx = sxx - sx * sx / n, vy = syy - sy * sy / n, cxy = sxy - sx * sy / n;
+  if (!(vx > 0)) return std::nullopt;
+  PowerFit f;
+  f.b = cxy / vx;
+  f.x0 = points.front().first;
+  f.y0 = std::exp((sy - f.b * sx) / n + f.b * std::log(f.x0));
+  f.r_squared = vy > 0 ? cxy * cxy / (vx * vy) : 1.0;
+  return f;
+}
+
+// The fitted curve of one group, dashed in its colour, its equation in the legend.
+ChartSeries fit_series(const std::string& group, const std::vector<std::pair<double, double>>& points,
+                       const std::string& y_symbol, const std::string& y_unit, const SweptSetting& s, std::size_t colour) {
+  const auto fit = power_fit(points);
+  if (!fit) return {};
+  const std::string x_unit = s.axis.unit;
+  ChartSeries line{.name = fmt::format("{} fit: {} = {} \xC3\x97 (x / {})^{} (R\xC2\xB2 {})", group, y_symbol,
+                                       format_si(fit->y0, y_unit), format_tick(fit->x0, x_unit), format_plain(fit->b, 2),
+                                       format_plain(fit->r_squared, 2)),
+                   .dashed = true,
+                   .stroke_width = 1.5,
+                   .colour = colour};
+  const double x1 = points.back().first;
+  for (int k = 0; k <= 24; ++k) {
+    const double x = fit->x0 * std::pow(x1 / fit->x0, k / 24.0);
+    line.points.emplace_back(x, fit->y0 * std::pow(x / fit->x0, fit->b));
+  }
+  return line;
+}
+
 // Time and energy against one swept setting, a line per group of the other
-// settings, error bars of one standard deviation over the repeats.
+// settings (in natural order), error bars of one standard deviation over the
+// repeats; ringed: the baseline and the best configuration under each
+// objective; dashed: a fitted power law per group with three settings or more.
 std::string setting_charts(const SweepAnalysis& a, const SweptSetting& s) {
-  std::map<std::string, ChartSeries> time_by, energy_by;
-  std::map<std::string, std::vector<std::size_t>> members;
+  std::map<std::string, std::vector<std::size_t>, NaturalLess> members;
   for (std::size_t i = 0; i < a.configs.size(); ++i) members[group_label(a.configs[i].config, s.key)].push_back(i);
   ChartNotes time_notes, energy_notes;
-  const std::size_t reference = reference_of(a);
+  const bool knob = find_gpu_knob(s.key) != nullptr;
+  // A knob's baseline is a rule at its largest value; else the reference is ringed.
+  for (const auto& [i, words] : roles(a, !knob)) {
+    const auto& c = a.configs[i];
+    const auto x = number(c.config, s.key);
+    if (!x) continue;
+    time_notes.marks.push_back({*x, c.time_s.mean, joined(words)});
+    energy_notes.marks.push_back({*x, c.energy_j.mean, joined(words)});
+  }
+  std::vector<ChartSeries> times, energies, time_fits, energy_fits;
   for (auto& [group, indices] : members) {
     std::sort(indices.begin(), indices.end(), [&](std::size_t l, std::size_t r) {
       return *number(a.configs[l].config, s.key) < *number(a.configs[r].config, s.key);
     });
-    ChartSeries& t = time_by[group];
-    ChartSeries& e = energy_by[group];
-    t.name = e.name = group;
+    ChartSeries t{.name = group}, e{.name = group};
     for (std::size_t i : indices) {
       const auto& c = a.configs[i];
       const double x = *number(c.config, s.key);
@@ -112,33 +227,34 @@ std::string setting_charts(const SweepAnalysis& a, const SweptSetting& s) {
       t.y_ranges.push_back(spread(c.time_s));
       e.points.emplace_back(x, c.energy_j.mean);
       e.y_ranges.push_back(spread(c.energy_j));
-      if (i == reference && !find_gpu_knob(s.key)) {
-        time_notes.marks.push_back({x, c.time_s.mean, "baseline"});
-        energy_notes.marks.push_back({x, c.energy_j.mean, "baseline"});
-      }
     }
+    const std::size_t colour = times.size();
+    if (auto fit = fit_series(group, t.points, "t", "s", s, colour); !fit.points.empty()) time_fits.push_back(fit);
+    if (auto fit = fit_series(group, e.points, "E", "J", s, colour); !fit.points.empty()) energy_fits.push_back(fit);
+    times.push_back(std::move(t));
+    energies.push_back(std::move(e));
   }
-  if (find_gpu_knob(s.key)) {
+  if (knob) {
     // Every configuration's baseline sits at the knob's largest value.
     const ChartRule rule{.vertical = true, .at = s.values.back(), .label = "baseline"};
     time_notes.rules.push_back(rule);
     energy_notes.rules.push_back(rule);
   }
-  std::vector<ChartSeries> times, energies;
-  for (auto& [g, series] : time_by) times.push_back(series);
-  for (auto& [g, series] : energy_by) energies.push_back(series);
-  return figure(svg_line_chart("Time per run vs " + s.axis.label, times,
-                               {.x = s.axis, .y = {.label = "time per run", .unit = "s", .from_zero = true}},
+  times.insert(times.end(), time_fits.begin(), time_fits.end());
+  energies.insert(energies.end(), energy_fits.begin(), energy_fits.end());
+  const std::string name = s.axis.label.substr(0, s.axis.label.find(" ("));
+  return figure(svg_line_chart("Time per run vs " + name, times,
+                               {.x = s.axis, .y = {.label = "time per run (s)", .unit = "s", .from_zero = true}},
                                time_notes)) +
-         figure(svg_line_chart("Energy per run vs " + s.axis.label, energies,
-                               {.x = s.axis, .y = {.label = "energy per run", .unit = "J", .from_zero = true}},
+         figure(svg_line_chart("Energy per run vs " + name, energies,
+                               {.x = s.axis, .y = {.label = "energy per run (J)", .unit = "J", .from_zero = true}},
                                energy_notes));
 }
 
 // Speed-up (against the fewest GPUs of each group) and energy against GPU
 // count, with the fitted t = a N^-b and ideal linear scaling dashed.
 std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
-  std::map<std::string, std::vector<std::size_t>> members;
+  std::map<std::string, std::vector<std::size_t>, NaturalLess> members;
   for (std::size_t i = 0; i < a.configs.size(); ++i) members[group_label(a.configs[i].config, "gpus")].push_back(i);
   std::vector<ChartSeries> speedups, energies, guides;
   constexpr std::size_t kGrey = 7;  // the palette's last colour, for guides
@@ -163,7 +279,8 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
     energies.push_back(energy);
     for (const auto& fit : a.scaling) {
       if (fit.group != group) continue;
-      ChartSeries line{.name = group + " fit (b = " + format_plain(fit.fit.b, 2) + ")", .dashed = true,
+      ChartSeries line{.name = group + " fit: speed-up = (N / " + format_plain(n0, 3) + ")^" + format_plain(fit.fit.b, 2),
+                       .dashed = true,
                        .colour = colour};
       const double n1 = speedup.points.back().first;
       for (int k = 0; k <= 20; ++k) {
@@ -178,16 +295,16 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
   // Guides after the data, in their group's colour.
   speedups.insert(speedups.end(), guides.begin(), guides.end());
   speedups.push_back(ideal);
-  const ChartAxis gpus = {.label = "GPUs", .log = s.axis.log, .integer = true};
+  const ChartAxis gpus = {.label = "GPUs (count)", .log = s.axis.log, .integer = true};
   std::string html =
       figure(svg_line_chart("Speed-up vs GPU count", speedups,
-                            {.x = gpus, .y = {.label = "speed-up", .unit = "", .log = s.axis.log}}),
+                            {.x = gpus, .y = {.label = "speed-up (\xC3\x97)", .unit = "", .log = s.axis.log}}),
              "Speed-up against the fewest GPUs of each group; dashed: the fitted t = a N<sup>-b</sup> and linear scaling.") +
       figure(svg_line_chart("Energy per run vs GPU count", energies,
-                            {.x = gpus, .y = {.label = "energy per run", .unit = "J", .from_zero = true}}));
+                            {.x = gpus, .y = {.label = "energy per run (J)", .unit = "J", .from_zero = true}}));
   // Energy per GPU-hour from the scaling points (groups with two GPU counts or more).
   std::vector<ChartSeries> per_gpu_hour;
-  for (const auto& fit : a.scaling) {
+  for (const auto& fit : sorted_scaling(a)) {
     ChartSeries series{.name = fit.group};
     for (const auto& p : fit.points) {
       series.points.emplace_back(p.gpus, p.wh_per_gpu_hour);
@@ -197,7 +314,7 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
   }
   if (!per_gpu_hour.empty()) {
     html += figure(svg_line_chart("Energy per GPU-hour vs GPU count", per_gpu_hour,
-                                  {.x = gpus, .y = {.label = "energy per GPU-hour", .unit = "Wh", .from_zero = true}}),
+                                  {.x = gpus, .y = {.label = "energy per GPU-hour (Wh)", .unit = "Wh", .from_zero = true}}),
                    "Energy / (GPUs &times; hours): the mean power per GPU, CPU and DRAM included. Flat: the GPUs "
                    "are as busy as with fewer; rising: they wait. Points on several nodes say how many.");
   }
@@ -239,7 +356,8 @@ std::map<std::size_t, std::string> eta_ranges(const SweepAnalysis& a) {
   return out;
 }
 
-std::string pareto_chart(const SweepAnalysis& a) {
+// The Pareto chart spans its row (wide) when it would stand alone in it.
+std::string pareto_chart(const SweepAnalysis& a, bool wide) {
   // The baseline and the eta picks are ringed, their roles in their label:
   // "gpus=1 (baseline, eta 0)"; one label per point keeps crowded fronts legible.
   std::map<std::size_t, std::string> roles = {{reference_of(a), "baseline"}};
@@ -248,24 +366,30 @@ std::string pareto_chart(const SweepAnalysis& a) {
   for (const auto& [i, text] : roles) {
     notes.marks.push_back({a.configs[i].time_s.mean, a.configs[i].energy_j.mean, short_label(a, a.configs[i]) + " (" + text + ")"});
   }
+  // Points off the front are labelled where a free place is (the chart leaves
+  // out a label that would cover a marker or error bar; the configurations
+  // table lists every one).
   auto label = [&](std::size_t i, bool wanted) { return wanted && !roles.count(i) ? short_label(a, a.configs[i]) : ""; };
   ChartSeries others{.name = "configuration", .line = false}, front{.name = "Pareto front"};
   for (std::size_t i = 0; i < a.configs.size(); ++i) {
     if (std::find(a.pareto.begin(), a.pareto.end(), i) != a.pareto.end()) continue;
     others.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
     others.y_ranges.push_back(spread(a.configs[i].energy_j));
+    others.x_ranges.push_back(spread(a.configs[i].time_s));
     others.point_labels.push_back(label(i, a.configs.size() <= 12));
   }
   for (std::size_t i : a.pareto) {
     front.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
     front.y_ranges.push_back(spread(a.configs[i].energy_j));
+    front.x_ranges.push_back(spread(a.configs[i].time_s));
     front.point_labels.push_back(label(i, true));
   }
   return figure(svg_line_chart("Energy vs time per run: the Pareto front", {others, front},
-                               {.x = {.label = "time per run", .unit = "s"}, .y = {.label = "energy per run", .unit = "J"}},
-                               notes),
+                               {.x = {.label = "time per run (s)", .unit = "s"}, .y = {.label = "energy per run (J)", .unit = "J"}},
+                               notes, wide ? ChartLayout{.width = 900, .wide = true} : ChartLayout{}),
                 "Ringed: the baseline and what each eta picks (cost = eta E + (1 - eta) P<sub>max</sub> T, P<sub>max</sub> = " +
-                    format_si(a.max_power_w, "W") + "). Bars: one standard deviation of energy over the repeats.");
+                    format_si(a.max_power_w, "W") + ").",
+                wide);
 }
 
 // One small chart per configuration (its first successful run): power of each
@@ -305,8 +429,8 @@ std::string timeline_charts(const std::vector<SweepRun>& runs, const std::vector
       highest_w = std::max(highest_w, *limit_w);
     }
     out += figure(svg_line_chart(config_label(config, "(single configuration)") + fmt::format(", run {}", r.id), series,
-                                 {.x = {.label = "time", .unit = "s", .from_zero = true},
-                                  .y = {.label = "power per GPU", .unit = "W", .min = 0.0, .max = highest_w * 1.05}},
+                                 {.x = {.label = "time (s)", .unit = "s", .from_zero = true},
+                                  .y = {.label = "power per GPU (W)", .unit = "W", .min = 0.0, .max = highest_w * 1.05}},
                                  notes));
   }
   return out;
@@ -514,7 +638,7 @@ std::string fits_and_picks(const SweepAnalysis& a) {
     html += "<h3>Scaling with GPU count</h3>\n<table class=\"sortable\"><tr><th>group</th><th>b (t = a N<sup>-b</sup>)</th>"
             "<th>a</th><th>R<sup>2</sup></th><th>runs</th><th>time with twice the GPUs</th>"
             "<th>c (E = a N<sup>c</sup>)</th><th>energy with twice the GPUs</th></tr>\n";
-    for (const auto& s : a.scaling) {
+    for (const auto& s : sorted_scaling(a)) {
       html += "<tr>" + cell(s.group) +
               cell(format_plain(s.fit.b, 3) + " \xC2\xB1 " + format_plain(s.fit.b_se, 2), s.fit.b) +
               cell(format_si(s.fit.a, "s") + " \xC2\xB1 " + format_si(s.fit.a_se, "s", 2), s.fit.a) +
@@ -533,7 +657,7 @@ std::string fits_and_picks(const SweepAnalysis& a) {
     html += "<h3>Scaling, per GPU count</h3>\n<table class=\"sortable\"><tr><th>group</th><th>GPUs</th><th>nodes</th>"
             "<th>runs</th><th>time per run</th><th>energy per run</th><th>energy per GPU-hour</th><th>speed-up</th>"
             "<th>efficiency</th></tr>\n";
-    for (const auto& s : a.scaling) {
+    for (const auto& s : sorted_scaling(a)) {
       for (const auto& p : s.points) {
         html += "<tr>" + cell(s.group) + cell(format_plain(p.gpus, 6), p.gpus) + cell(std::to_string(p.nodes), p.nodes) +
                 cell(std::to_string(p.time_s.n), static_cast<double>(p.time_s.n)) + cell(mean_sd(p.time_s, "s"), p.time_s.mean) +
@@ -571,10 +695,14 @@ std::string sweep_sections(const std::vector<SweepRun>& runs, const SweepAnalysi
   std::string html = "<h2>" + heading_prefix + "Configurations</h2>\n" + config_table(a, carbon);
   html += "<p class=\"muted\">Energy and time against each configuration's own baseline (its settings at the largest "
           "power limit, else the first configuration); EDP = energy \xC3\x97 time. Click a header to sort.</p>\n";
-  html += "<h2>" + heading_prefix + "Charts</h2>\n<div class=\"charts\">\n";
-  for (const auto& s : swept_settings(a)) html += s.key == "gpus" ? gpu_charts(a, s) : setting_charts(a, s);
-  html += pareto_chart(a) + "</div>\n";
-  html += "<p class=\"muted\">Error bars: one standard deviation over the repeats.</p>\n";
+  html += "<h2>" + heading_prefix + "Charts</h2>\n<p class=\"muted\">Error bars: one standard deviation over the "
+          "repeats (on the Pareto chart of time and of energy). Ringed: the baseline and the best configuration under "
+          "each objective.</p>\n<div class=\"charts\">\n";
+  std::string charts;
+  for (const auto& s : swept_settings(a)) charts += s.key == "gpus" ? gpu_charts(a, s) : setting_charts(a, s);
+  std::size_t figures = 0;
+  for (std::size_t at = charts.find("<figure"); at != std::string::npos; at = charts.find("<figure", at + 1)) ++figures;
+  html += charts + pareto_chart(a, figures % 2 == 0) + "</div>\n";
   const std::string lines = timeline_charts(runs, timelines);
   if (!lines.empty()) {
     html += "<h2>" + heading_prefix + "Power over time</h2>\n<p class=\"muted\">The first successful run of each "

@@ -17,11 +17,11 @@ namespace {
 constexpr std::size_t kPaletteSize = 8;
 
 // The chart's coordinate system (viewBox units; the page scales it).
-constexpr double kWidth = 600, kPlotHeight = 250, kRightMargin = 20;
+constexpr double kPlotHeight = 250, kRightMargin = 20;
 constexpr double kTitleLine = 19, kAxisBelow = 46, kLegendRow = 19;
 // Rough widths of a character at the tick and legend font sizes, for layout.
 constexpr double kTickCharWidth = 7.0, kLabelCharWidth = 6.6;
-constexpr std::size_t kTitleLineChars = 62, kLegendNameChars = 44;
+constexpr std::size_t kTitleLineChars = 62, kLegendNameChars = 64;
 
 double text_width(const std::string& text, double char_width) { return static_cast<double>(text.size()) * char_width; }
 
@@ -107,28 +107,39 @@ struct Box {
 // labels already placed and the edges of the chart.
 class LabelPlacer {
  public:
-  LabelPlacer(double height) : height_(height) {}
+  // Labels stay inside `area` (the plot), so they never cover a tick label.
+  explicit LabelPlacer(Box area) : area_(area) {}
 
-  std::string place(double x, double y, const std::string& text, const std::string& css_class) {
-    const double char_width = css_class == "mark-label" ? kLabelCharWidth + 0.6 : kLabelCharWidth;  // bold is wider
+  // Something a label must not cover: a marker, an error bar.
+  void avoid(const Box& box) { obstacles_.push_back(box); }
+
+  // Empty when `optional` and no free place is found.
+  std::string place(double x, double y, const std::string& text, const std::string& css_class, bool optional = false) {
+    // 12 px text; bold is wider.
+    const double char_width = css_class == "mark-label" ? kLabelCharWidth + 1.0 : kLabelCharWidth + 0.4;
     const double w = text_width(text, char_width), h = 13;
     // Right of the point, then left; nearest first, then further up or down.
     std::optional<Box> chosen;
-    for (int step = 0; step < 8 && !chosen; ++step) {
+    for (int step = 0; step < 12 && !chosen; ++step) {
       for (double dy : {-8.0 - 14 * step, 17.0 + 14 * step}) {
         for (bool left_side : {false, true}) {
           const double left = left_side ? x - 9 - w : x + 9;
           const Box box{left, y + dy - h + 2, left + w, y + dy + 2};
-          if (box.left < 2 || box.right > kWidth - 2 || box.top < 2 || box.bottom > height_ - 2) continue;
+          if (box.left < area_.left + 2 || box.right > area_.right - 2 || box.top < area_.top + 1 ||
+              box.bottom > area_.bottom - 2) {
+            continue;
+          }
           if (std::any_of(placed_.begin(), placed_.end(), [&](const Box& b) { return b.overlaps(box); })) continue;
+          if (std::any_of(obstacles_.begin(), obstacles_.end(), [&](const Box& b) { return b.overlaps(box); })) continue;
           chosen = box;
           break;
         }
         if (chosen) break;
       }
     }
-    if (!chosen) {  // crowded: inside the chart at least
-      const double left = std::clamp(x + 9, 2.0, kWidth - 2 - w);
+    if (!chosen && optional) return "";
+    if (!chosen) {  // crowded: inside the plot at least
+      const double left = std::clamp(x + 9, area_.left + 2, std::max(area_.left + 2, area_.right - 2 - w));
       chosen = Box{left, y - 8 - h + 2, left + w, y - 6};
     }
     placed_.push_back(*chosen);
@@ -137,8 +148,8 @@ class LabelPlacer {
   }
 
  private:
-  double height_;
-  std::vector<Box> placed_;
+  Box area_;
+  std::vector<Box> placed_, obstacles_;
 };
 
 std::vector<std::string> wrap_title(const std::string& title) {
@@ -157,17 +168,18 @@ std::string truncated(const std::string& text, std::size_t chars) {
 
 // The frame every chart shares: title, legend rows under the plot.
 struct Frame {
-  double left = 70, top = 0, plot_bottom = 0, height = 0;
+  double width = 600, left = 70, top = 0, plot_bottom = 0, height = 0;
   std::vector<std::string> title_lines;
   std::vector<std::string> legend;  // names, in series order
   std::size_t legend_columns = 1;
   double legend_column_width = 0;
 
-  double plot_right() const { return kWidth - kRightMargin; }
+  double plot_right() const { return width - kRightMargin; }
 };
 
-Frame make_frame(const std::string& title, const std::vector<std::string>& legend, double left) {
+Frame make_frame(const std::string& title, const std::vector<std::string>& legend, double left, double width = 600) {
   Frame f;
+  f.width = width;
   f.left = left;
   f.title_lines = wrap_title(title);
   f.top = 12 + kTitleLine * static_cast<double>(f.title_lines.size());
@@ -177,18 +189,18 @@ Frame make_frame(const std::string& title, const std::vector<std::string>& legen
     f.legend.push_back(truncated(name, kLegendNameChars));
     longest = std::max(longest, f.legend.back().size());
   }
-  f.legend_column_width = std::min(kWidth - 20, static_cast<double>(longest) * kLabelCharWidth + 48);
-  f.legend_columns = std::max<std::size_t>(1, static_cast<std::size_t>((kWidth - 20) / f.legend_column_width));
+  f.legend_column_width = std::min(width - 20, static_cast<double>(longest) * kLabelCharWidth + 48);
+  f.legend_columns = std::max<std::size_t>(1, static_cast<std::size_t>((width - 20) / f.legend_column_width));
   const std::size_t rows = (f.legend.size() + f.legend_columns - 1) / f.legend_columns;
   f.height = f.plot_bottom + kAxisBelow + kLegendRow * static_cast<double>(rows) + 6;
   return f;
 }
 
-std::string svg_open(const Frame& f, const std::string& title, std::size_t points) {
+std::string svg_open(const Frame& f, const std::string& title, std::size_t points, bool wide = false) {
   std::string svg = fmt::format(
-      "<svg class=\"plot\" data-points=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {:.0f}\" "
+      "<svg class=\"plot{}\" data-points=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {:g} {:.0f}\" "
       "role=\"img\" aria-label=\"{}\">\n",
-      points, kWidth, f.height, html_escape(title));
+      wide ? " wide" : "", points, f.width, f.height, html_escape(title));
   for (std::size_t i = 0; i < f.title_lines.size(); ++i) {
     svg += fmt::format("<text x=\"10\" y=\"{:.0f}\" class=\"title\">{}</text>\n", 12 + kTitleLine * (i + 0.75),
                        html_escape(f.title_lines[i]));
@@ -271,6 +283,15 @@ std::string series_svg(const ChartSeries& s, std::size_t k, const Scale& x, cons
                        "stroke=\"currentColor\"/>",
                        px, top, bottom, px - 4, px + 4);
   }
+  for (std::size_t i = 0; i < s.x_ranges.size() && i < s.points.size(); ++i) {
+    const auto [low, high] = s.x_ranges[i];
+    const double vy = s.points[i].second;
+    if (!y.drawable(vy) || !x.drawable(low) || !x.drawable(high) || low == high) continue;
+    const double py = y.pixel(vy), left = x.pixel(low), right = x.pixel(high);
+    svg += fmt::format("<path class=\"errorbar x\" d=\"M{0:.1f},{1:.1f}H{2:.1f}M{0:.1f},{3:.1f}V{4:.1f}M{2:.1f},{3:.1f}V{4:.1f}\" "
+                       "stroke=\"currentColor\"/>",
+                       left, py, right, py - 4, py + 4);
+  }
   if (s.line && s.points.size() > 1) {
     svg += fmt::format("<polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"{:g}\"{} points=\"{}\"/>",
                        s.stroke_width, s.dashed ? " stroke-dasharray=\"6,4\"" : "", points);
@@ -315,7 +336,7 @@ std::string html_escape(const std::string& text) {
 }
 
 std::string svg_line_chart(const std::string& title, const std::vector<ChartSeries>& series, const ChartAxes& axes,
-                           const ChartNotes& notes) {
+                           const ChartNotes& notes, const ChartLayout& layout) {
   const double inf = std::numeric_limits<double>::infinity();
   double x_low = inf, x_high = -inf, y_low = inf, y_high = -inf;
   std::size_t count = 0;
@@ -335,6 +356,11 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
           if (probe_y.drawable(v)) include(vx, v);
         }
       }
+      if (i < s.x_ranges.size()) {
+        for (double v : {s.x_ranges[i].first, s.x_ranges[i].second}) {
+          if (probe_x.drawable(v)) include(v, vy);
+        }
+      }
     }
   }
   if (count == 0) return "";
@@ -351,14 +377,36 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
     swatches.push_back(s.dashed ? Swatch::kDashed : s.line && s.points.size() > 1 ? Swatch::kLine : Swatch::kDot);
     colours.push_back(s.colour.value_or(colours.size()));
   }
-  const Frame f = make_frame(title, names, y_tick_margin(y));
+  const Frame f = make_frame(title, names, y_tick_margin(y), layout.width);
   x.pixel_low = f.left + 14, x.pixel_high = f.plot_right() - 14;
   y.pixel_low = f.plot_bottom - 8, y.pixel_high = f.top + 8;
 
-  std::string svg = svg_open(f, title, count) + grid_and_ticks(f, x, y) + axis_labels(f, axes.x.label, axes.y.label);
+  std::string svg =
+      svg_open(f, title, count, layout.wide) + grid_and_ticks(f, x, y) + axis_labels(f, axes.x.label, axes.y.label);
   for (const auto& rule : notes.rules) svg += rule_svg(f, rule, x, y);
   for (std::size_t k = 0; k < series.size(); ++k) svg += series_svg(series[k], k, x, y);
-  LabelPlacer labels(f.plot_bottom);
+  LabelPlacer labels(Box{f.left, f.top, f.plot_right(), f.plot_bottom});
+  // Labels keep clear of every marker and error bar (not of lines: a fit
+  // crosses the whole plot).
+  for (const auto& s : series) {
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const auto [vx, vy] = s.points[i];
+      if (!x.drawable(vx) || !y.drawable(vy)) continue;
+      const double px = x.pixel(vx), py = y.pixel(vy);
+      if (s.markers && !s.dashed) labels.avoid({px - 5, py - 5, px + 5, py + 5});
+      if (i < s.y_ranges.size() && y.drawable(s.y_ranges[i].first) && y.drawable(s.y_ranges[i].second)) {
+        labels.avoid({px - 5, y.pixel(s.y_ranges[i].second) - 1, px + 5, y.pixel(s.y_ranges[i].first) + 1});
+      }
+      if (i < s.x_ranges.size() && x.drawable(s.x_ranges[i].first) && x.drawable(s.x_ranges[i].second)) {
+        labels.avoid({x.pixel(s.x_ranges[i].first) - 1, py - 5, x.pixel(s.x_ranges[i].second) + 1, py + 5});
+      }
+    }
+  }
+  for (const auto& mark : notes.marks) {
+    if (x.drawable(mark.x) && y.drawable(mark.y)) {
+      labels.avoid({x.pixel(mark.x) - 9, y.pixel(mark.y) - 9, x.pixel(mark.x) + 9, y.pixel(mark.y) + 9});
+    }
+  }
   for (const auto& mark : notes.marks) {
     if (!x.drawable(mark.x) || !y.drawable(mark.y)) continue;
     svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"8\" class=\"mark\"/>", x.pixel(mark.x), y.pixel(mark.y));
@@ -369,7 +417,7 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
     for (std::size_t i = 0; i < s.point_labels.size() && i < s.points.size(); ++i) {
       const auto [vx, vy] = s.points[i];
       if (s.point_labels[i].empty() || !x.drawable(vx) || !y.drawable(vy)) continue;
-      svg += labels.place(x.pixel(vx), y.pixel(vy), s.point_labels[i], "point-label");
+      svg += labels.place(x.pixel(vx), y.pixel(vy), s.point_labels[i], "point-label", true);
     }
   }
   return svg + legend_svg(f, swatches, colours) + "</svg>\n";
@@ -436,21 +484,32 @@ p, li {{ max-width: 80ch; overflow-wrap: break-word; }}
 .summary {{ background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 0.6em 1.2em; }}
 .summary li {{ margin: 0.3em 0; }}
 .charts {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 460px), 1fr)); gap: 1em; }}
-figure.chart {{ margin: 0; min-width: 0; }}
+figure.chart {{ margin: 0; min-width: 0; }} figure.chart.wide {{ grid-column: 1 / -1; }}
 figure.chart figcaption {{ color: var(--muted); font-size: 0.9em; }}
-svg.plot {{ display: block; width: 100%; height: auto; max-width: 900px; background: var(--bg); color: var(--fg);
+svg.plot {{ display: block; width: 100%; height: auto; background: var(--bg); color: var(--fg);
   border: 1px solid var(--line); border-radius: 4px; }}
+/* A phone: a chart keeps a width at which its text reads at 11 px or more and
+   scrolls sideways inside its figure; so do tables. */
+@media (max-width: 600px) {{
+  figure.chart {{ overflow-x: auto; }} figure.chart > svg.plot {{ min-width: 560px; }}
+  figure.chart > svg.plot.wide {{ min-width: 860px; }}
+}}
 svg.plot text {{ fill: var(--fg); font-family: system-ui, sans-serif; }}
 svg.plot .title {{ font-weight: 600; font-size: 15px; }} svg.plot .tick {{ font-size: 12px; fill: var(--muted); }}
 svg.plot .label {{ font-size: 13px; }} svg.plot .legend {{ font-size: 12px; }}
-svg.plot .point-label {{ font-size: 11px; fill: var(--muted); }} svg.plot .mark-label {{ font-size: 11.5px; font-weight: 600; }}
-svg.plot .rule-label {{ font-size: 11px; fill: var(--muted); }}
+svg.plot .point-label {{ font-size: 12px; fill: var(--muted); }} svg.plot .mark-label {{ font-size: 12px; font-weight: 600; }}
+svg.plot .rule-label {{ font-size: 12px; fill: var(--muted); }}
 svg.plot .grid {{ stroke: var(--line); stroke-width: 0.7; }} svg.plot .axis {{ stroke: var(--muted); }}
 svg.plot .rule {{ stroke: var(--muted); stroke-dasharray: 5 4; stroke-width: 1.3; }}
 svg.plot .mark {{ fill: none; stroke: var(--fg); stroke-width: 1.8; }} svg.plot .errorbar {{ stroke-width: 1.4; fill: none; }}
 .c0 {{ color: var(--c0); }} .c1 {{ color: var(--c1); }} .c2 {{ color: var(--c2); }} .c3 {{ color: var(--c3); }}
 .c4 {{ color: var(--c4); }} .c5 {{ color: var(--c5); }} .c6 {{ color: var(--c6); }} .c7 {{ color: var(--c7); }}
-table {{ display: block; max-width: 100%; overflow-x: auto; border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums; }}
+table {{ display: block; max-width: 100%; overflow-x: auto; border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums;
+  /* A shadow at an edge with more columns beyond it (scroll sideways). */
+  background: linear-gradient(to right, var(--bg) 30%, transparent) left / 40px 100% no-repeat local,
+    linear-gradient(to left, var(--bg) 30%, transparent) right / 40px 100% no-repeat local,
+    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.25), transparent) left / 14px 100% no-repeat scroll,
+    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), transparent) right / 14px 100% no-repeat scroll; }}
 td, th {{ border-bottom: 1px solid var(--line); padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }}
 th {{ white-space: normal; vertical-align: bottom; min-width: 4em; }}
 th {{ background: var(--panel); position: relative; }} td:first-child, th:first-child {{ text-align: left; }}
@@ -490,7 +549,9 @@ window.addEventListener('load', function () {
     var box = svg.getBBox(), marks = svg.querySelectorAll('polyline, circle, rect').length;
     if (box.width > 0 && box.height > 0 && marks > 0) ok++;
     var r = svg.getBoundingClientRect(), p = svg.parentElement.getBoundingClientRect();
-    if (r.left < p.left - 1 || r.right > p.right + 1 || r.right > window.innerWidth) overflow.push('chart' + i);
+    // A chart its figure scrolls (a phone) is meant to be wider than it.
+    var scrolls = /auto|scroll/.test(getComputedStyle(svg.parentElement).overflowX);
+    if (!scrolls && (r.left < p.left - 1 || r.right > p.right + 1 || r.right > window.innerWidth)) overflow.push('chart' + i);
     // On screen, so rotated labels count as drawn.
     svg.querySelectorAll('text').forEach(function (t) {
       var b = t.getBoundingClientRect();

@@ -25,6 +25,7 @@ struct ChartSeries {
   std::vector<std::pair<double, double>> y_ranges = {};  // per point: (low, high) of an error bar; empty: none
   std::vector<std::string> point_labels = {};       // per point; empty: none
   std::optional<std::size_t> colour = {};  // palette index (a fit in its data's colour); default: the position
+  std::vector<std::pair<double, double>> x_ranges = {};  // per point: (low, high) of a horizontal error bar
 };
 
 struct ChartAxis {
@@ -58,10 +59,19 @@ struct ChartNotes {
   std::vector<ChartRule> rules = {};
 };
 
+// The chart's size in viewBox units: a chart that spans a whole row of the
+// page is drawn wider, so that its text keeps the size of its neighbours'.
+struct ChartLayout {
+  double width = 600;
+  bool wide = false;  // class "plot wide": the page lets it span the row
+};
+
 // Lines and markers, one colour per series, legend under the plot. Empty
-// when no point can be drawn.
+// when no point can be drawn. Labels (marks' and points') stay inside the
+// plot area, clear of each other, of the markers and of the error bars; a
+// point label with no free place is left out (marks' labels never are).
 std::string svg_line_chart(const std::string& title, const std::vector<ChartSeries>& series, const ChartAxes& axes,
-                           const ChartNotes& notes = {});
+                           const ChartNotes& notes = {}, const ChartLayout& layout = {});
 
 // Grouped bars: one group per label, one bar per series in each group
 // (values[series][group]); a dashed line at `reference` (e.g. 1 for ratios).

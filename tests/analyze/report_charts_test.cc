@@ -1,0 +1,170 @@
+// The sweep report's charts as a reader sees them (issue 34): legends in
+// natural order, labels inside the plot and clear of error bars, time and
+// energy error bars, one caption, units in every axis title, the best
+// configuration per objective ringed on the per-setting charts with a fit.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "joule/analyze/report.h"
+#include "joule/analyze/svg_chart.h"
+#include "joule/analyze/sweep_analysis.h"
+
+namespace joule {
+namespace {
+
+SweepRun run(std::map<std::string, std::string> config, int repeat, double t, double e) {
+  SweepRun r;
+  r.config = std::move(config);
+  r.repeat = repeat;
+  r.status = "ok";
+  r.elapsed_s = t;
+  r.gpu_energy_j = e;
+  r.samples = 3600;
+  return r;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Each <text class="CLASS"> of a chart: (x, y, text).
+struct Text {
+  double x, y;
+  std::string text;
+};
+std::vector<Text> texts(const std::string& svg, const std::string& css_class) {
+  std::vector<Text> out;
+  const std::regex re("<text x=\"([-0-9.]+)\" y=\"([-0-9.]+)\" class=\"" + css_class + "\"[^>]*>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it) {
+    out.push_back({std::stod((*it)[1]), std::stod((*it)[2]), (*it)[3]});
+  }
+  return out;
+}
+
+// Batch sizes 64, 128, 256 across 1 and 2 GPUs, two repeats each.
+std::vector<SweepRun> batch_grid() {
+  std::vector<SweepRun> runs;
+  for (const char* batch : {"64", "128", "256"}) {
+    for (const char* gpus : {"1", "2"}) {
+      const double b = std::stod(batch), g = std::stod(gpus);
+      for (int repeat : {0, 1}) {
+        runs.push_back(run({{"batch_size", batch}, {"gpus", gpus}}, repeat, 100 / g * 64 / b + repeat,
+                           3000 * g * (1 + 64 / b) + 50 * repeat));
+      }
+    }
+  }
+  return runs;
+}
+
+TEST(ReportChartsTest, LegendsAndGroupsInNaturalOrder) {
+  const auto runs = batch_grid();
+  const std::string html = render_report("t", runs, analyze_sweep(runs), {});
+  // Each chart's legend: 64 before 128 before 256 (as text, 128 < 256 < 64).
+  const std::size_t chart = html.find("Speed-up vs GPU count");
+  ASSERT_NE(chart, std::string::npos);
+  const std::size_t b64 = html.find(">batch_size=64<", chart), b128 = html.find(">batch_size=128<", chart),
+                    b256 = html.find(">batch_size=256<", chart);
+  ASSERT_NE(b256, std::string::npos);
+  EXPECT_LT(b64, b128);
+  EXPECT_LT(b128, b256);
+  // The scaling table too.
+  const std::size_t table = html.find("<h3>Scaling with GPU count</h3>");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_LT(html.find(">batch_size=64<", table), html.find(">batch_size=128<", table));
+  EXPECT_LT(html.find(">batch_size=128<", table), html.find(">batch_size=256<", table));
+}
+
+TEST(ReportChartsTest, ParetoHasTimeAndEnergyErrorBarsAndOneCaption) {
+  const auto runs = batch_grid();
+  const std::string html = render_report("t", runs, analyze_sweep(runs), {});
+  const std::size_t pareto = html.find("the Pareto front\"");
+  ASSERT_NE(pareto, std::string::npos);
+  const std::string svg = html.substr(pareto, html.find("</svg>", pareto) - pareto);
+  EXPECT_GT(count(svg, "class=\"errorbar x\""), 0u) << "time error bars";
+  EXPECT_GT(count(svg, "class=\"errorbar\""), 0u) << "energy error bars";
+  EXPECT_EQ(count(html, "Bars: one standard deviation"), 0u);
+  EXPECT_EQ(count(html, "Error bars: one standard deviation"), 1u);
+}
+
+TEST(ReportChartsTest, EveryAxisTitleHasAUnit) {
+  const auto runs = batch_grid();
+  std::vector<PowerPoint> timelines = {{1, 0.0, "gpu0", 100.0}, {1, 1.0, "gpu0", 120.0}};
+  auto with_ids = runs;
+  for (std::size_t i = 0; i < with_ids.size(); ++i) with_ids[i].id = static_cast<long long>(i + 1);
+  const std::string html = render_report("t", with_ids, analyze_sweep(with_ids), timelines);
+  const auto labels = texts(html, "label");
+  ASSERT_GT(labels.size(), 10u);
+  for (const auto& l : labels) {
+    if (l.text.empty()) continue;  // a bar chart's empty x title
+    EXPECT_TRUE(std::regex_search(l.text, std::regex(R"(\(.+\)$)"))) << "no unit in axis title \"" << l.text << "\"";
+  }
+}
+
+// A power-limit sweep with three limits: both charts ring the best limit
+// per objective and draw a fit with its equation in the legend.
+TEST(ReportChartsTest, KnobChartsMarkTheBestAndShowTheFit) {
+  std::vector<SweepRun> runs;
+  for (double limit : {200.0, 250.0, 300.0}) {
+    for (int repeat : {0, 1}) {
+      const double t = 100 * std::pow(300 / limit, 0.5) + repeat;
+      const double e = 200 * t * (0.5 + limit / 600) + 10 * repeat;
+      runs.push_back(run({{"power_limit", fmt::format("{:g}", limit)}}, repeat, t, e));
+    }
+  }
+  const SweepAnalysis a = analyze_sweep(runs);
+  const std::string html = render_report("t", runs, a, {});
+  const std::size_t energy = html.find("aria-label=\"Energy per run vs");
+  ASSERT_NE(energy, std::string::npos);
+  const std::string svg = html.substr(energy, html.find("</svg>", energy) - energy);
+  bool least_energy = false;
+  for (const auto& m : texts(svg, "mark-label")) least_energy = least_energy || m.text.find("least energy") != std::string::npos;
+  EXPECT_TRUE(least_energy) << svg;
+  EXPECT_NE(svg.find("min EDP"), std::string::npos);
+  EXPECT_NE(svg.find("fit: E = "), std::string::npos) << "the fitted curve's equation in the legend";
+  EXPECT_NE(svg.find("stroke-dasharray=\"6,4\""), std::string::npos) << "the fitted curve";
+  EXPECT_NE(html.find("fit: t = "), std::string::npos);
+}
+
+// Labels stay inside the plot (right of the y axis, where the tick labels
+// are) and a point label that can only sit on an error bar is left out.
+TEST(ReportChartsTest, LabelsStayInsideThePlotAndOffErrorBars) {
+  ChartSeries s{.name = "points", .line = false};
+  // "squeezed" sits between two error bars spanning the whole plot.
+  s.points = {{1, 100}, {1.1, 100}, {1.2, 100}, {5, 50}};
+  s.y_ranges = {{0, 200}, {100, 100}, {0, 200}, {45, 55}};
+  s.point_labels = {"", "squeezed", "", "free"};
+  ChartNotes notes;
+  notes.marks.push_back({1, 1, "baseline at the left edge"});
+  const std::string svg = svg_line_chart("t", {s}, {.x = {.label = "x (s)", .unit = "s"}, .y = {.label = "y (J)", .unit = "J"}}, notes);
+  std::smatch m;
+  // The y axis: the vertical axis line from the plot's left edge.
+  ASSERT_TRUE(std::regex_search(svg, m, std::regex(R"re(<line x1="([0-9.]+)" y1="[0-9.]+" x2="\1" y2="[0-9.]+" class="axis"/>\n)re")));
+  const double left = std::stod(m[1]);
+  const auto marks = texts(svg, "mark-label");
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_GE(marks[0].x, left) << "the label covers the tick labels";
+  const auto points = texts(svg, "point-label");
+  for (const auto& p : points) EXPECT_NE(p.text, "squeezed") << "a label across another point's error bar";
+  ASSERT_FALSE(points.empty());
+  EXPECT_EQ(points.back().text, "free");
+}
+
+TEST(ReportChartsTest, WideLayoutWidensTheViewBox) {
+  ChartSeries s{.name = "a"};
+  s.points = {{1, 1}, {2, 2}};
+  EXPECT_NE(svg_line_chart("t", {s}, {}).find("viewBox=\"0 0 600 "), std::string::npos);
+  const std::string wide = svg_line_chart("t", {s}, {}, {}, {.width = 900, .wide = true});
+  EXPECT_NE(wide.find("viewBox=\"0 0 900 "), std::string::npos);
+  EXPECT_NE(wide.find("class=\"plot wide\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace joule
