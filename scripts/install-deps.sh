@@ -25,8 +25,9 @@ packages=(
   python3-pip python3-setuptools python3-venv
   # LibTorch for examples/libtorch; Chromium renders `joule report` output in the tests
   libtorch-dev chromium
-  # the Debian package: man pages from --help, and its check
-  help2man lintian debootstrap
+  # the Debian package and its check (man-db and groff render the man pages
+  # in scripts/check-man-page.sh)
+  lintian debootstrap man-db groff-base
   # `joule top` is tested by driving it in a terminal multiplexer; curl sends
   # the service requests its own client never would
   tmux curl
