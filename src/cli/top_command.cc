@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <deque>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/terminal.h"
+#include "cli/top_processes.h"
 #include "cli/top_view.h"
 #include "joule/daemon/client.h"
 #include "joule/daemon/lease_watcher.h"
@@ -51,6 +53,9 @@ class Reading {
 struct GpuReadings {
   Reading<double> limit_w, max_limit_w;
   Reading<int> util_percent, sm_clock_mhz, temperature_c;
+  Reading<uint64_t> memory_used_bytes;
+  // Why the backend cannot list processes, once found: not asked again.
+  std::optional<std::string> processes_problem;
   std::deque<double> history_w;
 };
 
@@ -145,6 +150,7 @@ class TopModel {
       if (row.power_w) history.push_back(*row.power_w);
       if (history.size() > kHistoryLength) history.pop_front();
       row.power_history_w.assign(history.begin(), history.end());
+      read_processes(i, row, snapshot.processes);
       snapshot.gpus.push_back(std::move(row));
     }
     for (std::size_t i = 0; i < devices_.cpu_zones.size(); ++i) {
@@ -166,6 +172,20 @@ class TopModel {
     return options;
   }
 
+  // The GPU's processes (the `p` view, plain lines) and their count (the GPU row).
+  void read_processes(std::size_t i, TopGpuRow& row, std::vector<TopProcessRow>& out) {
+    GpuReadings& r = readings_[i];
+    if (!r.processes_problem) {
+      GpuProcessList list = list_gpu_processes(*devices_.gpus[i], row.id);
+      r.processes_problem = list.problem;
+      if (!list.problem) {
+        row.process_count = list.rows.size();
+        out.insert(out.end(), std::make_move_iterator(list.rows.begin()), std::make_move_iterator(list.rows.end()));
+      }
+    }
+    row.processes_problem = r.processes_problem;
+  }
+
   TopGpuRow read_gpu(std::size_t i, const std::map<std::string, daemon::GpuLease>& leases) {
     Gpu& gpu = *devices_.gpus[i];
     GpuReadings& r = readings_[i];
@@ -177,6 +197,7 @@ class TopModel {
     row.gpu_util_percent = r.util_percent.get([&] { return gpu.utilization().gpu_percent; });
     row.sm_clock_mhz = r.sm_clock_mhz.get([&] { return gpu.sm_clock_mhz(); });
     row.temperature_c = r.temperature_c.get([&] { return gpu.temperature_c(); });
+    row.memory_used_bytes = r.memory_used_bytes.get([&] { return gpu.memory_used_bytes(); });
     const auto lease = leases.find(gpu.uuid());
     if (lease != leases.end()) row.limit_holder = lease->second.holder;
     return row;
@@ -262,6 +283,8 @@ int run_interactive(TopModel& model, const TopOptions& options, SignalEvents& si
           zero_energy(snapshot);
         } else if (key == 'u' || key == 'U') {
           layout.unit = next_unit(layout.unit);
+        } else if (key == 'p' || key == 'P') {
+          layout.show_processes = !layout.show_processes;
         } else if (key == 'h' || key == 'H' || key == '?') {
           layout.show_help = true;
         }

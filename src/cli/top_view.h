@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,21 @@ struct TopGpuRow {
   std::optional<int> sm_clock_mhz;
   std::optional<int> temperature_c;
   std::optional<std::string> problem;  // the device failed: why
+  std::optional<uint64_t> memory_used_bytes;  // shown where the row has room
+  // Who uses the GPU (its processes, below); nullopt where the backend cannot
+  // tell, with why in processes_problem.
+  std::optional<std::size_t> process_count;
+  std::optional<std::string> processes_problem;
+};
+
+// A process with a context on a GPU, as `nvidia-smi` and nvtop list them.
+struct TopProcessRow {
+  std::string gpu_id;   // "gpu0"
+  uint32_t pid = 0;
+  std::string user = "-";     // its real user's name (or uid); "-" when gone
+  std::string job = "-";      // "slurm/12345", "kubernetes/<pod uid>"; "-" when none
+  std::string command = "-";  // its command line, else its name; "-" when unreadable
+  std::optional<uint64_t> used_memory_bytes;  // none where the driver will not say
 };
 
 struct TopZoneRow {
@@ -53,6 +69,7 @@ struct TopSnapshot {
   std::vector<TopZoneRow> zones;
   std::vector<std::string> zone_problems;  // why RAPL zones are missing
   std::string daemon_status;               // "jouled at /run/...: 0 leases" or why not
+  std::vector<TopProcessRow> processes;    // by GPU, then pid
 };
 
 struct FrameLayout {
@@ -61,14 +78,16 @@ struct FrameLayout {
   EnergyUnit unit = EnergyUnit::kJoule;
   bool unicode = true;     // block-character sparklines; else ASCII
   bool show_help = false;  // the `h` key's page instead of the devices
+  bool show_processes = false;  // the `p` key's per-process table instead of the GPU rows
 };
 
 // The interactive frame: at most height_rows lines of at most width_cols
 // columns each (never a line more: the caller must not scroll the screen).
 std::vector<std::string> render_frame(const TopSnapshot& snapshot, const FrameLayout& layout);
 
-// For a stdout that is not a terminal: one line per device, no escape codes,
-// stable key=value fields for scripts.
+// For a stdout that is not a terminal: one line per device, then one per
+// process using a GPU ("<gpu> process pid=..."), no escape codes, stable
+// key=value fields for scripts.
 std::vector<std::string> render_plain(const TopSnapshot& snapshot, EnergyUnit unit);
 
 // The last width values as bars scaled to full_scale_w: Unicode eighth
@@ -80,5 +99,13 @@ std::string sparkline(const std::vector<double>& values_w, double full_scale_w, 
 int display_width(std::string_view text);
 // The longest prefix of text that fits in width_cols columns.
 std::string fit_to_width(std::string_view text, int width_cols);
+// text on at most max_lines lines of at most width_cols columns: broken at
+// spaces where it can be (mid-word where a word is longer than a line), the
+// last line ending in "..." when the text does not fit. Continuation lines
+// start with indent (counted in the width).
+std::vector<std::string> wrap_to_width(std::string_view text, int width_cols, int max_lines,
+                                       std::string_view indent = "  ");
+// "512 MiB", "12.3 GiB"; "-" for none.
+std::string format_memory(const std::optional<uint64_t>& bytes);
 
 }  // namespace joule::cli

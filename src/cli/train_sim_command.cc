@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "joule/device/sim.h"
@@ -10,6 +13,35 @@
 #include "joule/simulate/training_loop.h"
 
 namespace joule::cli {
+
+namespace {
+
+// What the GPUs were put back to at the end: "restored the power limit of 2
+// GPUs as the run found them: 700 W", "... SM clock of 1 GPU ...: no lock".
+std::string restored_message(const std::vector<std::shared_ptr<SimGpu>>& gpus, OptimizerKnob knob) {
+  const std::string count = fmt::format("{} GPU{}", gpus.size(), gpus.size() == 1 ? "" : "s");
+  std::vector<std::string> values;
+  for (const auto& gpu : gpus) {
+    std::string value;
+    if (knob == OptimizerKnob::kPowerLimit) {
+      value = fmt::format("{:.0f} W", gpu->power_limit_mw() / 1000.0);
+    } else {
+      const auto lock =
+          gpu->clock_lock_mhz(knob == OptimizerKnob::kSmClock ? ClockDomain::kSm : ClockDomain::kMemory);
+      value = lock ? fmt::format("a lock of {}-{} MHz", lock->min_mhz, lock->max_mhz) : std::string("no lock");
+    }
+    if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+  }
+  std::string to;
+  for (std::size_t i = 0; i < values.size(); ++i) to += (i ? ", " : "") + values[i];
+  const char* what = knob == OptimizerKnob::kPowerLimit ? "power limit"
+                     : knob == OptimizerKnob::kSmClock  ? "SM clock"
+                                                        : "memory clock";
+  return fmt::format("restored the {} of {} as the run found {}: {}", what, count, gpus.size() == 1 ? "it" : "them",
+                     to);
+}
+
+}  // namespace
 
 int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
   if (o.epochs < 1 || o.steps_per_epoch < 1) throw UsageError("--epochs and --steps-per-epoch must be at least 1");
@@ -50,6 +82,9 @@ int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
   monitor.begin_window("training");
   for (int e = 0; e < o.epochs; ++e) training.epoch(optimizer, o.steps_per_epoch);
   const Measurement total = monitor.end_window("training");
+  // Put the GPUs back as the run found them, and say so when anything was changed.
+  const bool changed = optimizer.changed_settings();
+  optimizer.restore();
 
   if (optimizer.state() != PowerLimitOptimizer::State::kDecided) {
     std::cout << fmt::format(
@@ -68,6 +103,7 @@ int run_train_sim(const CommonOptions& common, const TrainSimOptions& o) {
         total.elapsed_s, total.gpu_total_energy_j() / 1000.0, least_constrained,
         steps * rows.front().time_per_step_s, steps * rows.front().energy_per_step_j / 1000.0);
   }
+  if (changed) std::cout << restored_message(training.gpus(), optimizer.knob()) << '\n';
   return 0;
 }
 

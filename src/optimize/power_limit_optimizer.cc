@@ -344,6 +344,11 @@ void PowerLimitOptimizer::apply_locked(double setting) {
   }
 }
 
+bool PowerLimitOptimizer::changed_settings() const {
+  std::lock_guard lock(mutex_);
+  return std::any_of(touched_.begin(), touched_.end(), [](bool touched) { return touched; });
+}
+
 void PowerLimitOptimizer::restore() {
   std::lock_guard lock(mutex_);
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
@@ -615,9 +620,11 @@ std::string PowerLimitOptimizer::report_locked() const {
   const char* title = options_.knob == OptimizerKnob::kPowerLimit ? "power-limit"
                       : options_.knob == OptimizerKnob::kSmClock  ? "SM clock"
                                                                   : "memory clock";
-  std::string out = fmt::format("joule {} profile: job '{}', batch size {}, {} x {}, objective {}{}\n", title,
-                                options_.job_name, options_.batch_size, gpus_.size(), gpus_.front()->name(),
-                                options_.objective.describe(), source);
+  // Batch size 0 is "not given" (the profile key's default): left out, not shown as 0.
+  const std::string batch =
+      options_.batch_size > 0 ? fmt::format(", batch size {}", options_.batch_size) : std::string();
+  std::string out = fmt::format("joule {} profile: job '{}'{}, {} x {}, objective {}{}\n", title, options_.job_name,
+                                batch, gpus_.size(), gpus_.front()->name(), options_.objective.describe(), source);
   if (observer_) {
     out += fmt::format("  OBSERVER MODE: nothing was changed; {} at the current setting ({})\n",
                        from_saved_profile_ || from_caller_ ? "training stays" : "every row was measured",

@@ -271,6 +271,62 @@ TEST(TopCliTest, NamesTheJouledLeaseHolderOfEachGpu) {
   EXPECT_TRUE(std::regex_search(lines[1], std::regex("holder=\"[^\"]*pid " + std::to_string(getpid()) + "\\)\""))) << lines[1];
 }
 
+// Issue 34: who uses each GPU, from NVML's running processes (the fake
+// NVML's scripted ones; this test process stands in for a training job):
+// plain lines list them, a GPU whose driver cannot list them says so, and the
+// `p` key toggles the per-process table in the full-screen view.
+std::string fake_nvml_with_processes(const TempDir& tmp, std::map<std::string, std::string>& env) {
+  const std::string pid = std::to_string(getpid());
+  const auto fake = testing::use_fake_nvml(
+      tmp, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300 mem_used_mib=1536\n"
+           "device name=\"NVIDIA H100 80GB HBM3\" power_w=150\n"
+           "process device=0 pid=" + pid + " used_mib=1024 kind=compute\n"
+           "error function=nvmlDeviceGetComputeRunningProcesses_v3 device=1 code=3\n");
+  env = kSimEnv;
+  env["JOULE_NVML_LIBRARY"] = fake.library_path;
+  env["JOULE_FAKE_NVML_CONFIG"] = fake.config_path;
+  env["JOULE_FAKE_NVML_LOG"] = fake.log_path;
+  return pid;
+}
+
+TEST(TopCliTest, PlainLinesListEachGpusProcesses) {
+  TempDir tmp;
+  std::map<std::string, std::string> env;
+  const std::string pid = fake_nvml_with_processes(tmp, env);
+  const auto r = run_process({JOULE_BINARY, "top", "--once", "--interval-ms", "50"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;  // 2 GPUs, 1 process, 1 GPU that cannot tell
+  EXPECT_TRUE(std::regex_match(lines[2], std::regex("t=[0-9.]+s gpu0 process pid=" + pid +
+                                                    " user=\"[^\"]+\" job=\"[^\"]+\" used_mib=1024 "
+                                                    "command=\".*joule_tests.*\"")))
+      << lines[2];
+  EXPECT_TRUE(std::regex_match(lines[3], std::regex("t=[0-9.]+s gpu1 processes_unknown=\".+\""))) << lines[3];
+}
+
+TEST(TopCliTest, TheProcessesKeyTogglesThePerProcessTable) {
+  if (!have_tmux()) GTEST_SKIP() << "tmux is not installed (scripts/install-deps.sh installs it)";
+  TempDir tmp;
+  std::map<std::string, std::string> env;
+  const std::string pid = fake_nvml_with_processes(tmp, env);
+  env["LANG"] = "C.UTF-8";
+  env["LC_ALL"] = "";
+  TmuxSession tmux(pane_command({"--interval-ms", "200"}, env), 80, 24);
+  std::string screen = tmux.wait_for([](const std::string& s) { return gpu0_energy(s) && contains(s, "gpu1 "); });
+  ASSERT_TRUE(contains(screen, "p processes")) << screen;
+  tmux.send_keys("p");
+  screen = tmux.wait_for([](const std::string& s) { return contains(s, "COMMAND"); });
+  ASSERT_TRUE(contains(screen, "PID  USER")) << screen;
+  EXPECT_TRUE(std::regex_search(screen, std::regex("gpu0 +" + pid + " .* 1024 MiB  /"))) << screen;
+  EXPECT_TRUE(contains(screen, "gpu1  processes unknown: ")) << screen;
+  for (const auto& line : lines_of(screen)) EXPECT_LE(cli::display_width(line), 80) << line;
+  tmux.send_keys("p");
+  screen = tmux.wait_for([](const std::string& s) { return !contains(s, "COMMAND") && contains(s, "util"); });
+  EXPECT_FALSE(contains(screen, "COMMAND")) << screen;
+  EXPECT_TRUE(contains(screen, "util")) << screen;
+  tmux.send_keys("q");
+}
+
 TEST(TopCliTest, OnceAndBadOptions) {
   const auto once = run_process({JOULE_BINARY, "top", "--once", "--sim", "count=1", "--interval-ms", "50"}, kSimEnv);
   ASSERT_EQ(once.exit_code, 0) << once.err;

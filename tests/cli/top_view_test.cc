@@ -139,5 +139,136 @@ TEST(TopViewTest, HelpPageReplacesTheDevicesAndAFailedGpuSaysWhy) {
   expect_fits(help, 80, 24);
 }
 
+std::string joined(const std::vector<std::string>& lines) {
+  std::string all;
+  for (const auto& line : lines) all += line + "\n";
+  return all;
+}
+
+TEST(TopViewTest, WrapBreaksAtSpacesAndCutsOnlyPastTheLastLine) {
+  EXPECT_EQ(wrap_to_width("jouled: 0 leases", 80, 2), std::vector<std::string>{"jouled: 0 leases"});
+  EXPECT_EQ(wrap_to_width("aaa bbb ccc", 8, 2), (std::vector<std::string>{"aaa bbb", "  ccc"}));
+  EXPECT_EQ(wrap_to_width("aaa bbb ccc ddd eee", 8, 2), (std::vector<std::string>{"aaa bbb", "  ccc..."}));
+  // A word longer than a line is broken inside.
+  EXPECT_EQ(wrap_to_width("abcdefghij", 6, 2), (std::vector<std::string>{"abcdef", "  ghij"}));
+  // Breaking at the space would leave most of the line empty: the word is broken.
+  EXPECT_EQ(wrap_to_width("jouled: " + std::string(40, 'z'), 20, 2),
+            (std::vector<std::string>{"jouled: " + std::string(12, 'z'), "  " + std::string(15, 'z') + "..."}));
+  for (const auto& line : wrap_to_width(std::string(300, 'x'), 10, 2)) EXPECT_LE(display_width(line), 10) << line;
+}
+
+// Issue 34: at 80x24 the RAPL and jouled messages ran off the right edge.
+// They now wrap onto at most three lines, broken at spaces; nothing is lost
+// that fits, and GPUs give way to them when rows are short.
+TEST(TopViewTest, RaplAndJouledMessagesWrapToFitEightyColumns) {
+  TopSnapshot snapshot = snapshot_of(4, 0);
+  snapshot.zone_problems = {"no RAPL zones: /sys/class/powercap/intel-rapl:0/energy_uj is readable only by root "
+                            "(run as root or chmod the counters)"};
+  // jouled's own message as it reads on a machine without it: three lines at 80 columns.
+  snapshot.daemon_status = "not reachable (cannot connect to jouled at '/run/joule/jouled.sock': No such file or "
+                           "directory (jouled is not running, or is starting again; settings it had changed are "
+                           "restored when it starts))";
+  const auto lines = render_frame(snapshot, {80, 24, EnergyUnit::kJoule, true, false});
+  expect_fits(lines, 80, 24);
+  const std::string all = joined(lines);
+  // Re-joined, each message is whole.
+  std::string flat;
+  for (const auto& line : lines) flat += (line.rfind("  ", 0) == 0 ? line.substr(1) : "\n" + line);
+  EXPECT_NE(flat.find("RAPL: " + snapshot.zone_problems[0]), std::string::npos) << all;
+  EXPECT_NE(flat.find("jouled: " + snapshot.daemon_status), std::string::npos) << all;
+  EXPECT_NE(all.find("restored when it starts))"), std::string::npos) << all;
+  EXPECT_NE(all.find("chmod the counters)"), std::string::npos) << all;
+  for (int i = 0; i < 4; ++i) EXPECT_NE(all.find(fmt::format("gpu{} NVIDIA", i)), std::string::npos) << all;
+  // A message longer than three lines ends in "..." on the third.
+  snapshot.daemon_status = std::string(400, 'z');
+  const auto cut = render_frame(snapshot, {80, 24, EnergyUnit::kJoule, true, false});
+  expect_fits(cut, 80, 24);
+  EXPECT_EQ(cut.back().substr(cut.back().size() - 3), "...") << joined(cut);
+  EXPECT_EQ(cut[cut.size() - 3].rfind("jouled: zzz", 0), 0u) << joined(cut);
+}
+
+// Issue 34: at 160 columns a wide blank gap sat between the power and the
+// sparkline (the part of the sparkline no history covers yet). That part is
+// now a baseline, and wide rows give columns to memory and processes.
+TEST(TopViewTest, WideRowsHaveNoGapBetweenPowerAndSparkline) {
+  TopSnapshot snapshot = snapshot_of(2, 1);
+  for (auto& gpu : snapshot.gpus) {
+    gpu.power_history_w = {300.0, 310.0, 320.0};
+    gpu.memory_used_bytes = 12ull << 30;
+    gpu.process_count = 2;
+  }
+  for (bool unicode : {true, false}) {
+    for (int width : {80, 120, 160, 240}) {
+      const auto lines = render_frame(snapshot, {width, 24, EnergyUnit::kJoule, unicode, false});
+      expect_fits(lines, width, 24);
+      const std::string all = joined(lines);
+      const std::size_t row = all.find("100.0 W ");
+      ASSERT_NE(row, std::string::npos) << all;
+      const std::string line = all.substr(row, all.find('\n', row) - row);
+      // The sparkline starts right after the power value.
+      EXPECT_NE(line[8], ' ') << width << ": " << line;
+      EXPECT_NE(line.find(unicode ? "·" : "_"), std::string::npos) << line;
+      // Every line of the GPU row spans the width: nothing left blank at the right either.
+      EXPECT_GE(display_width(line) + 2, width - 2) << line;
+      if (width >= 160) {
+        EXPECT_NE(line.find("mem  12.0 GiB"), std::string::npos) << line;
+        EXPECT_NE(line.find("procs  2"), std::string::npos) << line;
+      }
+      if (width == 80) {
+        EXPECT_EQ(line.find("mem "), std::string::npos) << line;
+      }
+    }
+  }
+}
+
+TopSnapshot snapshot_with_processes() {
+  TopSnapshot snapshot = snapshot_of(3, 1);
+  snapshot.gpus[0].process_count = 2;
+  snapshot.gpus[1].process_count = 0;
+  snapshot.gpus[2].processes_problem = "the driver cannot list processes (Not Supported)";
+  TopProcessRow train{"gpu0", 4242, "alice", "slurm/12345", "python train.py --epochs 90", 512ull << 20};
+  TopProcessRow other{"gpu0", 5151, "bob", "-", "[python3]", std::nullopt};
+  snapshot.processes = {train, other};
+  return snapshot;
+}
+
+// Issue 34: who uses each GPU, as nvtop and nvidia-smi show it: the `p` key's
+// view and the plain lines.
+TEST(TopViewTest, ProcessViewListsEachGpusProcessesWithUserJobAndMemory) {
+  const TopSnapshot snapshot = snapshot_with_processes();
+  const auto lines = render_frame(snapshot, {80, 24, EnergyUnit::kJoule, true, false, true});
+  expect_fits(lines, 80, 24);
+  const std::string all = joined(lines);
+  EXPECT_NE(all.find("p GPUs"), std::string::npos) << all;
+  EXPECT_NE(all.find("PID  USER"), std::string::npos) << all;
+  EXPECT_NE(all.find("GPU MEM  COMMAND"), std::string::npos) << all;
+  EXPECT_NE(all.find("gpu0      4242  alice      slurm/12345      512 MiB  python train.py --epochs 90"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("gpu0      5151  bob        -                      -  [python3]"), std::string::npos) << all;
+  EXPECT_NE(all.find("gpu1  no processes"), std::string::npos) << all;
+  EXPECT_NE(all.find("gpu2  processes unknown: the driver cannot list"), std::string::npos) << all;
+  EXPECT_NE(all.find("jouled: "), std::string::npos) << all;  // the tail stays
+  EXPECT_EQ(all.find("util"), std::string::npos) << all;        // instead of the GPU rows
+  // The GPU view names the key.
+  EXPECT_NE(joined(render_frame(snapshot, {80, 24, EnergyUnit::kJoule, true, false})).find("p processes"),
+            std::string::npos);
+  // Too many to fit: the rest are counted.
+  TopSnapshot many = snapshot;
+  for (uint32_t pid = 1; pid <= 40; ++pid) many.processes.push_back({"gpu0", pid, "carol", "-", "worker", 1ull << 30});
+  const auto crowded = render_frame(many, {80, 24, EnergyUnit::kJoule, true, false, true});
+  expect_fits(crowded, 80, 24);
+  EXPECT_NE(joined(crowded).find("more rows"), std::string::npos) << joined(crowded);
+}
+
+TEST(TopViewTest, PlainLinesListProcessesAfterTheDevices) {
+  const auto lines = render_plain(snapshot_with_processes(), EnergyUnit::kJoule);
+  ASSERT_EQ(lines.size(), 7u);  // 3 GPUs, 1 zone, 2 processes, 1 GPU that cannot tell
+  EXPECT_EQ(lines[4], "t=3725.0s gpu0 process pid=4242 user=\"alice\" job=\"slurm/12345\" used_mib=512 "
+                      "command=\"python train.py --epochs 90\"");
+  EXPECT_EQ(lines[5], "t=3725.0s gpu0 process pid=5151 user=\"bob\" job=\"-\" used_mib=- command=\"[python3]\"");
+  EXPECT_EQ(lines[6], "t=3725.0s gpu2 processes_unknown=\"the driver cannot list processes (Not Supported)\"");
+}
+
 }  // namespace
 }  // namespace joule::cli

@@ -65,6 +65,37 @@ TEST(TrainSimCliTest, NoisyStepsAreProfiledInRoundsAndASeedRepeatsARun) {
   EXPECT_NE(bad.err.find("--stall-ms -1 must be >= 0"), std::string::npos) << bad.err;
 }
 
+// Issue 34: the header showed "batch size 0" when none was given, and the
+// run never said that the limits were put back at the end.
+TEST(TrainSimCliTest, SaysTheLimitsWereRestoredAndShowsOnlyARealBatchSize) {
+  const auto r = run_process({JOULE_BINARY, "train-sim", "--sim", "count=2", "--objective", "energy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("batch size"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("profile: job 'train-sim', 2 x "), std::string::npos) << r.out;
+  // Chose 200 W; 700 W put back, said last.
+  EXPECT_NE(r.out.find("chose 200 W"), std::string::npos) << r.out;
+  const std::string restored = "restored the power limit of 2 GPUs as the run found them: 700 W\n";
+  ASSERT_GE(r.out.size(), restored.size());
+  EXPECT_EQ(r.out.substr(r.out.size() - restored.size()), restored) << r.out;
+
+  const auto sized = run_process({JOULE_BINARY, "train-sim", "--sim", "count=1", "--batch-size", "256"});
+  ASSERT_EQ(sized.exit_code, 0) << sized.err;
+  EXPECT_NE(sized.out.find("job 'train-sim', batch size 256, 1 x "), std::string::npos) << sized.out;
+  EXPECT_NE(sized.out.find("restored the power limit of 1 GPU as the run found it: 700 W"), std::string::npos)
+      << sized.out;
+
+  const auto clocks = run_process({JOULE_BINARY, "train-sim", "--sim", "count=1", "--objective", "energy", "--knob",
+                                   "sm_clock", "--step-mhz", "250", "--epochs", "4"});
+  ASSERT_EQ(clocks.exit_code, 0) << clocks.err;
+  EXPECT_NE(clocks.out.find("restored the SM clock of 1 GPU as the run found it: no lock"), std::string::npos)
+      << clocks.out;
+
+  // An observer changes nothing, so there is nothing to restore or say.
+  const auto observer = run_process({JOULE_BINARY, "train-sim", "--sim", "count=1", "--observer"});
+  ASSERT_EQ(observer.exit_code, 0) << observer.err;
+  EXPECT_EQ(observer.out.find("restored"), std::string::npos) << observer.out;
+}
+
 TEST(TrainSimCliTest, TooFewStepsSaysSoAndBadOptionsAreNamed) {
   const auto r = run_process({JOULE_BINARY, "train-sim", "--epochs", "1", "--steps-per-epoch", "30"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

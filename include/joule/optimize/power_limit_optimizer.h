@@ -135,6 +135,8 @@ class PowerLimitOptimizer {
 
   // Puts back the original limit of every GPU it changed. Idempotent.
   void restore();
+  // Whether any GPU's setting is changed now (what restore() would put back).
+  bool changed_settings() const;
 
   State state() const;
   bool observer() const;
