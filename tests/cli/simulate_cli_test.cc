@@ -399,7 +399,13 @@ TEST(SimulateCliTest, NotesOnTheTracesAreOneLineAfterErrors) {
       << verbose.err;
   EXPECT_EQ(r.out, verbose.out);
 
-  // A missing cluster trace is the only thing said.
+  // Cluster replay says the same once, after opening its trace; a missing
+  // trace is the only thing said.
+  const auto replay = run_process({JOULE_BINARY, "simulate", "--cluster",
+                                   std::string(JOULE_SOURCE_DIR) + "/data/cluster/example_groups.csv", "--policy", "zeus"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_EQ(std::count(replay.err.begin(), replay.err.end(), '\n'), 1) << replay.err;
+  EXPECT_EQ(replay.err.rfind("joule: note: the traces lack some rows, 11 batch sizes (", 0), 0u) << replay.err;
   const auto cluster = run_process({JOULE_BINARY, "simulate", "--cluster", "/nonexistent/groups.csv"});
   EXPECT_EQ(cluster.exit_code, 1);
   EXPECT_EQ(cluster.err, "joule: error: cannot read '/nonexistent/groups.csv': No such file or directory\n");

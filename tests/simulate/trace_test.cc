@@ -99,6 +99,7 @@ TEST(TraceTest, BatchSizeInOneTraceOnlyIsANoteOrInStrictModeAnError) {
   EXPECT_EQ(t.batch_sizes, (std::vector<int>{16, 32}));
   ASSERT_EQ(t.notes.size(), 1u);
   EXPECT_NE(t.notes[0].find("batch size 64"), std::string::npos);
+  EXPECT_EQ(t.note_kinds, std::vector<TraceNoteKind>{TraceNoteKind::kNoPowerData});
 }
 
 // Real traces: a failed run leaves a batch size without some power limits.
@@ -118,6 +119,7 @@ TEST(TraceTest, ABatchSizeMissingPowerLimitsIsSimulatedOverThoseItHasOrInStrictM
   ASSERT_EQ(t.notes.size(), 1u);
   EXPECT_NE(t.notes[0].find("power.csv:8: batch size 64 has no row for power limits 150, 200 W"), std::string::npos);
   EXPECT_NE(t.notes[0].find("simulated over the 1 limit it has"), std::string::npos) << t.notes[0];
+  EXPECT_EQ(t.note_kinds, std::vector<TraceNoteKind>{TraceNoteKind::kMissingPowerLimits});
 }
 
 // Real traces: on a GPU with less memory the default batch size never ran.
