@@ -54,7 +54,7 @@ struct GpuReadings {
   Reading<double> limit_w, max_limit_w;
   Reading<int> util_percent, sm_clock_mhz, temperature_c;
   Reading<uint64_t> memory_used_bytes;
-  // Why the backend cannot list processes, once found: not asked again.
+  // Why the backend cannot list processes, once found lasting: not asked again.
   std::optional<std::string> processes_problem;
   std::deque<double> history_w;
 };
@@ -175,15 +175,17 @@ class TopModel {
   // The GPU's processes (the `p` view, plain lines) and their count (the GPU row).
   void read_processes(std::size_t i, TopGpuRow& row, std::vector<TopProcessRow>& out) {
     GpuReadings& r = readings_[i];
-    if (!r.processes_problem) {
-      GpuProcessList list = list_gpu_processes(*devices_.gpus[i], row.id);
-      r.processes_problem = list.problem;
-      if (!list.problem) {
-        row.process_count = list.rows.size();
-        out.insert(out.end(), std::make_move_iterator(list.rows.begin()), std::make_move_iterator(list.rows.end()));
-      }
+    if (r.processes_problem) {
+      row.processes_problem = r.processes_problem;
+      return;
     }
-    row.processes_problem = r.processes_problem;
+    GpuProcessList list = list_gpu_processes(*devices_.gpus[i], row.id);
+    row.processes_problem = list.problem;  // a passing failure is shown this refresh only
+    if (list.problem_is_lasting) r.processes_problem = list.problem;
+    if (!list.problem) {
+      row.process_count = list.rows.size();
+      out.insert(out.end(), std::make_move_iterator(list.rows.begin()), std::make_move_iterator(list.rows.end()));
+    }
   }
 
   TopGpuRow read_gpu(std::size_t i, const std::map<std::string, daemon::GpuLease>& leases) {

@@ -43,6 +43,8 @@ GpuProcessList list_gpu_processes(Gpu& gpu, const std::string& gpu_id, const std
     processes = gpu.running_processes();
   } catch (const DeviceError& e) {
     list.problem = e.what();
+    list.problem_is_lasting = e.code() == DeviceErrc::kNotSupported || e.code() == DeviceErrc::kNoPermission ||
+                              e.code() == DeviceErrc::kNotFound;
     return list;
   }
   std::sort(processes.begin(), processes.end(), [](const GpuProcess& a, const GpuProcess& b) { return a.pid < b.pid; });

@@ -16,6 +16,9 @@ namespace joule::cli {
 struct GpuProcessList {
   std::vector<TopProcessRow> rows;     // by pid
   std::optional<std::string> problem;  // the backend cannot tell: why
+  // The backend will never tell (not supported, no permission, no such
+  // call): not worth asking again. Other failures may pass.
+  bool problem_is_lasting = false;
 };
 
 // The processes using gpu now, its rows named gpu_id. A process already gone

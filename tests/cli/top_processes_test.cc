@@ -11,6 +11,7 @@
 
 #include "common/test_support.h"
 #include "joule/clock.h"
+#include "joule/device/nvml.h"
 #include "joule/device/sim.h"
 
 namespace joule::cli {
@@ -76,6 +77,34 @@ TEST(TopProcessesTest, JobAndCommandComeFromProc) {
   EXPECT_EQ(list.rows[1].command, "python3 train.py --lr 0.1");
   EXPECT_EQ(process_command(4242, proc.file("")), "python3 train.py --lr 0.1");
   EXPECT_FALSE(process_command(99, proc.file("")));
+}
+
+// Through the NVML backend (the fake driver's scripted processes): memory as
+// the driver reports it; a GPU whose driver cannot list processes says why,
+// lasting (not supported: top stops asking) or not (an unknown error).
+TEST(TopProcessesTest, NvmlProcessesAndWhyAGpuCannotListThem) {
+  TempDir tmp;
+  const std::string pid = std::to_string(getpid());
+  const auto fake = testing::use_fake_nvml(
+      tmp, "device name=\"NVIDIA H100 80GB HBM3\"\ndevice name=\"NVIDIA H100 80GB HBM3\"\n"
+           "device name=\"NVIDIA H100 80GB HBM3\"\n"
+           "process device=0 pid=" + pid + " used_mib=2048 kind=compute\n"
+           "error function=nvmlDeviceGetComputeRunningProcesses_v3 device=1 code=3\n"
+           "error function=nvmlDeviceGetComputeRunningProcesses_v3 device=2 code=999\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  ASSERT_EQ(devices.gpus.size(), 3u);
+  const GpuProcessList listed = list_gpu_processes(*devices.gpus[0], "gpu0");
+  ASSERT_EQ(listed.rows.size(), 1u);
+  EXPECT_EQ(std::to_string(listed.rows[0].pid), pid);
+  EXPECT_EQ(listed.rows[0].used_memory_bytes, 2048ull << 20);
+  EXPECT_EQ(listed.rows[0].user, my_user_name());
+  const GpuProcessList unsupported = list_gpu_processes(*devices.gpus[1], "gpu1");
+  ASSERT_TRUE(unsupported.problem);
+  EXPECT_TRUE(unsupported.problem_is_lasting) << *unsupported.problem;
+  EXPECT_NE(unsupported.problem->find("nvmlDeviceGetComputeRunningProcesses_v3"), std::string::npos);
+  const GpuProcessList failed = list_gpu_processes(*devices.gpus[2], "gpu2");
+  ASSERT_TRUE(failed.problem);
+  EXPECT_FALSE(failed.problem_is_lasting) << *failed.problem;
 }
 
 }  // namespace
