@@ -559,6 +559,15 @@ window.addEventListener('load', function () {
         overflow.push('chart' + i + ' text "' + t.textContent + '"');
     });
   });
+  // The smallest chart text as drawn, in CSS pixels (data-min-font-px).
+  var smallest = Infinity;
+  plots.forEach(function (svg) {
+    var scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    svg.querySelectorAll('text').forEach(function (t) {
+      smallest = Math.min(smallest, parseFloat(getComputedStyle(t).fontSize) * scale);
+    });
+  });
+  document.body.setAttribute('data-min-font-px', isFinite(smallest) ? smallest.toFixed(1) : 'none');
   document.body.setAttribute('data-plots', plots.length);
   document.body.setAttribute('data-plots-ok', ok);
   document.body.setAttribute('data-overflow', overflow.length ? overflow.join('; ') : 'none');

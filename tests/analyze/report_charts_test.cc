@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_support.h"
 #include "joule/analyze/report.h"
 #include "joule/analyze/svg_chart.h"
 #include "joule/analyze/sweep_analysis.h"
@@ -155,6 +156,20 @@ TEST(ReportChartsTest, LabelsStayInsideThePlotAndOffErrorBars) {
   for (const auto& p : points) EXPECT_NE(p.text, "squeezed") << "a label across another point's error bar";
   ASSERT_FALSE(points.empty());
   EXPECT_EQ(points.back().text, "free");
+}
+
+// On a phone (390 px) and a desktop the charts' text reads at 11 px or more
+// and nothing sticks out of the page: charts and tables scroll sideways.
+TEST(ReportChartsTest, ChartTextReadableAtPhoneWidth) {
+  const auto runs = batch_grid();
+  testing::TempDir tmp;
+  testing::write_file(tmp.file("report.html"), render_report("t", runs, analyze_sweep(runs), {}));
+  for (const std::string width : {"390", "1400"}) {
+    const std::string body = testing::chromium_body_tag(tmp.file("report.html"), tmp, width + ",900");
+    if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
+    EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at width " << width << ": " << body;
+    EXPECT_GE(std::stod(testing::tag_attribute(body, "data-min-font-px")), 10.95) << "at width " << width << ": " << body;
+  }
 }
 
 TEST(ReportChartsTest, WideLayoutWidensTheViewBox) {
