@@ -263,7 +263,7 @@ std::vector<std::string> render_frame(const TopSnapshot& snapshot, const FrameLa
   std::vector<std::string> lines;
   lines.push_back(spread(fmt::format("joule top  {} GPU{}{}", snapshot.gpus.size(), snapshot.gpus.size() == 1 ? "" : "s",
                                      snapshot.simulated ? " [SIMULATED]" : fmt::format(" ({})", snapshot.backend)),
-                         fmt::format("since reset {}  every {:.1f} s  [{}]", clock_text(snapshot.since_reset_s),
+                         fmt::format("since reset {}  every {:g} s  [{}]", clock_text(snapshot.since_reset_s),
                                      snapshot.interval_s, unit_symbol(layout.unit)),
                          width));
   lines.push_back(layout.show_processes ? "q quit  r reset  u units J/kJ/Wh  p GPUs  h help"

@@ -270,5 +270,15 @@ TEST(TopViewTest, PlainLinesListProcessesAfterTheDevices) {
   EXPECT_EQ(lines[6], "t=3725.0s gpu2 processes_unknown=\"the driver cannot list processes (Not Supported)\"");
 }
 
+// The refresh interval as given: 250 ms was shown as "every 0.2 s".
+TEST(TopViewTest, HeaderShowsTheIntervalAsGiven) {
+  TopSnapshot snapshot = snapshot_of(1, 0);
+  snapshot.interval_s = 0.25;
+  EXPECT_NE(render_frame(snapshot, {80, 24, EnergyUnit::kJoule, true, false})[0].find("every 0.25 s"),
+            std::string::npos);
+  snapshot.interval_s = 1.0;
+  EXPECT_NE(render_frame(snapshot, {80, 24, EnergyUnit::kJoule, true, false})[0].find("every 1 s"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace joule::cli
