@@ -317,7 +317,8 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& all_runs, std::optional
       const bool same_rest = without_knobs(b.config) == without_knobs(c.config);
       const bool at_max = std::all_of(largest.begin(), largest.end(),
                                       [&](const auto& knob) { return number(b.config, knob.first) == knob.second; });
-      if (same_rest && at_max && (!largest.empty() || j == 0)) {
+      // Without a knob in the grid every configuration's baseline is the first.
+      if (largest.empty() ? j == 0 : same_rest && at_max) {
         c.baseline = j;
         c.trade_off = trade_off({c.time_s.mean, c.energy_j.mean}, {b.time_s.mean, b.energy_j.mean});
         break;

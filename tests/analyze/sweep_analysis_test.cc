@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/test_support.h"
@@ -56,6 +57,28 @@ TEST(SweepAnalysisTest, StatisticsTradeOffsAndBestPerMetric) {
   // 3600 samples in 110 s on 1 GPU: 3600 / (110 / 3600) samples per GPU-hour.
   EXPECT_NEAR(*c.samples_per_gpu_hour, 3600.0 / (110.0 / 3600.0), 1e-6);
   EXPECT_NEAR(*a.configs[2].updates_per_gpu_hour, 36.0 / (2 * 50.0 / 3600.0), 1e-6);
+}
+
+// A grid that sets no GPU setting (batch size x GPU count, as the shipped
+// H200 example): every configuration is compared with the first one.
+TEST(SweepAnalysisTest, WithoutAGpuSettingEveryConfigurationHasTheFirstAsBaseline) {
+  const SweepAnalysis a = analyze_sweep({
+      run({{"batch_size", "128"}, {"gpus", "1"}}, 0, 100, 30000), run({{"batch_size", "128"}, {"gpus", "2"}}, 0, 60, 34000),
+      run({{"batch_size", "64"}, {"gpus", "1"}}, 0, 120, 33000), run({{"batch_size", "64"}, {"gpus", "2"}}, 0, 70, 36000),
+  });
+  ASSERT_EQ(a.configs.size(), 4u);
+  for (std::size_t i = 0; i < a.configs.size(); ++i) {
+    const auto& c = a.configs[i];
+    ASSERT_TRUE(c.baseline) << c.label();
+    EXPECT_EQ(a.configs[*c.baseline].label(), a.configs[0].label()) << c.label();
+    ASSERT_TRUE(c.trade_off) << c.label();
+  }
+  const auto two_at = std::find_if(a.configs.begin(), a.configs.end(),
+                                   [](const auto& c) { return c.label() == "batch_size=128 gpus=2"; });
+  ASSERT_NE(two_at, a.configs.end());
+  const auto& two = *two_at;
+  EXPECT_NEAR(two.trade_off->performance_loss_percent, 100.0 * (60.0 - 100.0) / 100.0, 1e-9);  // faster: a negative loss
+  EXPECT_NEAR(two.trade_off->energy_gain_percent, 100.0 * (30000.0 - 34000.0) / 30000.0, 1e-9);
 }
 
 // Clock caps are knobs like the power limit: the baseline has every knob at
