@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Builds the joule Python package with the project's CMake build.
 
     python3 -m pip install --no-build-isolation .

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Device sets the benchmarks run on: simulated GPUs, the fake NVML library
 // modelled on an H100 (energy call ~4 ms, counter steps of 100 ms, power
 // usage a trailing 1 s mean, power samples every 20 ms, a load switching

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # Builds joule's Python module for the Python of a machine that lacks the
 # project's build dependencies (the GPU machines): compiles only the binding
 # against a libjoule.a built elsewhere, with pybind11 from the installed

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # Assembles what bench/run_gpu.sh needs on a GPU machine from this build:
 # bench/carry.sh CARRY_DIR [BUILD_DIR]  (CARRY_DIR, e.g. .device-carry, is git-ignored)
 set -eu

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // What a collective window costs (issue 13's aggregation): every rank poses
 // as its own node (JOULE_NODE_NAME = bench-node-RANK) with simulated GPUs,
 // and rank 0 times begin_window + end_window, the barriers and the gather of

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """A data-parallel PyTorch training job for `joule sweep` (one process per GPU, under torchrun).
 
 ResNet-18 on a synthetic dataset of fixed size, so one epoch is the same work

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """What `joule exporter` costs: its CPU time per second of wall time, per GPU, and a scrape's latency.
 
 Runs the real exporter for --seconds on GPUs of the fake libnvidia-ml.so.1 set up like an H100

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Host time the framework callbacks' shared core (joule._run.EnergyRun, what
 joule.hf.EnergyCallback and joule.lightning.EnergyCallback call from their
 hooks) spends per training step, on simulated GPUs: no framework and no GPU

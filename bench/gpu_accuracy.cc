@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Window-energy accuracy of joule::Monitor on a real GPU, against a reference
 // that does not depend on joule. Read-only: it changes no GPU setting.
 //

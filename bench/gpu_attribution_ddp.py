@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only: energy per region of a DistributedDataParallel step on real
 GPUs over NCCL, the gradient all-reduce included as the concurrent region
 "allreduce" (joule.torch.attribute on the DDP model). Changes no GPU setting.

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Energy per layer of real models on a real GPU, and what recording costs
 (docs/attribution.md, issue 32: the "real model" proof and the <= 3% overhead
 target). Read-only: changes no GPU setting.

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """What recording regions costs per training step on a real GPU, side by side
 (docs/attribution.md, issue 32's overhead target: <= 3% of step time).
 Read-only: changes no GPU setting.

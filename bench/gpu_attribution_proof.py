@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Energy per region against ground truth on a real GPU (docs/attribution.md,
 issue 32 part 4). Read-only: changes no GPU setting.
 

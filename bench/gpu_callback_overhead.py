@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """What joule's optimizer callbacks cost per training step on a real GPU, side by side.
 
 A/B blocks interleaved in one run, so drift (clocks, temperature, other tenants)

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """A data-parallel job measured with joule.distributed, against each GPU's
 NVML energy counter (read-only: no GPU setting is changed).
 

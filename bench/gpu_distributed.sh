@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # joule.distributed and joule measure --mpi on a GPU machine, read-only
 # (observer: no GPU setting changes). bench/carry.sh CARRY_DIR first, here.
 #   bench/gpu_distributed.sh CARRY_DIR OUT_DIR

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """`joule exporter` on a real GPU, scraped by a real Prometheus, against the NVML energy counter.
 
 READ-ONLY: the exporter only reads NVML; the jobs only run kernels. Runs two PyTorch jobs one after

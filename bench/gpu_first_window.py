@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Is the first window of a measurement as exact as the later ones? Read-only.
 
 Under torchrun (NCCL or Gloo, joule.distributed) or as one process

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # The first window after a monitor is made, against the energy counters, on
 # a GPU machine, read-only (no GPU setting changes). bench/carry.sh first, here.
 #   bench/gpu_first_window.sh CARRY_DIR OUT_DIR [REPEATS [SOURCE_DIR]]

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """The framework examples (examples/hf_trainer, lightning, accelerate) run for real, read-only.
 
 For each example:

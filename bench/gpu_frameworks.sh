@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # The framework examples (examples/hf_trainer, lightning, accelerate) on a GPU
 # machine, read-only (observer: no power limit or clock is changed): energy
 # against `joule measure` around the same run, overhead per step with and

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """GPU load for the measurement experiments: back-to-back bf16 matrix products.
 
 --mode steady keeps the GPU busy; --mode pulse alternates busy and idle every

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Train a real model on the GPU with the joule Python module (read-only).
 
 torchvision's ResNet-18 on synthetic 224x224 images: per-epoch energy from

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """A real PyTorch training loop with joule's power-limit optimizer in OBSERVER mode.
 
 Read-only: joule profiles the GPU's limits but never changes one, so every row

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Whole-command energy: `joule measure --json` around a load, against the
 GPU's energy counter read with pynvml right before and after (read-only).
 

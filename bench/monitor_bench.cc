@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Cost of a measurement window (begin_window + end_window) on 8 GPUs, next to
 // the naive alternative that reads every GPU's energy counter synchronously
 // at both edges. Run:

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // How often the power-limit optimizer's choice is right when training steps
 // are as noisy as on a real H100 (issue 16, proof (a)): for each seed, a
 // simulated H100-like GPU trains with stalls before each step's GPU work

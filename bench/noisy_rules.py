@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Studies a two-stage decision rule for noise-aware power-limit profiling offline.
 
 Input: the CSV of `joule_bench_noisy_profiling --screening-rounds R --dump FILE` (every candidate

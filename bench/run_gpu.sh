@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # The real-GPU measurements behind bench/README.md. READ-ONLY: nothing here
 # changes a GPU setting (joule only reads NVML; the load only runs kernels).
 # Usage: bench/run_gpu.sh CARRY_DIR OUT_DIR [PART...]

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // CPU cost of the sampler thread: N GPUs sampled at a fixed rate for a while,
 // reported as a percentage of one core. Run:
 //   build/bin/joule_bench_sampler_cost --backend fake --gpus 8 --hz 100 --seconds 10

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # The sampler's own work per tick, in instructions (callgrind counts are
 # repeatable whatever else the machine does): the same 3 s run at 100 Hz with
 # 0 and with 8 simulated GPUs; the difference divided by the ticks is the

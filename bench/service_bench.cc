@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Throughput and latency of the batch-size service over HTTP: an in-process
 // `joule serve` (HttpServer on a loopback port, the store given by --store)
 // and N connections, each doing ask + report round trips on one shared job

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Simulator speed: the full evaluation of the Zeus paper's V100 setting (six
 // workloads x ten seeds x three policies), single-workload recurrences per
 // second, and the cluster replay of a generated 120,000-job trace (three

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Does a window cost the same after a million others as after the first?
 // Times begin_window + end_window over a long run and prints the cost at
 // its start and at its end side by side, for 8 simulated and 8 fake-NVML

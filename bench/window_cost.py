@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Does a window cost the same from Python after a million others? The
 Python twin of joule_bench_window_cost: begin_window + end_window through the
 module, on 8 simulated GPUs and (given the fake library) 8 fake-NVML GPUs,

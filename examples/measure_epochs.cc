@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Measuring the energy of code regions with joule::Monitor: one window per
 // epoch and a nested window for an evaluation step. Runs on whatever GPUs
 // joule finds (simulated ones when there is no NVIDIA driver).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The just-in-time power-limit optimizer around a training loop. On a machine
 // without NVIDIA GPUs it runs on simulated ones; the "training step" here is
 // a short sleep standing in for real work.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for jouled's request parser: any bytes must give either a
 // Request or a ProtocolError, never a crash, hang or other exception.
 #include <cstdint>

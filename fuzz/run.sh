@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # Builds the fuzzers (jouled's protocol, the batch-size service's requests)
 # with clang's libFuzzer and runs them for a bounded time (default 30 s in all). Usage: fuzz/run.sh [SECONDS] [BUILD_DIR]
 set -euo pipefail

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the batch-size service's requests: the first byte
 // picks a request (register, ask, report, progress, power profile) or a
 // damaged stored state, the rest is its body, handled as `joule serve` does

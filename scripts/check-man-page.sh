@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # Checks a man page (plain or .gz): man(1) and groff render it without a
 # warning, and it has the sections a man page should have.
 # With --commands-of PROGRAM, each subcommand its --help lists must have a

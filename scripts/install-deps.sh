@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # Installs everything joule needs to build and test, from Debian bookworm's
 # package repository only. Idempotent: safe to run again on a ready machine.
 set -euo pipefail

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Fills a hand-written man page template with options taken from a program's --help.
 
 Usage: scripts/man-page.py TEMPLATE OUTPUT VERSION PROGRAM

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Debian package from a configured build directory, checks it with
 # lintian, installs it with dpkg, runs what an operator runs first from the
 # installed paths, and purges it, checking nothing is left. Needs root (dpkg).

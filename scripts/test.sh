@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # Builds joule and runs the whole test suite (C++ unit, fake-NVML, RAPL
 # fixture and CLI end-to-end tests). Needs scripts/install-deps.sh first.
 set -euo pipefail

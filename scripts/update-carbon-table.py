@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Builds data/carbon/grid-intensity.csv from CodeCarbon's data files (python3 stdlib only).
 
 The numbers are facts taken from three files in CodeCarbon's repository (MIT; the files carry

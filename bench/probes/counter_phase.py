@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only: when do the energy counter's ~100 ms steps happen, how regular
 are they, and does anything cheap (power usage, 0.4 us per read) change at the
 same instants? One process polls the counter back to back, another polls power

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only: how the energy counter's steps line up with the driver's power
 samples. One process polls the counter back to back (each call ~3.8 ms on an
 H100), another drains the sample buffer every 50 ms; separate processes, so

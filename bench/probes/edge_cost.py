@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only: what one region edge of joule.torch.attribute costs on the host,
 piece by piece (where the depth-2 overhead of bench/README.md section 16
 goes). Changes no GPU setting.

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only: cost of nvmlDeviceGetSamples(TOTAL_POWER) beside the other power
 reads, the buffer's capacity and sample spacing (pynvml + ctypes)."""
 import ctypes

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only probe of the NVML power and energy sources on one GPU.
 
 Times each source and records all of them at ~1 kHz for a few seconds while a

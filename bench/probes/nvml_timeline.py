@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only recording of every NVML power/energy source on one GPU, for
 offline analysis and replay (pynvml; changes no GPU setting).
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Offline (numpy, no GPU): is an attribution's error a matter of the
 samples' timing? Refits a proof run (bench/gpu_attribution_proof.py's
 raw.json and result.json) with the measured response moved earlier or later

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only: over what span before its stamp does a buffered power sample
 (nvmlDeviceGetSamples, NVML_TOTAL_POWER_SAMPLES) average the GPU's power?
 Attribution (docs/attribution.md) needs it: a wrong span biases every

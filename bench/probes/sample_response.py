@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Read-only: how does a GPU's power data (what joule.attribute fits) respond
 to a step in the GPU's power, on joule's own clocks? Changes no GPU setting.
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """An Accelerate training loop measured with joule.window: a stack of Transformer blocks on random tokens.
 
     PYTHONPATH=build/python python3 examples/accelerate/train.py --seconds 30 --out-dir /tmp/accelerate-run

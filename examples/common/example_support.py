@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """What the Python examples (hf_trainer/, lightning/, accelerate/) share
 besides joule's own lines: the missing-package check, joule's options from
 their flags, and the result they print and hand to bench/gpu_frameworks.py.

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """A Hugging Face Trainer run with joule's energy callback: a small GPT-style model on random tokens.
 
     PYTHONPATH=build/python python3 examples/hf_trainer/train.py --seconds 30 --out-dir /tmp/hf-run

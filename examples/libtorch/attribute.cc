@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Where a LibTorch training step's energy goes: the step's phases recorded as
 // regions (joule::attribution::RegionRecorder), then the window's energy
 // split among them per GPU (attribute_window), printed as a table and

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A LibTorch training loop instrumented with joule: per-epoch energy from a
 // Monitor window and the just-in-time power-limit optimizer around every step.
 // A small MLP on synthetic data, so it runs anywhere (CPU here; CUDA when the

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """A Lightning run with joule's measurement callback: a small CNN on random images.
 
     PYTHONPATH=build/python python3 examples/lightning/train.py --seconds 30 --out-dir /tmp/lightning-run

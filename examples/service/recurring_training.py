@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Recurring training through `joule serve`: one node's share of a job.
 
 Each recurrence asks the service for its batch size (and the power limit

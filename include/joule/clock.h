@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The one source of time in joule. Real runs use SteadyClock; simulation and
 // tests use VirtualClock, which moves only when told to. Nothing outside this
 // interface reads the system time.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Error types thrown at joule's API edges. Every message names what failed
 // and, where known, why and what to do about it.
 #pragma once

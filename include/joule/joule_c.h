@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 /* A small C interface to joule's measurement and power-limit optimizer, for
  * training loops in other languages (ctypes, cffi). Every function that can
  * fail returns 0 on success and -1 on failure, with the message available

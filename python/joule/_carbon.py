@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.Carbon and joule.carbon_regions, reading the grid-intensity table
 that ships inside this package when pip installed it (data/carbon/), so a
 pip install far from the source tree finds it. An explicit table=,

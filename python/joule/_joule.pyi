@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 from typing import Callable, Optional, Sequence, Tuple
 
 class Error(RuntimeError): ...

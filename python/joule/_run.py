@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """What joule.hf and joule.lightning share: one training run's phases, the
 metrics they log, the run summary (reduced over ranks) and the optional
 power-limit optimizer. Private: the public names are in joule.hf,

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Output of energy attribution (joule.attribute / joule.torch.attribute).
 
     print(joule.attribution.format_table(attributions[0], gpu_label="GPU 0"))

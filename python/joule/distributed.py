@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """One torch.distributed job measured on every node, each node's devices once.
 
     import torch.distributed as dist

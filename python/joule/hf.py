@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Hugging Face Trainer: energy of every step, epoch, evaluation and save.
 
     import joule.hf

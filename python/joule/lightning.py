@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch Lightning: energy of every batch, epoch and validation, logged
 through pl_module.log (so every attached logger gets it).
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Windows with running estimates, and the phase accounting behind joule.hf,
 joule.lightning and plain (or Accelerate) loops.
 

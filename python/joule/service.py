@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """A client of `joule serve`, the batch-size service (HTTP/JSON).
 
     import joule

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Energy series and run summaries into experiment trackers, through the
 user's own objects (no tracker is a dependency of joule).
 

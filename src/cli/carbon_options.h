@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The carbon and cost flags shared by `joule measure`, `joule report` and
 // `joule exporter`, and how a footprint is printed.
 #pragma once

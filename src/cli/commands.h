@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The `joule` subcommands. Each parses nothing itself: main.cc owns the
 // command line and hands over typed options.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule exporter`: Prometheus metrics of every GPU and CPU zone, and each
 // GPU's energy per job (include/joule/telemetry/energy_exporter.h).
 #include <fmt/format.h>

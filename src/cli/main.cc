@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule`: measure and lower the energy of deep-learning training on GPUs.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Turns a measured command into the text and JSON `joule measure` prints.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule serve` (the batch-size service) and `joule jobs` (its jobs, through
 // the service's HTTP interface).
 #include <arpa/inet.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule simulate --learned-on A --gpu B`: what the batch-size optimizer
 // learned on GPU model A seeds it on model B; the first recurrences on B are
 // compared with an optimizer that starts from scratch.

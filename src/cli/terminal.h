@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The only place joule talks to a terminal directly: raw key input, the
 // alternate screen, drawing whole frames with ANSI sequences, and signals
 // turned into events. Whatever happens, the terminal is left as it was found.

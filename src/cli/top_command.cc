@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule top`: a live view of every GPU's and RAPL zone's power and energy.
 // The data comes from joule's own Sampler; top_view.cc lays it out and
 // terminal.cc owns the terminal.

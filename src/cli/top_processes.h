@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule top`'s per-process rows: the device layer's process listing of each
 // GPU, with each process's user and job from the telemetry module's
 // identify_job() and its command line from /proc.

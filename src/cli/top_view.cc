@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/top_view.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // What `joule top` shows, as plain data, and how it is laid out into lines.
 // No terminal I/O here: a frame is a list of strings, each at most the
 // terminal's width in columns, so layout is testable without a terminal.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A thin owner of SQLite handles whose errors name the database: a
 // connection (`SqliteDatabase`) and prepared statements (`SqliteStatement`)
 // that finalize themselves. What the sweep store and the batch-size service's

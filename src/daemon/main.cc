@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // jouled: the one process that changes GPU settings, on behalf of training
 // processes that ask over a Unix socket. See docs/daemon-protocol.md.
 #include <CLI/CLI.hpp>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // jouled's server: a poll() loop over a Unix socket. Each connection's
 // changes form leases that end, with the old values restored, when the
 // connection closes for any reason. Private to the daemon.

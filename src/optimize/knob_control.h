@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The knob the just-in-time optimizer turns on every GPU of a job: the power
 // limit, or the SM or memory clock cap. Private to the optimizer: its
 // candidates, how a value is applied to one GPU, and how what was there

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // joule.Carbon and joule.carbon_regions(): grams of CO2e and cost from
 // energy, with the bundled grid-intensity table (the carbon module).
 #include <pybind11/pybind11.h>

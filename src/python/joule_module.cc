@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The `joule` Python module (as joule._joule): measurement, the power-limit
 // optimizer with the same callbacks as C++, the batch-size optimizer and
 // device information, and the per-node parts of a job measured on many nodes

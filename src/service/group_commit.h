@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Group commit: write requests from many threads share store transactions.
 //
 // A request joins a queue. When no batch is running it leads: it takes the

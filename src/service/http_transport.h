@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP/1.1 transport of `joule serve` (internal): one event-driven I/O
 // thread (Boost.Beast on Asio) that accepts connections, reads whole
 // requests against deadlines and writes answers, so that no client, slow or

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The job store's schema, as numbered migrations shared by every SQL store.
 // A database records the versions applied (schema_version); opening applies
 // the missing ones in one transaction. Never edit a released migration: add

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL job store, for replicas of the service sharing one database.
 // Transactions are READ COMMITTED with row locks: every row a transaction
 // reads in order to change it is read FOR UPDATE, so two replicas updating

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL job store (postgres_job_store.cc), for open_job_store.
 // Internal to the service module.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The SQLite job store: one file, nothing to install. Write transactions are
 // BEGIN IMMEDIATE (one writer at a time, others wait up to the busy timeout),
 // the journal is a write-ahead log (readers do not block the writer), and

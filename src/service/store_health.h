@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // What both job stores use to answer JobStore::health(): a probe that runs on
 // a thread of its own and is waited for at most a deadline, and the memory
 // of the last request that found the store unavailable. Internal to the

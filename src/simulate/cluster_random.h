@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A small, portable random source for the cluster generator and replay:
 // 8 bytes of state (there may be a generator per group, tens of thousands),
 // and the same numbers on every standard library, unlike std distributions.

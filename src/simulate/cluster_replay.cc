@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Event-driven cluster replay. Groups are independent (one optimizer each),
 // so there is no global clock: each group keeps, per policy, its jobs in
 // flight in a min-heap by end time, and a submission first delivers the

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Cluster traces: the streaming reader of both formats, the k-means mapping of
 // raw groups onto workloads, and the generator of raw traces.
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The policies the simulator replays, behind one interface, and the costing
 // of one recurrence: shared by the single-job simulation and the cluster
 // replay. Internal to the simulate module.

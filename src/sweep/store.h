@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The SQLite results store of `joule sweep`. Private to the sweep module.
 #pragma once
 

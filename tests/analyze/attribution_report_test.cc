@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The attribution page: each region's share of time beside its share of
 // energy, the table sorted by energy with every region and the idle row, the
 // notes, and headless Chromium finding every chart drawn and nothing sticking

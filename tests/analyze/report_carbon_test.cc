@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule report` with carbon and cost: the configurations table's CO2e and
 // cost per run against hand-computed values, in the library and end to end.
 #include <gtest/gtest.h>

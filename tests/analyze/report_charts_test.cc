@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The sweep report's charts as a reader sees them (issue 34): legends in
 // natural order, labels inside the plot and clear of error bars, time and
 // energy error bars, one caption, units in every axis title, the best

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // attribute(): per-region energy from coarse power data, on synthetic runs
 // whose true energies are known exactly. A step of regions at known powers
 // repeats with jittered durations (so its phase drifts against the sampling)

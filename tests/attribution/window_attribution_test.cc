@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Attribution through the whole path: a scripted GPU whose power follows the
 // regions of a training step (each region a power of its own, varying a
 // little per call), its buffered 20 ms samples read by a Sampler on a

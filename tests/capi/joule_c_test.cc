@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The C interface, as a ctypes caller would use it, on simulated GPUs.
 #include "joule/joule_c.h"
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Carbon and cost: the bundled table, lookups, and footprints against hand-computed values.
 #include "joule/carbon/carbon.h"
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule measure` with carbon and cost flags and --emissions-csv: the real
 // binary on simulated GPUs, figures checked against hand-computed ones.
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule exporter` end to end: the real binary on the fake NVML, scraped
 // with curl, stopped with SIGTERM.
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // What `joule --help` promises: every subcommand listed, each with an
 // example in its own help, and a bash completion that offers them all.
 #include <gtest/gtest.h>

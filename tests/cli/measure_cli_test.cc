@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule measure` end to end: the real binary, real child processes.
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule measure --mpi` under a real mpirun: several ranks on this machine,
 // grouped into nodes by JOULE_NODE_NAME (the documented override), each
 // node with its own devices. Skipped where joule was built without MPI.

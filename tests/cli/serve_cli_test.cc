@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule serve` as users run it: the real binary on a loopback port, driven by
 // `joule simulate --service`, `joule jobs`, the C++ client from several
 // processes, and bad requests.

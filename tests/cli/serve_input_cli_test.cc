@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule serve` under the numbers and stored states that broke it (issue 31):
 // the real binary on a SQLite file, requests through curl (bodies the C++
 // client cannot write, such as 1e400), `joule jobs list` and `joule jobs reset`.

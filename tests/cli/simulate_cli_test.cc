@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule simulate` end to end.
 #include <fmt/format.h>
 #include <gtest/gtest.h>

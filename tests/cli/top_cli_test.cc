@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule top` end to end: the real binary in a real (tmux) terminal of 80x24,
 // driven with keys; and with stdout to a file, where it prints plain lines.
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule top`'s per-process rows (issue 34): the device layer's process
 // listing of a simulated GPU, with user, job and command read from /proc
 // (this process's own, and fixture trees through identify_job).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A node's report as it travels between ranks, and the job-wide report.
 #include "joule/cluster/node_report.h"
 

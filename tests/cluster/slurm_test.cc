@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Real Slurm steps on a single-machine cluster the tests start
 // (common/slurm_cluster.h): srun starts every task, and `joule measure --mpi`
 // launched by srun itself, without mpirun, makes one report of the job.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A real jouled over the fake libnvidia-ml.so.1, in a temporary directory:
 // three A40s (gpu2 not at its default limit, 280 W), the fake's limits kept
 // in a file across restarts as a driver keeps them across processes. Tests

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Dependencies point down: the device layer talks to hardware and its fakes
 // only, so nothing under src/device or include/joule/device may include a
 // header from the floors above it; the attribution core rests on common only.

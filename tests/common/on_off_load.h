@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A training-like load for energy tests: the GPU switches between busy and
 // idle at random, each phase lasting a random whole number of milliseconds
 // (what the fake driver's profile files take), from a fixed seed (the same

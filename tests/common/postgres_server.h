@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A throwaway PostgreSQL server for tests: initdb into a temporary directory,
 // started with pg_ctl on a free loopback port (and a Unix socket in that
 // directory), stopped with `pg_ctl stop -m immediate` when destroyed. initdb

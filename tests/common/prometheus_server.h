@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A throwaway Prometheus for tests: Debian's `prometheus` binary with a
 // generated config that scrapes the given targets, its TSDB in a temporary
 // directory, listening on a free loopback port; stopped with SIGTERM when

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A Gpu test double whose true power is any function of (virtual) time. Its
 // power reading can be biased and its energy counter can step at a fixed
 // period, like real hardware, so the sampler's energy model can be checked

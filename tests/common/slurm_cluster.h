@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A throwaway single-machine Slurm for tests: Debian's munged, slurmctld and
 // slurmd, configured in a fresh directory under /tmp (its own munge key and
 // socket, slurm.conf, state, spool, logs) with one node of 8 CPUs and one

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the tests: temporary directories, files, the fake NVML
 // library, and running real processes (the joule binary) to completion.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // jouled end to end: the real daemon binary over the fake libnvidia-ml.so.1,
 // with real client processes (forked; one drops to the unprivileged user
 // "nobody"), SIGKILLs, restarts and a flood of malformed messages.

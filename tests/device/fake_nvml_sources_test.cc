@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The fake libnvidia-ml.so.1's model of an H100's power and energy sources
 // (energy counter, power usage, instantaneous field, buffered samples), on its
 // virtual clock. The fake's C functions are called directly through dlsym, so

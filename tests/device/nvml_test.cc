@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The NVML backend against the fake libnvidia-ml.so.1, loaded through dlopen
 // exactly as the real driver library would be.
 #include "joule/device/nvml.h"

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A fake libnvidia-ml.so.1 for tests: the NVML functions joule uses, with the
 // same names and ABI, over scripted devices read from the file named by
 // $JOULE_FAKE_NVML_CONFIG. Each device draws power along a scripted profile

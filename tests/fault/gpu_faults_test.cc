@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Faults of the GPU layer, injected through the fake libnvidia-ml.so.1: a GPU
 // lost in the middle of a window, driver calls that hang (for a while, or
 // until released), and an energy counter that restarts from zero (a driver

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Processes killed with SIGKILL at random points (seeded, a few rounds each):
 // jouled while clients hold power-limit and clock leases on fake-NVML GPUs,
 // and joule serve (SQLite) under asks and reports from several clients. After

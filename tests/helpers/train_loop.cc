@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A training loop with the power-limit optimizer, on whatever GPUs joule
 // finds (the tests point it at the fake libnvidia-ml.so.1), for tests that
 // need a real process: how it ends decides how limits must be restored.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // CounterAnchors on a scripted GPU whose counter steps on a grid of its own
 // (period and phase), on a virtual clock polled every 0.5 ms: finding the
 // grid, anchors on both sides of an edge with the exact counter values, no

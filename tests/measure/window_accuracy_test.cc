@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Window energy through joule's NVML backend on the fake libnvidia-ml.so.1
 // set up as an H100 (power samples every 20 ms that average only part of
 // their interval, power usage a trailing one-second mean, counter steps of

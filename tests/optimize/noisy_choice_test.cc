@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // choose_with_noise (one stage) and screen_with_noise + confirm_with_noise
 // (two stages): quantiles, the decision rules on noiseless, noisy and
 // correlated measurements, and how often noise alone moves them.

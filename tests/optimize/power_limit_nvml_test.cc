@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The power-limit optimizer against the fake libnvidia-ml.so.1, in real
 // processes: the set-calls it makes, in order, and the original limit put
 // back however the process ends.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Seeding the batch-size optimizer with evidence from elsewhere.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures shared by the Python tests.
 
 server: a real `joule serve` ($JOULE_TEST_BINARY, set by CTest, else bin/joule

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """One rank of a torch.distributed job measured with joule.distributed, for
 test_distributed.py (run as a process per rank, or under torchrun).
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Stand-ins for transformers 5.x and Lightning 2.6, for the tests of
 joule.hf and joule.lightning (CI has neither).
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """One rank of a 2-process torch.distributed job (Gloo, CPU) training on the
 transformers stand-in with joule.hf.EnergyCallback() and its default
 monitor (test_frameworks_distributed.py starts it). Writes rank<N>.json."""

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.torch.LightningCallback inside a real PyTorch Lightning Trainer (CPU, simulated GPUs).
 
 Run directly (exit status 0 = pass) or through test_lightning.py, which skips

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 # `pip install .` into a fresh virtual environment (system site packages for
 # Debian's torch; no build isolation, no downloads), then import the module.
 set -euo pipefail

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Energy per region from Python (issue 32): joule.RegionRecorder,
 joule.attribute, joule.torch.attribute and joule.attribution, on simulated
 GPUs (650 W each, sampled every 10 ms) and CPU torch."""

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.torch.attribute on a DistributedDataParallel model (issue 32): a
 real torch.distributed job (Gloo, CPU) of 2 processes on this machine, each
 a rank running this file as a script with its own simulated GPU. The

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Energy per region on simulated GPUs that draw a power per region (issue 32):
 monitor.set_simulated_load sets each region's load as it begins, the GPUs keep
 20 ms power samples (sim spec sample_ms=20, each the exact mean over its

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Carbon and cost: the bundled grid-intensity table (read with the standard library, as a
 user or a script would) and the `joule.Carbon` binding against hand-computed values."""
 import csv

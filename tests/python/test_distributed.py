@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.distributed: real torch.distributed jobs (Gloo, CPU) of 4 processes
 on this machine, JOULE_RANKS_PER_NODE=2 making them 2 nodes of 2 ranks:
 node-0 (ranks 0, 1) with 2 simulated GPUs, node-1 (ranks 2, 3) with 1. Each

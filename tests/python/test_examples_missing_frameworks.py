@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """examples/hf_trainer, examples/lightning, examples/accelerate where their framework is not installed
 (CI: Debian has PyTorch but no transformers, Lightning or Accelerate): --help still works, and a run
 exits at once with one line naming the missing package and how to install it. Where the framework is

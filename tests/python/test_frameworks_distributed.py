@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.hf.EnergyCallback in a 2-rank torch.distributed job (Gloo, CPU, one
 node) on the transformers stand-in, each GPU counted once: by local rank 0
 for the node (CUDA_VISIBLE_DEVICES unset or listing every GPU), or by each

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.hf.EnergyCallback against a stand-in of transformers 5.x's Trainer
 (framework_standins.py: the callback interface and the event order of a
 training run with logging, evaluation and checkpoint saves), on simulated GPUs."""

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.lightning.EnergyCallback against a stand-in of Lightning 2.6
 (framework_standins.py: the Callback hooks, LightningModule.log's signature
 and where it may be called, the fit loop's hook order with a sanity check,

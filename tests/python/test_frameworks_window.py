@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.window (running estimates for plain and Accelerate loops) and the
 tracker adapters of joule.trackers against recording stand-ins of
 TensorBoard's SummaryWriter, MLflow (module and client) and a W&B run."""

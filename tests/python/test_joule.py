@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """The joule Python module with Debian's python3 and python3-torch (CPU).
 
 Run by CTest with PYTHONPATH pointing at the build tree's package and

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Runs lightning_check.py when PyTorch Lightning is installed (not a Debian package)."""
 import os
 import subprocess

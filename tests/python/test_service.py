@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """joule.BatchSizeClient and joule.torch.BatchSizeRecurrence against the real
 `joule serve` (the server fixture in conftest.py: SQLite store in a temporary
 directory, any free loopback port).

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
 """Two training processes, each posing as a machine of its own (its own fake
 GPUs), run examples/service/recurring_training.py at the same time against
 one `joule serve` (the server fixture in conftest.py) and share one bandit

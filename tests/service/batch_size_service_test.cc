@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The batch-size service's logic on each store, a real SQLite file and a real
 // PostgreSQL server: registration, the ask/report cycle against the
 // in-process optimizer, persistence across reopening, power profiles,

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule serve`'s HTTP server (HttpServer, in process) against clients that
 // try to hold it: headers sent a byte at a time, connections opened and left
 // idle, a body declared far too large, anonymous connections "from other

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The store goes away under a running `joule serve` (issue 31, part 3): the
 // real PostgreSQL stopped and started again under load, SQLite on a
 // filesystem that fills up, SQLite locked by another connection past its

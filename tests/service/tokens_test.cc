@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Tokens for `joule serve`: the file (create, read, revoke), what a grant
 // allows, the server re-reading a changed file, and who needs a token.
 #include "joule/service/tokens.h"

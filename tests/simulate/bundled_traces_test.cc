@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Finding the bundled Zeus traces, and that they load.
 #include "joule/simulate/bundled_traces.h"
 

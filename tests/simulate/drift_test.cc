@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Data drift in the simulator, and the comparison figures shown per policy.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The deterministic toy workload the simulator tests share: every run of a
 // batch size needs the same epochs (16 never reaches the target, 32: 10,
 // 64: 8, 128: 12), and every batch size has the same time and power per

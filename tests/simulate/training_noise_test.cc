@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The simulated training loop's step noise: seeded, averaging what it is
 // told, and spreading 2 s windows about as a real H100 loop did.
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Translating an optimizer's observations between GPU models, on a hand-made
 // pair of traces with known answers, and the transfer replay.
 #include "joule/simulate/translate.h"

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // What SweepConfig::load says of a TOML text, from the file's name on
 // ("s.toml:2:13: ..."), or "no error". Shared by the sweep tests.
 #pragma once

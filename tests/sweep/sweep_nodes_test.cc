@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Sweeps whose runs span nodes (gpus_per_node with launcher mpirun or srun):
 // the config keys and their errors, the launcher lines, a real sweep under
 // Open MPI with ranks posing as two nodes (JOULE_RANKS_PER_NODE), a stand-in

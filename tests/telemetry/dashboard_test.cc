@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The Grafana dashboard (packaging/grafana/joule-dashboard.json) against what
 // `joule exporter` serves: the JSON is a dashboard, every panel queries the
 // chosen Prometheus, and every series its PromQL names is a family the

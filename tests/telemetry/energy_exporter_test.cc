@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The exporter's accounting and text on simulated GPUs and a virtual clock,
 // and its HTTP face through curl.
 #include "joule/telemetry/energy_exporter.h"

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A real Prometheus (Debian's) scrapes the real `joule exporter` running on
 // the fake NVML, and what it stored is checked through its query API against
 // what the fake driver was scripted to draw: rates per GPU, the split per

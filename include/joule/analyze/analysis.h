@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Numbers for characterising a job from repeated runs: summary statistics,
 // least-squares fits with standard errors, energy/time trade-off metrics and
 // the energy-time Pareto front.

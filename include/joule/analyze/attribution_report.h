@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The page of a window's per-region attribution (docs/attribution.md): per
 // GPU, each region's share of the window's time beside its share of the
 // energy (so a region that runs long at low power, or briefly at high power,

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule report`: one self-contained HTML file about a sweep. At the top a
 // summary in plain words (the best configuration per objective and what it
 // saves against the baseline); then the configurations as a sortable table;

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule simulate --html`: one self-contained HTML page of a simulation, as
 // in the Zeus paper's figures: energy and time relative to Default per
 // workload (at the end and over the whole sequence), cumulative regret per

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Inline SVG charts and the HTML page around them, shared by the sweep report
 // and the simulation report: self-contained (no script or style from the
 // network), light and dark friendly (colours come from CSS variables through

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Analysis of a sweep's results store: statistics per configuration, trade-
 // offs against a baseline, the best configuration per metric, scaling fits,
 // energy per GPU-hour, the Pareto front and what each eta would pick.

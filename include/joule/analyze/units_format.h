@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Numbers as people read them in reports: SI prefixes with a unit ("4.92 kJ",
 // "250 W", "1.2 MJ"), durations in s/min/h, energy also in Wh/kWh, and the
 // 1-2-5 tick values a chart axis is labelled with.

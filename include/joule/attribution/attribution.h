@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Energy attribution: how much of a training window's GPU energy each region
 // of the step used (a layer's forward or backward, the optimizer step, data
 // loading, ...), from power data far coarser than the regions.

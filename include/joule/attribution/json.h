@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // An Attribution as JSON, for the C interface and files: every field, the
 // regions in the order of their names; numbers that are not finite (no
 // estimate, no interval) are null.

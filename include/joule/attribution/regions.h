@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Marks when the regions of a training step run, on a Monitor's clock, as
 // the exclusive intervals attribute() fits. A region begun inside another
 // pauses it until it ends, so an outer region's time is its own work only

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The spread of a quantity over bootstrap rounds: what attribution's
 // intervals are made of (over resampled observations, and over refits with
 // resampled sample responses).

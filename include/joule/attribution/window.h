@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The regions' energy over a measured window: the Sampler's power data for
 // the window (measure/ stays the source), the recorder's intervals, and the
 // window's exact energy per GPU, into attribute().

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Carbon and cost from measured energy: the bundled table of average grid
 // carbon intensity (data/carbon/grid-intensity.csv, share/joule/carbon once
 // installed), lookups in it by code or name, and footprints:

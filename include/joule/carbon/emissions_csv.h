@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // An emissions.csv with CodeCarbon's column names (its EmissionsData, version
 // 3.x: codecarbon/output_methods/emissions_data.py), so dashboards that chart
 // CodeCarbon's file read joule's runs too. Units as CodeCarbon's: duration s,

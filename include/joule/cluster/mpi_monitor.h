@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Measuring one job on every node it runs on, over MPI.
 //
 // Every rank of the communicator constructs an MpiMonitor (collectively).

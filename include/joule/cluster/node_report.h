@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // One job measured on many nodes: what each node's agent measured in a
 // window, and the job-wide result that the root assembles from them.
 //

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Runs the command a user measures: fork/exec, signals forwarded, exit status
 // carried back.
 #pragma once

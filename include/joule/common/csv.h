@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A small CSV reader for the traces and profiles joule consumes: header row,
 // comma-separated fields without quoting. Every error names the file, the
 // line and the column.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A file a command writes as its result: written under "<path>.partial" and
 // renamed onto path only when complete, so a run that fails half-way leaves
 // neither a truncated file nor an empty one where a good one was before.

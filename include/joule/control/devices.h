@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The devices a program uses, with the way their settings change decided:
 // directly through the driver (root), through jouled (its socket exists and
 // the process is not root; the GPUs are wrapped so each change is a lease), or

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Talking to jouled from a training process: a connection (its leases last
 // as long as it does) and a Gpu that reads directly but changes limits
 // through the daemon.

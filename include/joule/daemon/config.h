@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // jouled's configuration: where it listens, who may change which GPU.
 //
 //   {

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Who holds each GPU's limit through jouled, asked with the daemon's "state"
 // request. jouled is optional: when its socket is absent or it fails, poll()
 // says so in status() and tries again on the next call. Used by `joule top`

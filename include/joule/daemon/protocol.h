@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The jouled protocol: one JSON object per line over a Unix stream socket.
 // docs/daemon-protocol.md describes it for client authors.
 #pragma once

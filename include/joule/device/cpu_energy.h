@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // CPU-side energy: one zone per CPU package and per DRAM domain, each a
 // cumulative counter in microjoules that wraps at max_energy_range_uj().
 #pragma once

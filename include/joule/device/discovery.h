@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Finds the devices joule measures: NVIDIA GPUs through NVML when a driver is
 // present; otherwise, as the caller chose, simulated GPUs (labelled as such,
 // for demos: joule info, measure, top) or none at all (long-running services:

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The GPU interface every backend implements (nvml, sim). Readings use the
 // units NVML uses natively (mW, mJ, MHz, degrees C, bytes); the measurement
 // layer converts to joules and seconds at its public edge.

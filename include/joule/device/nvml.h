@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // NVIDIA GPUs through NVML, loaded at run time (no build-time dependency on
 // the NVIDIA driver or headers).
 #pragma once

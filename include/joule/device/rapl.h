@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Linux RAPL through the powercap sysfs tree (intel-rapl, also used for AMD
 // processors, and amd-rapl where present).
 #pragma once

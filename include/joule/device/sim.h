@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Simulated GPUs: a power and throughput model on an injectable clock. They
 // stand in for real GPUs when none is found (and say so in every output), and
 // let tests and simulations run the measurement and control paths without

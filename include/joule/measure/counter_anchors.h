@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Pins window edges to the GPU energy counter.
 //
 // The counter is the only source that integrates everything, but it moves in

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Named measurement windows over a set of devices. begin_window/end_window
 // only read the clock and what the Sampler already holds, so they cost well
 // under a microsecond, whatever the driver's energy call costs.

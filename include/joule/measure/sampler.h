@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // One background thread that samples every device and keeps what the Monitor
 // needs to answer "how much energy between t0 and t1" without touching a slow
 // driver call on the caller's thread.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Samples taken by the Sampler: one row per device per tick. Kept in memory
 // up to a capacity (oldest dropped first) and optionally streamed to CSV as
 // they arrive, so long runs lose nothing.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Picks the batch size of each recurrence of a training job.
 //
 // Pruning first, in two rounds. A round starts at the default batch size b0,

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The cost joule minimises for a recurring training job (the Zeus cost):
 //   C = eta * energy + (1 - eta) * max_power * time
 // with eta in [0, 1] trading energy (1) against time (0), and max_power the

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Gaussian Thompson sampling over batch sizes, minimising cost.
 //
 // Each arm's mean cost has a normal belief. Observations of an arm are taken

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Choosing a setting (a power limit, a clock cap) from noisy measurements:
 // each candidate's cost per step with an uncertainty, a move away from the
 // baseline only on a difference that is significant at a stated confidence,

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // What the power-limit optimizer minimises, and the choice it makes from a
 // per-limit profile.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Just-in-time power-limit optimisation inside a live training loop.
 //
 // During the first epoch the optimizer tries the GPUs' power limits, largest

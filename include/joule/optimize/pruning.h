@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // One round of batch-size pruning: start at b0, walk down (largest smaller
 // size first) until a size fails to reach the target, then walk up (smallest
 // larger size first) likewise. Shared by the batch-size optimizer and the

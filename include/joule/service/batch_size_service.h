@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The batch-size service's logic, independent of HTTP: one BatchSizeOptimizer
 // per registered job, kept in a JobStore and changed only inside one of its
 // transactions (load the state, act, save it), so recurrences asking and

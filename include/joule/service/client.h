@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A client of `joule serve` (HTTP/JSON, keep-alive): what a training run, the
 // simulator (`joule simulate --service`) and `joule jobs` use. Not thread-safe:
 // one per thread.

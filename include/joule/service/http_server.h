@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule serve`: the batch-size service over HTTP/JSON (Boost.Beast: one
 // event-driven I/O thread, store work on a pool; docs/service.md, "Server design").
 //

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Where the batch-size service keeps its jobs: each job's spec and its
 // optimizer's state, every recurrence handed out and its result, and the
 // power-limit profiles measured per GPU model. A store hands out write

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Who may use `joule serve` from other machines: bearer tokens, kept in a
 // file as their SHA-256 only, each naming its user and the jobs it may use.
 //

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The Zeus NSDI'23 traces that ship with joule (data/zeus-nsdi23 in the
 // source tree, share/joule/zeus-nsdi23 once installed), and where to find them.
 //

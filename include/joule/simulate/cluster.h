@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Cluster replay: the recurring job groups of a GPU cluster trace, each mapped
 // onto one of the six Zeus workloads, replayed with one optimizer per group.
 // Jobs of a group that overlap in time are served concurrently: a submission

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Policies compared on one workload over the same seeds, and the figures the
 // CLI table and the HTML report show for each: energy and time relative to
 // Default at the end (last five recurrences) and over the whole sequence,

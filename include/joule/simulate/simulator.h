@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Replays a recurring training job on traces: each recurrence picks a batch
 // size and power limit by a policy, samples one seeded run of that batch size
 // (epochs to target, or a miss), and costs it with the trace's time and power.

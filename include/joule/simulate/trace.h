@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Training and power traces in the Zeus NSDI'23 format:
 //   train: dataset,network,batch_size,optimizer,learning_rate,run,target_metric,target_epoch
 //          (the epoch at which each seeded run first reached each metric level; nan: never)

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // A synthetic training loop on simulated GPUs and a virtual clock: each step
 // keeps the GPUs fully loaded for base_step_s divided by their speed at the
 // current power limit, with the sampler ticking as virtual time passes. Used

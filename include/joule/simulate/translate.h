@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Carrying what the batch-size optimizer learned on one GPU model over to
 // another, and replaying the recurrences that follow.
 //

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // `joule sweep`: run a training command over a grid (batch size, GPU count,
 // power limit, ...) with repeats, measure each run, and keep every result in
 // a SQLite store that a later invocation resumes from.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // What `joule exporter` serves to Prometheus: every GPU's readings under the
 // names and labels dcgm-exporter uses, and what only joule has: energy since
 // the exporter started per GPU and CPU zone, and each GPU's energy per job.

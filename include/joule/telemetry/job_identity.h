@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Who a process works for, as a cluster's accounting sees it: the Slurm job
 // or Kubernetes pod that owns it, and its Unix user. The exporter rolls the
 // GPU energy of a device's processes up to these (issue 15).

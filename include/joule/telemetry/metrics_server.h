@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // An HTTP server for Prometheus to scrape: GET /metrics and GET /healthz,
 // nothing that changes anything. Other paths get 404, other methods 405.
 #pragma once

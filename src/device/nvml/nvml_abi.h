@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // Our own declaration of the subset of the NVML C ABI joule uses, so the build
 // needs no NVIDIA headers. Layouts and values follow NVIDIA's public nvml.h.
 // The loader (nvml_library.cc) only takes decltype() of these prototypes and

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
 // The NVML shared library, loaded at run time with dlopen and resolved into one
 // function table. Private to the nvml backend.
 #pragma once
