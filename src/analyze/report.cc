@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "joule/analyze/svg_chart.h"
@@ -199,17 +200,47 @@ ChartSeries fit_series(const std::string& group, const std::vector<std::pair<dou
   return line;
 }
 
+using Groups = std::map<std::string, std::vector<std::size_t>, NaturalLess>;
+
+// On a knob's chart with several lines (a power limit per GPU count, ...),
+// each line's own best cap for energy and EDP, where the sweep's best under
+// that objective lies on another line: what a reader of that line would pick.
+std::map<std::size_t, std::vector<std::string>> best_per_line(const SweepAnalysis& a, const Groups& lines) {
+  std::map<std::size_t, std::vector<std::string>> out;
+  if (lines.size() < 2) return out;
+  const auto sweep_best = [&](const char* metric) { return a.best.count(metric) ? a.best.at(metric) : a.configs.size(); };
+  for (const auto& [line, indices] : lines) {
+    const auto best_by = [&](auto&& score) {
+      std::optional<std::size_t> best;
+      for (std::size_t i : indices) {
+        const double v = score(a.configs[i]);
+        if (std::isfinite(v) && (!best || v < score(a.configs[*best]))) best = i;
+      }
+      return best;
+    };
+    const auto energy = best_by([](const ConfigResult& c) { return c.energy_j.mean; });
+    const auto edp = best_by([](const ConfigResult& c) { return c.energy_j.mean * c.time_s.mean; });
+    if (energy && *energy != sweep_best("energy")) out[*energy].push_back("least energy of " + line);
+    if (edp && *edp != sweep_best("edp")) out[*edp].push_back("min EDP of " + line);
+  }
+  return out;
+}
+
 // Time and energy against one swept setting, a line per group of the other
 // settings (in natural order), error bars of one standard deviation over the
 // repeats; ringed: the baseline and the best configuration under each
-// objective; dashed: a fitted power law per group with three settings or more.
+// objective (on a knob's chart also each line's own best cap); dashed: a
+// fitted power law per group with three settings or more.
 std::string setting_charts(const SweepAnalysis& a, const SweptSetting& s) {
-  std::map<std::string, std::vector<std::size_t>, NaturalLess> members;
+  Groups members;
   for (std::size_t i = 0; i < a.configs.size(); ++i) members[group_label(a.configs[i].config, s.key)].push_back(i);
   ChartNotes time_notes, energy_notes;
   const bool knob = find_gpu_knob(s.key) != nullptr;
-  // A knob's baseline is a rule at its largest value; else the reference is ringed.
-  for (const auto& [i, words] : roles(a, !knob)) {
+  auto marked = roles(a, !knob);  // a knob's baseline is a rule at its largest value; else the reference is ringed
+  if (knob) {
+    for (auto& [i, words] : best_per_line(a, members)) marked[i].insert(marked[i].end(), words.begin(), words.end());
+  }
+  for (const auto& [i, words] : marked) {
     const auto& c = a.configs[i];
     const auto x = number(c.config, s.key);
     if (!x) continue;

@@ -136,6 +136,31 @@ TEST(ReportChartsTest, KnobChartsMarkTheBestAndShowTheFit) {
   EXPECT_NE(html.find("fit: t = "), std::string::npos);
 }
 
+// A power limit swept on 1 and 2 GPUs: the sweep's least energy is on one
+// line; the other line's own best cap is ringed and named too.
+TEST(ReportChartsTest, KnobChartsRingEachLinesOwnBestCap) {
+  std::vector<SweepRun> runs;
+  for (const char* gpus : {"1", "2"}) {
+    for (double limit : {200.0, 250.0, 300.0}) {
+      const double g = std::stod(gpus);
+      const double t = 100 / g * std::pow(300 / limit, 0.5);
+      // On 1 GPU 250 W costs least; on 2 GPUs (dearer overall) 200 W does.
+      const double e = g == 1 ? 20000 + std::abs(limit - 250) * 40 : 30000 + (limit - 200) * 30;
+      for (int repeat : {0, 1}) runs.push_back(run({{"gpus", gpus}, {"power_limit", fmt::format("{:g}", limit)}}, repeat, t, e));
+    }
+  }
+  const SweepAnalysis a = analyze_sweep(runs);
+  ASSERT_EQ(a.configs[a.best.at("energy")].label(), "gpus=1 power_limit=250");
+  const std::string html = render_report("t", runs, a, {});
+  const std::size_t energy = html.find("aria-label=\"Energy per run vs power");
+  ASSERT_NE(energy, std::string::npos);
+  const std::string svg = html.substr(energy, html.find("</svg>", energy) - energy);
+  bool line_best = false;
+  for (const auto& m : texts(svg, "mark-label")) line_best = line_best || m.text.find("least energy of gpus=2") != std::string::npos;
+  EXPECT_TRUE(line_best) << svg;
+  EXPECT_EQ(svg.find("least energy of gpus=1"), std::string::npos) << "gpus=1's best is the sweep's, marked once";
+}
+
 // Labels stay inside the plot (right of the y axis, where the tick labels
 // are) and a point label that can only sit on an error bar is left out.
 TEST(ReportChartsTest, LabelsStayInsideThePlotAndOffErrorBars) {
