@@ -37,6 +37,9 @@ packages=(
   prometheus
   # joule measure --mpi, tested with several ranks of a real mpirun
   openmpi-bin libopenmpi-dev
+  # ROCm SMI's header (rocm_smi/rocm_smi.h, 5.2): the fake librocm_smi64 in
+  # tests/fake_rocm_smi is compiled against it, so its ABI is the real one's
+  librocm-smi-dev
   # a real single-machine Slurm (slurmctld, slurmd, srun) and its munge, started by the tests as root
   slurm-wlm munge
 )

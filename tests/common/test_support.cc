@@ -68,6 +68,18 @@ FakeNvml use_fake_nvml(const TempDir& dir, const std::string& config, bool old_d
   return fake;
 }
 
+FakeRocmSmi use_fake_rocm_smi(const TempDir& dir, const std::string& config, bool old_library) {
+  FakeRocmSmi fake;
+  fake.config_path = dir.file("fake_rocm_smi.conf");
+  fake.log_path = dir.file("fake_rocm_smi.log");
+  fake.library_path = old_library ? JOULE_FAKE_ROCM_SMI_OLD_PATH : JOULE_FAKE_ROCM_SMI_PATH;
+  write_file(fake.config_path, config);
+  setenv("JOULE_ROCM_SMI_LIBRARY", fake.library_path.c_str(), 1);
+  setenv("JOULE_FAKE_ROCM_SMI_CONFIG", fake.config_path.c_str(), 1);
+  setenv("JOULE_FAKE_ROCM_SMI_LOG", fake.log_path.c_str(), 1);
+  return fake;
+}
+
 pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                     const std::string& out_path, const std::string& err_path) {
   const pid_t pid = fork();

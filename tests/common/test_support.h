@@ -40,6 +40,17 @@ struct FakeNvml {
 };
 FakeNvml use_fake_nvml(const TempDir& dir, const std::string& config, bool old_driver = false);
 
+// The fake librocm_smi64.so.1 (tests/fake_rocm_smi) with config written to
+// dir: sets JOULE_ROCM_SMI_LIBRARY (what joule loads) to it and the fake's
+// config and set-call log variables. old_library: the build without
+// rsmi_dev_current_socket_power_get (a ROCm 5 library).
+struct FakeRocmSmi {
+  std::string config_path;
+  std::string log_path;
+  std::string library_path;
+};
+FakeRocmSmi use_fake_rocm_smi(const TempDir& dir, const std::string& config, bool old_library = false);
+
 struct RunResult {
   int exit_code = -1;  // as a shell reports it (128 + signal when killed)
   std::string out;
