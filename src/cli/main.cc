@@ -14,9 +14,9 @@
 namespace {
 
 void add_common_options(CLI::App& command, joule::cli::CommonOptions& common) {
-  command.add_option("--backend", common.backend, "GPU backend: auto (NVML; where it cannot be used, simulated GPUs, said so, for info, "
-                     "measure and top; none for exporter and jouled), nvml, sim")
-      ->check(CLI::IsMember({"auto", "nvml", "sim"}));
+  command.add_option("--backend", common.backend, "GPU backend: auto (NVML and ROCm SMI; where neither gives a GPU, simulated GPUs, "
+                     "said so, for info, measure and top; none for exporter and jouled), nvml, rocm, sim")
+      ->check(CLI::IsMember({"auto", "nvml", "rocm", "sim"}));
   command.add_option("--sim", common.sim_spec,
                      "simulated GPUs, e.g. count=4,load=0.6 (also $JOULE_SIM); implies nothing unless they are used");
   command.add_option("--gpus", common.gpus, "comma-separated GPU indices to use, e.g. 0,2 (default: all)");

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "joule/device/nvml.h"
+#include "joule/device/rocm.h"
 #include "joule/device/rapl.h"
 #include "joule/device/sim.h"
 #include "joule/error.h"
@@ -16,6 +17,9 @@
 namespace joule {
 
 namespace {
+
+// Present wherever the amdgpu kernel driver is loaded (built in or a module).
+constexpr const char* kAmdgpuModuleDir = "/sys/module/amdgpu";
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
@@ -36,15 +40,70 @@ void open_simulated(Devices& devices, const DiscoveryOptions& options, const std
       fmt::format("{}; using {} SIMULATED GPU{} (load {:.2f})", why, spec.count, spec.count == 1 ? "" : "s", spec.load);
 }
 
-// kAuto without a usable NVML: simulated GPUs, or none, as the caller chose.
+// kAuto where no driver gave a GPU: simulated GPUs, or none, as the caller
+// chose; why names every library looked for.
 void fall_back(Devices& devices, const DiscoveryOptions& options) {
+  const std::string why = fmt::format("{}; {}", devices.nvml_problem, devices.rocm_problem);
   if (options.auto_fallback == AutoFallback::kSimulated) {
-    open_simulated(devices, options, devices.nvml_problem);
+    open_simulated(devices, options, why);
     return;
   }
   devices.gpu_backend = "none";
-  devices.gpu_backend_reason =
-      fmt::format("{}; no GPU used (simulated ones only with --backend sim)", devices.nvml_problem);
+  devices.gpu_backend_reason = fmt::format("{}; no GPU used (simulated ones only with --backend sim)", why);
+}
+
+// NVIDIA GPUs: appended to devices.gpus, or nvml_problem says why none.
+// Throws when NVML was asked for by name and gives no GPU.
+void open_nvml(Devices& devices, const DiscoveryOptions& options) {
+  try {
+    NvmlDevices nvml = open_nvml_gpus(devices.nvml_library);
+    devices.nvml_loaded = true;
+    devices.driver_version = nvml.driver_version;
+    devices.nvml_missing_functions = nvml.missing_functions;
+    if (nvml.gpus.empty()) {
+      devices.nvml_problem = fmt::format("NVML ({}) reports no GPU", devices.nvml_library);
+      if (options.backend == GpuBackend::kNvml) throw DeviceError(DeviceErrc::kNotFound, devices.nvml_problem);
+      return;
+    }
+    devices.gpus.insert(devices.gpus.end(), nvml.gpus.begin(), nvml.gpus.end());
+  } catch (const DeviceError& e) {
+    if (options.backend == GpuBackend::kNvml) throw;
+    devices.nvml_problem = fmt::format("no NVIDIA GPU usable: {}", e.what());
+  }
+}
+
+// Where ROCm SMI would be loaded from its default name and cannot work: the
+// amdgpu kernel driver is absent (its init would fail, writing to stderr).
+std::string amdgpu_driver_problem(const DiscoveryOptions& options) {
+  if (!options.rocm_library.empty() || !env_or("JOULE_ROCM_SMI_LIBRARY", "").empty()) return {};
+  if (access(kAmdgpuModuleDir, F_OK) == 0) return {};
+  return fmt::format("ROCm SMI ('{}') not loaded: the amdgpu kernel driver is not loaded (no {})",
+                     rocm_smi_library_path(), kAmdgpuModuleDir);
+}
+
+// AMD GPUs, numbered after the GPUs already found: appended to devices.gpus,
+// or rocm_problem says why none. Throws when ROCm SMI was asked for by name
+// and gives no GPU.
+void open_rocm(Devices& devices, const DiscoveryOptions& options) {
+  try {
+    if (const std::string problem = amdgpu_driver_problem(options); !problem.empty()) {
+      throw DeviceError(DeviceErrc::kDriver, problem);
+    }
+    const auto first_index = static_cast<unsigned>(devices.gpus.size());
+    RocmDevices rocm = open_rocm_smi_gpus(devices.rocm_library, first_index);
+    devices.rocm_loaded = true;
+    devices.rocm_driver_version = rocm.driver_version;
+    devices.rocm_missing_functions = rocm.missing_functions;
+    if (rocm.gpus.empty()) {
+      devices.rocm_problem = fmt::format("ROCm SMI ({}) reports no GPU", devices.rocm_library);
+      if (options.backend == GpuBackend::kRocm) throw DeviceError(DeviceErrc::kNotFound, devices.rocm_problem);
+      return;
+    }
+    devices.gpus.insert(devices.gpus.end(), rocm.gpus.begin(), rocm.gpus.end());
+  } catch (const DeviceError& e) {
+    if (options.backend == GpuBackend::kRocm) throw;
+    devices.rocm_problem = fmt::format("no AMD GPU usable: {}", e.what());
+  }
 }
 
 }  // namespace
@@ -52,35 +111,40 @@ void fall_back(Devices& devices, const DiscoveryOptions& options) {
 GpuBackend parse_gpu_backend(const std::string& text) {
   if (text == "auto") return GpuBackend::kAuto;
   if (text == "nvml") return GpuBackend::kNvml;
+  if (text == "rocm") return GpuBackend::kRocm;
   if (text == "sim") return GpuBackend::kSim;
-  throw UsageError(fmt::format("unknown GPU backend '{}' (expected auto, nvml or sim)", text));
+  throw UsageError(fmt::format("unknown GPU backend '{}' (expected auto, nvml, rocm or sim)", text));
 }
 
 Devices discover_hardware(const DiscoveryOptions& options) {
   Devices devices;
   devices.nvml_library = options.nvml_library.empty() ? nvml_library_path() : options.nvml_library;
+  devices.rocm_library = options.rocm_library.empty() ? rocm_smi_library_path() : options.rocm_library;
 
   if (options.backend == GpuBackend::kSim) {
     open_simulated(devices, options, "simulated GPUs requested");
   } else {
-    try {
-      NvmlDevices nvml = open_nvml_gpus(devices.nvml_library);
-      devices.nvml_loaded = true;
-      devices.driver_version = nvml.driver_version;
-      devices.nvml_missing_functions = nvml.missing_functions;
-      if (nvml.gpus.empty()) {
-        devices.nvml_problem = fmt::format("NVML ({}) reports no GPU", devices.nvml_library);
-        if (options.backend == GpuBackend::kNvml) throw DeviceError(DeviceErrc::kNotFound, devices.nvml_problem);
-        fall_back(devices, options);
-      } else {
-        devices.gpus = std::move(nvml.gpus);
-        devices.gpu_backend = "nvml";
-        devices.gpu_backend_reason =
-            fmt::format("NVML from {} (driver {})", devices.nvml_library, devices.driver_version);
-      }
-    } catch (const DeviceError& e) {
-      if (options.backend == GpuBackend::kNvml) throw;
-      devices.nvml_problem = fmt::format("no NVIDIA GPU usable: {}", e.what());
+    if (options.backend != GpuBackend::kRocm) open_nvml(devices, options);
+    const std::size_t nvidia = devices.gpus.size();
+    if (options.backend != GpuBackend::kNvml) open_rocm(devices, options);
+    const std::size_t amd = devices.gpus.size() - nvidia;
+    std::vector<std::string> reasons;
+    if (nvidia > 0) {
+      reasons.push_back(fmt::format("NVML from {} (driver {})", devices.nvml_library, devices.driver_version));
+    }
+    if (amd > 0) {
+      reasons.push_back(
+          fmt::format("ROCm SMI from {} (amdgpu driver {})", devices.rocm_library, devices.rocm_driver_version));
+    }
+    if (nvidia > 0 && amd > 0) {
+      devices.gpu_backend = "nvml+rocm";
+      devices.gpu_backend_reason = fmt::format("{} NVIDIA GPU{} through {}; {} AMD GPU{} through {}", nvidia,
+                                               nvidia == 1 ? "" : "s", reasons[0], amd, amd == 1 ? "" : "s",
+                                               reasons[1]);
+    } else if (nvidia > 0 || amd > 0) {
+      devices.gpu_backend = nvidia > 0 ? "nvml" : "rocm";
+      devices.gpu_backend_reason = reasons[0];
+    } else {
       fall_back(devices, options);
     }
   }

@@ -444,6 +444,7 @@ std::vector<std::string> measure_options_of(const DiscoveryOptions& discovery) {
   std::vector<std::string> out;
   if (discovery.backend == GpuBackend::kSim) out.insert(out.end(), {"--backend", "sim"});
   if (discovery.backend == GpuBackend::kNvml) out.insert(out.end(), {"--backend", "nvml"});
+  if (discovery.backend == GpuBackend::kRocm) out.insert(out.end(), {"--backend", "rocm"});
   if (!discovery.sim_spec.empty()) out.insert(out.end(), {"--sim", discovery.sim_spec});
   return out;
 }
@@ -455,6 +456,7 @@ std::vector<std::pair<std::string, std::string>> launcher_env(const SweepOptions
   std::vector<std::pair<std::string, std::string>> env = {{"JOULE_REPORT_FILE", counts_file},
                                                           {"CUDA_VISIBLE_DEVICES", first_gpus(layout.ranks_per_node)}};
   if (!options.discovery.nvml_library.empty()) env.emplace_back("JOULE_NVML_LIBRARY", options.discovery.nvml_library);
+  if (!options.discovery.rocm_library.empty()) env.emplace_back("JOULE_ROCM_SMI_LIBRARY", options.discovery.rocm_library);
   if (!options.discovery.powercap_root.empty()) env.emplace_back("JOULE_POWERCAP_ROOT", options.discovery.powercap_root);
   return env;
 }

@@ -1,9 +1,10 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// Finds the devices joule measures: NVIDIA GPUs through NVML when a driver is
-// present; otherwise, as the caller chose, simulated GPUs (labelled as such,
-// for demos: joule info, measure, top) or none at all (long-running services:
-// joule exporter); and RAPL zones. Only
+// Finds the devices joule measures: NVIDIA GPUs through NVML and AMD GPUs
+// through ROCm SMI, whichever drivers are present (both on a mixed node);
+// where neither gives a GPU, as the caller chose, simulated GPUs (labelled as
+// such, for demos: joule info, measure, top) or none at all (long-running
+// services: joule exporter); and RAPL zones. Only
 // hardware and its fakes: how settings are changed (directly or through
 // jouled) is decided one floor up, in joule/control/devices.h, whose
 // discover_devices() is what programs call.
@@ -20,9 +21,11 @@
 
 namespace joule {
 
-enum class GpuBackend { kAuto, kNvml, kSim };
+// kAuto: NVML and ROCm SMI both, keeping every GPU either lists; kNvml or
+// kRocm: that one alone, failing when it gives no GPU.
+enum class GpuBackend { kAuto, kNvml, kRocm, kSim };
 
-// What kAuto does where NVML cannot be loaded or lists no GPU. A service
+// What kAuto does where neither NVML nor ROCm SMI gives a GPU. A service
 // that runs unattended must not turn a broken driver into made-up readings
 // (its numbers feed dashboards and per-job accounting); a command a person
 // runs may show simulated GPUs, labelled SIMULATED, to try joule anywhere.
@@ -31,15 +34,19 @@ enum class AutoFallback {
   kNoGpus,     // no GPU, and why (joule exporter)
 };
 
-// "auto" | "nvml" | "sim"; throws UsageError otherwise.
+// "auto" | "nvml" | "rocm" | "sim"; throws UsageError otherwise.
 GpuBackend parse_gpu_backend(const std::string& text);
 
 struct DiscoveryOptions {
   GpuBackend backend = GpuBackend::kAuto;
   std::string nvml_library;                  // empty: nvml_library_path()
+  // Empty: rocm_smi_library_path(). The default library is loaded only where
+  // the amdgpu kernel driver is (/sys/module/amdgpu): without it ROCm SMI's
+  // init fails anyway, after writing its own complaints to stderr.
+  std::string rocm_library;
   std::string powercap_root;                 // empty: $JOULE_POWERCAP_ROOT or /sys/class/powercap
   std::string sim_spec;                      // empty: $JOULE_SIM or two idle GPUs
-  AutoFallback auto_fallback = AutoFallback::kSimulated;  // kAuto without a usable NVML
+  AutoFallback auto_fallback = AutoFallback::kSimulated;  // kAuto where no driver gives a GPU
   std::shared_ptr<const Clock> clock;        // for simulated GPUs; empty: SteadyClock
   // Read by the control layer (joule/control/devices.h), not here. Where
   // power-limit changes go for NVML GPUs: "auto" (jouled when its socket
@@ -51,9 +58,10 @@ struct DiscoveryOptions {
 };
 
 struct Devices {
+  // NVIDIA GPUs first, then AMD ones; index() is each one's place here.
   std::vector<std::shared_ptr<Gpu>> gpus;
-  // "nvml", "sim", or "none" (kAuto with AutoFallback::kNoGpus and no
-  // usable NVML: no GPU at all).
+  // "nvml", "rocm", "nvml+rocm" (a node with both), "sim", or "none" (kAuto
+  // with AutoFallback::kNoGpus where neither driver gives a GPU).
   std::string gpu_backend;
   std::string gpu_backend_reason;  // why that backend, in words
   // Why NVML gave no GPU (it could not be loaded or initialised, or listed
@@ -63,6 +71,13 @@ struct Devices {
   std::string nvml_library;        // what was (or would have been) loaded
   std::string driver_version;
   std::vector<std::string> nvml_missing_functions;
+  // The same for ROCm SMI (AMD GPUs); rocm_problem is empty when it gave GPUs
+  // or was not tried (backends kNvml, kSim).
+  std::string rocm_problem;
+  bool rocm_loaded = false;
+  std::string rocm_library;
+  std::string rocm_driver_version;  // the amdgpu driver's, as ROCm SMI reports it
+  std::vector<std::string> rocm_missing_functions;
   std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones;
   std::vector<std::string> cpu_problems;  // why RAPL zones are missing or unreadable
   std::string control_path;               // how power limits would be changed, and why (control layer)
@@ -71,9 +86,10 @@ struct Devices {
 };
 
 // The hardware alone (control_path left empty). Throws DeviceError when
-// backend is kNvml and NVML cannot be used, and UsageError for a bad
-// simulated-GPU spec. In kAuto, a missing driver or a machine with no NVIDIA
-// GPU selects the simulated GPUs or none, as options.auto_fallback says.
+// backend is kNvml or kRocm and that library gives no GPU, and UsageError for
+// a bad simulated-GPU spec. In kAuto, a machine where neither NVML nor ROCm
+// SMI gives a GPU gets the simulated GPUs or none, as options.auto_fallback
+// says, and the reason names both libraries and why each failed.
 Devices discover_hardware(const DiscoveryOptions& options = {});
 
 // Keeps only the GPUs whose indices are listed (in that order). Throws
