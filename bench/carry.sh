@@ -17,6 +17,12 @@ for lib in $(ldd "$carry"/bin/* | awk '/=> \//{print $3}' | sort -u); do
 done
 # What build_python_module_on_device.sh compiles the Python module against.
 cp "$build/src/libjoule.a" "$carry/lib/"
+# ... and the sources it was built from (public headers, bindings, the
+# package's Python), so the module compiled there matches the library even
+# when this checkout has moved on since.
+rm -rf "$carry/source" && mkdir -p "$carry/source/src"
+cp -r include "$carry/source/" && cp -r src/python "$carry/source/src/"
+mkdir -p "$carry/source/python" && cp -r python/joule "$carry/source/python/"
 mkdir -p "$carry/include"
 cp -r /usr/include/fmt /usr/include/nlohmann /usr/include/pcg*.hpp "$carry/include/"
 strip --strip-debug "$carry"/bin/* "$carry"/fake/*.so.1 "$carry/lib/libjoule.a"

@@ -63,8 +63,10 @@ def main():
     tenth = max(1, args.steps // 10)
     for label, part in (("first 10%", costs[:tenth]), ("last 10%", costs[-tenth:])):
         q = statistics.quantiles(part, n=100)
-        print(f"{label:9s}: median {1e6 * statistics.median(part):7.1f} us, p99 {1e6 * q[98]:7.1f} us a step "
-              f"({100 * statistics.median(part) / (args.step_ms / 1000):.3f}% of a {args.step_ms} ms step)")
+        print(f"{label:9s}: median {1e6 * statistics.median(part):7.1f} us, mean {1e6 * statistics.fmean(part):7.1f} us, "
+              f"p99 {1e6 * q[98]:7.1f} us a step ({100 * statistics.fmean(part) / (args.step_ms / 1000):.3f}% "
+              f"of a {args.step_ms} ms step, mean)")
+    print(f"all steps: mean {1e6 * statistics.fmean(costs):.1f} us, max {1e6 * max(costs):.1f} us")
     print(f"pending windows at the end: {len(run.meter._pending)}; steps {args.steps}")
 
 

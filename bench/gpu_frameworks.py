@@ -28,6 +28,15 @@ For each example:
       (no, joule, no, joule, ...), each example timing every step itself the
       same way in both; the median step period after the first 2 s of each
       run, per run and pooled.
+  (b') overhead side by side in one process (--ab-seconds > 0, the
+      headline figure): one run with --joule-ab BLOCK, where joule's per-step
+      hooks work only in blocks on, off, off, on, ... of BLOCK steps; each
+      group of four blocks gives one ratio (on blocks' mean step over off
+      blocks'), whose mean over the run, with a bootstrap 95% interval, is
+      the per-step overhead. Runs of a process differ from each other by
+      more than the 0.5% target (cuDNN's choices, allocator layout, clocks);
+      blocks of one process do not. What every step of the run pays alike
+      (joule's sampler thread) is not in it: (b) bounds that.
   (c) what was logged: TensorBoard tags (and how many points each), the
       CSV columns (Lightning's CSVLogger), joule's files in the output dir.
 
@@ -63,6 +72,10 @@ def parse_args():
     p.add_argument("--measure-seconds", type=float, default=25.0, help="training time of the run under joule measure")
     p.add_argument("--overhead-seconds", type=float, default=10.0, help="training time of each overhead run")
     p.add_argument("--overhead-pairs", type=int, default=2, help="(no-joule, joule) pairs of runs, interleaved")
+    p.add_argument("--ab-seconds", type=float, default=0.0,
+                   help="training time of the one-process run with joule's hooks on and off in blocks (0: none)")
+    p.add_argument("--ab-block", type=int, default=40, help="steps per block of that run")
+    p.add_argument("--ab-kinds", default="joule", help="which kinds get such a run: joule, joule_sync")
     p.add_argument("--kinds", default="no_joule,joule",
                    help="run kinds interleaved in each round: no_joule, joule, joule_sync (every joule window edge "
                         "waiting for CUDA: shows what a per-step synchronisation would cost)")
@@ -258,6 +271,53 @@ def overhead(runs, kinds):
     return out
 
 
+def ab_overhead(result, skip_s, resamples=4000):
+    """The per-step overhead from one --joule-ab run: per group of four
+    blocks (on, off, off, on) the on blocks' mean step period over the off
+    blocks' - 1; the mean over groups with a bootstrap 95% interval, and the
+    same with block medians. A block's first step is left out (its period
+    may hold the previous block's last hook), as are the first skip_s."""
+    import random
+
+    periods, states, block = result["step_periods_s"], result["step_joule_on"], result["joule_ab_block"]
+    # periods[i] ends at step i + 1 (0-based), whose state is states[i + 1].
+    blocks = {}
+    t = 0.0
+    for i, p in enumerate(periods):
+        t += p
+        step = i + 1
+        if t <= skip_s or step % block == 0 or step >= len(states):
+            continue
+        blocks.setdefault(step // block, (states[step], []))[1].append(p)
+    ratios, median_ratios = [], []
+    for g in sorted({b // 4 for b in blocks}):
+        members = [blocks.get(4 * g + k) for k in range(4)]
+        if any(m is None or len(m[1]) < 2 for m in members):
+            continue  # the run's last, unfinished group, or one cut by skip_s
+        on = [m[1] for m in members if m[0]]
+        off = [m[1] for m in members if not m[0]]
+        if len(on) != 2 or len(off) != 2:
+            continue
+        ratios.append(statistics.fmean(statistics.fmean(x) for x in on)
+                      / statistics.fmean(statistics.fmean(x) for x in off) - 1)
+        median_ratios.append(statistics.fmean(statistics.median(x) for x in on)
+                             / statistics.fmean(statistics.median(x) for x in off) - 1)
+    out = {"block_steps": block, "groups": len(ratios), "steps": len(periods), "group_ratios": ratios,
+           "overhead": None, "overhead_median": None, "interval": [None, None], "within_target": False}
+    if len(ratios) < 2:
+        return out
+    rng = random.Random(1)
+    means = sorted(statistics.fmean(rng.choices(ratios, k=len(ratios))) for _ in range(resamples))
+    on_steps = [p for b in blocks.values() if b[0] for p in b[1]]
+    off_steps = [p for b in blocks.values() if not b[0] for p in b[1]]
+    out.update(overhead=statistics.fmean(ratios), overhead_median=statistics.fmean(median_ratios),
+               interval=[means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]],
+               on_mean_ms=statistics.fmean(on_steps) * 1e3, off_mean_ms=statistics.fmean(off_steps) * 1e3,
+               on_median_ms=statistics.median(on_steps) * 1e3, off_median_ms=statistics.median(off_steps) * 1e3)
+    out["within_target"] = out["overhead"] <= TARGET_OVERHEAD
+    return out
+
+
 # -- (c) what was logged ------------------------------------------------------------------
 
 
@@ -419,6 +479,24 @@ def main():
                           flush=True)
                 runs.append(entry)
         ex["overhead"] = overhead(runs, kinds)
+        # (b') joule's per-step work on and off in blocks of one run
+        if args.ab_seconds > 0:
+            ex["ab"] = {}
+            for kind in [k for k in args.ab_kinds.split(",") if k]:
+                d = os.path.join(base, f"ab-{kind}")
+                cmd = [sys.executable, script, "--seconds", str(args.ab_seconds), "--out-dir", d, "--no-tensorboard",
+                       "--joule-ab", str(args.ab_block)] + extra + kind_flags[kind]
+                print(f"== {name}: one run, joule's hooks on/off in blocks of {args.ab_block} steps ({kind})", flush=True)
+                rc, wall, _ = run(cmd, d + ".log", args.timeout_s)
+                r = load_json(os.path.join(d, "example_result.json"))
+                if rc != 0 or r is None:
+                    crashed.append(f"{name} (on/off run {kind}: exit {rc})")
+                    print(tail(d + ".log"), flush=True)
+                    ex["ab"][kind] = {"exit_status": rc, "log_tail": tail(d + ".log")}
+                    continue
+                a = ex["ab"][kind] = ab_overhead(r, args.skip_s)
+                print(f"   overhead {pct(a.get('overhead'))} (95% {pct(a['interval'][0])} .. {pct(a['interval'][1])}), "
+                      f"medians {pct(a.get('overhead_median'))}, {a['groups']} groups", flush=True)
         ex["overhead_runs"] = [{k: v for k, v in r.items() if k != "steps"} | (
             {"median_ms": r["steps"]["median_s"] * 1e3, "mean_ms": r["steps"]["mean_s"] * 1e3, "steps": r["steps"]["kept"]}
             if r.get("steps") else {}) for r in runs]
@@ -480,6 +558,25 @@ def summary_md(report, args):
               f"without joule), first {args.skip_s:g} s of each run left out; {args.overhead_pairs} rounds of "
               f"{args.overhead_seconds:g} s runs, kinds interleaved. The mean includes the logging steps. joule_sync: "
               "joule's monitor made with synchronize=True (every window edge waits for CUDA).", ""]
+    if any(ex.get("ab") for ex in report["examples"].values()):
+        lines += ["## Overhead per step in one run: joule's hooks on and off in blocks", "",
+                  "| example | kind | steps (groups) | step, hooks off (mean / median) | hooks on | overhead (mean) "
+                  "| 95% interval | overhead (block medians) | target 0.5% |", "|---|---|---|---|---|---|---|---|---|"]
+        for name, ex in report["examples"].items():
+            for kind, a in (ex.get("ab") or {}).items():
+                if a.get("overhead") is None:
+                    lines.append(f"| {name} | {kind} | {a.get('steps', 0)} ({a.get('groups', 0)}) | | | n/a | | | MISS |")
+                    continue
+                lo, hi = a["interval"]
+                lines.append(f"| {name} | {kind} | {a['steps']} ({a['groups']}) | {a['off_mean_ms']:.3f} / "
+                             f"{a['off_median_ms']:.3f} ms | {a['on_mean_ms']:.3f} / {a['on_median_ms']:.3f} ms | "
+                             f"**{pct(a['overhead'])}** | {pct(lo)} .. {pct(hi)} | {pct(a['overhead_median'])} | "
+                             f"{'ok' if a['within_target'] else 'MISS'} |")
+        lines += ["", f"One run of {args.ab_seconds:g} s per kind with `--joule-ab {args.ab_block}`: joule's per-step "
+                  "hooks (and, in the Accelerate loop, the running estimate read on logging steps) work in blocks "
+                  f"on, off, off, on of {args.ab_block} steps; per group of four blocks, the on blocks' mean step over "
+                  "the off blocks' - 1; mean over groups, bootstrap 95% interval. The run's own window and joule's "
+                  "sampler thread are there in every block alike (the interleaved runs above include them).", ""]
     lines += ["## What each logged (the run under joule measure)", ""]
     for name, ex in report["examples"].items():
         logged = ex.get("logged")

@@ -22,7 +22,10 @@ export PYTHONUNBUFFERED=1 JOULE_POWERCAP_ROOT=/nonexistent TOKENIZERS_PARALLELIS
 export JOULE_DATA_DIR=$PWD/data
 # No internet there: nothing may try the Hugging Face Hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
-bench/build_python_module_on_device.sh "$carry" /tmp/pkg/joule . > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+# The module from the sources the carried libjoule.a was built from (carry.sh keeps them).
+source_dir=.
+[[ -d "$carry/source" ]] && source_dir="$carry/source"
+bench/build_python_module_on_device.sh "$carry" /tmp/pkg/joule "$source_dir" > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
 export PYTHONPATH=/tmp/pkg${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=index,name,power.limit,driver_version --format=csv | tee "$out/gpus.csv"
 python3 -c "import joule, joule.hf, joule.lightning; print('joule from', joule.__file__)" || exit 1

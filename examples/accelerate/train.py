@@ -31,7 +31,7 @@ import time
 
 NAME = "examples/accelerate/train.py"
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "common"))
-from example_support import add_joule_flags, joule_carbon, print_result, require  # noqa: E402  (the examples' shared plumbing)
+from example_support import StepGate, add_joule_flags, joule_carbon, print_result, require  # noqa: E402  (the examples' shared plumbing)
 
 
 def parse_args(argv=None):
@@ -111,11 +111,14 @@ def main():
         window = joule.window("train", monitor, carbon=joule_carbon(joule, args, NAME))  # joule, line 2: `with window as w`
 
     step, step_ends = 0, []
+    gate = StepGate(args.joule_ab) if args.joule_ab and not args.no_joule else None
     sync()
     begin = time.monotonic()
     with window as w:
         while step < steps:
             for ids in loader:
+                if gate is not None:
+                    gate.begin_step()
                 logits = model(ids[:, :-1])
                 loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab).float(), ids[:, 1:].reshape(-1))
                 accelerator.backward(loss)
@@ -124,9 +127,11 @@ def main():
                 step += 1
                 now = time.monotonic()
                 step_ends.append(now)
+                if gate is not None:
+                    gate.record_step_end()
                 if step % args.log_every == 0:
                     logs = {"loss": loss.item()}
-                    if w is not None:
+                    if w is not None and (gate is None or gate.on):
                         logs["joule/energy_so_far_j"] = w.energy_so_far_j  # joule, line 3: the running estimate
                     accelerator.log(logs, step=step)
                 if step >= steps or (args.seconds and now - begin >= args.seconds):
@@ -165,6 +170,8 @@ def main():
         "step_period_median_s": statistics.median(warm) if warm else None,
         "step_period_mean_s": statistics.fmean(warm) if warm else None,
         "step_periods_s": periods,
+        "joule_ab_block": args.joule_ab if gate is not None else None,
+        "step_joule_on": gate.states if gate is not None else None,
         "tensorboard_dir": None if args.no_tensorboard else os.path.join(out_dir, "accelerate"),
     }
     if w is not None:

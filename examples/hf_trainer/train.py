@@ -30,7 +30,7 @@ import time
 
 NAME = "examples/hf_trainer/train.py"
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "common"))
-from example_support import add_joule_flags, callback_summary, joule_carbon, joule_monitor, print_result, require  # noqa: E402  (the examples' shared plumbing)
+from example_support import StepGate, add_joule_flags, callback_summary, joule_carbon, joule_monitor, print_result, require  # noqa: E402  (the examples' shared plumbing)
 
 
 def parse_args(argv=None):
@@ -105,6 +105,8 @@ def main():
         def on_step_end(self, args_, state, control, **kwargs):
             now = time.monotonic()
             self.step_ends.append(now)
+            if gate is not None:
+                gate.record_step_end()
             if args.seconds and now - self.begin >= args.seconds:
                 control.should_training_stop = True
 
@@ -112,6 +114,7 @@ def main():
             self._sync()
             self.end = time.monotonic()
 
+    gate = StepGate(args.joule_ab) if args.joule_ab and not args.no_joule else None
     clock = StepClock()  # times the steps alike with and without joule (joule's callback puts itself first)
     callbacks = [clock]
     energy_callback = None
@@ -124,6 +127,8 @@ def main():
         energy_callback = joule.hf.EnergyCallback(monitor=joule_monitor(joule, args), carbon=carbon,
                                                   tokens_per_step=batch * seq)
         callbacks.append(energy_callback)
+        if gate is not None:
+            gate.wrap(energy_callback, "on_step_begin", ["on_step_end", "on_log"])
 
     training_args = TrainingArguments(
         output_dir=out_dir,
@@ -165,6 +170,8 @@ def main():
         "step_period_median_s": statistics.median(warm) if warm else None,
         "step_period_mean_s": statistics.fmean(warm) if warm else None,
         "step_periods_s": periods,
+        "joule_ab_block": args.joule_ab if gate is not None else None,
+        "step_joule_on": gate.states if gate is not None else None,
         "tensorboard_dir": clock.tensorboard_dir,
     }
     if energy_callback is not None:

@@ -29,7 +29,7 @@ import time
 
 NAME = "examples/lightning/train.py"
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "common"))
-from example_support import add_joule_flags, callback_summary, joule_carbon, joule_monitor, print_result, require  # noqa: E402  (the examples' shared plumbing)
+from example_support import StepGate, add_joule_flags, callback_summary, joule_carbon, joule_monitor, print_result, require  # noqa: E402  (the examples' shared plumbing)
 
 
 def parse_args(argv=None):
@@ -115,6 +115,8 @@ def main():
         def on_train_batch_end(self, trainer, pl_module, outputs, batch_, batch_idx):
             now = time.monotonic()
             self.step_ends.append(now)
+            if gate is not None:
+                gate.record_step_end()
             if args.seconds and now - self.begin >= args.seconds:
                 trainer.should_stop = True
 
@@ -122,6 +124,7 @@ def main():
             self._sync()
             self.end = time.monotonic()
 
+    gate = StepGate(args.joule_ab) if args.joule_ab and not args.no_joule else None
     clock = StepClock()  # times the steps alike with and without joule
     callbacks = [clock]
     energy_callback = None
@@ -133,6 +136,8 @@ def main():
         energy_callback = joule.lightning.EnergyCallback(monitor=joule_monitor(joule, args),
                                                          carbon=joule_carbon(joule, args, NAME))
         callbacks.append(energy_callback)
+        if gate is not None:
+            gate.wrap(energy_callback, "on_train_batch_start", ["on_train_batch_end"])
 
     loggers = [CSVLogger(out_dir, name="csv")]
     if not args.no_tensorboard:
@@ -175,6 +180,8 @@ def main():
         "step_period_median_s": statistics.median(warm) if warm else None,
         "step_period_mean_s": statistics.fmean(warm) if warm else None,
         "step_periods_s": periods,
+        "joule_ab_block": args.joule_ab if gate is not None else None,
+        "step_joule_on": gate.states if gate is not None else None,
         "log_dirs": [lg.log_dir for lg in loggers],
     }
     if energy_callback is not None:
