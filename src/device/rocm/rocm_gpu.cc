@@ -67,6 +67,25 @@ std::string format_pci_bus_id(uint64_t bdfid) {
                      bdfid & 0x7);
 }
 
+CounterMove counter_move(uint64_t last_ticks, uint64_t now_ticks, double elapsed_s, double resolution_uj) {
+  if (now_ticks >= last_ticks) return {now_ticks - last_ticks, CounterMove::kForward};
+  // A counter of W bits that wraps between two reads is read last in the
+  // upper half of its range (reads come far more often than a wrap) and next
+  // in the lower half; a value that only slipped back stays in its range.
+  const auto width = std::bit_width(last_ticks);
+  if (std::bit_width(now_ticks) == width) return {0, CounterMove::kBackward};
+  const uint64_t to_wrap = width >= 64 ? ~last_ticks + 1 : (uint64_t{1} << width) - last_ticks;
+  // A restart (driver reload, GPU reset) also goes down; whichever reading
+  // would claim more energy than a GPU draws in the time between the reads
+  // is not what happened (elapsed_s 0: unknown, a wrap taken).
+  const auto plausible = [&](uint64_t ticks) {
+    return elapsed_s <= 0 || ticks * resolution_uj * 1e-6 / elapsed_s <= kMaxPlausiblePowerW;
+  };
+  if (plausible(to_wrap + now_ticks)) return {to_wrap + now_ticks, CounterMove::kWrap};
+  if (plausible(now_ticks)) return {now_ticks, CounterMove::kRestart};
+  return {0, CounterMove::kBackward};
+}
+
 RocmGpu::RocmGpu(std::shared_ptr<Library> library, unsigned index, uint32_t device_index)
     : library_(std::move(library)), fn_(library_->fn()), index_(index), device_index_(device_index) {
   char buffer[256] = {};
@@ -149,20 +168,15 @@ uint64_t RocmGpu::total_energy_mj() {
   std::lock_guard lock(energy_mutex_);
   if (!energy_seen_) {
     total_ticks_ = ticks;  // the energy since the driver loaded, as NVML's counter
-  } else if (ticks >= last_ticks_) {
-    total_ticks_ += ticks - last_ticks_;
+    last_ticks_ = ticks;
   } else {
-    // The counter went back: a counter of bit_width(last) bits wrapped. This
-    // holds as long as it is read at least twice per wrap (a 32-bit counter
-    // of 15.3 uJ ticks wraps after 65.5 kJ, about 2 minutes at 560 W; the
-    // sampler reads it every few seconds). A 64-bit counter never gets there.
-    const int width = std::bit_width(last_ticks_);
-    const uint64_t modulus_minus_last =
-        width >= 64 ? ~last_ticks_ + 1 : (uint64_t{1} << width) - last_ticks_;
-    total_ticks_ += modulus_minus_last + ticks;
+    const double elapsed_s = timestamp_ns > last_timestamp_ns_ ? (timestamp_ns - last_timestamp_ns_) * 1e-9 : 0.0;
+    const CounterMove move = counter_move(last_ticks_, ticks, elapsed_s, resolution_uj);
+    total_ticks_ += move.ticks;
+    if (move.kind != CounterMove::kBackward) last_ticks_ = ticks;
   }
   energy_seen_ = true;
-  last_ticks_ = ticks;
+  last_timestamp_ns_ = timestamp_ns;
   resolution_uj_ = resolution_uj;
   return static_cast<uint64_t>(static_cast<long double>(total_ticks_) * resolution_uj / 1000.0L);
 }

@@ -16,6 +16,28 @@
 
 namespace joule::rocm {
 
+// How the energy counter moved between two reads, in ticks.
+struct CounterMove {
+  enum Kind {
+    kForward,   // it counted up
+    kBackward,  // it slipped back within its range: nothing counted, the higher value kept
+    kWrap,      // a counter narrower than 64 bits wrapped: counted up to the wrap and on
+    kRestart,   // it started again from 0 (driver reload, GPU reset): counted from 0
+  };
+  uint64_t ticks = 0;
+  Kind kind = kForward;
+};
+
+// No GPU draws this much: a wrap that would imply more is a restart.
+inline constexpr double kMaxPlausiblePowerW = 10'000.0;
+
+// The move from last_ticks to now_ticks, read elapsed_s apart (0: unknown)
+// on a counter of resolution_uj per tick. A wrap is taken at 2^W, W the bit
+// width of last_ticks: right as long as the counter is read at least twice
+// per wrap (a 32-bit counter of 15.3 uJ ticks wraps after 65.7 kJ, about two
+// minutes at 560 W; the sampler reads it every few seconds).
+CounterMove counter_move(uint64_t last_ticks, uint64_t now_ticks, double elapsed_s, double resolution_uj);
+
 // Which temperature sensor temperature_c() reads.
 enum class TemperatureSensor { kJunction, kEdge };
 
@@ -36,7 +58,7 @@ class RocmGpu final : public Gpu {
   bool has_energy_counter() const override { return has_energy_counter_; }
 
   // The energy counter as a monotonic total: ticks x resolution, with the
-  // wraps of a counter narrower than 64 bits added back.
+  // wraps of a counter narrower than 64 bits added back (counter_move).
   uint64_t total_energy_mj() override;
   uint32_t power_mw() override;
   std::string power_reading_source() const override;
@@ -102,6 +124,7 @@ class RocmGpu final : public Gpu {
   mutable std::mutex energy_mutex_;
   bool energy_seen_ = false;
   uint64_t last_ticks_ = 0;
+  uint64_t last_timestamp_ns_ = 0;  // the library's stamp of the last read
   uint64_t total_ticks_ = 0;
   double resolution_uj_ = 0.0;
 
