@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -27,11 +27,12 @@ rsmi_clk_type_t clock_type(ClockDomain domain) {
 }
 
 // Statuses a call that used to work returns once the GPU is gone: its sysfs
-// files vanish (ENOENT, reported as not supported) or stop answering (EIO,
-// ENODEV and the like).
+// files vanish (ENOENT, reported as not supported), are not found, or stop
+// answering (EIO, ENODEV and the like).
 bool looks_lost(rsmi_status_t status) {
   switch (status) {
     case RSMI_STATUS_NOT_SUPPORTED:
+    case RSMI_STATUS_NOT_FOUND:
     case RSMI_STATUS_FILE_ERROR:
     case RSMI_STATUS_UNEXPECTED_SIZE:
     case RSMI_STATUS_UNEXPECTED_DATA:
@@ -67,23 +68,13 @@ std::string format_pci_bus_id(uint64_t bdfid) {
                      bdfid & 0x7);
 }
 
-CounterMove counter_move(uint64_t last_ticks, uint64_t now_ticks, double elapsed_s, double resolution_uj) {
-  if (now_ticks >= last_ticks) return {now_ticks - last_ticks, CounterMove::kForward};
-  // A counter of W bits that wraps between two reads is read last in the
-  // upper half of its range (reads come far more often than a wrap) and next
-  // in the lower half; a value that only slipped back stays in its range.
-  const auto width = std::bit_width(last_ticks);
-  if (std::bit_width(now_ticks) == width) return {0, CounterMove::kBackward};
-  const uint64_t to_wrap = width >= 64 ? ~last_ticks + 1 : (uint64_t{1} << width) - last_ticks;
-  // A restart (driver reload, GPU reset) also goes down; whichever reading
-  // would claim more energy than a GPU draws in the time between the reads
-  // is not what happened (elapsed_s 0: unknown, a wrap taken).
-  const auto plausible = [&](uint64_t ticks) {
-    return elapsed_s <= 0 || ticks * resolution_uj * 1e-6 / elapsed_s <= kMaxPlausiblePowerW;
-  };
-  if (plausible(to_wrap + now_ticks)) return {to_wrap + now_ticks, CounterMove::kWrap};
-  if (plausible(now_ticks)) return {now_ticks, CounterMove::kRestart};
-  return {0, CounterMove::kBackward};
+CounterDrop classify_counter_drop(uint64_t last_ticks, uint64_t now_ticks, double elapsed_s, double resolution_uj,
+                                  double max_power_w) {
+  constexpr uint64_t k32BitRange = uint64_t{1} << 32;
+  if (last_ticks >= k32BitRange) return CounterDrop::kRestart;  // a wider counter: it never wraps
+  const double wrapped_j = static_cast<double>(k32BitRange - last_ticks + now_ticks) * resolution_uj * 1e-6;
+  if (elapsed_s > 0 && wrapped_j / elapsed_s > max_power_w) return CounterDrop::kRestart;
+  return CounterDrop::kWrap;
 }
 
 RocmGpu::RocmGpu(std::shared_ptr<Library> library, unsigned index, uint32_t device_index)
@@ -102,6 +93,11 @@ RocmGpu::RocmGpu(std::shared_ptr<Library> library, unsigned index, uint32_t devi
   if (fn_.rsmi_dev_pci_id_get && fn_.rsmi_dev_pci_id_get(device_index_, &bdfid) == RSMI_STATUS_SUCCESS) {
     pci_bus_id_ = format_pci_bus_id(bdfid);
   }
+  try {
+    max_power_w_ = 2e-3 * power_limit_range_mw().max_mw;
+  } catch (const DeviceError&) {
+  }
+  if (!(max_power_w_ > 0)) max_power_w_ = kUnknownMaxPowerW;
   // Decide once which sources work, so the sampler's hot path never pays for
   // a failing call. Power: the firmware's average where the GPU has it, else
   // (MI300 under ROCm 6 reports no average) the current socket power.
@@ -165,20 +161,27 @@ uint64_t RocmGpu::total_energy_mj() {
                       fmt::format("gpu{}: rsmi_dev_energy_count_get reports a counter resolution of {} uJ",
                                   index_, resolution_uj));
   }
+  const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(energy_mutex_);
-  if (!energy_seen_) {
-    total_ticks_ = ticks;  // the energy since the driver loaded, as NVML's counter
-    last_ticks_ = ticks;
-  } else {
-    const double elapsed_s = timestamp_ns > last_timestamp_ns_ ? (timestamp_ns - last_timestamp_ns_) * 1e-9 : 0.0;
-    const CounterMove move = counter_move(last_ticks_, ticks, elapsed_s, resolution_uj);
-    total_ticks_ += move.ticks;
-    if (move.kind != CounterMove::kBackward) last_ticks_ = ticks;
+  if (energy_seen_ && ticks < last_ticks_) {
+    // The library's stamps give the time between the reads; where they do
+    // not move, this process's clock does.
+    const double elapsed_s =
+        timestamp_ns > last_timestamp_ns_
+            ? static_cast<double>(timestamp_ns - last_timestamp_ns_) * 1e-9
+            : std::chrono::duration<double>(now - last_read_at_).count();
+    if (classify_counter_drop(last_ticks_, ticks, elapsed_s, resolution_uj, max_power_w_) == CounterDrop::kWrap) {
+      wrapped_ticks_ += uint64_t{1} << 32;
+    } else {
+      wrapped_ticks_ = 0;
+    }
   }
   energy_seen_ = true;
+  last_ticks_ = ticks;
   last_timestamp_ns_ = timestamp_ns;
+  last_read_at_ = now;
   resolution_uj_ = resolution_uj;
-  return static_cast<uint64_t>(static_cast<long double>(total_ticks_) * resolution_uj / 1000.0L);
+  return static_cast<uint64_t>(static_cast<long double>(wrapped_ticks_ + ticks) * resolution_uj / 1000.0L);
 }
 
 double RocmGpu::energy_resolution_uj() const {

@@ -3,6 +3,7 @@
 // One AMD GPU seen through ROCm SMI. Private to the rocm backend.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -16,27 +17,25 @@
 
 namespace joule::rocm {
 
-// How the energy counter moved between two reads, in ticks.
-struct CounterMove {
-  enum Kind {
-    kForward,   // it counted up
-    kBackward,  // it slipped back within its range: nothing counted, the higher value kept
-    kWrap,      // a counter narrower than 64 bits wrapped: counted up to the wrap and on
-    kRestart,   // it started again from 0 (driver reload, GPU reset): counted from 0
-  };
-  uint64_t ticks = 0;
-  Kind kind = kForward;
+// What a read of the energy counter lower than the one before means. The
+// counter may be 32 bits wide (it then wraps after 2^32 ticks: 65.7 kJ at
+// 15.3 uJ a tick, about two minutes at 560 W) or 64 bits (it never wraps);
+// either restarts from 0 when the driver reloads or the GPU resets.
+enum class CounterDrop {
+  kWrap,     // a 32-bit counter wrapped: count on past 2^32
+  kRestart,  // it restarted: report the lower value, as NVML's counter does
 };
 
-// No GPU draws this much: a wrap that would imply more is a restart.
-inline constexpr double kMaxPlausiblePowerW = 10'000.0;
+// last_ticks and now_ticks (now < last) read elapsed_s apart (0: unknown)
+// from a counter of resolution_uj a tick. A wrap needs last below 2^32, and
+// the energy it implies (up to 2^32, then now) must be one the GPU can draw
+// in that time: at most max_power_w. Right as long as a 32-bit counter is
+// read at least once per wrap (the sampler reads it every few seconds).
+CounterDrop classify_counter_drop(uint64_t last_ticks, uint64_t now_ticks, double elapsed_s, double resolution_uj,
+                                  double max_power_w);
 
-// The move from last_ticks to now_ticks, read elapsed_s apart (0: unknown)
-// on a counter of resolution_uj per tick. A wrap is taken at 2^W, W the bit
-// width of last_ticks: right as long as the counter is read at least twice
-// per wrap (a 32-bit counter of 15.3 uJ ticks wraps after 65.7 kJ, about two
-// minutes at 560 W; the sampler reads it every few seconds).
-CounterMove counter_move(uint64_t last_ticks, uint64_t now_ticks, double elapsed_s, double resolution_uj);
+// The bound on a GPU's power where its power cap range is unknown.
+inline constexpr double kUnknownMaxPowerW = 10'000.0;
 
 // Which temperature sensor temperature_c() reads.
 enum class TemperatureSensor { kJunction, kEdge };
@@ -57,8 +56,8 @@ class RocmGpu final : public Gpu {
   std::vector<CapabilityStatus> probe_capabilities() override;
   bool has_energy_counter() const override { return has_energy_counter_; }
 
-  // The energy counter as a monotonic total: ticks x resolution, with the
-  // wraps of a counter narrower than 64 bits added back (counter_move).
+  // The energy counter in mJ (ticks x resolution): a 32-bit counter's wraps
+  // added back; a restart (driver reload) goes back, as NVML's counter does.
   uint64_t total_energy_mj() override;
   uint32_t power_mw() override;
   std::string power_reading_source() const override;
@@ -120,13 +119,17 @@ class RocmGpu final : public Gpu {
   mutable std::mutex answered_mutex_;
   mutable std::set<std::string_view> answered_;  // functions that succeeded at least once
 
-  // The energy counter, kept monotonic across wraps (read by several threads).
+  // The energy counter, continued across wraps (read by several threads).
   mutable std::mutex energy_mutex_;
   bool energy_seen_ = false;
   uint64_t last_ticks_ = 0;
   uint64_t last_timestamp_ns_ = 0;  // the library's stamp of the last read
-  uint64_t total_ticks_ = 0;
+  std::chrono::steady_clock::time_point last_read_at_;
+  uint64_t wrapped_ticks_ = 0;      // 2^32 per wrap seen since the last restart
   double resolution_uj_ = 0.0;
+  // Bounds the power a wrap may imply: twice the largest power cap, or
+  // kUnknownMaxPowerW where the cap range cannot be read.
+  double max_power_w_ = 0.0;
 
   // The clock locks this object applied (ROCm SMI reads back only the enabled
   // levels, not the range asked for).
