@@ -92,7 +92,7 @@ void open_rocm(Devices& devices, const DiscoveryOptions& options) {
     const auto first_index = static_cast<unsigned>(devices.gpus.size());
     RocmDevices rocm = open_rocm_smi_gpus(devices.rocm_library, first_index);
     devices.rocm_loaded = true;
-    devices.rocm_driver_version = rocm.driver_version;
+    devices.rocm_version = rocm.library_version;
     devices.rocm_missing_functions = rocm.missing_functions;
     if (rocm.gpus.empty()) {
       devices.rocm_problem = fmt::format("ROCm SMI ({}) reports no GPU", devices.rocm_library);
@@ -134,7 +134,7 @@ Devices discover_hardware(const DiscoveryOptions& options) {
     }
     if (amd > 0) {
       reasons.push_back(
-          fmt::format("ROCm SMI from {} (amdgpu driver {})", devices.rocm_library, devices.rocm_driver_version));
+          fmt::format("ROCm SMI {} from {}", devices.rocm_version, devices.rocm_library));
     }
     if (nvidia > 0 && amd > 0) {
       devices.gpu_backend = "nvml+rocm";

@@ -76,7 +76,7 @@ struct Devices {
   std::string rocm_problem;
   bool rocm_loaded = false;
   std::string rocm_library;
-  std::string rocm_driver_version;  // the amdgpu driver's, as ROCm SMI reports it
+  std::string rocm_version;  // the ROCm SMI library's own ("5.2.3")
   std::vector<std::string> rocm_missing_functions;
   std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones;
   std::vector<std::string> cpu_problems;  // why RAPL zones are missing or unreadable

@@ -19,7 +19,7 @@ std::string rocm_smi_library_path();
 struct RocmDevices {
   std::vector<std::shared_ptr<Gpu>> gpus;
   std::string library_path;
-  std::string driver_version;  // the amdgpu driver's, or "unknown"
+  std::string library_version;  // ROCm SMI's own ("5.2.3"), or "unknown"
   // Optional ROCm SMI functions the loaded library does not export (older
   // ROCm: rsmi_dev_current_socket_power_get came with ROCm 6); each disables
   // the capability that needs it.

@@ -449,7 +449,7 @@ RocmDevices open_rocm_smi_gpus(const std::string& library_path, unsigned first_i
   }
   RocmDevices devices;
   devices.library_path = library->path();
-  devices.driver_version = library->driver_version();
+  devices.library_version = library->version();
   devices.missing_functions = library->missing_functions();
   for (uint32_t i = 0; i < count; ++i) {
     devices.gpus.push_back(std::make_shared<rocm::RocmGpu>(library, first_index + i, i));

@@ -66,13 +66,12 @@ Library::~Library() {
   if (handle_ != nullptr) dlclose(handle_);
 }
 
-std::string Library::driver_version() const {
-  if (table_.rsmi_version_str_get == nullptr) return "unknown";
-  char buffer[256] = {};
-  if (table_.rsmi_version_str_get(RSMI_SW_COMP_DRIVER, buffer, sizeof buffer) != RSMI_STATUS_SUCCESS) {
+std::string Library::version() const {
+  rsmi_version_t version{};
+  if (table_.rsmi_version_get == nullptr || table_.rsmi_version_get(&version) != RSMI_STATUS_SUCCESS) {
     return "unknown";
   }
-  return buffer[0] != '\0' ? buffer : "unknown";
+  return fmt::format("{}.{}.{}", version.major, version.minor, version.patch);
 }
 
 std::string Library::status_string(rsmi_status_t status) const {

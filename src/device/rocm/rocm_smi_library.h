@@ -31,7 +31,7 @@ namespace joule::rocm {
   X(rsmi_num_monitor_devices)
 
 #define JOULE_RSMI_OPTIONAL_FUNCTIONS(X)  \
-  X(rsmi_version_str_get)                 \
+  X(rsmi_version_get)                     \
   X(rsmi_dev_name_get)                    \
   X(rsmi_dev_unique_id_get)               \
   X(rsmi_dev_pci_id_get)                  \
@@ -74,8 +74,8 @@ class Library {
   const FunctionTable& fn() const { return table_; }
   const std::string& path() const { return path_; }
   const std::vector<std::string>& missing_functions() const { return missing_; }
-  // The amdgpu kernel driver's version as ROCm SMI reports it, or "unknown".
-  std::string driver_version() const;
+  // The ROCm SMI library's own version ("5.2.3"), or "unknown".
+  std::string version() const;
   // ROCm SMI's own text for a status ("RSMI_STATUS_PERMISSION: ...").
   std::string status_string(rsmi_status_t status) const;
 
