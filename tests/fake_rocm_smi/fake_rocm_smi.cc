@@ -123,7 +123,7 @@
 //   extern "C" void joule_fake_rocm_smi_set_time_s(double seconds);
 // and timestamps are the tick's virtual ns. An error rule fires after that
 // many successful calls and/or ms and keeps firing: a lost device is
-//   error function=* device=1 code=11 after_ms=5000   (RSMI_STATUS_NOT_FOUND)
+//   error function=* device=1 code=10 after_ms=5000   (RSMI_STATUS_NOT_FOUND)
 // A hang rule blocks each call due for `seconds` of wall time (or until
 //   extern "C" void joule_fake_rocm_smi_release_hangs(void);
 // which tests call before they end); joule_fake_rocm_smi_hung_calls() counts
