@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fake librocm_smi64.so.1 itself (tests/fake_rocm_smi): its energy
 // counter, power sensors, caps, clock levels and perf levels, processes,
-// injected errors, hangs and lost devices, set-call log and clocks of time.
+// injected errors, hangs and lost devices, set-call log and wall or virtual time.
 // The fake's C functions are called directly through dlsym, so these tests
 // pin the fake, whatever joule's ROCm backend makes of it.
 #include <dlfcn.h>

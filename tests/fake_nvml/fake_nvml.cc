@@ -16,7 +16,7 @@
 //   clock virtual                   (or "clock wall", the default; see Time)
 //   device name="NVIDIA H100" arch=9 power_w=300 limit_w=700 min_limit_w=200
 //          max_limit_w=700 default_limit_w=700 util_gpu=80 util_mem=40
-//          sm_mhz=1980 mem_mhz=2619 temp_c=55 mem_used_mib=1024 instant_power=1
+//          sm_mhz=1980 mem_mhz=2619 temp_c=55 mem_used_mib=1024 mem_total_mib=81920 instant_power=1
 //          pci=00000000:18:00.0 (default: bus 0x18 + index)
 //          energy_update_ms=100 energy_call_ms=4 pulse_w=500 pulse_period_ms=200
 //          instant_offset_w=20 power_update_ms=100 usage_window_ms=1000
@@ -240,7 +240,9 @@ void load_config(State& s) {
     s.devices.push_back(std::move(d));
     return "";
   };
-  auto device_at = [&s](std::size_t i) -> fg::ScriptedDevice* { return i < s.devices.size() ? &s.devices[i] : nullptr; };
+  auto device_at = [&s](std::size_t i) -> fg::ScriptedDevice* {
+    return i < s.devices.size() ? &s.devices[i] : nullptr;
+  };
   fg::load_config(s, "JOULE_FAKE_NVML_CONFIG", "JOULE_FAKE_NVML_LOG", {9, 999}, handler, device_at);
   if (!s.load_error.empty()) return;
   for (const Device& d : s.devices) {

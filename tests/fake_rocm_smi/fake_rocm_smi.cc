@@ -4,7 +4,7 @@
 // compiled against the real 5.2 header (<rocm_smi/rocm_smi.h>, Debian's
 // librocm-smi-dev) so the compiler checks the ABI, over scripted devices read
 // from the file named by $JOULE_FAKE_ROCM_SMI_CONFIG. The scripted-device core
-// (config grammar, power profiles, exact energy, clocks of time, errors,
+// (config grammar, power profiles, exact energy, wall or virtual time, errors,
 // hangs, log, persistence) is tests/fake_gpu, shared with the fake NVML; this
 // file is ROCm SMI's ABI and its sources only.
 //
@@ -233,11 +233,14 @@ std::string configure_device(Device& d, std::size_t index, const fg::Pairs& kv, 
   d.limits = {750'000'000, 0, 750'000'000, 750'000'000};
   d.mem_total = 192ull << 30;
   if (auto error = fg::configure_device(d, index, kv, 1, config_path, where); !error.empty()) return error;
-  if (!parse_bdfid(d.pci_bus_id, d.bdfid)) return where + ": pci must be domain:bus:device.function, not '" + d.pci_bus_id + "'";
-  d.device_id = static_cast<std::uint16_t>(kv.count("device_id") ? std::strtoul(kv.at("device_id").c_str(), nullptr, 0) : 0x74a1);
+  if (!parse_bdfid(d.pci_bus_id, d.bdfid)) {
+    return where + ": pci must be domain:bus:device.function, not '" + d.pci_bus_id + "'";
+  }
+  d.device_id = static_cast<std::uint16_t>(num("device_id", 0x74a1));
   const std::string unique = kv.count("unique_id") ? kv.at("unique_id") : "";
   d.has_unique_id = unique != "none";
-  d.unique_id = unique.empty() || unique == "none" ? 0x5a17'0000'0000'0000ULL + index : std::strtoull(unique.c_str(), nullptr, 0);
+  d.unique_id = d.has_unique_id && !unique.empty() ? std::strtoull(unique.c_str(), nullptr, 0)
+                                                    : 0x5a17'0000'0000'0000ULL + index;
   d.energy_resolution_uj = static_cast<float>(num("energy_resolution_uj", 15.3));
   d.energy_update_ms = num("energy_update_ms", 1.0);
   d.energy_phase_ms = num("energy_phase_ms", 0.0);
@@ -351,7 +354,10 @@ rsmi_status_t log_set_call(const State& s, const char* function, std::uint32_t d
   return rc;
 }
 
-const char* clock_name(rsmi_clk_type_t type) { return type == RSMI_CLK_TYPE_SYS ? "sys" : type == RSMI_CLK_TYPE_MEM ? "mem" : "other"; }
+const char* clock_name(rsmi_clk_type_t type) {
+  if (type == RSMI_CLK_TYPE_SYS) return "sys";
+  return type == RSMI_CLK_TYPE_MEM ? "mem" : "other";
+}
 
 ClockDomain* domain_of(Device& d, rsmi_clk_type_t type) {
   if (type == RSMI_CLK_TYPE_SYS) return &d.sys;
@@ -428,7 +434,9 @@ FAKE_API rsmi_status_t rsmi_init(uint64_t /*init_flags*/) {
       s.devices.push_back(std::move(d));
       return "";
     };
-    auto device_at = [&s](std::size_t i) -> fg::ScriptedDevice* { return i < s.devices.size() ? &s.devices[i] : nullptr; };
+    auto device_at = [&s](std::size_t i) -> fg::ScriptedDevice* {
+      return i < s.devices.size() ? &s.devices[i] : nullptr;
+    };
     fg::load_config(s, "JOULE_FAKE_ROCM_SMI_CONFIG", "JOULE_FAKE_ROCM_SMI_LOG",
                     {RSMI_STATUS_INIT_ERROR, RSMI_STATUS_UNKNOWN_ERROR}, handler, device_at);
     load_persisted(s);
@@ -467,7 +475,7 @@ FAKE_API rsmi_status_t rsmi_version_get(rsmi_version_t* version) {
 FAKE_API rsmi_status_t rsmi_status_string(rsmi_status_t status, const char** status_string) {
   if (status_string == nullptr) return RSMI_STATUS_INVALID_ARGS;
   switch (status) {
-    case RSMI_STATUS_SUCCESS: *status_string = "RSMI_STATUS_SUCCESS: The function has been executed successfully."; break;
+    case RSMI_STATUS_SUCCESS: *status_string = "RSMI_STATUS_SUCCESS: the call succeeded"; break;
     case RSMI_STATUS_INVALID_ARGS: *status_string = "RSMI_STATUS_INVALID_ARGS: invalid arguments"; break;
     case RSMI_STATUS_NOT_SUPPORTED: *status_string = "RSMI_STATUS_NOT_SUPPORTED: not supported on this device"; break;
     case RSMI_STATUS_PERMISSION: *status_string = "RSMI_STATUS_PERMISSION: permission denied"; break;
