@@ -1,6 +1,6 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// The GPU interface every backend implements (nvml, sim). Readings use the
+// The GPU interface every backend implements (nvml, rocm, sim). Readings use the
 // units NVML uses natively (mW, mJ, MHz, degrees C, bytes); the measurement
 // layer converts to joules and seconds at its public edge.
 #pragma once
@@ -109,10 +109,11 @@ class Gpu {
   virtual unsigned index() const = 0;
   virtual std::string name() const = 0;
   virtual std::string uuid() const = 0;
-  virtual std::string architecture() const = 0;  // "Hopper", "Volta", ...
-  virtual std::string backend() const = 0;       // "nvml", "sim"
+  virtual std::string architecture() const = 0;  // "Hopper", "Volta", "CDNA3", ...
+  virtual std::string backend() const = 0;       // "nvml", "rocm", "sim"
   // "00000000:18:00.0" (domain:bus:device.function), as NVML and
-  // dcgm-exporter write it; empty where the backend cannot tell.
+  // dcgm-exporter write it ("0000:C1:00.0" from ROCm SMI, as Linux writes
+  // it); empty where the backend cannot tell.
   virtual std::string pci_bus_id() const { return {}; }
   virtual bool simulated() const = 0;
 
