@@ -11,7 +11,7 @@ joule's integration is one callback beside the loggers:
                         callbacks=[joule.lightning.EnergyCallback(...)])
 
 which measures the run and logs energy, average power and energy per sample
-through `self.log`, so they reach every attached logger (OUT_DIR/tensorboard
+to every attached logger (OUT_DIR/tensorboard
 and OUT_DIR/csv/.../metrics.csv here). joule only observes: it never changes a
 power limit or a clock. --no-joule runs the same training without it.
 
@@ -132,7 +132,7 @@ def main():
         import joule
         import joule.lightning
 
-        # The integration: one callback; it logs through self.log to the loggers below. Observer only.
+        # The integration: one callback; it logs to the loggers below. Observer only.
         energy_callback = joule.lightning.EnergyCallback(monitor=joule_monitor(joule, args),
                                                          carbon=joule_carbon(joule, args, NAME))
         callbacks.append(energy_callback)

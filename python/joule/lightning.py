@@ -1,7 +1,7 @@
 # SPDX-FileCopyrightText: 2026 the joule developers
 # SPDX-License-Identifier: Apache-2.0
 """PyTorch Lightning: energy of every batch, epoch and validation, logged
-through pl_module.log (so every attached logger gets it).
+to every attached logger (trainer.loggers).
 
     import joule.lightning
     trainer = L.Trainer(callbacks=[joule.lightning.EnergyCallback()])
@@ -10,10 +10,16 @@ through pl_module.log (so every attached logger gets it).
 A measurement callback; joule.torch.LightningCallback(plo) (the
 power-limit optimizer alone) stays as it was, and this one can drive the
 optimizer too (power_limit=...). Windows laid end to end (train_step, eval,
-other), each epoch and the run, settle lazily (no batch waits). Lightning
-keeps one value per logged key per step and sends it every
-log_every_n_steps, so at each batch end the callback logs values that
-survive that sampling: the latest settled step (joule/step_energy_j,
+other), each epoch and the run, settle lazily (no batch waits). On the
+steps whose values Lightning sends to its loggers (every
+log_every_n_steps) the callback hands its values to trainer.loggers'
+log_metrics under the same step, not through pl_module.log: that turns
+every number into a tensor on the module's device, a copy the host waits
+for (on an H100, 7 values cost 2.4 ms at each logging step of a 9 ms-step
+CNN, +2.5% on average; bench/README.md section 17). module_log=True logs
+through pl_module.log instead (callback_metrics, the progress bar with
+log_options={"prog_bar": True}, a checkpoint's monitor). The values are
+the latest settled step (joule/step_energy_j,
 joule/step_power_w, joule/energy_per_sample_j, joule/energy_per_token_j),
 the latest settled epoch (joule/epoch_energy_j) and the running total
 (joule/total_energy_j, joule/co2e_g, joule/cost with carbon=). At the end the
@@ -82,13 +88,10 @@ def batch_counts(batch: Any, tokens: bool = True) -> "tuple[float, float]":
 
 
 def loggers_take_this_step(trainer: Any) -> bool:
-    """Whether the values logged in this on_train_batch_end reach the
-    loggers: Lightning forwards a step's values every log_every_n_steps
-    (or when stopping) and drops the others, and every pl_module.log of a
-    number puts a tensor on the module's device (a copy the host waits
-    for), so logging only then costs nothing on the steps between. Its own
-    rule where the trainer has it (the logger connector), else the same
-    rule on the public counters."""
+    """Whether Lightning sends this batch's values to its loggers: every
+    log_every_n_steps (or when stopping); it drops the others, so joule
+    logs only then. Its own rule where the trainer has it (the logger
+    connector), else the same rule on the public counters."""
     connector = getattr(trainer, "_logger_connector", None)
     rule = getattr(connector, "should_update_logs", None)
     if isinstance(rule, bool):
@@ -97,6 +100,17 @@ def loggers_take_this_step(trainer: Any) -> bool:
     if every <= 0:
         return False
     return int(getattr(trainer, "global_step", 0)) % every == 0 or bool(getattr(trainer, "should_stop", False))
+
+
+def logger_step(trainer: Any) -> int:
+    """The step Lightning logs this batch's own values under: its count of
+    batches that stepped, which in on_train_batch_end is one behind
+    global_step (it grows after the loggers are fed)."""
+    loop = getattr(getattr(trainer, "fit_loop", None), "epoch_loop", None)
+    stepped = getattr(loop, "_batches_that_stepped", None)
+    if isinstance(stepped, int):
+        return stepped
+    return max(0, int(getattr(trainer, "global_step", 0)) - 1)
 
 
 if _Base is None:
@@ -115,16 +129,19 @@ else:
         tokens from each batch with batch_counts: attention_mask.sum() costs
         a device sync per batch where the mask lives on the GPU),
         samples_per_batch / tokens_per_batch (the per-rank figures, where
-        the batch does not tell), log_options (more pl_module.log keyword
-        arguments, e.g. {"prog_bar": True}). The summary is written to
-        trainer.log_dir (else default_root_dir) by global rank 0.
+        the batch does not tell), module_log (log the step values through
+        pl_module.log instead of trainer.loggers: see the module's
+        docstring for what that costs) with log_options (more
+        pl_module.log keyword arguments, e.g. {"prog_bar": True}). The
+        summary is written to trainer.log_dir (else default_root_dir) by
+        global rank 0.
         """
 
         def __init__(self, monitor: Any = None, *, carbon: Any = None, trackers: Sequence[Any] = (),
                      prefix: str = "joule/", summary_file: Optional[str] = SUMMARY_FILE, power_limit: Any = None,
                      recurrence: Any = None, count_tokens: bool = True, samples_per_batch: Optional[float] = None,
-                     tokens_per_batch: Optional[float] = None, log_options: Optional[dict] = None,
-                     settle_timeout_s: float = 2.0) -> None:
+                     tokens_per_batch: Optional[float] = None, module_log: bool = False,
+                     log_options: Optional[dict] = None, settle_timeout_s: float = 2.0) -> None:
             super().__init__()
             self.run = EnergyRun("lightning", monitor, carbon=carbon, trackers=trackers, prefix=prefix,
                                  summary_file=summary_file, power_limit=power_limit, recurrence=recurrence,
@@ -132,6 +149,7 @@ else:
             self.count_tokens = count_tokens
             self.samples_per_batch = samples_per_batch
             self.tokens_per_batch = tokens_per_batch
+            self.module_log = module_log
             self.log_options = dict(log_options or {})
 
         @property
@@ -171,12 +189,21 @@ else:
             if not loggers_take_this_step(trainer):
                 return
             metrics = self.run.step_metrics()
-            for name, value in metrics.items():
-                pl_module.log(name, value, on_step=True, on_epoch=False, **self.log_options)
-            if metrics and self.run.trackers and getattr(trainer, "is_global_zero", True):
+            if not metrics:
+                return
+            if self.module_log:
+                for name, value in metrics.items():
+                    pl_module.log(name, value, on_step=True, on_epoch=False, **self.log_options)
+            if not getattr(trainer, "is_global_zero", True):
+                return  # Lightning's loggers write on global rank 0 alone
+            step = logger_step(trainer)
+            if not self.module_log:
+                for logger in getattr(trainer, "loggers", None) or []:
+                    logger.log_metrics(metrics, step=step)
+            if self.run.trackers:
                 from .trackers import log_metrics
 
-                log_metrics(self.run.trackers, metrics, int(trainer.global_step))
+                log_metrics(self.run.trackers, metrics, step)
 
         def on_validation_start(self, trainer, pl_module):
             if self.run.started and not getattr(trainer, "sanity_checking", False):

@@ -39,21 +39,31 @@ def fit(pl, monitor, tmp_path, callbacks=(), **options):
     return trainer, cb, outer
 
 
-def test_standin_lightning_logs_through_module_log(sim, pl, tmp_path):
+STEP_KEYS = {"joule/step_energy_j", "joule/step_power_w", "joule/energy_per_sample_j", "joule/energy_per_token_j",
+             "joule/total_energy_j", "joule/epoch_energy_j", "joule/co2e_g", "joule/cost"}
+
+
+def joule_values(trainer):
+    """(name, value) of every joule value that reached the logger during training (not the run summary)."""
+    return [(name, value) for metrics, _ in trainer.logger.calls for name, value in metrics.items()
+            if name.startswith("joule/") and not name.startswith("joule/run/")]
+
+
+def test_standin_lightning_logs_to_the_loggers(sim, pl, tmp_path):
     rec = RecordingMonitor(sim)
     carbon = StubCarbon()
     trainer, cb, outer = fit(pl, rec, tmp_path, carbon=carbon)
     summary = cb.summary
 
-    # Logged from on_train_batch_end with on_step=True (allowed there), and reaching the logger.
-    calls = trainer.all_log_calls
-    assert calls and all(fx == "on_train_batch_end" and on_step for fx, _, _, on_step, _ in calls)
-    names = {name for _, name, _, _, _ in calls}
-    assert {"joule/step_energy_j", "joule/step_power_w", "joule/energy_per_sample_j", "joule/energy_per_token_j",
-            "joule/total_energy_j", "joule/epoch_energy_j", "joule/co2e_g", "joule/cost"} <= names
-    logged = [m for m, _ in trainer.logger.calls if "joule/total_energy_j" in m]
-    assert logged
-    totals = [m["joule/total_energy_j"] for m in logged]
+    # Straight to the loggers (no pl_module.log: each would put a tensor on the GPU), under
+    # the step the stand-in forwards Lightning's own values with, on the steps it forwards them.
+    assert not [c for c in trainer.all_log_calls if c[1].startswith("joule/")]
+    joule_steps = sorted({step for metrics, step in trainer.logger.calls
+                          if "joule/total_energy_j" in metrics and "joule/run/energy_j" not in metrics})
+    assert joule_steps == [s - 1 for s in range(1, 13) if s % trainer.log_every_n_steps == 0]
+    calls = [("on_train_batch_end", name, value, True, False) for name, value in joule_values(trainer)]
+    assert STEP_KEYS <= {name for _, name, _, _, _ in calls}
+    totals = [m["joule/total_energy_j"] for m, _ in trainer.logger.calls if "joule/total_energy_j" in m]
     assert totals == sorted(totals)
 
     # Each logged step energy is one settled train-step window's energy.
@@ -87,6 +97,16 @@ def test_standin_lightning_logs_through_module_log(sim, pl, tmp_path):
     assert final["joule/run/energy_j"] == pytest.approx(summary["energy_j"])
 
 
+def test_standin_lightning_module_log_logs_through_the_module(sim, pl, tmp_path):
+    trainer, cb, _ = fit(pl, sim, tmp_path, module_log=True, carbon=StubCarbon())
+    # Logged from on_train_batch_end with on_step=True (allowed there), and reaching the logger.
+    calls = [c for c in trainer.all_log_calls if c[1].startswith("joule/")]
+    assert calls and all(fx == "on_train_batch_end" and on_step for fx, _, _, on_step, _ in calls)
+    assert STEP_KEYS <= {name for _, name, _, _, _ in calls}
+    forwarded = [m for m, _ in trainer.logger.calls if "joule/total_energy_j" in m and "joule/run/energy_j" not in m]
+    assert forwarded and all(STEP_KEYS - {"joule/epoch_energy_j"} <= set(m) for m in forwarded)
+
+
 def test_standin_lightning_logs_only_on_the_steps_its_loggers_take(sim, pl, tmp_path):
     # Lightning forwards a step's logged values every log_every_n_steps and
     # drops the rest, and each pl_module.log of a number costs a copy to the
@@ -99,8 +119,8 @@ def test_standin_lightning_logs_only_on_the_steps_its_loggers_take(sim, pl, tmp_
                 steps_logged.append(self.trainer.global_step)
             super().log(name, value, **options)
 
-    trainer = LightningTrainer([pl.EnergyCallback(sim)], monitor=sim, default_root_dir=str(tmp_path / "logs"),
-                               log_every_n_steps=3)
+    trainer = LightningTrainer([pl.EnergyCallback(sim, module_log=True)], monitor=sim,
+                               default_root_dir=str(tmp_path / "logs"), log_every_n_steps=3)
     trainer.fit(Module())
     assert steps_logged and all(step % 3 == 0 for step in steps_logged), steps_logged
     forwarded = {step for metrics, step in trainer.logger.calls if "joule/total_energy_j" in metrics}
