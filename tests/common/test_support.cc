@@ -176,6 +176,7 @@ std::string tag_attribute(const std::string& tag, const std::string& name) {
 
 const std::map<std::string, std::string>& simulated_only_env() {
   static const std::map<std::string, std::string> env = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                                         {"JOULE_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so.1"},
                                                          {"JOULE_POWERCAP_ROOT", "/nonexistent/powercap"},
                                                          {"JOULE_DAEMON_SOCKET", "/nonexistent/jouled.sock"},
                                                          {"JOULE_SIM", ""}};
