@@ -534,6 +534,44 @@ void append_log(const Script& s, const std::string& line) {
   }
 }
 
+void log_set_call(const Script& s, const std::string& function, int device, const std::string& fields,
+                  const std::string& refusal) {
+  append_log(s, function + " device=" + std::to_string(device) + (fields.empty() ? "" : " ") + fields +
+                    (refusal.empty() ? "" : " result=" + refusal) + "\n");
+}
+
+std::int64_t init_session(Script& s, const char* who, std::int64_t broken_config_code,
+                          const std::function<void()>& read_config, const std::function<void()>& start_devices) {
+  std::lock_guard lock(s.mutex);
+  if (!s.initialised) {
+    // Each first init (re)reads the config, so one test process can open
+    // differently scripted devices one after another.
+    s.clear();
+    read_config();
+    s.arm_hangs();
+  }
+  if (!s.load_error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", who, s.load_error.c_str());
+    return broken_config_code;
+  }
+  if (s.init_error != 0) return s.init_error;
+  if (!s.initialised) {
+    s.start_clock();
+    start_devices();
+  }
+  s.initialised = true;
+  return 0;
+}
+
+void set_virtual_time(Script& s, double seconds, const char* who) {
+  std::lock_guard lock(s.mutex);
+  if (!s.initialised || !s.virtual_clock) {
+    std::fprintf(stderr, "%s: setting the time needs an initialised library and 'clock virtual' in the config\n", who);
+    std::abort();
+  }
+  s.virtual_now_s = seconds;
+}
+
 std::map<std::size_t, std::vector<unsigned long long>> load_persisted(const Script& s) {
   std::map<std::size_t, std::vector<unsigned long long>> fields_by_device;
   if (s.persist.empty()) return fields_by_device;

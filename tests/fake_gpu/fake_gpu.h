@@ -291,6 +291,25 @@ void hang_if_due(Script& script, const char* function, int device);
 // Appends one line to the set-call log, if there is one.
 void append_log(const Script& script, const std::string& line);
 
+// Logs a set call, one line: "function device=N fields", then
+// " result=<refusal>" when refused (refusal "": it was accepted). Both fakes
+// log before a change takes effect: a process killed in between leaves a
+// logged call that did not happen, never a change the log lacks.
+void log_set_call(const Script& script, const std::string& function, int device, const std::string& fields,
+                  const std::string& refusal);
+
+// The library's init: at the first call after a shutdown (re)reads the
+// config through read_config (which fills the script and the fake's
+// devices), then starts time at 0 and the devices' energy through
+// start_devices. Returns 0, the scripted init_error, or broken_config_code
+// with the reason on stderr after `who` ("fake NVML").
+std::int64_t init_session(Script& script, const char* who, std::int64_t broken_config_code,
+                          const std::function<void()>& read_config, const std::function<void()>& start_devices);
+
+// Sets a virtual clock. Misuse is a broken test: it aborts rather than
+// letting the test run on a clock it did not expect.
+void set_virtual_time(Script& script, double seconds, const char* who);
+
 // Settings persisted across processes, as a real GPU keeps them until
 // reset: one line per device, "index field...". Read at init, written
 // (atomically, by rename) at each set.

@@ -362,6 +362,13 @@ Device* lookup(nvmlDevice_t handle) {
 
 int index_of(nvmlDevice_t handle) { return static_cast<int>(reinterpret_cast<std::uintptr_t>(handle)) - 1; }
 
+// Logs a set call (fake_gpu's format) and returns rc: 3 is refused as
+// not_supported, any other failure as invalid.
+nvmlReturn_t log_set_call(const char* function, nvmlDevice_t device, const std::string& fields, nvmlReturn_t rc) {
+  fg::log_set_call(state(), function, index_of(device), fields, rc == 0 ? "" : rc == 3 ? "not_supported" : "invalid");
+  return rc;
+}
+
 }  // namespace
 
 // Ends every hang, now and to come, until the next config is read (the
@@ -382,40 +389,20 @@ FAKE_API int joule_fake_nvml_hung_calls(void) { return state().calls_hung_now.lo
 
 // Sets the virtual clock (config "clock virtual"). Misuse is a broken test:
 // it aborts rather than letting the test run on a clock it did not expect.
-FAKE_API void joule_fake_nvml_set_time_s(double seconds) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!s.initialised || !s.virtual_clock) {
-    std::fprintf(stderr, "fake NVML: joule_fake_nvml_set_time_s needs nvmlInit and 'clock virtual' in the config\n");
-    std::abort();
-  }
-  s.virtual_now_s = seconds;
-}
+FAKE_API void joule_fake_nvml_set_time_s(double seconds) { fg::set_virtual_time(state(), seconds, "fake NVML"); }
 
 FAKE_API nvmlReturn_t nvmlInit_v2(void) {
   State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!s.initialised) {
-    // Each first init (re)reads the config, so one test process can open
-    // differently scripted devices one after another.
-    s.clear();
+  auto read_config = [&s] {
     s.driver_version = "580.00.00-fake";
     s.devices.clear();
     load_config(s);
     load_persisted(s);
-    s.arm_hangs();
-  }
-  if (!s.load_error.empty()) {
-    std::fprintf(stderr, "fake NVML: %s\n", s.load_error.c_str());
-    return 999;
-  }
-  if (s.init_error != 0) return static_cast<nvmlReturn_t>(s.init_error);
-  if (!s.initialised) {
-    s.start_clock();
+  };
+  auto start_devices = [&s] {
     for (Device& d : s.devices) d.power.start(draw_of(d));
-  }
-  s.initialised = true;
-  return 0;
+  };
+  return static_cast<nvmlReturn_t>(fg::init_session(s, "fake NVML", 999, read_config, start_devices));
 }
 
 FAKE_API nvmlReturn_t nvmlShutdown(void) {
@@ -650,19 +637,11 @@ FAKE_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t devi
 
 FAKE_API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit_mw) {
   FAKE_DEVICE_CALL("nvmlDeviceSetPowerManagementLimit");
-  char line[160];
-  if (!d->limits.allows(limit_mw * 1000ULL)) {
-    std::snprintf(line, sizeof line, "nvmlDeviceSetPowerManagementLimit device=%d limit_mw=%u result=invalid\n",
-                  index_of(device), limit_mw);
-    fg::append_log(s, line);
-    return 2;
-  }
-  // Logged before it takes effect (and persists): a process killed in
-  // between leaves a logged call that did not happen, never a change the log
-  // lacks, so the log's last call per GPU bounds what the GPU holds.
-  std::snprintf(line, sizeof line, "nvmlDeviceSetPowerManagementLimit device=%d limit_mw=%u\n", index_of(device),
-                limit_mw);
-  fg::append_log(s, line);
+  const std::string fields = "limit_mw=" + std::to_string(limit_mw);
+  if (!d->limits.allows(limit_mw * 1000ULL)) return log_set_call("nvmlDeviceSetPowerManagementLimit", device, fields, 2);
+  // Logged before it takes effect (and persists), so the log's last call per
+  // GPU bounds what the GPU holds.
+  log_set_call("nvmlDeviceSetPowerManagementLimit", device, fields, 0);
   d->limits.limit_uw = limit_mw * 1000ULL;
   start_era(s, *d);
   return 0;
@@ -682,14 +661,6 @@ nvmlReturn_t list_clocks(std::vector<unsigned> ascending, unsigned int* count, u
 
 bool supports_memory_clock(const Device& d, unsigned mhz) {
   return std::find(d.mem_clocks_mhz.begin(), d.mem_clocks_mhz.end(), mhz) != d.mem_clocks_mhz.end();
-}
-
-// Logs a set-call ("name device=N fields[ result=...]") and returns rc.
-nvmlReturn_t log_set_call(const char* function, nvmlDevice_t device, const std::string& fields, nvmlReturn_t rc) {
-  const char* result = rc == 0 ? "" : rc == 3 ? " result=not_supported" : " result=invalid";
-  fg::append_log(state(), std::string(function) + " device=" + std::to_string(index_of(device)) + (fields.empty() ? "" : " ") +
-             fields + result + "\n");
-  return rc;
 }
 
 }  // namespace

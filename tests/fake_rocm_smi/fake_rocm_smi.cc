@@ -342,15 +342,14 @@ void settings_changed(State& s, Device& d) {
   save_persisted(s);
 }
 
-// Logs a set call ("function device=N fields[ result=...]") and returns rc.
+// Logs a set call (fake_gpu's format) and returns rc.
 rsmi_status_t log_set_call(const State& s, const char* function, std::uint32_t device, const std::string& fields,
                            rsmi_status_t rc) {
-  const char* result = rc == RSMI_STATUS_SUCCESS         ? ""
-                       : rc == RSMI_STATUS_NOT_SUPPORTED ? " result=not_supported"
-                       : rc == RSMI_STATUS_PERMISSION    ? " result=permission"
-                                                         : " result=invalid";
-  fg::append_log(s, std::string(function) + " device=" + std::to_string(device) + (fields.empty() ? "" : " ") +
-                        fields + result + "\n");
+  const char* refusal = rc == RSMI_STATUS_SUCCESS         ? ""
+                        : rc == RSMI_STATUS_NOT_SUPPORTED ? "not_supported"
+                        : rc == RSMI_STATUS_PERMISSION    ? "permission"
+                                                          : "invalid";
+  fg::log_set_call(s, function, static_cast<int>(device), fields, refusal);
   return rc;
 }
 
@@ -369,13 +368,13 @@ ClockDomain* domain_of(Device& d, rsmi_clk_type_t type) {
 
 // Each device call: hangs first (holding no lock), then the session, the
 // index and injected errors.
-#define FAKE_DEVICE_CALL()                                                              \
-  fg::hang_if_due(state(), __func__, static_cast<int>(dv_ind));                         \
-  State& s = state();                                                                   \
-  std::lock_guard lock(s.mutex);                                                        \
-  if (!s.initialised) return RSMI_STATUS_INIT_ERROR;                                    \
-  if (static_cast<std::uint32_t>(dv_ind) >= s.devices.size()) return RSMI_STATUS_INVALID_ARGS; \
-  Device* d = &s.devices[static_cast<std::uint32_t>(dv_ind)];                          \
+#define FAKE_DEVICE_CALL()                                                                      \
+  fg::hang_if_due(state(), __func__, static_cast<int>(dv_ind));                                 \
+  State& s = state();                                                                           \
+  std::lock_guard lock(s.mutex);                                                                \
+  if (!s.initialised) return RSMI_STATUS_INIT_ERROR;                                            \
+  if (static_cast<std::uint32_t>(dv_ind) >= s.devices.size()) return RSMI_STATUS_INVALID_ARGS;  \
+  Device* d = &s.devices[static_cast<std::uint32_t>(dv_ind)];                                   \
   if (auto rc = fg::injected(s, __func__, static_cast<int>(dv_ind)); rc != 0) return static_cast<rsmi_status_t>(rc)
 
 // The process-wide calls: device -1.
@@ -390,16 +389,8 @@ FAKE_API void joule_fake_rocm_smi_release_hangs(void) { state().hangs_released.s
 
 FAKE_API int joule_fake_rocm_smi_hung_calls(void) { return state().calls_hung_now.load(); }
 
-// Sets the virtual clock. Misuse is a broken test: it aborts rather than
-// letting the test run on a clock it did not expect.
 FAKE_API void joule_fake_rocm_smi_set_time_s(double seconds) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!s.initialised || !s.virtual_clock) {
-    std::fprintf(stderr, "fake ROCm SMI: joule_fake_rocm_smi_set_time_s needs rsmi_init and 'clock virtual'\n");
-    std::abort();
-  }
-  s.virtual_now_s = seconds;
+  fg::set_virtual_time(state(), seconds, "fake ROCm SMI");
 }
 
 // The speed of work on device `index` relative to the device unrestricted,
@@ -414,11 +405,7 @@ FAKE_API double joule_fake_rocm_smi_relative_speed(unsigned index) {
 
 FAKE_API rsmi_status_t rsmi_init(uint64_t /*init_flags*/) {
   State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!s.initialised) {
-    // Each first init (re)reads the config, so one test process can open
-    // differently scripted devices one after another.
-    s.clear();
+  auto read_config = [&s] {
     s.version = "5.2.3";
     s.devices.clear();
     auto handler = [&s](const fg::ConfigLine& line) -> std::string {
@@ -440,19 +427,12 @@ FAKE_API rsmi_status_t rsmi_init(uint64_t /*init_flags*/) {
     fg::load_config(s, "JOULE_FAKE_ROCM_SMI_CONFIG", "JOULE_FAKE_ROCM_SMI_LOG",
                     {RSMI_STATUS_INIT_ERROR, RSMI_STATUS_UNKNOWN_ERROR}, handler, device_at);
     load_persisted(s);
-    s.arm_hangs();
-  }
-  if (!s.load_error.empty()) {
-    std::fprintf(stderr, "fake ROCm SMI: %s\n", s.load_error.c_str());
-    return RSMI_STATUS_UNKNOWN_ERROR;
-  }
-  if (s.init_error != 0) return static_cast<rsmi_status_t>(s.init_error);
-  if (!s.initialised) {
-    s.start_clock();
+  };
+  auto start_devices = [&s] {
     for (Device& d : s.devices) d.power.start(draw_of(d));
-  }
-  s.initialised = true;
-  return RSMI_STATUS_SUCCESS;
+  };
+  return static_cast<rsmi_status_t>(
+      fg::init_session(s, "fake ROCm SMI", RSMI_STATUS_UNKNOWN_ERROR, read_config, start_devices));
 }
 
 FAKE_API rsmi_status_t rsmi_shut_down(void) {
