@@ -1,6 +1,7 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -76,6 +77,16 @@ std::string watts(const std::optional<uint32_t>& mw) {
   return mw ? fmt::format("{:.1f} W", *mw / 1000.0) : std::string("unreadable");
 }
 
+// "NVML: libnvidia-ml.so.1, loaded (driver 580.95.05)" or, where it gave no
+// GPU, "... not used: <why>", so a node without a driver says what was looked
+// for and why each library failed.
+std::string library_line(const std::string& name, const std::string& path, bool loaded, const std::string& version,
+                         const std::string& problem) {
+  if (!loaded && problem.empty()) return fmt::format("{}: {}, not tried\n", name, path);
+  const std::string state = loaded ? fmt::format("loaded ({})", version) : "not loaded";
+  return fmt::format("{}: {}, {}{}\n", name, path, state, problem.empty() ? "" : "; " + problem);
+}
+
 }  // namespace
 
 int run_info(const CommonOptions& common, const InfoOptions& options) {
@@ -144,8 +155,15 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                                 {"gpu_backend_reason", devices.gpu_backend_reason},
                                 {"simulated", devices.simulated()},
                                 {"nvml_library", devices.nvml_library},
+                                {"nvml_loaded", devices.nvml_loaded},
+                                {"nvml_problem", devices.nvml_problem},
                                 {"driver_version", devices.driver_version},
                                 {"nvml_missing_functions", devices.nvml_missing_functions},
+                                {"rocm_library", devices.rocm_library},
+                                {"rocm_loaded", devices.rocm_loaded},
+                                {"rocm_problem", devices.rocm_problem},
+                                {"rocm_version", devices.rocm_version},
+                                {"rocm_missing_functions", devices.rocm_missing_functions},
                                 {"control_path", devices.control_path},
                                 {"gpus", gpus},
                                 {"cpu_zones", zones},
@@ -155,10 +173,18 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
   }
 
   std::cout << fmt::format("GPU backend: {} ({})\n", devices.gpu_backend, devices.gpu_backend_reason);
+  if (!devices.simulated() || !devices.nvml_problem.empty() || !devices.rocm_problem.empty()) {
+    std::cout << library_line("NVML", devices.nvml_library, devices.nvml_loaded,
+                              fmt::format("driver {}", devices.driver_version), devices.nvml_problem);
+    std::cout << library_line("ROCm SMI", devices.rocm_library, devices.rocm_loaded,
+                              fmt::format("version {}", devices.rocm_version), devices.rocm_problem);
+  }
   if (!devices.nvml_missing_functions.empty()) {
-    std::string missing;
-    for (const auto& f : devices.nvml_missing_functions) missing += (missing.empty() ? "" : ", ") + f;
-    std::cout << fmt::format("NVML functions this driver lacks: {}\n", missing);
+    std::cout << fmt::format("NVML functions this driver lacks: {}\n", fmt::join(devices.nvml_missing_functions, ", "));
+  }
+  if (!devices.rocm_missing_functions.empty()) {
+    std::cout << fmt::format("ROCm SMI functions this library lacks: {}\n",
+                             fmt::join(devices.rocm_missing_functions, ", "));
   }
   for (const auto& info : infos) {
     const Gpu& gpu = *info.gpu;
