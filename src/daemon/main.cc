@@ -11,7 +11,6 @@
 #include <iostream>
 
 #include "daemon/server.h"
-#include "joule/device/nvml.h"
 #include "joule/device/discovery.h"
 #include "joule/error.h"
 #include "joule/version.h"
@@ -29,24 +28,32 @@ void log_line(const std::string& text) {
   std::cerr << stamp << " jouled: " << text << std::endl;
 }
 
-// The GPUs jouled controls. `auto` means the driver's, as `nvml` does: a
-// daemon that changes power limits and restores them after a crash has no
-// use for made-up GPUs, and one that started with none would hide a broken
-// driver behind a running unit whose every request fails. So without a
-// usable NVML it does not start (exit 1, saying why), which the service
-// manager shows; simulated GPUs only with --backend sim.
+// The GPUs jouled controls: with `auto` (the default) every GPU NVML or ROCm
+// SMI lists, so NVIDIA, AMD and mixed nodes alike; `nvml` or `rocm` that
+// library alone. Never simulated ones unless asked: a daemon that changes
+// power limits and restores them after a crash has no use for made-up GPUs,
+// and one that started with none would hide a broken driver behind a running
+// unit whose every request fails. So without a GPU it does not start (exit 1,
+// saying what it tried and why each failed), which the service manager shows.
 joule::Devices open_daemon_gpus(const std::string& backend) {
   joule::DiscoveryOptions discovery;
-  discovery.backend = backend == "sim" ? joule::GpuBackend::kSim : joule::GpuBackend::kNvml;
+  discovery.backend = joule::parse_gpu_backend(backend);
+  discovery.auto_fallback = joule::AutoFallback::kNoGpus;
   // The daemon changes settings itself, through the driver: the hardware
   // alone, no control path to choose.
+  const auto not_starting = [](const std::string& why) {
+    return joule::Error(fmt::format("not starting: no GPU to control ({}); jouled never uses simulated GPUs "
+                                    "unless --backend sim is given",
+                                    why));
+  };
+  joule::Devices devices;
   try {
-    return joule::discover_hardware(discovery);
+    devices = joule::discover_hardware(discovery);
   } catch (const joule::DeviceError& e) {
-    throw joule::Error(fmt::format("not starting: no GPU to control ({}); jouled never uses simulated GPUs "
-                                   "unless --backend sim is given",
-                                   e.what()));
+    throw not_starting(e.what());
   }
+  if (devices.gpus.empty()) throw not_starting(devices.gpu_backend_reason);
+  return devices;
 }
 
 }  // namespace
@@ -54,15 +61,15 @@ joule::Devices open_daemon_gpus(const std::string& backend) {
 int main(int argc, char** argv) {
   CLI::App app{"jouled: changes GPU power limits for joule clients and restores them when they go away"};
   std::string config_path = "/etc/joule/jouled.conf";
-  std::string socket_override, state_override, backend = "nvml";
+  std::string socket_override, state_override, backend = "auto";
   bool check_config = false;
   app.add_option("-c,--config", config_path, "configuration file (default /etc/joule/jouled.conf)");
   app.add_option("--socket", socket_override, "listen here instead of the config's socket");
   app.add_option("--state-file", state_override, "state file instead of the config's");
   app.add_option("--backend", backend,
-                 "nvml (default; auto is the same: jouled never falls back to simulated GPUs) or sim (for trying the "
-                 "daemon without GPUs)")
-      ->check(CLI::IsMember({"auto", "nvml", "sim"}));
+                 "auto (default: the GPUs NVML and ROCm SMI list, never simulated ones), nvml (NVIDIA only), rocm "
+                 "(AMD only) or sim (for trying the daemon without GPUs)")
+      ->check(CLI::IsMember({"auto", "nvml", "rocm", "sim"}));
   app.add_flag("--check-config", check_config, "validate the configuration, print it and exit");
   app.set_version_flag("--version", std::string("jouled ") + joule::version());
   try {

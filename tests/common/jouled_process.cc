@@ -21,6 +21,10 @@ JouledProcess::JouledProcess(const JouledOptions& options) {
   write_file(config, R"({"socket": ")" + socket + R"(", "socket_mode": ")" + options.socket_mode +
                          R"(", "state_file": ")" + state + "\"" +
                          (options.config_extra.empty() ? "" : ", " + options.config_extra) + "}");
+  if (!options.nvml) fake.library_path = "/nonexistent/libnvidia-ml.so.1";
+  if (!options.rocm_config.empty()) {
+    rocm_fake = use_fake_rocm_smi(dir, options.rocm_config + "\npersist " + dir.file("amd_gpu_settings") + "\n");
+  }
 }
 
 JouledProcess::~JouledProcess() {
@@ -31,7 +35,9 @@ JouledProcess::~JouledProcess() {
 }
 
 void JouledProcess::start(bool wait) {
-  pid = start_process({JOULED_BINARY, "--config", config}, {{"JOULE_NVML_LIBRARY", fake.library_path}},
+  const std::string rocm = rocm_fake.library_path.empty() ? "/nonexistent/librocm_smi64.so.1" : rocm_fake.library_path;
+  pid = start_process({JOULED_BINARY, "--config", config},
+                      {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_ROCM_SMI_LIBRARY", rocm}},
                       dir.file("out" + std::to_string(starts)), dir.file("err" + std::to_string(starts)));
   ++starts;
   if (!wait) return;

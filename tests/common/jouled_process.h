@@ -1,6 +1,7 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// A real jouled over the fake libnvidia-ml.so.1, in a temporary directory:
+// A real jouled over the fake libnvidia-ml.so.1 (and, where a test asks, the
+// fake librocm_smi64.so.1), in a temporary directory:
 // three A40s (gpu2 not at its default limit, 280 W), the fake's limits kept
 // in a file across restarts as a driver keeps them across processes. Tests
 // add lines to the fake's config (injected errors) and fields to jouled's
@@ -25,6 +26,10 @@ inline constexpr double kFakeA40LimitsW[] = {300, 300, 280};
 
 struct JouledOptions {
   std::string fake_extra;    // more lines of the fake's config
+  bool nvml = true;          // the fake NVML's three A40s (false: no NVML on the node)
+  // Non-empty: the fake ROCm SMI's config, AMD GPUs after the A40s (a mixed
+  // node) or alone; its caps kept across restarts like the A40s' limits.
+  std::string rocm_config;
   std::string config_extra;  // more JSON fields of jouled's config, e.g. R"("allow": [...])"
   std::string socket_mode = "0600";
   bool others_reach_socket = false;  // the directory open to other users ("nobody" clients)
@@ -47,6 +52,7 @@ class JouledProcess {
 
   TempDir dir;
   FakeNvml fake;
+  FakeRocmSmi rocm_fake;  // library_path empty: no ROCm SMI on the node
   std::string socket = dir.file("jouled.sock");
   std::string config = dir.file("jouled.conf");
   std::string state = dir.file("jouled.state");

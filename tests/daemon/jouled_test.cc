@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -307,6 +309,7 @@ TEST(JouledTest, WithoutAUsableDriverItDoesNotStartAndSaysWhy) {
   testing::write_file(tmp.file("jouled.conf"),
                       R"({"socket": ")" + socket + R"(", "state_file": ")" + tmp.file("jouled.state") + R"("})");
   const std::map<std::string, std::string> no_driver = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                                        {"JOULE_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so.1"},
                                                         {"JOULE_SIM", "count=2"}};
   for (const std::vector<std::string>& flags : {std::vector<std::string>{"--backend", "auto"}, {"--backend", "nvml"}, {}}) {
     SCOPED_TRACE(::testing::PrintToString(flags));
@@ -526,6 +529,136 @@ TEST(DaemonClientTest, ASilentDaemonIsAnErrorWithinTheTimeoutNotAHang) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   close(server);
+}
+
+}  // namespace
+}  // namespace joule
+
+namespace joule {
+namespace {
+
+// jouled on AMD GPUs (the fake ROCm SMI), alone or beside NVIDIA ones: the
+// same leases, restored through the same Gpu interface, with ROCm SMI's calls.
+constexpr const char* kFakeMi300x =
+    "device name=\"AMD Instinct MI300X\" min_limit_w=200 max_limit_w=750 limit_w=750 default_limit_w=750 "
+    "sys_clocks_mhz=500,1300,2100 mem_clocks_mhz=900,1300";
+
+struct AmdJouled : testing::JouledProcess {
+  explicit AmdJouled(bool with_nvidia) : JouledProcess(options(with_nvidia)) { start(); }
+  static testing::JouledOptions options(bool with_nvidia) {
+    testing::JouledOptions options;
+    options.nvml = with_nvidia;
+    options.rocm_config = std::string(kFakeMi300x) + "\n" + kFakeMi300x + "\n";
+    return options;
+  }
+  double limit_w(unsigned gpu) {
+    return DaemonClient(socket).call({{"op", "state"}})["gpus"][gpu]["power_limit_w"].get<double>();
+  }
+  std::vector<std::string> amd_set_calls() const {
+    return std::filesystem::exists(rocm_fake.log_path) ? testing::read_lines(rocm_fake.log_path)
+                                                       : std::vector<std::string>{};
+  }
+};
+
+// Waits up to a second for gpu's limit to come back to want_w.
+double limit_after_restore(AmdJouled& jouled, unsigned gpu, double want_w) {
+  const auto start = std::chrono::steady_clock::now();
+  double limit = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(1) &&
+         (limit = jouled.limit_w(gpu)) != want_w) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return limit;
+}
+
+TEST(JouledAmdTest, OnAnAmdNodeAPowerCapLeaseReachesRocmSmiAndEndsWithTheClient) {
+  AmdJouled jouled(/*with_nvidia=*/false);
+  EXPECT_NE(jouled.log().find("GPUs: 2 (ROCm SMI"), std::string::npos) << jouled.log();
+  ASSERT_EQ(jouled.gpus().size(), 2u);
+  EXPECT_EQ(jouled.gpus()[1]["name"], "AMD Instinct MI300X");
+  Child::wait_forever = true;
+  Child child = Child::start([&] {
+    auto* client = new DaemonClient(jouled.socket);  // open until the kill: the lease lives with it
+    return "ok " + client->call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 500}})["power_limit_w"].dump();
+  });
+  Child::wait_forever = false;
+  EXPECT_EQ(child.read_line(), "ok 500.0");
+  EXPECT_DOUBLE_EQ(jouled.limit_w(1), 500.0);
+  EXPECT_EQ(jouled.amd_set_calls(),
+            (std::vector<std::string>{"rsmi_dev_power_cap_set device=1 sensor=0 cap_uw=500000000"}));
+  kill(child.pid, SIGKILL);
+  child.wait();
+  EXPECT_DOUBLE_EQ(limit_after_restore(jouled, 1, 750.0), 750.0) << jouled.log();
+  EXPECT_EQ(jouled.amd_set_calls().back(), "rsmi_dev_power_cap_set device=1 sensor=0 cap_uw=750000000");
+  EXPECT_NE(jouled.log().find("restore gpu1 500.0 W -> 750.0 W"), std::string::npos) << jouled.log();
+  EXPECT_DOUBLE_EQ(jouled.limit_w(0), 750.0);  // the other GPU never touched
+}
+
+TEST(JouledAmdTest, OnAnAmdNodeALeaseEndsWhenReleasedAndClockLocksAreUndone) {
+  AmdJouled jouled(/*with_nvidia=*/false);
+  {
+    DaemonClient client(jouled.socket);
+    client.call({{"op", "set_power_limit"}, {"gpu", 0}, {"limit_w", 300}});
+    client.call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "sm"}, {"min_mhz", 500}, {"max_mhz", 1300}});
+    EXPECT_DOUBLE_EQ(client.call({{"op", "release"}, {"gpu", 0}})["power_limit_w"].get<double>(), 750.0);
+  }
+  EXPECT_EQ(jouled.amd_set_calls(), (std::vector<std::string>{
+                                        "rsmi_dev_power_cap_set device=0 sensor=0 cap_uw=300000000",
+                                        "rsmi_dev_perf_level_set device=0 level=manual",
+                                        "rsmi_dev_gpu_clk_freq_set device=0 clk=sys mask=0x3",
+                                        "rsmi_dev_power_cap_set device=0 sensor=0 cap_uw=750000000",
+                                        "rsmi_dev_perf_level_set device=0 level=auto"}))
+      << jouled.log();
+}
+
+TEST(JouledAmdTest, RestartedOnAnAmdNodeItRestoresTheCapItHadChanged) {
+  AmdJouled jouled(/*with_nvidia=*/false);
+  DaemonClient(jouled.socket).call({{"op", "set_power_limit"}, {"gpu", 0}, {"limit_w", 400}});
+  jouled.kill_hard();
+  jouled.start();
+  EXPECT_DOUBLE_EQ(jouled.limit_w(0), 750.0);
+  EXPECT_NE(jouled.log().find("recover: gpu0 400.0 W -> 750.0 W"), std::string::npos) << jouled.log();
+}
+
+// A mixed node: the A40s first (gpu0-2), then the AMD GPUs (gpu3, gpu4); a
+// lease on gpu4 is ROCm SMI's device 1 and leaves NVML alone.
+TEST(JouledAmdTest, OnAMixedNodeEachGpuIsControlledThroughItsOwnLibrary) {
+  AmdJouled jouled(/*with_nvidia=*/true);
+  const auto gpus = jouled.gpus();
+  ASSERT_EQ(gpus.size(), 5u) << jouled.log();
+  EXPECT_EQ(gpus[0]["name"], "NVIDIA A40");
+  EXPECT_EQ(gpus[4]["name"], "AMD Instinct MI300X");
+  {
+    DaemonClient client(jouled.socket);
+    client.call({{"op", "set_power_limit"}, {"gpu", 4}, {"limit_w", 450}});
+    client.call({{"op", "set_power_limit"}, {"gpu", 0}, {"limit_w", 200}});
+    EXPECT_DOUBLE_EQ(jouled.limit_w(4), 450.0);
+  }  // the connection ends: both leases restored
+  EXPECT_DOUBLE_EQ(limit_after_restore(jouled, 4, 750.0), 750.0) << jouled.log();
+  EXPECT_DOUBLE_EQ(limit_after_restore(jouled, 0, 300.0), 300.0) << jouled.log();
+  EXPECT_EQ(jouled.amd_set_calls(), (std::vector<std::string>{
+                                        "rsmi_dev_power_cap_set device=1 sensor=0 cap_uw=450000000",
+                                        "rsmi_dev_power_cap_set device=1 sensor=0 cap_uw=750000000"}));
+  const auto nvidia_calls = testing::read_lines(jouled.fake.log_path);
+  ASSERT_FALSE(nvidia_calls.empty());
+  for (const auto& call : nvidia_calls) EXPECT_NE(call.find("device=0"), std::string::npos) << call;
+}
+
+// Neither library usable: jouled names both and does not start.
+TEST(JouledAmdTest, WithNeitherLibraryItNamesBothAndDoesNotStart) {
+  TempDir tmp;
+  testing::write_file(tmp.file("jouled.conf"), R"({"socket": ")" + tmp.file("jouled.sock") + R"(", "state_file": ")" +
+                                                   tmp.file("jouled.state") + R"("})");
+  const std::map<std::string, std::string> nothing = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                                      {"JOULE_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so.1"}};
+  for (const std::string& backend : {"auto", "rocm"}) {
+    const auto r = testing::run_process({JOULED_BINARY, "--config", tmp.file("jouled.conf"), "--backend", backend},
+                                        nothing, 10.0);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("not starting"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("/nonexistent/librocm_smi64.so.1"), std::string::npos) << r.err;
+    if (backend == "auto") EXPECT_NE(r.err.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
