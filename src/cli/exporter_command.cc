@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -35,14 +36,20 @@ std::vector<unsigned> gpu_indices(const std::string& list) {
   return indices;
 }
 
-// The exporter's GPUs: the driver's, or simulated ones only when asked for
-// (--backend sim). `auto` and `nvml` both mean the driver's, and a driver
-// that cannot be used leaves no GPU rather than ending the exporter: it
-// keeps serving the CPU zones and says why (joule_nvml_up 0), so a node
+// The exporter's GPUs: the drivers', or simulated ones only when asked for
+// (--backend sim). `auto`, `nvml` and `rocm` all mean the drivers' (NVIDIA
+// and AMD GPUs both), and drivers that cannot be used leave no GPU rather
+// than ending the exporter: it keeps serving the CPU zones and says why
+// (joule_nvml_up 0, joule_rocm_smi_up 0), so a node
 // whose driver breaks shows as that, not as made-up watts or a dead target.
 // Only the hardware: the exporter changes nothing, so no control path (and
 // no connection to jouled) is set up.
-Devices open_exporter_devices(const CommonOptions& common) {
+struct ExporterDevices {
+  Devices devices;
+  std::map<unsigned, unsigned> vendor_index;  // joule index -> index among its vendor's GPUs
+};
+
+ExporterDevices open_exporter_devices(const CommonOptions& common) {
   DiscoveryOptions discovery = common.discovery();
   if (discovery.backend != GpuBackend::kSim) {
     if (!common.sim_spec.empty()) {
@@ -53,11 +60,24 @@ Devices open_exporter_devices(const CommonOptions& common) {
     discovery.backend = GpuBackend::kAuto;
     discovery.auto_fallback = AutoFallback::kNoGpus;
   }
-  Devices devices = discover_hardware(discovery);
+  ExporterDevices found{discover_hardware(discovery), {}};
+  // Counted over every GPU found, before --gpus keeps some: amd1 stays amd1.
+  std::map<std::string, unsigned> per_backend;
+  for (const auto& gpu : found.devices.gpus) found.vendor_index[gpu->index()] = per_backend[gpu->backend()]++;
   // No GPU to choose from is already said, and served; a selection of
   // none would only end the exporter.
-  if (!common.gpus.empty() && devices.gpu_backend != "none") select_gpus(devices, gpu_indices(common.gpus));
-  return devices;
+  if (!common.gpus.empty() && found.devices.gpu_backend != "none") {
+    select_gpus(found.devices, gpu_indices(common.gpus));
+  }
+  return found;
+}
+
+// joule_gpu_library_info: each library discovery tried, with its version and
+// why it gave no GPU (not the simulated GPUs', which use none).
+std::vector<ExporterOptions::GpuLibrary> gpu_libraries(const Devices& devices) {
+  if (devices.simulated()) return {};
+  return {{"nvml", devices.nvml_library, devices.nvml_loaded ? devices.driver_version : "", devices.nvml_problem},
+          {"rocm_smi", devices.rocm_library, devices.rocm_loaded ? devices.rocm_version : "", devices.rocm_problem}};
 }
 
 // The log's first line: what is served, loudly where it is not the driver's.
@@ -89,14 +109,20 @@ int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  const Devices devices = open_exporter_devices(common);
+  const ExporterDevices found = open_exporter_devices(common);
+  const Devices& devices = found.devices;
   ExporterOptions options;
+  options.vendor_index = found.vendor_index;
+  options.gpu_libraries = gpu_libraries(devices);
   options.accounting_interval_s = o.interval_s;
   options.driver_version = devices.driver_version;
   options.jouled_socket = o.jouled_socket.value_or(daemon::configured_socket_path());
   options.gpu_backend = devices.gpu_backend;
   options.gpu_backend_reason = devices.gpu_backend_reason;
-  if (!devices.simulated()) options.nvml_up = devices.nvml_loaded;
+  if (!devices.simulated()) {
+    options.nvml_up = devices.nvml_loaded;
+    options.rocm_smi_up = devices.rocm_loaded;
+  }
   options.log = [](const std::string& line) { std::cerr << "joule exporter: " << line << std::endl; };
   options.carbon = carbon_basis;
   EnergyExporter exporter(devices.gpus, devices.cpu_zones, std::make_shared<SteadyClock>(), options);

@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
 
   joule::cli::ExporterCliOptions exporter;
   CLI::App* exporter_command = app.add_subcommand(
-      "exporter", "serve Prometheus metrics: every GPU under dcgm-exporter's names, energy per GPU, CPU zone and job");
+      "exporter", "serve Prometheus metrics: every GPU under dcgm-exporter's names (AMD GPUs also under AMD's exporter's), energy per GPU, CPU zone and job");
   add_common_options(*exporter_command, common);
   exporter_command->add_option("--listen", exporter.listen, "address to listen on, HOST:PORT (default 127.0.0.1:9400; port 0: any)");
   exporter_command->add_option("--interval-s", exporter.interval_s,

@@ -10,40 +10,19 @@
 #include <set>
 
 #include "joule/error.h"
+#include "telemetry/prometheus_text.h"
 
 namespace joule {
 namespace {
 
-// A label value as the text format wants it: \, " and newlines escaped.
-std::string escaped(const std::string& value) {
-  std::string out;
-  for (const char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
+using prometheus_text::escaped;
+using prometheus_text::Family;
 
 std::string this_hostname() {
   char name[HOST_NAME_MAX + 1] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "unknown";
   return name;
 }
-
-// One metric family: HELP and TYPE once, then its samples.
-class Family {
- public:
-  Family(std::string& out, const char* name, const char* type, const char* help) : out_(out), name_(name) {
-    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  }
-  void add(const std::string& labels, double value) { out_ += fmt::format("{}{{{}}} {}\n", name_, labels, value); }
-
- private:
-  std::string& out_;
-  const char* name_;
-};
 
 }  // namespace
 
@@ -242,12 +221,24 @@ std::optional<std::string> EnergyExporter::note_up_or_down(std::size_t i, const 
   return fmt::format("gpu{} ({}) is read again", gpu.index(), gpu.uuid());
 }
 
+unsigned EnergyExporter::vendor_index(std::size_t i) const {
+  const unsigned index = gpus_[i]->index();
+  const auto listed = options_.vendor_index.find(index);
+  return listed != options_.vendor_index.end() ? listed->second : index;
+}
+
+// dcgm-exporter's labels. `device` names the GPU as its vendor's tools do:
+// nvidiaN (dcgm-exporter's, after /dev/nvidiaN) and amdN for AMD GPUs, N
+// the index among that vendor's GPUs (AMD's exporter's gpu_id). The driver
+// version label is NVML's: AMD GPUs go without it (joule_gpu_library_info).
 std::string EnergyExporter::gpu_labels(std::size_t i) const {
   const Gpu& gpu = *gpus_[i];
-  return fmt::format(
-      R"(gpu="{}",UUID="{}",pci_bus_id="{}",device="nvidia{}",modelName="{}",Hostname="{}",DCGM_FI_DRIVER_VERSION="{}")",
-      gpu.index(), escaped(gpu.uuid()), escaped(gpu.pci_bus_id()), gpu.index(), escaped(gpu.name()),
-      escaped(options_.hostname), escaped(options_.driver_version));
+  const bool amd = gpu.backend() == "rocm";
+  std::string labels = fmt::format(R"(gpu="{}",UUID="{}",pci_bus_id="{}",device="{}{}",modelName="{}",Hostname="{}")",
+                                   gpu.index(), escaped(gpu.uuid()), escaped(gpu.pci_bus_id()), amd ? "amd" : "nvidia",
+                                   vendor_index(i), escaped(gpu.name()), escaped(options_.hostname));
+  if (!amd) labels += fmt::format(R"(,DCGM_FI_DRIVER_VERSION="{}")", escaped(options_.driver_version));
+  return labels;
 }
 
 std::string EnergyExporter::metrics_text() const {
@@ -312,8 +303,8 @@ std::string EnergyExporter::metrics_text() const {
   }
   {
     Family family(out, "joule_exporter_backend_info", "gauge",
-                  "1, labelled with where the GPUs come from (backend: nvml, sim for simulated GPUs asked for, none "
-                  "where NVML cannot be used) and why.");
+                  "1, labelled with where the GPUs come from (backend: nvml, rocm, nvml+rocm, sim for simulated GPUs "
+                  "asked for, none where neither NVML nor ROCm SMI gives a GPU) and why.");
     family.add(fmt::format(R"(backend="{}",reason="{}",Hostname="{}")", escaped(options_.gpu_backend),
                            escaped(options_.gpu_backend_reason), escaped(options_.hostname)),
                1);
@@ -324,6 +315,26 @@ std::string EnergyExporter::metrics_text() const {
                   "why); absent with simulated GPUs.");
     if (options_.nvml_up) family.add(fmt::format(R"(Hostname="{}")", escaped(options_.hostname)), *options_.nvml_up ? 1 : 0);
   }
+  {
+    Family family(out, "joule_rocm_smi_up", "gauge",
+                  "1 when ROCm SMI (AMD GPUs) was loaded, 0 when it could not be (joule_gpu_library_info says why); "
+                  "absent with simulated GPUs.");
+    if (options_.rocm_smi_up) {
+      family.add(fmt::format(R"(Hostname="{}")", escaped(options_.hostname)), *options_.rocm_smi_up ? 1 : 0);
+    }
+  }
+  {
+    Family family(out, "joule_gpu_library_info", "gauge",
+                  "1 for each GPU library tried (library: nvml, rocm_smi), with the file, the version it reported "
+                  "(NVML: the driver's; ROCm SMI: its own) and why it gave no GPU.");
+    for (const ExporterOptions::GpuLibrary& library : options_.gpu_libraries) {
+      family.add(fmt::format(R"(library="{}",path="{}",version="{}",problem="{}",Hostname="{}")", escaped(library.name),
+                             escaped(library.path), escaped(library.version), escaped(library.problem),
+                             escaped(options_.hostname)),
+                 1);
+    }
+  }
+  if (options_.amd_metric_names) render_amd_metric_names(out, latest);
   {
     Family family(out, "joule_gpu_energy_joules_total", "counter",
                   "GPU energy since the exporter started, integrated by joule's sampler (J).");

@@ -38,19 +38,33 @@ struct RunningExporter {
   std::string url;  // .../metrics
 };
 
-RunningExporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake, std::vector<std::string> extra = {},
-                               const std::string& powercap_root = "/nonexistent") {
+// No library that is not asked for answers: a fake ROCm SMI set up by an
+// earlier test in this process (its variables stay set) or the machine's own.
+constexpr const char* kNoNvml = "/nonexistent/libnvidia-ml.so.1";
+constexpr const char* kNoRocmSmi = "/nonexistent/librocm_smi64.so.1";
+
+RunningExporter start_exporter_with(const TempDir& tmp, std::map<std::string, std::string> env,
+                                    std::vector<std::string> extra = {}) {
   const std::string port_file = tmp.file("port");
   std::vector<std::string> args = {JOULE_BINARY, "exporter", "--listen", "127.0.0.1:0", "--port-file", port_file,
                                    "--interval-s", "0.2"};
   args.insert(args.end(), extra.begin(), extra.end());
+  env.emplace("JOULE_POWERCAP_ROOT", "/nonexistent");
   RunningExporter exporter;
-  exporter.pid = testing::start_process(args, {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", powercap_root}},
-                                        tmp.file("out"), tmp.file("err"));
+  exporter.pid = testing::start_process(args, env, tmp.file("out"), tmp.file("err"));
   const int port = testing::wait_for_port_file(port_file);
   EXPECT_NE(port, 0) << testing::read_file(tmp.file("err"));
   exporter.url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
   return exporter;
+}
+
+RunningExporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake, std::vector<std::string> extra = {},
+                               const std::string& powercap_root = "/nonexistent") {
+  return start_exporter_with(tmp,
+                             {{"JOULE_NVML_LIBRARY", fake.library_path},
+                              {"JOULE_ROCM_SMI_LIBRARY", kNoRocmSmi},
+                              {"JOULE_POWERCAP_ROOT", powercap_root}},
+                             std::move(extra));
 }
 
 TEST(ExporterCliTest, ServesEveryGpuAndThisProcesssJobUntilStopped) {
@@ -272,7 +286,8 @@ TEST(ExporterCliTest, WithoutAUsableDriverServesNoGpuAndSaysWhy) {
                                      "--interval-s", "0.2", "--jouled-socket", ""};
     args.insert(args.end(), flags.begin(), flags.end());
     const pid_t pid = testing::start_process(args,
-                                             {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                             {{"JOULE_NVML_LIBRARY", kNoNvml},
+                                              {"JOULE_ROCM_SMI_LIBRARY", kNoRocmSmi},
                                               {"JOULE_POWERCAP_ROOT", tmp.file("powercap")},
                                               {"JOULE_SIM", "count=2,load=0.5"}},
                                              tmp.file("out"), tmp.file("err"));
@@ -283,6 +298,7 @@ TEST(ExporterCliTest, WithoutAUsableDriverServesNoGpuAndSaysWhy) {
       return value_of(t, "joule_exporter_accounting_steps_total", "Hostname") >= 2;
     });
     EXPECT_EQ(value_of(text, "joule_nvml_up", "Hostname"), 0) << text;
+    EXPECT_EQ(value_of(text, "joule_rocm_smi_up", "Hostname"), 0) << text;
     EXPECT_EQ(value_of(text, "joule_exporter_backend_info", "backend=\"none\""), 1) << text;
     EXPECT_NE(text.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << "the reason\n" << text;
     for (const char* series : {"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
@@ -322,6 +338,8 @@ TEST(ExporterCliTest, SimulatedGpusOnlyWithBackendSimAndSaidSo) {
   EXPECT_GT(value_of(text, "joule_gpu_energy_joules_total", "gpu=\"1\""), 0) << text;
   EXPECT_EQ(value_of(text, "joule_exporter_backend_info", "backend=\"sim\""), 1) << text;
   EXPECT_EQ(value_of(text, "joule_nvml_up", "Hostname"), -1) << "NVML was not asked\n" << text;
+  EXPECT_EQ(value_of(text, "joule_rocm_smi_up", "Hostname"), -1) << "ROCm SMI was not asked\n" << text;
+  EXPECT_EQ(text.find("joule_gpu_library_info{"), std::string::npos) << text;
   kill(pid, SIGTERM);
   EXPECT_EQ(testing::wait_process(pid, 10.0), 0) << testing::read_file(tmp.file("err"));
   const std::string log = testing::read_file(tmp.file("err"));
@@ -395,6 +413,247 @@ TEST(ExporterCliTest, ServesRaplEnergyAcrossTheCountersWrap) {
   EXPECT_EQ(value_of(text, "joule_cpu_energy_joules_total", "domain=\"dram\""), 0) << text;
   kill(exporter.pid, SIGTERM);
   EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+}
+
+// The lines of `name`'s samples (whatever their labels).
+std::vector<std::string> samples_of(const std::string& text, const std::string& name) {
+  std::vector<std::string> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "{", 0) == 0) found.push_back(line);
+  }
+  return found;
+}
+
+// This process's job, as the exporter labels it.
+std::string my_job_label() {
+  const std::optional<JobIdentity> me = identify_job(static_cast<uint32_t>(getpid()));
+  return me ? "joule_job=\"" + me->job_label() + "\"" : "no job";
+}
+
+// An AMD-only node (fake ROCm SMI, no NVIDIA driver): an MI300X whose power
+// is its current socket power, running this process, and an MI250X-like GPU
+// with only an average. Both are served under dcgm-exporter's names
+// (device="amdN", no NVIDIA driver label) and AMD's exporter's, with the
+// fake's scripted readings; the job on gpu0 is billed; ROCm SMI is up and
+// NVML down, each library with its version or its reason.
+TEST(ExporterCliTest, ServesAmdGpusUnderDcgmAndAmdNamesOnAnAmdNode) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const std::string me = std::to_string(getpid());
+  const auto fake = testing::use_fake_rocm_smi(
+      tmp, "version 6.1.2\n"
+           "device name=\"AMD Instinct MI300X\" power_w=300 util_gpu=80 util_mem=40 junction_temp_c=65 "
+           "mem_used_mib=1024 sys_clocks_mhz=500,1300,2100 sys_mhz=1300 mem_clocks_mhz=900,1300 unique_id=0xabc "
+           "pci=0000:c1:00.0\n"
+           "device name=\"AMD Instinct MI250X\" power_w=200 current_socket_power=0 edge_temp=1\n"
+           "process device=0 pid=" + me + " used_mib=512\n"
+           // An MI300X keeps no average power (RSMI_STATUS_NOT_SUPPORTED).
+           "error function=rsmi_dev_power_ave_get device=0 code=2\n");
+  const RunningExporter exporter = start_exporter_with(
+      tmp, {{"JOULE_NVML_LIBRARY", kNoNvml}, {"JOULE_ROCM_SMI_LIBRARY", fake.library_path}}, {"--jouled-socket", ""});
+  const std::string first = scrape_until(exporter.url, [](const std::string& t) {
+    return value_of(t, "joule_gpu_energy_joules_total", "gpu=\"0\"") > 0;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const std::string text = testing::run_process({"curl", "-s", exporter.url}).out;
+
+  // dcgm-exporter's names, labelled by vendor.
+  EXPECT_EQ(value_of(text, "DCGM_FI_DEV_POWER_USAGE", "device=\"amd0\""), 300) << text;
+  EXPECT_EQ(value_of(text, "DCGM_FI_DEV_POWER_USAGE", "device=\"amd1\""), 200) << text;
+  EXPECT_NE(text.find("UUID=\"0x0000000000000abc\",pci_bus_id=\"0000:C1:00.0\",device=\"amd0\",modelName=\"AMD Instinct MI300X\""),
+            std::string::npos) << text;
+  EXPECT_EQ(text.find("device=\"nvidia"), std::string::npos) << text;
+  EXPECT_EQ(text.find("DCGM_FI_DRIVER_VERSION"), std::string::npos) << "no NVIDIA driver here\n" << text;
+  EXPECT_EQ(value_of(text, "DCGM_FI_DEV_GPU_UTIL", "device=\"amd0\""), 80) << text;
+  // AMD's names and labels, with the same readings.
+  const std::string gpu0 = "gpu_id=\"0\",gpu_uuid=\"0x0000000000000abc\",card_model=\"AMD Instinct MI300X\"";
+  EXPECT_EQ(value_of(text, "gpu_power_usage", gpu0), 300) << text;
+  EXPECT_EQ(value_of(text, "gpu_power_usage", "gpu_id=\"1\""), 200) << text;
+  EXPECT_EQ(value_of(text, "gpu_package_power", "gpu_id=\"0\""), 300) << "MI300X: current socket power\n" << text;
+  EXPECT_EQ(value_of(text, "gpu_package_power", "gpu_id=\"1\""), -1) << text;
+  EXPECT_EQ(value_of(text, "gpu_average_package_power", "gpu_id=\"1\""), 200) << "no socket power: the average\n" << text;
+  EXPECT_EQ(value_of(text, "gpu_average_package_power", "gpu_id=\"0\""), -1) << text;
+  EXPECT_EQ(value_of(text, "gpu_gfx_activity", gpu0), 80) << text;
+  EXPECT_EQ(value_of(text, "gpu_umc_activity", gpu0), 40) << text;
+  EXPECT_EQ(value_of(text, "gpu_junction_temperature", gpu0), 65) << text;
+  EXPECT_EQ(value_of(text, "gpu_used_vram", gpu0), 1024) << text;
+  EXPECT_EQ(value_of(text, "gpu_clock", "clock_type=\"system\"," + gpu0), 1300) << text;
+  EXPECT_EQ(value_of(text, "gpu_clock", "clock_type=\"memory\"," + gpu0), 1300) << text;
+  EXPECT_EQ(value_of(text, "gpu_nodes_total", "hostname="), 2) << text;
+  // Energy: the same count in uJ as joule's in J, growing at 300 W.
+  const double energy_j = value_of(text, "joule_gpu_energy_joules_total", "gpu=\"0\"");
+  EXPECT_NEAR(value_of(text, "gpu_energy_consumed", gpu0), energy_j * 1e6, 1e-6 * energy_j * 1e6) << text;
+  const double added_j = energy_j - value_of(first, "joule_gpu_energy_joules_total", "gpu=\"0\"");
+  EXPECT_GT(added_j, 300 * 0.8) << first << text;
+  EXPECT_LT(added_j, 300 * 1.8) << first << text;
+  // This process's job is billed for gpu0; gpu1 has no process.
+  const std::string job = my_job_label();
+  EXPECT_GT(value_of(text, "joule_job_gpu_energy_joules_total", job + ",user="), 0) << text;
+  EXPECT_EQ(samples_of(text, "joule_job_gpu_energy_joules_total").size(), 1u) << text;
+  EXPECT_GT(value_of(text, "joule_gpu_unattributed_energy_joules_total", "gpu=\"1\""), 0) << text;
+  // Where the GPUs come from.
+  EXPECT_EQ(value_of(text, "joule_rocm_smi_up", "Hostname"), 1) << text;
+  EXPECT_EQ(value_of(text, "joule_nvml_up", "Hostname"), 0) << text;
+  EXPECT_EQ(value_of(text, "joule_exporter_backend_info", "backend=\"rocm\""), 1) << text;
+  EXPECT_EQ(value_of(text, "joule_gpu_library_info", "library=\"rocm_smi\",path=\"" + fake.library_path +
+                                                         "\",version=\"6.1.2\",problem=\"\""),
+            1) << text;
+  EXPECT_NE(text.find(std::string("library=\"nvml\",path=\"") + kNoNvml + "\",version=\"\",problem=\"no NVIDIA GPU"),
+            std::string::npos) << text;
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+  EXPECT_NE(testing::read_file(tmp.file("err")).find("2 GPUs (ROCm SMI 6.1.2"), std::string::npos)
+      << testing::read_file(tmp.file("err"));
+}
+
+// A mixed node (fake NVML with one GPU, fake ROCm SMI with two), serving
+// GPUs 0 and 2: the NVIDIA GPU keeps dcgm-exporter's labels with its driver
+// version and is absent from AMD's names; joule's GPU 2 is the second AMD
+// GPU (device="amd1", gpu_id="1") and the job on it is billed. Both
+// libraries are up.
+TEST(ExporterCliTest, ServesAMixedNodeWithEachGpuLabelledByItsVendor) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const std::string me = std::to_string(getpid());
+  const auto nvml = testing::use_fake_nvml(tmp, "driver_version 580.95.05\n"
+                                                "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n");
+  const auto rocm = testing::use_fake_rocm_smi(tmp, "device power_w=250\n"
+                                                    "device power_w=150 unique_id=0x2\n"
+                                                    "process device=1 pid=" + me + "\n");
+  const RunningExporter exporter = start_exporter_with(
+      tmp, {{"JOULE_NVML_LIBRARY", nvml.library_path}, {"JOULE_ROCM_SMI_LIBRARY", rocm.library_path}},
+      {"--jouled-socket", "", "--gpus", "0,2"});
+  const std::string text = scrape_until(exporter.url, [&](const std::string& t) {
+    return value_of(t, "joule_job_gpu_energy_joules_total", my_job_label()) > 0;
+  });
+  EXPECT_EQ(value_of(text, "DCGM_FI_DEV_POWER_USAGE", "gpu=\"0\""), 300) << text;
+  EXPECT_NE(text.find("device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname="), std::string::npos) << text;
+  EXPECT_NE(text.find("DCGM_FI_DRIVER_VERSION=\"580.95.05\""), std::string::npos) << text;
+  EXPECT_EQ(value_of(text, "DCGM_FI_DEV_POWER_USAGE", "gpu=\"2\""), 150) << text;
+  EXPECT_EQ(value_of(text, "DCGM_FI_DEV_POWER_USAGE", "device=\"amd1\""), 150) << text;
+  EXPECT_EQ(samples_of(text, "DCGM_FI_DEV_POWER_USAGE").size(), 2u) << "GPU 1 (amd0) not served\n" << text;
+  for (const std::string& line : samples_of(text, "DCGM_FI_DEV_POWER_USAGE")) {
+    EXPECT_EQ(line.find("device=\"amd") != std::string::npos, line.find("DCGM_FI_DRIVER_VERSION") == std::string::npos)
+        << "the NVIDIA driver's version on NVIDIA GPUs only: " << line;
+  }
+  // AMD's names: the AMD GPU alone, numbered among the AMD GPUs.
+  EXPECT_EQ(samples_of(text, "gpu_power_usage").size(), 1u) << text;
+  EXPECT_EQ(value_of(text, "gpu_power_usage", "gpu_id=\"1\",gpu_uuid=\"0x0000000000000002\""), 150) << text;
+  EXPECT_NE(text.find("gpu_id=\"1\",gpu_uuid=\"0x0000000000000002\",card_model=\"AMD Instinct MI300X\",hostname="), std::string::npos)
+      << text;
+  EXPECT_EQ(value_of(text, "gpu_nodes_total", "hostname="), 1) << text;
+  // The job on the AMD GPU, and nothing billed on the idle NVIDIA one.
+  EXPECT_GT(value_of(text, "joule_job_gpu_energy_joules_total", my_job_label() + ",user="), 0) << text;
+  EXPECT_NE(samples_of(text, "joule_job_gpu_energy_joules_total").at(0).find("gpu=\"2\""), std::string::npos) << text;
+  EXPECT_GT(value_of(text, "joule_gpu_unattributed_energy_joules_total", "gpu=\"0\""), 0) << text;
+  EXPECT_EQ(value_of(text, "joule_nvml_up", "Hostname"), 1) << text;
+  EXPECT_EQ(value_of(text, "joule_rocm_smi_up", "Hostname"), 1) << text;
+  EXPECT_EQ(value_of(text, "joule_exporter_backend_info", "backend=\"nvml+rocm\""), 1) << text;
+  EXPECT_EQ(value_of(text, "joule_gpu_library_info", "library=\"nvml\",path=\"" + nvml.library_path +
+                                                         "\",version=\"580.95.05\",problem=\"\""),
+            1) << text;
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+}
+
+// ROCm SMI that fails to initialise, beside a working NVML and alone: no AMD
+// GPU is invented, joule_rocm_smi_up is 0 with the library's reason, and
+// the NVIDIA GPU (where there is one) is served as before; with neither, no
+// GPU at all.
+TEST(ExporterCliTest, ARocmSmiThatFailsToInitialiseGivesNoAmdGpu) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  for (const bool with_nvidia : {true, false}) {
+    SCOPED_TRACE(with_nvidia ? "beside NVML" : "alone");
+    TempDir tmp;
+    const auto nvml = testing::use_fake_nvml(tmp, "device power_w=300\n");
+    const auto rocm = testing::use_fake_rocm_smi(tmp, "init_error code=8\ndevice power_w=250\n");
+    const RunningExporter exporter = start_exporter_with(
+        tmp, {{"JOULE_NVML_LIBRARY", with_nvidia ? nvml.library_path : kNoNvml},
+              {"JOULE_ROCM_SMI_LIBRARY", rocm.library_path}},
+        {"--jouled-socket", ""});
+    const std::string text = scrape_until(exporter.url, [](const std::string& t) {
+      return value_of(t, "joule_exporter_accounting_steps_total", "Hostname") >= 2;
+    });
+    EXPECT_EQ(value_of(text, "joule_rocm_smi_up", "Hostname"), 0) << text;
+    EXPECT_EQ(value_of(text, "joule_nvml_up", "Hostname"), with_nvidia ? 1 : 0) << text;
+    EXPECT_NE(text.find("library=\"rocm_smi\",path=\"" + rocm.library_path + "\",version=\"\",problem=\"no AMD GPU usable"),
+              std::string::npos) << text;
+    EXPECT_EQ(text.find("device=\"amd"), std::string::npos) << text;
+    for (const char* amd_name : {"gpu_power_usage", "gpu_energy_consumed", "gpu_nodes_total"}) {
+      EXPECT_TRUE(samples_of(text, amd_name).empty()) << amd_name << "\n" << text;
+    }
+    EXPECT_EQ(samples_of(text, "DCGM_FI_DEV_POWER_USAGE").size(), with_nvidia ? 1u : 0u) << text;
+    EXPECT_EQ(value_of(text, "joule_exporter_backend_info", with_nvidia ? "backend=\"nvml\"" : "backend=\"none\""), 1)
+        << text;
+    EXPECT_EQ(text.find("SIMULATED"), std::string::npos) << text;
+    kill(exporter.pid, SIGTERM);
+    EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+  }
+}
+
+// AMD gpu1 falls off the bus 1.5 s in (every call fails with
+// RSMI_STATUS_NOT_FOUND) while this process's job runs on both: it is down
+// with why, its gauges go under both names, its counters (AMD's
+// gpu_energy_consumed too) and the job's energy on it stay, and gpu0 is
+// served and billed as before.
+TEST(ExporterCliTest, KeepsServingWhenAnAmdGpuIsLost) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const std::string me = std::to_string(getpid());
+  const auto rocm = testing::use_fake_rocm_smi(tmp, "device power_w=300\n"
+                                                    "device power_w=200\n"
+                                                    "process device=0 pid=" + me + "\n"
+                                                    "process device=1 pid=" + me + "\n"
+                                                    "error function=* device=1 code=10 after_ms=1500\n");
+  const RunningExporter exporter = start_exporter_with(
+      tmp, {{"JOULE_NVML_LIBRARY", kNoNvml}, {"JOULE_ROCM_SMI_LIBRARY", rocm.library_path}}, {"--jouled-socket", ""});
+  const auto up = [](const std::string& text, const char* gpu) {
+    return value_of(text, "joule_gpu_up", std::string("gpu=\"") + gpu + "\"");
+  };
+  const std::string before = scrape_until(exporter.url, [&](const std::string& t) {
+    return value_of(t, "joule_gpu_energy_joules_total", "gpu=\"1\"") > 0;
+  });
+  EXPECT_EQ(up(before, "1"), 1) << before;
+  EXPECT_EQ(value_of(before, "gpu_power_usage", "gpu_id=\"1\""), 200) << before;
+  const std::string lost = scrape_until(exporter.url, [&](const std::string& t) { return up(t, "1") == 0; });
+  ASSERT_EQ(up(lost, "1"), 0) << lost;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const std::string after = testing::run_process({"curl", "-s", exporter.url}).out;
+
+  EXPECT_EQ(up(after, "0"), 1) << after;
+  EXPECT_EQ(value_of(after, "joule_gpu_down_info", "device=\"amd1\""), 1) << after;
+  EXPECT_EQ(value_of(after, "joule_gpu_down_info", "gpu=\"0\""), -1) << after;
+  const double lost_j = value_of(lost, "joule_gpu_energy_joules_total", "gpu=\"1\"");
+  EXPECT_GT(lost_j, 150) << lost;
+  EXPECT_LT(lost_j, 450) << lost;
+  EXPECT_EQ(value_of(after, "joule_gpu_energy_joules_total", "gpu=\"1\""), lost_j) << after;
+  EXPECT_EQ(value_of(after, "gpu_energy_consumed", "gpu_id=\"1\""), value_of(lost, "gpu_energy_consumed", "gpu_id=\"1\""))
+      << lost << after;
+  for (const char* gauge : {"DCGM_FI_DEV_POWER_USAGE", "gpu_power_usage", "gpu_gfx_activity", "gpu_clock"}) {
+    for (const std::string& line : samples_of(after, gauge)) {
+      EXPECT_EQ(line.find("gpu=\"1\""), std::string::npos) << "a reading of a lost GPU: " << line;
+    }
+  }
+  EXPECT_EQ(value_of(after, "gpu_power_usage", "gpu_id=\"0\""), 300) << after;
+  EXPECT_GT(value_of(after, "joule_gpu_energy_joules_total", "gpu=\"0\""),
+            value_of(lost, "joule_gpu_energy_joules_total", "gpu=\"0\"") + 150)
+      << "gpu0 is still counted\n" << lost << after;
+  const auto job_j = [&](const std::string& text, const char* gpu) {
+    for (const std::string& line : samples_of(text, "joule_job_gpu_energy_joules_total")) {
+      if (line.find(my_job_label()) != std::string::npos && line.find(std::string("gpu=\"") + gpu + "\"") != std::string::npos) {
+        return std::stod(line.substr(line.rfind('}') + 2));
+      }
+    }
+    return -1.0;
+  };
+  EXPECT_GT(job_j(lost, "1"), 0) << lost;
+  EXPECT_EQ(job_j(after, "1"), job_j(lost, "1")) << "billed for a lost GPU\n" << lost << after;
+  EXPECT_GT(job_j(after, "0"), job_j(lost, "0") + 150) << lost << after;
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+  EXPECT_NE(testing::read_file(tmp.file("err")).find("gpu1 (0x5a17000000000001) is down"), std::string::npos)
+      << testing::read_file(tmp.file("err"));
 }
 
 TEST(ExporterCliTest, ABadListenAddressIsAUsageError) {

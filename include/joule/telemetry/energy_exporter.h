@@ -16,7 +16,9 @@
 // It never invents a reading: a GPU whose energy cannot be read is served as
 // down (joule_gpu_up 0, joule_gpu_down_info with why), its counters frozen at
 // what was read and no job billed for it; where it got its GPUs from, and
-// whether NVML is up, is served too (joule_exporter_backend_info, joule_nvml_up).
+// whether NVML and ROCm SMI are up, is served too (joule_exporter_backend_info,
+// joule_nvml_up, joule_rocm_smi_up, joule_gpu_library_info). AMD GPUs are
+// served under dcgm-exporter's names and under AMD's exporter's as well.
 #pragma once
 
 #include <filesystem>
@@ -43,7 +45,15 @@ namespace joule {
 struct ExporterOptions {
   double accounting_interval_s = 1.0;
   std::string hostname;        // the Hostname label; this machine's name when empty
-  std::string driver_version;  // the DCGM_FI_DRIVER_VERSION label
+  // The DCGM_FI_DRIVER_VERSION label of NVIDIA (and simulated) GPUs: NVML's
+  // driver version. AMD GPUs carry no such label (ROCm SMI's library version
+  // is not the amdgpu driver's); joule_gpu_library_info says it.
+  std::string driver_version;
+  // Each GPU's index among its own vendor's GPUs, by joule's index: what
+  // the `device` label (nvidiaN, amdN) and AMD's gpu_id carry. A GPU not
+  // listed uses its joule index (right where one vendor's GPUs are alone, or
+  // come first, as NVIDIA's do on a mixed node).
+  std::map<unsigned, unsigned> vendor_index;
   std::filesystem::path proc_root = "/proc";
   // jouled's socket, asked for lease holders at each accounting step; empty:
   // jouled is not asked (no joule_jouled_up, no lease series).
@@ -57,6 +67,20 @@ struct ExporterOptions {
   // joule_nvml_up: whether NVML was loaded; nullopt where it was not tried
   // (simulated GPUs asked for), and the series is not served.
   std::optional<bool> nvml_up;
+  // joule_rocm_smi_up: the same for ROCm SMI (AMD GPUs).
+  std::optional<bool> rocm_smi_up;
+  // joule_gpu_library_info: each GPU library that was tried, with the
+  // version it reported and why it gave no GPU.
+  struct GpuLibrary {
+    std::string name;     // "nvml", "rocm_smi"
+    std::string path;     // what was (or would have been) loaded
+    std::string version;  // NVML: the driver's; ROCm SMI: the library's own; empty when not loaded
+    std::string problem;  // why it gave no GPU; empty when it gave some
+  };
+  std::vector<GpuLibrary> gpu_libraries;
+  // AMD GPUs are also served under the AMD Device Metrics Exporter's names
+  // (gpu_power_usage, gpu_energy_consumed, ...; docs/telemetry.md).
+  bool amd_metric_names = true;
   // Told, once each, when a GPU goes down (or comes back), with why: the log.
   std::function<void(const std::string&)> log;
   // With an intensity (joule exporter --carbon-region/--carbon-intensity,
@@ -107,6 +131,11 @@ class EnergyExporter {
   };
 
   std::string gpu_labels(std::size_t gpu) const;
+  // GPU i's index among its vendor's GPUs (options.vendor_index).
+  unsigned vendor_index(std::size_t gpu) const;
+  // The AMD GPUs' readings under AMD's exporter's names and labels
+  // (amd_metric_names.cc). Under mutex_.
+  void render_amd_metric_names(std::string& out, const std::vector<std::optional<TimelineSample>>& latest) const;
   // Records whether GPU i is up after this step (problem: why not); returns
   // what to log when that changed. Under mutex_.
   std::optional<std::string> note_up_or_down(std::size_t i, const std::optional<std::string>& problem);

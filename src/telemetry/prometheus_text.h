@@ -1,0 +1,39 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
+// Writing the Prometheus text format (version 0.0.4): label values escaped,
+// and a metric family's HELP and TYPE written once before its samples. Used
+// by the exporter's renderers (energy_exporter.cc, amd_metric_names.cc).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace joule::prometheus_text {
+
+// A label value as the text format wants it: \, " and newlines escaped.
+inline std::string escaped(const std::string& value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+// One metric family: HELP and TYPE once, then its samples.
+class Family {
+ public:
+  Family(std::string& out, const char* name, const char* type, const char* help) : out_(out), name_(name) {
+    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+  void add(const std::string& labels, double value) { out_ += fmt::format("{}{{{}}} {}\n", name_, labels, value); }
+
+ private:
+  std::string& out_;
+  const char* name_;
+};
+
+}  // namespace joule::prometheus_text
