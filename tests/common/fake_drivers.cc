@@ -28,6 +28,12 @@ FakeDriver make_nvml() {
   d.gpu_name = "NVIDIA H100 80GB HBM3";
   // The fake NVML's defaults are an H100's sources (driver 580).
   d.device_keys = "name=\"" + d.gpu_name + "\"";
+  // An H100 as the fake plays it (docs/measurement.md): power samples every
+  // 20 ms, counter steps of 100 ms, a one-second trailing power usage; a
+  // counter read of 1 ms rather than 4 ms: the tests share two cores.
+  d.real_source_keys =
+      "energy_update_ms=100 energy_call_ms=1 power_update_ms=100 usage_window_ms=1000 sample_ms=20 sample_buffer=120 "
+      "sample_latency_ms=1";
   d.core_clocks_mhz = h100_sm_clocks_mhz();
   d.words = {{"@energy", "nvmlDeviceGetTotalEnergyConsumption"},
              {"@power", "nvmlDeviceGetPowerUsage"},
@@ -109,6 +115,7 @@ std::string FakeDriver::config(const std::string& common_config) const {
     else translated = directive;
     while (words_in >> word) {
       if (directive == "device" && word == "core_clocks") word = core_clock_keys(*this);
+      if (directive == "device" && word == "real_sources") word = real_source_keys;
       const std::size_t at = word.find('@');
       if (at != std::string::npos) {
         const auto it = words.find(word.substr(at));

@@ -13,7 +13,10 @@
 //   device lines   get the driver's own GPU first (its name and how its
 //                  sources behave: `device_keys`); the test's keys follow and
 //                  win. The word `core_clocks` becomes the driver's core
-//                  clock list (core_clocks_mhz below).
+//                  clock list (core_clocks_mhz below), `real_sources` the
+//                  keys that give the device the sources (update steps,
+//                  trailing means, sample buffers) of the driver's real GPU
+//                  as docs/measurement.md and docs/devices.md describe them.
 //   error / hang   function=@energy (the energy counter read),
 //                  function=@power (the power reading joule samples),
 //                  function=@set_power_limit; code=@lost (a GPU gone),
@@ -24,6 +27,7 @@
 #include <dlfcn.h>
 
 #include <map>
+#include <ostream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -48,6 +52,7 @@ struct FakeDriver {
   std::string helper_prefix;   // the fake's exported test helpers: prefix + "set_time_s" ...
   std::string gpu_name;        // what a device line without name= is called
   std::string device_keys;     // put before each device line's own keys
+  std::string real_source_keys;  // `real_sources`
   std::string extra_lines;     // appended to every config (a source the real GPU lacks)
   std::vector<unsigned> core_clocks_mhz;  // `core_clocks`: ascending
   std::map<std::string, std::string> words;  // "@energy" -> the driver's name for it
@@ -90,6 +95,9 @@ const FakeDriver& fake_nvml_driver();
 const FakeDriver& fake_rocm_smi_driver();
 // Both, NVML first: the values to instantiate a parameterised suite with.
 const std::vector<FakeDriver>& fake_drivers();
+
+// How gtest prints a parameter (in failure messages): its name.
+inline void PrintTo(const FakeDriver& driver, std::ostream* out) { *out << driver.name; }
 
 // gtest's name for a parameter: the driver's name.
 struct FakeDriverName {
