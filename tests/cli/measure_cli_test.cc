@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/fake_drivers.h"
 #include "common/test_support.h"
 
 namespace joule {
@@ -102,22 +103,32 @@ TEST(MeasureCliTest, TimelineCsvHasOneRowPerDevicePerSample) {
   EXPECT_NE(lines[1].find(",gpu0,650.000,100,50,1980,82,1073741824"), std::string::npos) << lines[1];
 }
 
-TEST(MeasureCliTest, MeasuresFakeNvmlGpusAndSelectsThemByIndex) {
+// On each fake driver's GPUs (their real sources: NVML's H100 with its
+// 100 ms counter steps, ROCm SMI's MI300X with its 1 ms ones).
+class MeasureOnFakeDriverTest : public ::testing::TestWithParam<testing::FakeDriver> {};
+
+TEST_P(MeasureOnFakeDriverTest, MeasuresTheGpusAndSelectsThemByIndex) {
+  const testing::FakeDriver& driver = GetParam();
   TempDir tmp;
-  const auto fake = testing::use_fake_nvml(
-      tmp, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\ndevice name=\"NVIDIA H100 80GB HBM3\" power_w=100\n"
-           "device name=\"NVIDIA H100 80GB HBM3\" power_w=200\n");
+  const auto fake = driver.use(tmp,
+                               "device power_w=300 real_sources\ndevice power_w=100 real_sources\n"
+                               "device power_w=200 real_sources\n");
   const auto r = run_process({JOULE_BINARY, "measure", "--json", "--gpus", "2,0", "--", "sleep", "0.3"},
-                             with(kSimEnv, {{"JOULE_NVML_LIBRARY", fake.library_path}}));
+                             driver.env(fake));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_FALSE(report["simulated"].get<bool>());
   ASSERT_EQ(report["devices"].size(), 2u);
   EXPECT_EQ(report["devices"][0]["id"], "gpu2");
   EXPECT_EQ(report["devices"][1]["id"], "gpu0");
+  EXPECT_EQ(report["devices"][0]["name"], driver.gpu_name);
   EXPECT_NEAR(report["devices"][0]["avg_power_w"].get<double>(), 200.0, 2.0);
   EXPECT_NEAR(report["devices"][1]["avg_power_w"].get<double>(), 300.0, 3.0);
+  EXPECT_NEAR(report["devices"][0]["energy_j"].get<double>(), 200.0 * report["elapsed_s"].get<double>(), 2.0);
 }
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, MeasureOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 TEST(MeasureCliTest, IncludesRaplZonesFromThePowercapTree) {
   TempDir tmp;
