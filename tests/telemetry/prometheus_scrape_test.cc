@@ -1,9 +1,10 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 // A real Prometheus (Debian's) scrapes the real `joule exporter` running on
-// the fake NVML, and what it stored is checked through its query API against
-// what the fake driver was scripted to draw: rates per GPU, the split per
-// job, increase() over a window.
+// a mixed node (two GPUs on the fake NVML, one on the fake ROCm SMI), and
+// what it stored is checked through its query API against what the fake
+// drivers were scripted to draw: rates per GPU, the split per job,
+// increase() over a window, the AMD GPU under AMD's exporter's names too.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -52,12 +53,16 @@ TEST(PrometheusScrapeTest, RatesAndJobTotalsMatchWhatTheDriverDrew) {
            "device name=\"NVIDIA H100 80GB HBM3\" power_w=100 max_limit_w=700\n"
            "process device=0 pid=" + std::to_string(workers[0]) + "\n"
            "process device=0 pid=" + std::to_string(workers[1]) + "\n");
+  // gpu2, an AMD GPU, idles at 250 W.
+  const auto rocm = testing::use_fake_rocm_smi(tmp, "device name=\"AMD Instinct MI300X\" power_w=250\n");
   const std::string port_file = tmp.file("port");
   const pid_t exporter = testing::start_process(
       {JOULE_BINARY, "exporter", "--listen", "127.0.0.1:0", "--port-file", port_file, "--interval-s", "0.2",
        "--jouled-socket", ""},
-      {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_POWERCAP_ROOT", "/nonexistent"}}, tmp.file("out"),
-      tmp.file("err"));
+      {{"JOULE_NVML_LIBRARY", fake.library_path},
+       {"JOULE_ROCM_SMI_LIBRARY", rocm.library_path},
+       {"JOULE_POWERCAP_ROOT", "/nonexistent"}},
+      tmp.file("out"), tmp.file("err"));
   const int port = testing::wait_for_port_file(port_file);
   ASSERT_NE(port, 0) << testing::read_file(tmp.file("err"));
 
@@ -83,6 +88,16 @@ TEST(PrometheusScrapeTest, RatesAndJobTotalsMatchWhatTheDriverDrew) {
     EXPECT_NEAR(only_value(prometheus, R"(rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0"}[15s]) / 1000)"), 300, 15);
     EXPECT_NEAR(only_value(prometheus, R"(rate(joule_gpu_unattributed_energy_joules_total{gpu="1"}[15s]))"), 100, 5);
     EXPECT_EQ(only_value(prometheus, R"(DCGM_FI_DEV_POWER_USAGE{gpu="1"})"), 100);
+    // The AMD GPU: under dcgm-exporter's names with the others, and under
+    // AMD's exporter's names alone, its energy in uJ as AMD's dashboards
+    // take its delta.
+    EXPECT_EQ(only_value(prometheus, "count(DCGM_FI_DEV_POWER_USAGE)"), 3);
+    EXPECT_NEAR(only_value(prometheus, R"(rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{device="amd0"}[15s]) / 1000)"), 250,
+                12.5);
+    EXPECT_EQ(only_value(prometheus, "count(gpu_power_usage)"), 1);
+    EXPECT_EQ(only_value(prometheus, R"(gpu_power_usage{gpu_id="0",card_model="AMD Instinct MI300X"})"), 250);
+    EXPECT_NEAR(only_value(prometheus, R"(delta(gpu_energy_consumed{hostname=~".+"}[15s]) / 1e6 / 15)"), 250, 12.5);
+    EXPECT_EQ(only_value(prometheus, "joule_rocm_smi_up + joule_nvml_up"), 2);
 
     // Each job's share: 150 W per process, as the fake listed them.
     const auto per_job = prometheus.query("sum by (joule_job) (increase(joule_job_gpu_energy_joules_total[15s]))");
