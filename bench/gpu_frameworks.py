@@ -315,6 +315,12 @@ def ab_overhead(result, skip_s, resamples=4000):
                on_mean_ms=statistics.fmean(on_steps) * 1e3, off_mean_ms=statistics.fmean(off_steps) * 1e3,
                on_median_ms=statistics.median(on_steps) * 1e3, off_median_ms=statistics.median(off_steps) * 1e3)
     out["within_target"] = out["overhead"] <= TARGET_OVERHEAD
+    hooks = result.get("step_joule_hook_s")
+    if hooks:
+        on_hooks = [h for h, on in zip(hooks, states) if on]
+        out["hook_us_per_on_step"] = {"mean": statistics.fmean(on_hooks) * 1e6, "median": statistics.median(on_hooks) * 1e6,
+                                      "p99": sorted(on_hooks)[int(0.99 * (len(on_hooks) - 1))] * 1e6}
+        out["hook_share_of_step"] = statistics.fmean(on_hooks) / (out["off_mean_ms"] / 1e3)
     return out
 
 
@@ -496,7 +502,8 @@ def main():
                     continue
                 a = ex["ab"][kind] = ab_overhead(r, args.skip_s)
                 print(f"   overhead {pct(a.get('overhead'))} (95% {pct(a['interval'][0])} .. {pct(a['interval'][1])}), "
-                      f"medians {pct(a.get('overhead_median'))}, {a['groups']} groups", flush=True)
+                      f"medians {pct(a.get('overhead_median'))}, {a['groups']} groups; inside joule's hooks "
+                      f"{(a.get('hook_us_per_on_step') or {}).get('mean', float('nan')):.1f} us a step", flush=True)
         ex["overhead_runs"] = [{k: v for k, v in r.items() if k != "steps"} | (
             {"median_ms": r["steps"]["median_s"] * 1e3, "mean_ms": r["steps"]["mean_s"] * 1e3, "steps": r["steps"]["kept"]}
             if r.get("steps") else {}) for r in runs]
@@ -561,17 +568,20 @@ def summary_md(report, args):
     if any(ex.get("ab") for ex in report["examples"].values()):
         lines += ["## Overhead per step in one run: joule's hooks on and off in blocks", "",
                   "| example | kind | steps (groups) | step, hooks off (mean / median) | hooks on | overhead (mean) "
-                  "| 95% interval | overhead (block medians) | target 0.5% |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| 95% interval | overhead (block medians) | inside joule's hooks (mean / median / p99 per step) "
+                  "| target 0.5% |", "|---|---|---|---|---|---|---|---|---|---|"]
         for name, ex in report["examples"].items():
             for kind, a in (ex.get("ab") or {}).items():
                 if a.get("overhead") is None:
-                    lines.append(f"| {name} | {kind} | {a.get('steps', 0)} ({a.get('groups', 0)}) | | | n/a | | | MISS |")
+                    lines.append(f"| {name} | {kind} | {a.get('steps', 0)} ({a.get('groups', 0)}) | | | n/a | | | | MISS |")
                     continue
                 lo, hi = a["interval"]
                 lines.append(f"| {name} | {kind} | {a['steps']} ({a['groups']}) | {a['off_mean_ms']:.3f} / "
                              f"{a['off_median_ms']:.3f} ms | {a['on_mean_ms']:.3f} / {a['on_median_ms']:.3f} ms | "
                              f"**{pct(a['overhead'])}** | {pct(lo)} .. {pct(hi)} | {pct(a['overhead_median'])} | "
-                             f"{'ok' if a['within_target'] else 'MISS'} |")
+                             + (f"{h['mean']:.1f} / {h['median']:.1f} / {h['p99']:.0f} us ({pct(a['hook_share_of_step'])}) | "
+                                if (h := a.get('hook_us_per_on_step')) else "n/a | ")
+                             + f"{'ok' if a['within_target'] else 'MISS'} |")
         lines += ["", f"One run of {args.ab_seconds:g} s per kind with `--joule-ab {args.ab_block}`: joule's per-step "
                   "hooks (and, in the Accelerate loop, the running estimate read on logging steps) work in blocks "
                   f"on, off, off, on of {args.ab_block} steps; per group of four blocks, the on blocks' mean step over "

@@ -132,7 +132,8 @@ def main():
                 if step % args.log_every == 0:
                     logs = {"loss": loss.item()}
                     if w is not None and (gate is None or gate.on):
-                        logs["joule/energy_so_far_j"] = w.energy_so_far_j  # joule, line 3: the running estimate
+                        logs["joule/energy_so_far_j"] = (w.energy_so_far_j if gate is None  # joule, line 3: the running estimate
+                                                         else gate.timed(lambda: w.energy_so_far_j))
                     accelerator.log(logs, step=step)
                 if step >= steps or (args.seconds and now - begin >= args.seconds):
                     steps = step
@@ -172,6 +173,7 @@ def main():
         "step_periods_s": periods,
         "joule_ab_block": args.joule_ab if gate is not None else None,
         "step_joule_on": gate.states if gate is not None else None,
+        "step_joule_hook_s": gate.hook_s if gate is not None else None,
         "tensorboard_dir": None if args.no_tensorboard else os.path.join(out_dir, "accelerate"),
     }
     if w is not None:

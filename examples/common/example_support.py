@@ -42,6 +42,8 @@ class StepGate:
         self.steps_begun = 0
         self.on = True
         self.states = []  # per recorded step end: whether joule's hooks ran in that step
+        self.hook_s = []  # per recorded step end: time spent inside joule's hooks since the previous one
+        self._hook_s = 0.0
 
     def begin_step(self):
         """Called as a step begins (by `wrap`'s begin hook, or by a plain loop)."""
@@ -55,15 +57,31 @@ class StepGate:
             def call(*args, **kwargs):
                 if is_begin:
                     self.begin_step()
-                return method(*args, **kwargs) if self.on else None
+                if not self.on:
+                    return None
+                t0 = time.perf_counter()
+                try:
+                    return method(*args, **kwargs)
+                finally:
+                    self._hook_s += time.perf_counter() - t0
             return call
 
         setattr(callback, begin, gated(getattr(callback, begin), True))
         for name in others:
             setattr(callback, name, gated(getattr(callback, name), False))
 
+    def timed(self, fn):
+        """fn() counted as time inside joule (a plain loop's joule call)."""
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self._hook_s += time.perf_counter() - t0
+
     def record_step_end(self):
         self.states.append(self.on)
+        self.hook_s.append(self._hook_s)
+        self._hook_s = 0.0
 
 
 def require(name, modules):

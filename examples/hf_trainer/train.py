@@ -172,6 +172,7 @@ def main():
         "step_periods_s": periods,
         "joule_ab_block": args.joule_ab if gate is not None else None,
         "step_joule_on": gate.states if gate is not None else None,
+        "step_joule_hook_s": gate.hook_s if gate is not None else None,
         "tensorboard_dir": clock.tensorboard_dir,
     }
     if energy_callback is not None:

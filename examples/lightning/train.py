@@ -182,6 +182,7 @@ def main():
         "step_periods_s": periods,
         "joule_ab_block": args.joule_ab if gate is not None else None,
         "step_joule_on": gate.states if gate is not None else None,
+        "step_joule_hook_s": gate.hook_s if gate is not None else None,
         "log_dirs": [lg.log_dir for lg in loggers],
     }
     if energy_callback is not None:

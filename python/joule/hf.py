@@ -7,9 +7,10 @@
                       callbacks=[joule.hf.EnergyCallback()])
     trainer.train()        # logs joule/* with the loss; writes output_dir/joule_energy.json
 
-Windows laid end to end (train_step, eval, save, other: data loading,
-logging, the gaps), each epoch and the whole run, on the process-wide
-joule.meter.default_monitor() (or monitor=). Each window settles lazily
+Phases laid end to end (train_step, eval, save, other: data loading,
+logging, the gaps; spans of the monitor's clock, two clock reads a step),
+each epoch and the whole run (windows), on the process-wide
+joule.meter.default_monitor() (or monitor=). Each settles lazily
 (no step waits for the driver's data); at every Trainer log the windows
 settled since the previous log are added to that log as joule/* metrics, so
 they reach whatever report_to names (TensorBoard, W&B, MLflow, ...) and

@@ -9,7 +9,7 @@ to every attached logger (trainer.loggers).
 
 A measurement callback; joule.torch.LightningCallback(plo) (the
 power-limit optimizer alone) stays as it was, and this one can drive the
-optimizer too (power_limit=...). Windows laid end to end (train_step, eval,
+optimizer too (power_limit=...). Phases laid end to end (train_step, eval,
 other), each epoch and the run, settle lazily (no batch waits). On the
 steps whose values Lightning sends to its loggers (every
 log_every_n_steps) the callback hands its values to trainer.loggers'

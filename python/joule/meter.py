@@ -345,33 +345,42 @@ class PhaseTotals:
 @dataclasses.dataclass
 class _Ended:
     phase: str
-    measurement: Any
+    measurement: Any  # an outer window: what end_window returned; a phase: None (its span below)
     samples: float
     tokens: float
     outer: bool = False
+    begin_s: float = 0.0
+    end_s: float = 0.0
+    number: int = 0
 
 
 class PhaseMeter:
     """Contiguous windows, one phase at a time ("train_step", "eval", "save",
     "other", ...), laid end to end, plus named outer windows (the run, epochs).
 
-    switch(phase) ends the open phase window and opens the next at once, so
-    the phases' windows cover the run without gaps. Ended windows settle
-    lazily: poll() recomputes the pending ones from what the sampler holds
-    (no waiting) and credits those whose data now covers their end; no hook
-    ever waits, except finish(), which settles what is left.
+    switch(phase) ends the open phase and opens the next at the same instant,
+    so the phases cover the run without gaps. A phase is only a span of the
+    monitor's clock: switch() reads the clock (and, on a monitor made with
+    synchronize=, waits as a window edge would) and nothing else, so a
+    window a step costs two clock reads a step; the outer windows are real
+    windows (anchored to the energy counter where the GPU allows) and keep
+    the history the spans are computed from. Ended phases and windows settle
+    lazily: poll() computes the pending ones from what the sampler holds (no
+    waiting) and credits those whose data now covers their end; no hook ever
+    waits, except finish(), which settles what is left.
     """
 
     def __init__(self, monitor: Any, tag: str = "joule") -> None:
         self.monitor = monitor
         self._tag = unique_name(tag)
+        self._synchronize = monitor is not None and bool(getattr(monitor, "synchronizes", False))
         self._open: Optional[str] = None  # phase
-        self._open_name: Optional[str] = None
+        self._open_begin_s = 0.0
         self._count = 0
         self._pending: List[_Ended] = []
         self.totals: Dict[str, PhaseTotals] = {}
         self.interval: Dict[str, PhaseTotals] = {}
-        self.last: Dict[str, Dict[str, float]] = {}  # phase -> the latest settled window
+        self.last: Dict[str, Dict[str, float]] = {}  # phase -> the latest settled one (energy_j, time_s, samples, tokens)
         self.outer_open: Dict[str, str] = {}  # key -> window name
         self.outer_done: List[Dict[str, Any]] = []  # settled outer windows, in settling order
         self.outer_new: List[Dict[str, Any]] = []  # settled since take_outer()
@@ -386,23 +395,21 @@ class PhaseMeter:
 
     def switch(self, phase: Optional[str], samples: float = 0.0, tokens: float = 0.0,
                ended_as: Optional[str] = None) -> None:
-        """Ends the open phase window (credited with samples and tokens, and
-        to phase ended_as if given: what it turned out to be) and opens one
-        for `phase` (None: none)."""
+        """Ends the open phase (credited with samples and tokens, and to
+        phase ended_as if given: what it turned out to be) and opens one for
+        `phase` (None: none)."""
         if self.monitor is None:
             self._open = phase
             return
+        if self._synchronize:
+            self.monitor.synchronize()
+        now_s = self.monitor.clock_s()
+        if self._open is not None:
+            self._pending.append(_Ended(ended_as or self._open, None, samples, tokens, begin_s=self._open_begin_s,
+                                        end_s=now_s, number=self._count))
         if phase is not None:
             self._count += 1
-            name = f"{self._tag}/{phase}/{self._count}"
-        if self._open_name is not None:
-            m = self.monitor.end_window(self._open_name)
-            self._pending.append(_Ended(ended_as or self._open, m, samples, tokens))
-        if phase is not None:
-            self.monitor.begin_window(name)
-            self._open, self._open_name = phase, name
-        else:
-            self._open = self._open_name = None
+        self._open, self._open_begin_s = phase, now_s
 
     def begin_outer(self, key: str) -> None:
         if self.monitor is None or key in self.outer_open:
@@ -417,14 +424,20 @@ class PhaseMeter:
             return
         self._pending.append(_Ended(key, self.monitor.end_window(name), samples, tokens, outer=True))
 
+    def _measure(self, e: _Ended) -> Any:
+        """What the sampler holds now for e (settled once its data covers e's end)."""
+        if e.outer:
+            return self.monitor.refresh(e.measurement)
+        return self.monitor.measure_span(e.begin_s, e.end_s, f"{self._tag}/{e.phase}/{e.number}")
+
     def poll(self) -> None:
-        """Credits the pending windows whose data now covers their end. They
-        wait in the order they ended and the data arrives in time order, so
-        the first one still unsettled ends the poll: one refresh per call
-        while the data lags, however many steps are waiting."""
+        """Credits the pending phases and windows whose data now covers their
+        end. They wait in the order they ended and the data arrives in time
+        order, so the first one still unsettled ends the poll: one
+        computation per call while the data lags, however many steps wait."""
         settled = 0
         for e in self._pending:
-            m = self.monitor.refresh(e.measurement)
+            m = self._measure(e)
             if not m.settled:
                 break
             self._credit(e, m, True)
@@ -432,30 +445,40 @@ class PhaseMeter:
         del self._pending[:settled]
 
     def finish(self, timeout_s: float = 2.0) -> None:
-        """Ends the open phase and outer windows and settles everything (waits)."""
+        """Ends the open phase and outer windows and settles everything (waits
+        up to timeout_s for the data that covers now)."""
         if self.monitor is None:
             self._open = None
             return
         self.switch(None)
         for key in list(self.outer_open):
             self.end_outer(key)
+        # One window ending now, settled: the data then covers every end before it.
+        name = f"{self._tag}/finish"
+        self.monitor.begin_window(name)
+        covered = self.monitor.settle(self.monitor.end_window(name), timeout_s).settled
         pending, self._pending = self._pending, []
         for e in pending:
-            m = self.monitor.settle(e.measurement, timeout_s)
-            self._credit(e, m, m.settled)
+            m = self._measure(e)
+            self._credit(e, m, covered and m.settled)
 
     def _credit(self, e: _Ended, m: Any, settled: bool) -> None:
         energy = m.gpu_total_energy_j
-        record = {"name": e.phase, "energy_j": energy, "time_s": m.elapsed_s, "samples": e.samples,
-                  "tokens": e.tokens, "settled": settled, "begin_s": m.begin_s,
-                  "gpu_energy_j": list(m.gpu_energy_j), "cpu_energy_j": m.total_energy_j - energy}
+        elapsed = m.elapsed_s
         if e.outer:
+            record = {"name": e.phase, "energy_j": energy, "time_s": elapsed, "samples": e.samples,
+                      "tokens": e.tokens, "settled": settled, "begin_s": m.begin_s,
+                      "gpu_energy_j": list(m.gpu_energy_j), "cpu_energy_j": m.total_energy_j - energy}
             self.outer_done.append(record)
             self.outer_new.append(record)
             return
+        # A phase's settling is the per-step cost of the callbacks: only what is read later.
         for table in (self.totals, self.interval):
-            table.setdefault(e.phase, PhaseTotals()).add(energy, m.elapsed_s, e.samples, e.tokens, settled)
-        self.last[e.phase] = record
+            totals = table.get(e.phase)
+            if totals is None:
+                totals = table[e.phase] = PhaseTotals()
+            totals.add(energy, elapsed, e.samples, e.tokens, settled)
+        self.last[e.phase] = {"energy_j": energy, "time_s": elapsed, "samples": e.samples, "tokens": e.tokens}
 
     def take_interval(self) -> Dict[str, PhaseTotals]:
         """The phases' settled totals since the previous call."""

@@ -131,6 +131,16 @@ class PyMonitor {
   std::unique_ptr<joule::Monitor> monitor_;
 };
 
+// [begin_s, end_s] computed like an ended window with those edges, from what
+// the sampler holds now (Measurement::settled once the data covers end_s).
+joule::Measurement measure_span(PyMonitor& self, double begin_s, double end_s, const std::string& name) {
+  joule::Measurement span;
+  span.name = name;
+  span.begin_s = begin_s;
+  span.elapsed_s = std::max(0.0, end_s - begin_s);
+  return self.monitor().refresh(span);
+}
+
 // `with monitor.window("epoch") as w:` ... `w.measurement`.
 class PyWindow {
  public:
@@ -381,15 +391,27 @@ PYBIND11_MODULE(_joule, m) {
           [](PyMonitor& self, double begin_s, const std::string& name) {
             // A running estimate (issue 33: joule.window's energy_so_far_j): the span
             // [begin_s, now] computed like an ended window, without ending anything.
-            joule::Measurement span;
-            span.name = name;
-            span.begin_s = begin_s;
-            span.elapsed_s = std::max(0.0, self.monitor().sampler().clock().now_s() - begin_s);
-            return self.monitor().refresh(span);
+            return measure_span(self, begin_s, self.monitor().sampler().clock().now_s(), name);
           },
           "begin_s"_a, "name"_a = "", py::call_guard<py::gil_scoped_release>(),
           "The devices' energy from begin_s (on clock_s()'s clock) to now, from what the sampler holds now (no "
           "waiting, not settled): a running estimate for a window still open, whose beginning keeps the history.")
+      .def("measure_span", &measure_span, "begin_s"_a, "end_s"_a, "name"_a = "",
+           py::call_guard<py::gil_scoped_release>(),
+           "The devices' energy over [begin_s, end_s] (clock_s()'s clock) from what the sampler holds now, like "
+           "refresh() of a window with those edges (settled once the data covers end_s), without opening one: "
+           "spans laid end to end at two clock reads each (joule's framework callbacks, a window per step). The "
+           "history must still hold begin_s: a window open since before it keeps it.")
+      .def_property_readonly(
+          "synchronizes", [](const PyMonitor& self) { return static_cast<bool>(self.synchronize()); },
+          "Whether window edges wait for queued device work (made with synchronize=).")
+      .def(
+          "synchronize",
+          [](PyMonitor& self) {
+            if (self.synchronize()) self.synchronize()();
+          },
+          py::call_guard<py::gil_scoped_release>(),
+          "Waits as a window edge does (the synchronize= callable); nothing where there is none.")
       .def(
           "end_window_settled",
           [](PyMonitor& self, const std::string& name, double timeout_s) {

@@ -53,6 +53,8 @@ def test_gate_runs_the_hooks_in_blocks_on_off_off_on_and_records_each_step():
     expected = [s for s in range(24) if s // 3 in on_blocks]
     assert hooks.begun == expected and hooks.ended == expected
     assert gate.states == [s // 3 in on_blocks for s in range(24)]
+    # Time inside the hooks is counted on the steps they ran, none elsewhere.
+    assert [h > 0 for h in gate.hook_s] == gate.states
 
 
 def ab_result(cost, block=10, steps=4000, step_s=0.01):

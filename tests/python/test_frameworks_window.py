@@ -157,13 +157,21 @@ METRICS = {"joule/energy_j": 1.5, "joule/power_w": 300, "note": "text", "bad": f
 
 
 class LaggingMonitor:
-    """Ended windows settle once the data (data_s) passes their end, as a GPU's
-    counter readings lag the host; counts refresh calls."""
+    """Ended windows and spans settle once the data (data_s) passes their end,
+    as a GPU's counter readings lag the host; counts the computations
+    (refresh, measure_span)."""
 
     def __init__(self):
         self.now_s = self.data_s = 0.0
         self.refreshes = 0
         self._open = {}
+
+    def clock_s(self):
+        return self.now_s
+
+    def measure_span(self, begin_s, end_s, name=""):
+        self.refreshes += 1
+        return self._measurement(begin_s, end_s)
 
     def begin_window(self, name):
         self._open[name] = self.now_s
@@ -177,6 +185,7 @@ class LaggingMonitor:
         return self._measurement(m.begin_s, m.end_s)
 
     def settle(self, m, timeout_s):
+        self.data_s = max(self.data_s, m.end_s)  # the wait: the data catches up
         return self._measurement(m.begin_s, m.end_s, settled=True)
 
     def _measurement(self, begin_s, end_s, settled=None):
@@ -264,3 +273,30 @@ def test_adapt_rejects_unknown_and_passes_trackers_through():
     assert joule.trackers.adapt(mine) is mine
     with pytest.raises(TypeError):
         joule.trackers.adapt(object())
+
+
+def test_measure_span_is_a_window_with_those_edges(monkeypatch):
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    mon = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
+    mon.begin_window("w")
+    time.sleep(0.05)
+    m = mon.settle(mon.end_window("w"), 2.0)
+    span = mon.measure_span(m.begin_s, m.begin_s + m.elapsed_s, "span")
+    assert span.settled and span.name == "span"
+    assert span.gpu_total_energy_j == pytest.approx(m.gpu_total_energy_j, rel=1e-9)
+    late = mon.measure_span(mon.clock_s(), mon.clock_s() + 10.0)
+    assert not late.settled  # no data covers a span that ends in the future
+
+
+def test_phase_edges_wait_where_the_monitor_synchronizes(monkeypatch):
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    waits = []
+    mon = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10, synchronize=lambda: waits.append(1))
+    assert mon.synchronizes
+    meter = joule.meter.PhaseMeter(mon)
+    meter.switch("train_step")
+    meter.switch("other")
+    assert len(waits) == 2
+    plain = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
+    assert not plain.synchronizes
+    plain.synchronize()  # nothing to wait for
