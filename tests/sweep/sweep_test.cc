@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/fake_drivers.h"
 #include "common/test_support.h"
 #include "sweep/load_error.h"
 #include "joule/analyze/sweep_analysis.h"
@@ -93,6 +94,19 @@ struct SweepFixture : ::testing::Test {
   }
 };
 
+// The sweeps that set or lose GPUs, once per fake driver (NVML, ROCm SMI).
+class SweepOnFakeDriverTest : public SweepFixture, public ::testing::WithParamInterface<testing::FakeDriver> {
+ protected:
+  const testing::FakeDriver& driver() const { return GetParam(); }
+  // The fake's GPUs, changed directly (not through jouled).
+  testing::FakeLibrary use_fake(const std::string& config) {
+    const testing::FakeLibrary fake = driver().use(tmp, config);
+    driver().point_discovery(options.discovery, fake);
+    options.discovery.control = "direct";
+    return fake;
+  }
+};
+
 TEST_F(SweepFixture, MeasuresEveryRunAndResumesWhereItStopped) {
   const auto c = config(
       "command = \"sleep 0.05; echo samples=64 steps=2 >> $JOULE_REPORT_FILE; exit {code}\"\nrepeats = 2\n"
@@ -136,7 +150,7 @@ TEST_F(SweepFixture, RunsInterruptedByACrashedSweepAreRunAgain) {
   EXPECT_NE(rows[3].find(",ok,0,"), std::string::npos) << rows[3];
 }
 
-TEST_F(SweepFixture, NoControlRefusesPowerLimitGridsAndLimitsAreRestoredAfterEachRun) {
+TEST_P(SweepOnFakeDriverTest, NoControlRefusesPowerLimitGridsAndLimitsAreRestoredAfterEachRun) {
   const auto c = config("command = \"true\"\n[grid]\npower_limit = [250, 200]\n");
   options.no_control = true;
   try {
@@ -146,24 +160,21 @@ TEST_F(SweepFixture, NoControlRefusesPowerLimitGridsAndLimitsAreRestoredAfterEac
     EXPECT_NE(std::string(e.what()).find("the grid sets power_limit, but GPU control is off (--no-control)"),
               std::string::npos);
   }
-  // Through the fake NVML library: each run sets its limit and puts 300 W back.
-  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n");
+  // Through the fake driver library: each run sets its limit and puts 300 W back.
+  const auto fake = use_fake("device min_limit_w=100 max_limit_w=300 limit_w=300 default_limit_w=300\n");
   options.no_control = false;
-  options.discovery.backend = GpuBackend::kNvml;
-  options.discovery.nvml_library = fake.library_path;
-  options.discovery.control = "direct";
   run_sweep(c, options);
-  EXPECT_EQ(testing::read_lines(fake.log_path),
-            (std::vector<std::string>{"nvmlDeviceSetPowerManagementLimit device=0 limit_mw=250000",
-                                      "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=300000",
-                                      "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=200000",
-                                      "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=300000"}));
+  std::vector<std::string> expected;
+  for (int w : {250, 300, 200, 300}) {
+    for (const auto& line : driver().power_limit_log(0, w)) expected.push_back(line);
+  }
+  EXPECT_EQ(testing::read_lines(fake.log_path), expected);
 }
 
 // Clock caps as grid axes: every GPU of the run locked, the lock reset after
 // each run (also after a failing one), a cap the GPUs do not support refused
 // with nothing changed, and --no-control naming the knobs.
-TEST_F(SweepFixture, ClockCapsAreAppliedToEveryGpuOfARunAndResetAfter) {
+TEST_P(SweepOnFakeDriverTest, ClockCapsAreAppliedToEveryGpuOfARunAndResetAfter) {
   const auto c = config("command = \"test {sm_clock_mhz} != 990\"\n[grid]\ngpus = [2]\nsm_clock_mhz = [1980, 990]\n");
   options.no_control = true;
   try {
@@ -173,22 +184,20 @@ TEST_F(SweepFixture, ClockCapsAreAppliedToEveryGpuOfARunAndResetAfter) {
     EXPECT_NE(std::string(e.what()).find("the grid sets sm_clock_mhz, but GPU control is off"), std::string::npos)
         << e.what();
   }
-  const std::string gpu = "device name=\"NVIDIA H100\" max_sm_mhz=1980 min_sm_mhz=210 sm_step_mhz=15\n";
-  const auto fake = testing::use_fake_nvml(tmp, gpu + gpu);
+  // Core clocks up to 1980 MHz, 990 among them.
+  const auto fake = use_fake("device core_clocks\ndevice core_clocks\n");
   options.no_control = false;
-  options.discovery.backend = GpuBackend::kNvml;
-  options.discovery.nvml_library = fake.library_path;
-  options.discovery.control = "direct";
   const SweepSummary s = run_sweep(c, options);
   EXPECT_EQ(s.ran, 2);
   EXPECT_EQ(s.failed, 1);  // the command fails at 990 MHz: its lock is reset all the same
   std::vector<std::string> expected;
-  for (int cap : {1980, 990}) {
+  for (unsigned cap : {1980u, 990u}) {
     for (int d = 0; d < 2; ++d) {
-      expected.push_back("nvmlDeviceSetGpuLockedClocks device=" + std::to_string(d) + " min_mhz=210 max_mhz=" +
-                         std::to_string(cap));
+      for (const auto& line : driver().clock_lock_log(d, cap)) expected.push_back(line);
     }
-    for (int d = 1; d >= 0; --d) expected.push_back("nvmlDeviceResetGpuLockedClocks device=" + std::to_string(d));
+    for (int d = 1; d >= 0; --d) {
+      for (const auto& line : driver().clock_reset_log(d)) expected.push_back(line);
+    }
   }
   EXPECT_EQ(testing::read_lines(fake.log_path), expected);
 
@@ -200,8 +209,10 @@ TEST_F(SweepFixture, ClockCapsAreAppliedToEveryGpuOfARunAndResetAfter) {
     run_sweep(too_fast, options);
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(":4:17: grid.sm_clock_mhz: 2500 MHz is outside the sm clocks gpu0 (NVIDIA "
-                                         "H100) supports: 210-1980 MHz"),
+    const auto& clocks = driver().core_clocks_mhz;
+    EXPECT_NE(std::string(e.what()).find(":4:17: grid.sm_clock_mhz: 2500 MHz is outside the sm clocks gpu0 (" +
+                                         driver().gpu_name + ") supports: " + std::to_string(clocks.front()) + "-" +
+                                         std::to_string(clocks.back()) + " MHz"),
               std::string::npos)
         << e.what();
   }
@@ -215,11 +226,8 @@ TEST_F(SweepFixture, ClockCapsAreAppliedToEveryGpuOfARunAndResetAfter) {
 // failed at run time. Now the grid is checked against the GPUs first
 // (Gpu::power_limit_range_mw), naming the value, where it stands, the GPU
 // and its range; nothing is stored or set.
-TEST_F(SweepFixture, SettingsOutsideTheGpusRangeAreRefusedBeforeAnyRun) {
-  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA A40\" min_limit_w=200 max_limit_w=300\n");
-  options.discovery.backend = GpuBackend::kNvml;
-  options.discovery.nvml_library = fake.library_path;
-  options.discovery.control = "direct";
+TEST_P(SweepOnFakeDriverTest, SettingsOutsideTheGpusRangeAreRefusedBeforeAnyRun) {
+  const auto fake = use_fake("device name=\"GPU A\" min_limit_w=200 max_limit_w=300 limit_w=300\n");
   const auto refused = [&](const std::string& toml) -> std::string {
     try {
       run_sweep(config(toml), options);
@@ -229,11 +237,11 @@ TEST_F(SweepFixture, SettingsOutsideTheGpusRangeAreRefusedBeforeAnyRun) {
     return "not refused";
   };
   const std::string low = refused("command = \"true\"\nrepeats = 3\n[grid]\npower_limit = [250, 150]\n");
-  EXPECT_NE(low.find("s.toml:4:21: grid.power_limit: 150 W is outside what gpu0 (NVIDIA A40) supports: 200-300 W"),
+  EXPECT_NE(low.find("s.toml:4:21: grid.power_limit: 150 W is outside what gpu0 (GPU A) supports: 200-300 W"),
             std::string::npos)
       << low;
   const std::string high = refused("command = \"true\"\n[grid]\npower_limit = [5000]\n");
-  EXPECT_NE(high.find("s.toml:3:16: grid.power_limit: 5000 W is outside what gpu0 (NVIDIA A40) supports: 200-300 W"),
+  EXPECT_NE(high.find("s.toml:3:16: grid.power_limit: 5000 W is outside what gpu0 (GPU A) supports: 200-300 W"),
             std::string::npos)
       << high;
   EXPECT_FALSE(std::filesystem::exists(tmp.file("s.sqlite")));
@@ -250,15 +258,12 @@ TEST_F(SweepFixture, SettingsOutsideTheGpusRangeAreRefusedBeforeAnyRun) {
       << sim;
 }
 
-// Issue 31 (part 8): a GPU lost in the middle of a run (the fake NVML's
-// lost-device error, code 15, from 0.4 s on) was stored as ok, its energy
-// short. It is partial, with the lost GPU named: not used by the analysis,
-// listed, and run again on resume.
-TEST_F(SweepFixture, AGpuLostMidRunIsRecordedPartialWithItsError) {
-  const auto fake = testing::use_fake_nvml(
-      tmp, "device name=\"NVIDIA H100\" power_w=300\nerror function=* device=0 code=15 after_ms=400\n");
-  options.discovery.backend = GpuBackend::kNvml;
-  options.discovery.nvml_library = fake.library_path;
+// Issue 31 (part 8): a GPU lost in the middle of a run (the fake driver's
+// lost-device error from 0.4 s on) was stored as ok, its energy short. It is
+// partial, with the lost GPU named: not used by the analysis, listed, and run
+// again on resume.
+TEST_P(SweepOnFakeDriverTest, AGpuLostMidRunIsRecordedPartialWithItsError) {
+  use_fake("device power_w=300 real_sources\nerror function=* device=0 code=@lost after_ms=400\n");
   const SweepSummary s = run_sweep(config("command = \"sleep 1\"\n[grid]\nx = [1]\n"), options);
   EXPECT_EQ(s.ran, 1);
   EXPECT_EQ(s.failed, 1);
@@ -269,6 +274,9 @@ TEST_F(SweepFixture, AGpuLostMidRunIsRecordedPartialWithItsError) {
   EXPECT_NE(runs[0].error.find("lost"), std::string::npos) << runs[0].error;
   EXPECT_EQ(plan_sweep(config("command = \"sleep 1\"\n[grid]\nx = [1]\n"), tmp.file("s.sqlite")).to_run.size(), 1u);
 }
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, SweepOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 // Failed runs are kept by a plain resume (said so), and run again with
 // retry_failed: a new attempt beside the old one, which stays in the store.
