@@ -41,6 +41,11 @@ class ScriptedGpu final : public Gpu {
   // >= 0: the counter restarts from 0 at this time (a driver reload).
   double counter_reset_at_s = -1.0;
   bool has_counter = true;
+  // What backend() and power_reading_source() say: "rocm" and "average power"
+  // make it an AMD GPU (with an average socket power) to the code above the
+  // device layer, e.g. the exporter's AMD names.
+  std::string backend_name = "test";
+  std::string power_source = "scripted power";
   std::atomic<int> counter_reads{0};  // the sampling and anchor threads both read
 
   // Exact energy from t0 to t1: the script's own, or by numerical integration.
@@ -57,7 +62,7 @@ class ScriptedGpu final : public Gpu {
   std::string name() const override { return "scripted"; }
   std::string uuid() const override { return "scripted"; }
   std::string architecture() const override { return "test"; }
-  std::string backend() const override { return "test"; }
+  std::string backend() const override { return backend_name; }
   bool simulated() const override { return true; }
   std::vector<CapabilityStatus> probe_capabilities() override { return {}; }
   bool has_energy_counter() const override { return has_counter; }
@@ -81,7 +86,7 @@ class ScriptedGpu final : public Gpu {
     }
     return static_cast<uint32_t>(std::lround(power_w * reading_bias * 1000.0));
   }
-  std::string power_reading_source() const override { return "scripted power"; }
+  std::string power_reading_source() const override { return power_source; }
 
   // Buffered samples like NVML's: every sample_period_s, the mean true power
   // over the period that ends at the sample's timestamp (0: none). A sample

@@ -250,6 +250,70 @@ TEST(EnergyExporterTest, ServesWhereItsGpusComeFromAndWhetherNvmlIsUp) {
   EXPECT_EQ(count_samples(text, "joule_nvml_up"), 0) << "NVML was not asked\n" << text;
 }
 
+// A mixed node as the exporter sees it: an NVIDIA-like GPU (joule's gpu0) and
+// two AMD ones (gpu1, gpu2), gpu2 being the node's second AMD GPU after
+// --gpus left out gpu1. The AMD GPU is labelled by its vendor under
+// dcgm-exporter's names and served under AMD's with the same numbers; the
+// NVIDIA one is not; each library's up series and info are served as given;
+// amd_metric_names=false drops AMD's names and nothing else.
+TEST(EnergyExporterTest, ServesAmdGpusByTheirVendorsNamesAndLabels) {
+  auto clock = std::make_shared<VirtualClock>();
+  auto nvidia = std::make_shared<testing::ScriptedGpu>(0, clock, [](double) { return 300.0; });
+  auto amd = std::make_shared<testing::ScriptedGpu>(2, clock, [](double) { return 250.0; });
+  amd->backend_name = "rocm";
+  amd->power_source = "average power";
+  ExporterOptions options;
+  options.hostname = "node7";
+  options.driver_version = "580.95.05";
+  options.sampler.background_thread = false;
+  options.vendor_index = {{0, 0}, {1, 0}, {2, 1}};
+  options.nvml_up = true;
+  options.rocm_smi_up = true;
+  options.gpu_libraries = {{"nvml", "/x/libnvidia-ml.so.1", "580.95.05", ""},
+                           {"rocm_smi", "/x/librocm_smi64.so.1", "5.2.3", ""}};
+  const auto text_after_10_s = [&](bool amd_names) {
+    options.amd_metric_names = amd_names;
+    EnergyExporter exporter({nvidia, amd}, {}, clock, options);
+    exporter.start();
+    for (int tick = 1; tick <= 100; ++tick) {
+      clock->advance_s(0.1);
+      exporter.sampler().sample_now();
+      if (tick % 10 == 0) exporter.account_now();
+    }
+    return exporter.metrics_text();
+  };
+  const std::string text = text_after_10_s(true);
+  EXPECT_EQ(sample(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"0\"", "device=\"nvidia0\"", "DCGM_FI_DRIVER_VERSION=\"580.95.05\""}),
+            300);
+  EXPECT_EQ(sample(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"2\"", "device=\"amd1\""}), 250);
+  EXPECT_EQ(count_samples(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"2\"", "DCGM_FI_DRIVER_VERSION"}), 0) << text;
+  const std::vector<std::string> amd1 = {"gpu_id=\"1\"", "gpu_uuid=\"scripted\"", "card_model=\"scripted\"",
+                                         "hostname=\"node7\"", "gpu=\"2\""};
+  EXPECT_EQ(sample(text, "gpu_power_usage", amd1), 250);
+  EXPECT_EQ(sample(text, "gpu_average_package_power", amd1), 250);
+  EXPECT_EQ(count_samples(text, "gpu_package_power"), 0) << "an average, not the current socket power\n" << text;
+  EXPECT_EQ(sample(text, "gpu_gfx_activity", amd1), 50);
+  EXPECT_EQ(sample(text, "gpu_umc_activity", amd1), 25);
+  EXPECT_EQ(sample(text, "gpu_clock", {"clock_type=\"system\"", "gpu_id=\"1\""}), 1500);
+  const double energy_j = sample(text, "joule_gpu_energy_joules_total", {"gpu=\"2\""});
+  EXPECT_NEAR(energy_j, 2500, 1);
+  EXPECT_NEAR(sample(text, "gpu_energy_consumed", amd1), energy_j * 1e6, 1e-6 * energy_j * 1e6);
+  EXPECT_NE(text.find("# TYPE gpu_energy_consumed counter"), std::string::npos);
+  EXPECT_EQ(sample(text, "gpu_nodes_total", {"hostname=\"node7\""}), 1);
+  for (const char* amd_name : {"gpu_power_usage", "gpu_energy_consumed", "gpu_clock", "gpu_used_vram"}) {
+    EXPECT_EQ(count_samples(text, amd_name, {"gpu=\"0\""}), 0) << amd_name << ": an NVIDIA GPU under AMD's names";
+  }
+  EXPECT_EQ(sample(text, "joule_rocm_smi_up", {"Hostname=\"node7\""}), 1);
+  EXPECT_EQ(sample(text, "joule_gpu_library_info",
+                   {"library=\"rocm_smi\"", "path=\"/x/librocm_smi64.so.1\"", "version=\"5.2.3\"", "problem=\"\""}),
+            1);
+
+  const std::string dcgm_only = text_after_10_s(false);
+  EXPECT_EQ(dcgm_only.find("gpu_power_usage"), std::string::npos) << dcgm_only;
+  EXPECT_EQ(dcgm_only.find("\ngpu_"), std::string::npos) << dcgm_only;
+  EXPECT_EQ(sample(dcgm_only, "DCGM_FI_DEV_POWER_USAGE", {"device=\"amd1\""}), 250);
+}
+
 // Every family has its HELP and TYPE once, and every sample line parses.
 TEST(EnergyExporterTest, TheTextIsPrometheusFormat) {
   Rig rig;
