@@ -46,6 +46,19 @@ constexpr std::size_t kMaxUnplacedReads = 64;
 constexpr double kLockPointSpan = 120.0;
 // Reads per poll() call at most, so a broken clock cannot spin it.
 constexpr int kMaxReadsPerPoll = 256;
+// A counter read at the edges (reads_at_edges): it is read this many times
+// per update period, so each update it shows is placed to within 1/32 of a
+// period (~0.03 ms on a 1 ms counter) at a fraction of back-to-back reads'
+// CPU; and a read duration above a quarter period could not place them.
+constexpr double kEdgeReadsPerPeriod = 16.0;
+constexpr double kMaxEdgeReadShare = 0.25;
+// How late after its edge a read may start and still serve it: the stretch
+// from the edge to the first update read is taken at the counter's rate just
+// after it, wrong only where the load changes inside (this long at most).
+constexpr double kEdgeReadLatenessS = 0.02;
+// A run of edge reads that places no two updates within this many periods
+// (a counter that stopped moving, e.g. at 0 W) gives its edges up.
+constexpr double kEdgeScanPeriods = 10.0;
 
 }  // namespace
 
@@ -64,6 +77,14 @@ CounterAnchors::CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vect
     GpuState& g = gpus_[i];
     g.device = std::move(gpus[i]);
     g.tokens = options_.burst_reads;
+    // The grid bridges steps with power samples; a GPU enabled only for its
+    // fast counter has none (GPUs that declare nothing keep the grid).
+    g.edge_reads_allowed = reads_at_edges(g.device->energy_counter_timing());
+    g.grid_allowed = !g.edge_reads_allowed || g.device->has_power_samples();
+    // Its read's cost as declared (0: unknown), then as measured: the search
+    // decides whether reads are short enough to place the updates.
+    if (g.edge_reads_allowed) g.read_s = g.device->energy_counter_timing().read_cost_s;
+    wake_on_edge_ = wake_on_edge_ || (enabled[i] && options_.enabled && g.edge_reads_allowed);
     if (!options_.enabled || !enabled[i]) {
       g.note = "windows not anchored to the energy counter";
     } else {
@@ -76,6 +97,11 @@ CounterAnchors::CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vect
 }
 
 CounterAnchors::~CounterAnchors() { stop(); }
+
+bool CounterAnchors::reads_at_edges(const Gpu::EnergyCounterTiming& timing) {
+  return timing.update_s > 0 && timing.update_s < kMinPeriod &&
+         timing.read_cost_s <= kMaxEdgeReadShare * timing.update_s;
+}
 
 void CounterAnchors::turn_off_locked(GpuState& g) {
   g.mode = Mode::kOff;
@@ -144,13 +170,24 @@ void CounterAnchors::run() {
     // Edges arrive without a notification (that would cost the caller a
     // system call), so the thread looks every poll_s at most.
     const double wait_s = std::clamp(wake_s - clock_->now_s(), 0.0, options_.poll_s);
-    if (wait_s > 0) wake_.wait_for(lock, std::chrono::duration<double>(wait_s));
+    if (wait_s > 0) {
+      wake_.wait_for(lock, std::chrono::duration<double>(wait_s), [this] { return stop_ || edge_noted_; });
+    }
+    edge_noted_ = false;
   }
 }
 
 void CounterAnchors::note_edge(double edge_s) {
-  std::lock_guard lock(mutex_);
-  inbox_.push_back(edge_s);
+  {
+    std::lock_guard lock(mutex_);
+    inbox_.push_back(edge_s);
+  }
+  if (!wake_on_edge_) return;  // set once, at construction: the hot path of GPUs read by grid is as before
+  {
+    std::lock_guard lock(wake_mutex_);
+    edge_noted_ = true;
+  }
+  wake_.notify_one();
 }
 
 void CounterAnchors::prepare() {
@@ -210,6 +247,9 @@ double CounterAnchors::poll() {
           break;
         case ActionKind::kGrid:
           apply_grid_read_locked(g, read, read.end_s);
+          break;
+        case ActionKind::kEdge:
+          apply_edge_read_locked(g, read, made);
           break;
         case ActionKind::kEarly:
           g.tokens -= 1.0;
@@ -275,7 +315,8 @@ int64_t CounterAnchors::step_at_or_before(const GpuState& g, double time_s) {
 }
 
 void CounterAnchors::learn_read_duration(GpuState& g, const Read& read) {
-  g.read_s = 0.8 * g.read_s + 0.2 * (read.end_s - read.begin_s);
+  const double duration_s = read.end_s - read.begin_s;
+  g.read_s = g.read_s > 0 ? 0.8 * g.read_s + 0.2 * duration_s : duration_s;  // 0: not known yet
 }
 
 double CounterAnchors::check_half_width_s(const GpuState& g, int64_t step) const {
@@ -305,7 +346,7 @@ bool CounterAnchors::has_anchor(const GpuState& g, int64_t step) {
 }
 
 bool CounterAnchors::brought_up_locked(const GpuState& g) const {
-  if (g.mode == Mode::kOff) return true;
+  if (g.mode == Mode::kOff || g.mode == Mode::kEdgeReads) return true;
   if (g.mode == Mode::kSearch || g.locks.empty()) return false;
   return grid_error_s(g, g.locks.back().step + kUncheckedSteps) <= options_.margin_s;
 }
@@ -340,6 +381,10 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
   if (g.mode != Mode::kSearch) g.early_due_s.clear();
   while (!g.early_due_s.empty() && now_s - g.early_due_s.front() > kEarlyReadLatenessS) {
     g.early_due_s.erase(g.early_due_s.begin());
+  }
+  if (g.mode == Mode::kEdgeReads) {
+    plan_edge_reads_locked(g, now_s);
+    return;
   }
   plan_edges_locked(g, now_s);
   plan_check_locked(g, now_s);
@@ -485,6 +530,20 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
     // go first; the checks of GPUs already built wait for each other and
     // skip a step when they collide. An anchor read about to miss its
     // interval goes before any of them.
+    if (g.mode == Mode::kEdgeReads) {
+      // Reads a few times a period while edges wait (never twice at one
+      // instant, which a virtual clock allows), ahead of anything else: an
+      // edge's first update must be read within a period or two of it.
+      if (g.read_edges.empty()) continue;
+      const double due_s = g.previous ? g.previous->begin_s + g.period_s / kEdgeReadsPerPeriod : now_s;
+      if (g.previous && (now_s < due_s || now_s <= g.previous->end_s)) {
+        wake_s = std::min(wake_s, std::max(due_s, now_s + 0.01 * g.period_s));
+      } else if (now_s + 0.001 < best_deadline_s) {
+        best = Action{i, ActionKind::kEdge, 0};
+        best_deadline_s = now_s + 0.001;
+      }
+      continue;
+    }
     const bool bringing_up = searching_gpu_ == i;
     // A GPU is brought up at its first window edge, or when its Monitor is
     // made (prepare()): no cost for a sampler that never has windows.
@@ -549,10 +608,8 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     g.found_steps_s.push_back(step_s);
     if (g.found_steps_s.size() < 2) return;
     const double period_s = g.found_steps_s[1] - g.found_steps_s[0];
-    if (period_s < kMinPeriod) {
-      turn_off_locked(g);
-      g.note = "windows not anchored: the energy counter moves at every read (no steps to lock onto)";
-      g.waiting.clear();
+    if (period_s < kMinPeriod || !g.grid_allowed) {
+      settle_mode_after_search_locked(g, period_s);
       return;
     }
     g.origin_s = g.found_steps_s[0];
@@ -643,8 +700,9 @@ bool CounterAnchors::insert_anchor_locked(GpuState& g, int64_t step, double coun
 }
 
 void CounterAnchors::want_early_reads_locked(GpuState& g, double edge_s) {
-  // Only while the grid is unknown and no search of this GPU is reading.
-  if (g.mode != Mode::kSearch || g.previous) return;
+  // Only while the grid is unknown and no search of this GPU is reading;
+  // never for a GPU whose windows cannot use a grid.
+  if (g.mode != Mode::kSearch || g.previous || !g.grid_allowed) return;
   const auto near = [&](double t) { return std::abs(t - edge_s) <= kEarlyReadCoverS; };
   if (std::any_of(g.early_due_s.begin(), g.early_due_s.end(), near) ||
       std::any_of(g.unplaced.begin(), g.unplaced.end(), [&](const Read& r) { return near(r.begin_s); })) {
@@ -701,8 +759,9 @@ void CounterAnchors::keep_from(double since_s) { keep_from_s_.store(since_s); }
 
 CounterAnchors::Lookup CounterAnchors::lookup_locked(const GpuState& g, double edge_s) const {
   Lookup result;
+  const bool edge_reads = g.mode == Mode::kEdgeReads;
   // Reads behind a hung one will not come in time: what is there is all.
-  if (stopped_ || read_hung()) return anchors_around_locked(g, edge_s);
+  if (stopped_ || read_hung()) return edge_reads ? edge_anchor_locked(g, edge_s) : anchors_around_locked(g, edge_s);
   // Pending: noted but not yet taken (the newest edges, at the back), or
   // waiting for the grid, or with a read planned for a step around it.
   const bool noted = g.mode != Mode::kOff && std::find(inbox_.rbegin(), inbox_.rend(), edge_s) != inbox_.rend();
@@ -710,6 +769,14 @@ CounterAnchors::Lookup CounterAnchors::lookup_locked(const GpuState& g, double e
     result.status = Status::kPending;
     result.pending_until_s = edge_s + g.period_s;
     return result;
+  }
+  if (edge_reads) {
+    if (std::binary_search(g.read_edges.begin(), g.read_edges.end(), edge_s)) {
+      result.status = Status::kPending;
+      result.pending_until_s = edge_s + kEdgeReadLatenessS + 2 * g.period_s;
+      return result;
+    }
+    return edge_anchor_locked(g, edge_s);
   }
   if (g.mode != Mode::kOff && g.mode != Mode::kSearch) {
     const auto before = step_at_or_before(g, edge_s);
@@ -736,6 +803,126 @@ CounterAnchors::Lookup CounterAnchors::anchors_around_locked(const GpuState& g, 
   }
   result.status = result.before || result.after ? Status::kReady : Status::kNone;
   return result;
+}
+
+CounterAnchors::Lookup CounterAnchors::edge_anchor_locked(const GpuState& g, double edge_s) const {
+  // Taken for this edge alone: the value at the edge itself, no samples to add.
+  Lookup result;
+  const auto it = std::lower_bound(g.anchors.begin(), g.anchors.end(), edge_s,
+                                   [](const Anchor& a, double t) { return a.step_s < t; });
+  if (it != g.anchors.end() && it->step_s == edge_s) {
+    result.before = CounterAnchor{it->step_s, it->counter_j};
+    result.status = Status::kReady;
+  }
+  return result;
+}
+
+void CounterAnchors::settle_mode_after_search_locked(GpuState& g, double period_s) {
+  g.period_s = period_s;
+  g.waiting.clear();  // edges seen during the search keep their integral
+  if (period_s < kMinPeriod && g.edge_reads_allowed && g.read_s <= kMaxEdgeReadShare * period_s) {
+    g.mode = Mode::kEdgeReads;
+    g.previous.reset();
+    g.found_steps_s.clear();
+    g.unplaced.clear();
+    g.early_due_s.clear();
+    g.note = fmt::format("windows anchored on energy-counter reads right after their edges (the counter moves "
+                         "every {:.3f} ms)",
+                         1e3 * period_s);
+    return;
+  }
+  turn_off_locked(g);
+  if (period_s >= kMinPeriod) {
+    g.note = fmt::format("windows not anchored: the energy counter steps every {:.1f} ms, too coarse to read at "
+                         "the edges, and bridging an edge to a step needs power samples, which this GPU lacks",
+                         1e3 * period_s);
+  } else if (g.edge_reads_allowed) {
+    g.note = fmt::format("windows not anchored: the energy counter moves every {:.3f} ms, but a read takes "
+                         "{:.3f} ms, too long to place its updates",
+                         1e3 * period_s, 1e3 * g.read_s);
+  } else {
+    g.note = "windows not anchored: the energy counter moves at every read (no steps to lock onto)";
+  }
+}
+
+void CounterAnchors::plan_edge_reads_locked(GpuState& g, double now_s) {
+  // Each new edge pays for its reads, or keeps its integral: when the ration
+  // is spent, or when it was seen too late for its first update to be near.
+  for (const double edge_s : g.waiting) {
+    if (now_s - edge_s > kEdgeReadLatenessS) {
+      edges_missed_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    refill_tokens_locked(g, now_s);
+    if (g.tokens < 1.0) {
+      rationed_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    g.tokens -= 1.0;
+    g.read_edges.insert(std::upper_bound(g.read_edges.begin(), g.read_edges.end(), edge_s), edge_s);
+  }
+  g.waiting.clear();
+  // A run of reads that places no two updates (the counter stopped moving,
+  // or reads came too far apart) gives its edges up.
+  if (g.previous && now_s - g.edge_scan_from_s > kEdgeScanPeriods * g.period_s + kEdgeReadLatenessS) {
+    edges_missed_.fetch_add(g.read_edges.size(), std::memory_order_relaxed);
+    g.read_edges.clear();
+  }
+  if (g.read_edges.empty()) {
+    g.previous.reset();
+    g.last_update.reset();
+  }
+}
+
+void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool& made) {
+  if (g.mode != Mode::kEdgeReads) return;
+  const std::optional<Read> previous = g.previous;
+  g.previous = read;
+  learn_read_duration(g, read);
+  if (!previous) {
+    g.edge_scan_from_s = read.begin_s;
+    return;
+  }
+  if (read.counter_mj == previous->counter_mj) return;
+  if (read.counter_mj < previous->counter_mj) {  // restarted (driver reload, GPU reset): measured anew
+    g.anchors.clear();
+    g.read_edges.clear();
+    g.last_update.reset();
+    start_search_locked(g, true);
+    return;
+  }
+  // An update between two reads half a period apart at most is the only
+  // one between them, placed at the midpoint (as a search places a step).
+  if (read.mid_s() - previous->mid_s() > 0.5 * g.period_s) {
+    g.last_update.reset();
+    return;
+  }
+  const double update_s = 0.5 * (previous->mid_s() + read.mid_s());
+  const double counter_j = static_cast<double>(read.counter_mj) / 1000.0;
+  if (g.last_update) {
+    // The edges before the previous update: its value, less the counter's
+    // rate over the interval after it times the stretch from the edge.
+    const auto [first_s, first_j] = *g.last_update;
+    const double rate_w = (counter_j - first_j) / (update_s - first_s);
+    std::size_t served = 0;
+    for (; served < g.read_edges.size() && g.read_edges[served] <= first_s; ++served) {
+      const double edge_s = g.read_edges[served];
+      const auto at = std::lower_bound(g.anchors.begin(), g.anchors.end(), edge_s,
+                                       [](const Anchor& a, double t) { return a.step_s < t; });
+      if (at == g.anchors.end() || at->step_s != edge_s) {
+        g.anchors.insert(at, Anchor{0, edge_s, first_j - rate_w * (first_s - edge_s)});
+        anchors_made_.fetch_add(1, std::memory_order_relaxed);
+        made = true;
+      }
+    }
+    g.read_edges.erase(g.read_edges.begin(), g.read_edges.begin() + static_cast<std::ptrdiff_t>(served));
+    if (served > 0) g.edge_scan_from_s = read.begin_s;  // progress: the run may go on
+  }
+  g.last_update = {update_s, counter_j};
+  if (g.read_edges.empty()) {
+    g.previous.reset();
+    g.last_update.reset();
+  }
 }
 
 std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup> CounterAnchors::window(std::size_t gpu, double begin_s,
@@ -773,6 +960,7 @@ CounterAnchors::Stats CounterAnchors::stats() const {
   stats.rationed = rationed_.load();
   stats.relocks = relocks_.load();
   stats.held_up = held_up_.load();
+  stats.edges_missed = edges_missed_.load();
   stats.thread_cpu_s = thread_cpu_s_.load();
   return stats;
 }

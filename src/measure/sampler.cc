@@ -66,6 +66,11 @@ std::string explain_energy_method(const Gpu& gpu, const SamplerOptions& options)
     text += fmt::format("; windows pinned to the counter's steps around their edges where it steps regularly "
                         "(found at the first window; up to {:g} counter reads/s)",
                         options.counter_anchors.reads_per_s);
+  } else if (gpu.has_energy_counter() && options.counter_interval_s > 0 && options.counter_anchors.enabled &&
+             CounterAnchors::reads_at_edges(gpu.energy_counter_timing())) {
+    text += fmt::format("; windows anchored on counter reads right after their edges where the counter moves "
+                        "every few ms (measured at the first window; up to {:g} edges/s)",
+                        options.counter_anchors.reads_per_s);
   }
   return text;
 }
@@ -354,6 +359,10 @@ SamplerCore::SamplerCore(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std
       sampled_gpus_.push_back(i);
       // Anchoring needs the samples between the steps and the edges.
       anchored[i] = reader.counter_usable && options_.counter_anchors.enabled;
+    } else {
+      // ... unless the counter is fast and cheap enough to read at the edges.
+      anchored[i] = reader.counter_usable && options_.counter_anchors.enabled &&
+                    CounterAnchors::reads_at_edges(gpus_[i]->energy_counter_timing());
     }
   }
   if (!(options_.driver_call_timeout_s > 0)) {

@@ -123,6 +123,16 @@ class Gpu {
   virtual bool has_energy_counter() const = 0;
 
   virtual uint64_t total_energy_mj() = 0;
+  // How the energy counter moves, as the backend knows it: it advances about
+  // every update_s (0: not known) and a read costs about read_cost_s of CPU
+  // (0: not known). The window method (measure/counter_anchors.h) reads a
+  // counter that advances every few ms and is cheap to read right after each
+  // window edge; a slower one it pins by its step grid, which it measures.
+  struct EnergyCounterTiming {
+    double update_s = 0.0;
+    double read_cost_s = 0.0;
+  };
+  virtual EnergyCounterTiming energy_counter_timing() const { return {}; }
   // The power reading taken once per sampler tick (for NVML: the driver's
   // power usage, or the instantaneous field when $JOULE_NVML_POWER_SOURCE=instant).
   virtual uint32_t power_mw() = 0;

@@ -27,6 +27,16 @@
 // and edges with neither side keep the sample integral. The Sampler combines
 // anchors and samples (Sampler::anchored_energy); docs/measurement.md has the
 // method, its error model and the H100 figures.
+//
+// A counter that advances every millisecond or so and is cheap to read (ROCm
+// SMI's, Gpu::energy_counter_timing) needs no grid and no samples: for each
+// edge the thread reads it a few times a period from the moment it sees the
+// edge until it has placed two of its updates, and the edge's value is the
+// first update's, less the counter's own rate over the next update interval
+// times the little time from the edge to it (reads_at_edges()). The search
+// at the first edge measures the update period and the read's duration
+// first; a counter that turns out slower is treated as above where the GPU
+// keeps power samples, and not anchored where it does not.
 #pragma once
 
 #include <atomic>
@@ -50,7 +60,9 @@ namespace joule {
 struct CounterAnchorOptions {
   bool enabled = true;
   // Counter reads per GPU once its grid is found (anchors and the grid's
-  // checks), sustained and in a burst. A read costs ~4.1 ms of CPU on an
+  // checks), sustained and in a burst. On a counter read at the edges one
+  // token pays for one edge's reads (a few periods of them: 2-3 ms on a 1 ms
+  // counter, about what one read of an H100's counter costs). A read costs ~4.1 ms of CPU on an
   // H100, so 2.5 a second is ~1.0% of a core at most: with the sampling
   // thread (~0.5%) and this thread's wake-ups (~0.25%) under the 2% per GPU
   // that joule allows itself whatever the window rate. That covers both
@@ -91,6 +103,11 @@ struct CounterAnchor {
 
 class CounterAnchors {
  public:
+  // Whether a counter with this timing is one to read right after each
+  // window edge (advances every few ms at most, a read a fraction of that):
+  // the Sampler anchors such a GPU's windows even without power samples.
+  static bool reads_at_edges(const Gpu::EnergyCounterTiming& timing);
+
   // Only GPUs with enabled[i] are anchored; indices follow gpus.
   CounterAnchors(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<bool> enabled,
                  std::shared_ptr<const Clock> clock, CounterAnchorOptions options = {});
@@ -158,6 +175,7 @@ class CounterAnchors {
     uint64_t rationed = 0;      // edges left without an anchor by the ration
     uint64_t held_up = 0;       // anchor reads discarded: they ran too near the next step
     uint64_t relocks = 0;       // grid lost and searched again
+    uint64_t edges_missed = 0;  // read at the edges: seen too late, or no two updates placed after them
     double thread_cpu_s = 0.0;
   };
   Stats stats() const;
@@ -169,7 +187,8 @@ class CounterAnchors {
     uint64_t counter_mj = 0;
     double mid_s() const { return 0.5 * (begin_s + end_s); }
   };
-  enum class Mode { kOff, kSearch, kCheck, kLocked };
+  // kEdgeReads: a fast counter, read right after each edge (no grid).
+  enum class Mode { kOff, kSearch, kCheck, kLocked, kEdgeReads };
   struct LockPoint {
     int64_t step;
     double time_s;
@@ -208,8 +227,17 @@ class CounterAnchors {
     double tokens_at_s = 0.0;
     double last_edge_s = -1e300;
     double read_s = 0.004;  // typical read duration, learned
+    // The counter declares itself fast and cheap (reads_at_edges), and
+    // whether its windows may use the step grid (it needs power samples).
+    bool edge_reads_allowed = false;
+    bool grid_allowed = true;
+    // kEdgeReads: the counter update placed last in the current run of reads
+    // (time, J), and when the run began or last gave an edge its value.
+    std::optional<std::pair<double, double>> last_update;
+    std::vector<double> read_edges;  // edges paid for, awaiting their value (sorted)
+    double edge_scan_from_s = 0.0;
   };
-  enum class ActionKind { kGrid, kAnchor, kEarly };
+  enum class ActionKind { kGrid, kAnchor, kEarly, kEdge };
   struct Action {
     std::size_t gpu;
     ActionKind kind;  // a grid read (search or check), an anchor read, or a read kept for later
@@ -226,6 +254,12 @@ class CounterAnchors {
   void advance_grid_state_locked(GpuState& g, double now_s);
   void plan_edges_locked(GpuState& g, double now_s);
   void plan_check_locked(GpuState& g, double now_s);
+  // kEdgeReads: the edges whose reads may still start (the ration, late
+  // ones dropped), whether a read is due, and what a read gives them.
+  void plan_edge_reads_locked(GpuState& g, double now_s);
+  void apply_edge_read_locked(GpuState& g, const Read& read, bool& made);
+  // The search found the counter's steps period_s apart: which mode now.
+  void settle_mode_after_search_locked(GpuState& g, double period_s);
   std::optional<Action> next_action_locked(double now_s, double& wake_s);
   void apply_grid_read_locked(GpuState& g, const Read& read, double now_s);
   void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
@@ -258,6 +292,8 @@ class CounterAnchors {
   double check_start_s(const GpuState& g, int64_t step) const;
   Lookup lookup_locked(const GpuState& g, double edge_s) const;
   Lookup anchors_around_locked(const GpuState& g, double edge_s) const;
+  // kEdgeReads: the anchor taken at exactly edge_s, if any.
+  Lookup edge_anchor_locked(const GpuState& g, double edge_s) const;
   void trim_locked(GpuState& g, double now_s);
 
   std::vector<GpuState> gpus_;
@@ -272,6 +308,11 @@ class CounterAnchors {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
+  // A GPU may be read at its edges: note_edge wakes the thread (a counter
+  // read at an edge must come within a period or two of it), and sets this
+  // (wake_mutex_). Otherwise edges wait for the next poll, as before.
+  bool wake_on_edge_ = false;
+  bool edge_noted_ = false;
   bool stopped_ = false;  // guarded by mutex_: the thread is gone, reads planned will not come
   // Per GPU, mode != kOff && !stopped_, readable without the lock.
   std::unique_ptr<std::atomic<bool>[]> awaiting_reads_;
@@ -282,7 +323,7 @@ class CounterAnchors {
   std::atomic<double> read_since_s_{std::numeric_limits<double>::infinity()};
   bool read_hung() const;
   std::function<void()> on_anchor_;
-  std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0}, held_up_{0};
+  std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0}, held_up_{0}, edges_missed_{0};
   std::atomic<double> thread_cpu_s_{0.0};
   std::atomic<double> keep_from_s_{std::numeric_limits<double>::infinity()};
 };

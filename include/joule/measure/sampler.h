@@ -14,11 +14,15 @@
 //    counter's steps near their edges (counter_anchors.h): the counter's
 //    change, plus the samples over the few tens of ms from each step to its
 //    edge. A window settles once those reads and samples are in, ~0.1 s after
-//    it ends (~25 ms with samples alone).
+//    it ends on an H100 (~25 ms with samples alone).
 //  * power readings (kPowerReadings): one power reading per tick (power
 //    usage, or the instantaneous field), integrated with trapezoids. On an
 //    H100 power usage is a trailing one-second mean, so energy is attributed
-//    up to ~0.5 s late: the fallback where a driver keeps no samples.
+//    up to ~0.5 s late: the fallback where a driver keeps no samples. Where
+//    the counter itself advances every millisecond or so and is cheap to read
+//    (ROCm SMI's: Gpu::energy_counter_timing), windows are instead read off
+//    the counter right after each edge (counter_anchors.h), and settle a few
+//    ms after they end.
 // Either way the GPU's energy counter, read every 5 s (a call costs ~4 ms of
 // CPU on an H100), also calibrates the integral: a least-squares slope of counter
 // energy against the integral over the last minute scales it. CPU zones
@@ -67,7 +71,7 @@ struct SamplerOptions {
   // calibrates the power integral, which needs few points. <= 0: never read.
   double counter_interval_s = 5.0;
   double calibration_span_s = 60.0;   // counter history used for the scale
-  double min_calibration_span_s = 30.0;  // counter staleness (<= 100 ms) averages out by then
+  double min_calibration_span_s = 30.0;  // counter staleness (<= one step: ~100 ms on an H100) averages out by then
   double history_s = 30.0;            // energy history kept beyond the oldest pinned time
   // How often the driver's power-sample buffers are read (at ticks; and at
   // once for a caller that waits for a settled value): while a window is

@@ -59,6 +59,10 @@ class RocmGpu final : public Gpu {
   // The energy counter in mJ (ticks x resolution): a 32-bit counter's wraps
   // added back; a restart (driver reload) goes back, as NVML's counter does.
   uint64_t total_energy_mj() override;
+  // Not measured on AMD hardware: the 1 ms is a ROCm SMI maintainer's account
+  // of the driver's refresh (docs/devices.md); the read's cost is unknown, so
+  // the window method measures both before it relies on them.
+  EnergyCounterTiming energy_counter_timing() const override { return {0.001, 0.0}; }
   uint32_t power_mw() override;
   std::string power_reading_source() const override;
   uint32_t power_limit_mw() override;
