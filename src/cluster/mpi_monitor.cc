@@ -25,7 +25,7 @@ void check(int status, const char* call) {
 }
 
 // Node names travel in fixed slots: one allgather groups the ranks. Each
-// rank's CUDA_VISIBLE_DEVICES goes to its node's leader in a slot too: a
+// rank's visible GPUs go to its node's leader in a slot too: a
 // set flag, then the value.
 constexpr std::size_t kNameSlot = 256;
 constexpr std::size_t kVisibleSlot = 1024;
@@ -50,12 +50,14 @@ bool poll_until(double timeout_s, Done done) {
   return true;
 }
 
-// A rank's CUDA_VISIBLE_DEVICES in a slot: byte 0 says whether it is set.
+// A rank's visible GPUs (visible_gpus_from_environment: CUDA_VISIBLE_DEVICES,
+// HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES) in a slot: byte 0 says whether
+// any is set.
 std::vector<char> visible_slot() {
   std::vector<char> slot(kVisibleSlot, '\0');
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+  if (const std::optional<std::string> visible = visible_gpus_from_environment()) {
     slot[0] = 1;
-    std::strncpy(slot.data() + 1, visible, kVisibleSlot - 2);
+    std::strncpy(slot.data() + 1, visible->c_str(), kVisibleSlot - 2);
   }
   return slot;
 }

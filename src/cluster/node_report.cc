@@ -3,9 +3,11 @@
 #include "joule/cluster/node_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -209,15 +211,93 @@ NodeReport fill_roster(const NodeReport& roster, const WindowMessage& m) {
   return r;
 }
 
+namespace {
+
+constexpr const char* kAmdPrefix = "amd:";
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// The AMD GPUs a process may use: ROCR_VISIBLE_DEVICES picks among the
+// node's GPUs, then HIP_VISIBLE_DEVICES's indices count within what ROCR left.
+std::vector<std::string> amd_visible(const std::optional<std::string>& hip, const std::optional<std::string>& rocr) {
+  if (!rocr) return split_list(*hip);
+  const std::vector<std::string> left = split_list(*rocr);
+  if (!hip) return left;
+  std::vector<std::string> picked;
+  for (const std::string& item : split_list(*hip)) {
+    if (!all_digits(item)) {
+      picked.push_back(item);  // a UUID names its GPU whatever ROCR left
+      continue;
+    }
+    const std::size_t position = std::stoul(item);
+    if (position >= left.size()) {
+      throw UsageError(fmt::format("HIP_VISIBLE_DEVICES names {}, but ROCR_VISIBLE_DEVICES ('{}') leaves {} GPU{}",
+                                   item, *rocr, left.size(), left.size() == 1 ? "" : "s"));
+    }
+    picked.push_back(left[position]);
+  }
+  return picked;
+}
+
+// Whether an AMD GPU's unique id ("0x18ee07be9b5d9d3c") starts with what a
+// ROCm UUID entry ("GPU-18ee07be...") names.
+bool amd_uuid_matches(const Gpu& gpu, const std::string& entry) {
+  std::string id = lowercase(gpu.uuid());
+  if (id.rfind("0x", 0) == 0) id.erase(0, 2);
+  std::string wanted = lowercase(entry);
+  if (wanted.rfind("gpu-", 0) == 0) wanted.erase(0, 4);
+  return !wanted.empty() && id.rfind(wanted, 0) == 0;
+}
+
+}  // namespace
+
+std::optional<std::string> visible_gpus_of(const std::optional<std::string>& cuda_visible,
+                                           const std::optional<std::string>& hip_visible,
+                                           const std::optional<std::string>& rocr_visible) {
+  const bool amd_set = hip_visible || rocr_visible;
+  if (!cuda_visible && !amd_set) return std::nullopt;
+  std::vector<std::string> entries = cuda_visible ? split_list(*cuda_visible) : std::vector<std::string>{"nvidia:all"};
+  if (!amd_set) {
+    entries.push_back(std::string(kAmdPrefix) + "all");
+  } else {
+    for (const std::string& item : amd_visible(hip_visible, rocr_visible)) entries.push_back(kAmdPrefix + item);
+  }
+  return fmt::format("{}", fmt::join(entries, ","));
+}
+
+std::optional<std::string> visible_gpus_from_environment() {
+  const auto variable = [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  };
+  return visible_gpus_of(variable("CUDA_VISIBLE_DEVICES"), variable("HIP_VISIBLE_DEVICES"),
+                         variable("ROCR_VISIBLE_DEVICES"));
+}
+
 std::optional<std::vector<std::string>> job_gpus_of(const std::vector<std::optional<std::string>>& visible_per_rank) {
   std::vector<std::string> entries;
   for (const auto& visible : visible_per_rank) {
     if (!visible) return std::nullopt;  // this rank sees every GPU
-    std::stringstream items(*visible);
-    std::string item;
-    while (std::getline(items, item, ',')) {
+    for (const std::string& item : split_list(*visible)) {
       if (item.rfind("MIG-", 0) == 0) return std::nullopt;  // a MIG slice: measure the whole node's GPUs
-      if (!item.empty() && std::find(entries.begin(), entries.end(), item) == entries.end()) entries.push_back(item);
+      if (std::find(entries.begin(), entries.end(), item) == entries.end()) entries.push_back(item);
     }
   }
   return entries;
@@ -225,16 +305,31 @@ std::optional<std::vector<std::string>> job_gpus_of(const std::vector<std::optio
 
 void keep_job_gpus(Devices& devices, const std::vector<std::string>& entries) {
   std::vector<std::shared_ptr<Gpu>> kept;
+  const auto keep = [&](const std::shared_ptr<Gpu>& gpu) {
+    if (std::find(kept.begin(), kept.end(), gpu) == kept.end()) kept.push_back(gpu);
+  };
   for (const std::string& entry : entries) {
-    const bool by_uuid = entry.find_first_not_of("0123456789") != std::string::npos;
-    auto match = std::find_if(devices.gpus.begin(), devices.gpus.end(), [&](const auto& gpu) {
-      return by_uuid ? gpu->uuid().rfind(entry, 0) == 0 : std::to_string(gpu->index()) == entry;
-    });
-    if (match == devices.gpus.end()) {
-      throw UsageError(fmt::format("CUDA_VISIBLE_DEVICES names '{}', which is none of this node's {} GPUs", entry,
-                                   devices.gpus.size()));
+    const bool amd = entry.rfind(kAmdPrefix, 0) == 0;
+    const std::string item = amd ? entry.substr(std::strlen(kAmdPrefix)) : entry;
+    if ((amd && item == "all") || entry == "nvidia:all") {
+      for (const auto& gpu : devices.gpus) {
+        if (is_amd_gpu(*gpu) == amd) keep(gpu);
+      }
+      continue;
     }
-    if (std::find(kept.begin(), kept.end(), *match) == kept.end()) kept.push_back(*match);
+    const auto names = [&](const std::shared_ptr<Gpu>& gpu) {
+      if (all_digits(item)) return is_amd_gpu(*gpu) == amd && std::to_string(vendor_index(devices, *gpu)) == item;
+      return amd ? is_amd_gpu(*gpu) && amd_uuid_matches(*gpu, item) : gpu->uuid().rfind(item, 0) == 0;
+    };
+    const auto match = std::find_if(devices.gpus.begin(), devices.gpus.end(), names);
+    if (match == devices.gpus.end()) {
+      const auto count = std::count_if(devices.gpus.begin(), devices.gpus.end(),
+                                       [&](const auto& gpu) { return is_amd_gpu(*gpu) == amd; });
+      throw UsageError(fmt::format("{} names '{}', which is none of this node's {} {} GPU{}",
+                                   amd ? "HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES", item,
+                                   count, amd ? "AMD" : "NVIDIA", count == 1 ? "" : "s"));
+    }
+    keep(*match);
   }
   devices.gpus = std::move(kept);
 }

@@ -90,6 +90,7 @@ void open_rocm(Devices& devices, const DiscoveryOptions& options) {
       throw DeviceError(DeviceErrc::kDriver, problem);
     }
     const auto first_index = static_cast<unsigned>(devices.gpus.size());
+    devices.first_amd_index = first_index;
     RocmDevices rocm = open_rocm_smi_gpus(devices.rocm_library, first_index);
     devices.rocm_loaded = true;
     devices.rocm_version = rocm.library_version;
@@ -155,6 +156,12 @@ Devices discover_hardware(const DiscoveryOptions& options) {
   devices.cpu_zones = std::move(rapl.zones);
   devices.cpu_problems = std::move(rapl.problems);
   return devices;
+}
+
+bool is_amd_gpu(const Gpu& gpu) { return gpu.backend() == "rocm"; }
+
+unsigned vendor_index(const Devices& devices, const Gpu& gpu) {
+  return is_amd_gpu(gpu) ? gpu.index() - devices.first_amd_index : gpu.index();
 }
 
 void select_gpus(Devices& devices, const std::vector<unsigned>& indices) {

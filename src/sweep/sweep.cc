@@ -811,6 +811,31 @@ std::string exit_status_words(int exit_code) {
   return fmt::format("the command exited with status {}", exit_code);
 }
 
+// The variables that give a run its GPUs, each vendor's runtime counting its
+// own (vendor_index): CUDA_VISIBLE_DEVICES the run's NVIDIA GPUs and
+// HIP_VISIBLE_DEVICES its AMD ones. Each is set only where the sweep's GPUs
+// include that vendor's, so a run on AMD GPUs of a mixed node hides the NVIDIA
+// ones (an empty list), while an AMD node's runs leave CUDA_VISIBLE_DEVICES
+// (which HIP also honours) as the sweep found it.
+std::vector<std::pair<std::string, std::string>> visible_devices_env(const Devices& sweep_devices,
+                                                                     const std::vector<std::shared_ptr<Gpu>>& run_gpus) {
+  const auto list = [&](bool amd) {
+    std::string text;
+    for (const auto& gpu : run_gpus) {
+      if (is_amd_gpu(*gpu) == amd) text += (text.empty() ? "" : ",") + std::to_string(vendor_index(sweep_devices, *gpu));
+    }
+    return text;
+  };
+  const auto has = [&](bool amd) {
+    return std::any_of(sweep_devices.gpus.begin(), sweep_devices.gpus.end(),
+                       [&](const auto& gpu) { return is_amd_gpu(*gpu) == amd; });
+  };
+  std::vector<std::pair<std::string, std::string>> env;
+  if (has(false) || !has(true)) env.emplace_back("CUDA_VISIBLE_DEVICES", list(false));
+  if (has(true)) env.emplace_back("HIP_VISIBLE_DEVICES", list(true));
+  return env;
+}
+
 // One run on this machine: a Monitor window over the run's GPUs (the first
 // N), its GPU knobs applied and restored.
 sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, const Devices& devices,
@@ -824,17 +849,14 @@ sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, co
     settings.apply(point);
     const std::string report_file = fmt::format("{}.run{}.counts", store_path, id);
     std::remove(report_file.c_str());
-    std::string visible;
-    for (std::size_t i = 0; i < run_devices.gpus.size(); ++i) {
-      visible += (i ? "," : "") + std::to_string(run_devices.gpus[i]->index());
-    }
     MonitorOptions monitor_options;
     monitor_options.sampler.fields.utilization = true;
     Monitor monitor(run_devices, monitor_options);
     if (stop_signal() != 0) throw Error("not started");  // stopped while the run was being set up
     monitor.begin_window("run");
-    ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", run_command(config, point)},
-                                             {{"JOULE_REPORT_FILE", report_file}, {"CUDA_VISIBLE_DEVICES", visible}});
+    auto run_env = visible_devices_env(devices, run_devices.gpus);
+    run_env.emplace_back("JOULE_REPORT_FILE", report_file);
+    ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", run_command(config, point)}, run_env);
     const int exit_code = wait_for_run(child);
     const Measurement m = monitor.end_window("run");
     monitor.stop();  // a last sample at the end of the run

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/test_support.h"
 #include "joule/error.h"
 
 namespace joule::cluster {
@@ -194,6 +195,71 @@ TEST(NodeReportTest, TheJobsGpusComeFromItsRanksVisibleDevices) {
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("'7'"), std::string::npos) << e.what();
+  }
+}
+
+// Each vendor's runtime numbers its own GPUs: on a mixed node (two NVIDIA
+// GPUs, gpu0-1, then two AMD ones, gpu2-3) CUDA_VISIBLE_DEVICES=1 is gpu1 and
+// HIP_VISIBLE_DEVICES=0 is gpu2, the first AMD GPU.
+TEST(NodeReportTest, EachVendorsVisibleDevicesNameItsOwnGpus) {
+  using std::nullopt;
+  EXPECT_EQ(visible_gpus_of(nullopt, nullopt, nullopt), nullopt);  // sees every GPU
+  EXPECT_EQ(visible_gpus_of("0,1", nullopt, nullopt), "0,1,amd:all");
+  EXPECT_EQ(visible_gpus_of(nullopt, "1", nullopt), "nvidia:all,amd:1");
+  EXPECT_EQ(visible_gpus_of(nullopt, nullopt, "2,GPU-18ee"), "nvidia:all,amd:2,amd:GPU-18ee");
+  EXPECT_EQ(visible_gpus_of(nullopt, "1", "2,3"), "nvidia:all,amd:3");  // HIP counts within what ROCR left
+  EXPECT_EQ(visible_gpus_of("", "", nullopt), "");  // no GPU at all
+  EXPECT_THROW(visible_gpus_of(nullopt, "2", "0,1"), UsageError);
+
+  testing::TempDir tmp;
+  const auto nvml = testing::use_fake_nvml(tmp, "device\ndevice\n");
+  const auto rocm = testing::use_fake_rocm_smi(tmp, "device unique_id=0x18ee07be9b5d9d3c\ndevice unique_id=0x77aa\n");
+  DiscoveryOptions options;
+  options.nvml_library = nvml.library_path;
+  options.rocm_library = rocm.library_path;
+  options.powercap_root = "/nonexistent";
+  const Devices node = discover_hardware(options);
+  ASSERT_EQ(node.gpu_backend, "nvml+rocm");
+  ASSERT_EQ(node.gpus.size(), 4u);
+  EXPECT_EQ(node.first_amd_index, 2u);
+  EXPECT_EQ(vendor_index(node, *node.gpus[1]), 1u);
+  EXPECT_EQ(vendor_index(node, *node.gpus[3]), 1u);
+
+  const auto kept_indices = [&](const std::optional<std::string>& cuda, const std::optional<std::string>& hip,
+                                const std::optional<std::string>& rocr) {
+    Devices devices = node;
+    keep_job_gpus(devices, *job_gpus_of({visible_gpus_of(cuda, hip, rocr)}));
+    std::vector<unsigned> indices;
+    for (const auto& gpu : devices.gpus) indices.push_back(gpu->index());
+    return indices;
+  };
+  EXPECT_EQ(kept_indices("1", "0", nullopt), (std::vector<unsigned>{1, 2}));
+  EXPECT_EQ(kept_indices(nullopt, "1", nullopt), (std::vector<unsigned>{0, 1, 3}));  // NVIDIA GPUs unrestricted
+  EXPECT_EQ(kept_indices("", "1", nullopt), (std::vector<unsigned>{3}));
+  EXPECT_EQ(kept_indices("0", nullopt, nullopt), (std::vector<unsigned>{0, 2, 3}));
+  EXPECT_EQ(kept_indices("", nullopt, "GPU-18EE07"), (std::vector<unsigned>{2}));  // ROCm's UUID form
+  // Two ranks, one on each vendor's GPU: the union.
+  Devices both = node;
+  keep_job_gpus(both, *job_gpus_of({visible_gpus_of("0", "", nullopt), visible_gpus_of("", "1", nullopt)}));
+  ASSERT_EQ(both.gpus.size(), 2u);
+  EXPECT_EQ(both.gpus[0]->index(), 0u);
+  EXPECT_EQ(both.gpus[1]->index(), 3u);
+  try {
+    Devices devices = node;
+    keep_job_gpus(devices, {"amd:2"});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES names '2', which is none of this "
+                                         "node's 2 AMD GPUs"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    Devices devices = node;
+    keep_job_gpus(devices, {"2"});  // gpu2 is AMD: CUDA's 2 does not exist
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA_VISIBLE_DEVICES names '2'"), std::string::npos) << e.what();
   }
 }
 

@@ -673,5 +673,48 @@ TEST(SweepCliTest, ACorruptStoreIsADataError) {
   EXPECT_EQ(missing.exit_code, 2);
 }
 
+// A run on N GPUs is given them through each vendor's variable, numbered by
+// that vendor's runtime: on a mixed node (two NVIDIA GPUs, then two AMD ones)
+// a run on three gets CUDA_VISIBLE_DEVICES=0,1 and HIP_VISIBLE_DEVICES=0; on
+// an AMD node HIP_VISIBLE_DEVICES alone.
+struct SweepVisibleDevicesTest : SweepFixture {
+  // What each run saw, one line per run: "gpus=N cuda=... hip=...".
+  std::vector<std::string> runs_saw(const std::string& gpus) {
+    const std::string seen = tmp.file("seen");
+    const auto c = config("command = \"echo gpus={gpus} cuda=$(printenv CUDA_VISIBLE_DEVICES || echo unset) "
+                          "hip=$(printenv HIP_VISIBLE_DEVICES || echo unset) >> " + seen + "\"\n[grid]\ngpus = [" +
+                          gpus + "]\n");
+    options.discovery.backend = GpuBackend::kAuto;
+    options.discovery.control = "direct";
+    run_sweep(c, options);
+    return testing::read_lines(seen);
+  }
+};
+
+TEST_F(SweepVisibleDevicesTest, OnAMixedNodeEachVendorsGpusAreNumberedByItsOwnRuntime) {
+  const auto nvml = testing::use_fake_nvml(tmp, "device\ndevice\n");
+  const auto rocm = testing::use_fake_rocm_smi(tmp, "device\ndevice\n");
+  options.discovery.nvml_library = nvml.library_path;
+  options.discovery.rocm_library = rocm.library_path;
+  EXPECT_EQ(runs_saw("1, 3, 4"), (std::vector<std::string>{"gpus=1 cuda=0 hip=", "gpus=3 cuda=0,1 hip=0",
+                                                            "gpus=4 cuda=0,1 hip=0,1"}));
+}
+
+TEST_F(SweepVisibleDevicesTest, OnAnAmdNodeRunsGetHipVisibleDevicesAndCudaIsLeftAlone) {
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  const auto rocm = testing::use_fake_rocm_smi(tmp, "device\ndevice\n");
+  options.discovery.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  options.discovery.rocm_library = rocm.library_path;
+  EXPECT_EQ(runs_saw("1, 2"), (std::vector<std::string>{"gpus=1 cuda=unset hip=0", "gpus=2 cuda=unset hip=0,1"}));
+}
+
+TEST_F(SweepVisibleDevicesTest, OnAnNvidiaNodeRunsGetCudaVisibleDevicesAsBefore) {
+  unsetenv("HIP_VISIBLE_DEVICES");
+  const auto nvml = testing::use_fake_nvml(tmp, "device\ndevice\n");
+  options.discovery.nvml_library = nvml.library_path;
+  options.discovery.rocm_library = "/nonexistent/librocm_smi64.so.1";
+  EXPECT_EQ(runs_saw("2"), (std::vector<std::string>{"gpus=2 cuda=0,1 hip=unset"}));
+}
+
 }  // namespace
 }  // namespace joule

@@ -6,7 +6,8 @@
 // The ranks are grouped by node (cluster::node_name()); the lowest rank of
 // each node is its leader and the only one that opens devices, so a node is
 // measured exactly once however many ranks share it. It measures the GPUs
-// its node's ranks may use (their CUDA_VISIBLE_DEVICES), else all of them.
+// its node's ranks may use (their CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES
+// and ROCR_VISIBLE_DEVICES: visible_gpus_of), else all of them.
 //
 // Windows are collective: begin_window and end_window are called by every
 // rank. The edges are a barrier (all nodes take their edge as the barrier
@@ -49,7 +50,7 @@ struct MpiMonitorOptions {
 };
 
 // Opens a leader's Monitor for its node. job_gpus: the GPUs the node's
-// ranks may use (entries of CUDA_VISIBLE_DEVICES: see keep_job_gpus),
+// ranks may use (entries of their visible-device variables: see keep_job_gpus),
 // nullopt for all.
 using OpenNodeMonitor = std::function<std::unique_ptr<Monitor>(
     const std::string& node, const std::optional<std::vector<std::string>>& job_gpus)>;

@@ -81,14 +81,30 @@ WindowMessage decode_window_message(const std::string& bytes);
 // do not fit the roster.
 NodeReport fill_roster(const NodeReport& roster, const WindowMessage& message);
 
-// The GPUs a node's ranks may use, from each rank's CUDA_VISIBLE_DEVICES
-// (nullopt for a rank where it is unset: that rank sees every GPU). The
-// result is nullopt where the node's GPUs are all to be measured, else the
-// union of the entries (indices or "GPU-" UUIDs), in first-seen order.
+// A rank's GPUs as its environment names them, in one list for job_gpus_of:
+// CUDA_VISIBLE_DEVICES's entries as they are (NVIDIA GPUs: indices or "GPU-"
+// UUIDs), then the AMD GPUs that ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES
+// leave (ROCm applies ROCR's list first and HIP's indices count within it),
+// each written "amd:<entry>". A vendor whose variables are unset while the
+// other's are set adds "nvidia:all" or "amd:all". nullopt where none is set:
+// the rank sees every GPU. Throws UsageError for a HIP index past ROCR's list.
+std::optional<std::string> visible_gpus_of(const std::optional<std::string>& cuda_visible,
+                                           const std::optional<std::string>& hip_visible,
+                                           const std::optional<std::string>& rocr_visible);
+// The same from this process's environment.
+std::optional<std::string> visible_gpus_from_environment();
+
+// The GPUs a node's ranks may use, from each rank's visible_gpus_of (nullopt
+// for a rank that sees every GPU). The result is nullopt where the node's GPUs
+// are all to be measured, else the union of the entries, in first-seen order.
 std::optional<std::vector<std::string>> job_gpus_of(const std::vector<std::optional<std::string>>& visible_per_rank);
-// Keeps the GPUs that entries name: an index (NVML's order, which is CUDA's
-// with CUDA_DEVICE_ORDER=PCI_BUS_ID) or a UUID ("GPU-...") or its prefix. Throws
-// UsageError naming an entry that matches no GPU.
+// Keeps the GPUs that entries name, each vendor numbered by its own runtime
+// (vendor_index(), over the whole node's list): a plain index is an NVIDIA
+// GPU's (NVML's order, which is CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID), a
+// UUID ("GPU-...") or its prefix any GPU's; "amd:<index>" an AMD GPU's number
+// among AMD GPUs, "amd:GPU-<hex>" (ROCm's form) its unique id or a prefix;
+// "nvidia:all" / "amd:all" every GPU of that vendor. Throws UsageError naming
+// an entry that matches no GPU.
 void keep_job_gpus(Devices& devices, const std::vector<std::string>& entries);
 
 nlohmann::json to_json(const NodeReport& report);

@@ -78,6 +78,9 @@ struct Devices {
   std::string rocm_library;
   std::string rocm_version;  // the ROCm SMI library's own ("5.2.3")
   std::vector<std::string> rocm_missing_functions;
+  // index() of the node's first AMD GPU (the count of GPUs before it): an AMD
+  // GPU's number among AMD GPUs is its index() less this (vendor_index()).
+  unsigned first_amd_index = 0;
   std::vector<std::shared_ptr<CpuEnergyZone>> cpu_zones;
   std::vector<std::string> cpu_problems;  // why RAPL zones are missing or unreadable
   std::string control_path;               // how power limits would be changed, and why (control layer)
@@ -91,6 +94,16 @@ struct Devices {
 // SMI gives a GPU gets the simulated GPUs or none, as options.auto_fallback
 // says, and the reason names both libraries and why each failed.
 Devices discover_hardware(const DiscoveryOptions& options = {});
+
+// Whether gpu is an AMD one (backend "rocm"); every other GPU, simulated ones
+// included, is numbered as NVIDIA's are.
+bool is_amd_gpu(const Gpu& gpu);
+// gpu's number among the node's GPUs of its own vendor, as the runtimes'
+// visible-device variables count them (CUDA_VISIBLE_DEVICES for NVIDIA GPUs,
+// HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES for AMD ones): index() for an
+// NVIDIA GPU, index() - first_amd_index for an AMD one. Unchanged by
+// select_gpus. On a mixed node gpu3 may thus be AMD GPU 0.
+unsigned vendor_index(const Devices& devices, const Gpu& gpu);
 
 // Keeps only the GPUs whose indices are listed (in that order). Throws
 // UsageError naming an index that does not exist.
