@@ -34,6 +34,7 @@ FakeDriver make_nvml() {
   d.real_source_keys =
       "energy_update_ms=100 energy_call_ms=1 power_update_ms=100 usage_window_ms=1000 sample_ms=20 sample_buffer=120 "
       "sample_latency_ms=1";
+  d.counter_step_ms = 100;
   d.core_clocks_mhz = h100_sm_clocks_mhz();
   d.words = {{"@energy", "nvmlDeviceGetTotalEnergyConsumption"},
              {"@power", "nvmlDeviceGetPowerUsage"},
@@ -58,6 +59,7 @@ FakeDriver make_rocm() {
   d.device_keys = "name=\"" + d.gpu_name +
                   "\" energy_resolution_uj=15.3 energy_update_ms=1 current_socket_power=1 edge_temp=0";
   d.extra_lines = "error function=rsmi_dev_power_ave_get code=2\n";  // RSMI_STATUS_NOT_SUPPORTED
+  d.counter_step_ms = 1;
   // Not an MI300X's levels (its top one is 2100 MHz): levels holding the
   // H100 caps the tests name (990, 1485, 1980 MHz), so one expectation serves
   // both drivers. ROCm locks by level, so a few levels are what it lists.

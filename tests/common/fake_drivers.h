@@ -53,6 +53,7 @@ struct FakeDriver {
   std::string gpu_name;        // what a device line without name= is called
   std::string device_keys;     // put before each device line's own keys
   std::string real_source_keys;  // `real_sources`
+  double counter_step_ms = 0;    // how often the energy counter moves with real_sources
   std::string extra_lines;     // appended to every config (a source the real GPU lacks)
   std::vector<unsigned> core_clocks_mhz;  // `core_clocks`: ascending
   std::map<std::string, std::string> words;  // "@energy" -> the driver's name for it

@@ -9,7 +9,9 @@
 // exact energy of the scripted load, side by side: joule's default (power
 // samples anchored to counter steps), the samples alone, the per-tick power
 // usage (joule's first default) and synchronous counter reads at the edges.
-#include <dlfcn.h>
+// The random on/off load also runs on the fake ROCm SMI set up as an MI300X
+// (counter steps of 1 ms, point socket power, no sample buffer: there "samples
+// alone" and "usage" are both its power readings).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,26 +23,25 @@
 #include <vector>
 #include <string>
 
+#include "common/fake_drivers.h"
 #include "common/on_off_load.h"
 #include "common/test_support.h"
 #include "joule/clock.h"
-#include "joule/device/nvml.h"
 #include "joule/measure/sampler.h"
 
 namespace joule {
 namespace {
 
+using testing::FakeDriver;
 using testing::OnOffLoad;
 using testing::TempDir;
-using testing::use_fake_nvml;
 using testing::write_file;
 
-constexpr double kCounterPeriodS = 0.1;
 constexpr double kCounterPhaseS = 0.037;
 
 // What the energy counter reads at t: its value at the last step.
-double counter_at(const OnOffLoad& load, double t) {
-  return load.energy_j(0.0, std::floor((t - kCounterPhaseS) / kCounterPeriodS + 1e-9) * kCounterPeriodS + kCounterPhaseS);
+double counter_at(const OnOffLoad& load, double t, double period_s) {
+  return load.energy_j(0.0, std::floor((t - kCounterPhaseS) / period_s + 1e-9) * period_s + kCounterPhaseS);
 }
 
 struct Errors {
@@ -62,25 +63,25 @@ struct Results {
   int settled_windows = 0;
 };
 
-// Runs one load on the fake H100 for run_s of virtual time, windows opened
-// from two streams after warmup_s, and measures every window each way.
-Results run_windows(const OnOffLoad& load, double run_s) {
+// Runs one load on the driver's fake GPU (NVML: an H100) for run_s of
+// virtual time, windows opened from two streams after warmup_s, and measures
+// every window each way.
+Results run_windows(const OnOffLoad& load, double run_s, const FakeDriver& driver = testing::fake_nvml_driver()) {
   TempDir tmp;
   write_file(tmp.file("load.txt"), load.profile_file());
-  const auto fake = use_fake_nvml(
-      tmp, "clock virtual\ndevice name=\"NVIDIA H100 80GB HBM3\" profile_file=" + tmp.file("load.txt") +
-               " min_limit_w=200 max_limit_w=700 energy_update_ms=100 energy_phase_ms=37 energy_call_ms=4"
-               " power_update_ms=100 usage_window_ms=1000 sample_ms=20 sample_cover_ms=10 sample_buffer=120"
-               " sample_latency_ms=1 sample_stamp_lead_ms=4.5\n");
-  auto for_anchors = open_nvml_gpus(fake.library_path).gpus;
-  auto for_samples = open_nvml_gpus(fake.library_path).gpus;
+  // The H100's samples average only part of their interval, stamped a little
+  // early; a counter read takes 4 ms (keys the fake ROCm SMI does not know).
+  const auto fake = driver.use(
+      tmp, "clock virtual\ndevice profile_file=" + tmp.file("load.txt") +
+               " min_limit_w=200 max_limit_w=700 real_sources energy_phase_ms=37 energy_call_ms=4 sample_cover_ms=10"
+               " sample_stamp_lead_ms=4.5\n");
+  const bool nvml = driver.backend == GpuBackend::kNvml;
+  auto for_anchors = driver.open(fake);
+  auto for_samples = driver.open(fake);
   setenv("JOULE_NVML_POWER_SOURCE", "usage", 1);
-  auto for_usage = open_nvml_gpus(fake.library_path).gpus;
+  auto for_usage = driver.open(fake);
   unsetenv("JOULE_NVML_POWER_SOURCE");
-  auto* set_fake_time = reinterpret_cast<void (*)(double)>(
-      dlsym(dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD), "joule_fake_nvml_set_time_s"));
-  EXPECT_NE(set_fake_time, nullptr);
-  if (set_fake_time == nullptr) return {};
+  auto* set_fake_time = driver.helper<void (*)(double)>(fake, "set_time_s");
 
   auto clock = std::make_shared<VirtualClock>();
   SamplerOptions options;
@@ -92,7 +93,7 @@ Results run_windows(const OnOffLoad& load, double run_s) {
   options.counter_anchors.enabled = false;
   Sampler samples(for_samples, {}, clock, options);
   Sampler usage(for_usage, {}, clock, options);
-  EXPECT_EQ(samples.gpu_method(0), GpuEnergyMethod::kPowerSamples);
+  EXPECT_EQ(samples.gpu_method(0), nvml ? GpuEnergyMethod::kPowerSamples : GpuEnergyMethod::kPowerReadings);
   EXPECT_EQ(usage.gpu_method(0), GpuEnergyMethod::kPowerReadings);
   anchored.start();
   samples.start();
@@ -155,7 +156,9 @@ Results run_windows(const OnOffLoad& load, double run_s) {
   }
   EXPECT_NEAR(anchored.gpu_scale(0), 1.0, 0.01);
   const std::string description = anchored.gpu_method_description(0);
-  EXPECT_NE(description.find("anchored to energy-counter steps every 100.0"), std::string::npos) << description;
+  EXPECT_NE(description.find(nvml ? "anchored to energy-counter steps every 100.0" : "energy-counter"),
+            std::string::npos)
+      << description;
 
   Results results;
   for (const Window& w : windows) {
@@ -168,7 +171,9 @@ Results run_windows(const OnOffLoad& load, double run_s) {
     results.anchored[length_s].add(estimate.energy_j / truth_j - 1.0);
     results.samples[length_s].add(samples.gpu_energy(0, w.begin_s, w.end_s).energy_j / truth_j - 1.0);
     results.usage[length_s].add(usage.gpu_energy(0, w.begin_s, w.end_s).energy_j / truth_j - 1.0);
-    results.sync_counter[length_s].add((counter_at(load, w.end_s) - counter_at(load, w.begin_s)) / truth_j - 1.0);
+    const double step_s = driver.counter_step_ms / 1000.0;
+    results.sync_counter[length_s].add(
+        (counter_at(load, w.end_s, step_s) - counter_at(load, w.begin_s, step_s)) / truth_j - 1.0);
   }
   EXPECT_EQ(immediate_values_compared, static_cast<int>(windows.size()));
   const SamplerStats stats = anchored.stats();
@@ -183,7 +188,9 @@ Results run_windows(const OnOffLoad& load, double run_s) {
   return results;
 }
 
-void expect_bounds(const Results& r, bool samples_alone_worse) {
+// usage_lags: the power usage is a trailing mean (NVML's one second), which
+// short windows must tell apart from the other methods.
+void expect_bounds(const Results& r, bool samples_alone_worse, bool usage_lags = true) {
   SCOPED_TRACE(::testing::Message() << r.anchored_windows << " of " << r.windows << " windows anchored");
   EXPECT_GE(r.anchored_windows, r.windows * 98 / 100);
   EXPECT_EQ(r.settled_windows, r.windows);
@@ -209,18 +216,33 @@ void expect_bounds(const Results& r, bool samples_alone_worse) {
     if (samples_alone_worse) {
       EXPECT_LT(anchored.mean_abs(), 0.5 * samples.mean_abs());
     }
-    if (length_s <= 1.0) {
+    if (usage_lags && length_s <= 1.0) {
       EXPECT_GT(r.usage.at(length_s).mean_abs(), 0.05);  // the test tells the methods apart
     }
   }
 }
 
-TEST(WindowAccuracyTest, AnchoredWindowsMeetTheBoundsUnderRandomOnOffLoadOnTheFakeH100) {
+class WindowAccuracyOnFakeDriverTest : public ::testing::TestWithParam<FakeDriver> {};
+
+TEST_P(WindowAccuracyOnFakeDriverTest, AnchoredWindowsMeetTheBoundsUnderRandomOnOffLoad) {
+  const FakeDriver& driver = GetParam();
+  if (driver.backend == GpuBackend::kRocm) {
+    // Issue 35, measured on this fake (seeds 1 and 2): 122 of 184 windows
+    // anchored (98% wanted); mean / max abs error 0.5-0.6% / 9-13% at 0.5 s,
+    // 1.0-1.2% / 10-16% at 1 s, 0.5-0.9% / 5-8% at 2 s, 0.4% / 2.5% at 5 s,
+    // where counter reads at the edges are within 0.06% / 0.7%; 8692 counter
+    // reads for 251 anchors (anchors + 600 allowed).
+    GTEST_SKIP() << "counter anchors not yet adapted to ROCm SMI's 1 ms energy counter (issue 35)";
+  }
   for (const uint64_t seed : {1, 2}) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    expect_bounds(run_windows(OnOffLoad(seed, 100.0, 700.0, 0.15, 2.5, 340.0), 320.0), false);
+    expect_bounds(run_windows(OnOffLoad(seed, 100.0, 700.0, 0.15, 2.5, 340.0), 320.0, driver), false,
+                  /*usage_lags=*/driver.backend == GpuBackend::kNvml);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, WindowAccuracyOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 // A load switch every 0.35 s puts three into every 1 s window: where samples
 // that average part of their interval miss the most, and the counter not.
