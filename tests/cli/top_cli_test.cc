@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/top_view.h"
+#include "common/fake_drivers.h"
 #include "common/test_support.h"
 #include "joule/daemon/client.h"
 
@@ -170,27 +171,35 @@ TEST(TopCliTest, DrivenInTmuxOnSimulatedGpus) {
                      "▅"});
 }
 
-TEST(TopCliTest, DrivenInTmuxOnFakeNvmlGpusWithRaplInAnAsciiLocale) {
+class TopOnFakeDriverTest : public ::testing::TestWithParam<testing::FakeDriver> {};
+
+TEST_P(TopOnFakeDriverTest, DrivenInTmuxWithRaplInAnAsciiLocale) {
   if (!have_tmux()) GTEST_SKIP() << "tmux is not installed (scripts/install-deps.sh installs it)";
+  const testing::FakeDriver& driver = GetParam();
   TempDir tmp;
-  const auto fake = testing::use_fake_nvml(
-      tmp, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300 limit_w=650 util_gpu=80 sm_mhz=1755 temp_c=61\n"
-           "device name=\"NVIDIA H100 80GB HBM3\" power_w=150 limit_w=700 util_gpu=20 sm_mhz=1200 temp_c=44\n");
+  // The current core clock: NVML's sm_mhz, ROCm SMI's level (sys_mhz among
+  // sys_clocks_mhz); each fake ignores the other's keys.
+  const auto fake = driver.use(
+      tmp,
+      "device power_w=300 limit_w=650 max_limit_w=700 util_gpu=80 temp_c=61 sm_mhz=1755 "
+      "sys_clocks_mhz=500,1200,1755,2100 sys_mhz=1755\n"
+      "device power_w=150 limit_w=700 max_limit_w=700 util_gpu=20 temp_c=44 sm_mhz=1200 "
+      "sys_clocks_mhz=500,1200,1755,2100 sys_mhz=1200\n");
   const std::string powercap = tmp.file("powercap");
   testing::write_file(powercap + "/intel-rapl:0/name", "package-0\n");
   testing::write_file(powercap + "/intel-rapl:0/energy_uj", "1000\n");
   testing::write_file(powercap + "/intel-rapl:0/max_energy_range_uj", "262143328850\n");
-  auto env = kSimEnv;
-  env["JOULE_NVML_LIBRARY"] = fake.library_path;
-  env["JOULE_FAKE_NVML_CONFIG"] = fake.config_path;
-  env["JOULE_FAKE_NVML_LOG"] = fake.log_path;
+  auto env = driver.env(fake);
   env["JOULE_POWERCAP_ROOT"] = powercap;
   env["LANG"] = "C";
   env["LC_ALL"] = "";
   drive_top_in_tmux(pane_command({"--interval-ms", "200"}, env),
-                    {"2 GPUs (nvml)", "gpu0 NVIDIA H100 80GB HBM3", "limit 650 W", "gpu1 NVIDIA H100", "limit 700 W",
-                     "80%", "1755 MHz", "61 C", "44 C", "cpu0 package-0"});
+                    {"2 GPUs (" + driver.name + ")", "gpu0 " + driver.gpu_name, "limit 650 W",
+                     "gpu1 " + driver.gpu_name, "limit 700 W", "80%", "1755 MHz", "61 C", "44 C", "cpu0 package-0"});
 }
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, TopOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 TEST(TopCliTest, AsciiLocaleGetsNoMultibyteCharacters) {
   if (!have_tmux()) GTEST_SKIP() << "tmux is not installed (scripts/install-deps.sh installs it)";

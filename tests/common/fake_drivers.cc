@@ -24,6 +24,8 @@ FakeDriver make_nvml() {
   d.name = "nvml";
   d.backend = GpuBackend::kNvml;
   d.library_env = "JOULE_NVML_LIBRARY";
+  d.config_env = "JOULE_FAKE_NVML_CONFIG";
+  d.log_env = "JOULE_FAKE_NVML_LOG";
   d.helper_prefix = "joule_fake_nvml_";
   d.gpu_name = "NVIDIA H100 80GB HBM3";
   // The fake NVML's defaults are an H100's sources (driver 580).
@@ -50,6 +52,8 @@ FakeDriver make_rocm() {
   d.name = "rocm";
   d.backend = GpuBackend::kRocm;
   d.library_env = "JOULE_ROCM_SMI_LIBRARY";
+  d.config_env = "JOULE_FAKE_ROCM_SMI_CONFIG";
+  d.log_env = "JOULE_FAKE_ROCM_SMI_LOG";
   d.helper_prefix = "joule_fake_rocm_smi_";
   d.gpu_name = "AMD Instinct MI300X";
   // An MI300X as docs/devices.md describes it: the energy counter in
@@ -147,6 +151,8 @@ FakeLibrary FakeDriver::use(const TempDir& dir, const std::string& common_config
 std::map<std::string, std::string> FakeDriver::env(const FakeLibrary& fake) const {
   std::map<std::string, std::string> env = simulated_only_env();
   env[library_env] = fake.library_path;
+  env[config_env] = fake.config_path;
+  env[log_env] = fake.log_path;
   return env;
 }
 

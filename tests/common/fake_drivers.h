@@ -49,6 +49,8 @@ struct FakeDriver {
   std::string name;            // "nvml" | "rocm": the test-name suffix and --backend value
   GpuBackend backend;
   std::string library_env;     // the variable joule loads the library from
+  std::string config_env;      // the fake's config and set-call log variables
+  std::string log_env;
   std::string helper_prefix;   // the fake's exported test helpers: prefix + "set_time_s" ...
   std::string gpu_name;        // what a device line without name= is called
   std::string device_keys;     // put before each device line's own keys
@@ -64,8 +66,9 @@ struct FakeDriver {
   std::string config(const std::string& common_config) const;
 
   // The environment a joule process needs to see this fake alone: the
-  // library's variable set, the other driver's pointed nowhere, no RAPL,
-  // no jouled, no JOULE_SIM (simulated_only_env() otherwise).
+  // library's, config's and log's variables set, the other driver's library
+  // pointed nowhere, no RAPL, no jouled, no JOULE_SIM (simulated_only_env()
+  // otherwise).
   std::map<std::string, std::string> env(const FakeLibrary& fake) const;
   // Discovery options for this driver alone, its library the fake.
   void point_discovery(DiscoveryOptions& options, const FakeLibrary& fake) const;
