@@ -58,7 +58,6 @@ import contextlib
 import dataclasses
 import datetime
 import json
-import os
 import time
 import uuid
 import warnings
@@ -228,8 +227,9 @@ class DistributedMonitor:
     Build one on every rank after dist.init_process_group (collective).
     backend, sim, gpus, interval_ms: as joule.Monitor, for the leaders'
     monitors (gpus: the node's GPU indices to measure; default: those its
-    ranks may use, the union of their CUDA_VISIBLE_DEVICES, or all of the
-    node's where a rank has none set, as `joule measure --mpi`).
+    ranks may use, the union of their CUDA_VISIBLE_DEVICES (NVIDIA) and
+    HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES (AMD), or all of the node's
+    where a rank has none set, as `joule measure --mpi`).
     synchronize: called on every rank before it reaches an edge (e.g.
     joule.torch.synchronizer(), so each rank's queued GPU work counts in the
     window that launched it). timeout_s: the longest any rank waits at an
@@ -274,9 +274,10 @@ class DistributedMonitor:
         self.group = group
         self.node: str = _joule.cluster_node_name(self.rank)
 
-        # One exchange: every rank's node and CUDA_VISIBLE_DEVICES, and rank 0's
-        # name for this monitor's keys.
-        mine = (self.node, os.environ.get("CUDA_VISIBLE_DEVICES"), uuid.uuid4().hex if self.rank == 0 else None)
+        # One exchange: every rank's node and visible GPUs (CUDA_VISIBLE_DEVICES,
+        # HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES), and rank 0's name for
+        # this monitor's keys.
+        mine = (self.node, _joule.cluster_visible_gpus(), uuid.uuid4().hex if self.rank == 0 else None)
         everyone: List[Any] = [None] * self.world_size
         dist.all_gather_object(everyone, mine, group=group)
         self._node_of: List[str] = [name for name, _, _ in everyone]

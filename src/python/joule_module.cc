@@ -52,9 +52,24 @@ joule::Devices open_devices(const std::string& backend, const std::string& sim, 
   return devices;
 }
 
-py::dict gpu_info(joule::Gpu& gpu) {
+// What each driver library gave: where it was looked for, whether it loaded
+// and, where it gave no GPU, why (NVML for NVIDIA GPUs, ROCm SMI for AMD ones).
+py::dict driver_info(const joule::Devices& devices) {
+  return py::dict("gpu_backend"_a = devices.gpu_backend, "gpu_backend_reason"_a = devices.gpu_backend_reason,
+                  "nvml_library"_a = devices.nvml_library, "nvml_loaded"_a = devices.nvml_loaded,
+                  "nvml_problem"_a = devices.nvml_problem, "driver_version"_a = devices.driver_version,
+                  "nvml_missing_functions"_a = devices.nvml_missing_functions,
+                  "rocm_library"_a = devices.rocm_library, "rocm_loaded"_a = devices.rocm_loaded,
+                  "rocm_problem"_a = devices.rocm_problem, "rocm_version"_a = devices.rocm_version,
+                  "rocm_missing_functions"_a = devices.rocm_missing_functions);
+}
+
+// vendor_index: the GPU's number among its vendor's, as CUDA_VISIBLE_DEVICES
+// (NVIDIA) or HIP_VISIBLE_DEVICES (AMD, backend "rocm") count them.
+py::dict gpu_info(joule::Gpu& gpu, const joule::Devices& devices) {
   py::dict info("index"_a = gpu.index(), "name"_a = gpu.name(), "uuid"_a = gpu.uuid(),
-                "architecture"_a = gpu.architecture(), "backend"_a = gpu.backend(), "simulated"_a = gpu.simulated(),
+                "architecture"_a = gpu.architecture(), "backend"_a = gpu.backend(),
+                "vendor_index"_a = joule::vendor_index(devices, gpu), "simulated"_a = gpu.simulated(),
                 "energy_method"_a = joule::explain_energy_method(gpu, joule::SamplerOptions{}));
   try {
     const auto range = gpu.power_limit_range_mw();
@@ -318,14 +333,19 @@ PYBIND11_MODULE(_joule, m) {
       [](const std::string& backend, const std::string& sim) {
         joule::Devices devices = open_devices(backend, sim, {});
         py::list gpus;
-        for (const auto& gpu : devices.gpus) gpus.append(gpu_info(*gpu));
+        for (const auto& gpu : devices.gpus) gpus.append(gpu_info(*gpu, devices));
         py::list zones;
         for (const auto& zone : devices.cpu_zones) zones.append(zone->label());
-        return py::dict("gpu_backend"_a = devices.gpu_backend, "gpu_backend_reason"_a = devices.gpu_backend_reason,
-                        "simulated"_a = devices.simulated(), "control_path"_a = devices.control_path,
-                        "gpus"_a = gpus, "cpu_zones"_a = zones, "cpu_problems"_a = devices.cpu_problems);
+        py::dict info = driver_info(devices);
+        info["simulated"] = devices.simulated();
+        info["control_path"] = devices.control_path;
+        info["gpus"] = gpus;
+        info["cpu_zones"] = zones;
+        info["cpu_problems"] = devices.cpu_problems;
+        return info;
       },
-      "backend"_a = "auto", "sim"_a = "", "Every device joule finds, what it can read and how limits would change.");
+      "backend"_a = "auto", "sim"_a = "",
+      "Every device joule finds, what it can read and how limits would change; backend: auto, nvml, rocm or sim.");
 
   py::class_<joule::GpuEnergySource>(m, "GpuEnergySource")
       .def_property_readonly("method", [](const joule::GpuEnergySource& x) { return joule::to_string(x.method); })
@@ -402,6 +422,27 @@ PYBIND11_MODULE(_joule, m) {
            "refresh() of a window with those edges (settled once the data covers end_s), without opening one: "
            "spans laid end to end at two clock reads each (joule's framework callbacks, a window per step). The "
            "history must still hold begin_s: a window open since before it keeps it.")
+      .def(
+          "measure_spans",
+          [](PyMonitor& self, const std::vector<double>& begins_s, const std::vector<double>& ends_s) {
+            // One call for a poll's worth of spans: a framework callback settles
+            // tens at once, and a Measurement object each cost tens of
+            // microseconds in a training process.
+            if (begins_s.size() != ends_s.size()) {
+              throw joule::UsageError("measure_spans: " + std::to_string(begins_s.size()) + " begins but " +
+                                      std::to_string(ends_s.size()) + " ends");
+            }
+            std::vector<double> energies_j;
+            for (std::size_t i = 0; i < begins_s.size(); ++i) {
+              const joule::Measurement m = measure_span(self, begins_s[i], ends_s[i], {});
+              if (!m.settled) break;
+              energies_j.push_back(m.gpu_total_energy_j());
+            }
+            return energies_j;
+          },
+          "begins_s"_a, "ends_s"_a, py::call_guard<py::gil_scoped_release>(),
+          "The GPU energy (J) of each span [begins_s[i], ends_s[i]] (clock_s()'s clock), in order, up to the "
+          "first whose data does not cover its end yet: measure_span's gpu_total_energy_j for each, as numbers.")
       .def_property_readonly(
           "synchronizes", [](const PyMonitor& self) { return static_cast<bool>(self.synchronize()); },
           "Whether window edges wait for queued device work (made with synchronize=).")
@@ -426,9 +467,10 @@ PYBIND11_MODULE(_joule, m) {
           "path"_a, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("gpus", [](PyMonitor& self) {
         py::list gpus;
-        for (const auto& gpu : self.monitor().gpus()) gpus.append(gpu_info(*gpu));
+        for (const auto& gpu : self.monitor().gpus()) gpus.append(gpu_info(*gpu, self.devices()));
         return gpus;
       })
+      .def_property_readonly("drivers", [](const PyMonitor& self) { return driver_info(self.devices()); })
       .def_property_readonly("simulated", [](const PyMonitor& self) { return self.devices().simulated(); })
       .def(
           "observed_power",
@@ -767,9 +809,12 @@ PYBIND11_MODULE(_joule, m) {
       "monitor"_a, "measurement"_a, "node"_a, "ranks"_a, "edge_wall_s"_a, "warnings"_a = std::vector<std::string>{},
       "A node leader's message for a window (JSON): its devices' energy in the measurement, its ranks, the wall "
       "clock at the end edge, and warnings added to the measurement's.");
+  m.def("cluster_visible_gpus", &joule::cluster::visible_gpus_from_environment,
+        "This process's GPUs as its CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES name them, "
+        "in one list for cluster_job_gpus (AMD entries written 'amd:<entry>'); None where none is set.");
   m.def("cluster_job_gpus", &joule::cluster::job_gpus_of, "visible_per_rank"_a,
-        "The GPUs a node's ranks may use, from each rank's CUDA_VISIBLE_DEVICES (None where unset): None to "
-        "measure all of the node's GPUs, else the entries (indices or UUIDs).");
+        "The GPUs a node's ranks may use, from each rank's cluster_visible_gpus() (None where it sees every GPU): "
+        "None to measure all of the node's GPUs, else the entries (indices or UUIDs, AMD ones 'amd:...').");
   m.def(
       "cluster_monitor",
       [](const std::string& backend, const std::string& sim, const std::vector<std::string>& job_gpus,
@@ -779,8 +824,8 @@ PYBIND11_MODULE(_joule, m) {
         return std::make_unique<PyMonitor>(std::move(devices), interval_ms, std::nullopt);
       },
       "backend"_a, "sim"_a, "job_gpus"_a, "interval_ms"_a,
-      "A Monitor of the GPUs that job_gpus names (CUDA_VISIBLE_DEVICES entries: indices or UUIDs, as "
-      "cluster_job_gpus gives them) and all CPU zones. Raises UsageError for an entry that is no GPU here.");
+      "A Monitor of the GPUs that job_gpus names (visible-device entries, each vendor's GPUs numbered by its own "
+      "runtime, as cluster_job_gpus gives them) and all CPU zones. Raises UsageError for an entry that is no GPU here.");
   m.def("cluster_leader_error", &joule::cluster::leader_error_json, "node"_a, "error"_a, "edge_wall_s"_a,
         "A node leader's message (JSON) when its measurement failed: the node is reported missing with the error.");
   m.def(

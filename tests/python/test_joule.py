@@ -126,7 +126,7 @@ def test_devices_describe_what_joule_finds(fake_gpus):
     assert info["gpus"][0]["capabilities"]["energy_counter"][0] is True
 
 
-def test_pytorch_training_loop_with_the_power_limit_optimizer(fake_gpus):
+def test_pytorch_training_loop_with_the_power_limit_optimizer(fake_driver_gpus):
     """A real (small, synthetic-data) PyTorch loop on CPU, with Monitor and the optimizer."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
@@ -162,11 +162,10 @@ def test_pytorch_training_loop_with_the_power_limit_optimizer(fake_gpus):
     assert [row["power_limit_w"] for row in plo.profile] == [300.0, 250.0, 200.0]
     assert "chose 200 W" in plo.report()
     plo.restore()
-    calls = fake_gpus.read_text().splitlines()
     # Two rounds (300 W, the limit in force, is not set in the first), then the
     # choice (200 W, in force already), then the restore.
-    assert [re.search(r"limit_mw=(\d+)", c).group(1) for c in calls] == \
-        ["250000"] * 2 + ["200000"] * 2 + ["300000"] * 2 + ["250000"] * 2 + ["200000"] * 2 + ["300000"] * 2
+    assert fake_driver_gpus.driver.limits_set_w(fake_driver_gpus.log) == \
+        [250] * 2 + [200] * 2 + [300] * 2 + [250] * 2 + [200] * 2 + [300] * 2
 
 
 def fake_steps(plo, steps, step_s=0.02):
@@ -177,13 +176,8 @@ def fake_steps(plo, steps, step_s=0.02):
         plo.on_step_end()
 
 
-def limits_set(log):
-    return [int(re.search(r"limit_mw=(\d+)", c).group(1)) // 1000 for c in log.read_text().splitlines()] \
-        if log.exists() else []
-
-
-def test_power_limit_optimizer_tunes_the_sm_clock_cap_when_asked(fake_gpus):
-    # The fake A40s' SM clocks: 210-1000 MHz in 15 MHz steps; caps down to half of 1000 MHz.
+def test_power_limit_optimizer_tunes_the_sm_clock_cap_when_asked(fake_driver_gpus):
+    # The fake GPUs' core clocks: 210-1000 MHz (750 among them); caps down to half of 1000 MHz.
     monitor = joule.Monitor(interval_ms=5)
     plo = joule.PowerLimitOptimizer(monitor, objective="energy", knob="sm_clock", step_mhz=250, warmup_steps=1,
                                     measure_steps=4, min_warmup_s=0, min_measure_s=0, noise_aware=False)
@@ -194,11 +188,10 @@ def test_power_limit_optimizer_tunes_the_sm_clock_cap_when_asked(fake_gpus):
     assert [row["clock_mhz"] for row in plo.profile] == [1000.0, 750.0]
     assert "chose SM clock cap 750 MHz" in plo.report()
     plo.restore()
-    assert fake_gpus.read_text().splitlines() == [
-        "nvmlDeviceSetGpuLockedClocks device=0 min_mhz=210 max_mhz=750",
-        "nvmlDeviceSetGpuLockedClocks device=1 min_mhz=210 max_mhz=750",
-        "nvmlDeviceResetGpuLockedClocks device=0",
-        "nvmlDeviceResetGpuLockedClocks device=1",
+    driver = fake_driver_gpus.driver
+    assert fake_driver_gpus.log.read_text().splitlines() == [
+        *driver.clock_lock_lines(0, 750), *driver.clock_lock_lines(1, 750),
+        *driver.clock_reset_lines(0), *driver.clock_reset_lines(1),
     ]
     with pytest.raises(joule.UsageError, match="unknown optimizer knob 'core_clock'"):
         joule.PowerLimitOptimizer(monitor, knob="core_clock")
@@ -236,19 +229,20 @@ def test_power_limit_optimizer_hands_its_profile_over_and_starts_from_a_known_on
         joule.PowerLimitOptimizer(monitor, known_profile=[{"power_limit_w": 250.0}])
 
 
-def test_power_limit_optimizer_with_a_known_limit_sets_only_that_one(fake_gpus):
+def test_power_limit_optimizer_with_a_known_limit_sets_only_that_one(fake_driver_gpus):
     monitor = joule.Monitor(interval_ms=5)
     plo = joule.PowerLimitOptimizer(monitor, known_limit_w=250.0, min_warmup_s=0, min_measure_s=0)
     assert plo.state == "decided" and plo.from_caller and plo.profile == []
     fake_steps(plo, 10, step_s=0.001)
     assert "(limit from the caller)" in plo.report()
     plo.restore()
-    assert limits_set(fake_gpus) == [250, 250, 300, 300]
+    limits_set_w = fake_driver_gpus.driver.limits_set_w
+    assert limits_set_w(fake_driver_gpus.log) == [250, 250, 300, 300]
     with pytest.raises(joule.UsageError, match="outside the GPUs' limit range 200-300 W"):
         joule.PowerLimitOptimizer(monitor, known_limit_w=350.0)
     observer = joule.PowerLimitOptimizer(monitor, known_limit_w=200.0, observer=True)
     fake_steps(observer, 5, step_s=0.001)
-    assert limits_set(fake_gpus) == [250, 250, 300, 300]  # nothing more
+    assert limits_set_w(fake_driver_gpus.log) == [250, 250, 300, 300]  # nothing more
 
 
 def test_what_on_profiled_raises_comes_out_of_on_step_end(fake_gpus):
@@ -285,3 +279,74 @@ def test_type_stubs_cover_every_public_name():
         if name in ("BatchSizeClient", "ServiceError"):  # pure Python: joule/service.py
             continue
         assert re.search(rf"^(class|def) {name}\b", stubs, re.M), name
+
+
+# AMD GPUs through the fake ROCm SMI (built beside the fake NVML).
+def fake_rocm_smi_library():
+    explicit = os.environ.get("JOULE_TEST_FAKE_ROCM_SMI")
+    if explicit:
+        return explicit
+    nvml = os.environ.get("JOULE_TEST_FAKE_NVML", "")
+    beside = os.path.join(os.path.dirname(os.path.dirname(nvml)), "fake_rocm_smi", "librocm_smi64.so.1")
+    if not nvml or not os.path.exists(beside):
+        pytest.skip("the fake librocm_smi64.so.1 is not built here")
+    return beside
+
+
+@pytest.fixture
+def amd_node(monkeypatch, tmp_path):
+    """Two fake MI300X GPUs; NVML points nowhere unless a test sets it."""
+    config = tmp_path / "fake_rocm_smi.conf"
+    config.write_text('device name="AMD Instinct MI300X" max_limit_w=750 limit_w=700\n' * 2)
+    monkeypatch.setenv("JOULE_ROCM_SMI_LIBRARY", fake_rocm_smi_library())
+    monkeypatch.setenv("JOULE_FAKE_ROCM_SMI_CONFIG", str(config))
+    monkeypatch.setenv("JOULE_FAKE_ROCM_SMI_LOG", str(tmp_path / "rocm_set_calls.log"))
+    monkeypatch.setenv("JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    monkeypatch.setenv("JOULE_DAEMON_SOCKET", "/nonexistent/jouled.sock")
+    return tmp_path
+
+
+def test_devices_lists_amd_gpus_with_their_backend_and_the_rocm_smi_fields(amd_node):
+    for backend in ("auto", "rocm"):
+        info = joule.devices(backend=backend)
+        assert info["gpu_backend"] == "rocm"
+        assert not info["simulated"]
+        assert info["rocm_loaded"] and info["rocm_problem"] == ""
+        assert info["rocm_library"] == os.environ["JOULE_ROCM_SMI_LIBRARY"]
+        assert info["rocm_version"] == "5.2.3"
+        assert info["rocm_missing_functions"] == []
+        assert [g["backend"] for g in info["gpus"]] == ["rocm", "rocm"]
+        assert [g["vendor_index"] for g in info["gpus"]] == [0, 1]
+        assert info["gpus"][0]["name"] == "AMD Instinct MI300X"
+        assert info["gpus"][0]["power_limit_w"] == 700.0
+    assert not joule.devices()["nvml_loaded"]
+    assert "/nonexistent/libnvidia-ml.so.1" in joule.devices()["nvml_problem"]
+    with pytest.raises(joule.DeviceError, match="NVML"):
+        joule.devices(backend="nvml")
+
+
+def test_a_monitor_on_a_mixed_node_names_each_gpus_backend_and_both_libraries(amd_node, fake_a40s, monkeypatch):
+    for name, value in fake_a40s(amd_node / "nvidia", gpus=1).items():
+        monkeypatch.setenv(name, value)
+    monitor = joule.Monitor(interval_ms=20)
+    assert [(g["index"], g["backend"], g["vendor_index"]) for g in monitor.gpus] == [
+        (0, "nvml", 0), (1, "rocm", 0), (2, "rocm", 1)]
+    drivers = monitor.drivers
+    assert drivers["gpu_backend"] == "nvml+rocm"
+    assert drivers["nvml_loaded"] and drivers["rocm_loaded"]
+    assert drivers["rocm_version"] == "5.2.3"
+    with monitor.window("step") as w:
+        time.sleep(0.05)
+    assert len(w.measurement.gpu_energy_j) == 3
+
+
+def test_cluster_visible_gpus_joins_each_vendors_variables(monkeypatch):
+    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    assert joule._joule.cluster_visible_gpus() is None
+    monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "2,3")
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
+    assert joule._joule.cluster_visible_gpus() == "nvidia:all,amd:3"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert joule._joule.cluster_job_gpus([joule._joule.cluster_visible_gpus(), "amd:0"]) == ["0", "amd:3", "amd:0"]
