@@ -63,7 +63,7 @@ struct TopZoneRow {
 };
 
 struct TopSnapshot {
-  std::string backend;  // "nvml" or "sim"
+  std::string backend;  // Devices::gpu_backend: "nvml", "rocm", "nvml+rocm" or "sim"
   bool simulated = false;
   double since_reset_s = 0.0;
   double interval_s = 1.0;

@@ -21,6 +21,15 @@ std::string env_or(const char* name, const std::string& fallback) {
   return (value != nullptr && *value != '\0') ? value : fallback;
 }
 
+// The driver libraries a direct change goes through, by name: "NVML" (NVIDIA
+// GPUs), "ROCm SMI" (AMD GPUs) or both on a mixed node.
+std::string driver_libraries(const Devices& devices) {
+  if (devices.gpu_backend == "rocm") return "ROCm SMI";
+  if (devices.gpu_backend == "nvml+rocm") return "NVML and ROCm SMI";
+  if (devices.gpu_backend == "nvml") return "NVML";
+  return "driver";  // no GPU ("none"): nothing would be called
+}
+
 // Decides how limits of real GPUs are changed and wraps them for jouled when
 // that is the way.
 void choose_control(Devices& devices, const DiscoveryOptions& options) {
@@ -39,9 +48,9 @@ void choose_control(Devices& devices, const DiscoveryOptions& options) {
   const bool root = geteuid() == 0;
   if (mode == "direct" || (mode == "auto" && (root || !socket_exists))) {
     if (root) {
-      devices.control_path = "direct NVML calls (running as root)";
+      devices.control_path = fmt::format("direct {} calls (running as root)", driver_libraries(devices));
     } else if (mode == "direct") {
-      devices.control_path = fmt::format("direct NVML calls as uid {} (needs root)", geteuid());
+      devices.control_path = fmt::format("direct {} calls as uid {} (needs root)", driver_libraries(devices), geteuid());
     } else {
       devices.control_path = fmt::format("none: not root (uid {}) and no jouled socket at {}; limits can only be read",
                                          geteuid(), socket.empty() ? "(disabled)" : socket);

@@ -141,7 +141,8 @@ TEST(InfoCliTest, ListsAmdGpusWithTheRocmSmiLibraryBesideNvml) {
            "device name=\"AMD Instinct MI300X\" limit_w=700 max_limit_w=750 min_limit_w=200 pci=0000:c1:00.0\n"
            "device name=\"AMD Instinct MI250X\" current_socket_power=0 max_limit_w=560 limit_w=560\n"
            "error function=rsmi_dev_temp_metric_get device=1 code=2\n");
-  const auto env = env_with("", fake.library_path);
+  auto env = env_with("", fake.library_path);
+  env["JOULE_CONTROL"] = "direct";
   const auto r = run_process({JOULE_BINARY, "info", "--json"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto info = nlohmann::json::parse(r.out);
@@ -178,6 +179,7 @@ TEST(InfoCliTest, ListsAmdGpusWithTheRocmSmiLibraryBesideNvml) {
   EXPECT_NE(text.out.find("NVML: /nonexistent/libnvidia-ml.so.1, not loaded; no NVIDIA GPU usable"),
             std::string::npos) << text.out;
   EXPECT_NE(text.out.find("backend rocm"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Power-limit control: direct ROCm SMI calls"), std::string::npos) << text.out;
 }
 
 TEST(InfoCliTest, AnOldRocmSmiLibraryNamesTheMissingFunction) {
@@ -223,7 +225,8 @@ TEST(InfoCliTest, AMixedNodeListsBothVendorsWithUniqueIndices) {
   const auto nvml = testing::use_fake_nvml(tmp, "driver_version 580.95.05\ndevice name=\"NVIDIA H100 80GB HBM3\"\n"
                                                 "device name=\"NVIDIA H100 80GB HBM3\"\n");
   const auto rocm = testing::use_fake_rocm_smi(tmp, "device name=\"AMD Instinct MI300X\"\n");
-  const auto env = env_with(nvml.library_path, rocm.library_path);
+  auto env = env_with(nvml.library_path, rocm.library_path);
+  env["JOULE_CONTROL"] = "direct";
   const auto r = run_process({JOULE_BINARY, "info", "--json"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto info = nlohmann::json::parse(r.out);
@@ -246,6 +249,7 @@ TEST(InfoCliTest, AMixedNodeListsBothVendorsWithUniqueIndices) {
       << text.out;
   EXPECT_NE(text.out.find("ROCm SMI: " + rocm.library_path + ", loaded (version 5.2.3)"), std::string::npos);
   EXPECT_NE(text.out.find("gpu2 AMD Instinct MI300X"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Power-limit control: direct NVML and ROCm SMI calls"), std::string::npos) << text.out;
 }
 
 }  // namespace
