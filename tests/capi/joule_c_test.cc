@@ -15,7 +15,10 @@ namespace {
 
 struct SimEnvironment {
   SimEnvironment() {
+    // Neither driver, even where one is installed (an AMD machine's real
+    // ROCm SMI would otherwise answer for auto).
     setenv("JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    setenv("JOULE_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so.1", 1);
     setenv("JOULE_SIM", "count=2,load=1", 1);
     setenv("JOULE_POWERCAP_ROOT", "/nonexistent", 1);
   }

@@ -5,8 +5,15 @@
 server: a real `joule serve` ($JOULE_TEST_BINARY, set by CTest, else bin/joule
 next to the build tree's python/ directory that PYTHONPATH points at) on a
 SQLite store in a temporary directory and a free loopback port.
+
+fake_driver_gpus: two fake A40-like GPUs on each fake driver library in turn
+(the fake NVML, $JOULE_TEST_FAKE_NVML, and the fake ROCm SMI,
+$JOULE_TEST_FAKE_ROCM_SMI), for the behaviour every driver must give
+(tests/common/fake_drivers.h is the C++ tests' counterpart).
 """
+import dataclasses
 import os
+import re
 import signal
 import subprocess
 import time
@@ -96,3 +103,95 @@ def fake_gpus(monkeypatch, tmp_path):
     for name, value in fake_a40_environment(tmp_path / "fake-gpus").items():
         monkeypatch.setenv(name, value)
     return tmp_path / "fake-gpus" / "set_calls.log"
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeDriver:
+    """A fake GPU library as a test parameter: where it is, its variables, the
+    keys that make a device its driver's real GPU, and how its set-call log
+    reads."""
+    name: str  # the backend joule reports: "nvml" or "rocm"
+    library_env: str
+    library_test_env: str  # the CTest variable naming the built fake
+    config_env: str
+    log_env: str
+    device_keys: str  # put before each device line's own keys
+    extra_lines: str  # appended to the config
+    core_clocks_mhz: tuple  # the core clock levels, ascending
+    limit_pattern: str  # a power-limit set call in the log; group 1: the limit
+    limit_per_w: int  # the logged limit's units per watt
+
+    def library(self):
+        path = os.environ.get(self.library_test_env, "")
+        if not path and self.name == "rocm":  # built beside the fake NVML
+            nvml = os.environ.get("JOULE_TEST_FAKE_NVML", "")
+            path = os.path.join(os.path.dirname(os.path.dirname(nvml)), "fake_rocm_smi", "librocm_smi64.so.1")
+        if not os.path.exists(path):
+            pytest.skip(f"the fake {self.name} library is not built here (${self.library_test_env})")
+        return path
+
+    def limits_set_w(self, log):
+        """The power limits set, in watts, in order."""
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [int(m.group(1)) // self.limit_per_w for m in map(re.compile(self.limit_pattern).search, lines) if m]
+
+    def clock_lock_lines(self, device, cap_mhz):
+        """The log lines of a core clock lock to [the lowest level, cap_mhz]."""
+        if self.name == "nvml":
+            return [f"nvmlDeviceSetGpuLockedClocks device={device} min_mhz={self.core_clocks_mhz[0]} max_mhz={cap_mhz}"]
+        mask = sum(1 << i for i, mhz in enumerate(self.core_clocks_mhz) if mhz <= cap_mhz)
+        return [f"rsmi_dev_perf_level_set device={device} level=manual",
+                f"rsmi_dev_gpu_clk_freq_set device={device} clk=sys mask={mask:#x}"]
+
+    def clock_reset_lines(self, device):
+        if self.name == "nvml":
+            return [f"nvmlDeviceResetGpuLockedClocks device={device}"]
+        return [f"rsmi_dev_perf_level_set device={device} level=auto"]
+
+
+FAKE_DRIVERS = (
+    # The fake NVML's default clocks: 210-1000 MHz in 15 MHz steps.
+    FakeDriver("nvml", "JOULE_NVML_LIBRARY", "JOULE_TEST_FAKE_NVML", "JOULE_FAKE_NVML_CONFIG", "JOULE_FAKE_NVML_LOG",
+               'name="NVIDIA A40"', "", tuple(range(210, 1001, 15)), r"limit_mw=(\d+)", 1000),
+    # An MI300X as docs/devices.md describes it (15.3 uJ counter ticks every
+    # 1 ms, current socket power, no average); clock levels holding the caps
+    # the tests name (750 and 1000 MHz), not an MI300X's.
+    FakeDriver("rocm", "JOULE_ROCM_SMI_LIBRARY", "JOULE_TEST_FAKE_ROCM_SMI", "JOULE_FAKE_ROCM_SMI_CONFIG",
+               "JOULE_FAKE_ROCM_SMI_LOG",
+               'name="AMD Instinct MI300X" energy_resolution_uj=15.3 energy_update_ms=1 current_socket_power=1 '
+               "edge_temp=0 "
+               "sys_clocks_mhz=210,480,750,1000",
+               "error function=rsmi_dev_power_ave_get code=2\n", (210, 480, 750, 1000), r"cap_uw=(\d+)", 1000000),
+)
+
+
+def fake_driver_environment(driver, directory, gpus=2, extra=""):
+    """fake_a40_environment on `driver`: `gpus` GPUs (limits 200-300 W)
+    drawing 400 W; the other driver's library points nowhere."""
+    directory.mkdir(parents=True, exist_ok=True)
+    config = directory / "fake.conf"
+    device = f"device {driver.device_keys} power_w=400 min_limit_w=200 max_limit_w=300 limit_w=300\n"
+    config.write_text(device * gpus + extra + driver.extra_lines)
+    env = {d.library_env: "/nonexistent/" + d.name for d in FAKE_DRIVERS}
+    env.update({
+        driver.library_env: driver.library(),
+        driver.config_env: str(config),
+        driver.log_env: str(directory / "set_calls.log"),
+        "JOULE_POWERCAP_ROOT": "/nonexistent",
+        "JOULE_DAEMON_SOCKET": "/nonexistent/jouled.sock",
+    })
+    return env
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeDriverGpus:
+    driver: FakeDriver
+    log: object  # the set-call log's path
+
+
+@pytest.fixture(params=FAKE_DRIVERS, ids=lambda d: d.name)
+def fake_driver_gpus(request, monkeypatch, tmp_path):
+    """fake_gpus on each fake driver in turn."""
+    for name, value in fake_driver_environment(request.param, tmp_path / "fake-gpus").items():
+        monkeypatch.setenv(name, value)
+    return FakeDriverGpus(request.param, tmp_path / "fake-gpus" / "set_calls.log")
