@@ -52,6 +52,9 @@ constexpr int kMaxReadsPerPoll = 256;
 // CPU; and a read duration above a quarter period could not place them.
 constexpr double kEdgeReadsPerPeriod = 16.0;
 constexpr double kMaxEdgeReadShare = 0.25;
+// Reads farther apart than this share of the period may hold two updates
+// (a grid a little irregular, or the period measured a little long).
+constexpr double kMaxPlacingSpacing = 0.9;
 // How late after its edge a read may start and still serve it: the stretch
 // from the edge to the first update read is taken at the counter's rate just
 // after it, wrong only where the load changes inside (this long at most).
@@ -891,9 +894,11 @@ void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool&
     start_search_locked(g, true);
     return;
   }
-  // An update between two reads half a period apart at most is the only
-  // one between them, placed at the midpoint (as a search places a step).
-  if (read.mid_s() - previous->mid_s() > 0.5 * g.period_s) {
+  // An update between two reads less than a period apart is the only one
+  // between them, placed at the midpoint (as a search places a step): to
+  // within half their spacing, 1/32 of a period when the reads come as
+  // planned, up to half a period where the thread could not read that often.
+  if (read.mid_s() - previous->mid_s() > kMaxPlacingSpacing * g.period_s) {
     g.last_update.reset();
     return;
   }
