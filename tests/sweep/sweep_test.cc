@@ -528,11 +528,13 @@ bool wait_for_running_run(const std::string& store, double timeout_s) {
 // the signal, the power limit is put back, no further run starts, the exit
 // status is 128 + the signal; a resume runs it again. Past 1000 runs
 // (--yes) as well.
-TEST(SweepCliTest, SigintAndSigtermMarkTheRunInterruptedAndRestoreTheLimit) {
+class SweepCliOnFakeDriverTest : public ::testing::TestWithParam<testing::FakeDriver> {};
+
+TEST_P(SweepCliOnFakeDriverTest, SigintAndSigtermMarkTheRunInterruptedAndRestoreTheLimit) {
+  const testing::FakeDriver& driver = GetParam();
   TempDir tmp;
-  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n");
-  auto env = testing::simulated_only_env();
-  env["JOULE_NVML_LIBRARY"] = fake.library_path;
+  const auto fake = driver.use(tmp, "device min_limit_w=100 max_limit_w=300 limit_w=300 default_limit_w=300\n");
+  auto env = driver.env(fake);
   env["JOULE_CONTROL"] = "direct";
   std::string values;
   for (int i = 0; i < 1001; ++i) values += (i ? ", " : "") + std::to_string(i);
@@ -541,12 +543,14 @@ TEST(SweepCliTest, SigintAndSigtermMarkTheRunInterruptedAndRestoreTheLimit) {
     std::filesystem::remove(tmp.file("s.sqlite"));
     std::filesystem::remove(fake.log_path);
     const pid_t pid = testing::start_process(
-        {JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "nvml", "--yes"}, env, tmp.file("out"), tmp.file("err"));
+        {JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", driver.name, "--yes"}, env, tmp.file("out"),
+        tmp.file("err"));
     ASSERT_TRUE(wait_for_running_run(tmp.file("s.sqlite"), 8)) << testing::read_file(tmp.file("err"));
     if (signal_number == SIGINT) {
       // A second sweep on the same store is refused: it would take the
       // first one's run for a killed one.
-      const auto second = testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "nvml", "--yes"}, env);
+      const auto second =
+          testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", driver.name, "--yes"}, env);
       EXPECT_EQ(second.exit_code, 1);
       EXPECT_NE(second.err.find("results store '" + tmp.file("s.sqlite") + "' is in use by another joule sweep"),
                 std::string::npos)
@@ -565,17 +569,20 @@ TEST(SweepCliTest, SigintAndSigtermMarkTheRunInterruptedAndRestoreTheLimit) {
                             0),
               0u)
         << rows[0];
-    EXPECT_EQ(testing::read_lines(fake.log_path),
-              (std::vector<std::string>{"nvmlDeviceSetPowerManagementLimit device=0 limit_mw=250000",
-                                        "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=300000"}));
+    std::vector<std::string> expected = driver.power_limit_log(0, 250);
+    for (const auto& line : driver.power_limit_log(0, 300)) expected.push_back(line);
+    EXPECT_EQ(testing::read_lines(fake.log_path), expected);
   }
   // A resume runs the interrupted run again (here: one configuration, quickly).
   write_file(tmp.file("s.toml"), "command = \"true\"\n[grid]\npower_limit = [250]\nx = [0]\n");
-  const auto resumed = testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", "nvml"}, env);
+  const auto resumed = testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", driver.name}, env);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(store_rows(tmp.file("s.sqlite"), "SELECT status FROM runs ORDER BY id"),
             (std::vector<std::string>{"interrupted", "ok"}));
 }
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, SweepCliOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 // Issue 31 (part 8): SIGKILL of joule sweep at seeded random points (before,
 // during and between runs, and while a run's outcome is written). After
