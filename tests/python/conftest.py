@@ -111,6 +111,7 @@ class FakeDriver:
     keys that make a device its driver's real GPU, and how its set-call log
     reads."""
     name: str  # the backend joule reports: "nvml" or "rocm"
+    gpu_name: str  # what its GPUs are called
     library_env: str
     library_test_env: str  # the CTest variable naming the built fake
     config_env: str
@@ -151,15 +152,14 @@ class FakeDriver:
 
 FAKE_DRIVERS = (
     # The fake NVML's default clocks: 210-1000 MHz in 15 MHz steps.
-    FakeDriver("nvml", "JOULE_NVML_LIBRARY", "JOULE_TEST_FAKE_NVML", "JOULE_FAKE_NVML_CONFIG", "JOULE_FAKE_NVML_LOG",
-               'name="NVIDIA A40"', "", tuple(range(210, 1001, 15)), r"limit_mw=(\d+)", 1000),
+    FakeDriver("nvml", "NVIDIA A40", "JOULE_NVML_LIBRARY", "JOULE_TEST_FAKE_NVML", "JOULE_FAKE_NVML_CONFIG",
+               "JOULE_FAKE_NVML_LOG", "", "", tuple(range(210, 1001, 15)), r"limit_mw=(\d+)", 1000),
     # An MI300X as docs/devices.md describes it (15.3 uJ counter ticks every
     # 1 ms, current socket power, no average); clock levels holding the caps
     # the tests name (750 and 1000 MHz), not an MI300X's.
-    FakeDriver("rocm", "JOULE_ROCM_SMI_LIBRARY", "JOULE_TEST_FAKE_ROCM_SMI", "JOULE_FAKE_ROCM_SMI_CONFIG",
-               "JOULE_FAKE_ROCM_SMI_LOG",
-               'name="AMD Instinct MI300X" energy_resolution_uj=15.3 energy_update_ms=1 current_socket_power=1 '
-               "edge_temp=0 "
+    FakeDriver("rocm", "AMD Instinct MI300X", "JOULE_ROCM_SMI_LIBRARY", "JOULE_TEST_FAKE_ROCM_SMI",
+               "JOULE_FAKE_ROCM_SMI_CONFIG", "JOULE_FAKE_ROCM_SMI_LOG",
+               "energy_resolution_uj=15.3 energy_update_ms=1 current_socket_power=1 edge_temp=0 "
                "sys_clocks_mhz=210,480,750,1000",
                "error function=rsmi_dev_power_ave_get code=2\n", (210, 480, 750, 1000), r"cap_uw=(\d+)", 1000000),
 )
@@ -170,7 +170,8 @@ def fake_driver_environment(driver, directory, gpus=2, extra=""):
     drawing 400 W; the other driver's library points nowhere."""
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "fake.conf"
-    device = f"device {driver.device_keys} power_w=400 min_limit_w=200 max_limit_w=300 limit_w=300\n"
+    device = (f'device name="{driver.gpu_name}" {driver.device_keys} '
+              "power_w=400 min_limit_w=200 max_limit_w=300 limit_w=300\n")
     config.write_text(device * gpus + extra + driver.extra_lines)
     env = {d.library_env: "/nonexistent/" + d.name for d in FAKE_DRIVERS}
     env.update({

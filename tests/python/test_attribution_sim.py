@@ -9,6 +9,7 @@ the model's power for its load. CPU only.
 import math
 import os
 import random
+import re
 import time
 
 import pytest
@@ -152,13 +153,10 @@ def test_set_simulated_load_checks_the_load_and_the_gpu(monitor):
 
 
 @pytest.mark.skipif("JOULE_TEST_FAKE_NVML" not in os.environ, reason="needs the fake NVML (JOULE_TEST_FAKE_NVML)")
-def test_set_simulated_load_refuses_a_real_backend(monkeypatch, tmp_path):
-    config = tmp_path / "fake.conf"
-    config.write_text('device name="NVIDIA H100 80GB HBM3" power_w=300 min_limit_w=200 max_limit_w=700\n')
-    monkeypatch.setenv("JOULE_NVML_LIBRARY", os.environ["JOULE_TEST_FAKE_NVML"])
-    monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
-    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
-    monitor = joule.Monitor(backend="nvml")
+def test_set_simulated_load_refuses_a_real_backend(fake_driver_gpus):
+    driver = fake_driver_gpus.driver
+    monitor = joule.Monitor(backend=driver.name)
     for gpu in (None, 0):
-        with pytest.raises(joule.UsageError, match="GPU 0 \\(NVIDIA H100 80GB HBM3\\) is on backend 'nvml', not simulated"):
+        with pytest.raises(joule.UsageError,
+                           match=re.escape(f"GPU 0 ({driver.gpu_name}) is on backend '{driver.name}', not simulated")):
             monitor.set_simulated_load(0.5, gpu=gpu)
