@@ -351,7 +351,6 @@ class _Ended:
     outer: bool = False
     begin_s: float = 0.0
     end_s: float = 0.0
-    number: int = 0
 
 
 class PhaseMeter:
@@ -376,8 +375,8 @@ class PhaseMeter:
         self._synchronize = monitor is not None and bool(getattr(monitor, "synchronizes", False))
         self._open: Optional[str] = None  # phase
         self._open_begin_s = 0.0
-        self._count = 0
-        self._pending: List[_Ended] = []
+        self._spans: List[_Ended] = []  # ended phases, in order, not credited yet
+        self._outer: List[_Ended] = []  # ended outer windows, in order, not credited yet
         self.totals: Dict[str, PhaseTotals] = {}
         self.interval: Dict[str, PhaseTotals] = {}
         self.last: Dict[str, Dict[str, float]] = {}  # phase -> the latest settled one (energy_j, time_s, samples, tokens)
@@ -405,10 +404,8 @@ class PhaseMeter:
             self.monitor.synchronize()
         now_s = self.monitor.clock_s()
         if self._open is not None:
-            self._pending.append(_Ended(ended_as or self._open, None, samples, tokens, begin_s=self._open_begin_s,
-                                        end_s=now_s, number=self._count))
-        if phase is not None:
-            self._count += 1
+            self._spans.append(_Ended(ended_as or self._open, None, samples, tokens, begin_s=self._open_begin_s,
+                                      end_s=now_s))
         self._open, self._open_begin_s = phase, now_s
 
     def begin_outer(self, key: str) -> None:
@@ -422,27 +419,29 @@ class PhaseMeter:
         name = self.outer_open.pop(key, None)
         if self.monitor is None or name is None:
             return
-        self._pending.append(_Ended(key, self.monitor.end_window(name), samples, tokens, outer=True))
+        self._outer.append(_Ended(key, self.monitor.end_window(name), samples, tokens, outer=True))
 
-    def _measure(self, e: _Ended) -> Any:
-        """What the sampler holds now for e (settled once its data covers e's end)."""
-        if e.outer:
-            return self.monitor.refresh(e.measurement)
-        return self.monitor.measure_span(e.begin_s, e.end_s, f"{self._tag}/{e.phase}/{e.number}")
+    @property
+    def _pending(self) -> List[_Ended]:
+        """Ended phases and windows not credited yet."""
+        return self._spans + self._outer
 
     def poll(self) -> None:
-        """Credits the pending phases and windows whose data now covers their
-        end. They wait in the order they ended and the data arrives in time
-        order, so the first one still unsettled ends the poll: one
-        computation per call while the data lags, however many steps wait."""
-        settled = 0
-        for e in self._pending:
-            m = self._measure(e)
+        """Credits the ended phases and windows whose data now covers their
+        end. The data arrives in time order, so the phases settle in the
+        order they ended: one call computes them up to the first still
+        waiting, however many steps wait."""
+        if self._spans:
+            spans = self._spans
+            energies = self.monitor.measure_spans([e.begin_s for e in spans], [e.end_s for e in spans])
+            for e, energy_j in zip(spans, energies):
+                self._credit_phase(e, energy_j, True)
+            del spans[:len(energies)]
+        while self._outer:
+            m = self.monitor.refresh(self._outer[0].measurement)
             if not m.settled:
                 break
-            self._credit(e, m, True)
-            settled += 1
-        del self._pending[:settled]
+            self._credit_outer(self._outer.pop(0), m, True)
 
     def finish(self, timeout_s: float = 2.0) -> None:
         """Ends the open phase and outer windows and settles everything (waits
@@ -457,28 +456,32 @@ class PhaseMeter:
         name = f"{self._tag}/finish"
         self.monitor.begin_window(name)
         covered = self.monitor.settle(self.monitor.end_window(name), timeout_s).settled
-        pending, self._pending = self._pending, []
-        for e in pending:
-            m = self._measure(e)
-            self._credit(e, m, covered and m.settled)
+        self.poll()
+        for e in self._spans:  # the data did not come in time: credited as they are, unsettled
+            m = self.monitor.measure_span(e.begin_s, e.end_s)
+            self._credit_phase(e, m.gpu_total_energy_j, False)
+        for e in self._outer:
+            m = self.monitor.refresh(e.measurement)
+            self._credit_outer(e, m, covered and m.settled)
+        self._spans, self._outer = [], []
 
-    def _credit(self, e: _Ended, m: Any, settled: bool) -> None:
+    def _credit_outer(self, e: _Ended, m: Any, settled: bool) -> None:
         energy = m.gpu_total_energy_j
-        elapsed = m.elapsed_s
-        if e.outer:
-            record = {"name": e.phase, "energy_j": energy, "time_s": elapsed, "samples": e.samples,
-                      "tokens": e.tokens, "settled": settled, "begin_s": m.begin_s,
-                      "gpu_energy_j": list(m.gpu_energy_j), "cpu_energy_j": m.total_energy_j - energy}
-            self.outer_done.append(record)
-            self.outer_new.append(record)
-            return
+        record = {"name": e.phase, "energy_j": energy, "time_s": m.elapsed_s, "samples": e.samples,
+                  "tokens": e.tokens, "settled": settled, "begin_s": m.begin_s,
+                  "gpu_energy_j": list(m.gpu_energy_j), "cpu_energy_j": m.total_energy_j - energy}
+        self.outer_done.append(record)
+        self.outer_new.append(record)
+
+    def _credit_phase(self, e: _Ended, energy_j: float, settled: bool) -> None:
         # A phase's settling is the per-step cost of the callbacks: only what is read later.
+        elapsed = e.end_s - e.begin_s
         for table in (self.totals, self.interval):
             totals = table.get(e.phase)
             if totals is None:
                 totals = table[e.phase] = PhaseTotals()
-            totals.add(energy, elapsed, e.samples, e.tokens, settled)
-        self.last[e.phase] = {"energy_j": energy, "time_s": elapsed, "samples": e.samples, "tokens": e.tokens}
+            totals.add(energy_j, elapsed, e.samples, e.tokens, settled)
+        self.last[e.phase] = {"energy_j": energy_j, "time_s": elapsed, "samples": e.samples, "tokens": e.tokens}
 
     def take_interval(self) -> Dict[str, PhaseTotals]:
         """The phases' settled totals since the previous call."""

@@ -48,20 +48,24 @@ class RecordingMonitor:
     def __init__(self, monitor):
         self._m = monitor
         self.ended = []
-        self.spans = {}
+        self.spans = set()
 
     def end_window(self, name):
         m = self._m.end_window(name)
         self.ended.append(m)
         return m
 
+    def measure_spans(self, begins_s, ends_s):
+        self.spans.update(zip(begins_s, ends_s))
+        return self._m.measure_spans(begins_s, ends_s)
+
     def measure_span(self, begin_s, end_s, name=""):
-        self.spans[name] = (begin_s, end_s)
+        self.spans.add((begin_s, end_s))
         return self._m.measure_span(begin_s, end_s, name)
 
     def phase_windows(self):
-        """Every phase span measured (again) now, by name."""
-        return {name: self._m.measure_span(b, e, name) for name, (b, e) in self.spans.items()}
+        """Every phase span measured (again) now, in time order."""
+        return [self._m.measure_span(b, e) for b, e in sorted(self.spans)]
 
     def __getattr__(self, name):
         return getattr(self._m, name)
@@ -118,7 +122,7 @@ def test_standin_trainer_logs_energy_through_report_to(sim, hf, tmp_path):
     # What was logged plus what settled after the last log is every phase window, each once.
     remainder = cb.meter.take_interval()
     logged_j = sum(logs["joule/energy_j"] for logs in logged) + sum(t.energy_j for t in remainder.values())
-    windows = list(rec.phase_windows().values())
+    windows = rec.phase_windows()
     assert all(m.settled for m in windows)
     windows_j = sum(m.gpu_total_energy_j for m in windows)
     assert logged_j == pytest.approx(windows_j, rel=1e-9)

@@ -173,6 +173,16 @@ class LaggingMonitor:
         self.refreshes += 1
         return self._measurement(begin_s, end_s)
 
+    def measure_spans(self, begins_s, ends_s):
+        self.calls = getattr(self, "calls", 0) + 1
+        energies = []
+        for b, e in zip(begins_s, ends_s):
+            m = self.measure_span(b, e)
+            if not m.settled:
+                break
+            energies.append(m.gpu_total_energy_j)
+        return energies
+
     def begin_window(self, name):
         self._open[name] = self.now_s
 
@@ -208,12 +218,13 @@ def test_a_poll_costs_one_refresh_while_the_data_lags():
         mon.now_s += 0.01
         meter.switch("train_step")
     meter.poll()
-    assert mon.refreshes == 1 and meter.energy_j == 0.0
+    assert mon.calls == 1 and mon.refreshes == 1 and meter.energy_j == 0.0  # one call, stopped at the first
     mon.data_s = 0.2501
     mon.refreshes = 0
     meter.poll()
     credited = meter.totals["train_step"].windows
     assert credited == 24 and mon.refreshes == credited + 1  # the 24 ended by 0.25 s, then the first waiting
+    assert mon.calls == 2
     assert meter.energy_j == pytest.approx(100.0 * 0.24)
     meter.finish()
     assert meter.totals["train_step"].windows == 50
