@@ -11,6 +11,7 @@
 
 #include "joule/clock.h"
 #include "joule/device/nvml.h"
+#include "joule/device/rocm.h"
 #include "joule/device/sim.h"
 #include "joule/error.h"
 
@@ -53,8 +54,27 @@ std::vector<std::shared_ptr<Gpu>> open_bench_gpus(const std::string& backend, un
     setenv("JOULE_FAKE_NVML_CONFIG", config.c_str(), 1);
     return open_nvml_gpus(library).gpus;
   }
+  if (backend == "fake-rocm") {
+#ifdef JOULE_FAKE_ROCM_SMI_PATH
+    // MI250X-like GCDs as the fake describes them (docs/devices.md): the
+    // same random 100/700 W load, a counter of 15.3 uJ ticks updated every
+    // 1 ms, average power a trailing 1 s mean, no power samples.
+    const std::string config = fmt::format("/tmp/joule-bench-fake-rocm-{}.conf", count);
+    std::ofstream out(config);
+    for (unsigned i = 0; i < count; ++i) {
+      out << "device name=\"AMD Instinct MI250X (fake)\" power_w=100 pulse_w=700 profile=random seed=" << 3 + i
+          << " min_phase_ms=150 max_phase_ms=2500 max_limit_w=750 limit_w=750 energy_update_ms=1 "
+             "power_ave_window_ms=1000 current_socket_power=0\n";
+    }
+    out.close();
+    setenv("JOULE_FAKE_ROCM_SMI_CONFIG", config.c_str(), 1);
+    return open_rocm_smi_gpus(JOULE_FAKE_ROCM_SMI_PATH).gpus;
+#else
+    throw Error("this build has no fake ROCm SMI library; build the tests");
+#endif
+  }
   if (backend == "nvml") return open_nvml_gpus(nvml_library_path()).gpus;
-  throw Error(fmt::format("unknown bench backend '{}' (sim, fake or nvml)", backend));
+  throw Error(fmt::format("unknown bench backend '{}' (sim, fake, fake-rocm or nvml)", backend));
 }
 
 double median(std::vector<double> values) {

@@ -14,7 +14,7 @@
 
 namespace joule::bench {
 
-// backend: "sim" | "fake" | "nvml". count is ignored for "nvml" (all GPUs).
+// backend: "sim" | "fake" (NVML) | "fake-rocm" | "nvml". count is ignored for "nvml" (all GPUs).
 // Throws Error when the backend cannot be opened.
 std::vector<std::shared_ptr<Gpu>> open_bench_gpus(const std::string& backend, unsigned count);
 

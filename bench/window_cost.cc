@@ -147,7 +147,7 @@ Options parse(int argc, char** argv) {
       if (options.pacings[0] != "sleep" && options.pacings[0] != "spin") options.pacings.clear(), i = argc;
     } else {
       fmt::print(stderr,
-                 "usage: joule_bench_window_cost [--windows N] [--paced-hz R] [--paced-s S] [--backend sim|fake]\n"
+                 "usage: joule_bench_window_cost [--windows N] [--paced-hz R] [--paced-s S] [--backend sim|fake|fake-rocm]\n"
                  "                               [--pacing sleep|spin]\n"
                  "  (N = 0 or S = 0 skips that shape)\n");
       std::exit(2);

@@ -186,8 +186,12 @@ void CounterAnchors::note_edge(double edge_s) {
     inbox_.push_back(edge_s);
   }
   if (!wake_on_edge_) return;  // set once, at construction: the hot path of GPUs read by grid is as before
+  // An edge the ration will not read waits for the next poll (and is dropped
+  // there): a wake-up costs the caller a system call, ~10x a window's cost.
+  if (edge_s < edge_reads_open_from_s_.load(std::memory_order_relaxed)) return;
   {
     std::lock_guard lock(wake_mutex_);
+    if (edge_noted_) return;  // the thread is woken already and has not looked yet: no second system call
     edge_noted_ = true;
   }
   wake_.notify_one();
@@ -214,10 +218,21 @@ double CounterAnchors::poll() {
       std::lock_guard lock(mutex_);
       const double now_s = clock_->now_s();
       take_new_edges_locked();
+      double edge_reads_open_from_s = std::numeric_limits<double>::infinity();
       for (GpuState& g : gpus_) {
         plan_locked(g, now_s);
         placed += place_unplaced_locked(g, now_s);
+        if (g.edge_reads_allowed && (g.mode == Mode::kEdgeReads || g.mode == Mode::kSearch)) {
+          // When this GPU's ration next holds a read (a searching GPU's edges
+          // bring its search on: at once).
+          refill_tokens_locked(g, now_s);
+          const double open_from_s = g.mode == Mode::kSearch || g.tokens >= 1.0
+                                         ? -std::numeric_limits<double>::infinity()
+                                         : now_s + (1.0 - g.tokens) / options_.reads_per_s;
+          edge_reads_open_from_s = std::min(edge_reads_open_from_s, open_from_s);
+        }
       }
+      if (wake_on_edge_) edge_reads_open_from_s_.store(edge_reads_open_from_s, std::memory_order_relaxed);
       wake_s = now_s + options_.poll_s;
       action = next_action_locked(now_s, wake_s);
     }

@@ -313,6 +313,9 @@ class CounterAnchors {
   // (wake_mutex_). Otherwise edges wait for the next poll, as before.
   bool wake_on_edge_ = false;
   bool edge_noted_ = false;
+  // Edges before this time find every GPU read at the edges out of reads:
+  // note_edge does not wake the thread for them (set by poll()).
+  std::atomic<double> edge_reads_open_from_s_{-std::numeric_limits<double>::infinity()};
   bool stopped_ = false;  // guarded by mutex_: the thread is gone, reads planned will not come
   // Per GPU, mode != kOff && !stopped_, readable without the lock.
   std::unique_ptr<std::atomic<bool>[]> awaiting_reads_;
