@@ -82,7 +82,9 @@ struct Axis {
 // the largest value has a tick at or above it. At most 8 ticks, thinned from
 // the top down so the top one stays.
 Axis log2_axis(std::string label, double low, double high) {
-  Axis a{std::move(label), true};
+  Axis a;
+  a.label = std::move(label);
+  a.log2 = true;
   a.low = std::exp2(std::floor(std::log2(low) + 1e-9));
   a.high = std::exp2(std::ceil(std::log2(high) - 1e-9));
   if (a.high <= a.low) a.high = a.low * 2;
@@ -98,7 +100,9 @@ Axis log2_axis(std::string label, double low, double high) {
 // at `high`, the ticks at those inside.
 Axis linear_axis(std::string label, double low, double high, bool integer, bool exact_high = false,
                  std::string unit = "") {
-  Axis a{std::move(label), false, std::move(unit)};
+  Axis a;
+  a.label = std::move(label);
+  a.unit = std::move(unit);
   if (!(high > low)) high = low + 1;
   a.ticks = linear_ticks(low, high, 5, integer);
   const double step = a.ticks.size() >= 2 ? a.ticks[1] - a.ticks[0] : 1.0;
