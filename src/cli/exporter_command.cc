@@ -61,9 +61,8 @@ ExporterDevices open_exporter_devices(const CommonOptions& common) {
     discovery.auto_fallback = AutoFallback::kNoGpus;
   }
   ExporterDevices found{discover_hardware(discovery), {}};
-  // Counted over every GPU found, before --gpus keeps some: amd1 stays amd1.
-  std::map<std::string, unsigned> per_backend;
-  for (const auto& gpu : found.devices.gpus) found.vendor_index[gpu->index()] = per_backend[gpu->backend()]++;
+  // A GPU's number among its vendor's (amd1 stays amd1 whatever --gpus keeps).
+  for (const auto& gpu : found.devices.gpus) found.vendor_index[gpu->index()] = vendor_index(found.devices, *gpu);
   // No GPU to choose from is already said, and served; a selection of
   // none would only end the exporter.
   if (!common.gpus.empty() && found.devices.gpu_backend != "none") {

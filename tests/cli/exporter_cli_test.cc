@@ -269,7 +269,7 @@ TEST(ExporterCliTest, KeepsServingWhenAGpuIsLost) {
 }
 
 // `joule exporter` with no flags on a node whose NVIDIA driver cannot be
-// loaded (as with --backend nvml, what the packaged unit says): it serves
+// loaded (as with --backend auto, what the packaged unit says): it serves
 // no GPU at all, simulated or other, says why in its log and in
 // joule_nvml_up and joule_exporter_backend_info, and keeps serving the CPU
 // zones. (It used to serve two simulated GPUs under dcgm-exporter's names.)
