@@ -103,16 +103,15 @@ TEST(MeasureCliTest, TimelineCsvHasOneRowPerDevicePerSample) {
   EXPECT_NE(lines[1].find(",gpu0,650.000,100,50,1980,82,1073741824"), std::string::npos) << lines[1];
 }
 
-// On each fake driver's GPUs (their real sources: NVML's H100 with its
-// 100 ms counter steps, ROCm SMI's MI300X with its 1 ms ones).
+// On each fake driver's GPUs (the fake NVML's default sources; ROCm SMI's
+// MI300X with its 1 ms counter steps).
 class MeasureOnFakeDriverTest : public ::testing::TestWithParam<testing::FakeDriver> {};
 
 TEST_P(MeasureOnFakeDriverTest, MeasuresTheGpusAndSelectsThemByIndex) {
   const testing::FakeDriver& driver = GetParam();
   TempDir tmp;
   const auto fake = driver.use(tmp,
-                               "device power_w=300 real_sources\ndevice power_w=100 real_sources\n"
-                               "device power_w=200 real_sources\n");
+                               "device power_w=300\ndevice power_w=100\ndevice power_w=200\n");
   const auto r = run_process({JOULE_BINARY, "measure", "--json", "--gpus", "2,0", "--", "sleep", "0.3"},
                              driver.env(fake));
   ASSERT_EQ(r.exit_code, 0) << r.err;
