@@ -404,6 +404,14 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
     plan_edge_reads_locked(g, now_s);
     return;
   }
+  if (g.mode == Mode::kSearch && g.edge_reads_allowed) {
+    // A fast counter's search takes a few of its periods: the edges that
+    // came meanwhile wait for it (read at their edges once it is done).
+    g.waiting.erase(std::remove_if(g.waiting.begin(), g.waiting.end(),
+                                   [&](double edge_s) { return now_s - edge_s > kEdgeReadLatenessS; }),
+                    g.waiting.end());
+    return;
+  }
   plan_edges_locked(g, now_s);
   plan_check_locked(g, now_s);
 }
@@ -627,7 +635,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     if (g.found_steps_s.size() < 2) return;
     const double period_s = g.found_steps_s[1] - g.found_steps_s[0];
     if (period_s < kMinPeriod || !g.grid_allowed) {
-      settle_mode_after_search_locked(g, period_s);
+      settle_mode_after_search_locked(g, period_s, read);
       return;
     }
     g.origin_s = g.found_steps_s[0];
@@ -835,12 +843,16 @@ CounterAnchors::Lookup CounterAnchors::edge_anchor_locked(const GpuState& g, dou
   return result;
 }
 
-void CounterAnchors::settle_mode_after_search_locked(GpuState& g, double period_s) {
+void CounterAnchors::settle_mode_after_search_locked(GpuState& g, double period_s, const Read& read) {
   g.period_s = period_s;
-  g.waiting.clear();  // edges seen during the search keep their integral
   if (period_s < kMinPeriod && g.edge_reads_allowed && g.read_s <= kMaxEdgeReadShare * period_s) {
+    // The search's reads go on as the run of reads for the edges that came
+    // during it (the first window's begin, when no Monitor brought the GPU
+    // up): its second update is the run's last.
     g.mode = Mode::kEdgeReads;
-    g.previous.reset();
+    g.previous = read;
+    g.last_update = std::make_pair(g.found_steps_s[1], static_cast<double>(read.counter_mj) / 1000.0);
+    g.edge_scan_from_s = read.begin_s;
     g.found_steps_s.clear();
     g.unplaced.clear();
     g.early_due_s.clear();
@@ -849,6 +861,7 @@ void CounterAnchors::settle_mode_after_search_locked(GpuState& g, double period_
                          1e3 * period_s);
     return;
   }
+  g.waiting.clear();  // edges seen during the search keep their integral
   turn_off_locked(g);
   if (period_s >= kMinPeriod) {
     g.note = fmt::format("windows not anchored: the energy counter steps every {:.1f} ms, too coarse to read at "

@@ -157,7 +157,7 @@ struct Outcome {
 // of the counter gives at t (its value at the last update).
 template <typename CounterAt>
 Outcome run_windows(const PhaseLoad& load, const std::string& device_keys, const std::vector<Window>& windows,
-                    double run_s, CounterAt counter_at, int poll_every_steps = 1) {
+                    double run_s, CounterAt counter_at, int poll_every_steps = 1, bool prepare = true) {
   TempDir tmp;
   write_file(tmp.file("load.txt"), load.profile_file());
   const auto fake = use_fake_rocm_smi(tmp, "clock virtual\ndevice name=\"AMD Instinct MI250X\" profile_file=" +
@@ -186,7 +186,7 @@ Outcome run_windows(const PhaseLoad& load, const std::string& device_keys, const
   EXPECT_EQ(anchored.gpu_method(0), GpuEnergyMethod::kPowerReadings);  // ROCm SMI keeps no samples
   anchored.start();
   integral.start();
-  anchored.prepare_counter_anchors();  // as a Monitor does when it is made
+  if (prepare) anchored.prepare_counter_anchors();  // as a Monitor does when it is made
 
   std::vector<std::pair<double, bool>> edges;  // time, and whether a window ends there
   for (const Window& w : windows) edges.insert(edges.end(), {{w.begin_s, false}, {w.end_s, true}});
@@ -346,6 +346,21 @@ TEST(RocmWindowTest, AReaderThatReadsOnlyEveryHalfMillisecondStillAnchorsEveryWi
     SCOPED_TRACE(::testing::Message() << length_s << " s windows");
     EXPECT_LT(errors.mean_abs(), o.counter_at_edges.at(length_s).mean_abs());
   }
+}
+
+TEST(RocmWindowTest, TheFirstWindowOfASamplerNotBroughtUpIsAnchoredByTheSearchItsBeginStarts) {
+  // No prepare(): the first edge starts the search for the counter's
+  // updates (a few ms on a 1 ms counter), and the edges that come meanwhile,
+  // that one included, are read as the search goes on.
+  const PhaseLoad load(23, {700.0, 100.0}, /*alternate=*/true, 0.15, 2.5, 30.0);
+  const auto counter_at = [&](double t) {
+    return std::floor(1e3 * load.energy_j(0.0, std::floor((t - kPhaseS) / kUpdateS + 1e-9) * kUpdateS + kPhaseS)) /
+           1e3;
+  };
+  const Outcome o = run_windows(load, kMi250xKeys, {{1.0003, 1.0104, 0.01}, {1.0112, 1.5113, 0.5}, {2.0, 4.0, 2.0}},
+                                5.0, counter_at, 1, /*prepare=*/false);
+  EXPECT_EQ(o.anchored_windows, 3);
+  EXPECT_LE(o.max_error_j, any_bound_j(load));
 }
 
 TEST(RocmWindowTest, AThirtyTwoBitCounterThatWrapsInsideWindowsIsFollowed) {

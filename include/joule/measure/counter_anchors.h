@@ -258,8 +258,9 @@ class CounterAnchors {
   // ones dropped), whether a read is due, and what a read gives them.
   void plan_edge_reads_locked(GpuState& g, double now_s);
   void apply_edge_read_locked(GpuState& g, const Read& read, bool& made);
-  // The search found the counter's steps period_s apart: which mode now.
-  void settle_mode_after_search_locked(GpuState& g, double period_s);
+  // The search found the counter's steps period_s apart (read placed the
+  // second): which mode now.
+  void settle_mode_after_search_locked(GpuState& g, double period_s, const Read& read);
   std::optional<Action> next_action_locked(double now_s, double& wake_s);
   void apply_grid_read_locked(GpuState& g, const Read& read, double now_s);
   void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
