@@ -57,8 +57,9 @@ constexpr double kMaxEdgeReadShare = 0.25;
 constexpr double kMaxPlacingSpacing = 0.9;
 // How late after its edge a read may start and still serve it: the stretch
 // from the edge to the first update read is taken at the counter's rate just
-// after it, wrong only where the load changes inside (this long at most).
-constexpr double kEdgeReadLatenessS = 0.02;
+// after it, wrong where the load changes inside (this long at most, plus a
+// period); later, the edge keeps the power integral.
+constexpr double kEdgeReadLatenessS = 0.005;
 // A run of edge reads that places no two updates within this many periods
 // (a counter that stopped moving, e.g. at 0 W) gives its edges up.
 constexpr double kEdgeScanPeriods = 10.0;
@@ -624,7 +625,11 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
   g.previous = read;
   learn_read_duration(g, read);
   if (!previous || read.counter_mj == previous->counter_mj) return;
-  const bool placed = read.counter_mj > previous->counter_mj && read.begin_s - previous->end_s <= kMaxReadGap;
+  // A counter declared fast is placed only between reads close enough that
+  // no two of its updates fit between them (else the period comes out long).
+  const double max_gap_s =
+      g.edge_reads_allowed ? std::min(kMaxReadGap, 0.5 * g.device->energy_counter_timing().update_s) : kMaxReadGap;
+  const bool placed = read.counter_mj > previous->counter_mj && read.begin_s - previous->end_s <= max_gap_s;
   const double step_s = 0.5 * (previous->mid_s() + read.mid_s());
   if (g.mode == Mode::kSearch) {
     if (!placed) {
@@ -935,10 +940,16 @@ void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool&
   if (g.last_update) {
     // The edges before the previous update: its value, less the counter's
     // rate over the interval after it times the stretch from the edge.
+    // The rate over the run's updates since the first after the edge: each
+    // placed to within half the reads' spacing, so the span must be at least
+    // the stretch back to the edge (a late edge waits for more updates), or
+    // the rate's error, times that stretch, would outweigh the placement's.
     const auto [first_s, first_j] = *g.last_update;
-    const double rate_w = (counter_j - first_j) / (update_s - first_s);
+    const double span_s = update_s - first_s;
+    const double rate_w = (counter_j - first_j) / span_s;
     std::size_t served = 0;
-    for (; served < g.read_edges.size() && g.read_edges[served] <= first_s; ++served) {
+    for (; served < g.read_edges.size() && g.read_edges[served] <= first_s && first_s - g.read_edges[served] <= span_s;
+         ++served) {
       const double edge_s = g.read_edges[served];
       const auto at = std::lower_bound(g.anchors.begin(), g.anchors.end(), edge_s,
                                        [](const Anchor& a, double t) { return a.step_s < t; });
@@ -950,6 +961,9 @@ void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool&
     }
     g.read_edges.erase(g.read_edges.begin(), g.read_edges.begin() + static_cast<std::ptrdiff_t>(served));
     if (served > 0) g.edge_scan_from_s = read.begin_s;  // progress: the run may go on
+    // Edges after the first update start from this one; earlier ones still
+    // waiting (late) keep the first, for a longer span.
+    if (!g.read_edges.empty() && g.read_edges.front() <= first_s) return;
   }
   g.last_update = {update_s, counter_j};
   if (g.read_edges.empty()) {
