@@ -626,9 +626,11 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
   learn_read_duration(g, read);
   if (!previous || read.counter_mj == previous->counter_mj) return;
   // A counter declared fast is placed only between reads close enough that
-  // no two of its updates fit between them (else the period comes out long).
+  // no two of its declared updates fit between them (else the period comes
+  // out long).
   const double max_gap_s =
-      g.edge_reads_allowed ? std::min(kMaxReadGap, 0.5 * g.device->energy_counter_timing().update_s) : kMaxReadGap;
+      g.edge_reads_allowed ? std::min(kMaxReadGap, kMaxPlacingSpacing * g.device->energy_counter_timing().update_s)
+                           : kMaxReadGap;
   const bool placed = read.counter_mj > previous->counter_mj && read.begin_s - previous->end_s <= max_gap_s;
   const double step_s = 0.5 * (previous->mid_s() + read.mid_s());
   if (g.mode == Mode::kSearch) {
