@@ -13,6 +13,12 @@ step, early and late in the run (a cost that grows with the run shows
 there), and the share of the step.
 
     PYTHONPATH=build/python python3 bench/frameworks_hook_cost.py --steps 3000 --step-ms 7
+    PYTHONPATH=build/python python3 bench/frameworks_hook_cost.py --steps 3000 --work torch
+
+--work torch puts a step of a small PyTorch model between the hooks instead
+of the busy wait: the hooks then run with cold caches, as in a training
+process (on the H100 host the hooks took 5-10x longer inside a Trainer or
+Lightning run than in this loop with the busy wait).
     echo 'device name="NVIDIA H100 80GB HBM3" energy_update_ms=100 energy_call_ms=4 power_update_ms=100' > /tmp/h100.conf
     JOULE_NVML_LIBRARY=build/tests/fake_nvml/libnvidia-ml.so.1 JOULE_FAKE_NVML_CONFIG=/tmp/h100.conf \
       PYTHONPATH=build/python python3 bench/frameworks_hook_cost.py --backend nvml --steps 3000 --step-ms 7
@@ -32,6 +38,22 @@ def busy(seconds):
         pass
 
 
+def torch_step():
+    """One forward, backward and optimizer step of an 8-layer MLP on the CPU (one thread)."""
+    import torch
+
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(64, 256)
+
+    def step():
+        model(x).sum().backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=3000)
@@ -41,8 +63,13 @@ def main():
     p.add_argument("--backend", default="sim", help="sim, or nvml (e.g. the fake H100 of tests/fake_nvml: its "
                    "energy counter steps every 100 ms, so windows settle as late as on the GPU)")
     p.add_argument("--sim", default="count=1,load=1")
+    p.add_argument("--work", choices=["spin", "torch"], default="spin",
+                   help="the training between the hooks: a busy wait (the hooks stay in the caches), or a step of a "
+                        "small PyTorch MLP on the CPU (framework code in between, as in a training process: each "
+                        "hook then starts with cold caches)")
     args = p.parse_args()
 
+    train = (lambda: busy(args.step_ms / 1000)) if args.work == "spin" else torch_step()
     monitor = joule.meter.make_monitor(backend=args.backend, sim=args.sim, interval_ms=100.0)
     run = EnergyRun("bench", monitor, summary_file=None)
     run.start()
@@ -51,7 +78,7 @@ def main():
         t0 = time.perf_counter()
         run.step_begin()
         t1 = time.perf_counter()
-        busy(args.step_ms / 1000)
+        train()
         t2 = time.perf_counter()
         run.step_end(32, 0)
         if (step + 1) % args.lightning_every == 0:

@@ -68,6 +68,12 @@ def _gather(obj: Any) -> List[Any]:
     return out
 
 
+# Ended phases are settled when metrics are logged, and at least this often
+# (in steps): a poll is a call into the module, which costs 10-15 us after a
+# step of framework code, so not one a step.
+POLL_EVERY_STEPS = 64
+
+
 class EnergyRun:
     """One training run measured phase by phase (see PhaseMeter)."""
 
@@ -109,6 +115,9 @@ class EnergyRun:
         self.meter.switch(OTHER)
         self.optimizer = make_power_limit_optimizer(self.power_limit, self.monitor, self.recurrence)
         self.epochs = 0
+        self._steps = 0
+        # The job's counts scaled to the GPUs this process measures.
+        self._share = self.layout.ranks_covered / self.layout.world_size if self.layout.world_size > 1 else 1.0
         self.summary = None
         self.finished = False
         self._started_wall = time.time()
@@ -134,12 +143,15 @@ class EnergyRun:
 
     def step_begin(self) -> None:
         self.meter.switch(TRAIN_STEP)
+        self._steps += 1
+        if self._steps % POLL_EVERY_STEPS == 0:
+            self.meter.poll()  # keeps the ended phases few where nothing logs for long
         if self.optimizer is not None:
             self.optimizer.on_step_begin()
 
     def step_end(self, samples: float, tokens: float) -> None:
         """samples, tokens: the job's, this step (this process scales them to the GPUs it measures)."""
-        share = self.layout.ranks_covered / self.layout.world_size if self.layout.world_size > 1 else 1.0
+        share = self._share
         self.meter.switch(OTHER, samples * share, tokens * share)
         if self.optimizer is not None:
             self.optimizer.on_step_end()

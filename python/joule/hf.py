@@ -132,7 +132,6 @@ else:
         def on_step_begin(self, args, state, control, **kwargs):
             if self.run.started:
                 self.run.step_begin()
-                self.run.meter.poll()
 
         def on_step_end(self, args, state, control, **kwargs):
             if not self.run.started:

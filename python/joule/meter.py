@@ -29,6 +29,7 @@ import itertools
 import math
 import os
 import threading
+import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from . import _joule
@@ -344,13 +345,11 @@ class PhaseTotals:
 
 @dataclasses.dataclass
 class _Ended:
+    """An ended outer window, until it settles."""
     phase: str
-    measurement: Any  # an outer window: what end_window returned; a phase: None (its span below)
+    measurement: Any  # what end_window returned
     samples: float
     tokens: float
-    outer: bool = False
-    begin_s: float = 0.0
-    end_s: float = 0.0
 
 
 class PhaseMeter:
@@ -373,9 +372,13 @@ class PhaseMeter:
         self.monitor = monitor
         self._tag = unique_name(tag)
         self._synchronize = monitor is not None and bool(getattr(monitor, "synchronizes", False))
+        # Edges read time.monotonic() where the monitor's clock is it, offset: a
+        # call into the module after a step of framework code costs 10-15 us.
+        self._monotonic_offset_s = getattr(monitor, "monotonic_offset_s", None) if monitor is not None else None
         self._open: Optional[str] = None  # phase
         self._open_begin_s = 0.0
-        self._spans: List[_Ended] = []  # ended phases, in order, not credited yet
+        # Ended phases, in order, not credited yet: (phase, begin_s, end_s, samples, tokens).
+        self._spans: List[tuple] = []
         self._outer: List[_Ended] = []  # ended outer windows, in order, not credited yet
         self.totals: Dict[str, PhaseTotals] = {}
         self.interval: Dict[str, PhaseTotals] = {}
@@ -402,10 +405,10 @@ class PhaseMeter:
             return
         if self._synchronize:
             self.monitor.synchronize()
-        now_s = self.monitor.clock_s()
-        if self._open is not None:
-            self._spans.append(_Ended(ended_as or self._open, None, samples, tokens, begin_s=self._open_begin_s,
-                                      end_s=now_s))
+        offset_s = self._monotonic_offset_s
+        now_s = time.monotonic() - offset_s if offset_s is not None else self.monitor.clock_s()
+        if self._open is not None:  # a tuple: the cheapest record (this runs twice a step)
+            self._spans.append((ended_as or self._open, self._open_begin_s, now_s, samples, tokens))
         self._open, self._open_begin_s = phase, now_s
 
     def begin_outer(self, key: str) -> None:
@@ -419,10 +422,10 @@ class PhaseMeter:
         name = self.outer_open.pop(key, None)
         if self.monitor is None or name is None:
             return
-        self._outer.append(_Ended(key, self.monitor.end_window(name), samples, tokens, outer=True))
+        self._outer.append(_Ended(key, self.monitor.end_window(name), samples, tokens))
 
     @property
-    def _pending(self) -> List[_Ended]:
+    def _pending(self) -> list:
         """Ended phases and windows not credited yet."""
         return self._spans + self._outer
 
@@ -433,7 +436,7 @@ class PhaseMeter:
         waiting, however many steps wait."""
         if self._spans:
             spans = self._spans
-            energies = self.monitor.measure_spans([e.begin_s for e in spans], [e.end_s for e in spans])
+            energies = self.monitor.measure_spans([e[1] for e in spans], [e[2] for e in spans])
             for e, energy_j in zip(spans, energies):
                 self._credit_phase(e, energy_j, True)
             del spans[:len(energies)]
@@ -458,8 +461,7 @@ class PhaseMeter:
         covered = self.monitor.settle(self.monitor.end_window(name), timeout_s).settled
         self.poll()
         for e in self._spans:  # the data did not come in time: credited as they are, unsettled
-            m = self.monitor.measure_span(e.begin_s, e.end_s)
-            self._credit_phase(e, m.gpu_total_energy_j, False)
+            self._credit_phase(e, self.monitor.measure_span(e[1], e[2]).gpu_total_energy_j, False)
         for e in self._outer:
             m = self.monitor.refresh(e.measurement)
             self._credit_outer(e, m, covered and m.settled)
@@ -473,15 +475,16 @@ class PhaseMeter:
         self.outer_done.append(record)
         self.outer_new.append(record)
 
-    def _credit_phase(self, e: _Ended, energy_j: float, settled: bool) -> None:
+    def _credit_phase(self, span: tuple, energy_j: float, settled: bool) -> None:
         # A phase's settling is the per-step cost of the callbacks: only what is read later.
-        elapsed = e.end_s - e.begin_s
+        phase, begin_s, end_s, samples, tokens = span
+        elapsed = end_s - begin_s
         for table in (self.totals, self.interval):
-            totals = table.get(e.phase)
+            totals = table.get(phase)
             if totals is None:
-                totals = table[e.phase] = PhaseTotals()
-            totals.add(energy_j, elapsed, e.samples, e.tokens, settled)
-        self.last[e.phase] = {"energy_j": energy_j, "time_s": elapsed, "samples": e.samples, "tokens": e.tokens}
+                totals = table[phase] = PhaseTotals()
+            totals.add(energy_j, elapsed, samples, tokens, settled)
+        self.last[phase] = {"energy_j": energy_j, "time_s": elapsed, "samples": samples, "tokens": tokens}
 
     def take_interval(self) -> Dict[str, PhaseTotals]:
         """The phases' settled totals since the previous call."""

@@ -311,3 +311,24 @@ def test_phase_edges_wait_where_the_monitor_synchronizes(monkeypatch):
     plain = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
     assert not plain.synchronizes
     plain.synchronize()  # nothing to wait for
+
+
+def test_monotonic_offset_maps_time_monotonic_onto_the_monitors_clock(monkeypatch):
+    # The callbacks' phase edges read time.monotonic() through this offset instead of calling clock_s().
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    mon = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
+    offset = mon.monotonic_offset_s
+    assert offset is not None
+    for _ in range(3):
+        before = mon.clock_s()
+        mapped = time.monotonic() - offset
+        after = mon.clock_s()
+        assert before - 1e-6 <= mapped <= after + 1e-6
+        time.sleep(0.01)
+    meter = joule.meter.PhaseMeter(mon)
+    lo = mon.clock_s()
+    meter.switch("train_step")
+    meter.switch(None)
+    hi = mon.clock_s()
+    (phase, begin_s, end_s, _, _), = meter._spans
+    assert phase == "train_step" and lo - 1e-6 <= begin_s <= end_s <= hi + 1e-6
