@@ -618,7 +618,9 @@ TEST(SweepCliTest, SigkillAtSeededPointsLeavesAStoreThatResumes) {
     ASSERT_GE(finished.size(), finished_before.size());
     for (std::size_t i = 0; i < finished_before.size(); ++i) EXPECT_EQ(finished[i], finished_before[i]);
     for (const auto& row : finished) {
-      if (row.find("|ok|") != std::string::npos) EXPECT_EQ(row.substr(row.size() - 4), "|1|1") << row;  // node row, timeline
+      if (row.find("|ok|") != std::string::npos) {
+        EXPECT_EQ(row.substr(row.size() - 4), "|1|1") << row;  // node row, timeline
+      }
     }
     finished_before = finished;
     const auto running = store_rows(store, "SELECT id FROM runs WHERE status = 'running'");
