@@ -403,10 +403,12 @@ double pulse_energy_j(double a_s, double b_s) {
 // reader finds the counter's steps again and windows after it are anchored.
 TEST_P(GpuFaultOnFakeDriverTest, AnEnergyCounterResetMidRunLeavesWindowsAcrossItRightAndAnchorsComeBack) {
   if (driver().backend == GpuBackend::kRocm) {
-    // Issue 35: the counter anchors (src/measure) expect NVML's ~100 ms
-    // counter steps. On the MI300X-like fake (1 ms steps, point socket power)
-    // no window is anchored and every one is 6-9% low, before the reset too.
-    GTEST_SKIP() << "counter anchors not yet adapted to ROCm SMI's 1 ms energy counter (issue 35)";
+    // Issue 35, open: on a fast counter (the MI300X-like fake, 1 ms updates)
+    // edges are read afresh at each edge, and a restart between two edges'
+    // reads is not seen as one: windows across it come out negative (-3466 J
+    // for 14 J), while those before and after it are right. The reader must
+    // compare a scan's first read with the values it already holds.
+    GTEST_SKIP() << "a counter restart between two edges on a fast counter is not yet detected (issue 35)";
   }
   TempDir tmp;
   const auto fake = driver().use(
