@@ -727,7 +727,7 @@ bool CounterAnchors::insert_anchor_locked(GpuState& g, int64_t step, double coun
   const bool consistent = repeated || ((after == g.anchors.begin() || std::prev(after)->counter_j < counter_j) &&
                                        (after == g.anchors.end() || after->counter_j > counter_j));
   if (!consistent) return false;
-  if (!repeated) g.anchors.insert(after, Anchor{step, step_time(g, step), counter_j});
+  if (!repeated) g.anchors.insert(after, Anchor{step, step_time(g, step), counter_j, g.epoch});
   anchors_made_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -786,6 +786,10 @@ int CounterAnchors::place_unplaced_locked(GpuState& g, double now_s) {
 void CounterAnchors::trim_locked(GpuState& g, double now_s) {
   const double keep_from_s = std::min(now_s - options_.history_s, keep_from_s_.load() - options_.max_distance_s);
   while (!g.anchors.empty() && g.anchors.front().step_s < keep_from_s) g.anchors.pop_front();
+  // A restart is kept while anchors from before it are: windows may pair them.
+  while (!g.restarts.empty() && (g.anchors.empty() || g.restarts.front().epoch <= g.anchors.front().epoch)) {
+    g.restarts.pop_front();
+  }
 }
 
 void CounterAnchors::keep_from(double since_s) { keep_from_s_.store(since_s); }
@@ -829,10 +833,10 @@ CounterAnchors::Lookup CounterAnchors::anchors_around_locked(const GpuState& g, 
   const auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), edge_s,
                                       [](double t, const Anchor& a) { return t < a.step_s; });
   if (after != g.anchors.end() && after->step_s - edge_s <= options_.max_distance_s) {
-    result.after = CounterAnchor{after->step_s, after->counter_j};
+    result.after = CounterAnchor{after->step_s, after->counter_j, after->epoch};
   }
   if (after != g.anchors.begin() && edge_s - std::prev(after)->step_s <= options_.max_distance_s) {
-    result.before = CounterAnchor{std::prev(after)->step_s, std::prev(after)->counter_j};
+    result.before = CounterAnchor{std::prev(after)->step_s, std::prev(after)->counter_j, std::prev(after)->epoch};
   }
   result.status = result.before || result.after ? Status::kReady : Status::kNone;
   return result;
@@ -844,7 +848,7 @@ CounterAnchors::Lookup CounterAnchors::edge_anchor_locked(const GpuState& g, dou
   const auto it = std::lower_bound(g.anchors.begin(), g.anchors.end(), edge_s,
                                    [](const Anchor& a, double t) { return a.step_s < t; });
   if (it != g.anchors.end() && it->step_s == edge_s) {
-    result.before = CounterAnchor{it->step_s, it->counter_j};
+    result.before = CounterAnchor{it->step_s, it->counter_j, it->epoch};
     result.status = Status::kReady;
   }
   return result;
@@ -860,6 +864,7 @@ void CounterAnchors::settle_mode_after_search_locked(GpuState& g, double period_
     g.previous = read;
     g.last_update = std::make_pair(g.found_steps_s[1], static_cast<double>(read.counter_mj) / 1000.0);
     g.edge_scan_from_s = read.begin_s;
+    g.last_read_mj = read.counter_mj;
     g.found_steps_s.clear();
     g.unplaced.clear();
     g.early_due_s.clear();
@@ -917,18 +922,23 @@ void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool&
   const std::optional<Read> previous = g.previous;
   g.previous = read;
   learn_read_duration(g, read);
+  // Lower than the read before, in this run or the last one: restarted
+  // (driver reload, GPU reset). The run goes on from this read in a new
+  // epoch; the anchors held keep theirs (windows before the restart stay
+  // anchored: this GPU may have no samples to fall back on).
+  const bool restarted = g.last_read_mj && read.counter_mj < *g.last_read_mj;
+  g.last_read_mj = read.counter_mj;
+  if (restarted) {
+    start_epoch_locked(g);
+    g.last_update.reset();
+    g.edge_scan_from_s = read.begin_s;
+    return;
+  }
   if (!previous) {
     g.edge_scan_from_s = read.begin_s;
     return;
   }
   if (read.counter_mj == previous->counter_mj) return;
-  if (read.counter_mj < previous->counter_mj) {  // restarted (driver reload, GPU reset): measured anew
-    g.anchors.clear();
-    g.read_edges.clear();
-    g.last_update.reset();
-    start_search_locked(g, true);
-    return;
-  }
   // An update between two reads less than a period apart is the only one
   // between them, placed at the midpoint (as a search places a step): to
   // within half their spacing, 1/32 of a period when the reads come as
@@ -949,6 +959,7 @@ void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool&
     const auto [first_s, first_j] = *g.last_update;
     const double span_s = update_s - first_s;
     const double rate_w = (counter_j - first_j) / span_s;
+    note_update_locked(g, PlacedUpdate{first_s, first_j, rate_w}, PlacedUpdate{update_s, counter_j, rate_w});
     std::size_t served = 0;
     for (; served < g.read_edges.size() && g.read_edges[served] <= first_s && first_s - g.read_edges[served] <= span_s;
          ++served) {
@@ -956,7 +967,7 @@ void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool&
       const auto at = std::lower_bound(g.anchors.begin(), g.anchors.end(), edge_s,
                                        [](const Anchor& a, double t) { return a.step_s < t; });
       if (at == g.anchors.end() || at->step_s != edge_s) {
-        g.anchors.insert(at, Anchor{0, edge_s, first_j - rate_w * (first_s - edge_s)});
+        g.anchors.insert(at, Anchor{0, edge_s, first_j - rate_w * (first_s - edge_s), g.epoch});
         anchors_made_.fetch_add(1, std::memory_order_relaxed);
         made = true;
       }
@@ -974,17 +985,81 @@ void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool&
   }
 }
 
+void CounterAnchors::start_epoch_locked(GpuState& g) {
+  ++g.epoch;
+  g.restarts.push_back(Restart{g.epoch, g.epoch_last, std::nullopt});
+  g.epoch_last.reset();
+  relocks_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CounterAnchors::note_update_locked(GpuState& g, const PlacedUpdate& first, const PlacedUpdate& latest) {
+  if (!g.restarts.empty() && g.restarts.back().epoch == g.epoch && g.restarts.back().from) {
+    // The stretch from the old epoch's last update to this epoch's first has
+    // no counter value that spans it (the restart lies inside): taken at the
+    // mean of the counter's rates on either side, only where short, as a
+    // grid anchor is bridged to its edge by samples only this far. A load
+    // change inside it is this bridge's error; beyond, windows across the
+    // restart keep their samples.
+    Restart& restart = g.restarts.back();
+    const double gap_s = first.time_s - restart.from->time_s;
+    if (gap_s <= options_.max_distance_s) {
+      const double gap_j = 0.5 * (restart.from->rate_w + first.rate_w) * gap_s;
+      restart.offset_j = restart.from->counter_j + gap_j - first.counter_j;
+    }
+    restart.from.reset();  // decided, on the epoch's first rate
+  }
+  g.epoch_last = latest;
+}
+
+std::optional<double> CounterAnchors::epoch_offset_j(const GpuState& g, int64_t from, int64_t to) {
+  const int64_t low = std::min(from, to);
+  const int64_t high = std::max(from, to);
+  double offset_j = 0.0;
+  int64_t bridged = 0;
+  for (const Restart& restart : g.restarts) {
+    if (restart.epoch <= low || restart.epoch > high) continue;
+    if (!restart.offset_j) return std::nullopt;
+    offset_j += *restart.offset_j;
+    ++bridged;
+  }
+  if (bridged != high - low) return std::nullopt;  // a restart between them no longer held
+  return from <= to ? offset_j : -offset_j;
+}
+
+std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup> CounterAnchors::window_locked(const GpuState& g,
+                                                                                        double begin_s,
+                                                                                        double end_s) const {
+  std::pair<Lookup, Lookup> edges{lookup_locked(g, begin_s), lookup_locked(g, end_s)};
+  // One epoch (always, on a counter read by grid: its anchors go at a restart).
+  if (g.restarts.empty()) return edges;
+  auto& [begin, end] = edges;
+  if (begin.status != Status::kReady || end.status != Status::kReady) return edges;
+  const auto epoch_of = [](const Lookup& lookup) { return lookup.before ? lookup.before->epoch : lookup.after->epoch; };
+  const int64_t begin_epoch = epoch_of(begin);
+  const std::optional<double> offset_j = epoch_offset_j(g, begin_epoch, epoch_of(end));
+  if (!offset_j) {  // no bridge across the restart: the samples
+    begin = Lookup{};
+    end = Lookup{};
+    return edges;
+  }
+  for (std::optional<CounterAnchor>* anchor : {&end.before, &end.after}) {
+    if (!*anchor) continue;
+    (*anchor)->counter_j += *offset_j;
+    (*anchor)->epoch = begin_epoch;
+  }
+  return edges;
+}
+
 std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup> CounterAnchors::window(std::size_t gpu, double begin_s,
                                                                                  double end_s) const {
   std::lock_guard lock(mutex_);
-  const GpuState& g = gpus_.at(gpu);
-  return {lookup_locked(g, begin_s), lookup_locked(g, end_s)};
+  return window_locked(gpus_.at(gpu), begin_s, end_s);
 }
 
 void CounterAnchors::windows(double begin_s, double end_s, std::vector<std::pair<Lookup, Lookup>>& out) const {
   out.clear();
   std::lock_guard lock(mutex_);
-  for (const GpuState& g : gpus_) out.emplace_back(lookup_locked(g, begin_s), lookup_locked(g, end_s));
+  for (const GpuState& g : gpus_) out.push_back(window_locked(g, begin_s, end_s));
 }
 
 bool CounterAnchors::anchored(std::size_t gpu) const {

@@ -99,6 +99,10 @@ struct CounterAnchorOptions {
 struct CounterAnchor {
   double step_s = 0.0;
   double counter_j = 0.0;
+  // The counter's restarts (driver reload, GPU reset) seen before this value
+  // was read: values of different epochs count from different origins.
+  // CounterAnchors::window() gives both edges of a window in one epoch's terms.
+  int64_t epoch = 0;
 };
 
 class CounterAnchors {
@@ -156,6 +160,10 @@ class CounterAnchors {
     double pending_until_s = 0.0;  // kPending: the last step a read is planned for
   };
   // The anchors for both edges of [begin_s, end_s] on gpu, under one lock.
+  // Edges read in different epochs of a fast counter (a restart between
+  // them) come in the begin's terms where the restart could be bridged, else
+  // as kNone (the sample integral, as after a restart of a counter read by
+  // grid, whose anchors are dropped).
   std::pair<Lookup, Lookup> window(std::size_t gpu, double begin_s, double end_s) const;
   // The same for every GPU (what a window's end needs).
   void windows(double begin_s, double end_s, std::vector<std::pair<Lookup, Lookup>>& out) const;
@@ -174,7 +182,7 @@ class CounterAnchors {
     uint64_t anchors = 0;       // anchors made
     uint64_t rationed = 0;      // edges left without an anchor by the ration
     uint64_t held_up = 0;       // anchor reads discarded: they ran too near the next step
-    uint64_t relocks = 0;       // grid lost and searched again
+    uint64_t relocks = 0;       // grid lost and searched again, or a fast counter's restart seen
     uint64_t edges_missed = 0;  // read at the edges: seen too late, or no two updates placed after them
     double thread_cpu_s = 0.0;
   };
@@ -197,6 +205,23 @@ class CounterAnchors {
     int64_t step;
     double step_s;
     double counter_j;
+    int64_t epoch;  // CounterAnchor::epoch
+  };
+  // A counter update placed by edge reads, and the counter's rate over the
+  // updates that placed it.
+  struct PlacedUpdate {
+    double time_s;
+    double counter_j;
+    double rate_w;
+  };
+  // A restart of a fast counter: epoch is the one it began. Until the new
+  // epoch places its first rate, from holds the old epoch's last update;
+  // then offset_j, if the two lie close enough to bridge, is what turns the
+  // new epoch's values into the old one's terms.
+  struct Restart {
+    int64_t epoch;
+    std::optional<PlacedUpdate> from;
+    std::optional<double> offset_j;
   };
   struct GpuState {
     std::shared_ptr<Gpu> device;
@@ -236,6 +261,13 @@ class CounterAnchors {
     std::optional<std::pair<double, double>> last_update;
     std::vector<double> read_edges;  // edges paid for, awaiting their value (sorted)
     double edge_scan_from_s = 0.0;
+    // kEdgeReads: restarts are told by a read lower than the one before,
+    // within a run of reads or across runs. Anchors keep their epoch; the
+    // restarts are kept while anchors of an earlier epoch are.
+    std::optional<uint64_t> last_read_mj;
+    int64_t epoch = 0;
+    std::optional<PlacedUpdate> epoch_last;  // this epoch's latest placed update
+    std::deque<Restart> restarts;
   };
   enum class ActionKind { kGrid, kAnchor, kEarly, kEdge };
   struct Action {
@@ -258,6 +290,15 @@ class CounterAnchors {
   // ones dropped), whether a read is due, and what a read gives them.
   void plan_edge_reads_locked(GpuState& g, double now_s);
   void apply_edge_read_locked(GpuState& g, const Read& read, bool& made);
+  // A read went back: a new epoch begins (older anchors are kept).
+  void start_epoch_locked(GpuState& g);
+  // A rate placed in this epoch: bridges its restart if it is the first.
+  void note_update_locked(GpuState& g, const PlacedUpdate& first, const PlacedUpdate& latest);
+  // What turns values of epoch to into epoch from's terms (none: a restart
+  // between them not bridged).
+  static std::optional<double> epoch_offset_j(const GpuState& g, int64_t from, int64_t to);
+  // Both edges' lookups, the end's in the begin's epoch (window()).
+  std::pair<Lookup, Lookup> window_locked(const GpuState& g, double begin_s, double end_s) const;
   // The search found the counter's steps period_s apart (read placed the
   // second): which mode now.
   void settle_mode_after_search_locked(GpuState& g, double period_s, const Read& read);
