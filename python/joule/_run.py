@@ -97,6 +97,8 @@ class EnergyRun:
         self.summary_path: Optional[str] = None
         self.epochs = 0
         self.finished = False
+        # Between start() and finish(): a plain attribute, read by every hook.
+        self.started = False
         self._started_wall = 0.0
 
     # -- the run's edges ------------------------------------------------------
@@ -120,11 +122,8 @@ class EnergyRun:
         self._share = self.layout.ranks_covered / self.layout.world_size if self.layout.world_size > 1 else 1.0
         self.summary = None
         self.finished = False
+        self.started = True
         self._started_wall = time.time()
-
-    @property
-    def started(self) -> bool:
-        return self.meter is not None and not self.finished
 
     def epoch_begin(self) -> None:
         self.meter.begin_outer(f"epoch-{self.epochs}")
@@ -242,6 +241,7 @@ class EnergyRun:
         (where write: the world's rank 0) to output_dir/summary_file."""
         meter = self.meter
         self.finished = True
+        self.started = False
         if meter.measuring:
             sync_cuda()
         meter.finish(self.settle_timeout_s)

@@ -325,13 +325,15 @@ class PhaseTotals:
     tokens: float = 0.0
     unsettled: int = 0
 
-    def add(self, energy_j: float, time_s: float, samples: float, tokens: float, settled: bool) -> None:
+    def add(self, energy_j: float, time_s: float, samples: float, tokens: float, settled: bool,
+            windows: int = 1) -> None:
+        """Adds `windows` windows' sums (one window by default)."""
         self.energy_j += energy_j
         self.time_s += time_s
-        self.windows += 1
+        self.windows += windows
         self.samples += samples
         self.tokens += tokens
-        self.unsettled += 0 if settled else 1
+        self.unsettled += 0 if settled else windows
 
     def to_dict(self) -> Dict[str, float]:
         d = dataclasses.asdict(self)
@@ -437,8 +439,7 @@ class PhaseMeter:
         if self._spans:
             spans = self._spans
             energies = self.monitor.measure_spans([e[1] for e in spans], [e[2] for e in spans])
-            for e, energy_j in zip(spans, energies):
-                self._credit_phase(e, energy_j, True)
+            self._credit_phases(spans, energies, True)
             del spans[:len(energies)]
         while self._outer:
             m = self.monitor.refresh(self._outer[0].measurement)
@@ -460,8 +461,9 @@ class PhaseMeter:
         self.monitor.begin_window(name)
         covered = self.monitor.settle(self.monitor.end_window(name), timeout_s).settled
         self.poll()
-        for e in self._spans:  # the data did not come in time: credited as they are, unsettled
-            self._credit_phase(e, self.monitor.measure_span(e[1], e[2]).gpu_total_energy_j, False)
+        if self._spans:  # the data did not come in time: credited as they are, unsettled
+            self._credit_phases(self._spans, [self.monitor.measure_span(e[1], e[2]).gpu_total_energy_j
+                                              for e in self._spans], False)
         for e in self._outer:
             m = self.monitor.refresh(e.measurement)
             self._credit_outer(e, m, covered and m.settled)
@@ -475,16 +477,29 @@ class PhaseMeter:
         self.outer_done.append(record)
         self.outer_new.append(record)
 
-    def _credit_phase(self, span: tuple, energy_j: float, settled: bool) -> None:
-        # A phase's settling is the per-step cost of the callbacks: only what is read later.
-        phase, begin_s, end_s, samples, tokens = span
-        elapsed = end_s - begin_s
-        for table in (self.totals, self.interval):
-            totals = table.get(phase)
-            if totals is None:
-                totals = table[phase] = PhaseTotals()
-            totals.add(energy_j, elapsed, samples, tokens, settled)
-        self.last[phase] = {"energy_j": energy_j, "time_s": elapsed, "samples": samples, "tokens": tokens}
+    def _credit_phases(self, spans: List[tuple], energies: Sequence[float], settled: bool) -> None:
+        """Credits spans[i] with energies[i] (the first len(energies) spans).
+        A poll settles the tens of phases of the steps since the last one and
+        this is the callbacks' per-step cost, so the spans are summed per
+        phase first and the tables touched once per phase."""
+        sums: Dict[str, list] = {}  # phase -> [energy_j, time_s, samples, tokens, windows, last span's energy_j, its span]
+        for span, energy_j in zip(spans, energies):
+            acc = sums.get(span[0])
+            if acc is None:
+                acc = sums[span[0]] = [0.0, 0.0, 0.0, 0.0, 0, 0.0, span]
+            acc[0] += energy_j
+            acc[1] += span[2] - span[1]
+            acc[2] += span[3]
+            acc[3] += span[4]
+            acc[4] += 1
+            acc[5], acc[6] = energy_j, span
+        for phase, (energy_j, time_s, samples, tokens, windows, last_j, last) in sums.items():
+            for table in (self.totals, self.interval):
+                totals = table.get(phase)
+                if totals is None:
+                    totals = table[phase] = PhaseTotals()
+                totals.add(energy_j, time_s, samples, tokens, settled, windows)
+            self.last[phase] = {"energy_j": last_j, "time_s": last[2] - last[1], "samples": last[3], "tokens": last[4]}
 
     def take_interval(self) -> Dict[str, PhaseTotals]:
         """The phases' settled totals since the previous call."""

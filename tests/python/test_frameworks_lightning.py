@@ -161,3 +161,42 @@ def test_standin_lightning_batch_counts(pl):
     assert pl.batch_counts({"input_ids": torch.ones(2, 5, dtype=torch.long), "attention_mask": mask}) == (2.0, 8.0)
     assert pl.batch_counts({"input_ids": torch.ones(3, 7, dtype=torch.long)}) == (3.0, 21.0)
     assert pl.batch_counts("text") == (0.0, 0.0)
+    assert pl.batch_counts([[torch.tensor(3.0)], {"x": torch.zeros(5, 2)}]) == (0.0, 0.0)  # a 0-d tensor first
+    assert pl.batch_counts([[], {"x": torch.zeros(5, 2)}]) == (5.0, 0.0)
+
+
+def test_standin_lightning_log_cadence_follows_the_logger_connectors_rule(pl):
+    # LogCadence reads Lightning 2.6's counters directly; it must agree with
+    # the logger connector's should_update_logs at every batch, stopping included.
+    class Connector:
+        def __init__(self, trainer):
+            self.trainer = trainer
+
+        @property
+        def should_update_logs(self):  # Lightning 2.6: (batches that stepped + 1) % every == 0, or stopping
+            step = self.trainer.fit_loop.epoch_loop._batches_that_stepped + 1
+            return step % self.trainer.log_every_n_steps == 0 or self.trainer.should_stop
+
+    class Trainer:
+        def __init__(self, every):
+            self.log_every_n_steps = every
+            self.should_stop = False
+            self.fit_loop = type("FitLoop", (), {})()
+            self.fit_loop.epoch_loop = type("EpochLoop", (), {"_batches_that_stepped": 0})()
+            self._logger_connector = Connector(self)
+
+    for every in (1, 3, 5):
+        trainer = Trainer(every)
+        cadence = pl.LogCadence(trainer)
+        taken = []
+        for batch in range(40):
+            trainer.should_stop = batch == 37
+            assert cadence() == trainer._logger_connector.should_update_logs, (every, batch)
+            taken.append(cadence())
+            trainer.fit_loop.epoch_loop._batches_that_stepped += 1
+        assert sum(taken) == len([b for b in range(40) if (b + 1) % every == 0 or b == 37])
+    # Without Lightning's internals (an older or other trainer): the public rule, as loggers_take_this_step.
+    bare = type("Bare", (), {"log_every_n_steps": 4, "global_step": 8, "should_stop": False})()
+    assert pl.LogCadence(bare)() == pl.loggers_take_this_step(bare) is True
+    bare.global_step = 9
+    assert pl.LogCadence(bare)() == pl.loggers_take_this_step(bare) is False
