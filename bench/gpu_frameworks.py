@@ -30,7 +30,9 @@ For each example:
       run, per run and pooled.
   (b') overhead side by side in one process (--ab-seconds > 0, the
       headline figure): one run with --joule-ab BLOCK, where joule's per-step
-      hooks work only in blocks on, off, off, on, ... of BLOCK steps; each
+      hooks work only in half the blocks of BLOCK steps (groups of four
+      blocks, on off off on or off on on off, drawn at random so that a
+      slow step recurring every epoch falls on both sides alike); each
       group of four blocks gives one ratio (on blocks' mean step over off
       blocks'), whose mean over the run, with a bootstrap 95% interval, is
       the per-step overhead. Runs of a process differ from each other by
@@ -75,7 +77,8 @@ def parse_args():
     p.add_argument("--ab-seconds", type=float, default=0.0,
                    help="training time of the one-process run with joule's hooks on and off in blocks (0: none)")
     p.add_argument("--ab-block", type=int, default=40, help="steps per block of that run")
-    p.add_argument("--ab-kinds", default="joule", help="which kinds get such a run: joule, joule_sync")
+    p.add_argument("--ab-kinds", default="joule", help="which kinds get such a run: joule, joule_sync, and "
+                   "joule_null (the control: hooks on in every block, labels drawn alike; its estimate should be 0)")
     p.add_argument("--kinds", default="no_joule,joule",
                    help="run kinds interleaved in each round: no_joule, joule, joule_sync (every joule window edge "
                         "waiting for CUDA: shows what a per-step synchronisation would cost)")
@@ -273,7 +276,7 @@ def overhead(runs, kinds):
 
 def ab_overhead(result, skip_s, resamples=4000):
     """The per-step overhead from one --joule-ab run: per group of four
-    blocks (on, off, off, on) the on blocks' mean step period over the off
+    blocks (on off off on, or mirrored) the on blocks' mean step period over the off
     blocks' - 1; the mean over groups with a bootstrap 95% interval, and the
     same with block medians. A block's first step is left out (its period
     may hold the previous block's last hook), as are the first skip_s."""
@@ -465,7 +468,8 @@ def main():
         # (b) interleaved runs with and without joule
         runs = []
         kinds = [k for k in args.kinds.split(",") if k]
-        kind_flags = {"no_joule": ["--no-joule"], "joule": [], "joule_sync": ["--joule-sync"]}
+        kind_flags = {"no_joule": ["--no-joule"], "joule": [], "joule_sync": ["--joule-sync"],
+                      "joule_null": ["--joule-ab-null"]}  # joule_null: the A/A control of an --ab run
         for i in range(args.overhead_pairs):
             for kind in kinds:
                 d = os.path.join(base, f"overhead-{i}-{kind}")
@@ -584,9 +588,11 @@ def summary_md(report, args):
                              + f"{'ok' if a['within_target'] else 'MISS'} |")
         lines += ["", f"One run of {args.ab_seconds:g} s per kind with `--joule-ab {args.ab_block}`: joule's per-step "
                   "hooks (and, in the Accelerate loop, the running estimate read on logging steps) work in blocks "
-                  f"on, off, off, on of {args.ab_block} steps; per group of four blocks, the on blocks' mean step over "
+                  f"of {args.ab_block} steps, in groups of four ordered on off off on or off on on off at random; per group of four blocks, the on blocks' mean step over "
                   "the off blocks' - 1; mean over groups, bootstrap 95% interval. The run's own window and joule's "
-                  "sampler thread are there in every block alike (the interleaved runs above include them).", ""]
+                  "sampler thread are there in every block alike (the interleaved runs above include them). joule_null: "
+                  "the control run, joule's hooks in every block and the blocks labelled alike (what the method reads "
+                  "where there is no difference).", ""]
     lines += ["## What each logged (the run under joule measure)", ""]
     for name, ex in report["examples"].items():
         logged = ex.get("logged")

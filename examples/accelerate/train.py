@@ -111,7 +111,7 @@ def main():
         window = joule.window("train", monitor, carbon=joule_carbon(joule, args, NAME))  # joule, line 2: `with window as w`
 
     step, step_ends = 0, []
-    gate = StepGate(args.joule_ab) if args.joule_ab and not args.no_joule else None
+    gate = StepGate(args.joule_ab, null=args.joule_ab_null) if args.joule_ab and not args.no_joule else None
     sync()
     begin = time.monotonic()
     with window as w:
@@ -131,7 +131,7 @@ def main():
                     gate.record_step_end()
                 if step % args.log_every == 0:
                     logs = {"loss": loss.item()}
-                    if w is not None and (gate is None or gate.on):
+                    if w is not None and (gate is None or gate.runs_hooks):
                         logs["joule/energy_so_far_j"] = (w.energy_so_far_j if gate is None  # joule, line 3: the running estimate
                                                          else gate.timed(lambda: w.energy_so_far_j))
                     accelerator.log(logs, step=step)

@@ -7,6 +7,7 @@ Each example puts this folder (examples/common: only this module, so
 nothing shadows a package such as accelerate or lightning) on sys.path
 and imports it."""
 import importlib.util
+import random
 import sys
 import time
 
@@ -21,35 +22,57 @@ def add_joule_flags(parser):
                         help="grid region for CO2e, e.g. DE, FR, US-CA (joule's bundled table)")
     parser.add_argument("--pue", type=float, default=None, help="data-centre PUE for CO2e (default: joule's)")
     parser.add_argument("--joule-ab", type=int, default=0, metavar="STEPS",
-                        help="benchmark: joule's per-step work runs only in every other block of STEPS steps "
-                             "(blocks on, off, off, on, ...) so one run times steps with and without it side by side "
-                             "(bench/gpu_frameworks.py); the run's own window stays whole")
+                        help="benchmark: joule's per-step work runs only in half the blocks of STEPS steps "
+                             "(groups of four blocks, on off off on or off on on off, drawn at random) so one run times "
+                             "steps with and without it side by side (bench/gpu_frameworks.py); the run's own window "
+                             "stays whole")
+    parser.add_argument("--joule-ab-null", action="store_true",
+                        help="with --joule-ab: the control (A/A) run: blocks are labelled on and off alike but joule's "
+                             "per-step work runs in all of them, so the estimate shows what the method reads with no "
+                             "difference at all")
 
 
 class StepGate:
-    """--joule-ab: joule's per-step hooks work in blocks of `block` steps, on,
-    off, off, on (repeating, so a drift in step time over the run falls on
-    both sides alike), and each step's state is kept beside its period.
-    Runs with and without joule differ by a few percent from process to
-    process (the two no-joule runs of an example by 1.3-7.6% on an H100),
-    more than the 0.5% to be shown; blocks of one process do not.
+    """--joule-ab: joule's per-step hooks work in blocks of `block` steps, in
+    groups of four blocks ordered on, off, off, on or off, on, on, off, the
+    order of each group drawn at random (seeded): the mirrored halves cancel
+    a drift in step time over a group, and the draw keeps a periodic pattern
+    of the run (an epoch's first batch every 64 steps, logging every 10)
+    from falling on one side more often. Each step's state is kept beside
+    its period. Runs with and without joule differ by a few percent from
+    process to process (the two no-joule runs of an example by 1.3-7.6% on
+    an H100), more than the 0.5% to be shown; blocks of one process do not.
 
     The state of a step is fixed by its begin hook (`wrap`'s `begin`), so a
-    step's begin and end hooks always agree; `on` of block 0 is True."""
+    step's begin and end hooks always agree. null=True (--joule-ab-null):
+    the hooks run in every block, the labels are drawn the same way: the
+    control run, whose estimate should be 0."""
 
-    def __init__(self, block):
+    def __init__(self, block, null=False, seed=1):
         self.block = block
+        self.null = null
         self.steps_begun = 0
         self.on = True
-        self.states = []  # per recorded step end: whether joule's hooks ran in that step
+        self.states = []  # per recorded step end: whether the step's block is labelled on
         self.hook_s = []  # per recorded step end: time spent inside joule's hooks since the previous one
         self._hook_s = 0.0
+        self._rng = random.Random(seed)
+        self._group = -1
+        self._mirrored = False
 
     def begin_step(self):
         """Called as a step begins (by `wrap`'s begin hook, or by a plain loop)."""
         block_index = self.steps_begun // self.block
-        self.on = block_index % 4 in (0, 3)
+        group = block_index // 4
+        if group != self._group:
+            self._group, self._mirrored = group, self._rng.random() < 0.5
+        self.on = (block_index % 4 in (0, 3)) != self._mirrored
         self.steps_begun += 1
+
+    @property
+    def runs_hooks(self):
+        """Whether joule's per-step work runs in this step (always in the control run)."""
+        return self.on or self.null
 
     def wrap(self, callback, begin, others):
         """Makes callback.begin and callback.others (method names) run only while on."""
@@ -57,7 +80,7 @@ class StepGate:
             def call(*args, **kwargs):
                 if is_begin:
                     self.begin_step()
-                if not self.on:
+                if not self.runs_hooks:
                     return None
                 t0 = time.perf_counter()
                 try:

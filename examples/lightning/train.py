@@ -124,7 +124,7 @@ def main():
             self._sync()
             self.end = time.monotonic()
 
-    gate = StepGate(args.joule_ab) if args.joule_ab and not args.no_joule else None
+    gate = StepGate(args.joule_ab, null=args.joule_ab_null) if args.joule_ab and not args.no_joule else None
     clock = StepClock()  # times the steps alike with and without joule
     callbacks = [clock]
     energy_callback = None
