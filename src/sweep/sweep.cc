@@ -449,12 +449,44 @@ std::vector<std::string> measure_options_of(const DiscoveryOptions& discovery) {
   return out;
 }
 
+// Defined below, beside the runs on one machine.
+std::vector<std::pair<std::string, std::string>> visible_devices_env(const Devices& sweep_devices,
+                                                                     const std::vector<std::shared_ptr<Gpu>>& run_gpus);
+
+// The variables that give a node's ranks their GPUs (the first
+// ranks_per_node, as --gpus 0,..,K-1 picks them), set as a run on one machine
+// gets them (visible_devices_env): CUDA_VISIBLE_DEVICES for NVIDIA GPUs,
+// HIP_VISIBLE_DEVICES for AMD ones, each numbered by its vendor's runtime.
+// The nodes are taken to be like the one the sweep runs on, whose GPUs say
+// which vendors' variables to set. Where this machine has too few GPUs to go
+// by (a login node), one vendor's: HIP_VISIBLE_DEVICES where its GPUs (or the
+// sweep's --backend) are AMD alone, else CUDA_VISIBLE_DEVICES.
+std::vector<std::pair<std::string, std::string>> node_visible_env(const DiscoveryOptions& discovery,
+                                                                  int ranks_per_node) {
+  DiscoveryOptions here = discovery;
+  here.auto_fallback = AutoFallback::kNoGpus;  // a login node: no GPU, not simulated ones
+  Devices node;
+  try {
+    node = discover_devices(here);
+  } catch (const std::exception&) {
+    // No GPU here to go by (the backend's library missing on a login node).
+  }
+  const std::size_t used = static_cast<std::size_t>(std::max(1, ranks_per_node));
+  if (node.gpus.size() >= used) {
+    return visible_devices_env(node, {node.gpus.begin(), node.gpus.begin() + static_cast<std::ptrdiff_t>(used)});
+  }
+  const bool amd_only = node.gpus.empty() ? discovery.backend == GpuBackend::kRocm
+                                          : std::all_of(node.gpus.begin(), node.gpus.end(),
+                                                        [](const auto& gpu) { return is_amd_gpu(*gpu); });
+  return {{amd_only ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES", first_gpus(ranks_per_node)}};
+}
+
 // What the sweep sets in the launcher's environment for a run across nodes
 // (mpirun forwards each with -x; srun passes the whole environment on).
 std::vector<std::pair<std::string, std::string>> launcher_env(const SweepOptions& options, const NodeLayout& layout,
                                                               const std::string& counts_file) {
-  std::vector<std::pair<std::string, std::string>> env = {{"JOULE_REPORT_FILE", counts_file},
-                                                          {"CUDA_VISIBLE_DEVICES", first_gpus(layout.ranks_per_node)}};
+  std::vector<std::pair<std::string, std::string>> env = {{"JOULE_REPORT_FILE", counts_file}};
+  for (auto& variable : node_visible_env(options.discovery, layout.ranks_per_node)) env.push_back(std::move(variable));
   if (!options.discovery.nvml_library.empty()) env.emplace_back("JOULE_NVML_LIBRARY", options.discovery.nvml_library);
   if (!options.discovery.rocm_library.empty()) env.emplace_back("JOULE_ROCM_SMI_LIBRARY", options.discovery.rocm_library);
   if (!options.discovery.powercap_root.empty()) env.emplace_back("JOULE_POWERCAP_ROOT", options.discovery.powercap_root);
