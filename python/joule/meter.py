@@ -20,7 +20,8 @@ monitor= is given. In a job launched by torchrun or Accelerate every GPU is
 counted once: by default local rank 0 measures the GPUs of its node's ranks
 and the other ranks measure nothing (their windows say measuring == False and
 their energies are NaN); where each rank sees only its own GPU
-(CUDA_VISIBLE_DEVICES per rank) each rank measures that one.
+(CUDA_VISIBLE_DEVICES per rank, or on AMD GPUs HIP_VISIBLE_DEVICES or
+ROCR_VISIBLE_DEVICES) each rank measures that one.
 """
 from __future__ import annotations
 
@@ -59,9 +60,14 @@ class ProcessLayout:
 
     mode: "single" (not launched as a job of several processes: all GPUs),
     "node" (local rank 0 measures the GPUs of its node's ranks) or "rank"
-    (each rank sees one GPU and measures it). gpus: the CUDA_VISIBLE_DEVICES
-    entries (or indices) this process measures; None: all (single), []:
-    none. ranks_covered: how many ranks' GPUs this process measures (0: none).
+    (each rank sees one GPU and measures it). gpus: the visible-device
+    entries (or indices) this process measures, each vendor's GPUs numbered
+    by its own runtime (vendor_index) as `joule measure --mpi` reads them:
+    CUDA_VISIBLE_DEVICES's for NVIDIA GPUs as they are (indices or UUIDs),
+    then the AMD GPUs that ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES leave
+    (ROCR's list first, HIP's indices within it) written "amd:<entry>"; None:
+    all (single), []: none. ranks_covered: how many ranks' GPUs this process
+    measures (0: none).
     """
 
     mode: str
@@ -87,8 +93,7 @@ def process_layout(env: Optional[Mapping[str, str]] = None) -> ProcessLayout:
     local_world = int(env.get("LOCAL_WORLD_SIZE", str(world)) or world)
     if world <= 1:
         return ProcessLayout("single", rank, world, local_rank, local_world, None, 1)
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    entries = [e.strip() for e in visible.split(",") if e.strip()] if visible is not None else None
+    entries = _visible_entries(env)
     if entries is not None and len(entries) < local_world:
         # Each rank was given its own GPU(s): measure what this rank sees (its first).
         return ProcessLayout("rank", rank, world, local_rank, local_world, entries[:1], 1 if entries else 0)
@@ -96,6 +101,22 @@ def process_layout(env: Optional[Mapping[str, str]] = None) -> ProcessLayout:
         return ProcessLayout("node", rank, world, local_rank, local_world, [], 0)
     gpus = entries[:local_world] if entries is not None else [str(i) for i in range(local_world)]
     return ProcessLayout("node", rank, world, local_rank, local_world, gpus, local_world)
+
+
+def _visible_entries(env: Mapping[str, str]) -> Optional[List[str]]:
+    """The GPUs the variables in env restrict this process to, in the C++
+    side's one list (joule.cluster_visible_gpus_of: CUDA_VISIBLE_DEVICES's
+    entries, then "amd:<entry>" for the AMD GPUs ROCR_VISIBLE_DEVICES and
+    HIP_VISIBLE_DEVICES leave), without the "nvidia:all" / "amd:all" it adds
+    for a vendor left unrestricted: a rank's GPUs are those it was given.
+    None where no variable is set. Raises UsageError for a HIP index past
+    ROCR's list."""
+    joined = _joule.cluster_visible_gpus_of(
+        env.get("CUDA_VISIBLE_DEVICES"), env.get("HIP_VISIBLE_DEVICES"), env.get("ROCR_VISIBLE_DEVICES"))
+    if joined is None:
+        return None
+    entries = [e.strip() for e in joined.split(",") if e.strip()]
+    return [e for e in entries if e not in ("nvidia:all", "amd:all")]
 
 
 def _synchronizer() -> Optional[Callable[[], None]]:
@@ -129,7 +150,8 @@ def make_monitor(
         return _joule.Monitor(backend, sim, [], interval_ms, sync)
     if all(g.isdigit() for g in layout.gpus):
         return _joule.Monitor(backend, sim, [int(g) for g in layout.gpus], interval_ms, sync)
-    # UUIDs (or MIG names) in CUDA_VISIBLE_DEVICES: as joule.distributed does.
+    # UUIDs (or MIG names) in CUDA_VISIBLE_DEVICES, AMD GPUs ("amd:<index or
+    # GPU-uuid>", numbered among AMD GPUs): as joule.distributed does.
     return _joule.cluster_monitor(backend, sim, list(layout.gpus), interval_ms)
 
 

@@ -827,6 +827,11 @@ PYBIND11_MODULE(_joule, m) {
   m.def("cluster_visible_gpus", &joule::cluster::visible_gpus_from_environment,
         "This process's GPUs as its CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES name them, "
         "in one list for cluster_job_gpus (AMD entries written 'amd:<entry>'); None where none is set.");
+  m.def("cluster_visible_gpus_of", &joule::cluster::visible_gpus_of, "cuda_visible"_a, "hip_visible"_a,
+        "rocr_visible"_a,
+        "cluster_visible_gpus() for the given values of CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and "
+        "ROCR_VISIBLE_DEVICES (None: unset), as joule.process_layout reads a launcher's environment. Raises "
+        "UsageError for a HIP index past ROCR's list.");
   m.def("cluster_job_gpus", &joule::cluster::job_gpus_of, "visible_per_rank"_a,
         "The GPUs a node's ranks may use, from each rank's cluster_visible_gpus() (None where it sees every GPU): "
         "None to measure all of the node's GPUs, else the entries (indices or UUIDs, AMD ones 'amd:...').");
