@@ -198,4 +198,48 @@ std::vector<std::string> FakeDriver::clock_reset_log(int device) const {
   return {"rsmi_dev_perf_level_set device=" + dev + " level=auto"};
 }
 
+std::optional<std::pair<int, double>> FakeDriver::power_limit_set(const std::string& log_line) const {
+  if (log_line.find("result=") != std::string::npos) return std::nullopt;  // refused
+  int device = -1;
+  unsigned long long value = 0;
+  if (backend == GpuBackend::kNvml) {
+    if (std::sscanf(log_line.c_str(), "nvmlDeviceSetPowerManagementLimit device=%d limit_mw=%llu", &device, &value) == 2) {
+      return std::make_pair(device, static_cast<double>(value) / 1e3);
+    }
+  } else if (std::sscanf(log_line.c_str(), "rsmi_dev_power_cap_set device=%d sensor=0 cap_uw=%llu", &device,
+                         &value) == 2) {
+    return std::make_pair(device, static_cast<double>(value) / 1e6);
+  }
+  return std::nullopt;
+}
+
+std::map<int, FakeDriver::HeldSettings> FakeDriver::persisted_settings(const std::string& persist_path) const {
+  std::map<int, HeldSettings> held;
+  for (const std::string& line : read_lines(persist_path)) {
+    std::istringstream in(line);
+    int device = -1;
+    std::vector<unsigned long long> fields;
+    in >> device;
+    for (unsigned long long value = 0; in >> value;) fields.push_back(value);
+    if (device < 0 || fields.empty()) continue;
+    HeldSettings& settings = held[device];
+    if (backend == GpuBackend::kNvml) {
+      // limit_mw, then (when any clock was ever set) SM lock min, max, memory
+      // lock min, max, application clocks memory, SM: 0 for none.
+      settings.limit_w = static_cast<double>(fields[0]) / 1e3;
+      for (std::size_t i = 1; i < fields.size(); ++i) settings.clocks_held |= fields[i] != 0;
+    } else {
+      // cap_uw, perf level (0: auto), the core and memory level masks, the
+      // core and memory ranges (min, max; 0: none). A mask or range set puts
+      // the GPU in perf level manual and auto clears them, so a perf level
+      // other than auto is what holds a clock (the masks alone cannot say:
+      // "every level" is all ones or the levels' count of them).
+      settings.limit_w = static_cast<double>(fields[0]) / 1e6;
+      settings.clocks_held = fields.size() > 1 && fields[1] != 0;
+      for (std::size_t i = 4; i < fields.size(); ++i) settings.clocks_held |= fields[i] != 0;
+    }
+  }
+  return held;
+}
+
 }  // namespace joule::testing

@@ -29,6 +29,7 @@
 #include <map>
 #include <ostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -81,6 +82,22 @@ struct FakeDriver {
   std::vector<std::string> power_limit_log(int device, int watts) const;
   std::vector<std::string> clock_lock_log(int device, unsigned cap_mhz) const;
   std::vector<std::string> clock_reset_log(int device) const;
+
+  // The device and watts of a power-limit set call in the fake's log
+  // (power_limit_log's form, the call not refused); nullopt for other lines.
+  std::optional<std::pair<int, double>> power_limit_set(const std::string& log_line) const;
+
+  // What a device holds, as the fake keeps it across processes (its config's
+  // `persist` file): the power limit, and whether any clock setting is held
+  // (NVML: a locked or application clock; ROCm SMI: a perf level other than
+  // auto, a level mask or a range).
+  struct HeldSettings {
+    double limit_w = 0.0;
+    bool clocks_held = false;
+  };
+  // Per device in the persist file (a fake that never changed anything
+  // writes none).
+  std::map<int, HeldSettings> persisted_settings(const std::string& persist_path) const;
 
   // One of the fake's exported helpers ("set_time_s", "release_hangs",
   // "relative_speed"), from the copy of the library already loaded.

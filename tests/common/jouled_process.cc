@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "joule/daemon/client.h"
@@ -14,15 +15,17 @@
 
 namespace joule::testing {
 
-JouledProcess::JouledProcess(const JouledOptions& options) {
+JouledProcess::JouledProcess(const JouledOptions& options) : driver(*options.driver) {
   if (options.others_reach_socket) chmod(dir.path().c_str(), 0755);
-  fake = use_fake_nvml(dir, std::string(kFakeA40) + "\n" + kFakeA40 + "\n" + kFakeA40 + " limit_w=280\npersist " +
-                                dir.file("gpu_limits") + "\n" + options.fake_extra);
+  const std::string gpus = std::string(kJouledGpu) + "\n" + kJouledGpu + "\n" + kJouledGpu + " limit_w=280\npersist " +
+                           settings + "\n" + options.fake_extra;
+  fake = driver.use(dir, gpus);
   write_file(config, R"({"socket": ")" + socket + R"(", "socket_mode": ")" + options.socket_mode +
                          R"(", "state_file": ")" + state + "\"" +
                          (options.config_extra.empty() ? "" : ", " + options.config_extra) + "}");
-  if (!options.nvml) fake.library_path = "/nonexistent/libnvidia-ml.so.1";
+  if (!options.three_gpus) fake.library_path = "/nonexistent/" + driver.name + "-library.so.1";
   if (!options.rocm_config.empty()) {
+    if (driver.backend == GpuBackend::kRocm) throw std::invalid_argument("rocm_config beside the fake ROCm SMI's GPUs");
     rocm_fake = use_fake_rocm_smi(dir, options.rocm_config + "\npersist " + dir.file("amd_gpu_settings") + "\n");
   }
 }
@@ -35,10 +38,13 @@ JouledProcess::~JouledProcess() {
 }
 
 void JouledProcess::start(bool wait) {
-  const std::string rocm = rocm_fake.library_path.empty() ? "/nonexistent/librocm_smi64.so.1" : rocm_fake.library_path;
-  pid = start_process({JOULED_BINARY, "--config", config},
-                      {{"JOULE_NVML_LIBRARY", fake.library_path}, {"JOULE_ROCM_SMI_LIBRARY", rocm}},
-                      dir.file("out" + std::to_string(starts)), dir.file("err" + std::to_string(starts)));
+  // Each library: the three GPUs' fake, rocm_config's, or nowhere.
+  std::map<std::string, std::string> env = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                            {"JOULE_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so.1"}};
+  env[driver.library_env] = fake.library_path;
+  if (!rocm_fake.library_path.empty()) env["JOULE_ROCM_SMI_LIBRARY"] = rocm_fake.library_path;
+  pid = start_process({JOULED_BINARY, "--config", config}, env, dir.file("out" + std::to_string(starts)),
+                      dir.file("err" + std::to_string(starts)));
   ++starts;
   if (!wait) return;
   for (int i = 0; i < 500; ++i) {
@@ -72,5 +78,11 @@ std::string JouledProcess::log() const {
 }
 
 nlohmann::json JouledProcess::gpus() { return daemon::DaemonClient(socket).call({{"op", "state"}})["gpus"]; }
+
+std::vector<std::string> JouledProcess::set_calls() const {
+  return std::filesystem::exists(fake.log_path) ? read_lines(fake.log_path) : std::vector<std::string>{};
+}
+
+std::map<int, FakeDriver::HeldSettings> JouledProcess::held() const { return driver.persisted_settings(settings); }
 
 }  // namespace joule::testing

@@ -1,11 +1,14 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// A real jouled over the fake libnvidia-ml.so.1 (and, where a test asks, the
-// fake librocm_smi64.so.1), in a temporary directory:
-// three A40s (gpu2 not at its default limit, 280 W), the fake's limits kept
-// in a file across restarts as a driver keeps them across processes. Tests
-// add lines to the fake's config (injected errors) and fields to jouled's
-// config (access rules).
+// A real jouled over a fake GPU library, in a temporary directory: three
+// GPUs of the driver's (tests/common/fake_drivers.h; the fake NVML unless a
+// test names the fake ROCm SMI) with limits 100-300 W (gpu2 not at its
+// default, 280 W), the driver's core clocks and memory clocks 405 and
+// 7251 MHz, their settings kept in a file across restarts as a driver keeps
+// them across processes. Tests add lines to the fake's config (injected
+// errors, in FakeDriver's grammar) and fields to jouled's config (access
+// rules); a mixed node adds the fake ROCm SMI's own config after the fake
+// NVML's GPUs.
 #pragma once
 
 #include <sys/types.h>
@@ -13,22 +16,23 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/fake_drivers.h"
 #include "common/test_support.h"
 
 namespace joule::testing {
 
-// SM clocks 210-1740 MHz in 15 MHz steps, memory clocks 405 and 7251 MHz.
-inline constexpr const char* kFakeA40 =
-    "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300 max_sm_mhz=1740 min_sm_mhz=210 sm_step_mhz=15 "
-    "mem_clocks_mhz=405,7251";
-// The limits the fake's three A40s start at.
-inline constexpr double kFakeA40LimitsW[] = {300, 300, 280};
+// The three GPUs' device lines, in FakeDriver's grammar.
+inline constexpr const char* kJouledGpu = "device min_limit_w=100 max_limit_w=300 core_clocks mem_clocks_mhz=405,7251";
+// The limits the three GPUs start at.
+inline constexpr double kJouledGpuLimitsW[] = {300, 300, 280};
 
 struct JouledOptions {
-  std::string fake_extra;    // more lines of the fake's config
-  bool nvml = true;          // the fake NVML's three A40s (false: no NVML on the node)
-  // Non-empty: the fake ROCm SMI's config, AMD GPUs after the A40s (a mixed
-  // node) or alone; its caps kept across restarts like the A40s' limits.
+  const FakeDriver* driver = &fake_nvml_driver();  // whose fake holds the three GPUs
+  std::string fake_extra;    // more lines of that fake's config (FakeDriver's grammar: @set_power_limit ...)
+  bool three_gpus = true;    // false: no such fake on the node (only rocm_config's GPUs)
+  // Non-empty (with the fake NVML as driver): the fake ROCm SMI's config,
+  // AMD GPUs after the three (a mixed node) or alone; its caps kept across
+  // restarts like the three GPUs' settings.
   std::string rocm_config;
   std::string config_extra;  // more JSON fields of jouled's config, e.g. R"("allow": [...])"
   std::string socket_mode = "0600";
@@ -49,10 +53,16 @@ class JouledProcess {
   int stop();        // SIGTERM; its exit status
   std::string log() const;  // every start's stderr, in order
   nlohmann::json gpus();    // the "gpus" of its state reply
+  // The three GPUs' driver's set-call log (empty before the first set call).
+  std::vector<std::string> set_calls() const;
+  // What the three GPUs hold now, as their fake keeps it across processes.
+  std::map<int, FakeDriver::HeldSettings> held() const;
 
+  const FakeDriver& driver;
   TempDir dir;
-  FakeNvml fake;
-  FakeRocmSmi rocm_fake;  // library_path empty: no ROCm SMI on the node
+  FakeLibrary fake;       // the three GPUs' fake; library_path /nonexistent without them
+  FakeRocmSmi rocm_fake;  // rocm_config's; library_path empty: none
+  std::string settings = dir.file("gpu_settings");  // where the three GPUs' fake keeps their settings
   std::string socket = dir.file("jouled.sock");
   std::string config = dir.file("jouled.conf");
   std::string state = dir.file("jouled.state");

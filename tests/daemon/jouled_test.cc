@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// jouled end to end: the real daemon binary over the fake libnvidia-ml.so.1,
-// with real client processes (forked; one drops to the unprivileged user
-// "nobody"), SIGKILLs, restarts and a flood of malformed messages.
+// jouled end to end: the real daemon binary over each fake GPU library (the
+// fake NVML and the fake ROCm SMI, tests/common/fake_drivers.h), with real
+// client processes (forked; one drops to the unprivileged user "nobody"),
+// SIGKILLs, restarts and a flood of malformed messages.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -33,9 +34,10 @@ namespace {
 using daemon::DaemonClient;
 using testing::TempDir;
 
-// The daemon with an access rule: "nobody" may use gpu1 only.
-testing::JouledOptions with_access_rule() {
+// The daemon over driver's GPUs with an access rule: "nobody" may use gpu1 only.
+testing::JouledOptions with_access_rule(const testing::FakeDriver& driver) {
   testing::JouledOptions options;
+  options.driver = &driver;
   options.config_extra = R"("allow": [{"user": "nobody", "gpus": [1]}])";
   options.socket_mode = "0666";
   options.others_reach_socket = true;
@@ -43,7 +45,7 @@ testing::JouledOptions with_access_rule() {
 }
 
 struct Jouled : testing::JouledProcess {
-  Jouled() : JouledProcess(with_access_rule()) { start(); }
+  explicit Jouled(const testing::FakeDriver& driver) : JouledProcess(with_access_rule(driver)) { start(); }
   double limit_w(unsigned gpu) {
     DaemonClient client(socket);
     return client.call({{"op", "state"}})["gpus"][gpu]["power_limit_w"].get<double>();
@@ -54,8 +56,21 @@ struct Jouled : testing::JouledProcess {
     const auto lock = client.call({{"op", "state"}})["gpus"][gpu]["clocks"][domain]["lock"];
     return lock.is_null() ? "unlocked" : fmt::format("{}-{}", lock["min_mhz"].get<int>(), lock["max_mhz"].get<int>());
   }
-  std::vector<std::string> set_calls() const { return testing::read_lines(fake.log_path); }
+  // The lowest core clock: where the tests' locks start.
+  unsigned lowest_mhz() const { return driver.core_clocks_mhz.front(); }
 };
+
+// Each test runs once per fake driver: the same leases, rules and restores,
+// each driver's own set calls.
+class JouledTest : public ::testing::TestWithParam<testing::FakeDriver> {};
+class JouledClockTest : public ::testing::TestWithParam<testing::FakeDriver> {};
+
+// The lines of several set calls, in order.
+std::vector<std::string> calls_of(std::initializer_list<std::vector<std::string>> groups) {
+  std::vector<std::string> all;
+  for (const auto& group : groups) all.insert(all.end(), group.begin(), group.end());
+  return all;
+}
 
 // Runs fn in a child process (optionally as "nobody"); returns what it wrote.
 struct Child {
@@ -109,8 +124,8 @@ std::string set_limit(const std::string& socket, unsigned gpu, double limit_w) {
   return "ok " + reply["power_limit_w"].dump();
 }
 
-TEST(JouledTest, ClientKilledWithSigkillHasItsLimitBackWithinOneSecond) {
-  Jouled jouled;
+TEST_P(JouledTest, ClientKilledWithSigkillHasItsLimitBackWithinOneSecond) {
+  Jouled jouled(GetParam());
   Child::wait_forever = true;
   Child child = Child::start([&] {
     // The connection must stay open until the kill: the lease lives with it.
@@ -130,25 +145,26 @@ TEST(JouledTest, ClientKilledWithSigkillHasItsLimitBackWithinOneSecond) {
   }
   EXPECT_DOUBLE_EQ(limit, 300.0) << jouled.log();
   EXPECT_NE(jouled.log().find("restore gpu0 150.0 W -> 300.0 W"), std::string::npos) << jouled.log();
+  EXPECT_EQ(jouled.set_calls(), calls_of({GetParam().power_limit_log(0, 150), GetParam().power_limit_log(0, 300)}));
 }
 
-TEST(JouledTest, DaemonKilledAndRestartedRestoresWhatItHadChanged) {
-  Jouled jouled;
+TEST_P(JouledTest, DaemonKilledAndRestartedRestoresWhatItHadChanged) {
+  Jouled jouled(GetParam());
   DaemonClient client(jouled.socket);
   client.call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 120}});
   kill(jouled.pid, SIGKILL);
   testing::wait_process(jouled.pid);
   // The GPU keeps the changed limit while no daemon runs...
-  EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 120000");
+  EXPECT_EQ(jouled.held().at(1).limit_w, 120.0);
   jouled.start();
   // ...and the new instance puts it back from its state file.
   EXPECT_DOUBLE_EQ(jouled.limit_w(1), 300.0);
-  EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 300000");
+  EXPECT_EQ(jouled.held().at(1).limit_w, 300.0);
   EXPECT_NE(jouled.log().find("recover: gpu1 120.0 W -> 300.0 W"), std::string::npos) << jouled.log();
 }
 
-TEST(JouledTest, UnauthorisedUserIsRefusedWithTheReasonAndPerGpuRulesApply) {
-  Jouled jouled;
+TEST_P(JouledTest, UnauthorisedUserIsRefusedWithTheReasonAndPerGpuRulesApply) {
+  Jouled jouled(GetParam());
   Child denied = Child::start([&] { return set_limit(jouled.socket, 0, 200); }, /*as_nobody=*/true);
   const std::string refusal = denied.read_line();
   denied.wait();
@@ -157,14 +173,12 @@ TEST(JouledTest, UnauthorisedUserIsRefusedWithTheReasonAndPerGpuRulesApply) {
   EXPECT_EQ(allowed.read_line(), "ok 200.0");
   allowed.wait();
   for (int i = 0; i < 200 && jouled.limit_w(1) != 300.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{
-                                    "nvmlDeviceSetPowerManagementLimit device=1 limit_mw=200000",
-                                    "nvmlDeviceSetPowerManagementLimit device=1 limit_mw=300000"}));
+  EXPECT_EQ(jouled.set_calls(), calls_of({GetParam().power_limit_log(1, 200), GetParam().power_limit_log(1, 300)}));
   EXPECT_NE(jouled.log().find("refused set_power_limit gpu0 from nobody"), std::string::npos);
 }
 
-TEST(JouledTest, SecondClientIsRefusedWhileTheFirstHoldsTheGpu) {
-  Jouled jouled;
+TEST_P(JouledTest, SecondClientIsRefusedWhileTheFirstHoldsTheGpu) {
+  Jouled jouled(GetParam());
   DaemonClient first(jouled.socket);
   first.call({{"op", "lease"}, {"gpu", 0}});
   Child second = Child::start([&] { return set_limit(jouled.socket, 0, 250); });
@@ -178,8 +192,8 @@ TEST(JouledTest, SecondClientIsRefusedWhileTheFirstHoldsTheGpu) {
   third.wait();
 }
 
-TEST(JouledTest, ThousandMalformedMessagesLeaveItServingAndTheGpusUntouched) {
-  Jouled jouled;
+TEST_P(JouledTest, ThousandMalformedMessagesLeaveItServingAndTheGpusUntouched) {
+  Jouled jouled(GetParam());
   std::mt19937 rng(7);
   const std::vector<std::string> seeds = {
       R"({"v":1,"id":1,"op":"set_power_limit","gpu":0,"limit_w":200})", R"({"v":1,"id":2,"op":"state"})",
@@ -233,8 +247,8 @@ TEST(JouledTest, ThousandMalformedMessagesLeaveItServingAndTheGpusUntouched) {
   EXPECT_EQ(set_limit(jouled.socket, 0, 210), "ok 210.0");
 }
 
-TEST(JouledTest, RestoreDefaultAndRestoreAndReleaseFollowTheLease) {
-  Jouled jouled;
+TEST_P(JouledTest, RestoreDefaultAndRestoreAndReleaseFollowTheLease) {
+  Jouled jouled(GetParam());
   DaemonClient client(jouled.socket);
   // gpu2 starts at 280 W; its default is 300 W.
   client.call({{"op", "set_power_limit"}, {"gpu", 2}, {"limit_w", 150}});  // the lease remembers 280 W
@@ -244,8 +258,8 @@ TEST(JouledTest, RestoreDefaultAndRestoreAndReleaseFollowTheLease) {
   EXPECT_THROW(client.call({{"op", "restore"}, {"gpu", 2}}), DeviceError);  // no longer held
 }
 
-TEST(JouledTest, OutOfRangeLimitsAndUnknownGpusAreRefusedWithoutADriverCall) {
-  Jouled jouled;
+TEST_P(JouledTest, OutOfRangeLimitsAndUnknownGpusAreRefusedWithoutADriverCall) {
+  Jouled jouled(GetParam());
   DaemonClient client(jouled.socket);
   try {
     client.call({{"op", "set_power_limit"}, {"gpu", 0}, {"limit_w", 500}});
@@ -258,11 +272,11 @@ TEST(JouledTest, OutOfRangeLimitsAndUnknownGpusAreRefusedWithoutADriverCall) {
   EXPECT_TRUE(jouled.set_calls().empty());
 }
 
-TEST(JouledTest, TheLibraryGoesThroughTheDaemonAndLeasesEndWithTheProcess) {
-  Jouled jouled;
+TEST_P(JouledTest, TheLibraryGoesThroughTheDaemonAndLeasesEndWithTheProcess) {
+  Jouled jouled(GetParam());
   {
     DiscoveryOptions options;
-    options.nvml_library = jouled.fake.library_path;
+    GetParam().point_discovery(options, jouled.fake);
     options.control = "daemon";  // as a non-root process would by default
     options.daemon_socket = jouled.socket;
     const Devices devices = discover_devices(options);
@@ -273,13 +287,17 @@ TEST(JouledTest, TheLibraryGoesThroughTheDaemonAndLeasesEndWithTheProcess) {
   }  // the connection closes with the devices
   for (int i = 0; i < 200 && jouled.limit_w(0) != 300.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_DOUBLE_EQ(jouled.limit_w(0), 300.0);
-  const auto r = testing::run_process({JOULE_BINARY, "info"}, {{"JOULE_NVML_LIBRARY", jouled.fake.library_path},
-                                                               {"JOULE_CONTROL", "daemon"},
-                                                               {"JOULE_DAEMON_SOCKET", jouled.socket}});
+  auto env = GetParam().env(jouled.fake);
+  env["JOULE_CONTROL"] = "daemon";
+  env["JOULE_DAEMON_SOCKET"] = jouled.socket;
+  const auto r = testing::run_process({JOULE_BINARY, "info"}, env);
   EXPECT_NE(r.out.find("Power-limit control: jouled at " + jouled.socket), std::string::npos) << r.out << r.err;
 }
 
-TEST(JouledTest, CheckConfigValidatesAndNamesProblems) {
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, JouledTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
+
+TEST(JouledConfigTest, CheckConfigValidatesAndNamesProblems) {
   TempDir tmp;
   testing::write_file(tmp.file("good.conf"), R"({"socket": "/tmp/x.sock", "allow": [{"group": "root", "gpus": "all"}]})");
   const auto good = testing::run_process({JOULED_BINARY, "--check-config", "--config", tmp.file("good.conf")});
@@ -303,7 +321,8 @@ TEST(JouledTest, CheckConfigValidatesAndNamesProblems) {
 // jouled's `auto` is the driver's GPUs, as `nvml` (the default) is: with no
 // usable NVML it does not start, says why and never listens, rather than
 // controlling simulated GPUs or none. --backend sim still starts.
-TEST(JouledTest, WithoutAUsableDriverItDoesNotStartAndSaysWhy) {
+// (JouledAmdTest.WithNeitherLibraryItNamesBothAndDoesNotStart: the same with --backend rocm.)
+TEST(JouledConfigTest, WithoutAUsableDriverItDoesNotStartAndSaysWhy) {
   TempDir tmp;
   const std::string socket = tmp.file("jouled.sock");
   testing::write_file(tmp.file("jouled.conf"),
@@ -336,19 +355,21 @@ TEST(JouledTest, WithoutAUsableDriverItDoesNotStartAndSaysWhy) {
 // Clock locks are leases like power limits: granted under the same rules,
 // recorded before they change anything, and undone when the connection ends
 // (SIGKILL included) or, after jouled itself was killed, on its next start.
-TEST(JouledClockTest, ClientKilledWithSigkillHasItsClockLocksUndoneWithinOneSecond) {
-  Jouled jouled;
+TEST_P(JouledClockTest, ClientKilledWithSigkillHasItsClockLocksUndoneWithinOneSecond) {
+  const testing::FakeDriver& driver = GetParam();
+  Jouled jouled(driver);
+  const unsigned lowest = jouled.lowest_mhz();
   Child::wait_forever = true;
   Child child = Child::start([&] {
     auto* client = new DaemonClient(jouled.socket);  // open until the kill
-    client->call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "sm"}, {"min_mhz", 210}, {"max_mhz", 990}});
+    client->call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "sm"}, {"min_mhz", lowest}, {"max_mhz", 990}});
     const auto reply =
         client->call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "memory"}, {"min_mhz", 405}, {"max_mhz", 405}});
     return "ok " + reply["lock"].dump() + " " + reply["restore_lock"].dump();
   });
   Child::wait_forever = false;
   EXPECT_EQ(child.read_line(), R"(ok {"max_mhz":405,"min_mhz":405} null)");
-  EXPECT_EQ(jouled.clock_lock(0, "sm"), "210-990");
+  EXPECT_EQ(jouled.clock_lock(0, "sm"), fmt::format("{}-990", lowest));
   const auto killed = std::chrono::steady_clock::now();
   kill(child.pid, SIGKILL);
   child.wait();
@@ -357,51 +378,69 @@ TEST(JouledClockTest, ClientKilledWithSigkillHasItsClockLocksUndoneWithinOneSeco
   }
   EXPECT_EQ(jouled.clock_lock(0, "sm"), "unlocked") << jouled.log();
   EXPECT_EQ(jouled.clock_lock(0, "memory"), "unlocked") << jouled.log();
-  EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{
-                                    "nvmlDeviceSetGpuLockedClocks device=0 min_mhz=210 max_mhz=990",
-                                    "nvmlDeviceSetMemoryLockedClocks device=0 min_mhz=405 max_mhz=405",
-                                    "nvmlDeviceResetGpuLockedClocks device=0",
-                                    "nvmlDeviceResetMemoryLockedClocks device=0"}));
+  if (driver.backend == GpuBackend::kNvml) {
+    EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{
+                                      "nvmlDeviceSetGpuLockedClocks device=0 min_mhz=210 max_mhz=990",
+                                      "nvmlDeviceSetMemoryLockedClocks device=0 min_mhz=405 max_mhz=405",
+                                      "nvmlDeviceResetGpuLockedClocks device=0",
+                                      "nvmlDeviceResetMemoryLockedClocks device=0"}));
+  } else {
+    // ROCm SMI has one perf level for both clocks: undoing the core lock
+    // (auto) drops the memory one too, so it is set again, then undone.
+    const std::string memory_lock = "rsmi_dev_gpu_clk_freq_set device=0 clk=mem mask=0x1";
+    EXPECT_EQ(jouled.set_calls(), calls_of({driver.clock_lock_log(0, 990),
+                                            {"rsmi_dev_perf_level_set device=0 level=manual", memory_lock},
+                                            driver.clock_reset_log(0),
+                                            {"rsmi_dev_perf_level_set device=0 level=manual", memory_lock},
+                                            driver.clock_reset_log(0)}));
+  }
+  EXPECT_FALSE(jouled.held().at(0).clocks_held);
   // The audit log names who, which GPU, the old and new lock.
   const std::string log = jouled.log();
-  EXPECT_NE(log.find("set gpu0 sm clock unlocked -> 210-990 MHz for root (uid 0, pid"), std::string::npos) << log;
-  EXPECT_NE(log.find("restore gpu0 300.0 W -> 300.0 W, sm clock 210-990 MHz -> unlocked, memory clock 405-405 MHz -> "
-                     "unlocked: root (uid 0, pid"),
+  EXPECT_NE(log.find(fmt::format("set gpu0 sm clock unlocked -> {}-990 MHz for root (uid 0, pid", lowest)),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(fmt::format("restore gpu0 300.0 W -> 300.0 W, sm clock {}-990 MHz -> unlocked, memory clock "
+                                 "405-405 MHz -> unlocked: root (uid 0, pid",
+                                 lowest)),
             std::string::npos)
       << log;
 }
 
-TEST(JouledClockTest, DaemonKilledAndRestartedUndoesTheLocksItHadApplied) {
-  Jouled jouled;
+TEST_P(JouledClockTest, DaemonKilledAndRestartedUndoesTheLocksItHadApplied) {
+  Jouled jouled(GetParam());
   DaemonClient client(jouled.socket);
   client.call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 150}});
-  client.call({{"op", "lock_clock"}, {"gpu", 1}, {"domain", "sm"}, {"min_mhz", 210}, {"max_mhz", 1200}});
+  client.call({{"op", "lock_clock"}, {"gpu", 1}, {"domain", "sm"}, {"min_mhz", jouled.lowest_mhz()}, {"max_mhz", 1200}});
   kill(jouled.pid, SIGKILL);
   testing::wait_process(jouled.pid);
-  // The GPU keeps the lock while no daemon runs (limit, SM lock, memory lock, application clocks)...
-  EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 150000 210 1200 0 0 0 0");
+  // The GPU keeps the limit and the lock while no daemon runs...
+  EXPECT_EQ(jouled.held().at(1).limit_w, 150.0);
+  EXPECT_TRUE(jouled.held().at(1).clocks_held);
   jouled.start();
-  // ...and the new instance undoes it from its state file, though the driver cannot say which lock it holds.
-  EXPECT_EQ(testing::read_lines(jouled.dir.file("gpu_limits"))[1], "1 300000");
+  // ...and the new instance undoes them from its state file, though the driver cannot say which lock it holds.
+  EXPECT_EQ(jouled.held().at(1).limit_w, 300.0);
+  EXPECT_FALSE(jouled.held().at(1).clocks_held);
   EXPECT_EQ(jouled.clock_lock(1, "sm"), "unlocked");
   EXPECT_NE(jouled.log().find("recover: gpu1 150.0 W -> 300.0 W, sm clock unknown -> unlocked"),
             std::string::npos)
       << jouled.log();
 }
 
-TEST(JouledClockTest, LocksFollowTheRulesAndBadLocksAreRefusedWithoutADriverCall) {
-  Jouled jouled;
+TEST_P(JouledClockTest, LocksFollowTheRulesAndBadLocksAreRefusedWithoutADriverCall) {
+  Jouled jouled(GetParam());
+  const int lowest = static_cast<int>(jouled.lowest_mhz());
   auto lock = [&](unsigned gpu, const char* domain, int min_mhz, int max_mhz) {
     DaemonClient client(jouled.socket);
     const auto reply =
         client.call({{"op", "lock_clock"}, {"gpu", gpu}, {"domain", domain}, {"min_mhz", min_mhz}, {"max_mhz", max_mhz}});
     return "ok " + reply["lock"].dump();
   };
-  Child denied = Child::start([&] { return lock(0, "sm", 210, 990); }, /*as_nobody=*/true);
+  Child denied = Child::start([&] { return lock(0, "sm", lowest, 990); }, /*as_nobody=*/true);
   EXPECT_NE(denied.read_line().find("nobody is not allowed to change gpu0"), std::string::npos);
   denied.wait();
   const std::vector<std::tuple<const char*, int, int, std::string>> bad = {
-      {"sm", 210, 2500, "outside"}, {"sm", 990, 210, "is empty"}, {"memory", 405, 8000, "outside"}};
+      {"sm", lowest, 2500, "outside"}, {"sm", 990, lowest, "is empty"}, {"memory", 405, 8000, "outside"}};
   for (const auto& [domain, min_mhz, max_mhz, message] : bad) {
     try {
       lock(0, domain, min_mhz, max_mhz);
@@ -412,27 +451,32 @@ TEST(JouledClockTest, LocksFollowTheRulesAndBadLocksAreRefusedWithoutADriverCall
     }
   }
   DaemonClient raw(jouled.socket);
-  EXPECT_THROW(raw.call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "shader"}, {"min_mhz", 210}, {"max_mhz", 990}}),
+  EXPECT_THROW(raw.call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "shader"}, {"min_mhz", lowest}, {"max_mhz", 990}}),
                DeviceError);
   EXPECT_THROW(raw.call({{"op", "lock_clock"}, {"gpu", 0}, {"domain", "sm"}, {"max_mhz", 990}}), DeviceError);
   EXPECT_TRUE(jouled.set_calls().empty());
   // A holder's clock is as much its own as its limit.
   raw.call({{"op", "lease"}, {"gpu", 0}});
-  Child busy = Child::start([&] { return lock(0, "sm", 210, 990); });
+  Child busy = Child::start([&] { return lock(0, "sm", lowest, 990); });
   EXPECT_NE(busy.read_line().find("gpu0 is held by root"), std::string::npos);
   busy.wait();
   // The one rule that lets nobody change gpu1 covers its clocks too.
-  Child allowed = Child::start([&] { return lock(1, "sm", 210, 990); }, /*as_nobody=*/true);
-  EXPECT_EQ(allowed.read_line(), R"(ok {"max_mhz":990,"min_mhz":210})");
+  Child allowed = Child::start([&] { return lock(1, "sm", lowest, 990); }, /*as_nobody=*/true);
+  EXPECT_EQ(allowed.read_line(), fmt::format(R"(ok {{"max_mhz":990,"min_mhz":{}}})", lowest));
   allowed.wait();
-  EXPECT_EQ(jouled.set_calls().front(), "nvmlDeviceSetGpuLockedClocks device=1 min_mhz=210 max_mhz=990");
+  const std::vector<std::string> lock_calls = GetParam().clock_lock_log(1, 990);
+  const std::vector<std::string> calls = jouled.set_calls();  // then, maybe, the reset as the child's lease ends
+  ASSERT_GE(calls.size(), lock_calls.size());
+  EXPECT_EQ(std::vector<std::string>(calls.begin(), calls.begin() + static_cast<long>(lock_calls.size())), lock_calls);
 }
 
-TEST(JouledClockTest, ResetRestoreAndReleaseFollowTheLease) {
-  Jouled jouled;
+TEST_P(JouledClockTest, ResetRestoreAndReleaseFollowTheLease) {
+  const testing::FakeDriver& driver = GetParam();
+  Jouled jouled(driver);
   DaemonClient client(jouled.socket);
   auto lock_sm = [&](int max_mhz) {
-    return client.call({{"op", "lock_clock"}, {"gpu", 2}, {"domain", "sm"}, {"min_mhz", 210}, {"max_mhz", max_mhz}});
+    return client.call(
+        {{"op", "lock_clock"}, {"gpu", 2}, {"domain", "sm"}, {"min_mhz", jouled.lowest_mhz()}, {"max_mhz", max_mhz}});
   };
   EXPECT_EQ(lock_sm(1500)["restore_lock"], nullptr);  // the lease found the clock unlocked
   EXPECT_EQ(client.call({{"op", "reset_clock"}, {"gpu", 2}, {"domain", "sm"}})["lock"], nullptr);
@@ -446,28 +490,27 @@ TEST(JouledClockTest, ResetRestoreAndReleaseFollowTheLease) {
   lock_sm(1200);
   client.call({{"op", "release"}, {"gpu", 2}});
   EXPECT_EQ(jouled.clock_lock(2, "sm"), "unlocked");
-  EXPECT_EQ(jouled.set_calls(), (std::vector<std::string>{"nvmlDeviceSetGpuLockedClocks device=2 min_mhz=210 max_mhz=1500",
-                                                          "nvmlDeviceResetGpuLockedClocks device=2",
-                                                          "nvmlDeviceSetGpuLockedClocks device=2 min_mhz=210 max_mhz=900",
-                                                          "nvmlDeviceResetGpuLockedClocks device=2",
-                                                          "nvmlDeviceSetGpuLockedClocks device=2 min_mhz=210 max_mhz=1200",
-                                                          "nvmlDeviceResetGpuLockedClocks device=2"}));
+  EXPECT_EQ(jouled.set_calls(),
+            calls_of({driver.clock_lock_log(2, 1500), driver.clock_reset_log(2), driver.clock_lock_log(2, 900),
+                      driver.clock_reset_log(2), driver.clock_lock_log(2, 1200), driver.clock_reset_log(2)}));
 }
 
-TEST(JouledClockTest, TheLibraryAndASweepLockClocksThroughTheDaemon) {
-  Jouled jouled;
+TEST_P(JouledClockTest, TheLibraryAndASweepLockClocksThroughTheDaemon) {
+  const testing::FakeDriver& driver = GetParam();
+  Jouled jouled(driver);
+  const unsigned lowest = jouled.lowest_mhz();
   {
     DiscoveryOptions options;
-    options.nvml_library = jouled.fake.library_path;
+    driver.point_discovery(options, jouled.fake);
     options.control = "daemon";
     options.daemon_socket = jouled.socket;
     const Devices devices = discover_devices(options);
     Gpu& gpu = *devices.gpus[0];
     EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), std::nullopt);
     gpu.lock_clock_mhz(ClockDomain::kSm, clock_cap_lock(gpu, ClockDomain::kSm, 1005));
-    EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), (ClockLock{210, 1005}));  // read back from jouled
-    EXPECT_EQ(jouled.clock_lock(0, "sm"), "210-1005");
-    EXPECT_THROW(gpu.lock_clock_mhz(ClockDomain::kSm, {210, 2000}), DeviceError);  // refused before asking jouled
+    EXPECT_EQ(gpu.clock_lock_mhz(ClockDomain::kSm), (ClockLock{lowest, 1005}));  // read back from jouled
+    EXPECT_EQ(jouled.clock_lock(0, "sm"), fmt::format("{}-1005", lowest));
+    EXPECT_THROW(gpu.lock_clock_mhz(ClockDomain::kSm, {lowest, 2000}), DeviceError);  // refused before asking jouled
   }  // the connection closes with the devices: jouled undoes the lock
   for (int i = 0; i < 200 && jouled.clock_lock(0, "sm") != "unlocked"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -477,11 +520,10 @@ TEST(JouledClockTest, TheLibraryAndASweepLockClocksThroughTheDaemon) {
   // A sweep over SM clock caps, as a user without root runs it: every run's
   // lock goes through jouled and is reset after the run.
   testing::write_file(jouled.dir.file("s.toml"), "command = \"true\"\nstore = \"" + jouled.dir.file("s.sqlite") +
-                                                     "\"\n[grid]\ngpus = [2]\nsm_clock_mhz = [1740, 795]\n");
+                                                     "\"\n[grid]\ngpus = [2]\nsm_clock_mhz = [1980, 990]\n");
   SweepOptions options;
   options.log = [](const std::string&) {};
-  options.discovery.backend = GpuBackend::kNvml;
-  options.discovery.nvml_library = jouled.fake.library_path;
+  driver.point_discovery(options.discovery, jouled.fake);
   options.discovery.powercap_root = "/nonexistent";
   options.discovery.control = "daemon";
   options.discovery.daemon_socket = jouled.socket;
@@ -492,15 +534,17 @@ TEST(JouledClockTest, TheLibraryAndASweepLockClocksThroughTheDaemon) {
   const auto calls = jouled.set_calls();
   const std::vector<std::string> sweep_calls(calls.begin() + static_cast<long>(calls_before), calls.end());
   std::vector<std::string> expected;
-  for (int cap : {1740, 795}) {
-    for (int d = 0; d < 2; ++d) {
-      expected.push_back(fmt::format("nvmlDeviceSetGpuLockedClocks device={} min_mhz=210 max_mhz={}", d, cap));
-    }
-    for (int d = 1; d >= 0; --d) expected.push_back(fmt::format("nvmlDeviceResetGpuLockedClocks device={}", d));
+  for (unsigned cap : {1980, 990}) {
+    for (int d = 0; d < 2; ++d) expected = calls_of({expected, driver.clock_lock_log(d, cap)});
+    for (int d = 1; d >= 0; --d) expected = calls_of({expected, driver.clock_reset_log(d)});
   }
   EXPECT_EQ(sweep_calls, expected);
-  EXPECT_NE(jouled.log().find("set gpu1 sm clock unlocked -> 210-795 MHz"), std::string::npos);
+  EXPECT_NE(jouled.log().find(fmt::format("set gpu1 sm clock unlocked -> {}-990 MHz", lowest)), std::string::npos)
+      << jouled.log();
 }
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, JouledClockTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 }  // namespace
 }  // namespace joule
@@ -547,7 +591,7 @@ struct AmdJouled : testing::JouledProcess {
   explicit AmdJouled(bool with_nvidia) : JouledProcess(options(with_nvidia)) { start(); }
   static testing::JouledOptions options(bool with_nvidia) {
     testing::JouledOptions options;
-    options.nvml = with_nvidia;
+    options.three_gpus = with_nvidia;
     options.rocm_config = std::string(kFakeMi300x) + "\n" + kFakeMi300x + "\n";
     return options;
   }
@@ -611,22 +655,15 @@ TEST(JouledAmdTest, OnAnAmdNodeALeaseEndsWhenReleasedAndClockLocksAreUndone) {
       << jouled.log();
 }
 
-TEST(JouledAmdTest, RestartedOnAnAmdNodeItRestoresTheCapItHadChanged) {
-  AmdJouled jouled(/*with_nvidia=*/false);
-  DaemonClient(jouled.socket).call({{"op", "set_power_limit"}, {"gpu", 0}, {"limit_w", 400}});
-  jouled.kill_hard();
-  jouled.start();
-  EXPECT_DOUBLE_EQ(jouled.limit_w(0), 750.0);
-  EXPECT_NE(jouled.log().find("recover: gpu0 400.0 W -> 750.0 W"), std::string::npos) << jouled.log();
-}
+// (A restart on an AMD node: JouledTest.DaemonKilledAndRestartedRestoresWhatItHadChanged/rocm.)
 
-// A mixed node: the A40s first (gpu0-2), then the AMD GPUs (gpu3, gpu4); a
+// A mixed node: the NVIDIA GPUs first (gpu0-2), then the AMD GPUs (gpu3, gpu4); a
 // lease on gpu4 is ROCm SMI's device 1 and leaves NVML alone.
 TEST(JouledAmdTest, OnAMixedNodeEachGpuIsControlledThroughItsOwnLibrary) {
   AmdJouled jouled(/*with_nvidia=*/true);
   const auto gpus = jouled.gpus();
   ASSERT_EQ(gpus.size(), 5u) << jouled.log();
-  EXPECT_EQ(gpus[0]["name"], "NVIDIA A40");
+  EXPECT_EQ(gpus[0]["name"], testing::fake_nvml_driver().gpu_name);
   EXPECT_EQ(gpus[4]["name"], "AMD Instinct MI300X");
   {
     DaemonClient client(jouled.socket);

@@ -1,7 +1,8 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 // Processes killed with SIGKILL at random points (seeded, a few rounds each):
-// jouled while clients hold power-limit and clock leases on fake-NVML GPUs,
+// jouled while clients hold power-limit and clock leases on fake GPUs (the
+// fake NVML's and the fake ROCm SMI's, tests/common/fake_drivers.h),
 // and joule serve (SQLite) under asks and reports from several clients. After
 // each kill the process is started again on the same state and checked: the
 // GPUs' original settings are back (the fake's set-call log and jouled's own
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -24,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "common/fake_drivers.h"
 #include "common/jouled_process.h"
 #include "common/test_support.h"
 #include "joule/daemon/client.h"
@@ -52,7 +55,10 @@ void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<doubl
 // --- jouled ------------------------------------------------------------------
 
 using Jouled = testing::JouledProcess;
-constexpr const auto& kOriginalLimitW = testing::kFakeA40LimitsW;
+constexpr const auto& kOriginalLimitW = testing::kJouledGpuLimitsW;
+
+// jouled over each fake driver's GPUs.
+class KillJouledTest : public ::testing::TestWithParam<testing::FakeDriver> {};
 
 // A client process that changes limits and clocks at random until jouled
 // goes away; it then writes the error it got to its pipe and exits.
@@ -60,7 +66,8 @@ struct LeaseClient {
   pid_t pid = -1;
   int from_child = -1;
 
-  static LeaseClient start(const std::string& socket, uint64_t seed) {
+  // Core clock locks from lowest_mhz up to 1980 MHz (every driver's top) in 15 MHz steps.
+  static LeaseClient start(const std::string& socket, uint64_t seed, unsigned lowest_mhz) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
     LeaseClient client;
@@ -78,8 +85,9 @@ struct LeaseClient {
           if (op <= 1) {
             request = {{"op", "set_power_limit"}, {"gpu", gpu}, {"limit_w", 100 + 5 * (rng.next() % 41)}};
           } else if (op == 2) {
-            const unsigned max_mhz = 210 + 15 * static_cast<unsigned>(rng.next() % 103);
-            request = {{"op", "lock_clock"}, {"gpu", gpu}, {"domain", "sm"}, {"min_mhz", 210}, {"max_mhz", max_mhz}};
+            const unsigned steps = (1980 - lowest_mhz) / 15 + 1;
+            const unsigned max_mhz = lowest_mhz + 15 * static_cast<unsigned>(rng.next() % steps);
+            request = {{"op", "lock_clock"}, {"gpu", gpu}, {"domain", "sm"}, {"min_mhz", lowest_mhz}, {"max_mhz", max_mhz}};
           }
           try {
             daemon.call(request);
@@ -113,30 +121,11 @@ struct LeaseClient {
   }
 };
 
-// What the fake's GPUs hold (its persist file): per GPU, the limit in mW,
-// then the clock settings (SM lock min, max, memory lock min, max,
-// application clocks memory, SM; 0: none), if any were ever set.
-std::map<int, std::vector<unsigned>> persisted_settings(const std::string& path) {
-  std::map<int, std::vector<unsigned>> held;
-  for (const std::string& line : testing::read_lines(path)) {
-    std::istringstream fields(line);
-    int gpu = -1;
-    fields >> gpu;
-    for (unsigned value = 0; fields >> value;) held[gpu].push_back(value);
-  }
-  return held;
-}
-
 // The fake's last power-limit set per GPU, from its set-call log.
-std::map<int, double> last_limit_set_w(const std::string& log_path) {
+std::map<int, double> last_limit_set_w(const Jouled& jouled) {
   std::map<int, double> last;
-  for (const std::string& line : testing::read_lines(log_path)) {
-    int gpu = -1;
-    unsigned limit_mw = 0;
-    if (std::sscanf(line.c_str(), "nvmlDeviceSetPowerManagementLimit device=%d limit_mw=%u", &gpu, &limit_mw) == 2 &&
-        line.find("result=") == std::string::npos) {
-      last[gpu] = limit_mw / 1000.0;
-    }
+  for (const std::string& line : jouled.set_calls()) {
+    if (const auto set = jouled.driver.power_limit_set(line)) last[set->first] = set->second;
   }
   return last;
 }
@@ -145,13 +134,17 @@ std::map<int, double> last_limit_set_w(const std::string& log_path) {
 // moment (and, every other round, once more right after it starts again,
 // while it may be restoring); meanwhile the client and a new one get errors
 // naming jouled; then jouled starts and every GPU is back where it was.
-TEST(KillTest, JouledKilledAtRandomPointsRestoresTheOriginalSettingsOnRestart) {
-  Jouled jouled;
+TEST_P(KillJouledTest, JouledKilledAtRandomPointsRestoresTheOriginalSettingsOnRestart) {
+  const testing::FakeDriver& driver = GetParam();
+  testing::JouledOptions options;
+  options.driver = &driver;
+  Jouled jouled(options);
   jouled.start();
   Rng rng{31};
   for (int round = 0; round < 5; ++round) {
     SCOPED_TRACE(::testing::Message() << "round " << round);
-    LeaseClient client = LeaseClient::start(jouled.socket, 1000 + static_cast<uint64_t>(round));
+    LeaseClient client =
+        LeaseClient::start(jouled.socket, 1000 + static_cast<uint64_t>(round), driver.core_clocks_mhz.front());
     sleep_s(rng.uniform(0.02, 0.3));
     jouled.kill_hard();
     const std::string client_error = client.error();
@@ -179,26 +172,24 @@ TEST(KillTest, JouledKilledAtRandomPointsRestoresTheOriginalSettingsOnRestart) {
     }
     // What the GPUs hold, as the fake keeps it across processes (a GPU keeps
     // its settings when jouled dies): the original limits, no clock held.
-    const std::map<int, std::vector<unsigned>> held = persisted_settings(jouled.dir.file("gpu_limits"));
-    for (unsigned g = 0; g < 3; ++g) {
-      const auto it = held.find(static_cast<int>(g));
-      if (it == held.end()) continue;  // never changed
-      EXPECT_EQ(it->second.at(0), static_cast<unsigned>(kOriginalLimitW[g] * 1000)) << "gpu" << g << " limit";
-      for (std::size_t k = 1; k < it->second.size(); ++k) EXPECT_EQ(it->second[k], 0u) << "gpu" << g << " clocks held";
+    for (const auto& [g, held] : jouled.held()) {  // a GPU never changed is absent
+      EXPECT_EQ(held.limit_w, kOriginalLimitW[g]) << "gpu" << g << " limit";
+      EXPECT_FALSE(held.clocks_held) << "gpu" << g << " clocks held";
     }
     // Nothing is left to restore.
     const nlohmann::json state = nlohmann::json::parse(testing::read_file(jouled.state));
     EXPECT_TRUE(state["leases"].empty()) << state.dump();
   }
   // The driver saw the changes and the restores.
-  const std::string calls = testing::read_file(jouled.fake.log_path);
-  for (unsigned g = 0; g < 3; ++g) {
-    EXPECT_NE(calls.find(fmt::format("nvmlDeviceSetPowerManagementLimit device={} limit_mw={}\n", g,
-                                     static_cast<unsigned>(kOriginalLimitW[g] * 1000))),
-              std::string::npos)
-        << "gpu" << g << " never set back:\n" << calls;
+  const std::vector<std::string> calls = jouled.set_calls();
+  const auto called = [&](const std::string& line) { return std::find(calls.begin(), calls.end(), line) != calls.end(); };
+  bool clocks_reset = false;
+  for (int g = 0; g < 3; ++g) {
+    EXPECT_TRUE(called(driver.power_limit_log(g, static_cast<int>(kOriginalLimitW[g])).front()))
+        << "gpu" << g << " never set back:\n" << testing::read_file(jouled.fake.log_path);
+    clocks_reset |= called(driver.clock_reset_log(g).front());
   }
-  EXPECT_NE(calls.find("nvmlDeviceResetGpuLockedClocks"), std::string::npos) << calls;
+  EXPECT_TRUE(clocks_reset) << testing::read_file(jouled.fake.log_path);
 }
 
 // A driver that refuses jouled's calls: gpu1 refuses every limit, gpu0
@@ -206,11 +197,12 @@ TEST(KillTest, JouledKilledAtRandomPointsRestoresTheOriginalSettingsOnRestart) {
 // The client is told which GPU and the driver's words; a restore that fails
 // is logged and kept in the state file, the GPU freed; a normal stop keeps
 // it, and the next start puts the limit back.
-TEST(KillTest, ARestoreTheDriverRefusesIsKeptAndDoneOnTheNextStart) {
+TEST_P(KillJouledTest, ARestoreTheDriverRefusesIsKeptAndDoneOnTheNextStart) {
   testing::JouledOptions failing_restores;
+  failing_restores.driver = &GetParam();
   failing_restores.fake_extra =
-      "error function=nvmlDeviceSetPowerManagementLimit device=0 code=999 after_calls=1\n"
-      "error function=nvmlDeviceSetPowerManagementLimit device=1 code=999\n";
+      "error function=@set_power_limit device=0 code=@unknown after_calls=1\n"
+      "error function=@set_power_limit device=1 code=@unknown\n";
   Jouled jouled(failing_restores);
   jouled.start();
   {
@@ -220,7 +212,8 @@ TEST(KillTest, ARestoreTheDriverRefusesIsKeptAndDoneOnTheNextStart) {
       client.call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 200}});
       ADD_FAILURE() << "the driver refused, jouled said yes";
     } catch (const DeviceError& e) {
-      EXPECT_NE(std::string(e.what()).find("gpu1: nvmlDeviceSetPowerManagementLimit failed"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("gpu1: " + GetParam().words.at("@set_power_limit") + " failed"),
+                std::string::npos)
           << e.what();
     }
     EXPECT_EQ(jouled.gpus()[1]["power_limit_w"].get<double>(), 300.0);
@@ -238,8 +231,11 @@ TEST(KillTest, ARestoreTheDriverRefusesIsKeptAndDoneOnTheNextStart) {
   EXPECT_EQ(gpus[0]["power_limit_w"].get<double>(), 300.0) << jouled.log();
   EXPECT_EQ(gpus[1]["power_limit_w"].get<double>(), 300.0);
   EXPECT_TRUE(nlohmann::json::parse(testing::read_file(jouled.state))["leases"].empty());
-  EXPECT_EQ(last_limit_set_w(jouled.fake.log_path)[0], 300.0);
+  EXPECT_EQ(last_limit_set_w(jouled)[0], 300.0);
 }
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, KillJouledTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 // --- joule serve ---------------------------------------------------------------
 
