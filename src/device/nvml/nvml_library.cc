@@ -2,7 +2,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device/nvml/nvml_library.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 namespace joule::nvml {
@@ -24,31 +23,16 @@ DeviceErrc errc_from_nvml(nvmlReturn_t code) {
   }
 }
 
-std::shared_ptr<Library> Library::open(const std::string& path) {
-  std::shared_ptr<Library> lib(new Library());
-  lib->path_ = path;
-  dlerror();
-  lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib->handle_ == nullptr) {
-    const char* why = dlerror();
-    throw DeviceError(DeviceErrc::kDriver,
-                      fmt::format("cannot load NVML library '{}': {} (is the NVIDIA driver installed?)", path,
-                                  why ? why : "unknown reason"));
-  }
-  auto resolve = [&](const char* name) { return dlsym(lib->handle_, name); };
+Library::Library(const std::string& path) : shared_library_("NVML", path, "is the NVIDIA driver installed?") {}
 
-#define JOULE_NVML_RESOLVE_REQUIRED(name)                                                                  \
-  lib->table_.name = reinterpret_cast<decltype(lib->table_.name)>(resolve(#name));                        \
-  if (lib->table_.name == nullptr) {                                                                      \
-    throw DeviceError(DeviceErrc::kDriver,                                                                \
-                      fmt::format("NVML library '{}' lacks the required function {}", path, #name));      \
-  }
+std::shared_ptr<Library> Library::open(const std::string& path) {
+  std::shared_ptr<Library> lib(new Library(path));
+  SharedLibrary& loaded = lib->shared_library_;
+  FunctionTable& table = lib->table_;
+#define JOULE_NVML_RESOLVE_REQUIRED(name) loaded.resolve_required(table.name, #name);
   JOULE_NVML_REQUIRED_FUNCTIONS(JOULE_NVML_RESOLVE_REQUIRED)
 #undef JOULE_NVML_RESOLVE_REQUIRED
-
-#define JOULE_NVML_RESOLVE_OPTIONAL(name)                                           \
-  lib->table_.name = reinterpret_cast<decltype(lib->table_.name)>(resolve(#name)); \
-  if (lib->table_.name == nullptr) lib->missing_.emplace_back(#name);
+#define JOULE_NVML_RESOLVE_OPTIONAL(name) loaded.resolve_optional(table.name, #name);
   JOULE_NVML_OPTIONAL_FUNCTIONS(JOULE_NVML_RESOLVE_OPTIONAL)
 #undef JOULE_NVML_RESOLVE_OPTIONAL
 
@@ -64,7 +48,6 @@ std::shared_ptr<Library> Library::open(const std::string& path) {
 
 Library::~Library() {
   if (initialised_) table_.nvmlShutdown();
-  if (handle_ != nullptr) dlclose(handle_);
 }
 
 std::string Library::driver_version() const {

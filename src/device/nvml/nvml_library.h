@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device/nvml/nvml_abi.h"
+#include "device/shared_library.h"
 #include "joule/error.h"
 
 namespace joule::nvml {
@@ -71,19 +72,17 @@ class Library {
   Library& operator=(const Library&) = delete;
 
   const FunctionTable& fn() const { return table_; }
-  const std::string& path() const { return path_; }
-  const std::vector<std::string>& missing_functions() const { return missing_; }
+  const std::string& path() const { return shared_library_.path(); }
+  const std::vector<std::string>& missing_functions() const { return shared_library_.missing_functions(); }
   std::string driver_version() const;
   // NVML's own text for a return code ("Insufficient Permissions", ...).
   std::string error_string(nvmlReturn_t code) const;
 
  private:
-  Library() = default;
-  void* handle_ = nullptr;
+  explicit Library(const std::string& path);
+  SharedLibrary shared_library_;  // dlclose()d after ~Library's shutdown call
   bool initialised_ = false;
-  std::string path_;
   FunctionTable table_;
-  std::vector<std::string> missing_;
 };
 
 }  // namespace joule::nvml

@@ -2,7 +2,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device/rocm/rocm_smi_library.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 namespace joule::rocm {
@@ -20,31 +19,16 @@ DeviceErrc errc_from_rsmi(rsmi_status_t status) {
   }
 }
 
-std::shared_ptr<Library> Library::open(const std::string& path) {
-  std::shared_ptr<Library> lib(new Library());
-  lib->path_ = path;
-  dlerror();
-  lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib->handle_ == nullptr) {
-    const char* why = dlerror();
-    throw DeviceError(DeviceErrc::kDriver,
-                      fmt::format("cannot load ROCm SMI library '{}': {} (is ROCm's SMI library installed?)", path,
-                                  why ? why : "unknown reason"));
-  }
-  auto resolve = [&](const char* name) { return dlsym(lib->handle_, name); };
+Library::Library(const std::string& path) : shared_library_("ROCm SMI", path, "is ROCm's SMI library installed?") {}
 
-#define JOULE_RSMI_RESOLVE_REQUIRED(name)                                                                  \
-  lib->table_.name = reinterpret_cast<decltype(lib->table_.name)>(resolve(#name));                        \
-  if (lib->table_.name == nullptr) {                                                                      \
-    throw DeviceError(DeviceErrc::kDriver,                                                                \
-                      fmt::format("ROCm SMI library '{}' lacks the required function {}", path, #name));  \
-  }
+std::shared_ptr<Library> Library::open(const std::string& path) {
+  std::shared_ptr<Library> lib(new Library(path));
+  SharedLibrary& loaded = lib->shared_library_;
+  FunctionTable& table = lib->table_;
+#define JOULE_RSMI_RESOLVE_REQUIRED(name) loaded.resolve_required(table.name, #name);
   JOULE_RSMI_REQUIRED_FUNCTIONS(JOULE_RSMI_RESOLVE_REQUIRED)
 #undef JOULE_RSMI_RESOLVE_REQUIRED
-
-#define JOULE_RSMI_RESOLVE_OPTIONAL(name)                                           \
-  lib->table_.name = reinterpret_cast<decltype(lib->table_.name)>(resolve(#name)); \
-  if (lib->table_.name == nullptr) lib->missing_.emplace_back(#name);
+#define JOULE_RSMI_RESOLVE_OPTIONAL(name) loaded.resolve_optional(table.name, #name);
   JOULE_RSMI_OPTIONAL_FUNCTIONS(JOULE_RSMI_RESOLVE_OPTIONAL)
 #undef JOULE_RSMI_RESOLVE_OPTIONAL
 
@@ -63,7 +47,6 @@ std::shared_ptr<Library> Library::open(const std::string& path) {
 
 Library::~Library() {
   if (initialised_) table_.rsmi_shut_down();
-  if (handle_ != nullptr) dlclose(handle_);
 }
 
 std::string Library::version() const {

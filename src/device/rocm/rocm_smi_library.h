@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "device/shared_library.h"
 #include "joule/error.h"
 
 // ROCm 6 added the current (not averaged) socket power; ROCm SMI 5.2's header
@@ -72,20 +73,18 @@ class Library {
   Library& operator=(const Library&) = delete;
 
   const FunctionTable& fn() const { return table_; }
-  const std::string& path() const { return path_; }
-  const std::vector<std::string>& missing_functions() const { return missing_; }
+  const std::string& path() const { return shared_library_.path(); }
+  const std::vector<std::string>& missing_functions() const { return shared_library_.missing_functions(); }
   // The ROCm SMI library's own version ("5.2.3"), or "unknown".
   std::string version() const;
   // ROCm SMI's own text for a status ("RSMI_STATUS_PERMISSION: ...").
   std::string status_string(rsmi_status_t status) const;
 
  private:
-  Library() = default;
-  void* handle_ = nullptr;
+  explicit Library(const std::string& path);
+  SharedLibrary shared_library_;  // dlclose()d after ~Library's shutdown call
   bool initialised_ = false;
-  std::string path_;
   FunctionTable table_;
-  std::vector<std::string> missing_;
 };
 
 }  // namespace joule::rocm
