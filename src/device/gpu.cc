@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "device/gpu_backend.h"
 #include "joule/error.h"
 
 namespace joule {
@@ -114,6 +115,73 @@ void check_power_limit_in_range(const Gpu& gpu, uint32_t limit_mw, PowerLimitRan
                                   gpu.index(), limit_mw / 1000.0, range.min_mw / 1000.0,
                                   range.max_mw / 1000.0));
   }
+}
+
+CapabilityStatus probe_capability(GpuCapability capability, const std::function<void()>& read) {
+  CapabilityStatus status{capability, true, {}};
+  try {
+    read();
+  } catch (const DeviceError& e) {
+    status.available = false;
+    status.reason = fmt::format("{}: {}", to_string(e.code()), e.what());
+  }
+  return status;
+}
+
+CapabilityStatus exported_capability(GpuCapability capability, std::string_view library_kind,
+                                     ExportedFunctions functions) {
+  for (const auto& [exported, function] : functions) {
+    if (!exported) {
+      return {capability, false,
+              fmt::format("not supported: the {} library does not export {}", library_kind, function)};
+    }
+  }
+  return {capability, true, {}};
+}
+
+std::vector<CapabilityStatus> probe_gpu_capabilities(Gpu& gpu, const BackendProbes& backend) {
+  using C = GpuCapability;
+  std::vector<CapabilityStatus> result;
+  result.push_back(probe_capability(C::kEnergyCounter, [&] { gpu.total_energy_mj(); }));
+  result.push_back(probe_capability(C::kPowerUsage, backend.read_power_usage));
+  result.push_back(probe_capability(C::kInstantPower, backend.read_instant_power));
+  result.push_back(probe_capability(C::kPowerSamples, backend.read_power_samples));
+  result.push_back(probe_capability(C::kPowerLimit, [&] { gpu.power_limit_mw(); }));
+  result.push_back(probe_capability(C::kLimitConstraints, [&] { gpu.power_limit_range_mw(); }));
+  result.push_back(probe_capability(C::kDefaultLimit, [&] { gpu.default_power_limit_mw(); }));
+  result.push_back(probe_capability(C::kUtilization, [&] { gpu.utilization(); }));
+  result.push_back(probe_capability(C::kSmClock, [&] { gpu.sm_clock_mhz(); }));
+  result.push_back(probe_capability(C::kMemoryClock, [&] { gpu.memory_clock_mhz(); }));
+  result.push_back(probe_capability(C::kTemperature, [&] { gpu.temperature_c(); }));
+  result.push_back(probe_capability(C::kMemoryUsed, [&] { gpu.memory_used_bytes(); }));
+  result.push_back(probe_capability(C::kRunningProcesses, [&] { gpu.running_processes(); }));
+  result.push_back(backend.set_power_limit);
+  result.push_back(probe_capability(C::kSupportedClocks, [&] { gpu.supported_clocks_mhz(ClockDomain::kSm); }));
+  result.push_back(backend.lock_sm_clock);
+  result.push_back(backend.lock_memory_clock);
+  return result;
+}
+
+std::vector<uint32_t> ascending_unique_mhz(std::vector<uint32_t> clocks_mhz) {
+  std::sort(clocks_mhz.begin(), clocks_mhz.end());
+  clocks_mhz.erase(std::unique(clocks_mhz.begin(), clocks_mhz.end()), clocks_mhz.end());
+  return clocks_mhz;
+}
+
+std::optional<ClockLock> AppliedClockLocks::get(ClockDomain domain) const {
+  std::lock_guard guard(mutex_);
+  return domain == ClockDomain::kSm ? sm_ : memory_;
+}
+
+void AppliedClockLocks::set(ClockDomain domain, ClockLock lock) {
+  std::lock_guard guard(mutex_);
+  (domain == ClockDomain::kSm ? sm_ : memory_) = lock;
+}
+
+std::optional<ClockLock> AppliedClockLocks::forget(ClockDomain domain) {
+  std::lock_guard guard(mutex_);
+  (domain == ClockDomain::kSm ? sm_ : memory_).reset();
+  return domain == ClockDomain::kSm ? memory_ : sm_;
 }
 
 }  // namespace joule

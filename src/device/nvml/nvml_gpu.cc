@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstring>
 #include <cstdlib>
-#include <functional>
 #include <map>
 
 #include "joule/device/nvml.h"
@@ -287,10 +286,7 @@ std::vector<uint32_t> NvmlGpu::read_clock_list(Call call, const char* function) 
     clocks.resize(count);
     break;
   }
-  std::vector<uint32_t> ascending(clocks.begin(), clocks.end());
-  std::sort(ascending.begin(), ascending.end());
-  ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
-  return ascending;
+  return ascending_unique_mhz({clocks.begin(), clocks.end()});
 }
 
 std::vector<uint32_t> NvmlGpu::supported_clocks_mhz(ClockDomain domain) {
@@ -303,10 +299,7 @@ std::vector<uint32_t> NvmlGpu::supported_clocks_mhz(ClockDomain domain) {
                          "nvmlDeviceGetSupportedGraphicsClocks");
 }
 
-std::optional<ClockLock> NvmlGpu::clock_lock_mhz(ClockDomain domain) {
-  std::lock_guard lock(locks_mutex_);
-  return domain == ClockDomain::kSm ? sm_lock_ : memory_lock_;
-}
+std::optional<ClockLock> NvmlGpu::clock_lock_mhz(ClockDomain domain) { return applied_locks_.get(domain); }
 
 bool NvmlGpu::sm_locks_use_application_clocks() const {
   return fn_.nvmlDeviceSetGpuLockedClocks == nullptr && fn_.nvmlDeviceSetApplicationsClocks != nullptr;
@@ -328,8 +321,7 @@ void NvmlGpu::lock_clock_mhz(ClockDomain domain, ClockLock lock) {
     check_clock_lock_in_range(*this, domain, lock, supported_clocks_mhz(domain));
     JOULE_NVML_CALL(nvmlDeviceSetGpuLockedClocks, lock.min_mhz, lock.max_mhz);
   }
-  std::lock_guard guard(locks_mutex_);
-  (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_) = lock;
+  applied_locks_.set(domain, lock);
 }
 
 void NvmlGpu::reset_clock_lock(ClockDomain domain) {
@@ -340,52 +332,28 @@ void NvmlGpu::reset_clock_lock(ClockDomain domain) {
   } else {
     JOULE_NVML_CALL(nvmlDeviceResetGpuLockedClocks);
   }
-  std::lock_guard guard(locks_mutex_);
-  (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_).reset();
+  applied_locks_.forget(domain);
 }
 
 #undef JOULE_NVML_CALL
 
 std::vector<CapabilityStatus> NvmlGpu::probe_capabilities() {
-  auto status_of = [](GpuCapability capability, const std::function<void()>& read) {
-    CapabilityStatus status{capability, true, {}};
-    try {
-      read();
-    } catch (const DeviceError& e) {
-      status.available = false;
-      status.reason = fmt::format("{}: {}", to_string(e.code()), e.what());
-    }
-    return status;
-  };
-  std::vector<CapabilityStatus> result;
-  result.push_back(status_of(GpuCapability::kEnergyCounter, [&] { total_energy_mj(); }));
-  result.push_back(status_of(GpuCapability::kPowerUsage, [&] { power_usage_mw(); }));
-  result.push_back(status_of(GpuCapability::kInstantPower, [&] { instant_power_mw(); }));
-  result.push_back(status_of(GpuCapability::kPowerSamples, [&] { power_sample_capacity(); }));
-  result.push_back(status_of(GpuCapability::kPowerLimit, [&] { power_limit_mw(); }));
-  result.push_back(status_of(GpuCapability::kLimitConstraints, [&] { power_limit_range_mw(); }));
-  result.push_back(status_of(GpuCapability::kDefaultLimit, [&] { default_power_limit_mw(); }));
-  result.push_back(status_of(GpuCapability::kUtilization, [&] { utilization(); }));
-  result.push_back(status_of(GpuCapability::kSmClock, [&] { sm_clock_mhz(); }));
-  result.push_back(status_of(GpuCapability::kMemoryClock, [&] { memory_clock_mhz(); }));
-  result.push_back(status_of(GpuCapability::kTemperature, [&] { temperature_c(); }));
-  result.push_back(status_of(GpuCapability::kMemoryUsed, [&] { memory_used_bytes(); }));
-  result.push_back(status_of(GpuCapability::kRunningProcesses, [&] { running_processes(); }));
   // Control cannot be probed without changing the GPU; report whether the
   // driver has the call, and that the change itself needs privileges.
-  CapabilityStatus control{GpuCapability::kSetPowerLimit, fn_.nvmlDeviceSetPowerManagementLimit != nullptr, {}};
-  if (!control.available) {
-    control.reason = "not supported: the NVML library does not export nvmlDeviceSetPowerManagementLimit";
-  }
-  result.push_back(control);
-  result.push_back(status_of(GpuCapability::kSupportedClocks, [&] { supported_clocks_mhz(ClockDomain::kSm); }));
   const bool sm_lock = fn_.nvmlDeviceSetGpuLockedClocks != nullptr || fn_.nvmlDeviceSetApplicationsClocks != nullptr;
-  result.push_back({GpuCapability::kLockSmClock, sm_lock,
-                    sm_lock ? "" : "not supported: the NVML library exports neither locked nor application clocks"});
-  const bool memory_lock = fn_.nvmlDeviceSetMemoryLockedClocks != nullptr;
-  result.push_back({GpuCapability::kLockMemoryClock, memory_lock,
-                    memory_lock ? "" : "not supported: the NVML library does not export nvmlDeviceSetMemoryLockedClocks"});
-  return result;
+  return probe_gpu_capabilities(
+      *this,
+      {.read_power_usage = [&] { power_usage_mw(); },
+       .read_instant_power = [&] { instant_power_mw(); },
+       .read_power_samples = [&] { power_sample_capacity(); },
+       .set_power_limit = exported_capability(GpuCapability::kSetPowerLimit, "NVML",
+                                              {{fn_.nvmlDeviceSetPowerManagementLimit != nullptr,
+                                                "nvmlDeviceSetPowerManagementLimit"}}),
+       .lock_sm_clock = {GpuCapability::kLockSmClock, sm_lock,
+                         sm_lock ? "" : "not supported: the NVML library exports neither locked nor application clocks"},
+       .lock_memory_clock = exported_capability(
+           GpuCapability::kLockMemoryClock, "NVML",
+           {{fn_.nvmlDeviceSetMemoryLockedClocks != nullptr, "nvmlDeviceSetMemoryLockedClocks"}})});
 }
 
 }  // namespace nvml

@@ -5,10 +5,10 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "device/gpu_backend.h"
 #include "device/nvml/nvml_library.h"
 #include "joule/device/gpu.h"
 
@@ -93,9 +93,7 @@ class NvmlGpu final : public Gpu {
   uint64_t last_sample_timestamp_us_ = 0;  // newest buffered sample returned so far (driver's stamp)
   long long sample_offset_us_ = 0;         // added to the driver's stamps ($JOULE_NVML_SAMPLE_OFFSET_MS)
   std::vector<nvmlSample_t> sample_buffer_;
-  // The clock locks this object applied (NVML cannot read a lock back).
-  mutable std::mutex locks_mutex_;
-  std::optional<ClockLock> sm_lock_, memory_lock_;
+  AppliedClockLocks applied_locks_;  // NVML cannot read a lock back
 };
 
 }  // namespace joule::nvml

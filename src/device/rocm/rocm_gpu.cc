@@ -9,7 +9,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <functional>
 
 #include "joule/device/rocm.h"
 
@@ -21,6 +20,13 @@ namespace {
 uint32_t mw_from_uw(uint64_t microwatts) { return static_cast<uint32_t>(microwatts / 1000); }
 
 uint32_t mhz_from_hz(uint64_t hz) { return static_cast<uint32_t>((hz + 500'000) / 1'000'000); }
+
+// The supported levels' clocks, ascending and each once.
+std::vector<uint32_t> supported_mhz(const rsmi_frequencies_t& levels) {
+  std::vector<uint32_t> levels_mhz;
+  for (uint32_t i = 0; i < levels.num_supported; ++i) levels_mhz.push_back(mhz_from_hz(levels.frequency[i]));
+  return ascending_unique_mhz(std::move(levels_mhz));
+}
 
 rsmi_clk_type_t clock_type(ClockDomain domain) {
   return domain == ClockDomain::kSm ? RSMI_CLK_TYPE_SYS : RSMI_CLK_TYPE_MEM;
@@ -324,27 +330,16 @@ void RocmGpu::set_power_limit_mw(uint32_t limit_mw) {
 }
 
 std::vector<uint32_t> RocmGpu::supported_clocks_mhz(ClockDomain domain) {
-  const rsmi_frequencies_t levels = clock_levels(domain);
-  std::vector<uint32_t> ascending;
-  for (uint32_t i = 0; i < levels.num_supported; ++i) ascending.push_back(mhz_from_hz(levels.frequency[i]));
-  std::sort(ascending.begin(), ascending.end());
-  ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
-  return ascending;
+  return supported_mhz(clock_levels(domain));
 }
 
-std::optional<ClockLock> RocmGpu::clock_lock_mhz(ClockDomain domain) {
-  std::lock_guard lock(locks_mutex_);
-  return domain == ClockDomain::kSm ? sm_lock_ : memory_lock_;
-}
+std::optional<ClockLock> RocmGpu::clock_lock_mhz(ClockDomain domain) { return applied_locks_.get(domain); }
 
 void RocmGpu::apply_lock(ClockDomain domain, ClockLock lock) {
   require(fn_.rsmi_dev_perf_level_set, "rsmi_dev_perf_level_set");
   require(fn_.rsmi_dev_gpu_clk_freq_set, "rsmi_dev_gpu_clk_freq_set");
   const rsmi_frequencies_t levels = clock_levels(domain);
-  std::vector<uint32_t> ascending;
-  for (uint32_t i = 0; i < levels.num_supported; ++i) ascending.push_back(mhz_from_hz(levels.frequency[i]));
-  std::sort(ascending.begin(), ascending.end());
-  check_clock_lock_in_range(*this, domain, lock, ascending);
+  check_clock_lock_in_range(*this, domain, lock, supported_mhz(levels));
   // The levels in the driver's own order: bit i enables level i.
   uint64_t mask = 0;
   for (uint32_t i = 0; i < levels.num_supported; ++i) {
@@ -364,73 +359,36 @@ void RocmGpu::apply_lock(ClockDomain domain, ClockLock lock) {
 
 void RocmGpu::lock_clock_mhz(ClockDomain domain, ClockLock lock) {
   apply_lock(domain, lock);
-  std::lock_guard guard(locks_mutex_);
-  (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_) = lock;
+  applied_locks_.set(domain, lock);
 }
 
 void RocmGpu::reset_clock_lock(ClockDomain domain) {
   require(fn_.rsmi_dev_perf_level_set, "rsmi_dev_perf_level_set");
   check(fn_.rsmi_dev_perf_level_set(static_cast<int32_t>(device_index_), RSMI_DEV_PERF_LEVEL_AUTO),
         "rsmi_dev_perf_level_set");
-  std::optional<ClockLock> other;
-  {
-    std::lock_guard guard(locks_mutex_);
-    (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_).reset();
-    other = domain == ClockDomain::kSm ? memory_lock_ : sm_lock_;
-  }
   const ClockDomain other_domain = domain == ClockDomain::kSm ? ClockDomain::kMemory : ClockDomain::kSm;
-  if (other) apply_lock(other_domain, *other);
+  if (const auto other = applied_locks_.forget(domain)) apply_lock(other_domain, *other);
 }
 
 #undef JOULE_RSMI_CALL
 
 std::vector<CapabilityStatus> RocmGpu::probe_capabilities() {
-  auto status_of = [](GpuCapability capability, const std::function<void()>& read) {
-    CapabilityStatus status{capability, true, {}};
-    try {
-      read();
-    } catch (const DeviceError& e) {
-      status.available = false;
-      status.reason = fmt::format("{}: {}", to_string(e.code()), e.what());
-    }
-    return status;
-  };
-  // Each function named with whether the library exports it.
-  using Exports = std::initializer_list<std::pair<bool, const char*>>;
-  auto exported = [&](GpuCapability capability, Exports functions) {
-    for (const auto& [present, function] : functions) {
-      if (!present) {
-        return CapabilityStatus{capability, false,
-                                fmt::format("not supported: the ROCm SMI library does not export {}", function)};
-      }
-    }
-    return CapabilityStatus{capability, true, {}};
-  };
-  std::vector<CapabilityStatus> result;
-  result.push_back(status_of(GpuCapability::kEnergyCounter, [&] { total_energy_mj(); }));
-  result.push_back(status_of(GpuCapability::kPowerUsage, [&] { average_power_mw(); }));
-  result.push_back(status_of(GpuCapability::kInstantPower, [&] { socket_power_mw(); }));
-  result.push_back({GpuCapability::kPowerSamples, false,
-                    "not supported: ROCm SMI keeps no buffer of timestamped power samples"});
-  result.push_back(status_of(GpuCapability::kPowerLimit, [&] { power_limit_mw(); }));
-  result.push_back(status_of(GpuCapability::kLimitConstraints, [&] { power_limit_range_mw(); }));
-  result.push_back(status_of(GpuCapability::kDefaultLimit, [&] { default_power_limit_mw(); }));
-  result.push_back(status_of(GpuCapability::kUtilization, [&] { utilization(); }));
-  result.push_back(status_of(GpuCapability::kSmClock, [&] { sm_clock_mhz(); }));
-  result.push_back(status_of(GpuCapability::kMemoryClock, [&] { memory_clock_mhz(); }));
-  result.push_back(status_of(GpuCapability::kTemperature, [&] { temperature_c(); }));
-  result.push_back(status_of(GpuCapability::kMemoryUsed, [&] { memory_used_bytes(); }));
-  result.push_back(status_of(GpuCapability::kRunningProcesses, [&] { running_processes(); }));
   // Control cannot be probed without changing the GPU; report whether the
   // library has the calls (the change itself needs root).
-  result.push_back(
-      exported(GpuCapability::kSetPowerLimit, {{fn_.rsmi_dev_power_cap_set != nullptr, "rsmi_dev_power_cap_set"}}));
-  result.push_back(status_of(GpuCapability::kSupportedClocks, [&] { supported_clocks_mhz(ClockDomain::kSm); }));
-  const Exports lock_calls = {{fn_.rsmi_dev_perf_level_set != nullptr, "rsmi_dev_perf_level_set"},
-                              {fn_.rsmi_dev_gpu_clk_freq_set != nullptr, "rsmi_dev_gpu_clk_freq_set"}};
-  result.push_back(exported(GpuCapability::kLockSmClock, lock_calls));
-  result.push_back(exported(GpuCapability::kLockMemoryClock, lock_calls));
-  return result;
+  const ExportedFunctions lock_calls = {{fn_.rsmi_dev_perf_level_set != nullptr, "rsmi_dev_perf_level_set"},
+                                        {fn_.rsmi_dev_gpu_clk_freq_set != nullptr, "rsmi_dev_gpu_clk_freq_set"}};
+  return probe_gpu_capabilities(
+      *this,
+      {.read_power_usage = [&] { average_power_mw(); },
+       .read_instant_power = [&] { socket_power_mw(); },
+       .read_power_samples =
+           [] {
+             throw DeviceError(DeviceErrc::kNotSupported, "ROCm SMI keeps no buffer of timestamped power samples");
+           },
+       .set_power_limit = exported_capability(GpuCapability::kSetPowerLimit, "ROCm SMI",
+                                              {{fn_.rsmi_dev_power_cap_set != nullptr, "rsmi_dev_power_cap_set"}}),
+       .lock_sm_clock = exported_capability(GpuCapability::kLockSmClock, "ROCm SMI", lock_calls),
+       .lock_memory_clock = exported_capability(GpuCapability::kLockMemoryClock, "ROCm SMI", lock_calls)});
 }
 
 }  // namespace rocm

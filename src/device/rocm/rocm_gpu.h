@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/gpu_backend.h"
 #include "device/rocm/rocm_smi_library.h"
 #include "joule/device/gpu.h"
 
@@ -135,10 +136,8 @@ class RocmGpu final : public Gpu {
   // kUnknownMaxPowerW where the cap range cannot be read.
   double max_power_w_ = 0.0;
 
-  // The clock locks this object applied (ROCm SMI reads back only the enabled
-  // levels, not the range asked for).
-  mutable std::mutex locks_mutex_;
-  std::optional<ClockLock> sm_lock_, memory_lock_;
+  // ROCm SMI reads back only the enabled levels, not the range asked for.
+  AppliedClockLocks applied_locks_;
 };
 
 // "CDNA2" for the MI200 series, "CDNA3" for MI300, "CDNA" for MI100, else
