@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -278,6 +279,33 @@ using DeviceLookup = std::function<ScriptedDevice*(std::size_t)>;
 // loudly, since a test must never run against devices it did not describe.
 void load_config(Script& script, const char* config_env, const char* log_env, const Codes& codes,
                  const DirectiveHandler& handler, const DeviceLookup& device);
+
+// load_config for a fake whose devices are kept in `devices` (Device derives
+// from ScriptedDevice), read afresh: each device line is parsed by
+// configure(device, index, kv, config_path, where), which returns an error or
+// "", and appended; the line of version_directive sets version (its first
+// word). Both fakes' own directives are just these.
+template <typename Device, typename Configure>
+void load_config_with_devices(Script& script, const char* config_env, const char* log_env, const Codes& codes,
+                              std::vector<Device>& devices, const char* version_directive, std::string& version,
+                              Configure configure) {
+  devices.clear();
+  auto handler = [&](const ConfigLine& line) -> std::string {
+    if (line.directive == version_directive) {
+      std::istringstream(line.rest) >> version;
+      return "";
+    }
+    if (line.directive != "device") return kUnknownDirective;
+    Device device;
+    if (auto error = configure(device, devices.size(), line.kv, line.config_path, line.where); !error.empty()) {
+      return error;
+    }
+    devices.push_back(std::move(device));
+    return "";
+  };
+  auto device_at = [&devices](std::size_t i) -> ScriptedDevice* { return i < devices.size() ? &devices[i] : nullptr; };
+  load_config(script, config_env, log_env, codes, handler, device_at);
+}
 
 // The injected error due for (function, device), or 0. Counts the call as
 // successful otherwise. The caller holds the script's mutex.

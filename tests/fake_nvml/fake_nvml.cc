@@ -224,26 +224,11 @@ std::string configure_device(Device& d, std::size_t index, const fg::Pairs& kv, 
   return "";
 }
 
-// Reads the config at nvmlInit: the shared directives in fake_gpu, NVML's
-// (driver_version, device) here.
+// Reads the config at nvmlInit: the shared directives and device keys in
+// fake_gpu, NVML's own (driver_version, device keys) here.
 void load_config(State& s) {
-  auto handler = [&s](const fg::ConfigLine& line) -> std::string {
-    if (line.directive == "driver_version") {
-      std::istringstream(line.rest) >> s.driver_version;
-      return "";
-    }
-    if (line.directive != "device") return fg::kUnknownDirective;
-    Device d;
-    if (auto error = configure_device(d, s.devices.size(), line.kv, line.config_path, line.where); !error.empty()) {
-      return error;
-    }
-    s.devices.push_back(std::move(d));
-    return "";
-  };
-  auto device_at = [&s](std::size_t i) -> fg::ScriptedDevice* {
-    return i < s.devices.size() ? &s.devices[i] : nullptr;
-  };
-  fg::load_config(s, "JOULE_FAKE_NVML_CONFIG", "JOULE_FAKE_NVML_LOG", {9, 999}, handler, device_at);
+  fg::load_config_with_devices(s, "JOULE_FAKE_NVML_CONFIG", "JOULE_FAKE_NVML_LOG", {9, 999}, s.devices,
+                               "driver_version", s.driver_version, configure_device);
   if (!s.load_error.empty()) return;
   for (const Device& d : s.devices) {
     // Virtual stamps are t_i * 1e6: samples before 0 would have none.
@@ -395,7 +380,6 @@ FAKE_API nvmlReturn_t nvmlInit_v2(void) {
   State& s = state();
   auto read_config = [&s] {
     s.driver_version = "580.00.00-fake";
-    s.devices.clear();
     load_config(s);
     load_persisted(s);
   };

@@ -407,25 +407,9 @@ FAKE_API rsmi_status_t rsmi_init(uint64_t /*init_flags*/) {
   State& s = state();
   auto read_config = [&s] {
     s.version = "5.2.3";
-    s.devices.clear();
-    auto handler = [&s](const fg::ConfigLine& line) -> std::string {
-      if (line.directive == "version") {
-        std::istringstream(line.rest) >> s.version;
-        return "";
-      }
-      if (line.directive != "device") return fg::kUnknownDirective;
-      Device d;
-      if (auto error = configure_device(d, s.devices.size(), line.kv, line.config_path, line.where); !error.empty()) {
-        return error;
-      }
-      s.devices.push_back(std::move(d));
-      return "";
-    };
-    auto device_at = [&s](std::size_t i) -> fg::ScriptedDevice* {
-      return i < s.devices.size() ? &s.devices[i] : nullptr;
-    };
-    fg::load_config(s, "JOULE_FAKE_ROCM_SMI_CONFIG", "JOULE_FAKE_ROCM_SMI_LOG",
-                    {RSMI_STATUS_INIT_ERROR, RSMI_STATUS_UNKNOWN_ERROR}, handler, device_at);
+    fg::load_config_with_devices(s, "JOULE_FAKE_ROCM_SMI_CONFIG", "JOULE_FAKE_ROCM_SMI_LOG",
+                                 {RSMI_STATUS_INIT_ERROR, RSMI_STATUS_UNKNOWN_ERROR}, s.devices, "version", s.version,
+                                 configure_device);
     load_persisted(s);
   };
   auto start_devices = [&s] {
