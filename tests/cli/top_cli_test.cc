@@ -16,6 +16,7 @@
 
 #include "cli/top_view.h"
 #include "common/fake_drivers.h"
+#include "common/jouled_process.h"
 #include "common/test_support.h"
 #include "joule/daemon/client.h"
 
@@ -241,45 +242,31 @@ TEST(TopCliTest, PipedStdoutGetsPlainLinesPerRefresh) {
   }
 }
 
-TEST(TopCliTest, NamesTheJouledLeaseHolderOfEachGpu) {
-  TempDir tmp;
-  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n"
-                                                "device name=\"NVIDIA A40\" min_limit_w=100 max_limit_w=300\n");
-  const std::string socket = tmp.file("jouled.sock");
-  testing::write_file(tmp.file("jouled.conf"), R"({"socket": ")" + socket + R"(", "state_file": ")" +
-                                                   tmp.file("jouled.state") +
-                                                   R"(", "allow": [{"user": "root", "gpus": "all"}]})");
-  const pid_t jouled = testing::start_process({JOULED_BINARY, "--config", tmp.file("jouled.conf")},
-                                              {{"JOULE_NVML_LIBRARY", fake.library_path}}, tmp.file("jouled.out"),
-                                              tmp.file("jouled.err"));
-  struct Stop {
-    pid_t pid;
-    ~Stop() {
-      kill(pid, SIGTERM);
-      testing::wait_process(pid, 10);
-    }
-  } stop{jouled};
-  for (int i = 0; i < 500 && access(socket.c_str(), F_OK) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_EQ(access(socket.c_str(), F_OK), 0) << testing::read_file(tmp.file("jouled.err"));
-  daemon::DaemonClient holder(socket);
+// jouled over each fake driver's GPUs: top asks it who holds which GPU.
+TEST_P(TopOnFakeDriverTest, NamesTheJouledLeaseHolderOfEachGpu) {
+  const testing::FakeDriver& driver = GetParam();
+  testing::JouledOptions options;
+  options.driver = &driver;
+  options.config_extra = R"("allow": [{"user": "root", "gpus": "all"}])";
+  testing::JouledProcess jouled(options);
+  jouled.start();
+  daemon::DaemonClient holder(jouled.socket);
   try {
     holder.call({{"op", "lease"}, {"gpu", 1}});
   } catch (const std::exception& e) {
     GTEST_SKIP() << "jouled refused a lease to this user: " << e.what();
   }
 
-  auto env = kSimEnv;
-  env["JOULE_NVML_LIBRARY"] = fake.library_path;
-  env["JOULE_DAEMON_SOCKET"] = socket;
+  auto env = driver.env(jouled.fake);
+  env["JOULE_DAEMON_SOCKET"] = jouled.socket;
   env["JOULE_CONTROL"] = "direct";  // top only reads; it asks jouled who holds what
   const auto r = run_process({JOULE_BINARY, "top", "--once", "--interval-ms", "50"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
-  ASSERT_EQ(lines.size(), 2u) << r.out;
+  ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_TRUE(contains(lines[0], "holder=\"-\"")) << lines[0];
   EXPECT_TRUE(std::regex_search(lines[1], std::regex("holder=\"[^\"]*pid " + std::to_string(getpid()) + "\\)\""))) << lines[1];
+  EXPECT_TRUE(contains(lines[2], "holder=\"-\"")) << lines[2];
 }
 
 // Issue 34: who uses each GPU, from NVML's running processes (the fake

@@ -11,9 +11,9 @@
 
 #include <filesystem>
 
+#include "common/fake_drivers.h"
 #include "common/test_support.h"
 #include "joule/clock.h"
-#include "joule/device/nvml.h"
 #include "joule/device/sim.h"
 
 namespace joule::cli {
@@ -81,33 +81,57 @@ TEST(TopProcessesTest, JobAndCommandComeFromProc) {
   EXPECT_FALSE(process_command(99, proc.file("")));
 }
 
-// Through the NVML backend (the fake driver's scripted processes): memory as
+// Through each driver's backend (the fake's scripted processes): memory as
 // the driver reports it; a GPU whose driver cannot list processes says why,
 // lasting (not supported: top stops asking) or not (an unknown error).
-TEST(TopProcessesTest, NvmlProcessesAndWhyAGpuCannotListThem) {
+class TopProcessesOnFakeDriverTest : public ::testing::TestWithParam<testing::FakeDriver> {};
+
+TEST_P(TopProcessesOnFakeDriverTest, ProcessesAndWhyAGpuCannotListThem) {
+  const testing::FakeDriver& driver = GetParam();
   TempDir tmp;
-  const std::string pid = std::to_string(getpid());
-  const auto fake = testing::use_fake_nvml(
-      tmp, "device name=\"NVIDIA H100 80GB HBM3\"\ndevice name=\"NVIDIA H100 80GB HBM3\"\n"
-           "device name=\"NVIDIA H100 80GB HBM3\"\n"
-           "process device=0 pid=" + pid + " used_mib=2048 kind=compute\n"
-           "error function=nvmlDeviceGetComputeRunningProcesses_v3 device=1 code=3\n"
-           "error function=nvmlDeviceGetComputeRunningProcesses_v3 device=2 code=999\n");
-  NvmlDevices devices = open_nvml_gpus(fake.library_path);
-  ASSERT_EQ(devices.gpus.size(), 3u);
-  const GpuProcessList listed = list_gpu_processes(*devices.gpus[0], "gpu0");
-  ASSERT_EQ(listed.rows.size(), 1u);
-  EXPECT_EQ(std::to_string(listed.rows[0].pid), pid);
-  EXPECT_EQ(listed.rows[0].used_memory_bytes, 2048ull << 20);
-  EXPECT_EQ(listed.rows[0].user, my_user_name());
-  const GpuProcessList unsupported = list_gpu_processes(*devices.gpus[1], "gpu1");
+  const auto self = static_cast<uint32_t>(getpid());
+  const uint32_t gone = 0x7ffffff0u;  // on both GPUs; no process has its pid
+  {
+    const auto fake = driver.use(tmp, "device\ndevice\nprocess device=0 pid=" + std::to_string(self) +
+                                          " used_mib=2048\nprocess device=0 pid=" + std::to_string(gone) +
+                                          " used_mib=512\nprocess device=1 pid=" + std::to_string(gone) +
+                                          " used_mib=256\n");
+    const auto gpus = driver.open(fake);
+    ASSERT_EQ(gpus.size(), 2u);
+    const GpuProcessList first = list_gpu_processes(*gpus[0], "gpu0");
+    ASSERT_FALSE(first.problem) << *first.problem;
+    ASSERT_EQ(first.rows.size(), 2u);
+    EXPECT_EQ(first.rows[0].pid, self);
+    EXPECT_EQ(first.rows[0].used_memory_bytes, 2048ull << 20);
+    EXPECT_EQ(first.rows[0].user, my_user_name());
+    EXPECT_EQ(first.rows[1].pid, gone);
+    const GpuProcessList second = list_gpu_processes(*gpus[1], "gpu1");
+    ASSERT_EQ(second.rows.size(), 1u);
+    EXPECT_EQ(second.rows[0].pid, gone);
+    if (driver.backend == GpuBackend::kNvml) {  // NVML: each GPU's memory of the process
+      EXPECT_EQ(first.rows[1].used_memory_bytes, 512ull << 20);
+      EXPECT_EQ(second.rows[0].used_memory_bytes, 256ull << 20);
+    } else {  // ROCm SMI: one VRAM figure over all its GPUs, so none for a process on two
+      EXPECT_FALSE(first.rows[1].used_memory_bytes);
+      EXPECT_FALSE(second.rows[0].used_memory_bytes);
+    }
+  }
+  const auto failing = [&](const std::string& code) {
+    const auto fake = driver.use(tmp, "device\nerror function=@processes code=" + code + "\n");
+    const auto gpus = driver.open(fake);
+    return list_gpu_processes(*gpus.at(0), "gpu0");
+  };
+  const GpuProcessList unsupported = failing("@not_supported");
   ASSERT_TRUE(unsupported.problem);
   EXPECT_TRUE(unsupported.problem_is_lasting) << *unsupported.problem;
-  EXPECT_NE(unsupported.problem->find("nvmlDeviceGetComputeRunningProcesses_v3"), std::string::npos);
-  const GpuProcessList failed = list_gpu_processes(*devices.gpus[2], "gpu2");
+  EXPECT_NE(unsupported.problem->find(driver.words.at("@processes")), std::string::npos) << *unsupported.problem;
+  const GpuProcessList failed = failing("@unknown");
   ASSERT_TRUE(failed.problem);
   EXPECT_FALSE(failed.problem_is_lasting) << *failed.problem;
 }
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, TopProcessesOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 }  // namespace
 }  // namespace joule::cli

@@ -41,6 +41,8 @@ FakeDriver make_nvml() {
   d.words = {{"@energy", "nvmlDeviceGetTotalEnergyConsumption"},
              {"@power", "nvmlDeviceGetPowerUsage"},
              {"@set_power_limit", "nvmlDeviceSetPowerManagementLimit"},
+             {"@processes", "nvmlDeviceGetComputeRunningProcesses_v3"},
+             {"@not_supported", "3"},   // NVML_ERROR_NOT_SUPPORTED
              {"@lost", "15"},           // NVML_ERROR_GPU_IS_LOST
              {"@no_permission", "4"},   // NVML_ERROR_NO_PERMISSION
              {"@unknown", "999"}};      // NVML_ERROR_UNKNOWN
@@ -71,6 +73,8 @@ FakeDriver make_rocm() {
   d.words = {{"@energy", "rsmi_dev_energy_count_get"},
              {"@power", "rsmi_dev_current_socket_power_get"},
              {"@set_power_limit", "rsmi_dev_power_cap_set"},
+             {"@processes", "rsmi_compute_process_info_get"},  // every GPU's at once: rules without device=
+             {"@not_supported", "2"},   // RSMI_STATUS_NOT_SUPPORTED
              {"@lost", "10"},           // RSMI_STATUS_NOT_FOUND (docs/devices.md: a lost GPU)
              {"@no_permission", "4"},   // RSMI_STATUS_PERMISSION
              {"@unknown", "6"}};        // RSMI_STATUS_INTERNAL_EXCEPTION

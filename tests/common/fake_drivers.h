@@ -19,8 +19,11 @@
 //                  as docs/measurement.md and docs/devices.md describe them.
 //   error / hang   function=@energy (the energy counter read),
 //                  function=@power (the power reading joule samples),
-//                  function=@set_power_limit; code=@lost (a GPU gone),
-//                  code=@no_permission, code=@unknown.
+//                  function=@set_power_limit, function=@processes (the
+//                  running processes' listing; ROCm SMI lists every GPU's
+//                  at once, so its rules take no device=); code=@lost (a GPU
+//                  gone), code=@no_permission, code=@not_supported,
+//                  code=@unknown.
 // Anything else passes through unchanged.
 #pragma once
 
