@@ -197,7 +197,7 @@ def test_power_limit_optimizer_tunes_the_sm_clock_cap_when_asked(fake_driver_gpu
         joule.PowerLimitOptimizer(monitor, knob="core_clock")
 
 
-def test_power_limit_optimizer_hands_its_profile_over_and_starts_from_a_known_one(fake_gpus):
+def test_power_limit_optimizer_hands_its_profile_over_and_starts_from_a_known_one(fake_driver_gpus):
     monitor = joule.Monitor(interval_ms=5)
     handed = []
     states = []
@@ -245,7 +245,7 @@ def test_power_limit_optimizer_with_a_known_limit_sets_only_that_one(fake_driver
     assert limits_set_w(fake_driver_gpus.log) == [250, 250, 300, 300]  # nothing more
 
 
-def test_what_on_profiled_raises_comes_out_of_on_step_end(fake_gpus):
+def test_what_on_profiled_raises_comes_out_of_on_step_end(fake_driver_gpus):
     monitor = joule.Monitor(interval_ms=5)
 
     def refuse(rows):
