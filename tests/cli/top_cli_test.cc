@@ -269,8 +269,8 @@ TEST_P(TopOnFakeDriverTest, NamesTheJouledLeaseHolderOfEachGpu) {
   EXPECT_TRUE(contains(lines[2], "holder=\"-\"")) << lines[2];
 }
 
-// Issue 34: who uses each GPU, from NVML's running processes (the fake
-// NVML's scripted ones; this test process stands in for a training job):
+// Issue 34: who uses each GPU, from the driver's running processes (the
+// fakes' scripted ones; this test process stands in for a training job):
 // plain lines list them, a GPU whose driver cannot list them says so, and the
 // `p` key toggles the per-process table in the full-screen view.
 std::string fake_nvml_with_processes(const TempDir& tmp, std::map<std::string, std::string>& env) {
@@ -287,21 +287,36 @@ std::string fake_nvml_with_processes(const TempDir& tmp, std::map<std::string, s
   return pid;
 }
 
-TEST(TopCliTest, PlainLinesListEachGpusProcesses) {
-  TempDir tmp;
-  std::map<std::string, std::string> env;
-  const std::string pid = fake_nvml_with_processes(tmp, env);
-  const auto r = run_process({JOULE_BINARY, "top", "--once", "--interval-ms", "50"}, env);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto lines = lines_of(r.out);
-  ASSERT_EQ(lines.size(), 4u) << r.out;  // 2 GPUs, 1 process, 1 GPU that cannot tell
+// On each driver: plain lines list each GPU's processes, or say that the
+// driver cannot list them (here for every GPU: ROCm SMI lists all GPUs'
+// processes in one call, so a refusal is every GPU's).
+TEST_P(TopOnFakeDriverTest, PlainLinesListEachGpusProcesses) {
+  const testing::FakeDriver& driver = GetParam();
+  const std::string pid = std::to_string(getpid());
+  const std::string gpus = "device power_w=300 mem_used_mib=1536\ndevice power_w=150\nprocess device=0 pid=" + pid +
+                           " used_mib=1024\n";
+  const auto top_lines = [&](const std::string& config) {
+    TempDir tmp;
+    const auto fake = driver.use(tmp, config);
+    const auto r = run_process({JOULE_BINARY, "top", "--once", "--interval-ms", "50"}, driver.env(fake));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return lines_of(r.out);
+  };
+  auto lines = top_lines(gpus);
+  ASSERT_EQ(lines.size(), 3u);  // 2 GPUs, 1 process
   EXPECT_TRUE(std::regex_match(lines[2], std::regex("t=[0-9.]+s gpu0 process pid=" + pid +
                                                     " user=\"[^\"]+\" job=\"[^\"]+\" used_mib=1024 "
                                                     "command=\".*joule_tests.*\"")))
       << lines[2];
+  lines = top_lines(gpus + "error function=@processes code=@not_supported\n");
+  ASSERT_EQ(lines.size(), 4u);  // 2 GPUs, 2 that cannot tell
+  EXPECT_TRUE(std::regex_match(lines[2], std::regex("t=[0-9.]+s gpu0 processes_unknown=\".*" +
+                                                    driver.words.at("@processes") + ".*\""))) << lines[2];
   EXPECT_TRUE(std::regex_match(lines[3], std::regex("t=[0-9.]+s gpu1 processes_unknown=\".+\""))) << lines[3];
 }
 
+// (The view's table is the same code on every driver: driven once, on the
+// fake NVML, where one GPU lists its processes and the other cannot.)
 TEST(TopCliTest, TheProcessesKeyTogglesThePerProcessTable) {
   if (!have_tmux()) GTEST_SKIP() << "tmux is not installed (scripts/install-deps.sh installs it)";
   TempDir tmp;
