@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/fake_drivers.h"
 #include "common/test_support.h"
 #include "joule/error.h"
 
@@ -197,6 +198,52 @@ TEST(NodeReportTest, TheJobsGpusComeFromItsRanksVisibleDevices) {
     EXPECT_NE(std::string(e.what()).find("'7'"), std::string::npos) << e.what();
   }
 }
+
+// A node of one vendor's GPUs (each fake driver's): the job's visible
+// devices in that vendor's variable (CUDA_VISIBLE_DEVICES on NVIDIA,
+// HIP_VISIBLE_DEVICES on AMD) keep its GPUs by index or UUID; an index past
+// them is refused naming the variable.
+class NodeOnFakeDriverTest : public ::testing::TestWithParam<testing::FakeDriver> {};
+
+TEST_P(NodeOnFakeDriverTest, TheJobsVisibleDevicesKeepItsGpus) {
+  const testing::FakeDriver& driver = GetParam();
+  testing::TempDir tmp;
+  // NVML's UUIDs are uuid=, ROCm SMI's unique_id= (each fake ignores the other's key).
+  const auto fake = driver.use(tmp, "device uuid=GPU-aaaa unique_id=0xaaaa\n"
+                                    "device uuid=GPU-18ee07be unique_id=0x18ee07be9b5d9d3c\n"
+                                    "device uuid=GPU-cccc unique_id=0xcccc\n");
+  DiscoveryOptions options;
+  driver.point_discovery(options, fake);
+  options.powercap_root = "/nonexistent";
+  const Devices node = discover_hardware(options);
+  ASSERT_EQ(node.gpus.size(), 3u);
+  const bool nvidia = driver.backend == GpuBackend::kNvml;
+  const auto kept_indices = [&](const std::string& visible) {
+    Devices devices = node;
+    const auto entries = nvidia ? visible_gpus_of(visible, std::nullopt, std::nullopt)
+                                : visible_gpus_of(std::nullopt, visible, std::nullopt);
+    keep_job_gpus(devices, *job_gpus_of({entries}));
+    std::vector<unsigned> indices;
+    for (const auto& gpu : devices.gpus) indices.push_back(gpu->index());
+    return indices;
+  };
+  EXPECT_EQ(kept_indices("2,0"), (std::vector<unsigned>{2, 0}));
+  EXPECT_EQ(kept_indices("GPU-18ee07"), (std::vector<unsigned>{1}));
+  EXPECT_EQ(kept_indices(""), (std::vector<unsigned>{}));  // no GPU at all
+  try {
+    kept_indices("3");
+    FAIL();
+  } catch (const UsageError& e) {
+    const std::string variable = nvidia ? "CUDA_VISIBLE_DEVICES" : "HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES";
+    EXPECT_NE(std::string(e.what()).find(variable + " names '3', which is none of this node's 3 " +
+                                         (nvidia ? "NVIDIA" : "AMD") + " GPUs"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, NodeOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 // Each vendor's runtime numbers its own GPUs: on a mixed node (two NVIDIA
 // GPUs, gpu0-1, then two AMD ones, gpu2-3) CUDA_VISIBLE_DEVICES=1 is gpu1 and
