@@ -10,7 +10,6 @@
 // rules: nesting, errors that name the regions, cutting at window edges.
 #include "joule/attribution/window.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -23,8 +22,8 @@
 #include <random>
 
 #include "common/scripted_gpu.h"
+#include "common/fake_drivers.h"
 #include "common/test_support.h"
-#include "joule/device/nvml.h"
 #include "joule/clock.h"
 #include "joule/error.h"
 #include "joule/measure/sampler.h"
@@ -204,20 +203,22 @@ TEST(AttributionWindowTest, AWindowInsideTheRunCutsTheRegionsAtItsEdges) {
   EXPECT_NEAR(rig.region(a, "matmul").power_w, 650.0, 0.03 * 650.0);
 }
 
-// The fake H100 (NVML) in virtual time, playing a power profile ("ms W"
-// lines): samples every 20 ms, each the mean of its last 10 ms, stamped
-// 4.5 ms early, as an H100's seem to be; a sampler ticking every 100 ms.
-struct FakeH100 {
-  FakeH100(const std::string& profile) {
+// A fake driver's GPU in virtual time, playing a power profile ("ms W"
+// lines), and a sampler ticking every 100 ms. On the fake NVML an H100:
+// samples every 20 ms, each the mean of its last 10 ms, stamped 4.5 ms early,
+// as an H100's seem to be. On the fake ROCm SMI an MI300X: no samples, the
+// current socket power read at each tick (a point), a 1 ms energy counter.
+struct FakeGpuRig {
+  FakeGpuRig(const testing::FakeDriver& driver, const std::string& profile) {
     testing::write_file(tmp.file("profile.txt"), profile);
-    fake = testing::use_fake_nvml(
-        tmp, "clock virtual\ndevice name=\"NVIDIA H100 80GB HBM3\" profile_file=" + tmp.file("profile.txt") +
-                 " min_limit_w=200 max_limit_w=700 energy_update_ms=100 energy_call_ms=4 power_update_ms=100"
-                 " usage_window_ms=1000 sample_ms=20 sample_cover_ms=10 sample_buffer=120 sample_latency_ms=1"
-                 " sample_stamp_lead_ms=4.5\n");
-    auto gpus = open_nvml_gpus(fake.library_path).gpus;  // loads the fake: its time setter is found after
-    set_fake_time = reinterpret_cast<void (*)(double)>(
-        dlsym(dlopen(fake.library_path.c_str(), RTLD_NOW | RTLD_NOLOAD), "joule_fake_nvml_set_time_s"));
+    const std::string h100_sources =
+        " energy_update_ms=100 energy_call_ms=4 power_update_ms=100 usage_window_ms=1000 sample_ms=20"
+        " sample_cover_ms=10 sample_buffer=120 sample_latency_ms=1 sample_stamp_lead_ms=4.5";
+    fake = driver.use(tmp, "clock virtual\ndevice profile_file=" + tmp.file("profile.txt") +
+                               " min_limit_w=200 max_limit_w=700" +
+                               (driver.backend == GpuBackend::kNvml ? h100_sources : "") + "\n");
+    auto gpus = driver.open(fake);  // loads the fake: its time setter is found after
+    set_fake_time = driver.helper<void (*)(double)>(fake, "set_time_s");
     SamplerOptions options;
     options.background_thread = false;
     options.counter_anchors.enabled = false;
@@ -265,7 +266,7 @@ struct FakeH100 {
   static constexpr double kStepJ = 0.008 * 650 + 0.003 * 300 + 0.001 * 420 + 0.0049 * 90;
 
   testing::TempDir tmp;
-  testing::FakeNvml fake;
+  testing::FakeLibrary fake;
   void (*set_fake_time)(double) = nullptr;
   std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();
   std::unique_ptr<Sampler> sampler;
@@ -287,14 +288,16 @@ SampleModel boxcar(double cover_s, double delay_s) {
   return model;
 }
 
+// NVML only: the cover is that of NVML's power samples (ROCm SMI keeps none;
+// AttributionOnFakeDriverTest below attributes on both drivers).
 TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual) {
-  FakeH100 h100(FakeH100::kStep);
+  FakeGpuRig h100(testing::fake_nvml_driver(), FakeGpuRig::kStep);
   ASSERT_NE(h100.set_fake_time, nullptr);
   constexpr int kSteps = 1800;  // 30 s
   const double begin_s = 0.0;
   const double end_s = h100.play_steps(begin_s, kSteps);
   h100.advance_to(end_s + 0.5);
-  const double window_j = kSteps * FakeH100::kStepJ;  // the profile's, step by step
+  const double window_j = kSteps * FakeGpuRig::kStepJ;  // the profile's, step by step
   const Sampler& sampler = *h100.sampler;
   const RegionRecorder& recorder = h100.recorder;
 
@@ -335,6 +338,7 @@ TEST(AttributionWindowTest, TheFakeH100sSampleCoverIsTheOneWithTheLeastResidual)
 // each sample's stamp, as the sampler places it); then a periodic
 // three-region step, attributed with that response, comes out as well as
 // with the right boxcar.
+// NVML only, as the cover above: the response is that of NVML's power samples.
 TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int> tenths(10, 400);  // 1-40 ms in 0.1 ms
@@ -350,8 +354,8 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
     }
   }
   constexpr int kSteps = 1800;  // then the step of the test above, 30 s
-  for (int i = 0; i < kSteps; ++i) profile += FakeH100::kStep;
-  FakeH100 h100(profile);
+  for (int i = 0; i < kSteps; ++i) profile += FakeGpuRig::kStep;
+  FakeGpuRig h100(testing::fake_nvml_driver(), profile);
   ASSERT_NE(h100.set_fake_time, nullptr);
   RegionRecorder& recorder = h100.recorder;
   const Sampler& sampler = *h100.sampler;
@@ -379,7 +383,7 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
   const double steps_begin_s = t;
   t = h100.play_steps(t, kSteps);
   h100.advance_to(t + 0.5);
-  const double window_j = kSteps * FakeH100::kStepJ;
+  const double window_j = kSteps * FakeGpuRig::kStepJ;
   SampleModel measured;
   measured.response = response;
   const Attribution a = attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured);
@@ -401,6 +405,33 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
   EXPECT_THROW(attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured), UsageError);
   EXPECT_THROW(fit_sample_response(sampler, 0, recorder, "nope", 0.0, 40.0), UsageError);
 }
+
+// On each driver, the samples joule has (NVML's 20 ms samples; ROCm SMI's
+// socket power read at each 100 ms tick, points drifting against the
+// 16.9 ms step) recover each region's power, left to choose the model.
+class AttributionOnFakeDriverTest : public ::testing::TestWithParam<testing::FakeDriver> {};
+
+TEST_P(AttributionOnFakeDriverTest, TheDriversSamplesRecoverEachRegionsPower) {
+  FakeGpuRig rig(GetParam(), FakeGpuRig::kStep);
+  ASSERT_NE(rig.set_fake_time, nullptr);
+  constexpr int kSteps = 1800;  // 30 s
+  const double end_s = rig.play_steps(0.0, kSteps);
+  rig.advance_to(end_s + 0.5);
+  const double window_j = kSteps * FakeGpuRig::kStepJ;
+  const Attribution a = attribute_gpu(*rig.sampler, 0, rig.recorder, 0.0, end_s, window_j);
+  for (const auto& [name, power_w] : std::map<std::string, double>{{"matmul", 650.0}, {"elementwise", 300.0}}) {
+    SCOPED_TRACE(name);
+    const RegionEnergy& r = rig.region(a, name);
+    ASSERT_TRUE(r.resolved);
+    std::printf("[ figures  ] %s on %s: %+.2f%% from %zu observations\n", name.c_str(), GetParam().name.c_str(),
+                100 * (r.power_w / power_w - 1), a.observations);
+    EXPECT_NEAR(r.power_w, power_w, 0.03 * power_w);
+  }
+  EXPECT_NEAR(a.baseline_w, 90.0, 5.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(FakeDrivers, AttributionOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
+                         testing::FakeDriverName());
 
 TEST(RegionRecorderTest, NestedRegionsPauseTheOuterOneAndErrorsNameTheRegions) {
   auto clock = std::make_shared<VirtualClock>();
