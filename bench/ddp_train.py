@@ -3,55 +3,186 @@
 # SPDX-License-Identifier: Apache-2.0
 """A data-parallel PyTorch training job for `joule sweep` (one process per GPU, under torchrun).
 
-ResNet-18 on a synthetic dataset of fixed size, so one epoch is the same work
+By default ResNet-18 on a synthetic dataset of fixed size, so one epoch is the same work
 for every GPU count: steps per epoch = dataset / (batch size per GPU x GPUs).
 Rank 0 reports samples, steps and epochs to $JOULE_REPORT_FILE for joule.
 
   torchrun --nproc-per-node 2 bench/ddp_train.py --batch-size 128 --dataset 20480
+
+For the scaling study (bench/scaling/): --model resnet50 or gpt (a GPT-style
+Transformer written here: token + positional embedding, pre-LayerNorm blocks of
+causal self-attention and a 4x GELU MLP, LM head; synthetic tokens), a fixed
+number of --steps per run instead of a dataset (so a run is a fixed amount of
+work: the same for every GPU count with --global-batch, strong scaling; growing
+with the GPU count with --batch-size, weak scaling), and --global-batch, split
+evenly over the ranks (WORLD_SIZE) because a sweep grid cannot derive one value
+from another. --device cpu (or auto without CUDA) trains on the CPU with Gloo,
+to try the job without GPUs.
+
+  torchrun --nproc-per-node 8 bench/ddp_train.py --model gpt --global-batch 64 --steps 150 --warmup-steps 20
 """
 import argparse
+import contextlib
 import os
+import sys
+import time
 
 import torch
 import torch.distributed as dist
-import torchvision
+import torch.nn.functional as F
+
+
+class CausalSelfAttention(torch.nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.proj = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        b, t, w = x.shape
+        q, k, v = (z.view(b, t, self.heads, w // self.heads).transpose(1, 2) for z in self.qkv(x).split(w, dim=-1))
+        if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0: flash / memory-efficient kernels
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # older torch (e.g. Debian's 1.13, CPU tries only)
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+            scores = (q @ k.transpose(-2, -1)) / (w // self.heads) ** 0.5
+            y = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, w))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(width)
+        self.attn = CausalSelfAttention(width, heads)
+        self.ln2 = torch.nn.LayerNorm(width)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(),
+                                       torch.nn.Linear(4 * width, width))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class SmallGPT(torch.nn.Module):
+    def __init__(self, vocab, tokens, width, heads, layers):
+        super().__init__()
+        self.tok_emb = torch.nn.Embedding(vocab, width)
+        self.pos_emb = torch.nn.Embedding(tokens, width)
+        self.blocks = torch.nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.ln_f = torch.nn.LayerNorm(width)
+        self.head = torch.nn.Linear(width, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=["resnet18", "resnet50", "gpt"], default="resnet18")
+    batch = parser.add_mutually_exclusive_group()
+    batch.add_argument("--batch-size", type=int, default=None, help="per GPU (default 128)")
+    batch.add_argument("--global-batch", type=int, default=None,
+                       help="over all ranks: each takes global / WORLD_SIZE (must divide evenly)")
+    parser.add_argument("--dataset", type=int, default=20480, help="samples per epoch (ignored with --steps)")
+    parser.add_argument("--epochs", type=int, default=1, help="ignored with --steps")
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps per run, warm-up included")
+    parser.add_argument("--warmup-steps", type=int, default=0,
+                        help="first steps left out of the printed steady throughput (still trained and counted)")
+    parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    parser.add_argument("--image-size", type=int, default=224, help="resnet models")
+    parser.add_argument("--seq-len", type=int, default=1024, help="gpt")
+    parser.add_argument("--layers", type=int, default=12, help="gpt")
+    parser.add_argument("--width", type=int, default=768, help="gpt")
+    parser.add_argument("--heads", type=int, default=12, help="gpt")
+    parser.add_argument("--vocab", type=int, default=32768, help="gpt")
+    return parser.parse_args()
+
+
+def local_batch_of(args, world):
+    if args.global_batch is None:
+        return args.batch_size if args.batch_size is not None else 128
+    if args.global_batch % world != 0:
+        sys.exit(f"ddp_train.py: --global-batch {args.global_batch} does not split evenly over {world} ranks")
+    return args.global_batch // world
+
+
+def build(args, batch, device):
+    """The model, optimizer, one synthetic batch (inputs, targets) and the loss."""
+    if args.model == "gpt":
+        model = SmallGPT(args.vocab, args.seq_len, args.width, args.heads, args.layers).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        tokens = torch.randint(0, args.vocab, (batch, args.seq_len + 1), device=device)
+        x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+        return model, opt, x, y, lambda out, target: F.cross_entropy(out.flatten(0, 1), target.flatten())
+    import torchvision  # only the ResNets need it
+    model = getattr(torchvision.models, args.model)(num_classes=1000).to(device).to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = torch.randn(batch, 3, args.image_size, args.image_size, device=device).to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (batch,), device=device)
+    return model, opt, x, y, F.cross_entropy
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--batch-size", type=int, default=128, help="per GPU")
-    parser.add_argument("--dataset", type=int, default=20480, help="samples per epoch")
-    parser.add_argument("--epochs", type=int, default=1)
-    args = parser.parse_args()
-
+    args = parse_args()
+    cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     distributed = "WORLD_SIZE" in os.environ
     if distributed:
-        dist.init_process_group("nccl")
+        dist.init_process_group("nccl" if cuda else "gloo")
     rank = dist.get_rank() if distributed else 0
     world = dist.get_world_size() if distributed else 1
     local = int(os.environ.get("LOCAL_RANK", 0))
-    torch.cuda.set_device(local)
-    model = torchvision.models.resnet18(num_classes=1000).cuda().to(memory_format=torch.channels_last)
+    if cuda:
+        torch.cuda.set_device(local)
+    device = torch.device("cuda", local) if cuda else torch.device("cpu")
+    batch = local_batch_of(args, world)
+    model, opt, x, y, loss_of = build(args, batch, device)
     if distributed:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    x = torch.randn(args.batch_size, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
-    y = torch.randint(0, 1000, (args.batch_size,), device="cuda")
-    steps = max(1, args.dataset // (args.batch_size * world))
-    for _ in range(args.epochs):
-        for _ in range(steps):
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-    torch.cuda.synchronize()
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local] if cuda else None)
+    if args.steps is not None:
+        steps, epochs = args.steps, None
+    else:
+        steps, epochs = max(1, args.dataset // (batch * world)) * args.epochs, args.epochs
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    start = time.monotonic()
+    steady_start = start
+    for step in range(steps):
+        if step == args.warmup_steps:
+            sync()
+            steady_start = time.monotonic()
+        opt.zero_grad(set_to_none=True)
+        # bf16 on GPUs; plain fp32 on a CPU (a smoke run, where bf16 would only be slow).
+        with torch.autocast("cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext():
+            loss = loss_of(model(x), y)
+        loss.backward()
+        opt.step()
+    sync()
+    end = time.monotonic()
     if distributed:
         dist.barrier()
-    if rank == 0 and os.environ.get("JOULE_REPORT_FILE"):
-        with open(os.environ["JOULE_REPORT_FILE"], "a") as report:
-            report.write(f"samples={steps * args.batch_size * world * args.epochs} steps={steps * args.epochs} "
-                         f"epochs={args.epochs}\n")
+    if rank == 0:
+        samples = steps * batch * world
+        steady_steps = steps - min(args.warmup_steps, steps)
+        steady_s = end - steady_start
+        rate = steady_steps * batch * world / steady_s if steady_steps and steady_s > 0 else float("nan")
+        unit = f" ({rate * args.seq_len:.0f} tokens/s)" if args.model == "gpt" else ""
+        # For the log: the training loop alone, start-up (imports, NCCL, model build) excluded,
+        # which joule's window over the whole command includes.
+        print(f"ddp_train: model={args.model} ranks={world} local_batch={batch} global_batch={batch * world} "
+              f"steps={steps} train_s={end - start:.2f} warmup_steps={args.warmup_steps} "
+              f"steady_samples_per_s={rate:.1f}{unit}", flush=True)
+        if os.environ.get("JOULE_REPORT_FILE"):
+            with open(os.environ["JOULE_REPORT_FILE"], "a") as report:
+                line = f"samples={samples} steps={steps}"
+                report.write(line + (f" epochs={epochs}\n" if epochs is not None else "\n"))
     if distributed:
         dist.destroy_process_group()
 
