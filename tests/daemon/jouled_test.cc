@@ -583,6 +583,8 @@ namespace {
 
 // jouled on AMD GPUs (the fake ROCm SMI), alone or beside NVIDIA ones: the
 // same leases, restored through the same Gpu interface, with ROCm SMI's calls.
+// (JouledTest and JouledClockTest above run every lease on the fake ROCm
+// SMI's GPUs alone; these add an MI300X pair's caps and a mixed node.)
 constexpr const char* kFakeMi300x =
     "device name=\"AMD Instinct MI300X\" min_limit_w=200 max_limit_w=750 limit_w=750 default_limit_w=750 "
     "sys_clocks_mhz=500,1300,2100 mem_clocks_mhz=900,1300";
