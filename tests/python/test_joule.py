@@ -208,12 +208,14 @@ def test_power_limit_optimizer_hands_its_profile_over_and_starts_from_a_known_on
         states.append(plo_ref().state)  # asking works: called outside the optimizer's lock
         handed.append(rows)
 
-    quick = dict(objective="energy", step_w=50, warmup_steps=1, measure_steps=4, min_warmup_s=0, min_measure_s=0,
+    # 8 steps a candidate: 4 let a loaded machine's late wake-ups from the steps'
+    # sleeps swap the candidates (2 runs of 8 chose 300 W beside a distributed job).
+    quick = dict(objective="energy", step_w=50, warmup_steps=1, measure_steps=8, min_warmup_s=0, min_measure_s=0,
                  screening_rounds=2, confirming_rounds=0)
     plo = joule.PowerLimitOptimizer(monitor, on_profiled=on_profiled, **quick)
     plo_ref = weakref.ref(plo)
     plo.on_epoch_begin()
-    fake_steps(plo, 40)
+    fake_steps(plo, 70)
     assert len(handed) == 1 and handed[0] == plo.profile and states == ["decided"]
     assert [r["power_limit_w"] for r in handed[0]] == [300.0, 250.0, 200.0]
     assert plo.chosen_limit_w == 200.0 and not plo.from_caller
