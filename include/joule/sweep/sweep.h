@@ -124,7 +124,7 @@ struct ClusterLaunch {
 //        [device options] -- /bin/sh -c CMD
 // (under mpirun the sweep picks each node's GPUs: the first K, as on one
 // machine; under srun Slurm does, and each node measures those its ranks'
-// CUDA_VISIBLE_DEVICES name).
+// CUDA_VISIBLE_DEVICES, or on AMD ROCR_/HIP_VISIBLE_DEVICES, name).
 std::vector<std::string> cluster_run_argv(const SweepConfig& config, const SweepPoint& point,
                                           const ClusterLaunch& launch);
 // argv as one line a POSIX shell reads back to the same words.
