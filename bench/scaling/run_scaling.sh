@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
+# The scaling study of issue 36 on a GPU machine, read-only (`joule sweep --no-control`: no power
+# limit or clock is changed): writes the chosen variant's sweep files (bench/scaling/variants.py),
+# runs them with `joule sweep`, then `joule analyze` and `joule report` on every store, into OUT_DIR.
+#
+#   bench/carry.sh .device-carry                                    # here, after building
+#   bash bench/scaling/run_scaling.sh [options] OUT_DIR [-- joule sweep options]   # there
+#
+#   --variant full|reduced|cpu   full: the issue's study; reduced: 2 repeats, half the steps;
+#                                cpu: the local proof (bench/scaling/prove_on_cpu.sh). Default full.
+#   --gpus auto|1,2,4,...        GPU counts of the grids; auto: 1, 2, 4, 8 up to the GPUs
+#                                nvidia-smi lists (1,2,4 on a 4-GPU machine). Default auto.
+#   --only NAME,...              sweeps to run, in this order (resnet50_weak, resnet50_strong,
+#                                gpt_weak, gpt_strong); the default is all four.
+#   --deadline-s S               no sweep runs past S seconds after the start, less 60 s kept for
+#                                the analysis (default 520: a 10-minute command). A sweep stopped
+#                                there is interrupted (SIGINT: its run is marked interrupted and
+#                                redone on resume); the same command again resumes where it stopped.
+#   --reserve-s S                seconds of --deadline-s kept for the analysis (default 60)
+#   --carry DIR                  joule from DIR/bin with DIR/lib on LD_LIBRARY_PATH (default:
+#                                .device-carry when it exists, else build/bin/joule)
+# Everything after `--` goes to every `joule sweep` (e.g. --backend sim --sim count=2).
+# OUT_DIR keeps one variant: the files, stores (*.sqlite, resumed), logs, *_runs.csv, analyses
+# (*_analysis.txt/.json), reports (*_report.html) and summary.md. Exit status: 0 every sweep of the
+# grid done; 3 some sweep stopped or not started by the deadline (run the same command again);
+# 1 some sweep failed (failed runs are kept; see its log).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+variant=full gpus=auto only=resnet50_weak,resnet50_strong,gpt_weak,gpt_strong deadline_s=520 carry=
+analysis_reserve_s=60
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --variant) variant=$2; shift 2 ;;
+    --gpus) gpus=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --deadline-s) deadline_s=$2; shift 2 ;;
+    --reserve-s) analysis_reserve_s=$2; shift 2 ;;
+    --carry) carry=$2; shift 2 ;;
+    --) break ;;
+    -*) echo "run_scaling.sh: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+[[ $# -ge 1 && $1 != -- ]] || { echo "usage: run_scaling.sh [options] OUT_DIR [-- joule sweep options]" >&2; exit 2; }
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+shift
+[[ ${1:-} == -- ]] && shift
+sweep_args=("$@")
+start_s=$(date +%s)
+
+# joule: the carried build (bench/carry.sh) or this checkout's.
+[[ -z $carry && -x .device-carry/bin/joule ]] && carry=.device-carry
+if [[ -n $carry ]]; then
+  carry=$(cd "$carry" && pwd)
+  joule=$carry/bin/joule
+  export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+else
+  joule=$PWD/build/bin/joule
+fi
+[[ -x $joule ]] || { echo "run_scaling.sh: no joule at $joule (build, or bench/carry.sh .device-carry)" >&2; exit 2; }
+export PYTHONUNBUFFERED=1 JOULE_DATA_DIR=$PWD/data
+
+if [[ $gpus == auto ]]; then
+  count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  gpus=
+  for n in 1 2 4 8; do (( n <= count )) && gpus+=${gpus:+,}$n; done
+  [[ -n $gpus ]] || { echo "run_scaling.sh: nvidia-smi lists no GPU; pass --gpus" >&2; exit 2; }
+fi
+
+# One variant per folder: a store resumed with another variant's commands would mix two studies.
+stamp="variant=$variant gpus=$gpus"
+if [[ -f $out/variant.txt && $(cat "$out/variant.txt") != "$stamp" ]]; then
+  echo "run_scaling.sh: $out holds $(cat "$out/variant.txt"), not $stamp: use another folder" >&2
+  exit 2
+fi
+echo "$stamp" > "$out/variant.txt"
+python3 bench/scaling/variants.py write --variant "$variant" --gpus "$gpus" --only "$only" --out "$out" \
+  | tee "$out/estimate.txt" || exit 2
+
+{
+  date -u +"%Y-%m-%d %H:%M:%S UTC"
+  nvidia-smi --query-gpu=index,name,power.limit,driver_version --format=csv 2>&1 || echo "(no nvidia-smi)"
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1
+  "$joule" --version 2>&1 | head -1
+} > "$out/environment.txt"
+
+status=0
+declare -A outcome
+IFS=, read -ra names <<< "$only"
+for name in "${names[@]}"; do
+  left_s=$(( deadline_s - analysis_reserve_s - ($(date +%s) - start_s) ))
+  if (( left_s < 15 )); then  # not even one run's start-up
+    outcome[$name]="not started (deadline)"; (( status == 1 )) || status=3; continue
+  fi
+  echo "== $name: joule sweep (at most ${left_s} s in this command)" | tee -a "$out/$name.log"
+  # SIGINT at the deadline: the sweep marks its run interrupted and exits 130; resumed next time.
+  timeout -s INT -k 30 "$left_s" "$joule" sweep "$out/$name.toml" --no-control --store "$out/$name.sqlite" \
+    "${sweep_args[@]}" 2>&1 | tee -a "$out/$name.log"
+  rc=${PIPESTATUS[0]}
+  case $rc in
+    0) outcome[$name]="done" ;;
+    124|130|137) outcome[$name]="stopped at the deadline (exit $rc): run again to resume"; (( status == 1 )) || status=3 ;;
+    *) outcome[$name]="exit $rc (see $name.log)"; status=1 ;;
+  esac
+done
+
+# Analysis and report of every store there is, finished or not.
+for name in "${names[@]}"; do
+  store=$out/$name.sqlite
+  [[ -f $store ]] || continue
+  "$joule" sweep "$out/$name.toml" --store "$store" --export-only --export "$out/${name}_runs.csv" "${sweep_args[@]}" \
+    > /dev/null 2>> "$out/$name.log"
+  "$joule" analyze "$store" > "$out/${name}_analysis.txt" 2>&1
+  "$joule" analyze "$store" --json > "$out/${name}_analysis.json" 2>> "$out/$name.log"
+  "$joule" report "$store" -o "$out/${name}_report.html" \
+    --title "Issue 36 scaling study: $name, variant $variant, GPUs $gpus" >> "$out/$name.log" 2>&1
+done
+
+{
+  echo "# Scaling study: variant $variant, GPU counts $gpus"
+  echo
+  echo "$(date -u +"%Y-%m-%d %H:%M:%S UTC"); this command ran $(( $(date +%s) - start_s )) s."
+  echo
+  echo '```'
+  cat "$out/estimate.txt"
+  echo '```'
+  echo
+  for name in "${names[@]}"; do
+    echo "## $name: ${outcome[$name]:-not run}"
+    echo
+    # The analysis' counts and its scaling sections (fits, per GPU count, kWh per GPU-hour, counts).
+    if [[ -f $out/${name}_analysis.txt ]]; then
+      echo '```'
+      awk 'NR == 1 {print; next} /^(scaling with|energy with|per GPU count|energy per GPU-hour|throughput per)/ {on = 1}
+           /^(energy-time Pareto|choice by eta|utilisation)/ {on = 0} on' "$out/${name}_analysis.txt"
+      echo '```'
+    fi
+    # ddp_train.py's own line per run: the training loop alone, start-up excluded.
+    if grep -q '^ddp_train:' "$out/$name.log" 2>/dev/null; then
+      echo '```'; grep '^ddp_train:' "$out/$name.log"; echo '```'
+    fi
+    echo
+  done
+} > "$out/summary.md"
+cat "$out/summary.md"
+exit $status
