@@ -62,6 +62,9 @@ else
 fi
 [[ -x $joule ]] || { echo "run_scaling.sh: no joule at $joule (build, or bench/carry.sh .device-carry)" >&2; exit 2; }
 export PYTHONUNBUFFERED=1 JOULE_DATA_DIR=$PWD/data
+# NVLink multicast stays off on the lent machines (their KINDS.md: a program using it can take the
+# host's GPUs out of service); set here too, whatever the image sets. The runs inherit them.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 if [[ $gpus == auto ]]; then
   count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
@@ -85,6 +88,7 @@ python3 bench/scaling/variants.py write --variant "$variant" --gpus "$gpus" --on
   nvidia-smi --query-gpu=index,name,power.limit,driver_version --format=csv 2>&1 || echo "(no nvidia-smi)"
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1
   "$joule" --version 2>&1 | head -1
+  env | grep -E '^(NCCL_|TORCH_SYMM|NVSHMEM_)' | sort
 } > "$out/environment.txt"
 
 status=0

@@ -1,0 +1,122 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
+"""The scaling study's files (issue 36, bench/scaling/): the checked-in sweep files are the full
+variant that bench/scaling/variants.py writes, each is a sweep joule accepts with the runs the
+issue asks for, the other variants change only what they say, and the GPT's strong-scaling sweep
+runs end to end on the CPU (two Gloo ranks, simulated GPUs) through run_scaling.sh: sweep,
+analyze, report.
+"""
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import joule_binary
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLES = os.path.join(ROOT, "docs", "examples", "scaling")
+VARIANTS = os.path.join(ROOT, "bench", "scaling", "variants.py")
+SWEEPS = ["resnet50_weak", "resnet50_strong", "gpt_weak", "gpt_strong"]
+
+
+def write_variant(out, variant, gpus):
+    subprocess.run([sys.executable, VARIANTS, "write", "--variant", variant, "--gpus", gpus, "--out", str(out)],
+                   check=True, capture_output=True, text=True)
+    return {name: (out / f"{name}.toml").read_text() for name in SWEEPS}
+
+
+def dry_run(path, store, gpus=8):
+    result = subprocess.run([joule_binary(), "sweep", str(path), "--dry-run", "--no-control", "--backend", "sim",
+                             "--sim", f"count={gpus}", "--store", str(store)],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return [line for line in result.stdout.splitlines() if " repeat " in line]
+
+
+def test_checked_in_files_are_the_full_variant(tmp_path):
+    written = write_variant(tmp_path, "full", "1,2,4,8")
+    for name in SWEEPS:
+        with open(os.path.join(EXAMPLES, f"{name}.toml")) as f:
+            assert f.read() == written[name], name
+
+
+def test_each_sweep_is_the_issues_grid(tmp_path):
+    for name in SWEEPS:
+        runs = dry_run(os.path.join(EXAMPLES, f"{name}.toml"), tmp_path / f"{name}.sqlite")
+        assert len(runs) == 2 * 4 * 3, name  # two batch values x GPUs 1, 2, 4, 8 x 3 repeats
+        configs = [json.loads(line.split(" repeat ")[0]) for line in runs]
+        assert sorted({c["gpus"] for c in configs}, key=int) == ["1", "2", "4", "8"]
+        key = "global_batch" if name.endswith("strong") else "batch_size"
+        assert len({c[key] for c in configs}) == 2
+        # The strong sweeps' global batches split evenly over every GPU count.
+        if key == "global_batch":
+            assert all(int(c[key]) % int(c["gpus"]) == 0 for c in configs)
+        flag = "--global-batch" if key == "global_batch" else "--batch-size"
+        assert all(f"{flag} {c[key]} " in line and f"--nproc-per-node {c['gpus']} " in line
+                   for c, line in zip(configs, runs))
+
+
+def test_variants_change_only_repeats_gpus_and_steps(tmp_path):
+    full = write_variant(tmp_path / "full", "full", "1,2,4,8")
+    reduced = write_variant(tmp_path / "reduced", "reduced", "1,2,4")
+    for name in SWEEPS:
+        assert "repeats = 2" in reduced[name] and "gpus = [1, 2, 4]" in reduced[name]
+        steps_full = int(re.search(r"--steps (\d+)", full[name]).group(1))
+        assert f"--steps {steps_full // 2} " in reduced[name]
+        strip = lambda text: re.sub(r"(--steps|--warmup-steps) \d+|^repeats = .*$|^gpus = .*$|^# Written by.*\n", "",
+                                    text, flags=re.MULTILINE)
+        assert strip(full[name]) == strip(reduced[name])
+        runs = dry_run(tmp_path / "reduced" / f"{name}.toml", tmp_path / f"{name}.sqlite", gpus=4)
+        assert len(runs) == 2 * 3 * 2
+
+
+def test_estimate_prints_every_sweep_and_a_total():
+    result = subprocess.run([sys.executable, VARIANTS, "estimate", "--variant", "full"], capture_output=True,
+                            text=True, check=True)
+    for name in SWEEPS + ["total"]:
+        assert re.search(rf"^  {name} +\d+ runs  ~ *\d+\.\d min", result.stdout, re.MULTILINE), result.stdout
+    assert " 96 runs" in result.stdout
+
+
+def torch_python():
+    probe = subprocess.run([sys.executable, "-c", "import torch.distributed as d; assert d.is_gloo_available()"],
+                           capture_output=True)
+    return sys.executable if probe.returncode == 0 else None
+
+
+@pytest.mark.skipif(torch_python() is None, reason="no torch with Gloo in this Python")
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="no timeout(1)")
+def test_gpt_strong_runs_end_to_end_on_the_cpu(tmp_path):
+    # The commands say python3 and torchrun: this Python and the CPU stand-in, first on PATH.
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    os.symlink(sys.executable, shim / "python3")
+    shutil.copy(os.path.join(ROOT, "bench", "scaling", "cpu_proof", "torchrun"), shim / "torchrun")
+    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}", OMP_NUM_THREADS="1")
+    out = tmp_path / "out"
+    # run_scaling.sh takes joule from a carry folder (DIR/bin/joule): the binary under test.
+    carry = tmp_path / "carry"
+    (carry / "bin").mkdir(parents=True)
+    (carry / "lib").mkdir()
+    os.symlink(joule_binary(), carry / "bin" / "joule")
+    result = subprocess.run(["bash", os.path.join(ROOT, "bench", "scaling", "run_scaling.sh"), "--variant", "cpu",
+                             "--gpus", "1,2", "--only", "gpt_strong", "--carry", str(carry), "--deadline-s", "240",
+                             "--reserve-s", "30", str(out), "--", "--backend", "sim", "--sim", "count=2"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    analysis = json.loads((out / "gpt_strong_analysis.json").read_text())
+    assert analysis["counts"]["ok"] == 4 and analysis["counts"]["runs"] == 4
+    text = (out / "gpt_strong_analysis.txt").read_text()
+    assert "4 configurations; 4 runs: 4 ok" in text
+    assert "scaling with GPU count" in text and "energy per GPU-hour" in text
+    assert (out / "gpt_strong_report.html").stat().st_size > 10_000
+    # Every run reported its samples: the global batch x steps, whatever the rank count.
+    with open(out / "gpt_strong_runs.csv", newline="") as f:
+        samples = [float(row["samples"]) for row in csv.DictReader(f)]
+    assert sorted(samples) == [8.0, 8.0, 16.0, 16.0]
+    assert "## gpt_strong: done" in (out / "summary.md").read_text()
