@@ -414,6 +414,10 @@ class AttributionOnFakeDriverTest : public ::testing::TestWithParam<testing::Fak
 TEST_P(AttributionOnFakeDriverTest, TheDriversSamplesRecoverEachRegionsPower) {
   FakeGpuRig rig(GetParam(), FakeGpuRig::kStep);
   ASSERT_NE(rig.set_fake_time, nullptr);
+  // Ticks 10 us off the 100 ms grid: a point read exactly on a region's edge
+  // (8.8 s is 520 steps and 12 ms) falls on either side of it as the fake's
+  // profile and the recorder round, an outlier of hundreds of watts.
+  rig.next_tick_s += 1e-5;
   constexpr int kSteps = 1800;  // 30 s
   const double end_s = rig.play_steps(0.0, kSteps);
   rig.advance_to(end_s + 0.5);
@@ -425,9 +429,10 @@ TEST_P(AttributionOnFakeDriverTest, TheDriversSamplesRecoverEachRegionsPower) {
     ASSERT_TRUE(r.resolved);
     std::printf("[ figures  ] %s on %s: %+.2f%% from %zu observations\n", name.c_str(), GetParam().name.c_str(),
                 100 * (r.power_w / power_w - 1), a.observations);
-    EXPECT_NEAR(r.power_w, power_w, 0.03 * power_w);
+    EXPECT_NEAR(r.power_w, power_w, 0.02 * power_w);
   }
-  EXPECT_NEAR(a.baseline_w, 90.0, 5.0);
+  EXPECT_NEAR(a.baseline_w, 90.0, 3.0);
+  EXPECT_LT(a.residual_rms_w, 5.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(FakeDrivers, AttributionOnFakeDriverTest, ::testing::ValuesIn(testing::fake_drivers()),
