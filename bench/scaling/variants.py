@@ -39,6 +39,7 @@ RESNET50_S_PER_STEP = 0.003  # launch overhead per step, felt at small local bat
 GPT_S_PER_TOKEN = 1 / 200_000  # per GPU, 12 x 768 at 1024 tokens
 GPT_S_PER_STEP = 0.004
 GPT_TOKENS = 1024
+COMMAND_SWEEP_S = 460  # what run_scaling.sh's default --deadline-s 520 leaves the sweeps of one command
 CPU_STARTUP_S = 4.0  # the CPU proof: importing torch on two cores; its training is ~0.5 s
 
 VARIANTS = {
@@ -164,7 +165,7 @@ def main():
         total_runs, total_s = total_runs + runs, total_s + seconds
         print(f"  {name:16} {runs:3d} runs  ~{seconds / 60:5.1f} min")
     print(f"  {'total':16} {total_runs:3d} runs  ~{total_s / 60:5.1f} min "
-          f"(>= {math.ceil(total_s / 540)} commands of 9 min)")
+          f"(>= {math.ceil(total_s / COMMAND_SWEEP_S)} commands of run_scaling.sh's default deadline)")
 
 
 if __name__ == "__main__":
