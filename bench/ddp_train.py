@@ -17,7 +17,8 @@ work: the same for every GPU count with --global-batch, strong scaling; growing
 with the GPU count with --batch-size, weak scaling), and --global-batch, split
 evenly over the ranks (WORLD_SIZE) because a sweep grid cannot derive one value
 from another. --device cpu (or auto without CUDA) trains on the CPU with Gloo,
-to try the job without GPUs.
+to try the job without GPUs. Without torchvision, ResNet-50 is built here (the
+same layers and 25.6 M parameters; the run's printed line says which).
 
   torchrun --nproc-per-node 8 bench/ddp_train.py --model gpt --global-batch 64 --steps 150 --warmup-steps 20
 """
@@ -81,6 +82,60 @@ class SmallGPT(torch.nn.Module):
         return self.head(self.ln_f(x))
 
 
+class Bottleneck(torch.nn.Module):
+    """torchvision's ResNet bottleneck (v1.5: the stride on the 3x3 convolution)."""
+
+    def __init__(self, inplanes, planes, stride):
+        super().__init__()
+        width, out = planes, planes * 4
+        self.conv1 = torch.nn.Conv2d(inplanes, width, 1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(width)
+        self.conv2 = torch.nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(width)
+        self.conv3 = torch.nn.Conv2d(width, out, 1, bias=False)
+        self.bn3 = torch.nn.BatchNorm2d(out)
+        self.relu = torch.nn.ReLU(inplace=True)
+        self.downsample = None
+        if stride != 1 or inplanes != out:
+            self.downsample = torch.nn.Sequential(torch.nn.Conv2d(inplanes, out, 1, stride, bias=False),
+                                                  torch.nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        y = self.relu(self.bn1(self.conv1(x)))
+        y = self.relu(self.bn2(self.conv2(y)))
+        return self.relu(self.bn3(self.conv3(y)) + identity)
+
+
+def builtin_resnet50(num_classes=1000):
+    """ResNet-50 as torchvision builds it (same layers and parameter count, 25.6 M), for machines
+    whose PyTorch comes without torchvision: nothing can be installed on some GPU machines."""
+    layers, inplanes = [], 64
+    for planes, blocks, stride in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]:
+        for i in range(blocks):
+            layers.append(Bottleneck(inplanes, planes, stride if i == 0 else 1))
+            inplanes = planes * 4
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 64, 7, 2, 3, bias=False), torch.nn.BatchNorm2d(64), torch.nn.ReLU(inplace=True),
+        torch.nn.MaxPool2d(3, 2, 1), *layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(2048, num_classes))
+
+
+def resnet(args):
+    """The ResNet asked for: torchvision's, or for resnet50 the one above where torchvision is
+    missing (--resnet-impl auto) or asked for (builtin)."""
+    if args.resnet_impl != "builtin":
+        try:
+            import torchvision
+            return getattr(torchvision.models, args.model)(num_classes=1000), "torchvision"
+        except ImportError:
+            if args.resnet_impl == "torchvision" or args.model != "resnet50":
+                raise
+    if args.model != "resnet50":
+        sys.exit(f"ddp_train.py: --resnet-impl builtin has resnet50 only, not {args.model}")
+    return builtin_resnet50(), "builtin"
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=["resnet18", "resnet50", "gpt"], default="resnet18")
@@ -95,6 +150,8 @@ def parse_args():
                         help="first steps left out of the printed steady throughput (still trained and counted)")
     parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     parser.add_argument("--image-size", type=int, default=224, help="resnet models")
+    parser.add_argument("--resnet-impl", choices=["auto", "torchvision", "builtin"], default="auto",
+                        help="auto: torchvision's, else (resnet50) the same network written here")
     parser.add_argument("--seq-len", type=int, default=1024, help="gpt")
     parser.add_argument("--layers", type=int, default=12, help="gpt")
     parser.add_argument("--width", type=int, default=768, help="gpt")
@@ -119,8 +176,8 @@ def build(args, batch, device):
         tokens = torch.randint(0, args.vocab, (batch, args.seq_len + 1), device=device)
         x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
         return model, opt, x, y, lambda out, target: F.cross_entropy(out.flatten(0, 1), target.flatten())
-    import torchvision  # only the ResNets need it
-    model = getattr(torchvision.models, args.model)(num_classes=1000).to(device).to(memory_format=torch.channels_last)
+    model, args.resnet_from = resnet(args)
+    model = model.to(device).to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     x = torch.randn(batch, 3, args.image_size, args.image_size, device=device).to(memory_format=torch.channels_last)
     y = torch.randint(0, 1000, (batch,), device=device)
@@ -173,7 +230,7 @@ def main():
         steady_steps = steps - min(args.warmup_steps, steps)
         steady_s = end - steady_start
         rate = steady_steps * batch * world / steady_s if steady_steps and steady_s > 0 else float("nan")
-        unit = f" ({rate * args.seq_len:.0f} tokens/s)" if args.model == "gpt" else ""
+        unit = f" ({rate * args.seq_len:.0f} tokens/s)" if args.model == "gpt" else f" (model from {args.resnet_from})"
         # For the log: the training loop alone, start-up (imports, NCCL, model build) excluded,
         # which joule's window over the whole command includes.
         print(f"ddp_train: model={args.model} ranks={world} local_batch={batch} global_batch={batch * world} "

@@ -120,3 +120,21 @@ def test_gpt_strong_runs_end_to_end_on_the_cpu(tmp_path):
         samples = [float(row["samples"]) for row in csv.DictReader(f)]
     assert sorted(samples) == [8.0, 8.0, 16.0, 16.0]
     assert "## gpt_strong: done" in (out / "summary.md").read_text()
+
+
+@pytest.mark.skipif(torch_python() is None, reason="no torch with Gloo in this Python")
+def test_builtin_resnet50_trains_without_torchvision(tmp_path):
+    # The GPU machines may have PyTorch without torchvision: ddp_train.py's own ResNet-50.
+    report = tmp_path / "counts"
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ddp_train.py"), "--model", "resnet50",
+                             "--resnet-impl", "builtin", "--device", "cpu", "--image-size", "32", "--batch-size", "2",
+                             "--steps", "2", "--warmup-steps", "1"],
+                            capture_output=True, text=True, env=dict(os.environ, JOULE_REPORT_FILE=str(report)),
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "(model from builtin)" in result.stdout
+    assert report.read_text() == "samples=4 steps=2\n"
+    count = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import ddp_train; "
+                            "print(sum(p.numel() for p in ddp_train.builtin_resnet50().parameters()))",
+                            os.path.join(ROOT, "bench")], capture_output=True, text=True, check=True)
+    assert int(count.stdout) == 25_557_032  # torchvision's resnet50(num_classes=1000)
