@@ -19,6 +19,10 @@
 #                                there is interrupted (SIGINT: its run is marked interrupted and
 #                                redone on resume); the same command again resumes where it stopped.
 #   --reserve-s S                seconds of --deadline-s kept for the analysis (default 60)
+#   --no-preflight               skip the preflight: while OUT_DIR has no store yet, each model's
+#                                command first runs 3 steps on up to 2 GPUs outside joule (~20 s a
+#                                model), so a broken environment stops the study before 24 runs
+#                                of a sweep fail one by one
 #   --carry DIR                  joule from DIR/bin with DIR/lib on LD_LIBRARY_PATH (default:
 #                                .device-carry when it exists, else build/bin/joule)
 # Everything after `--` goes to every `joule sweep` (e.g. --backend sim --sim count=2).
@@ -29,7 +33,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 variant=full gpus=auto only=resnet50_weak,resnet50_strong,gpt_weak,gpt_strong deadline_s=520 carry=
-analysis_reserve_s=60
+analysis_reserve_s=60 preflight=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --variant) variant=$2; shift 2 ;;
@@ -37,6 +41,7 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --deadline-s) deadline_s=$2; shift 2 ;;
     --reserve-s) analysis_reserve_s=$2; shift 2 ;;
+    --no-preflight) preflight=0; shift ;;
     --carry) carry=$2; shift 2 ;;
     --) break ;;
     -*) echo "run_scaling.sh: unknown option $1" >&2; exit 2 ;;
@@ -96,6 +101,34 @@ python3 bench/scaling/variants.py write --variant "$variant" --gpus "$gpus" --on
 status=0
 declare -A outcome
 IFS=, read -ra names <<< "$only"
+
+# Preflight, before the first store exists: each model's command (its grid's first batch value,
+# 3 steps) under torchrun on up to 2 GPUs, outside joule.
+if (( preflight )) && ! compgen -G "$out/*.sqlite" > /dev/null; then
+  declare -A checked
+  most=$(tr , '\n' <<< "$gpus" | sort -n | tail -1)
+  ranks=$(( most >= 2 ? 2 : 1 ))
+  for name in "${names[@]}"; do
+    toml=$out/$name.toml
+    command=$(sed -n 's/^command = "\(.*\)"$/\1/p' "$toml")
+    model=$(grep -o -- '--model [a-z0-9]*' <<< "$command")
+    [[ -n ${checked[$model]:-} ]] && continue
+    checked[$model]=1
+    key=$(grep -o '{[a-z_]*}' <<< "$command" | head -1 | tr -d '{}')
+    value=$(sed -n "s/^$key = \[\([0-9]*\).*/\1/p" "$toml")
+    command=${command//\{$key\}/$value}
+    command=$(sed -e 's/--steps [0-9]*/--steps 3/' -e 's/--warmup-steps [0-9]*/--warmup-steps 1/' <<< "$command")
+    echo "== preflight ($model, $ranks ranks): $command" | tee -a "$out/preflight.log"
+    # shellcheck disable=SC2086  # the command's words, as joule sweep splits them
+    if ! CUDA_VISIBLE_DEVICES=$(seq -s, 0 $(( ranks - 1 ))) timeout -k 10 240 \
+         torchrun --nproc-per-node "$ranks" --no-python $command >> "$out/preflight.log" 2>&1; then
+      tail -30 "$out/preflight.log"
+      echo "run_scaling.sh: the preflight of $name failed (above; $out/preflight.log): no sweep was started" >&2
+      exit 1
+    fi
+    grep '^ddp_train:' "$out/preflight.log" | tail -1
+  done
+fi
 for name in "${names[@]}"; do
   left_s=$(( deadline_s - analysis_reserve_s - ($(date +%s) - start_s) ))
   if (( left_s < 15 )); then  # not even one run's start-up
