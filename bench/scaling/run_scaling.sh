@@ -27,11 +27,12 @@
 #                                .device-carry when it exists, else build/bin/joule)
 # Everything after `--` goes to every `joule sweep` (e.g. --backend sim --sim count=2).
 # OUT_DIR keeps one variant: the files, stores (*.sqlite, resumed), logs, *_runs.csv, analyses
-# (*_analysis.txt/.json), reports (*_report.html) and summary.md. Exit status: 0 every sweep of the
-# grid done; 3 some sweep stopped or not started by the deadline (run the same command again);
-# 1 some sweep failed (failed runs are kept; see its log).
+# (*_analysis.txt/.json), reports (*_report.html), energy per sample (*_per_sample.md) and
+# summary.md. Exit status: 0 every sweep of the grid done; 3 some sweep stopped or not started by
+# the deadline (run the same command again); 1 some sweep failed (failed runs are kept; see its
+# log), or the preflight did; 2 a usage error.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 variant=full gpus=auto only=resnet50_weak,resnet50_strong,gpt_weak,gpt_strong deadline_s=520 carry=
 analysis_reserve_s=60 preflight=1
 while [[ $# -gt 0 ]]; do
@@ -152,6 +153,7 @@ for name in "${names[@]}"; do
   [[ -f $store ]] || continue
   "$joule" sweep "$out/$name.toml" --store "$store" --export-only --export "$out/${name}_runs.csv" "${sweep_args[@]}" \
     > /dev/null 2>> "$out/$name.log"
+  python3 bench/scaling/per_sample.py "$out/${name}_runs.csv" > "$out/${name}_per_sample.md" 2>> "$out/$name.log"
   "$joule" analyze "$store" > "$out/${name}_analysis.txt" 2>&1
   "$joule" analyze "$store" --json > "$out/${name}_analysis.json" 2>> "$out/$name.log"
   "$joule" report "$store" -o "$out/${name}_report.html" \
@@ -177,6 +179,8 @@ done
            /^(energy-time Pareto|choice by eta|utilisation)/ {on = 0} on' "$out/${name}_analysis.txt"
       echo '```'
     fi
+    # Energy per sample and per GPU-hour per configuration (per_sample.py, from the runs' CSV).
+    [[ -s $out/${name}_per_sample.md ]] && { cat "$out/${name}_per_sample.md"; echo; }
     # ddp_train.py's own line per run: the training loop alone, start-up excluded.
     if grep -q '^ddp_train:' "$out/$name.log" 2>/dev/null; then
       echo '```'; grep '^ddp_train:' "$out/$name.log"; echo '```'

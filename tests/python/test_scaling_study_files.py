@@ -119,7 +119,14 @@ def test_gpt_strong_runs_end_to_end_on_the_cpu(tmp_path):
     with open(out / "gpt_strong_runs.csv", newline="") as f:
         samples = [float(row["samples"]) for row in csv.DictReader(f)]
     assert sorted(samples) == [8.0, 8.0, 16.0, 16.0]
-    assert "## gpt_strong: done" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "## gpt_strong: done" in summary
+    # Energy per sample per configuration: 2 steps x the global batch, on 1 and 2 simulated GPUs.
+    per_sample = (out / "gpt_strong_per_sample.md").read_text().splitlines()
+    assert [line.split(" | ")[0] for line in per_sample[2:]] == [
+        "| global_batch=4 gpus=1", "| global_batch=4 gpus=2", "| global_batch=8 gpus=1", "| global_batch=8 gpus=2"]
+    assert [line.split(" | ")[4] for line in per_sample[2:]] == ["8", "8", "16", "16"]
+    assert per_sample[2] in summary
 
 
 @pytest.mark.skipif(torch_python() is None, reason="no torch with Gloo in this Python")
