@@ -221,9 +221,9 @@ TEST(DiscoveryTest, WithNeitherLibraryTheReasonNamesBothAndWhyEachFailed) {
   const Devices devices = discover_hardware(options);
   EXPECT_EQ(devices.gpu_backend, "none");
   EXPECT_FALSE(devices.rocm_loaded);
-  for (const std::string& part : {"no NVIDIA GPU usable: cannot load NVML library '/nonexistent/libnvidia-ml.so.1'",
-                                  "no AMD GPU usable: cannot load ROCm SMI library '/nonexistent/librocm_smi64.so.1'",
-                                  "cannot open shared object file"}) {
+  for (const char* part : {"no NVIDIA GPU usable: cannot load NVML library '/nonexistent/libnvidia-ml.so.1'",
+                           "no AMD GPU usable: cannot load ROCm SMI library '/nonexistent/librocm_smi64.so.1'",
+                           "cannot open shared object file"}) {
     EXPECT_NE(devices.gpu_backend_reason.find(part), std::string::npos) << part << " in " << devices.gpu_backend_reason;
   }
   EXPECT_NE(devices.rocm_problem.find("/nonexistent/librocm_smi64.so.1"), std::string::npos);
