@@ -10,7 +10,7 @@ out=${2:-build/fuzz}
 mkdir -p "$out"
 cxx=("${FUZZ_CXX:-clang++-14}" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
      -Iinclude -Isrc)
-"${cxx[@]}" fuzz/protocol_fuzzer.cc src/daemon/protocol.cc src/device/gpu.cc -lfmt -o "$out/protocol_fuzzer"
+"${cxx[@]}" fuzz/protocol_fuzzer.cc src/daemon/protocol.cc src/device/gpu.cc src/common/error.cc -lfmt -o "$out/protocol_fuzzer"
 "${cxx[@]}" fuzz/service_fuzzer.cc src/service/batch_size_service.cc src/service/sqlite_job_store.cc src/common/sqlite.cc \
   src/common/error.cc src/optimize/batch_size_optimizer.cc src/optimize/gaussian_ts.cc src/optimize/pruning.cc \
   src/service/postgres_job_store.cc src/optimize/cost.cc src/optimize/objective.cc -lfmt -lsqlite3 \
