@@ -130,7 +130,14 @@ def test_standin_trainer_logs_energy_through_report_to(sim, hf, tmp_path):
     assert summary["unsettled_windows"] == 0
     # ... and they cover the run: the callback's train window and the test's own outer window.
     assert summary["energy_j"] == pytest.approx(summary["train_window_energy_j"], rel=0.01)
-    assert summary["energy_j"] == pytest.approx(outer.gpu_total_energy_j, rel=0.01)
+    # The outer window also holds the callback's start and finish (its settling wait), outside
+    # the run: what it holds beyond the run is no more than the GPUs can draw in that time (a
+    # fixed 1% failed on a loaded machine, where that wait grows: 164.9 J outer, 163.2 J run).
+    outside_j = outer.gpu_total_energy_j - summary["energy_j"]
+    outside_s = outer.elapsed_s - summary["time_s"]
+    limit_w = sum(gpu["power_limit_w"] for gpu in sim.gpus)
+    assert outside_s >= 0
+    assert -1e-3 * outer.gpu_total_energy_j <= outside_j <= outside_s * limit_w + 1e-3 * outer.gpu_total_energy_j
     assert sum(e["energy_j"] for e in summary["epochs"]) == pytest.approx(summary["energy_j"], rel=0.01)
 
     # Phases and the per-sample / per-token figures.
