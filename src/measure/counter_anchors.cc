@@ -22,6 +22,13 @@ constexpr double kPlacementSlackS = 0.0005;
 // Two reads further apart than this (the thread was held up, or read
 // another GPU in between) do not place a step.
 constexpr double kMaxReadGap = 0.0015;
+// A read that took longer than this many times the usual read, plus the
+// slack, was held up inside (the thread lost its CPU in the driver or right
+// around it): where in it the driver took its value is unknown, so it places
+// no step. A grid placed from such reads drifts by up to half the delay,
+// which a window edge pays in full (under CPU load: 1-2% of a 0.4 s window).
+constexpr double kHeldUpReadFactor = 1.5;
+constexpr double kHeldUpReadSlackS = 0.001;
 // Steps closer than this are not steps: the counter moves continuously.
 constexpr double kMinPeriod = 0.005;
 constexpr double kNever = -1e300;
@@ -314,7 +321,15 @@ void CounterAnchors::take_new_edges_locked() {
 }
 
 void CounterAnchors::start_search_locked(GpuState& g, bool again) {
+  // The grid failed its checks: its anchors past the last step a check
+  // confirmed may belong to steps that moved; those up to it keep their
+  // times (windows across the search stay anchored at their older edge).
+  if (!g.locks.empty()) {
+    const int64_t confirmed = g.locks.back().step;
+    std::erase_if(g.anchors, [&](const Anchor& a) { return a.grid == g.grid && a.step > confirmed; });
+  }
   g.mode = Mode::kSearch;
+  ++g.grid;  // the grid found next numbers its steps afresh
   g.previous.reset();
   g.found_steps_s.clear();
   g.scan_until_s = std::numeric_limits<double>::quiet_NaN();  // set by the first read
@@ -333,8 +348,15 @@ int64_t CounterAnchors::step_at_or_before(const GpuState& g, double time_s) {
   return static_cast<int64_t>(std::floor((time_s - g.origin_s) / g.period_s));
 }
 
+bool CounterAnchors::read_held_up(const GpuState& g, const Read& read) {
+  return g.read_s > 0 && read.duration_s() > kHeldUpReadFactor * g.read_s + kHeldUpReadSlackS;
+}
+
 void CounterAnchors::learn_read_duration(GpuState& g, const Read& read) {
-  const double duration_s = read.end_s - read.begin_s;
+  // A held-up read counts as twice the usual at most: one long stall must not
+  // make every read look prompt, while a driver that got slower for good is
+  // followed within a few dozen reads.
+  const double duration_s = g.read_s > 0 ? std::min(read.duration_s(), 2 * g.read_s) : read.duration_s();
   g.read_s = g.read_s > 0 ? 0.8 * g.read_s + 0.2 * duration_s : duration_s;  // 0: not known yet
 }
 
@@ -623,6 +645,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     g.early_due_s.clear();  // the search's own reads serve its edges
   }
   g.previous = read;
+  g.previous->held_up = read_held_up(g, read);
   learn_read_duration(g, read);
   if (!previous || read.counter_mj == previous->counter_mj) return;
   // A counter declared fast is placed only between reads close enough that
@@ -631,7 +654,8 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
   const double max_gap_s =
       g.edge_reads_allowed ? std::min(kMaxReadGap, kMaxPlacingSpacing * g.device->energy_counter_timing().update_s)
                            : kMaxReadGap;
-  const bool placed = read.counter_mj > previous->counter_mj && read.begin_s - previous->end_s <= max_gap_s;
+  const bool placed = read.counter_mj > previous->counter_mj && read.begin_s - previous->end_s <= max_gap_s &&
+                      !previous->held_up && !g.previous->held_up;
   const double step_s = 0.5 * (previous->mid_s() + read.mid_s());
   if (g.mode == Mode::kSearch) {
     if (!placed) {
@@ -689,6 +713,7 @@ void CounterAnchors::fit_grid_locked(GpuState& g) {
   g.origin_s = mean_t - g.period_s * mean_k;
   g.period_error_s =
       2 * placement_error_s(g) / static_cast<double>(std::max<int64_t>(1, g.locks.back().step - g.locks.front().step));
+  refresh_anchor_times_locked(g);
 }
 
 void CounterAnchors::schedule_check_locked(GpuState& g) {
@@ -720,16 +745,31 @@ void CounterAnchors::apply_anchor_read_locked(GpuState& g, int64_t step, const R
 }
 
 bool CounterAnchors::insert_anchor_locked(GpuState& g, int64_t step, double counter_j) {
-  auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), step,
-                                [](int64_t s, const Anchor& a) { return s < a.step; });
-  const bool repeated = after != g.anchors.begin() && std::prev(after)->step == step &&
-                        std::prev(after)->counter_j == counter_j;
+  // In time order: the current grid's anchors carry its times (see
+  // refresh_anchor_times_locked), anchors of earlier grids lie before them.
+  const double step_s = step_time(g, step);
+  auto after = std::upper_bound(g.anchors.begin(), g.anchors.end(), step_s,
+                                [](double t, const Anchor& a) { return t < a.step_s; });
+  const bool repeated = after != g.anchors.begin() && std::prev(after)->grid == g.grid &&
+                        std::prev(after)->step == step && std::prev(after)->counter_j == counter_j;
   const bool consistent = repeated || ((after == g.anchors.begin() || std::prev(after)->counter_j < counter_j) &&
                                        (after == g.anchors.end() || after->counter_j > counter_j));
   if (!consistent) return false;
-  if (!repeated) g.anchors.insert(after, Anchor{step, step_time(g, step), counter_j, g.epoch});
+  if (!repeated) g.anchors.insert(after, Anchor{step, step_s, counter_j, g.epoch, g.grid});
   anchors_made_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+void CounterAnchors::refresh_anchor_times_locked(GpuState& g) {
+  // An anchor's step time comes from the grid as refined since it was read,
+  // not as it stood then: a young grid is off by up to the margin, and a
+  // window whose two edges took their step times from the grid at different
+  // ages paid the difference in full (1-3% of a 0.4 s window on a loaded CPU,
+  // where reads are slow and placements loose). On one grid both edges err
+  // alike, and a constant error cancels out of a window.
+  for (Anchor& a : g.anchors) {
+    if (a.grid == g.grid) a.step_s = step_time(g, a.step);
+  }
 }
 
 void CounterAnchors::want_early_reads_locked(GpuState& g, double edge_s) {
@@ -765,10 +805,9 @@ int CounterAnchors::place_unplaced_locked(GpuState& g, double now_s) {
   std::size_t kept = 0;
   for (const Read& read : g.unplaced) {
     const int64_t step = step_at_or_before(g, read.begin_s);
-    // The anchor keeps the step's time as the grid gives it now: wait until
-    // the grid knows it about as well as a read places a step (a young grid
-    // may be off by up to the margin, which costs the power of that long:
-    // ~10 J at 700 W; its checks narrow that within seconds).
+    // Wait until the grid knows the step about as well as a read places one
+    // (a young grid may be off by up to the margin: a read near a step could
+    // be given the wrong one; its checks narrow that within seconds).
     const double error_s = std::max(grid_error_s(g, step), grid_error_s(g, step + 1));
     if (error_s > placement_error_s(g) + 0.001) {
       if (now_s - read.end_s < options_.history_s) g.unplaced[kept++] = read;
@@ -967,7 +1006,7 @@ void CounterAnchors::apply_edge_read_locked(GpuState& g, const Read& read, bool&
       const auto at = std::lower_bound(g.anchors.begin(), g.anchors.end(), edge_s,
                                        [](const Anchor& a, double t) { return a.step_s < t; });
       if (at == g.anchors.end() || at->step_s != edge_s) {
-        g.anchors.insert(at, Anchor{0, edge_s, first_j - rate_w * (first_s - edge_s), g.epoch});
+        g.anchors.insert(at, Anchor{0, edge_s, first_j - rate_w * (first_s - edge_s), g.epoch, kNoGrid});
         anchors_made_.fetch_add(1, std::memory_order_relaxed);
         made = true;
       }

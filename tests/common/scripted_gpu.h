@@ -47,6 +47,9 @@ class ScriptedGpu final : public Gpu {
   std::string backend_name = "test";
   std::string power_source = "scripted power";
   std::atomic<int> counter_reads{0};  // the sampling and anchor threads both read
+  // Called in each counter read before the value is taken, e.g. to move a
+  // virtual clock on: a read that takes time and sees the counter at its end.
+  std::function<void()> counter_read_delay;
 
   // Exact energy from t0 to t1: the script's own, or by numerical integration.
   double true_energy_j(double t0, double t1) const {
@@ -70,6 +73,7 @@ class ScriptedGpu final : public Gpu {
   uint64_t total_energy_mj() override {
     if (!has_counter) throw DeviceError(DeviceErrc::kNotSupported, "no counter");
     ++counter_reads;
+    if (counter_read_delay) counter_read_delay();
     double t = clock_->now_s();
     if (counter_update_s > 0) {
       t = std::max(0.0, std::floor((t - counter_phase_s) / counter_update_s) * counter_update_s + counter_phase_s);

@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <memory>
+#include <random>
+#include <vector>
 
 #include "common/on_off_load.h"
 #include "common/scripted_gpu.h"
@@ -269,6 +271,75 @@ TEST(CounterAnchorsTest, FindsTheGridAgainWhenTheStepsMove) {
   const double before_s = std::floor((edge_s - moved_phase_s) / kPeriodS) * kPeriodS + moved_phase_s;
   EXPECT_NEAR(lookup.before->step_s, before_s, 0.001);
   EXPECT_DOUBLE_EQ(lookup.before->counter_j, rig.counter_at_step_j(before_s));
+}
+
+// 40 windows of 0.4 s, one every 0.7 s from 1 s on: for each whose edges
+// both got an anchor, its begin and how far the step times at its two edges
+// err apart (what the window pays, times the power), having checked that
+// each anchor holds its true step's counter value.
+struct WindowDrift {
+  double begin_s;
+  double drift_s;
+};
+std::vector<WindowDrift> window_drifts(Rig& rig) {
+  const auto true_step_s = [](double t) { return std::round((t - kPhaseS) / kPeriodS) * kPeriodS + kPhaseS; };
+  std::vector<WindowDrift> drifts;
+  for (int i = 0; i < 40; ++i) {
+    const double begin_s = 1.0 + 0.7 * i + 0.013 * (i % 7);
+    const double end_s = begin_s + 0.4;
+    rig.run_to(begin_s);
+    rig.anchors->note_edge(begin_s);
+    rig.run_to(end_s);
+    rig.anchors->note_edge(end_s);
+    rig.run_to(end_s + 0.3);
+    const auto [begin, end] = rig.anchors->window(0, begin_s, end_s);
+    const auto& b = begin.before ? begin.before : begin.after;
+    const auto& e = end.before ? end.before : end.after;
+    if (begin.status != CounterAnchors::Status::kReady || end.status != CounterAnchors::Status::kReady || !b || !e) {
+      continue;
+    }
+    EXPECT_DOUBLE_EQ(b->counter_j, rig.counter_at_step_j(true_step_s(b->step_s))) << "window at " << begin_s;
+    EXPECT_DOUBLE_EQ(e->counter_j, rig.counter_at_step_j(true_step_s(e->step_s))) << "window at " << begin_s;
+    drifts.push_back({begin_s, (e->step_s - true_step_s(e->step_s)) - (b->step_s - true_step_s(b->step_s))});
+  }
+  return drifts;
+}
+
+// Reads that take 4-12 ms and see the counter at their end, as a loaded CPU
+// stretches an H100's ~4 ms read: steps are placed a few ms off, and the
+// grid's checks keep refining it. Both edges of a window take their step
+// times from the grid as refined by the time the window is looked up, so
+// they err alike. (Taken from the grid as it stood when each anchor was
+// read, they differed by 3-4 ms whenever a check fell inside a window: 1% of
+// a 0.4 s window at any power.) A young grid, in its first second or so, may
+// still be off by up to the margin over a window.
+TEST(CounterAnchorsTest, BothEdgesOfAWindowTakeTheirStepTimesFromOneGrid) {
+  Rig rig;
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> read_s(0.004, 0.012);
+  rig.gpu->counter_read_delay = [&] { rig.clock->advance_s(read_s(random)); };
+  int settled = 0;
+  for (const WindowDrift& w : window_drifts(rig)) {
+    EXPECT_LE(std::abs(w.drift_s), CounterAnchorOptions{}.margin_s) << "window at " << w.begin_s;
+    if (w.begin_s >= 3.0) {
+      EXPECT_LE(std::abs(w.drift_s), 0.001) << "window at " << w.begin_s;
+      ++settled;
+    }
+  }
+  EXPECT_GE(settled, 25);
+}
+
+// Reads of 4 ms, but every twentieth held up for 30 ms (the thread lost its
+// CPU inside the read): where in such a read the value was taken is
+// unknown, so it places no step, and the grid stays as exact as the prompt
+// reads make it.
+TEST(CounterAnchorsTest, AHeldUpReadPlacesNoStep) {
+  Rig rig;
+  int reads = 0;
+  rig.gpu->counter_read_delay = [&] { rig.clock->advance_s(++reads % 20 == 0 ? 0.03 : 0.004); };
+  const std::vector<WindowDrift> drifts = window_drifts(rig);
+  EXPECT_GE(drifts.size(), 30u);
+  for (const WindowDrift& w : drifts) EXPECT_LE(std::abs(w.drift_s), 0.001) << "window at " << w.begin_s;
 }
 
 }  // namespace

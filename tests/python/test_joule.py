@@ -90,21 +90,31 @@ def test_windows_anchored_to_the_energy_counter(monkeypatch, tmp_path):
     use_fake_h100(monkeypatch, tmp_path, "energy_update_ms=100 energy_call_ms=4")
     assert "windows pinned to the counter's steps" in joule.devices()["gpus"][0]["energy_method"]
     monitor = joule.Monitor()
-    anchored = None
-    for attempt in range(10):
-        monitor.begin_window(f"w{attempt}")
-        time.sleep(0.4)
-        m = monitor.end_window_settled(f"w{attempt}", timeout_s=5.0)
-        assert m.settled
-        if m.gpu_sources[0].counter_anchored:
-            anchored = m
-            break
-    assert anchored is not None, monitor.gpus
-    assert "counter-anchored" in repr(anchored.gpu_sources[0])
-    # Wall-clock fake: on a starved machine (CI runs tests side by side) the
-    # anchor reads land late; the exact bound is the virtual-clock C++ test's
-    # (window_accuracy_test), this one checks the path through Python.
-    assert anchored.gpu_energy_j[0] == pytest.approx(300.0 * anchored.elapsed_s, rel=0.02)
+    try:
+        anchored = []
+        for attempt in range(14):
+            monitor.begin_window(f"w{attempt}")
+            time.sleep(0.4)
+            m = monitor.end_window_settled(f"w{attempt}", timeout_s=5.0)
+            assert m.settled
+            if m.gpu_sources[0].counter_anchored:
+                anchored.append(m)
+            if len(anchored) == 4:
+                break
+        assert anchored, monitor.gpus
+        assert "counter-anchored" in repr(anchored[-1].gpu_sources[0])
+        # Wall-clock fake: on a starved machine (CI runs tests side by side)
+        # reads are stretched and a young grid (its first second) may be off by
+        # up to the 15 ms margin over a window (3.75% of this one); the grid a
+        # few windows on is within a ms. The exact bounds are the
+        # virtual-clock C++ tests' (counter_anchors_test, window_accuracy_test);
+        # this one checks the path through Python.
+        last = anchored[-1]
+        assert last.gpu_energy_j[0] == pytest.approx(300.0 * last.elapsed_s, rel=0.02)
+    finally:
+        # A failure's traceback would keep the monitor, and with it the fake
+        # NVML's configuration, alive into the next test.
+        del monitor
 
 
 def test_errors_are_python_exceptions_with_the_same_message(simulated):

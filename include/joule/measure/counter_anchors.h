@@ -193,7 +193,9 @@ class CounterAnchors {
     double begin_s = 0.0;
     double end_s = 0.0;
     uint64_t counter_mj = 0;
+    bool held_up = false;  // took far longer than reads usually do (grid reads only)
     double mid_s() const { return 0.5 * (begin_s + end_s); }
+    double duration_s() const { return end_s - begin_s; }
   };
   // kEdgeReads: a fast counter, read right after each edge (no grid).
   enum class Mode { kOff, kSearch, kCheck, kLocked, kEdgeReads };
@@ -201,11 +203,15 @@ class CounterAnchors {
     int64_t step;
     double time_s;
   };
+  // An anchor on a grid (its step, numbered from the grid's origin) or, with
+  // grid kNoGrid, at an edge read by a fast counter's run of reads.
+  static constexpr int64_t kNoGrid = -1;
   struct Anchor {
     int64_t step;
     double step_s;
     double counter_j;
     int64_t epoch;  // CounterAnchor::epoch
+    int64_t grid;   // GpuState::grid when read, or kNoGrid
   };
   // A counter update placed by edge reads, and the counter's rate over the
   // updates that placed it.
@@ -238,7 +244,9 @@ class CounterAnchors {
     int64_t check_step = 0;
     double check_from_s = 0.0;
     int failed_checks = 0;
-    // The grid: step k at origin_s + k * period_s.
+    // The grid: step k at origin_s + k * period_s; grid counts the searches
+    // (each numbers its steps afresh).
+    int64_t grid = 0;
     double origin_s = 0.0;
     double period_s = 0.0;
     double period_error_s = 0.0;
@@ -328,6 +336,8 @@ class CounterAnchors {
   static bool has_anchor(const GpuState& g, int64_t step);
   static double placement_error_s(const GpuState& g);
   static int64_t step_at_or_before(const GpuState& g, double time_s);
+  static bool read_held_up(const GpuState& g, const Read& read);
+  void refresh_anchor_times_locked(GpuState& g);
   static void learn_read_duration(GpuState& g, const Read& read);
   // How far around a predicted step a check reads, and when it starts.
   double check_half_width_s(const GpuState& g, int64_t step) const;
