@@ -8,7 +8,7 @@ target). Read-only: changes no GPU setting.
 Two models, trained on synthetic data with bf16 autocast:
   resnet50  torchvision's ResNet-50, channels_last, in-place ReLUs left on,
             224x224 images (batch 128), SGD with momentum;
-  gpt       a small GPT-style Transformer written here (token + positional
+  gpt       the small GPT-style Transformer of bench/gpt_model.py (token + positional
             embedding, N blocks of [LayerNorm, causal self-attention through
             scaled_dot_product_attention, LayerNorm, 4x GELU MLP] in a
             ModuleList `blocks`, final LayerNorm, LM head; 12 layers, width
@@ -55,56 +55,12 @@ import torchvision
 import joule
 import joule.attribution
 import joule.torch
+from gpt_model import SmallGPT  # beside this file
 
 TARGET_PERCENT = 3.0
 
 
-# -- models --------------------------------------------------------------
-
-
-class CausalSelfAttention(torch.nn.Module):
-    def __init__(self, width, heads):
-        super().__init__()
-        self.heads = heads
-        self.qkv = torch.nn.Linear(width, 3 * width)
-        self.proj = torch.nn.Linear(width, width)
-
-    def forward(self, x):
-        b, t, w = x.shape
-        q, k, v = (z.view(b, t, self.heads, w // self.heads).transpose(1, 2)
-                   for z in self.qkv(x).split(w, dim=-1))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.proj(y.transpose(1, 2).reshape(b, t, w))
-
-
-class Block(torch.nn.Module):
-    def __init__(self, width, heads):
-        super().__init__()
-        self.ln1 = torch.nn.LayerNorm(width)
-        self.attn = CausalSelfAttention(width, heads)
-        self.ln2 = torch.nn.LayerNorm(width)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(approximate="tanh"),
-                                       torch.nn.Linear(4 * width, width))
-
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
-
-
-class TinyGPT(torch.nn.Module):
-    def __init__(self, vocab, tokens, width, heads, layers):
-        super().__init__()
-        self.tok_emb = torch.nn.Embedding(vocab, width)
-        self.pos_emb = torch.nn.Embedding(tokens, width)
-        self.blocks = torch.nn.ModuleList(Block(width, heads) for _ in range(layers))
-        self.ln_f = torch.nn.LayerNorm(width)
-        self.head = torch.nn.Linear(width, vocab, bias=False)
-
-    def forward(self, idx):
-        x = self.tok_emb(idx) + self.pos_emb(torch.arange(idx.shape[1], device=idx.device))
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.ln_f(x))
+# -- workloads --------------------------------------------------------------
 
 
 class Workload:
@@ -138,7 +94,7 @@ def resnet_workload(batch, buffers=4):
 
 
 def gpt_workload(batch, layers, width, heads, tokens, vocab, buffers=4):
-    model = TinyGPT(vocab, tokens, width, heads, layers).cuda()
+    model = SmallGPT(vocab, tokens, width, heads, layers).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     host = [(torch.randint(0, vocab, (batch, tokens + 1)).pin_memory(),) for _ in range(buffers)]
 
