@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -397,6 +398,59 @@ double pulse_energy_j(double a_s, double b_s) {
   return from_zero(b_s) - from_zero(a_s);
 }
 
+// A sampler without its thread on the fake driver's GPU, moved on a virtual
+// clock (joule's and the fake's together) in 0.1 ms steps: anchors polled
+// every 0.5 ms, samples every 0.1 s, the windows' edges noted as time passes
+// them, and each window's value taken 0.3 s after its end, as settle() gives
+// it. The windows come by their ends.
+struct TimedWindow {
+  double begin_s, end_s;
+};
+class VirtualClockRun {
+ public:
+  VirtualClockRun(const FakeDriver& driver, const testing::FakeLibrary& fake)
+      : sampler_(driver.open(fake), {}, clock_, options()),
+        set_fake_time_(driver.helper<void (*)(double)>(fake, "set_time_s")) {  // once the fake is loaded
+    sampler_.start();
+    sampler_.pin_history(0.0);
+  }
+  Sampler& sampler() { return sampler_; }
+
+  std::vector<EnergyEstimate> run_to(double until_s, const std::vector<TimedWindow>& windows) {
+    std::vector<double> edges;
+    for (const TimedWindow& w : windows) edges.insert(edges.end(), {w.begin_s, w.end_s});
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    auto next_edge = edges.begin();
+    std::vector<EnergyEstimate> at_settle(windows.size());
+    std::size_t next_settle = 0;
+    for (int64_t step = 1; step * 1e-4 <= until_s; ++step) {
+      const double now_s = static_cast<double>(step) * 1e-4;
+      clock_->set_s(now_s);
+      set_fake_time_(now_s);
+      for (; next_edge != edges.end() && *next_edge <= now_s + 1e-9; ++next_edge) sampler_.note_window_edge(*next_edge);
+      if (step % 5 == 0) sampler_.poll_counter_anchors();
+      if (step % 1000 == 0) sampler_.sample_now();
+      for (; next_settle < windows.size() && windows[next_settle].end_s + 0.3 <= now_s; ++next_settle) {
+        at_settle[next_settle] = sampler_.gpu_energy(0, windows[next_settle].begin_s, windows[next_settle].end_s);
+      }
+    }
+    EXPECT_EQ(next_settle, windows.size()) << "windows must come by their ends, and end 0.3 s before the run";
+    return at_settle;
+  }
+
+ private:
+  static SamplerOptions options() {
+    SamplerOptions options;
+    options.background_thread = false;
+    options.power_samples_drain_s = 0.1;
+    return options;
+  }
+  std::shared_ptr<VirtualClock> clock_ = std::make_shared<VirtualClock>();
+  Sampler sampler_;
+  void (*set_fake_time_)(double);
+};
+
 // The counter restarts from 0 at 10.05 s (a driver reload or GPU reset) while
 // windows are open across it, on a virtual clock. Windows across the reset
 // keep their right energy (no jump of the counter's whole value), the anchor
@@ -406,19 +460,8 @@ TEST_P(GpuFaultOnFakeDriverTest, AnEnergyCounterResetMidRunLeavesWindowsAcrossIt
   const auto fake = driver().use(
       tmp, "clock virtual\n" + std::string(kGpu) +
                " energy_phase_ms=37 power_w=200 pulse_w=500 pulse_period_ms=700 energy_reset_ms=10050\n");
-  const auto gpus = driver().open(fake);
-  auto* set_fake_time = driver().helper<void (*)(double)>(fake, "set_time_s");
-  auto clock = std::make_shared<VirtualClock>();
-  SamplerOptions options;
-  options.background_thread = false;
-  options.power_samples_drain_s = 0.1;
-  Sampler sampler(gpus, {}, clock, options);
-  sampler.start();
-
-  struct Window {
-    double begin_s, end_s;
-  };
-  const std::vector<Window> windows = {  // by their ends
+  VirtualClockRun run(driver(), fake);
+  const std::vector<TimedWindow> windows = {  // by their ends
       {0.5, 1.0},      // the first edge: the reader finds the counter's steps
       {2.0, 9.0},      // before the reset: anchored
       {10.02, 10.09},  // around the reset's instant
@@ -428,30 +471,13 @@ TEST_P(GpuFaultOnFakeDriverTest, AnEnergyCounterResetMidRunLeavesWindowsAcrossIt
       {16.01, 17.02},  // after it: anchored again
       {17.5, 19.5},
   };
-  std::vector<double> edges;
-  for (const Window& w : windows) edges.insert(edges.end(), {w.begin_s, w.end_s});
-  std::sort(edges.begin(), edges.end());
-  auto next_edge = edges.begin();
-  // Each window's value as settle() gives it, 0.3 s after its end, and as a
-  // refresh gives it at the end of the run.
-  std::vector<EnergyEstimate> at_settle(windows.size());
-  std::size_t next_settle = 0;
-  sampler.pin_history(0.0);
-  for (int64_t step = 1; step * 1e-4 <= 20.5; ++step) {  // 0.1 ms steps; anchors polled every 0.5 ms
-    const double now_s = static_cast<double>(step) * 1e-4;
-    clock->set_s(now_s);
-    set_fake_time(now_s);
-    for (; next_edge != edges.end() && *next_edge <= now_s + 1e-9; ++next_edge) sampler.note_window_edge(*next_edge);
-    if (step % 5 == 0) sampler.poll_counter_anchors();
-    if (step % 1000 == 0) sampler.sample_now();
-    for (; next_settle < windows.size() && windows[next_settle].end_s + 0.3 <= now_s; ++next_settle) {
-      at_settle[next_settle] = sampler.gpu_energy(0, windows[next_settle].begin_s, windows[next_settle].end_s);
-    }
-  }
-  ASSERT_EQ(next_settle, windows.size());  // windows are listed by their ends
+  // Each window's value as settle() gives it, and as a refresh gives it at
+  // the end of the run.
+  const std::vector<EnergyEstimate> at_settle = run.run_to(20.5, windows);
+  Sampler& sampler = run.sampler();
   SCOPED_TRACE(sampler.gpu_method_description(0));
   for (std::size_t i = 0; i < windows.size(); ++i) {
-    const Window& w = windows[i];
+    const TimedWindow& w = windows[i];
     const double truth_j = pulse_energy_j(w.begin_s, w.end_s);
     for (const EnergyEstimate& e : {at_settle[i], sampler.gpu_energy(0, w.begin_s, w.end_s)}) {
       SCOPED_TRACE(::testing::Message() << "window " << w.begin_s << "-" << w.end_s << ": " << e.energy_j
@@ -481,41 +507,15 @@ TEST_P(GpuFaultOnFakeDriverTest, ACounterRestartFarFromAnyEdgeLeavesWindowsAcros
   TempDir tmp;
   const auto fake = driver().use(
       tmp, "clock virtual\n" + std::string(kGpu) + " energy_phase_ms=37 power_w=300 energy_reset_ms=5050\n");
-  const auto gpus = driver().open(fake);
-  auto* set_fake_time = driver().helper<void (*)(double)>(fake, "set_time_s");
-  auto clock = std::make_shared<VirtualClock>();
-  SamplerOptions options;
-  options.background_thread = false;
-  options.power_samples_drain_s = 0.1;
-  Sampler sampler(gpus, {}, clock, options);
-  sampler.start();
-  struct Window {
-    double begin_s, end_s;
-    bool across;
-  };
-  const std::vector<Window> windows = {  // by their ends
-      {0.5, 1.0, false}, {2.0, 4.5, false}, {4.5, 6.0, true}, {2.0, 7.0, true}, {6.0, 7.0, false}};
-  const std::vector<double> edges = {0.5, 1.0, 2.0, 4.5, 6.0, 7.0};
-  auto next_edge = edges.begin();
-  std::vector<EnergyEstimate> at_settle(windows.size());
-  std::size_t next_settle = 0;
-  sampler.pin_history(0.0);
-  for (int64_t step = 1; step * 1e-4 <= 8.0; ++step) {  // as in the test above
-    const double now_s = static_cast<double>(step) * 1e-4;
-    clock->set_s(now_s);
-    set_fake_time(now_s);
-    for (; next_edge != edges.end() && *next_edge <= now_s + 1e-9; ++next_edge) sampler.note_window_edge(*next_edge);
-    if (step % 5 == 0) sampler.poll_counter_anchors();
-    if (step % 1000 == 0) sampler.sample_now();
-    for (; next_settle < windows.size() && windows[next_settle].end_s + 0.3 <= now_s; ++next_settle) {
-      at_settle[next_settle] = sampler.gpu_energy(0, windows[next_settle].begin_s, windows[next_settle].end_s);
-    }
-  }
-  ASSERT_EQ(next_settle, windows.size());
+  VirtualClockRun run(driver(), fake);
+  const std::vector<TimedWindow> windows = {{0.5, 1.0}, {2.0, 4.5}, {4.5, 6.0}, {2.0, 7.0}, {6.0, 7.0}};  // by their ends
+  const std::vector<bool> across = {false, false, true, true, false};
+  const std::vector<EnergyEstimate> at_settle = run.run_to(8.0, windows);
+  Sampler& sampler = run.sampler();
   SCOPED_TRACE(sampler.gpu_method_description(0));
   const bool fast_counter = driver().backend == GpuBackend::kRocm;
   for (std::size_t i = 1; i < windows.size(); ++i) {
-    const Window& w = windows[i];
+    const TimedWindow& w = windows[i];
     const double truth_j = 300.0 * (w.end_s - w.begin_s);
     const EnergyEstimate refreshed = sampler.gpu_energy(0, w.begin_s, w.end_s);
     for (const EnergyEstimate& e : {at_settle[i], refreshed}) {
@@ -524,13 +524,13 @@ TEST_P(GpuFaultOnFakeDriverTest, ACounterRestartFarFromAnyEdgeLeavesWindowsAcros
       EXPECT_TRUE(e.settled);
       EXPECT_FALSE(e.problem) << *e.problem;
       EXPECT_NEAR(e.energy_j, truth_j, 0.01 * truth_j);
-      if (w.across) {
+      if (across[i]) {
         EXPECT_FALSE(e.counter_anchored);
       }
     }
     // A counter read by grid drops its anchors at a restart and finds its
     // steps again first; a fast counter keeps them and reads on.
-    if (fast_counter && !w.across) {
+    if (fast_counter && !across[i]) {
       EXPECT_TRUE(at_settle[i].counter_anchored) << w.begin_s << "-" << w.end_s;
       EXPECT_TRUE(refreshed.counter_anchored) << w.begin_s << "-" << w.end_s;
     }
