@@ -654,8 +654,9 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
   const double max_gap_s =
       g.edge_reads_allowed ? std::min(kMaxReadGap, kMaxPlacingSpacing * g.device->energy_counter_timing().update_s)
                            : kMaxReadGap;
-  const bool placed = read.counter_mj > previous->counter_mj && read.begin_s - previous->end_s <= max_gap_s &&
-                      !previous->held_up && !g.previous->held_up;
+  const bool stepped = read.counter_mj > previous->counter_mj;
+  const bool held_up = read.begin_s - previous->end_s > max_gap_s || previous->held_up || g.previous->held_up;
+  const bool placed = stepped && !held_up;
   const double step_s = 0.5 * (previous->mid_s() + read.mid_s());
   if (g.mode == Mode::kSearch) {
     if (!placed) {
@@ -685,6 +686,11 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     g.failed_checks = 0;
     g.mode = Mode::kLocked;
     schedule_check_locked(g);
+  } else if (stepped && held_up && step == g.check_step) {
+    // The step came where predicted but went by unplaced (the thread was
+    // held up): no verdict on the grid, a later step is checked.
+    g.mode = Mode::kLocked;
+    g.next_check_step = g.check_step + 1;
   } else {
     g.scan_until_s = now_s - 1.0;  // a failed check; plan_locked decides what next
   }
