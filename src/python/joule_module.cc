@@ -449,9 +449,9 @@ PYBIND11_MODULE(_joule, m) {
             }
             std::vector<double> energies_j;
             for (std::size_t i = 0; i < begins_s.size(); ++i) {
-              const joule::Measurement m = measure_span(self, begins_s[i], ends_s[i], {});
-              if (!m.settled) break;
-              energies_j.push_back(m.gpu_total_energy_j());
+              const joule::Measurement span = measure_span(self, begins_s[i], ends_s[i], {});
+              if (!span.settled) break;
+              energies_j.push_back(span.gpu_total_energy_j());
             }
             return energies_j;
           },
