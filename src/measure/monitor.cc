@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -27,7 +28,8 @@ Monitor::Monitor(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
                  std::shared_ptr<const Clock> clock, MonitorOptions options)
     : clock_(clock),
       synchronize_(std::move(options.synchronize)),
-      sampler_(std::move(gpus), std::move(cpu_zones), std::move(clock), options.sampler) {
+      sampler_(std::move(gpus), std::move(cpu_zones), std::move(clock), options.sampler),
+      history_s_(sampler_.options().history_s) {
   sampler_.start();
   // A monitor is made to open windows: find the counters' step grids now, so
   // that a window begun a moment after the monitor is pinned to counter steps
@@ -52,7 +54,10 @@ void Monitor::begin_window(const std::string& name) {
     if (window.name == name) throw UsageError(fmt::format("measurement window '{}' is already open", name));
   }
   open_.push_back({name, now_s});
-  repin_locked(now_s);
+  // Beginning now moves the pin only when nothing was pinned, or when
+  // another thread pinned a later time between our clock read and the lock.
+  // (Older windows' pins expire when a window ends.)
+  if (now_s < pinned_since_s_) repin_locked(now_s);
   sampler_.note_window_edge(now_s);
 }
 
@@ -89,9 +94,9 @@ Measurement Monitor::compute(const std::string& name, double begin_s, double end
     m.settled = m.settled && estimate.settled;
     return estimate.energy_j;
   };
-  std::vector<EnergyEstimate> gpus, zones;
-  gpus.reserve(sampler_.gpus().size());
-  zones.reserve(sampler_.cpu_zones().size());
+  // Kept per thread between windows, so that a window allocates only what
+  // its Measurement keeps.
+  thread_local std::vector<EnergyEstimate> gpus, zones;
   sampler_.energies(begin_s, end_s, gpus, zones, end_just_noted);
   m.gpu_energy_j.reserve(gpus.size());
   m.gpu_sources.reserve(gpus.size());
@@ -136,11 +141,18 @@ void Monitor::remember_ended_locked(double begin_s, double end_s) {
 }
 
 void Monitor::repin_locked(double now_s) {
-  const double history_s = sampler_.options().history_s;
-  while (!recently_ended_.empty() && recently_ended_.front().end_s < now_s - history_s) recently_ended_.pop_front();
+  while (!recently_ended_.empty() && recently_ended_.front().end_s < now_s - history_s_) recently_ended_.pop_front();
   double oldest_s = recently_ended_.empty() ? std::numeric_limits<double>::infinity() : recently_ended_.front().begin_s;
   for (const auto& window : open_) oldest_s = std::min(oldest_s, window.begin_s);
-  sampler_.pin_history(oldest_s);
+  // An earlier pin, or none, at once; a later one only once it has moved
+  // kRepinStepS: the sampler then keeps up to that much more history, and a
+  // window per step does not write to the sampler's and the anchors' lines
+  // at every edge.
+  if (oldest_s == pinned_since_s_) return;
+  if (std::isinf(oldest_s) || oldest_s < pinned_since_s_ || oldest_s >= pinned_since_s_ + kRepinStepS) {
+    pinned_since_s_ = oldest_s;
+    sampler_.pin_history(oldest_s);
+  }
 }
 
 }  // namespace joule

@@ -34,6 +34,28 @@ std::vector<std::string> timeline_names(const std::vector<std::shared_ptr<Gpu>>&
   return names;
 }
 
+// The first point after time_s (upper_bound), searched from the newest
+// point back in doubling steps: window edges are mostly recent, and a
+// binary search over the whole history (1,500 points at 20 ms) touches a
+// cache line per halving, cold when the caller slept between windows.
+template <typename Points>
+typename Points::const_iterator first_point_after(const Points& points, double time_s) {
+  std::size_t low = 0;                // points before low are at or before time_s
+  std::size_t high = points.size();  // points from high on are after it
+  for (std::size_t step = 1; high > low; step *= 2) {
+    const std::size_t probe = high > step ? high - step : 0;
+    if (points[probe].time_s <= time_s) {
+      low = probe + 1;
+      break;
+    }
+    high = probe;
+  }
+  using Point = typename Points::value_type;
+  return std::upper_bound(points.begin() + static_cast<std::ptrdiff_t>(low),
+                          points.begin() + static_cast<std::ptrdiff_t>(high), time_s,
+                          [](double t, const Point& p) { return t < p.time_s; });
+}
+
 }  // namespace
 
 const char* to_string(GpuEnergyMethod method) {
@@ -168,16 +190,18 @@ class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
   };
   // What readers (end_window) see; guarded by mutex_.
   struct GpuTrack {
+    // What every window reads comes first, within a few cache lines: a
+    // thread that slept between windows finds them cold.
     std::deque<PowerPoint> points;
-    std::deque<CounterPoint> counters;          // paired with the integral
-    std::deque<CounterPoint> pending_counters;  // read, but the data does not reach them yet
     double scale = 1.0;
     bool trimmed = false;  // points older than the front were dropped
     GpuEnergyMethod method = GpuEnergyMethod::kPowerReadings;
+    double failed_at_s = 0.0;
+    std::optional<std::string> failure;
+    std::deque<CounterPoint> counters;          // paired with the integral
+    std::deque<CounterPoint> pending_counters;  // read, but the data does not reach them yet
     std::optional<std::string> method_note;  // e.g. why samples stopped being used
     std::optional<std::string> counter_note;  // why the counter no longer calibrates
-    std::optional<std::string> failure;
-    double failed_at_s = 0.0;
   };
   // A point read this tick, published under one lock with the others.
   struct NewPoint {
@@ -908,13 +932,13 @@ double SamplerCore::scaled_integral_j(const GpuTrack& track, double time_s) {
 
 double SamplerCore::integral_at(const std::deque<PowerPoint>& points, double time_s) {
   if (points.empty()) return 0.0;
-  const PowerPoint& first = points.front();
-  if (time_s <= first.time_s) return first.integral_j - first.power_w * (first.time_s - time_s);
+  // The newest point first: most edges are past it.
   const PowerPoint& last = points.back();
   if (time_s >= last.time_s) return last.integral_j + last.power_w * (time_s - last.time_s);
+  const PowerPoint& first = points.front();
+  if (time_s <= first.time_s) return first.integral_j - first.power_w * (first.time_s - time_s);
   // First point after time_s: its segment says how power ran up to it.
-  auto after = std::upper_bound(points.begin(), points.end(), time_s,
-                                [](double t, const PowerPoint& p) { return t < p.time_s; });
+  auto after = first_point_after(points, time_s);
   const PowerPoint& a = *(after - 1);
   const PowerPoint& b = *after;
   const double dt = time_s - a.time_s;
@@ -1091,8 +1115,7 @@ SamplerCore::AnchoredEnergy SamplerCore::anchored_energy(const GpuTrack& track, 
 double SamplerCore::power_range_w(const std::deque<PowerPoint>& points, double from_s, double to_s) {
   // Every point whose segment overlaps [from_s, to_s]: the first after
   // from_s up to and including the first at or after to_s.
-  auto it = std::upper_bound(points.begin(), points.end(), from_s,
-                             [](double t, const PowerPoint& p) { return t < p.time_s; });
+  auto it = first_point_after(points, from_s);
   if (it == points.end()) return 0.0;
   double low_w = it->power_w, high_w = it->power_w;
   for (; it != points.end(); ++it) {
@@ -1118,7 +1141,7 @@ EnergyEstimate SamplerCore::cpu_energy_locked(std::size_t zone, double begin_s, 
   if (p.size() < 2) return estimate;
   auto energy_at = [&](double t) {
     // Linear between readings; past the ends, continue at the nearest rate.
-    auto after = std::upper_bound(p.begin(), p.end(), t, [](double x, const CpuPoint& q) { return x < q.time_s; });
+    auto after = first_point_after(p, t);
     if (after == p.begin()) after = p.begin() + 1;
     if (after == p.end()) after = p.end() - 1;
     const CpuPoint& a = *(after - 1);

@@ -14,6 +14,7 @@
 
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -123,6 +124,10 @@ class Monitor {
   // each window is pushed and popped once, so a window costs the same after
   // a million others as after none (a full scan cost ~75 us at 50,000).
   std::deque<EndedWindow> recently_ended_;
+  const double history_s_;
+  // What the sampler was last told to keep history from (infinity: nothing).
+  static constexpr double kRepinStepS = 0.5;
+  double pinned_since_s_ = std::numeric_limits<double>::infinity();
 };
 
 }  // namespace joule
