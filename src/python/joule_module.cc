@@ -120,7 +120,8 @@ class PyMonitor {
     joule::MonitorOptions options;
     options.sampler.interval_s = interval_ms / 1000.0;
     if (synchronize) {
-      // Called from begin/end_window with the GIL released: take it back.
+      // Called from begin/end_window, which keep the GIL (below); taken
+      // again in case a C++ caller released it.
       auto fn = std::make_shared<py::function>(*synchronize);
       options.synchronize = [fn] {
         py::gil_scoped_acquire gil;
@@ -161,13 +162,12 @@ joule::Measurement measure_span(PyMonitor& self, double begin_s, double end_s, c
 class PyWindow {
  public:
   PyWindow(PyMonitor& monitor, std::string name) : monitor_(monitor), name_(std::move(name)) {}
+  // Edges keep the GIL, as Monitor.begin_window/end_window do.
   PyWindow& enter() {
-    py::gil_scoped_release release;
     monitor_.monitor().begin_window(name_);
     return *this;
   }
   bool exit(const py::object&, const py::object&, const py::object&) {
-    py::gil_scoped_release release;
     measurement_ = monitor_.monitor().end_window(name_);
     return false;  // exceptions propagate
   }
@@ -387,12 +387,16 @@ PYBIND11_MODULE(_joule, m) {
                     std::optional<py::function>>(),
            "backend"_a = "auto", "sim"_a = "", "gpus"_a = std::vector<unsigned>{}, "interval_ms"_a = 100.0,
            "synchronize"_a = py::none())
+      // The edges keep the GIL: they take a microsecond and wait for no
+      // driver call (the sampling threads, which never take the GIL, make
+      // them), and releasing and taking it back would cost more than the
+      // window. Calls that wait (settle, end_window_settled) release it.
       .def(
           "begin_window", [](PyMonitor& self, const std::string& name) { self.monitor().begin_window(name); },
-          "name"_a, py::call_guard<py::gil_scoped_release>())
+          "name"_a)
       .def(
           "end_window", [](PyMonitor& self, const std::string& name) { return self.monitor().end_window(name); },
-          "name"_a, py::call_guard<py::gil_scoped_release>())
+          "name"_a)
       .def(
           "settle",
           [](PyMonitor& self, const joule::Measurement& ended, double timeout_s) {
