@@ -4,7 +4,7 @@
 variant that bench/scaling/variants.py writes, each is a sweep joule accepts with the runs the
 issue asks for, the other variants change only what they say, and the GPT's strong-scaling sweep
 runs end to end on the CPU (two Gloo ranks, simulated GPUs) through run_scaling.sh: sweep,
-analyze, report. The 1- and 2-GPU results kept from the H100 machine hold the runs the docs say.
+analyze, report. The results kept from the GPU machines hold the runs the docs say.
 """
 import csv
 import json
@@ -147,20 +147,24 @@ def test_builtin_resnet50_trains_without_torchvision(tmp_path):
     assert int(count.stdout) == 25_557_032  # torchvision's resnet50(num_classes=1000)
 
 
-H100_RESULTS = os.path.join(EXAMPLES, "h100x2-2026-11-26")
 # What docs/characterisation.md says each kept sweep holds: (ok, interrupted) runs.
-H100_RUNS = {"resnet50_weak": (12, 0), "resnet50_strong": (11, 1), "gpt_weak": (12, 0), "gpt_strong": (7, 1)}
+KEPT_RUNS = {
+    "h100x2-2026-11-26": {"resnet50_weak": (12, 0), "resnet50_strong": (11, 1), "gpt_weak": (12, 0),
+                          "gpt_strong": (7, 1)},
+    "h200x4-2026-11-26-reduced": {"resnet50_weak": (10, 1)},
+}
 
 
-def test_kept_h100_results_are_what_the_docs_say(tmp_path):
-    for name, (ok, interrupted) in H100_RUNS.items():
-        store = os.path.join(H100_RESULTS, f"{name}.sqlite")
+@pytest.mark.parametrize("folder", sorted(KEPT_RUNS))
+def test_kept_gpu_results_are_what_the_docs_say(tmp_path, folder):
+    for name, (ok, interrupted) in KEPT_RUNS[folder].items():
+        store = os.path.join(EXAMPLES, folder, f"{name}.sqlite")
         result = subprocess.run([joule_binary(), "analyze", store, "--json"], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         analysis = json.loads(result.stdout)
         assert (analysis["counts"]["ok"], analysis["counts"]["interrupted"]) == (ok, interrupted), name
         # The kept runs CSV is the store's: the same successful runs per configuration.
-        with open(os.path.join(H100_RESULTS, f"{name}_runs.csv")) as f:
+        with open(os.path.join(EXAMPLES, folder, f"{name}_runs.csv")) as f:
             ok_rows = [row for row in csv.DictReader(f) if row["status"] == "ok"]
         per_config = {}
         for row in ok_rows:
