@@ -644,8 +644,9 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     keep_unplaced_locked(g, read);
     g.early_due_s.clear();  // the search's own reads serve its edges
   }
+  const bool read_was_held_up = read_held_up(g, read);
   g.previous = read;
-  g.previous->held_up = read_held_up(g, read);
+  g.previous->held_up = read_was_held_up;
   learn_read_duration(g, read);
   if (!previous || read.counter_mj == previous->counter_mj) return;
   // A counter declared fast is placed only between reads close enough that
@@ -655,7 +656,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
       g.edge_reads_allowed ? std::min(kMaxReadGap, kMaxPlacingSpacing * g.device->energy_counter_timing().update_s)
                            : kMaxReadGap;
   const bool stepped = read.counter_mj > previous->counter_mj;
-  const bool held_up = read.begin_s - previous->end_s > max_gap_s || previous->held_up || g.previous->held_up;
+  const bool held_up = read.begin_s - previous->end_s > max_gap_s || previous->held_up || read_was_held_up;
   const bool placed = stepped && !held_up;
   const double step_s = 0.5 * (previous->mid_s() + read.mid_s());
   if (g.mode == Mode::kSearch) {

@@ -124,6 +124,8 @@ class Monitor {
   // each window is pushed and popped once, so a window costs the same after
   // a million others as after none (a full scan cost ~75 us at 50,000).
   std::deque<EndedWindow> recently_ended_;
+  // The sampler's history length, copied once: reading it through
+  // sampler_.options() at every window's end touched one more cold line.
   const double history_s_;
   // What the sampler was last told to keep history from (infinity: nothing).
   static constexpr double kRepinStepS = 0.5;
