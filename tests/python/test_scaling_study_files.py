@@ -151,7 +151,7 @@ def test_builtin_resnet50_trains_without_torchvision(tmp_path):
 KEPT_RUNS = {
     "h100x2-2026-11-26": {"resnet50_weak": (12, 0), "resnet50_strong": (11, 1), "gpt_weak": (12, 0),
                           "gpt_strong": (7, 1)},
-    "h200x4-2026-11-26-reduced": {"resnet50_weak": (10, 1)},
+    "h200x4-2026-11-26": {"resnet50_weak": (18, 0), "resnet50_strong": (18, 0)},
 }
 
 
@@ -176,3 +176,13 @@ def test_kept_gpu_results_are_what_the_docs_say(tmp_path, folder):
         result = subprocess.run([joule_binary(), "report", store, "-o", str(report)], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         assert report.stat().st_size > 10_000
+        # Every configuration's mean time and GPU energy are in the docs' table, in its row's GPU
+        # count: "| GPUs [(n runs)] | time s | energy J |".
+        for config in analysis["configs"]:
+            row = r"\| {}( \(\d runs?\))? \| {:.1f} \| {:,.0f} \|".format(
+                config["config"]["gpus"], config["time_s_mean"], config["energy_j_mean"])
+            assert re.search(row, CHARACTERISATION), (folder, name, config["config"], row)
+
+
+with open(os.path.join(ROOT, "docs", "characterisation.md")) as f:
+    CHARACTERISATION = f.read()
