@@ -26,11 +26,12 @@
 #   --carry DIR                  joule from DIR/bin with DIR/lib on LD_LIBRARY_PATH (default:
 #                                .device-carry when it exists, else build/bin/joule)
 # Everything after `--` goes to every `joule sweep` (e.g. --backend sim --sim count=2).
-# OUT_DIR keeps one variant: the files, stores (*.sqlite, resumed), logs, *_runs.csv, analyses
-# (*_analysis.txt/.json), reports (*_report.html), energy per sample (*_per_sample.md) and
-# summary.md. Exit status: 0 every sweep of the grid done; 3 some sweep stopped or not started by
-# the deadline (run the same command again); 1 some sweep failed (failed runs are kept; see its
-# log), or the preflight did; 2 a usage error.
+# OUT_DIR keeps one variant on one GPU model (variant.txt, gpu_model.txt; another is refused): the
+# files, stores (*.sqlite, resumed), logs, *_runs.csv, analyses (*_analysis.txt/.json), reports
+# (*_report.html), energy per sample (*_per_sample.md) and summary.md. Exit status: 0 every sweep
+# of the grid done; 3 some sweep stopped or not started by the deadline (run the same command
+# again); 1 some sweep failed (failed runs are kept; see its log), or the preflight did; 2 a usage
+# error, or a folder of another variant or GPU model.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 variant=full gpus=auto only=resnet50_weak,resnet50_strong,gpt_weak,gpt_strong deadline_s=520 carry=
@@ -85,7 +86,17 @@ if [[ -f $out/variant.txt && $(cat "$out/variant.txt") != "$stamp" ]]; then
   echo "run_scaling.sh: $out holds $(cat "$out/variant.txt"), not $stamp: use another folder" >&2
   exit 2
 fi
+# One GPU model per folder too: a request for one kind of machine can be answered with another,
+# and a store resumed there would mix two models in one configuration's repeats.
+model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort -u | paste -sd, -)
+model=${model:-none (no nvidia-smi)}
+if [[ -f $out/gpu_model.txt && $(cat "$out/gpu_model.txt") != "$model" ]]; then
+  echo "run_scaling.sh: $out holds runs on $(cat "$out/gpu_model.txt"), but this machine has $model:" \
+    "use another folder" >&2
+  exit 2
+fi
 echo "$stamp" > "$out/variant.txt"
+echo "$model" > "$out/gpu_model.txt"
 python3 bench/scaling/variants.py write --variant "$variant" --gpus "$gpus" --only "$only" --out "$out" \
   | tee "$out/estimate.txt" || exit 2
 

@@ -121,6 +121,7 @@ def test_gpt_strong_runs_end_to_end_on_the_cpu(tmp_path):
     assert sorted(samples) == [8.0, 8.0, 16.0, 16.0]
     summary = (out / "summary.md").read_text()
     assert "## gpt_strong: done" in summary
+    assert (out / "gpu_model.txt").read_text().strip()  # this machine's model, or "none (no nvidia-smi)"
     # Energy per sample per configuration: 2 steps x the global batch, on 1 and 2 simulated GPUs.
     per_sample = (out / "gpt_strong_per_sample.md").read_text().splitlines()
     assert [line.split(" | ")[0] for line in per_sample[2:]] == [
@@ -186,3 +187,32 @@ def test_kept_gpu_results_are_what_the_docs_say(tmp_path, folder):
 
 with open(os.path.join(ROOT, "docs", "characterisation.md")) as f:
     CHARACTERISATION = f.read()
+
+
+def test_a_folder_of_another_gpu_model_is_refused_before_anything_runs(tmp_path):
+    # The machine answers as 4 H200s (a stand-in nvidia-smi); the folder's runs were on H100s.
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "nvidia-smi").write_text("#!/bin/sh\nfor i in 0 1 2 3; do echo 'NVIDIA H200'; done\n")
+    (shim / "nvidia-smi").chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gpu_model.txt").write_text("NVIDIA H100 80GB HBM3\n")
+    carry = tmp_path / "carry"
+    (carry / "bin").mkdir(parents=True)
+    os.symlink(joule_binary(), carry / "bin" / "joule")
+    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}")
+    command = ["bash", os.path.join(ROOT, "bench", "scaling", "run_scaling.sh"), "--variant", "cpu", "--gpus", "1,2",
+               "--only", "gpt_strong", "--carry", str(carry), str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "holds runs on NVIDIA H100 80GB HBM3, but this machine has NVIDIA H200" in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["gpu_model.txt"]  # nothing written, nothing run
+    # The same folder on the same model goes on (here as far as the sweep files, then stopped by a
+    # deadline too short for any run).
+    (out / "gpu_model.txt").write_text("NVIDIA H200\n")
+    result = subprocess.run(command[:-1] + ["--deadline-s", "1", "--reserve-s", "0", "--no-preflight", str(out)],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert (out / "variant.txt").read_text() == "variant=cpu gpus=1,2\n"
+    assert (out / "gpu_model.txt").read_text() == "NVIDIA H200\n"
