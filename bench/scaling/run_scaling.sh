@@ -100,15 +100,16 @@ echo "$model" > "$out/gpu_model.txt"
 python3 bench/scaling/variants.py write --variant "$variant" --gpus "$gpus" --only "$only" --out "$out" \
   | tee "$out/estimate.txt" || exit 2
 
+# Appended, one block a command: a folder resumed on several machines of its model says which.
 {
-  date -u +"%Y-%m-%d %H:%M:%S UTC"
+  echo "== $(date -u +"%Y-%m-%d %H:%M:%S UTC") on $(hostname)"
   nvidia-smi --query-gpu=index,name,power.limit,driver_version --format=csv 2>&1 || echo "(no nvidia-smi)"
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1
   # Without torchvision, ddp_train.py builds the same ResNet-50 itself (said in each run's line).
   python3 -c "import torchvision; print('torchvision', torchvision.__version__)" 2>&1 | tail -1
   "$joule" --version 2>&1 | head -1
   env | grep -E '^(NCCL_|TORCH_SYMM|NVSHMEM_)' | sort
-} > "$out/environment.txt"
+} >> "$out/environment.txt"
 
 status=0
 declare -A outcome

@@ -122,6 +122,8 @@ def test_gpt_strong_runs_end_to_end_on_the_cpu(tmp_path):
     summary = (out / "summary.md").read_text()
     assert "## gpt_strong: done" in summary
     assert (out / "gpu_model.txt").read_text().strip()  # this machine's model, or "none (no nvidia-smi)"
+    environment = (out / "environment.txt").read_text()
+    assert environment.startswith("== ") and environment.count("\n== ") == 0  # one command, one block
     # Energy per sample per configuration: 2 steps x the global batch, on 1 and 2 simulated GPUs.
     per_sample = (out / "gpt_strong_per_sample.md").read_text().splitlines()
     assert [line.split(" | ")[0] for line in per_sample[2:]] == [
@@ -216,3 +218,9 @@ def test_a_folder_of_another_gpu_model_is_refused_before_anything_runs(tmp_path)
     assert result.returncode == 3, result.stdout + result.stderr
     assert (out / "variant.txt").read_text() == "variant=cpu gpus=1,2\n"
     assert (out / "gpu_model.txt").read_text() == "NVIDIA H200\n"
+    # A second command on the folder adds its own block to environment.txt.
+    result = subprocess.run(command[:-1] + ["--deadline-s", "1", "--reserve-s", "0", "--no-preflight", str(out)],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 3, result.stdout + result.stderr
+    blocks = (out / "environment.txt").read_text().split("\n== ")
+    assert len(blocks) == 2 and all("NVIDIA H200" in block for block in blocks)
