@@ -80,21 +80,23 @@ if [[ $gpus == auto ]]; then
   [[ -n $gpus ]] || { echo "run_scaling.sh: nvidia-smi lists no GPU; pass --gpus" >&2; exit 2; }
 fi
 
-# One variant per folder: a store resumed with another variant's commands would mix two studies.
-stamp="variant=$variant gpus=$gpus"
-if [[ -f $out/variant.txt && $(cat "$out/variant.txt") != "$stamp" ]]; then
-  echo "run_scaling.sh: $out holds $(cat "$out/variant.txt"), not $stamp: use another folder" >&2
+# A folder keeps what its first command stamped: one variant with its GPU counts, and one GPU model
+# (a request for one kind of machine can be answered with another). A store resumed under another
+# would mix two studies in one configuration's repeats.
+# refuse_other_stamp FILE VALUE WHAT_IT_HOLDS WHAT_THIS_HAS: exits 2 when FILE holds another value.
+refuse_other_stamp() {
+  [[ -f $out/$1 ]] || return 0
+  local stamped
+  stamped=$(cat "$out/$1")
+  [[ $stamped == "$2" ]] && return 0
+  echo "run_scaling.sh: $out holds $3$stamped, but $4 $2: use another folder" >&2
   exit 2
-fi
-# One GPU model per folder too: a request for one kind of machine can be answered with another,
-# and a store resumed there would mix two models in one configuration's repeats.
+}
+stamp="variant=$variant gpus=$gpus"
 model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort -u | paste -sd, -)
 model=${model:-none (no nvidia-smi)}
-if [[ -f $out/gpu_model.txt && $(cat "$out/gpu_model.txt") != "$model" ]]; then
-  echo "run_scaling.sh: $out holds runs on $(cat "$out/gpu_model.txt"), but this machine has $model:" \
-    "use another folder" >&2
-  exit 2
-fi
+refuse_other_stamp variant.txt "$stamp" "" "this command asks for"
+refuse_other_stamp gpu_model.txt "$model" "runs on " "this machine has"
 echo "$stamp" > "$out/variant.txt"
 echo "$model" > "$out/gpu_model.txt"
 python3 bench/scaling/variants.py write --variant "$variant" --gpus "$gpus" --only "$only" --out "$out" \

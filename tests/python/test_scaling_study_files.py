@@ -22,6 +22,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(ROOT, "docs", "examples", "scaling")
 VARIANTS = os.path.join(ROOT, "bench", "scaling", "variants.py")
 SWEEPS = ["resnet50_weak", "resnet50_strong", "gpt_weak", "gpt_strong"]
+RUN_SCALING = os.path.join(ROOT, "bench", "scaling", "run_scaling.sh")
+with open(os.path.join(ROOT, "docs", "characterisation.md")) as f:
+    CHARACTERISATION = f.read()
 
 
 def write_variant(out, variant, gpus):
@@ -83,6 +86,16 @@ def test_estimate_prints_every_sweep_and_a_total():
     assert " 96 runs" in result.stdout
 
 
+def carry_with_joule(tmp_path):
+    """A carry folder (DIR/bin/joule, DIR/lib) holding the binary under test: where run_scaling.sh
+    takes joule from."""
+    carry = tmp_path / "carry"
+    (carry / "bin").mkdir(parents=True)
+    (carry / "lib").mkdir()
+    os.symlink(joule_binary(), carry / "bin" / "joule")
+    return carry
+
+
 def torch_python():
     probe = subprocess.run([sys.executable, "-c", "import torch.distributed as d; assert d.is_gloo_available()"],
                            capture_output=True)
@@ -99,12 +112,8 @@ def test_gpt_strong_runs_end_to_end_on_the_cpu(tmp_path):
     shutil.copy(os.path.join(ROOT, "bench", "scaling", "cpu_proof", "torchrun"), shim / "torchrun")
     env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}", OMP_NUM_THREADS="1")
     out = tmp_path / "out"
-    # run_scaling.sh takes joule from a carry folder (DIR/bin/joule): the binary under test.
-    carry = tmp_path / "carry"
-    (carry / "bin").mkdir(parents=True)
-    (carry / "lib").mkdir()
-    os.symlink(joule_binary(), carry / "bin" / "joule")
-    result = subprocess.run(["bash", os.path.join(ROOT, "bench", "scaling", "run_scaling.sh"), "--variant", "cpu",
+    carry = carry_with_joule(tmp_path)
+    result = subprocess.run(["bash", RUN_SCALING, "--variant", "cpu",
                              "--gpus", "1,2", "--only", "gpt_strong", "--carry", str(carry), "--deadline-s", "240",
                              "--reserve-s", "30", str(out), "--", "--backend", "sim", "--sim", "count=2"],
                             capture_output=True, text=True, env=env, timeout=300)
@@ -187,9 +196,6 @@ def test_kept_gpu_results_are_what_the_docs_say(tmp_path, folder):
             assert re.search(row, CHARACTERISATION), (folder, name, config["config"], row)
 
 
-with open(os.path.join(ROOT, "docs", "characterisation.md")) as f:
-    CHARACTERISATION = f.read()
-
 
 def test_a_folder_of_another_gpu_model_is_refused_before_anything_runs(tmp_path):
     # The machine answers as 4 H200s (a stand-in nvidia-smi); the folder's runs were on H100s.
@@ -200,27 +206,23 @@ def test_a_folder_of_another_gpu_model_is_refused_before_anything_runs(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     (out / "gpu_model.txt").write_text("NVIDIA H100 80GB HBM3\n")
-    carry = tmp_path / "carry"
-    (carry / "bin").mkdir(parents=True)
-    os.symlink(joule_binary(), carry / "bin" / "joule")
     env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}")
-    command = ["bash", os.path.join(ROOT, "bench", "scaling", "run_scaling.sh"), "--variant", "cpu", "--gpus", "1,2",
-               "--only", "gpt_strong", "--carry", str(carry), str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    options = ["--variant", "cpu", "--gpus", "1,2", "--only", "gpt_strong", "--carry", str(carry_with_joule(tmp_path))]
+    result = subprocess.run(["bash", RUN_SCALING, *options, str(out)], capture_output=True, text=True, env=env,
+                            timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "holds runs on NVIDIA H100 80GB HBM3, but this machine has NVIDIA H200" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["gpu_model.txt"]  # nothing written, nothing run
     # The same folder on the same model goes on (here as far as the sweep files, then stopped by a
     # deadline too short for any run).
     (out / "gpu_model.txt").write_text("NVIDIA H200\n")
-    result = subprocess.run(command[:-1] + ["--deadline-s", "1", "--reserve-s", "0", "--no-preflight", str(out)],
-                            capture_output=True, text=True, env=env, timeout=60)
+    resume = ["bash", RUN_SCALING, *options, "--deadline-s", "1", "--reserve-s", "0", "--no-preflight", str(out)]
+    result = subprocess.run(resume, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 3, result.stdout + result.stderr
     assert (out / "variant.txt").read_text() == "variant=cpu gpus=1,2\n"
     assert (out / "gpu_model.txt").read_text() == "NVIDIA H200\n"
     # A second command on the folder adds its own block to environment.txt.
-    result = subprocess.run(command[:-1] + ["--deadline-s", "1", "--reserve-s", "0", "--no-preflight", str(out)],
-                            capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run(resume, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 3, result.stdout + result.stderr
     blocks = (out / "environment.txt").read_text().split("\n== ")
     assert len(blocks) == 2 and all("NVIDIA H200" in block for block in blocks)
