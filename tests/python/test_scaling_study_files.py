@@ -161,8 +161,8 @@ def test_builtin_resnet50_trains_without_torchvision(tmp_path):
 
 # What docs/characterisation.md says each kept sweep holds: (ok, interrupted) runs.
 KEPT_RUNS = {
-    "h100x2-2026-11-26": {"resnet50_weak": (12, 0), "resnet50_strong": (11, 1), "gpt_weak": (12, 0),
-                          "gpt_strong": (7, 1)},
+    "h100x4-2026-11-27": {"resnet50_weak": (18, 0), "resnet50_strong": (18, 0), "gpt_weak": (18, 0),
+                          "gpt_strong": (18, 0)},
     "h200x4-2026-11-26": {"resnet50_weak": (18, 0), "resnet50_strong": (18, 0), "gpt_weak": (9, 1)},
 }
 
