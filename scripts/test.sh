@@ -15,6 +15,5 @@ cmake --build "$build_dir" -j "$jobs"
 JOULE_TESTS_REQUIRE_SERVERS=${JOULE_TESTS_REQUIRE_SERVERS:-1} ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure
 # The Debian package: built, lintian-checked, installed, used and purged.
 scripts/package-test.sh "$build_dir"
-# jouled's protocol parser and the service's request handling under libFuzzer,
-# for a bounded time each.
-fuzz/run.sh "${JOULE_FUZZ_SECONDS:-30}" "$build_dir/fuzz"
+# Every fuzzer (fuzz/README.md) under libFuzzer, for a bounded time each.
+fuzz/run.sh "${JOULE_FUZZ_SECONDS:-20}" "$build_dir/fuzz"

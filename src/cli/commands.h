@@ -46,6 +46,9 @@ struct MeasureOptions {
   double mpi_timeout_s = 60.0;  // longest wait for the other ranks at a window edge
   CarbonFlags carbon;           // --carbon-region/--carbon-intensity, --pue, --price, --currency
   std::string emissions_csv;    // append a row in CodeCarbon's emissions.csv columns
+  // On a stop signal the command's whole process group gets it, then SIGKILL
+  // after this long if any of it is left.
+  double kill_grace_s = 10.0;
   std::vector<std::string> command;
 };
 int run_measure(const CommonOptions& common, const MeasureOptions& options);
@@ -150,6 +153,9 @@ struct SweepCommandOptions {
   bool dry_run = false;  // list the runs, run nothing
   bool retry_failed = false;  // run failed runs again
   bool yes = false;           // start more than kConfirmRunsAbove runs
+  // On a stop signal the run's whole process group gets it, then SIGKILL
+  // after this long if any of it is left (overrides the config's kill_grace_s).
+  std::optional<double> kill_grace_s;
 };
 int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& options);
 

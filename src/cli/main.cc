@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
                    "append the run to this CSV in CodeCarbon's emissions.csv columns (header written when new; a "
                    "file with other columns is refused)")
       ->group("Carbon and cost");
+  measure_command
+      ->add_option("--kill-grace-s", measure.kill_grace_s,
+                   "on SIGTERM, SIGINT or SIGHUP the command's whole process group gets the signal, then SIGKILL "
+                   "after this many seconds if any of it is left (default 10)")
+      ->check(CLI::Range(0.0, 3600.0));
   measure_command->add_option("command", measure.command, "the command to run, after --");
   measure_command->positionals_at_end();
 
@@ -203,6 +208,11 @@ int main(int argc, char** argv) {
   sweep_command->add_flag("--retry-failed", sweep.retry_failed,
                           "run the failed runs of the store again (each failed attempt is kept)");
   sweep_command->add_flag("-y,--yes", sweep.yes, "start a sweep of more than 1000 runs to run");
+  sweep_command
+      ->add_option("--kill-grace-s", sweep.kill_grace_s,
+                   "on SIGTERM, SIGINT or SIGHUP the run's whole process group gets the signal, then SIGKILL after "
+                   "this many seconds if any of it is left (default: the config's kill_grace_s, else 10)")
+      ->check(CLI::Range(0.0, 3600.0));
 
   joule::cli::AnalyzeOptions analyze;
   CLI::App* analyze_command = app.add_subcommand("analyze", "statistics, trade-offs, fits and Pareto front of a sweep");
