@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kTableFile = "carbon/grid-intensity.csv";
-constexpr double kMaxIntensity = 5000.0;
+constexpr double kMaxIntensity = kMaxGramsPerKwh;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

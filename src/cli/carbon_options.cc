@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/number_options.h"
+
 namespace joule::cli {
 
 carbon::Settings CarbonFlags::settings() const {
@@ -19,6 +21,10 @@ carbon::Settings CarbonFlags::settings() const {
   return s;
 }
 
+// No grid's energy costs this much per kWh in any currency joule is used with;
+// a larger figure is a typo.
+constexpr double kMostPricePerKwh = 1e6;
+
 void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& what, bool with_price) {
   const std::string group = "Carbon and cost";
   flags.region_option =
@@ -28,15 +34,16 @@ void add_carbon_options(CLI::App& app, CarbonFlags& flags, const std::string& wh
                                  what))
           ->group(group);
   flags.intensity_option =
-      app.add_option("--carbon-intensity", flags.g_per_kwh,
-                     fmt::format("grams of CO2e for {} at this grid intensity, g CO2e/kWh (0-5000)", what))
+      add_number_option(app, "--carbon-intensity", flags.g_per_kwh, {0.0, carbon::kMaxGramsPerKwh},
+                        fmt::format("grams of CO2e for {} at this grid intensity, g CO2e/kWh", what))
           ->group(group);
-  app.add_option("--pue", flags.pue, "power usage effectiveness of the facility, 1-3 (default 1.0): energy x PUE")
+  add_number_option(app, "--pue", flags.pue, {1.0, 3.0},
+                    "power usage effectiveness of the facility (default 1.0): energy x PUE")
       ->group(group);
   if (with_price) {
-    flags.price_option =
-        app.add_option("--price", flags.price_per_kwh, fmt::format("cost of {} at this price per kWh (x PUE)", what))
-            ->group(group);
+    flags.price_option = add_number_option(app, "--price", flags.price_per_kwh, {0.0, kMostPricePerKwh},
+                                           fmt::format("cost of {} at this price per kWh (x PUE)", what))
+                             ->group(group);
     app.add_option("--currency", flags.currency, "the price's currency, a label (EUR, USD)")->group(group);
   }
   flags.table_option =

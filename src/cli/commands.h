@@ -111,8 +111,6 @@ TracePaths resolve_trace_paths(const SimulateOptions& options);
 // The notes on what the traces lack (batch sizes left out, ...): one line of
 // counts per reason on stderr, or with `verbose` each note with file and line.
 void print_trace_notes(const std::vector<WorkloadTrace>& traces, bool verbose);
-// --seeds: "1..10" or "1,4,9". Throws UsageError.
-std::vector<uint64_t> parse_seeds(const std::string& text);
 // `joule simulate --cluster TRACE` (cluster_command.cc).
 int run_simulate_cluster(const SimulateOptions& options);
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "joule/device/discovery.h"
 #include "joule/error.h"
 #include "joule/telemetry/energy_exporter.h"
@@ -21,20 +22,6 @@
 
 namespace joule::cli {
 namespace {
-
-// "0,2" -> {0, 2}; select_gpus() checks that they exist.
-std::vector<unsigned> gpu_indices(const std::string& list) {
-  std::vector<unsigned> indices;
-  std::istringstream items(list);
-  for (std::string item; std::getline(items, item, ',');) {
-    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 6) {
-      throw UsageError(fmt::format("--gpus '{}': '{}' is not a GPU index (expected indices such as 0,2)", list, item));
-    }
-    indices.push_back(static_cast<unsigned>(std::stoul(item)));
-  }
-  if (indices.empty()) throw UsageError("--gpus: empty list (expected indices such as 0,2)");
-  return indices;
-}
 
 // The exporter's GPUs: the drivers', or simulated ones only when asked for
 // (--backend sim). `auto`, `nvml` and `rocm` all mean the drivers' (NVIDIA
@@ -66,7 +53,7 @@ ExporterDevices open_exporter_devices(const CommonOptions& common) {
   // No GPU to choose from is already said, and served; a selection of
   // none would only end the exporter.
   if (!common.gpus.empty() && found.devices.gpu_backend != "none") {
-    select_gpus(found.devices, gpu_indices(common.gpus));
+    select_gpus(found.devices, parse_gpu_indices(common.gpus));  // checked as parsed
   }
   return found;
 }

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "joule/error.h"
 #include "joule/analyze/simulation_report.h"
 #include "joule/common/output_file.h"
@@ -21,29 +22,6 @@
 #include "joule/simulate/simulator.h"
 
 namespace joule::cli {
-
-std::vector<uint64_t> parse_seeds(const std::string& text) {
-  auto number = [&](const std::string& s) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long value = std::strtoull(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || errno != 0 || s[0] == '-') {
-      throw UsageError(fmt::format("--seeds: '{}' is not a seed (expected e.g. 1..10 or 1,4,9)", s));
-    }
-    return static_cast<uint64_t>(value);
-  };
-  std::vector<uint64_t> seeds;
-  if (const auto dots = text.find(".."); dots != std::string::npos) {
-    const uint64_t first = number(text.substr(0, dots)), last = number(text.substr(dots + 2));
-    if (first > last || last - first > 100000) throw UsageError(fmt::format("--seeds: bad range '{}'", text));
-    for (uint64_t s = first; s <= last; ++s) seeds.push_back(s);
-  } else {
-    std::stringstream items(text);
-    for (std::string item; std::getline(items, item, ',');) seeds.push_back(number(item));
-  }
-  if (seeds.empty()) throw UsageError("--seeds: no seed given");
-  return seeds;
-}
 
 namespace {
 
@@ -96,38 +74,6 @@ std::vector<WorkloadTrace> load_traces(const SimulateOptions& o, std::vector<Wor
     throw Error(failures.front().reason);
   }
   return traces;
-}
-
-// --drift-scale: "F" for the workload's optimal batch size before the drift,
-// or "B=F,B=F" for those sizes. Parsed before any trace is read.
-struct DriftScale {
-  std::optional<double> optimal_factor;
-  std::map<int, double> by_batch_size;
-};
-
-DriftScale parse_drift_scale(const std::string& text) {
-  auto factor = [](const std::string& item) {
-    char* end = nullptr;
-    const double value = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || !(value > 0)) {
-      throw UsageError(fmt::format("--drift-scale: '{}' is not a factor > 0 (expected F or B=F,B=F)", item));
-    }
-    return value;
-  };
-  if (text.find('=') == std::string::npos) return {factor(text), {}};
-  DriftScale scale;
-  std::stringstream items(text);
-  for (std::string item; std::getline(items, item, ',');) {
-    const auto eq = item.find('=');
-    const std::string size = item.substr(0, eq);
-    char* end = nullptr;
-    const long b = std::strtol(size.c_str(), &end, 10);
-    if (eq == std::string::npos || size.empty() || *end != '\0' || b <= 0) {
-      throw UsageError(fmt::format("--drift-scale: '{}' is not B=F (a batch size and a factor)", item));
-    }
-    scale.by_batch_size[static_cast<int>(b)] = factor(item.substr(eq + 1));
-  }
-  return scale;
 }
 
 std::map<int, double> drift_scale_for(const DriftScale& scale, const WorkloadTrace& trace, double eta) {

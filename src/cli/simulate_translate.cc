@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "joule/error.h"
 #include "joule/simulate/bundled_traces.h"
 #include "joule/simulate/translate.h"
@@ -21,38 +22,6 @@
 namespace joule::cli {
 
 namespace {
-
-// What --translate-with says is known of the target GPU.
-struct KnownOfTarget {
-  std::optional<int> profiled_points;  // profiled:N
-  std::vector<int> profiled_sizes;     // sizes:B1,B2,...
-  std::string text;
-};
-
-KnownOfTarget parse_translate_with(const std::string& text) {
-  const auto number = [&](const std::string& n) {
-    if (n.empty() || n.size() > 6 || !std::all_of(n.begin(), n.end(), ::isdigit) || std::stoi(n) < 1) {
-      throw UsageError(fmt::format(
-          "--translate-with '{}': expected trace, profiled:N (N >= 1) or sizes:B1,B2,... (batch sizes)", text));
-    }
-    return std::stoi(n);
-  };
-  if (text == "trace") return {std::nullopt, {}, ""};
-  if (text.starts_with("profiled:")) {
-    const int n = number(text.substr(9));
-    return {n, {}, fmt::format("{} profiled batch sizes", n)};
-  }
-  if (text.starts_with("sizes:")) {
-    KnownOfTarget known{std::nullopt, {}, ""};
-    std::stringstream items(text.substr(6));
-    for (std::string item; std::getline(items, item, ',');) known.profiled_sizes.push_back(number(item));
-    if (known.profiled_sizes.empty()) number("");
-    known.text = fmt::format("profiled batch sizes {}", fmt::join(known.profiled_sizes, ","));
-    return known;
-  }
-  number("");  // throws
-  return {};
-}
 
 // A bundled GPU name, or a path to a power trace.
 std::string source_power_path(const std::string& learned_on) {

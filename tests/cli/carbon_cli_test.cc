@@ -117,9 +117,9 @@ TEST(CarbonCliTest, BadFlagsAreRefusedBeforeTheCommandRuns) {
   };
   refused({"--carbon-region", "Frnace"}, "--carbon-region 'Frnace': not in the carbon table");
   refused({"--carbon-region", "Frnace"}, "FRA (France)");
-  refused({"--carbon-intensity", "6000"}, "--carbon-intensity: 6000 g CO2e/kWh is outside [0, 5000]");
+  refused({"--carbon-intensity", "6000"}, "--carbon-intensity: 6000 is outside [0, 5000]");
   refused({"--carbon-intensity", "100", "--pue", "0.8"}, "--pue: 0.8 is outside [1, 3]");
-  refused({"--price", "-1"}, "--price: -1 is negative");
+  refused({"--price", "-1"}, "--price: -1 is outside [0, 1000000]");
   refused({"--carbon-region", "FRA", "--carbon-intensity", "50"}, "not both");
   refused({"--pue", "1.5"}, "--pue, --currency and --carbon-table go with");
   refused({"--currency", "EUR", "--carbon-intensity", "100"}, "--currency without --price");

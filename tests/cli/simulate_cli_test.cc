@@ -172,8 +172,8 @@ TEST(SimulateCliTest, AFailedRunLeavesEarlierOutputsAlone) {
 
 TEST(SimulateCliTest, BadInputIsNamed) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--eta", "2"}, "eta 2 is outside [0, 1]"},
-      {{"--beta", "1"}, "--beta 1 must be greater than 1"},
+      {{"--eta", "2"}, "--eta: 2 is outside [0, 1]"},
+      {{"--beta", "1"}, "--beta: 1 is outside (1, 100]"},
       {{"--policy", "random"}, "unknown policy 'random'"},
       {{"--seeds", "5..1"}, "--seeds: bad range '5..1'"},
       {{"--synthetic", "--workload", "cifar100"}, "--synthetic runs the built-in synthetic workloads"},
@@ -187,11 +187,11 @@ TEST(SimulateCliTest, BadInputIsNamed) {
       {{"--html", "/nonexistent/dir/r.html"}, "cannot write '/nonexistent/dir/r.html'"},
       {{"--train-trace", "/tmp", "--power-trace", kTraces + "/summary_power_v100.csv"},
        "cannot read '/tmp': it is a directory, a file is expected"},
-      {{"--drift-after", "0"}, "--drift-after must be at least 1"},
-      {{"--drift-after", "5", "--drift-scale", "x"}, "--drift-scale: 'x' is not a factor > 0"},
+      {{"--drift-after", "0"}, "--drift-after: 0 is outside [1, 1000000]"},
+      {{"--drift-after", "5", "--drift-scale", "x"}, "--drift-scale: factor 'x' is not a number in (0, 1000]"},
       {{"--drift-after", "5", "--drift-scale", "64=2,abc"}, "--drift-scale: 'abc' is not B=F"},
       {{"--synthetic", "--drift-after", "5", "--drift-scale", "48=2"}, "drift: workload 'synthetic-cnn' has no batch size 48"},
-      {{"--window", "0"}, "--window must be at least 1"},
+      {{"--window", "0"}, "--window: 0 is outside [1, 1000000]"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv = {JOULE_BINARY, "simulate"};
@@ -367,12 +367,12 @@ TEST(SimulateCliTest, TranslationWithProfiledSizesAndBadInput) {
 
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--learned-on", "p100"}, "no bundled power trace for GPU 'p100'"},
-      {{"--learned-on", "v100", "--translate-with", "guess"}, "--translate-with 'guess': expected trace"},
-      {{"--learned-on", "v100", "--translate-with", "profiled:0"}, "--translate-with 'profiled:0'"},
+      {{"--learned-on", "v100", "--translate-with", "guess"}, "--translate-with: 'guess' is not trace, profiled:N"},
+      {{"--learned-on", "v100", "--translate-with", "profiled:0"}, "--translate-with: profiled:0 is outside [1, 1000]"},
       {{"--learned-on", "v100", "--workload", "squad", "--translate-with", "sizes:7"},
        "profiled batch size 7 of 'squad' is not run on both GPUs"},
       {{"--learned-on", "v100", "--policy", "grid"}, "--policy does not apply with --learned-on"},
-      {{"--learned-on", "v100", "--deploy-recurrences", "0"}, "--deploy-recurrences 0 must be >= 1"},
+      {{"--learned-on", "v100", "--deploy-recurrences", "0"}, "--deploy-recurrences: 0 is outside [1, 100000]"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv = {JOULE_BINARY, "simulate", "--gpu", "a40"};

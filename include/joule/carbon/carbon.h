@@ -115,5 +115,7 @@ struct Footprint {
 Footprint footprint(const Basis& basis, double energy_j);
 
 constexpr double kJoulesPerKwh = 3.6e6;
+// The largest grid intensity taken, g CO2e/kWh (coal alone is about 1000).
+constexpr double kMaxGramsPerKwh = 5000.0;
 
 }  // namespace joule::carbon

@@ -106,6 +106,21 @@ struct ClusterTraceShape {
   double runtime_spread = 1.5;      // log-normal sigma of group medians
   double job_runtime_spread = 0.3;  // log-normal sigma of jobs around their group's median
 };
+// The shapes generate_cluster_trace() takes: jobs and groups from 1, days,
+// the alpha and the median runtime positive, the weight from 1, the bursty
+// fraction within [0, 1], spreads from 0, each up to its limit here (memory
+// is per group, the rows are streamed). Anything else, NaN included, is a
+// UsageError naming the field and its range, before a row is written.
+struct ClusterTraceLimits {
+  std::size_t max_jobs = 100'000'000;
+  std::size_t max_groups = 1'000'000;
+  double max_days = 36'500;  // a century
+  double max_group_size_alpha = 100;
+  double max_group_weight = 1e6;
+  double max_median_runtime_s = 365 * 86'400.0;
+  double max_runtime_spread = 5;  // e^5: a sigma of 150x already
+};
+inline constexpr ClusterTraceLimits kClusterTraceLimits{};
 void generate_cluster_trace(const ClusterTraceShape& shape, std::ostream& out);
 
 struct ClusterReplayOptions {
