@@ -134,6 +134,8 @@ int run_serve(const ServeCliOptions& o) {
   options.max_connections = o.max_connections;
   options.max_anonymous_remote_connections = o.max_anonymous_connections;
   if (!o.quiet) options.log = [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; };
+  // Internal errors (500s) go to the log even with --quiet: each is a bug to report.
+  options.error_log = [](const std::string& line) { std::cerr << "joule serve: " + line + "\n"; };
   if (!o.tokens_file.empty()) {
     // Token file news (re-read, or refused and kept) go to the log even with --quiet.
     options.tokens = std::make_shared<service::TokenFile>(

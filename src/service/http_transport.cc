@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <list>
 
+#include "joule/common/utf8.h"
 #include "joule/error.h"
 
 namespace joule::service::http {
@@ -36,8 +37,13 @@ constexpr Milliseconds kAcceptRetry{100};
 // File descriptors kept for the store, the log and the tokens file.
 constexpr rlim_t kReservedDescriptors = 128;
 
+// what may hold the client's bytes (its request line): written with U+FFFD
+// for any that are not UTF-8, never thrown over.
 Response error_response(int status, const std::string& what) {
-  return {status, "application/json", nlohmann::json{{"error", what}}.dump(), {}, /*close=*/true};
+  return {status, "application/json",
+          nlohmann::json{{"error", what}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+          {},
+          /*close=*/true};
 }
 
 double seconds(Milliseconds d) { return std::chrono::duration<double>(d).count(); }
@@ -64,28 +70,6 @@ std::size_t connections_the_fd_limit_allows() {
 }
 
 }  // namespace
-
-bool is_loopback_address(const std::string& address) {
-  return address.rfind("127.", 0) == 0 || address == "::1" || address.rfind("::ffff:127.", 0) == 0;
-}
-
-std::optional<std::string> percent_decoded(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i + 1])) ||
-        !std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-      return std::nullopt;
-    }
-    out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
-    i += 2;
-  }
-  return out;
-}
 
 class Connection;
 
@@ -250,7 +234,7 @@ void Connection::on_header(const beast::error_code& ec) {
     // has); less than that is closed unanswered.
     const std::optional<std::string> line = request_line();
     if (!line) return close();
-    return refuse(400, fmt::format("{}: refused (a malformed or incomplete request)", *line));
+    return refuse(400, fmt::format("{}: refused (a malformed or incomplete request)", printable(*line)));
   }
   if (ec == bhttp::error::body_limit) {
     return refuse(413, "the request body is larger than the service takes");
@@ -260,7 +244,7 @@ void Connection::on_header(const beast::error_code& ec) {
   }
   if (is_parse_error(ec)) {
     return refuse(400, fmt::format("{}: refused (a malformed or incomplete request)",
-                                   request_line().value_or("the request")));
+                                   printable(request_line().value_or("the request"))));
   }
   if (ec) return close();  // hung up, or the socket failed
   admit();
@@ -288,11 +272,8 @@ std::optional<std::string> Connection::request_line() const {
 
 Request Connection::head() const {
   const auto& m = parser_->get();
-  Request r;
-  r.method = std::string(m.method_string());
-  const std::string_view target(m.target().data(), m.target().size());
-  const std::string_view path = target.substr(0, target.find('?'));
-  r.path = percent_decoded(path).value_or(std::string(path));
+  Request r = request_of(std::string_view(m.method_string().data(), m.method_string().size()),
+                         std::string_view(m.target().data(), m.target().size()));
   r.remote_address = address_;
   r.remote = remote_;
   r.authorization = std::string(m[bhttp::field::authorization]);
@@ -302,7 +283,12 @@ Request Connection::head() const {
 void Connection::admit() {
   request_ = head();
   keep_alive_ = parser_->get().keep_alive();
-  Admission admission = server_.handler.admit(request_);
+  Admission admission;
+  try {
+    admission = server_.handler.admit(request_);
+  } catch (...) {  // the handler's to prevent; an exception here would end the I/O thread
+    return refuse(500, "internal error: the request could not be routed; nothing was changed");
+  }
   if (admission.authenticated && anonymous) {
     anonymous = false;
     --server_.anonymous_count;
@@ -352,7 +338,8 @@ void Connection::on_body(const beast::error_code& ec) {
   }
   if (ec == bhttp::error::body_limit) return refuse(413, "the request body is larger than the service takes");
   if (is_parse_error(ec)) {
-    return refuse(400, fmt::format("{} {}: refused (a malformed or incomplete request)", request_.method, request_.path));
+    return refuse(400, fmt::format("{} {}: refused (a malformed or incomplete request)", request_.method,
+                                   printable(request_.path)));
   }
   if (ec) return close();
   dispatch();
@@ -363,9 +350,13 @@ void Connection::dispatch() {
   disarm();
   request_.body = std::move(parser_->get().body());
   parser_.reset();
-  server_.handler.handle(std::move(request_), std::move(context_), [self = shared_from_this()](Response response) {
-    asio::post(self->server_.io, [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
-  });
+  try {
+    server_.handler.handle(std::move(request_), std::move(context_), [self = shared_from_this()](Response response) {
+      asio::post(self->server_.io, [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
+    });
+  } catch (...) {  // as in admit(): never past the I/O thread
+    refuse(500, "internal error: the request could not be queued");
+  }
 }
 
 // An answer of the transport's own, logged by the handler; the connection closes after it.
@@ -377,7 +368,10 @@ void Connection::refuse(int status, const std::string& what) {
     logged.path = line.find(' ') == std::string::npos ? "" : line.substr(line.find(' ') + 1);
   }
   logged.remote_address = address_;
-  server_.handler.refused(logged, status);
+  try {
+    server_.handler.refused(logged, status);
+  } catch (...) {  // a log line is not worth the I/O thread
+  }
   write(error_response(status, what));
 }
 

@@ -38,7 +38,12 @@ namespace joule::service::http {
 
 struct Request {
   std::string method;
-  std::string path;  // percent-decoded, without the query
+  std::string target;  // as sent: the path, then '?' and the query; any bytes
+  std::string path;    // the target's path, percent-decoded
+  std::string query;   // the target's query, percent-decoded ("": none)
+  // The offset in target of its first malformed percent-escape (a '%'
+  // without two hex digits after it, kept as sent in path or query).
+  std::optional<std::size_t> malformed_escape_at;
   std::string remote_address;
   bool remote = false;  // another machine's (not loopback, or listed in Limits::remote_addresses)
   std::string authorization;
@@ -121,7 +126,9 @@ class Transport {
 
 // "127.x", "::1", "::ffff:127.x".
 bool is_loopback_address(const std::string& address);
-// %XX decoded ('+' kept); nullopt for a malformed escape.
-std::optional<std::string> percent_decoded(std::string_view text);
+// A request's method and target as the transport reads them: the target
+// split into path and query, each percent-decoded ('+' kept). Nothing is
+// checked here: the bytes may be anything (the handler decides).
+Request request_of(std::string_view method, std::string_view target);
 
 }  // namespace joule::service::http

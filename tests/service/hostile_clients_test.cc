@@ -14,13 +14,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "common/test_support.h"
+#include "joule/common/utf8.h"
 #include "joule/service/client.h"
 #include "joule/service/http_server.h"
 #include "joule/service/job_store.h"
@@ -42,6 +45,9 @@ class StubStore : public JobStore {
   explicit StubStore(const std::string& path) : inner_(open_job_store("sqlite:" + path)) {}
 
   std::atomic<bool> down{false};  // health() unavailable, reads throw StoreUnavailableError
+  // job() throws what no store should: 1 a std::exception whose text is not
+  // UTF-8, 2 something that is not a std::exception at all.
+  std::atomic<int> job_throws{0};
 
   // jobs() waits until release() (requests pile up on the store's workers).
   void block() {
@@ -58,7 +64,11 @@ class StubStore : public JobStore {
   int waiting() const { return waiting_; }
 
   std::unique_ptr<StoreTransaction> begin() override { return inner_->begin(); }
-  std::optional<StoredJob> job(const std::string& name) override { return inner_->job(name); }
+  std::optional<StoredJob> job(const std::string& name) override {
+    if (job_throws == 1) throw std::runtime_error("stub store: \xff\xfe is no text");
+    if (job_throws == 2) throw 47;
+    return inner_->job(name);
+  }
   std::vector<StoredJob> jobs() override {
     if (down) throw StoreUnavailableError("the stub store is down");
     std::unique_lock lock(mutex_);
@@ -355,6 +365,49 @@ TEST(HostileClientsTest, HealthDoesNotWaitBehindRequestsBlockedOnTheStore) {
   EXPECT_LT(seconds_since(asked), 1.0);
   store->release();
   for (auto& client : blocked) EXPECT_EQ(client->answer(5.0).rfind("HTTP/1.1 200 ", 0), 0u);
+}
+
+// Issue 47: an exception that a route let out ended the server: on a worker
+// thread, an exception of another type than std::exception, or a
+// std::exception whose text is not UTF-8 (the catch block's own reply threw).
+// Now that request is a 500 in valid JSON, logged once with its request
+// line, counted in /metrics, and the service goes on.
+TEST(HostileClientsTest, AnExceptionOutOfARouteIsThatRequestsOwn500) {
+  testing::TempDir dir;
+  auto store = std::make_shared<StubStore>(dir.file("jobs.db"));
+  std::mutex log_mutex;
+  std::vector<std::string> lines;
+  ServeOptions options;
+  options.log = [&](const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    lines.push_back(line);
+  };
+  Served served(store, options);
+  BatchSizeClient client(served.url());
+  ASSERT_TRUE(client.register_job(small_job("held")));
+  for (const int kind : {1, 2}) {
+    SCOPED_TRACE(kind);
+    store->job_throws = kind;
+    RawConnection connection(served.port());
+    ASSERT_TRUE(connection.send_text("GET /v1/jobs/held HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    const std::string answer = connection.answer(5.0);
+    store->job_throws = 0;
+    ASSERT_EQ(answer.rfind("HTTP/1.1 500", 0), 0u) << answer;
+    const nlohmann::json body = nlohmann::json::parse(answer.substr(answer.find("\r\n\r\n") + 4));
+    EXPECT_NE(body.at("error").get<std::string>().find("internal error"), std::string::npos) << body;
+    EXPECT_EQ(client.health()["status"], "ok");
+    EXPECT_EQ(client.job("held")["spec"]["name"], "held");
+  }
+  RawConnection scrape(served.port());
+  scrape.send_text("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  const std::string metrics = scrape.answer(5.0);
+  EXPECT_EQ(metric(metrics, "joule_service_internal_errors_total"), 2) << metrics;
+  std::lock_guard lock(log_mutex);
+  const auto internal = std::count_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.find("internal error answering GET /v1/jobs/held") != std::string::npos;
+  });
+  EXPECT_EQ(internal, 2);
+  for (const std::string& line : lines) EXPECT_TRUE(is_valid_utf8(line)) << printable(line);
 }
 
 }  // namespace

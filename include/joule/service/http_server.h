@@ -65,6 +65,9 @@ struct ServeOptions {
   std::vector<std::string> treat_as_remote;
   // One line per request (method, path, status, milliseconds); null: none.
   std::function<void(const std::string&)> log;
+  // A request answered 500 (an error of the service's own): one line with
+  // the request line and what went wrong; null: to `log`.
+  std::function<void(const std::string&)> error_log;
 };
 
 // What a request may touch: every job (no grant: a loopback client without
