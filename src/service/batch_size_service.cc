@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 
+#include "joule/common/utf8.h"
 #include "joule/optimize/batch_size_optimizer.h"
 #include "joule/optimize/cost.h"
 #include "service/group_commit.h"
@@ -24,6 +25,29 @@ constexpr std::size_t kMaxNameLength = 200;
 constexpr std::size_t kMaxBatchSizes = 256;
 
 [[noreturn]] void bad_request(const std::string& what) { throw RequestError(400, what); }
+
+// A GPU model or node name: stored, listed, exported and logged, so held to
+// what every one of those can carry (docs/service.md, "Names"): at most
+// input_limits::kMaxLabelBytes of UTF-8 without control characters.
+void check_label(const std::string& text, const char* what) {
+  if (text.size() > input_limits::kMaxLabelBytes) {
+    bad_request(fmt::format("{} is {} bytes long; at most {} are taken", what, text.size(), input_limits::kMaxLabelBytes));
+  }
+  if (const auto at = first_invalid_utf8(text)) bad_request(fmt::format("{} holds invalid UTF-8 at byte {}", what, *at));
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // C0 controls and DEL; C1 controls are U+0080-U+009F, encoded C2 80-9F.
+    const bool c1 = c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c1) {
+      bad_request(fmt::format("{} holds a control character at byte {} ('{}')", what, i, printable(text)));
+    }
+  }
+}
+
+// Text read back from the store for an answer or a message: as it is when
+// it is UTF-8 (an older joule, or a person with sqlite3, may have left
+// bytes that are not), else written printable.
+std::string stored_text(const std::string& text) { return is_valid_utf8(text) ? text : printable(text); }
 
 template <typename T>
 T field(const nlohmann::json& j, const char* name, const char* what) {
@@ -212,7 +236,7 @@ LoadedState load_state(const StoredJob& job, const JobSpec& spec) {
     }
     return {std::move(optimizer), ""};
   } catch (const std::exception& e) {
-    return {std::nullopt, fmt::format("its stored optimizer state cannot be read ({})", e.what())};
+    return {std::nullopt, fmt::format("its stored optimizer state cannot be read ({})", printable(e.what()))};
   }
 }
 
@@ -221,7 +245,7 @@ std::optional<JobSpec> load_spec(const StoredJob& job, std::string* damage) {
   try {
     return stored_spec(job);
   } catch (const std::exception& e) {
-    *damage = e.what();
+    *damage = printable(e.what());
     return std::nullopt;
   }
 }
@@ -274,6 +298,10 @@ nlohmann::json power_profile_json(const std::vector<PowerProfileEntry>& entries)
 
 nlohmann::json parse_request_body(const std::string& body) {
   if (body.empty()) return nlohmann::json::object();
+  // JSON is UTF-8; the parser's own message would echo the bytes.
+  if (const auto at = first_invalid_utf8(body)) {
+    throw RequestError(400, fmt::format("the request body holds invalid UTF-8 at byte {}; nothing was changed", *at));
+  }
   try {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::out_of_range& e) {
@@ -290,10 +318,10 @@ nlohmann::json parse_request_body(const std::string& body) {
     }
     const std::string range = range_of_field(key);
     throw RequestError(400, fmt::format("the request body: {} is beyond any number this service takes{} ({})",
-                                        key.empty() ? "a number" : "'" + key + "'",
-                                        range.empty() ? "" : "; it must be a number in " + range, e.what()));
+                                        key.empty() ? "a number" : "'" + printable(key) + "'",
+                                        range.empty() ? "" : "; it must be a number in " + range, printable(e.what())));
   } catch (const nlohmann::json::exception& e) {
-    throw RequestError(400, fmt::format("the request body is not valid JSON ({})", e.what()));
+    throw RequestError(400, fmt::format("the request body is not valid JSON ({})", printable(e.what())));
   }
 }
 
@@ -329,6 +357,7 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
   if (given("max_epochs")) s.max_epochs = static_cast<int>(whole_field_in(j, "max_epochs", kWhat, 0, limits::kMaxEpochs));
   if (given("window")) s.window = static_cast<std::size_t>(whole_field_in(j, "window", kWhat, 1, limits::kMaxWindow));
   s.gpu_model = field_or<std::string>(j, "gpu_model", kWhat, "");
+  check_label(s.gpu_model, "job spec: 'gpu_model'");
   if (given("gpu_count")) s.gpu_count = static_cast<int>(whole_field_in(j, "gpu_count", kWhat, 1, limits::kMaxGpuCount));
   s.max_power_w = number_in(j, "max_power_w", kWhat, kPowerW);
   if (given("seed")) {
@@ -618,7 +647,7 @@ bool BatchSizeService::register_job(const JobSpec& given) {
   if (auto existing = txn->job(spec.name)) {
     if (existing->spec_json == spec_json) return false;
     throw RequestError(409, fmt::format("job '{}' exists with a different spec (its spec: {})", spec.name,
-                                        existing->spec_json));
+                                        stored_text(existing->spec_json)));
   }
   txn->insert_job({spec.name, spec_json, optimizer_for(spec).to_json().dump(), 1, unix_time_s()});
   txn->commit();
@@ -626,6 +655,8 @@ bool BatchSizeService::register_job(const JobSpec& given) {
 }
 
 Assignment BatchSizeService::ask(const std::string& job_name, const std::string& node, const std::string& gpu_model) {
+  check_label(node, "ask: 'node'");
+  check_label(gpu_model, "ask: 'gpu_model'");
   Assignment a;
   writes_->submit([&](WriteBatch& batch) {
     WorkingJob& job = batch.job(job_name);
@@ -709,6 +740,8 @@ ProgressAdvice BatchSizeService::progress(int64_t recurrence_id, const Recurrenc
 
 void BatchSizeService::put_power_profile(const std::string& job_name, const std::string& gpu_model, int batch_size,
                                          const nlohmann::json& entries) {
+  if (gpu_model.empty()) bad_request("power profile: the GPU model is empty");
+  check_label(gpu_model, "power profile: the GPU model");
   const auto parsed = profile_entries(entries);
   auto txn = store_->begin();
   const JobSpec spec = usable_spec(job_or_404(*txn, job_name));
@@ -784,7 +817,7 @@ nlohmann::json BatchSizeService::export_job(const std::string& name) {
                            {"batch_size", r.batch_size},
                            {"power_limit_w", opt(r.power_limit_w)},
                            {"threshold_cost", opt(r.threshold_cost)},
-                           {"node", r.node},
+                           {"node", stored_text(r.node)},
                            {"started_at", r.started_at_s},
                            {"finished_at", opt(r.finished_at_s)},
                            {"energy_j", opt(r.energy_j)},
@@ -804,7 +837,7 @@ nlohmann::json BatchSizeService::export_job(const std::string& name) {
   // A damaged job's export is what there is to repair it from: the state as
   // stored (as text when it is not JSON) and why it is damaged.
   const nlohmann::json state = nlohmann::json::parse(stored->state_json, nullptr, /*allow_exceptions=*/false);
-  out["state"] = state.is_discarded() ? nlohmann::json(stored->state_json) : state;
+  out["state"] = state.is_discarded() ? nlohmann::json(stored_text(stored->state_json)) : state;
   if (!summary.damaged.empty()) out["damaged"] = summary.damaged;
   return out;
 }

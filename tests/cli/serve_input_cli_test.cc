@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// `joule serve` under the numbers and stored states that broke it (issue 31):
-// the real binary on a SQLite file, requests through curl (bodies the C++
-// client cannot write, such as 1e400), `joule jobs list` and `joule jobs reset`.
+// `joule serve` under the numbers and stored states that broke it (issue 31)
+// and the bytes that killed it (issue 47): the real binary on a SQLite file,
+// requests through curl (bodies the C++ client cannot write, such as 1e400)
+// or written byte for byte on a socket, `joule jobs list` and `joule jobs reset`.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/test_support.h"
+#include "joule/common/utf8.h"
 #include "joule/service/client.h"
 
 namespace joule {
@@ -39,6 +41,7 @@ class Server {
     pid_ = -1;
   }
   std::string url() const { return fmt::format("http://127.0.0.1:{}", port_); }
+  int port() const { return port_; }
   std::string log() const { return testing::read_file(err_path_); }
 
  private:
@@ -191,6 +194,101 @@ TEST(ServeInputCliTest, ADamagedJobIsListedAndOneCommandRepairsIt) {
   // Without --store, or for an unknown job, reset says why.
   EXPECT_EQ(run_process({JOULE_BINARY, "jobs", "reset", "broken"}).exit_code, 2);
   EXPECT_NE(run_process({JOULE_BINARY, "jobs", "reset", "nobody", "--store", store}).exit_code, 0);
+}
+
+// One request written as given (any bytes) on a connection of its own.
+Reply raw_request(int port, const std::string& method, const std::string& target, const std::string& body = "",
+                  const std::string& extra_headers = "") {
+  testing::RawConnection connection(port);
+  if (!connection.connected()) return {-1, "no connection"};
+  connection.send_text(fmt::format("{} {} HTTP/1.1\r\nHost: 127.0.0.1\r\n{}Content-Length: {}\r\n\r\n{}", method,
+                                   target, extra_headers, body.size(), body));
+  const std::string answer = connection.answer(5.0);
+  const auto head_end = answer.find("\r\n\r\n");
+  if (answer.rfind("HTTP/1.1 ", 0) != 0 || head_end == std::string::npos) return {-1, answer};
+  return {std::stoi(answer.substr(9, 3)), answer.substr(head_end + 4)};
+}
+
+int64_t count_rows(const std::string& db_path, const std::string& table) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, ("SELECT count(*) FROM " + table).c_str(), -1, &stmt, nullptr), SQLITE_OK);
+  const int64_t n = sqlite3_step(stmt) == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : -1;
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return n;
+}
+
+// Issue 47: any byte that was not UTF-8, in a body, the path (raw or
+// percent-escaped), the query or the Authorization header, ended joule
+// serve (std::terminate: the error text echoing it could not be written as
+// JSON), and PUT .../profiles/%ff/16 stored 0xFF as a GPU model. Each is now
+// a 400 naming where the byte is; the service lives on; nothing is stored.
+TEST(ServeInputCliTest, BytesThatAreNotUtf8AreA400NamingWhereAndTheServiceLivesOn) {
+  testing::TempDir tmp;
+  const std::string db = tmp.file("jobs.db");
+  Server server(tmp, "sqlite:" + db);
+  service::BatchSizeClient client(server.url());
+  client.register_job(job_named("a"));
+  const int64_t id = client.ask("a", "n").recurrence_id;
+  const std::string result = R"({"energy_j": 1000, "time_s": 10, "reached_target": true, "note": ")";
+  struct Variant {
+    std::string method, target, body, headers, where;
+  };
+  const std::vector<Variant> variants = {
+      {"POST", fmt::format("/v1/recurrences/{}/result", id), result + "\xff\"}", "", "the request body"},
+      {"POST", fmt::format("/v1/recurrences/{}/progress", id),
+       "{\"epochs\": 1, \"energy_j\": 1, \"time_s\": 1, \"x\": \"\xed\xa0\x80\"}", "", "the request body"},
+      {"POST", "/v1/jobs/a/recurrences", "{\"node\":\"\xff\"}", "", "the request body"},
+      {"POST", "/v1/jobs/a/recurrences", "{\"node\":\"n\", \"gpu_model\":\"\xc3\x28\"}", "", "the request body"},
+      {"POST", "/v1/jobs",
+       "{\"name\": \"b\xe2\x82\", \"batch_sizes\": [32], \"default_batch_size\": 32, \"max_power_w\": 300}", "",
+       "the request body"},
+      {"PUT", "/v1/jobs/a/profiles/%ff/64",
+       R"({"entries": [{"power_limit_w": 300, "time_per_epoch_s": 10, "avg_power_w": 250}]})", "",
+       "the request path"},
+      {"PUT", "/v1/jobs/a/profiles/\xc0\xaf/64",
+       R"({"entries": [{"power_limit_w": 300, "time_per_epoch_s": 10, "avg_power_w": 250}]})", "",
+       "the request path"},
+      {"GET", "/v1/jobs/%ff", "", "", "the request path"},
+      {"GET", "/v1/jobs/\xff", "", "", "the request path"},
+      {"GET", "/v1/jobs/a/export?since=%fe", "", "", "the request query"},
+      {"GET", "/v1/jobs/a", "", "Authorization: Bearer \xff\r\n", "the Authorization header"},
+  };
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.method + " " + printable(v.target) + " " + printable(v.body));
+    const Reply r = raw_request(server.port(), v.method, v.target, v.body, v.headers);
+    ASSERT_EQ(r.status, 400) << printable(r.body) << "\n" << server.log();
+    const nlohmann::json answer = nlohmann::json::parse(r.body);  // valid UTF-8 and JSON
+    const std::string error = answer.at("error");
+    EXPECT_NE(error.find(v.where), std::string::npos) << error;
+    EXPECT_NE(error.find("invalid UTF-8 at byte"), std::string::npos) << error;
+    EXPECT_EQ(raw_request(server.port(), "GET", "/healthz").status, 200) << server.log();
+  }
+  // Valid UTF-8 that no GPU model or node name may hold: a control character.
+  const Reply control = raw_request(server.port(), "PUT", "/v1/jobs/a/profiles/A40%0A/64", variants[5].body);
+  EXPECT_EQ(control.status, 400) << control.body;
+  EXPECT_NE(control.body.find("control character"), std::string::npos) << control.body;
+  const Reply node = raw_request(server.port(), "POST", "/v1/jobs/a/recurrences", R"({"node": "n\u0007"})");
+  EXPECT_EQ(node.status, 400) << node.body;
+  EXPECT_NE(node.body.find("'node'"), std::string::npos) << node.body;
+
+  // Nothing was stored: one job, its one recurrence still open, no profile.
+  EXPECT_EQ(client.job("a")["in_flight"], 1);
+  EXPECT_EQ(client.jobs().size(), 1u);
+  EXPECT_EQ(count_rows(db, "recurrences"), 1);
+  EXPECT_EQ(count_rows(db, "power_profiles"), 0);
+  const Reply exported = raw_request(server.port(), "GET", "/v1/jobs/a/export");
+  EXPECT_EQ(exported.status, 200);
+  EXPECT_TRUE(is_valid_utf8(exported.body));
+  // A sound request still works, and the log names the refusals printably.
+  EXPECT_EQ(raw_request(server.port(), "PUT", "/v1/jobs/a/profiles/NVIDIA%20A40/64", variants[5].body).status, 204);
+  EXPECT_EQ(count_rows(db, "power_profiles"), 1);
+  const std::string log = server.log();
+  EXPECT_NE(log.find("GET /v1/jobs/%ff 400"), std::string::npos) << log;
+  EXPECT_TRUE(is_valid_utf8(log)) << printable(log);
+  EXPECT_EQ(log.find("terminate"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "common/postgres_server.h"
 #include "common/test_support.h"
+#include "joule/common/utf8.h"
 #include "joule/optimize/batch_size_optimizer.h"
 #include "joule/optimize/cost.h"
 #include "joule/service/batch_size_service.h"
@@ -936,6 +937,63 @@ TEST_P(BatchSizeServiceTest, ADamagedSpecIsListedAndRefusedNotA500) {
   EXPECT_EQ(refusal_of([&] { again.reset_job("nospec"); }).status, 409);
   EXPECT_EQ(again.export_job("nospec")["phase"], "damaged");
   EXPECT_EQ(again.ask("fine", "n").batch_size, 64);
+}
+
+// Issue 47: every name the service stores is listed, exported, logged and
+// scraped; a GPU model or node name with bytes that are not UTF-8 was stored
+// (PUT .../profiles/%ff/16 answered 204), and an export holding one could not
+// be written. Such names, control characters and names past 256 bytes are a
+// 400 naming the field, and nothing is stored.
+TEST_P(BatchSizeServiceTest, NamesThatAreNotPrintableUtf8AreRefusedAndNothingIsStored) {
+  BatchSizeService service(open_job_store(url_));
+  service.register_job(spec_named("job"));
+  const nlohmann::json entries = {{{"power_limit_w", 250}, {"time_per_epoch_s", 10}, {"avg_power_w", 200}}};
+  nlohmann::json spec = spec_named("other").to_json();
+  spec["gpu_model"] = std::string("V100\x01", 5);
+  const std::vector<std::pair<std::function<void()>, std::string>> refused = {
+      {[&] { service.ask("job", "\xff"); }, "'node'"},
+      {[&] { service.ask("job", "gpu-node-1\n"); }, "'node'"},
+      {[&] { service.ask("job", std::string(257, 'n')); }, "'node'"},
+      {[&] { service.ask("job", "n", "A40\xc3"); }, "'gpu_model'"},
+      {[&] { service.ask("job", "n", "A40\xc2\x85"); }, "'gpu_model'"},  // U+0085, a C1 control
+      {[&] { service.put_power_profile("job", "\xff", 64, entries); }, "GPU model"},
+      {[&] { service.put_power_profile("job", "\xc0\xaf", 64, entries); }, "GPU model"},  // an overlong '/'
+      {[&] { service.put_power_profile("job", "A40\t", 64, entries); }, "GPU model"},
+      {[&] { service.put_power_profile("job", "", 64, entries); }, "GPU model"},
+      {[&] { service.register_job(JobSpec::from_json(spec)); }, "'gpu_model'"},
+  };
+  for (const auto& [call, field] : refused) {
+    SCOPED_TRACE(field);
+    const Refusal r = refusal_of(call);
+    EXPECT_EQ(r.status, 400) << r.what;
+    EXPECT_NE(r.what.find(field), std::string::npos) << r.what;
+    EXPECT_TRUE(is_valid_utf8(r.what)) << printable(r.what);
+  }
+  EXPECT_EQ(service.export_job("job")["recurrences"].size(), 0u);
+  EXPECT_EQ(service.jobs().size(), 1u);
+  // Names in UTF-8 that are not ASCII are names.
+  service.put_power_profile("job", "NVIDIA A40 (\xce\xa9)", 64, entries);
+  EXPECT_EQ(service.ask("job", "n\xc5\x93ud-1", "NVIDIA A40 (\xce\xa9)").power_limit_w, 250.0);
+}
+
+// A node name or a state that an older joule, or a person with sqlite3, left
+// in the store with bytes that are not UTF-8 is exported printable, so the
+// export can be written as JSON.
+TEST(ServiceInputTest, StoredBytesThatAreNotUtf8AreExportedPrintable) {
+  TempDir dir;
+  const std::string url = "sqlite:" + dir.file("jobs.db");
+  BatchSizeService service(open_job_store(url));
+  service.register_job(spec_named("job"));
+  service.ask("job", "n");
+  kSqlite.exec(url, "UPDATE recurrences SET node = CAST(X'6E6F6465FF' AS TEXT)");
+  kSqlite.exec(url, "UPDATE jobs SET state = CAST(X'7B22FE' AS TEXT)");
+  BatchSizeService again(open_job_store(url));
+  const nlohmann::json exported = again.export_job("job");
+  EXPECT_EQ(exported["recurrences"][0]["node"], "node\\xFF");
+  EXPECT_EQ(exported["state"], "{\"\\xFE");
+  EXPECT_NE(exported["damaged"].get<std::string>().find("cannot be read"), std::string::npos) << exported;
+  EXPECT_TRUE(is_valid_utf8(exported["damaged"].get<std::string>())) << printable(exported["damaged"].get<std::string>());
+  EXPECT_NO_THROW((void)exported.dump());
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, BatchSizeServiceTest, ::testing::Values(kSqlite, kPostgres),

@@ -51,6 +51,8 @@ inline constexpr double kMaxBeta = 100.0;
 inline constexpr int64_t kMaxWindow = 1'000;  // observations per size kept in the state
 inline constexpr int64_t kMaxGpuCount = 1'000'000;
 inline constexpr std::size_t kMaxProfileEntries = 1'000;
+// GPU model and node names: bytes of UTF-8 (docs/service.md, "Names").
+inline constexpr std::size_t kMaxLabelBytes = 256;
 // The largest cost an accepted report can have: a measured cost is a mix
 // (eta) of energy <= kMaxEnergyJ and max_power * time <= kMaxPowerW *
 // kMaxTimeS = 1e14; a run stopped early costs its threshold, beta times such
@@ -58,9 +60,11 @@ inline constexpr std::size_t kMaxProfileEntries = 1'000;
 inline constexpr double kMaxCost = kMaxBeta * kMaxEnergyJ;
 }  // namespace input_limits
 
-// A request's body as JSON (empty: {}). Not JSON, or a number no double holds
-// (1e400, which the parser refuses as out of range), is a RequestError(400);
-// for such a number the message names its field and the field's range.
+// A request's body as JSON (empty: {}). Bytes that are not UTF-8 (named by
+// offset), not JSON, or a number no double holds (1e400, which the parser
+// refuses as out of range), are a RequestError(400); for such a number the
+// message names its field and the field's range. No message echoes bytes
+// that are not printable UTF-8.
 nlohmann::json parse_request_body(const std::string& body);
 
 // A power profile as the service takes it (PUT .../profiles/...: "entries").
