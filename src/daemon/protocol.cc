@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "joule/common/utf8.h"
+
 namespace joule::daemon {
 
 const char* to_string(Op op) {
@@ -25,6 +27,11 @@ const char* to_string(Op op) {
 Request parse_request(std::string_view line) {
   if (line.size() > kMaxMessageBytes) {
     throw ProtocolError(fmt::format("message of {} bytes exceeds the {}-byte limit", line.size(), kMaxMessageBytes));
+  }
+  // Named here rather than left to the parser: a client's bytes never reach
+  // a reply or the log unless they are printable UTF-8.
+  if (const auto at = first_invalid_utf8(line)) {
+    throw ProtocolError(fmt::format("the request holds invalid UTF-8 at byte {}", *at));
   }
   const nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw ProtocolError("not valid JSON");
@@ -57,7 +64,9 @@ Request parse_request(std::string_view line) {
   } else if (name == "release") {
     request.op = Op::kRelease;
   } else {
-    throw ProtocolError(fmt::format("unknown op \"{}\" (state, lease, set_power_limit, restore_default, lock_clock, reset_clock, restore, release)", name));
+    throw ProtocolError(fmt::format("unknown op \"{}\" (state, lease, set_power_limit, restore_default, lock_clock, "
+                                    "reset_clock, restore, release)",
+                                    printable(name)));
   }
   if (request.op != Op::kState) {
     const auto gpu = j.find("gpu");
@@ -112,7 +121,8 @@ std::string ok_response(uint64_t id, nlohmann::json body) {
   body["v"] = kProtocolVersion;
   body["id"] = id;
   body["ok"] = true;
-  return body.dump() + "\n";
+  // A GPU's name or a driver's error text is not ours to trust either.
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string error_response(std::optional<uint64_t> id, const std::string& code, const std::string& reason) {

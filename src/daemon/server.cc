@@ -18,6 +18,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "joule/common/utf8.h"
+
 namespace joule::daemon {
 
 namespace {
@@ -251,9 +253,13 @@ bool Server::read_client(Client& client) {
       std::string reply;
       try {
         reply = handle(client, parse_request(line));
-      } catch (const ProtocolError& e) {
+      } catch (const ProtocolError& e) {  // its text holds no client bytes that are not printable
         log(fmt::format("refused from {}: malformed request: {}", client.who, e.what()));
         reply = error_response(std::nullopt, "invalid", e.what());
+      } catch (const std::exception& e) {
+        // A bug of the daemon's own: this request fails, the daemon and its leases go on.
+        log(fmt::format("internal error answering {}: {}", client.who, printable(e.what())));
+        reply = error_response(std::nullopt, "internal", printable(e.what()));
       }
       try {
         send_all(client.fd, reply);

@@ -22,6 +22,7 @@
 
 #include "common/jouled_process.h"
 #include "common/test_support.h"
+#include "joule/common/utf8.h"
 #include "joule/control/devices.h"
 #include "joule/daemon/client.h"
 #include "joule/device/discovery.h"
@@ -245,6 +246,48 @@ TEST_P(JouledTest, ThousandMalformedMessagesLeaveItServingAndTheGpusUntouched) {
   EXPECT_TRUE(jouled.set_calls().empty());
   // Still serving, and still changing GPUs for a well-formed request.
   EXPECT_EQ(set_limit(jouled.socket, 0, 210), "ok 210.0");
+}
+
+// Issue 47's audit of jouled: a request line holding bytes that are not
+// UTF-8 is refused naming the byte (it was "not valid JSON"), and no reply
+// or log line carries a client's bytes raw: an op name with a newline would
+// have forged a line of jouled's log. The daemon serves on, GPUs untouched.
+TEST_P(JouledTest, BytesThatAreNotUtf8AreRefusedNamingTheByteAndNeverEchoedRaw) {
+  Jouled jouled(GetParam());
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strcpy(address.sun_path, jouled.socket.c_str());
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const auto reply_to = [&](const std::string& line) {
+    const std::string message = line + "\n";
+    EXPECT_EQ(send(fd, message.data(), message.size(), MSG_NOSIGNAL), static_cast<ssize_t>(message.size()));
+    std::string reply;
+    char c = 0;
+    while (reply.size() < 8192 && read(fd, &c, 1) == 1 && c != '\n') reply += c;
+    return reply;
+  };
+  const std::string invalid[] = {"{\"v\":1,\"id\":1,\"op\":\"st\xff" "ate\"}",
+                                 "{\"v\":1,\"id\":2,\"op\":\"set_power_limit\",\"gpu\":0,\"limit_w\":\"\xc0\xaf\"}",
+                                 "\xed\xa0\x80"};
+  for (const std::string& line : invalid) {
+    SCOPED_TRACE(printable(line));
+    const std::string reply = reply_to(line);
+    ASSERT_TRUE(is_valid_utf8(reply)) << printable(reply);
+    const nlohmann::json answer = nlohmann::json::parse(reply);
+    EXPECT_EQ(answer["ok"], false);
+    EXPECT_EQ(answer["code"], "invalid");
+    EXPECT_NE(answer["error"].get<std::string>().find("invalid UTF-8 at byte"), std::string::npos) << reply;
+  }
+  // Valid UTF-8 with a newline in the op's name (JSON-escaped in the request).
+  const std::string forged = reply_to(R"({"v":1,"id":3,"op":"x\nrefused from root: forged"})");
+  EXPECT_NE(nlohmann::json::parse(forged)["error"].get<std::string>().find("x\\x0Arefused"), std::string::npos)
+      << forged;
+  close(fd);
+  EXPECT_EQ(set_limit(jouled.socket, 0, 210), "ok 210.0");
+  const std::string log = jouled.log();
+  EXPECT_TRUE(is_valid_utf8(log)) << printable(log);
+  EXPECT_EQ(log.find("\nrefused from root: forged"), std::string::npos) << log;
 }
 
 TEST_P(JouledTest, RestoreDefaultAndRestoreAndReleaseFollowTheLease) {
