@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "joule/common/input_file.h"
+#include "joule/common/utf8.h"
 #include "joule/error.h"
 
 namespace joule {
@@ -31,8 +32,11 @@ std::vector<std::string> split(const std::string& line) {
 }
 
 // One way to name a place and to parse a number, for tables and streams.
+// A file's bytes in a message (a header's name, a field) are shown as
+// printable() shows them: errors go to terminals, logs and JSON, which
+// need UTF-8.
 std::string place(const std::string& path, std::size_t line, const std::string& column, std::size_t index) {
-  return fmt::format("{}:{}: column '{}' (column {})", path, line, column, index + 1);
+  return fmt::format("{}:{}: column '{}' (column {})", path, line, printable(column), index + 1);
 }
 
 std::string missing_columns_error(const std::string& path, const std::vector<std::string>& columns,
@@ -43,6 +47,15 @@ std::string missing_columns_error(const std::string& path, const std::vector<std
   }
   if (missing.empty()) return {};
   return fmt::format("{}:1: missing column{}: {}", path, missing.find(',') == std::string::npos ? "" : "s", missing);
+}
+
+// Traces and profiles are text: a line that is not UTF-8 is refused where
+// it is, before any of its bytes can reach a name, a message or JSON.
+void require_utf8(const std::string& path, std::size_t line, std::string_view text) {
+  if (const auto at = first_invalid_utf8(text)) {
+    throw Error(fmt::format("{}:{}: byte {} of the line (0x{:02x}) is not UTF-8", path, line, *at + 1,
+                            static_cast<unsigned char>(text[*at])));
+  }
 }
 
 std::optional<double> parse_finite(const std::string& value) {
@@ -67,6 +80,7 @@ CsvTable CsvTable::read(const std::string& path) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    require_utf8(path, number, line);
     if (table.header_.empty()) {
       table.header_ = split(line);
       for (std::size_t i = 0; i < table.header_.size(); ++i) table.columns_[table.header_[i]] = i;
@@ -105,13 +119,19 @@ const std::string& CsvTable::Row::text(const std::string& column) const {
 double CsvTable::Row::number(const std::string& column) const {
   const std::string& value = text(column);
   if (const auto x = parse_finite(value)) return *x;
-  throw Error(fmt::format("{}: '{}' is not a number", table->where(line, column), value));
+  throw Error(fmt::format("{}: '{}' is not a number", table->where(line, column), printable(value)));
 }
 
 long long CsvTable::Row::integer(const std::string& column) const {
   const double x = number(column);
+  // Whole numbers a double holds exactly (2^53): beyond, the cast to long
+  // long is undefined once past its range, and the value is not the text.
+  constexpr double kLargest = 9007199254740992.0;
   if (x != std::floor(x)) {
-    throw Error(fmt::format("{}: '{}' is not a whole number", table->where(line, column), text(column)));
+    throw Error(fmt::format("{}: '{}' is not a whole number", table->where(line, column), printable(text(column))));
+  }
+  if (std::fabs(x) > kLargest) {
+    throw Error(fmt::format("{}: '{}' is outside [-2^53, 2^53]", table->where(line, column), printable(text(column))));
   }
   return static_cast<long long>(x);
 }
@@ -127,6 +147,7 @@ CsvStream::CsvStream(const std::string& path) : path_(path == "-" ? "<stdin>" : 
     ++line_;
     if (!buffer_.empty() && buffer_.back() == '\r') buffer_.pop_back();
     if (buffer_.empty()) continue;
+    require_utf8(path_, line_, buffer_);
     header_ = split(buffer_);
     for (std::size_t i = 0; i < header_.size(); ++i) columns_[header_[i]] = i;
     return;
@@ -149,6 +170,7 @@ bool CsvStream::next() {
     ++line_;
     if (!buffer_.empty() && buffer_.back() == '\r') buffer_.pop_back();
     if (buffer_.empty()) continue;
+    require_utf8(path_, line_, buffer_);
     // Views into buffer_, valid until the next call.
     fields_.clear();
     std::string_view rest(buffer_);
@@ -170,7 +192,7 @@ bool CsvStream::next() {
 double CsvStream::number(std::size_t column) const {
   const std::string value(fields_[column]);
   if (const auto x = parse_finite(value)) return *x;
-  throw Error(fmt::format("{}: '{}' is not a number", where(column), value));
+  throw Error(fmt::format("{}: '{}' is not a number", where(column), printable(value)));
 }
 
 std::string CsvStream::where(std::size_t column) const { return place(path_, line_, header_[column], column); }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -39,6 +40,14 @@ const WorkloadSpec& find_workload(const std::string& name) {
 namespace {
 
 bool same_metric(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); }
+
+// Batch sizes and epochs are kept as int: a larger value in a trace is
+// refused where it stands rather than wrapped (2^32 + 16 read as 16).
+void check_fits_int(const CsvTable& table, std::size_t line, const char* column, long long value) {
+  if (value > std::numeric_limits<int>::max()) {
+    throw Error(fmt::format("{}: {} is larger than {}", table.where(line, column), value, std::numeric_limits<int>::max()));
+  }
+}
 
 }  // namespace
 
@@ -76,6 +85,8 @@ WorkloadTrace load_workload(const std::string& train_path, const std::string& po
     const long long epoch = reached ? row.integer("target_epoch") : 0;
     if (batch <= 0) throw Error(fmt::format("{}: batch size must be positive", train.where(row.line, "batch_size")));
     if (epoch < 0) throw Error(fmt::format("{}: epoch must not be negative", train.where(row.line, "target_epoch")));
+    check_fits_int(train, row.line, "batch_size", batch);
+    check_fits_int(train, row.line, "target_epoch", epoch);
     if (!selected(row)) continue;
     const int b = static_cast<int>(batch);
     train_first_line.emplace(b, row.line);
@@ -97,6 +108,7 @@ WorkloadTrace load_workload(const std::string& train_path, const std::string& po
       if (row.number(column) <= 0) throw Error(fmt::format("{}: must be positive", power.where(row.line, column)));
     }
     if (batch <= 0) throw Error(fmt::format("{}: batch size must be positive", power.where(row.line, "batch_size")));
+    check_fits_int(power, row.line, "batch_size", batch);
     if (!selected(row)) continue;
     const int b = static_cast<int>(batch);
     power_first_line.emplace(b, row.line);
