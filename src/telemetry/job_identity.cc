@@ -52,13 +52,19 @@ std::optional<std::string> kubernetes_pod_of_cgroup(const std::string& cgroups) 
   return std::nullopt;
 }
 
+// A process sets its own environment: only a Slurm job id (digits) is taken
+// from it, so its bytes never become a job label as they are.
+bool is_slurm_job_id(std::string_view id) {
+  return !id.empty() && id.size() <= 20 && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 std::optional<std::string> slurm_job_of_environment(const std::string& environ) {
   constexpr std::string_view kKey = "SLURM_JOB_ID=";
   std::size_t start = 0;
   while (start < environ.size()) {
     const std::size_t end = std::min(environ.find('\0', start), environ.size());
     const std::string_view entry(environ.data() + start, end - start);
-    if (entry.substr(0, kKey.size()) == kKey && entry.size() > kKey.size()) {
+    if (entry.substr(0, kKey.size()) == kKey && is_slurm_job_id(entry.substr(kKey.size()))) {
       return std::string(entry.substr(kKey.size()));
     }
     start = end + 1;

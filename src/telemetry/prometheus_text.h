@@ -9,12 +9,18 @@
 
 #include <string>
 
+#include "joule/common/utf8.h"
+
 namespace joule::prometheus_text {
 
-// A label value as the text format wants it: \, " and newlines escaped.
+// A label value as the text format wants it: UTF-8 with \, " and newlines
+// escaped. Label values come from outside (driver names, /proc, jouled's
+// lease holders): bytes that are not UTF-8 are written as \xHH (printable),
+// so one odd process or driver string cannot make the whole scrape invalid.
 inline std::string escaped(const std::string& value) {
+  const std::string text = is_valid_utf8(value) ? value : printable(value);
   std::string out;
-  for (const char c : value) {
+  for (const char c : text) {
     if (c == '\\') out += "\\\\";
     else if (c == '"') out += "\\\"";
     else if (c == '\n') out += "\\n";
