@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "joule/common/utf8.h"
 #include "joule/error.h"
 
 namespace joule {
@@ -26,7 +27,7 @@ std::optional<double> column_double(sqlite3_stmt* s, int c) {
 class ReadOnlyStore {
  public:
   explicit ReadOnlyStore(const std::string& path) : path_(path) {
-    if (!std::filesystem::exists(path)) throw UsageError(fmt::format("no results store at '{}'", path));
+    require_results_store_file(path);
     // A file that is there but cannot be read as a store is a data error
     // (exit 1), not a usage error.
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
@@ -68,9 +69,72 @@ class ReadOnlyStore {
   sqlite3* db_ = nullptr;
 };
 
+// Stored text as the analysis shows it: SQLite keeps whatever bytes were
+// written, and the JSON output cannot hold invalid UTF-8 (dump() throws), so
+// such text is shown escaped (printable) rather than ending the analysis.
 std::string column_text(sqlite3_stmt* s, int c) {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
-  return text ? text : "";
+  if (text == nullptr) return "";
+  const std::string_view bytes(text, static_cast<std::size_t>(sqlite3_column_bytes(s, c)));
+  return is_valid_utf8(bytes) ? std::string(bytes) : printable(bytes);
+}
+
+// A stored number as the store holds it: SQLite is dynamically typed, so a
+// REAL column may hold text ('abc'), which sqlite3_column_double reads as 0.
+struct StoredNumber {
+  std::optional<double> value;  // none: NULL or not a number
+  std::string shown;            // what the store holds, for messages: "'abc'", "NULL", "inf"
+  bool is_number() const { return value.has_value(); }
+};
+
+StoredNumber stored_number(sqlite3_stmt* s, int c) {
+  switch (sqlite3_column_type(s, c)) {
+    case SQLITE_INTEGER:
+    case SQLITE_FLOAT: {
+      const double x = sqlite3_column_double(s, c);
+      return {x, fmt::format("{}", x)};
+    }
+    case SQLITE_NULL: return {std::nullopt, "NULL"};
+    case SQLITE_BLOB: return {std::nullopt, fmt::format("a blob of {} bytes", sqlite3_column_bytes(s, c))};
+    default: return {std::nullopt, fmt::format("'{}'", column_text(s, c))};
+  }
+}
+
+// Why a run is damaged, collected while its rows are read: the first value
+// found wrong ("gpu_energy_j = 'abc'") and what it should have been.
+struct RowDamage {
+  std::string value, wanted;
+  void note(const std::string& column, const StoredNumber& n, const char* should_be) {
+    if (!value.empty()) return;
+    value = fmt::format("{} = {}", column, n.shown);
+    wanted = should_be;
+  }
+};
+
+// A measured quantity (time, energy): finite and >= 0 (> 0 for elapsed_s).
+// NULL reads as 0 here; for a finished run it is damage (a sweep writes them all).
+double measured(sqlite3_stmt* s, int c, const std::string& column, bool finished, RowDamage& damage) {
+  const StoredNumber n = stored_number(s, c);
+  const bool positive = column == "elapsed_s";
+  const char* wanted = positive ? "a finite positive number" : "a finite number >= 0";
+  if (!n.is_number()) {
+    if (finished) damage.note(column, n, wanted);
+    return 0.0;
+  }
+  if (finished && !(std::isfinite(*n.value) && (positive ? *n.value > 0 : *n.value >= 0))) damage.note(column, n, wanted);
+  return *n.value;
+}
+
+// An optional statistic (epochs, utilisation, samples): NULL when absent;
+// when present, a finite number >= 0.
+std::optional<double> statistic(sqlite3_stmt* s, int c, const std::string& column, bool finished, RowDamage& damage) {
+  if (sqlite3_column_type(s, c) == SQLITE_NULL) return std::nullopt;
+  const StoredNumber n = stored_number(s, c);
+  if (!n.is_number() || !std::isfinite(*n.value) || *n.value < 0) {
+    if (finished) damage.note(column, n, "a finite number >= 0");
+    return std::nullopt;
+  }
+  return n.value;
 }
 
 double number(const std::map<std::string, std::string>& config, const std::string& key) {
@@ -82,25 +146,16 @@ std::map<std::string, std::string> without(std::map<std::string, std::string> co
   return config;
 }
 
-// A measured run whose time or energy is not a finite number >= 0 cannot
-// be used: read as failed, saying which value the store holds, so it is
-// listed rather than averaged in (or the whole analysis refused).
-void reject_impossible_numbers(const std::string& path, SweepRun& r) {
-  if (r.status != "ok" && r.status != "partial") return;
-  const std::pair<const char*, double> values[] = {{"elapsed_s", r.elapsed_s},
-                                                   {"gpu_energy_j", r.gpu_energy_j},
-                                                   {"cpu_energy_j", r.cpu_energy_j},
-                                                   {"dram_energy_j", r.dram_energy_j}};
-  for (const auto& [column, value] : values) {
-    if (std::isfinite(value) && value >= 0 && (column != std::string("elapsed_s") || value > 0)) continue;
-    const std::string why = fmt::format("the store '{}' holds {} = {} for this run (stored as {}), not a {} number: "
-                                        "not used",
-                                        path, column, value, r.status,
-                                        column == std::string("elapsed_s") ? "finite positive" : "finite, >= 0,");
-    r.status = "failed";
-    r.error = r.error.empty() ? why : why + "; " + r.error;
-    return;
-  }
+// A measured run with a stored number that is not a number, or not in its
+// range, cannot be used: read as failed, naming the run's column and what
+// the store holds, so it is listed rather than averaged in (or read as 0).
+void mark_damaged(const std::string& path, const RowDamage& damage, SweepRun& r) {
+  if (damage.value.empty() || (r.status != "ok" && r.status != "partial")) return;
+  const std::string why = fmt::format("damaged: the store '{}' holds {} for this run (stored as {}), not {}: not used",
+                                      path, damage.value, r.status, damage.wanted);
+  r.status = "failed";
+  r.damaged = true;
+  r.error = r.error.empty() ? why : why + "; " + r.error;
 }
 
 std::optional<double> mean_of(const std::vector<double>& values) {
@@ -109,6 +164,18 @@ std::optional<double> mean_of(const std::vector<double>& values) {
 }
 
 }  // namespace
+
+void require_results_store_file(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) {
+    throw UsageError(fmt::format("no results store at '{}'{}", path,
+                                 error && error != std::errc::no_such_file_or_directory ? ": " + error.message() : ""));
+  }
+  if (std::filesystem::is_directory(status)) {
+    throw UsageError(fmt::format("'{}' is a directory, not a results store (give the .sqlite file the sweep wrote)", path));
+  }
+}
 
 std::string config_label(const std::map<std::string, std::string>& config, const std::string& empty_text) {
   std::string out;
@@ -135,21 +202,24 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
                }
                r.repeat = sqlite3_column_int(s, 2);
                r.status = column_text(s, 3);
-               r.elapsed_s = sqlite3_column_double(s, 4);
-               r.gpu_energy_j = sqlite3_column_double(s, 5);
-               r.cpu_energy_j = sqlite3_column_double(s, 6);
-               r.dram_energy_j = sqlite3_column_double(s, 7);
-               r.epochs = column_double(s, 8);
-               r.gpu_util_mean = column_double(s, 9);
-               r.gpu_util_cv = column_double(s, 10);
-               r.mem_util_mean = column_double(s, 11);
-               r.mem_util_cv = column_double(s, 12);
-               r.samples = column_double(s, 13);
-               r.steps = column_double(s, 14);
+               // Only an ok or partial run's numbers are used (and so checked).
+               const bool finished = r.status == "ok" || r.status == "partial";
+               RowDamage damage;
+               r.elapsed_s = measured(s, 4, "elapsed_s", finished, damage);
+               r.gpu_energy_j = measured(s, 5, "gpu_energy_j", finished, damage);
+               r.cpu_energy_j = measured(s, 6, "cpu_energy_j", finished, damage);
+               r.dram_energy_j = measured(s, 7, "dram_energy_j", finished, damage);
+               r.epochs = statistic(s, 8, "epochs", finished, damage);
+               r.gpu_util_mean = statistic(s, 9, "gpu_util_mean", finished, damage);
+               r.gpu_util_cv = statistic(s, 10, "gpu_util_cv", finished, damage);
+               r.mem_util_mean = statistic(s, 11, "mem_util_mean", finished, damage);
+               r.mem_util_cv = statistic(s, 12, "mem_util_cv", finished, damage);
+               r.samples = statistic(s, 13, "samples", finished, damage);
+               r.steps = statistic(s, 14, "steps", finished, damage);
                r.error = column_text(s, 15);
                r.nodes = std::max(1, static_cast<int>(std::clamp(column_double(s, 16).value_or(1), 1.0, 1e6)));
                if (sqlite3_column_type(s, 17) != SQLITE_NULL) r.exit_code = sqlite3_column_int(s, 17);
-               reject_impossible_numbers(path, r);
+               mark_damaged(path, damage, r);
                runs.push_back(std::move(r));
              });
   if (store.has_column("run_nodes", "run_id")) {
@@ -160,10 +230,18 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
                [&](sqlite3_stmt* s) {
                  const auto run = by_id.find(sqlite3_column_int64(s, 0));
                  if (run == by_id.end()) return;
-                 run->second->node_parts.push_back({column_text(s, 1), column_text(s, 2), sqlite3_column_int(s, 3),
-                                                    sqlite3_column_double(s, 4), sqlite3_column_double(s, 5),
-                                                    sqlite3_column_double(s, 6), sqlite3_column_double(s, 7),
-                                                    column_text(s, 8)});
+                 // A node's numbers are the run's too (the per-node sections, energy per GPU-hour).
+                 const std::string node = column_text(s, 1);
+                 const auto column = [&](const char* name) { return fmt::format("run_nodes.{} of node '{}'", name, node); };
+                 RowDamage damage;
+                 SweepRunNode part{node, column_text(s, 2), sqlite3_column_int(s, 3)};
+                 part.elapsed_s = measured(s, 4, column("elapsed_s"), true, damage);
+                 part.gpu_energy_j = measured(s, 5, column("gpu_energy_j"), true, damage);
+                 part.cpu_energy_j = measured(s, 6, column("cpu_energy_j"), true, damage);
+                 part.dram_energy_j = measured(s, 7, column("dram_energy_j"), true, damage);
+                 part.warnings = column_text(s, 8);
+                 mark_damaged(path, damage, *run->second);
+                 run->second->node_parts.push_back(std::move(part));
                });
   }
   return runs;
@@ -173,8 +251,14 @@ std::vector<PowerPoint> load_power_timelines(const std::string& path) {
   std::vector<PowerPoint> points;
   ReadOnlyStore(path).each("SELECT run_id, time_s, device, power_w FROM timelines ORDER BY run_id, device, time_s",
                            [&](sqlite3_stmt* s) {
-                             points.push_back({sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1),
-                                               column_text(s, 2), sqlite3_column_double(s, 3)});
+                             // A point the store holds as no finite number cannot be drawn (nor read as 0).
+                             const StoredNumber time_s = stored_number(s, 1), power_w = stored_number(s, 3);
+                             if (!time_s.is_number() || !power_w.is_number() || !std::isfinite(*time_s.value) ||
+                                 !std::isfinite(*power_w.value)) {
+                               return;
+                             }
+                             points.push_back({sqlite3_column_int64(s, 0), *time_s.value, column_text(s, 2),
+                                               *power_w.value});
                            });
   return points;
 }

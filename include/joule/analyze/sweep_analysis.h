@@ -37,14 +37,22 @@ struct SweepRun {
   int nodes = 1;                           // the nodes it was launched on (stores before this: 1)
   std::vector<SweepRunNode> node_parts;    // as measured; none in stores before per-node rows
   std::string error;
+  bool damaged = false;  // stored ok or partial with a number that is none or out of range (error says which)
   double total_energy_j() const { return gpu_energy_j + cpu_energy_j + dram_energy_j; }
 };
 
+// Throws UsageError (exit 2) naming the path when there is no results store
+// there to read: nothing at the path, or a directory. Whether the file is a
+// readable store is for whoever opens it (a data error when it is not).
+void require_results_store_file(const std::string& store_path);
+
 // Reads every run of a results store, with its nodes where the store has
 // them (stores of earlier joule versions read as runs on one node). A run
-// stored as ok or partial whose time or energy is not a finite number >= 0
-// (a damaged store) is read as failed, the value named in its error: not
-// used, but listed. Throws UsageError when there is no file at the path,
+// stored as ok or partial with a number that is not a number at all (SQLite
+// keeps 'abc' in a REAL column), not finite, or out of range (time <= 0,
+// energy or a statistic < 0), its own or a node's, is damaged: read as
+// failed, the column and the stored value named in its error; not used, but
+// listed. Stored text that is not valid UTF-8 is read escaped (printable). Throws UsageError when there is no file at the path,
 // Error (a data error) when it is not a readable results store.
 std::vector<SweepRun> load_sweep_runs(const std::string& store_path);
 
