@@ -176,6 +176,17 @@ std::map<std::string, std::string> emissions_row(const MeasureReport& report, co
   return row;
 }
 
+// Waits for the measured command (ChildProcess: a stop signal goes to its
+// whole process group, SIGKILL after kill_grace_s). The command's exit
+// status, as a shell reports it; but a command a stop signal ended, or that
+// was killed after it, ends joule as the stop signal would have (128 +
+// signal: 143 for SIGTERM, not the 137 of the SIGKILL that followed it). A
+// command that caught the signal and exited keeps its status.
+int exit_status_of(ChildProcess& child, double kill_grace_s) {
+  const int status = child.wait_forwarding_signals(kill_grace_s);
+  return child.stop_signal() != 0 && status > 128 ? 128 + child.stop_signal() : status;
+}
+
 }  // namespace
 
 DiscoveryOptions CommonOptions::discovery() const {
@@ -273,7 +284,7 @@ int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options,
       abort_out_of_step(cluster_monitor, options.mpi_timeout_s);
     }
     ChildProcess child = ChildProcess::spawn(options.command);
-    exit_status = child.wait_forwarding_signals();
+    exit_status = exit_status_of(child, options.kill_grace_s);
     const auto report = cluster_monitor.end_window("command", kSettleTimeoutS);
     if (report) {
       nlohmann::json json = cluster::to_json(*report);
@@ -328,7 +339,7 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
 
   monitor.begin_window("command");
   ChildProcess child = ChildProcess::spawn(options.command);
-  const int exit_status = child.wait_forwarding_signals();
+  const int exit_status = exit_status_of(child, options.kill_grace_s);
   // The run's last instants are covered by the driver's power samples about
   // one sample period later: wait for them (the sampling thread reads them).
   Measurement measurement = monitor.end_window_settled("command");

@@ -46,6 +46,7 @@ int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& o)
   options.retry_failed = o.retry_failed;
   options.progress = isatty(STDERR_FILENO);
   options.store_override = o.store_path;
+  options.kill_grace_s = o.kill_grace_s;  // else the config's
   options.discovery = common.discovery();  // across nodes: passed on to each node's joule measure
   const SweepPlan plan = plan_sweep(config, store, o.retry_failed);
   if (o.dry_run) {

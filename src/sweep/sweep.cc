@@ -129,6 +129,12 @@ SweepConfig SweepConfig::load(const std::string& path) {
       } else {
         throw fail(node, "\"launcher_options\" must be a string or an array of strings");
       }
+    } else if (name == "kill_grace_s") {
+      const auto grace_s = node.value<double>();  // an integer too
+      if (!grace_s || !(*grace_s >= 0 && *grace_s <= kMaxKillGraceS)) {
+        throw fail(node, fmt::format("\"kill_grace_s\" must be a number of seconds from 0 to {:g}", kMaxKillGraceS));
+      }
+      config.kill_grace_s = *grace_s;
     } else if (name == "grid") {
       if (!node.is_table()) throw fail(node, "[grid] must be a table");
       for (const auto& [gkey, gnode] : *node.as_table()) {
@@ -150,7 +156,7 @@ SweepConfig SweepConfig::load(const std::string& path) {
       }
     } else {
       throw fail(node, fmt::format("unknown key \"{}\" (command, launcher, repeats, store, gpus_per_node, "
-                                   "launcher_options, grid)",
+                                   "launcher_options, kill_grace_s, grid)",
                                    name));
     }
   }
@@ -679,50 +685,39 @@ std::string SweepPlan::describe(const std::string& store_path) const {
 
 namespace {
 
-// Stopping a sweep (Ctrl-C, kill, a closed terminal): the handler only
-// notes the signal and passes it to the run's command; the sweep then
-// records the run as interrupted, restores the GPU settings and starts no
-// further run. Dying on the signal instead would leave the run 'running' in
-// the store and the GPUs at the run's limits.
+// Stopping a sweep (Ctrl-C, kill, a closed terminal): between runs the
+// handler only notes the signal; during a run ChildProcess's handler takes
+// over, passes the signal to the run's process group and, after the grace
+// period, kills what is left of it. The sweep then records the run as
+// interrupted, restores the GPU settings (the run's processes all gone) and
+// starts no further run. Dying on the signal instead would leave the run
+// 'running' in the store and the GPUs at the run's limits.
 volatile sig_atomic_t g_stop_signal = 0;
-volatile sig_atomic_t g_run_pid = 0;
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
-void on_stop_signal(int signal_number, siginfo_t* info, void*) {
-  g_stop_signal = signal_number;
-  // Ctrl-C at a terminal reaches the run's processes already (the
-  // foreground group): only a signal sent to the sweep alone is passed on.
-  if (info != nullptr && info->si_code == SI_KERNEL) return;
-  if (g_run_pid > 0) kill(g_run_pid, signal_number);
+void on_stop_signal(int signal_number) {
+  if (g_stop_signal == 0) g_stop_signal = signal_number;
 }
 
 // Installs on_stop_signal for the sweep's lifetime and puts the process's
-// own handlers back after it. ChildProcess::spawn installs handlers of its
-// own for the child's lifetime: install() is called again after each spawn.
+// own handlers back after it.
 class StopSignals {
  public:
   explicit StopSignals(bool enabled) : enabled_(enabled) {
     if (!enabled_) return;
     g_stop_signal = 0;
-    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], nullptr, &previous_[i]);
-    install();
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &action, &previous_[i]);
   }
   ~StopSignals() {
     if (!enabled_) return;
-    g_run_pid = 0;
     for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &previous_[i], nullptr);
   }
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
-
-  void install() const {
-    if (!enabled_) return;
-    struct sigaction action {};
-    action.sa_sigaction = on_stop_signal;
-    action.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    for (int signal_number : kStopSignals) sigaction(signal_number, &action, nullptr);
-  }
   bool enabled() const { return enabled_; }
 
  private:
@@ -734,25 +729,15 @@ const StopSignals* g_stop_signals = nullptr;  // the running sweep's, if it hand
 
 int stop_signal() { return g_stop_signal; }
 
-// Waits for a run's command. With the sweep handling signals, a stop
-// signal is noted and passed on (on_stop_signal); otherwise as `joule
-// measure` does (ChildProcess). The exit code a shell would report.
-int wait_for_run(ChildProcess& child) {
-  if (g_stop_signals == nullptr) return child.wait_forwarding_signals();
-  g_run_pid = child.pid();
-  g_stop_signals->install();  // replaces the forwarding ChildProcess::spawn set up
-  if (g_stop_signal != 0) kill(child.pid(), g_stop_signal);  // arrived while it started
-  int status = 0;
-  while (waitpid(child.pid(), &status, 0) < 0) {
-    if (errno != EINTR) {
-      g_run_pid = 0;
-      throw Error(fmt::format("waiting for the run (pid {}): {}", child.pid(), std::strerror(errno)));
-    }
-  }
-  g_run_pid = 0;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+// Waits for a run's command and every process of its group a stop signal
+// reached (ChildProcess). With the sweep handling signals, one that came
+// while the run was starting stops it at once, and one that came during the
+// run stops the sweep. The exit code a shell would report.
+int wait_for_run(ChildProcess& child, double kill_grace_s) {
+  if (g_stop_signals != nullptr && g_stop_signal != 0) child.stop(g_stop_signal);
+  const int exit_code = child.wait_forwarding_signals(kill_grace_s);
+  if (g_stop_signals != nullptr && g_stop_signal == 0) g_stop_signal = child.stop_signal();
+  return exit_code;
 }
 
 // A run the sweep's stop signal cut short: interrupted, to be run again. A
@@ -871,7 +856,7 @@ std::vector<std::pair<std::string, std::string>> visible_devices_env(const Devic
 // One run on this machine: a Monitor window over the run's GPUs (the first
 // N), its GPU knobs applied and restored.
 sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, const Devices& devices,
-                          const std::string& store_path, long long id,
+                          const std::string& store_path, long long id, double kill_grace_s,
                           const std::function<void(const std::string&)>& log) {
   Devices run_devices = devices;
   if (point.values.count("gpus")) run_devices.gpus.resize(std::stoul(point.values.at("gpus")));  // checked before
@@ -889,7 +874,7 @@ sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, co
     auto run_env = visible_devices_env(devices, run_devices.gpus);
     run_env.emplace_back("JOULE_REPORT_FILE", report_file);
     ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", run_command(config, point)}, run_env);
-    const int exit_code = wait_for_run(child);
+    const int exit_code = wait_for_run(child, kill_grace_s);
     const Measurement m = monitor.end_window("run");
     monitor.stop();  // a last sample at the end of the run
     // A device that failed inside the run (a GPU lost) leaves its energy
@@ -987,7 +972,7 @@ void read_cluster_report(const nlohmann::json& report, int exit_code, sweep::Run
 // One run across nodes: the launcher starts `joule measure --mpi` on every
 // rank; rank 0 writes the job's report beside the store.
 sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& point, const SweepOptions& options,
-                                  const std::string& store_path, long long id) {
+                                  const std::string& store_path, long long id, double kill_grace_s) {
   sweep::RunRecord record;
   const NodeLayout layout = node_layout(config, point);
   record.nodes = layout.nodes;
@@ -1000,7 +985,7 @@ sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& p
     std::remove(launch.report_path.c_str());
     if (stop_signal() != 0) throw Error("not started");  // stopped while the run was being set up
     ChildProcess child = ChildProcess::spawn(argv, launcher_env(options, layout, counts_file));
-    const int exit_code = wait_for_run(child);
+    const int exit_code = wait_for_run(child, kill_grace_s);
     record.exit_code = exit_code;
     std::ifstream in(launch.report_path);
     if (!in) {
@@ -1046,6 +1031,10 @@ void remove_run_files(const std::string& store_path, long long id) {
 
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   auto log = options.log ? options.log : [](const std::string& text) { std::cerr << text << '\n'; };
+  const double kill_grace_s = options.kill_grace_s.value_or(config.kill_grace_s);
+  if (!(kill_grace_s >= 0 && kill_grace_s <= kMaxKillGraceS)) {
+    throw UsageError(fmt::format("kill grace {} s is outside 0-{:g}", kill_grace_s, kMaxKillGraceS));
+  }
   Devices devices;
   if (!config.across_nodes()) {
     // Runs on this machine: its GPUs, and control where the grid sets knobs.
@@ -1098,8 +1087,8 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
     const long long id =
         store.begin(config.path, key, point.repeat, described_command(config, point, options, store_path, "{id}"));
     const sweep::RunRecord record = config.across_nodes()
-                                        ? run_across_nodes(config, point, options, store_path, id)
-                                        : run_here(config, point, devices, store_path, id, log);
+                                        ? run_across_nodes(config, point, options, store_path, id, kill_grace_s)
+                                        : run_here(config, point, devices, store_path, id, kill_grace_s, log);
     store.finish(id, record);
     ++summary.ran;
     if (record.status != "ok") ++summary.failed;

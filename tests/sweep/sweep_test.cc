@@ -30,7 +30,7 @@ using testing::sweep_load_error;
 TEST(SweepConfigTest, ErrorsNameFileAndLine) {
   EXPECT_EQ(sweep_load_error("command = \"x\"\nrepeats = [\n"), "s.toml:2:13: Error while parsing array: encountered end-of-file");
   EXPECT_EQ(sweep_load_error("command = \"x\"\ncolour = 1\n"), "s.toml:2:10: unknown key \"colour\" (command, launcher, repeats, "
-                                                   "store, gpus_per_node, launcher_options, grid)");
+                                                   "store, gpus_per_node, launcher_options, kill_grace_s, grid)");
   EXPECT_EQ(sweep_load_error("repeats = 2\n"), "s.toml: \"command\" is required");
   EXPECT_EQ(sweep_load_error("command = \"x\"\nrepeats = 0\n"), "s.toml:2:11: \"repeats\" must be a whole number from 1 to 1000");
   EXPECT_EQ(sweep_load_error("command = \"x\"\nlauncher = \"ssh\"\n"),

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "joule/common/child_process.h"
 #include "joule/device/discovery.h"
 
 namespace joule {
@@ -23,6 +24,7 @@ namespace joule {
 //   repeats = 3
 //   launcher = "local"        # local | torchrun | mpirun | srun
 //   store = "sweep.sqlite"    # default: next to the config, <name>.sqlite
+//   kill_grace_s = 10         # a stopped sweep's run has this long to end before SIGKILL
 //   [grid]
 //   batch_size = [32, 64]
 //   gpus = [1, 2]             # GPUs per run: the first N are used and measured
@@ -49,6 +51,9 @@ struct SweepConfig {
   std::string store_path;
   int gpus_per_node = 0;                      // 0: runs on this machine
   std::vector<std::string> launcher_options;  // extra arguments for mpirun/srun
+  // When the sweep is stopped (SIGINT, SIGTERM, SIGHUP), the run's process
+  // group gets the signal, then SIGKILL after this long if any of it is left.
+  double kill_grace_s = kDefaultKillGraceS;
   // Per grid key, where each of its values was written (same order as grid),
   // so a value refused later (by the devices) is named where it stands.
   std::map<std::string, std::vector<SourcePosition>> grid_positions;
@@ -154,10 +159,14 @@ struct SweepOptions {
   bool no_control = false;       // refuse grids that need GPU control
   bool progress = false;         // a progress line on stderr
   bool retry_failed = false;     // run failed runs of the store again (a new row each; the old one is kept)
-  // Stop on SIGINT, SIGTERM and SIGHUP: the run going is passed the signal,
-  // recorded as interrupted (error: the signal), its GPU settings restored,
-  // and no further run starts. Off: the process's handlers are left alone.
+  // Stop on SIGINT, SIGTERM and SIGHUP: the run going is passed the signal
+  // (its whole process group: ChildProcess), given kill_grace_s to end and
+  // then killed; once every process of it is gone, it is recorded as
+  // interrupted (error: the signal), its GPU settings restored, and no
+  // further run starts. Off: the process's handlers are left alone between
+  // runs (during a run ChildProcess forwards signals all the same).
   bool handle_signals = true;
+  std::optional<double> kill_grace_s;  // overrides the config's kill_grace_s
   std::string store_override;
   DiscoveryOptions discovery;    // across nodes: backend and sim spec passed on to `joule measure`
   std::function<void(const std::string&)> log;  // default: stderr
