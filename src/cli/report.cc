@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "cli/carbon_options.h"
+#include "joule/common/utf8.h"
 #include "joule/version.h"
 
 namespace joule::cli {
@@ -49,36 +50,52 @@ MeasureReport build_report(const std::vector<std::string>& command, int exit_sta
   return r;
 }
 
+namespace {
+
+// Text from outside (the command's arguments, a driver's or sysfs's names,
+// warnings quoting them) in the JSON report: dump() throws on invalid
+// UTF-8, which lost the report of a command that had run. Such text is
+// shown as printable() shows it.
+std::string json_text(const std::string& text) { return is_valid_utf8(text) ? text : printable(text); }
+
+std::vector<std::string> json_text(const std::vector<std::string>& texts) {
+  std::vector<std::string> out;
+  for (const auto& text : texts) out.push_back(json_text(text));
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const MeasureReport& r) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : r.devices) {
     nlohmann::json device = {{"id", d.id},
                              {"kind", d.kind},
-                             {"name", d.name},
+                             {"name", json_text(d.name)},
                              {"backend", d.backend},
                              {"simulated", d.simulated},
                              {"energy_j", d.energy_j},
                              {"avg_power_w", d.avg_power_w},
                              {"peak_power_w", d.peak_power_w}};
     if (d.kind == "gpu") {
-      device["energy_method"] = d.energy_method;
+      device["energy_method"] = json_text(d.energy_method);
       device["counter_anchored"] = d.counter_anchored;
     }
     devices.push_back(std::move(device));
   }
   nlohmann::json json = {{"joule_version", version()},
-          {"command", r.command},
+          {"command", json_text(r.command)},
           {"exit_status", r.exit_status},
           {"elapsed_s", r.elapsed_s},
           {"simulated", r.simulated},
           {"gpu_backend", r.gpu_backend},
-          {"gpu_backend_reason", r.gpu_backend_reason},
+          {"gpu_backend_reason", json_text(r.gpu_backend_reason)},
           {"sampling_interval_s", r.interval_s},
           {"devices", devices},
           {"total_energy_j", r.total_energy_j},
           {"settled", r.settled},
-          {"notes", r.notes},
-          {"warnings", r.warnings}};
+          {"notes", json_text(r.notes)},
+          {"warnings", json_text(r.warnings)}};
   if (r.carbon_basis && r.carbon) json["carbon"] = carbon_json(*r.carbon_basis, *r.carbon);
   return json;
 }
