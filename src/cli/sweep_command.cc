@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "joule/analyze/sweep_analysis.h"
 #include "joule/control/devices.h"
 #include "joule/error.h"
 #include "joule/sweep/sweep.h"
@@ -30,6 +31,11 @@ void export_csvs(const std::string& store, const std::string& path) {
   const int rows = export_sweep_nodes_csv(store, nodes);
   std::cout << fmt::format("joule sweep: wrote {} (a row per run) and {} (a row per node of each run: {} rows) from {}\n",
                            path, nodes, rows, store);
+  // The files hold what the store holds; a run whose stored numbers cannot
+  // be used is named, as analyze and the report name it.
+  for (const SweepRun& run : load_sweep_runs(store)) {
+    if (run.damaged) std::cerr << fmt::format("joule sweep: run {} is {}\n", run.id, run.error);
+  }
 }
 
 }  // namespace

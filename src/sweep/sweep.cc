@@ -19,7 +19,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <toml++/toml.h>
 
 extern char** environ;
 
@@ -27,6 +26,7 @@ extern char** environ;
 #include "joule/common/child_process.h"
 #include "joule/common/csv.h"
 #include "joule/common/input_file.h"
+#include "joule/common/utf8.h"
 #include "joule/analyze/analysis.h"
 #include "joule/analyze/sweep_analysis.h"
 #include "joule/error.h"
@@ -37,276 +37,12 @@ namespace joule {
 
 namespace {
 
-SourcePosition position_of(const toml::node& node) {
-  const auto& begin = node.source().begin;
-  return {std::max<uint32_t>(1, begin.line), std::max<uint32_t>(1, begin.column)};
-}
-
-std::string value_text(const toml::node& node, const std::string& path, const std::string& key) {
-  if (auto v = node.value<int64_t>()) return std::to_string(*v);
-  if (auto v = node.value<double>()) {
-    if (!std::isfinite(*v)) {
-      const SourcePosition at = position_of(node);
-      throw UsageError(fmt::format("{}:{}:{}: grid.{}: {} is not a finite number", path, at.line, at.column, key, *v));
-    }
-    return fmt::format("{}", *v);
-  }
-  if (auto v = node.value<std::string>()) return *v;
-  const SourcePosition at = position_of(node);
-  throw UsageError(
-      fmt::format("{}:{}:{}: grid.{}: grid values must be numbers or strings", path, at.line, at.column, key));
-}
-
-}  // namespace
-
-std::string SweepConfig::where(const std::string& key, std::size_t value_index) const {
-  const auto it = grid_positions.find(key);
-  if (it == grid_positions.end() || it->second.empty()) return path;
-  const SourcePosition at = it->second[std::min(value_index, it->second.size() - 1)];
-  return fmt::format("{}:{}:{}", path, at.line, at.column);
-}
-
-SweepConfig SweepConfig::load(const std::string& path) {
-  toml::table table;
-  try {
-    std::ifstream in = open_input_file(path, "sweep file");
-    table = toml::parse(in, path);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    throw UsageError(fmt::format("{}:{}:{}: {}", path, where.line, where.column, e.description()));
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
-  SweepConfig config;
-  config.path = path;
-  SourcePosition gpus_per_node_at, launcher_options_at;
-  // toml++ gives every node its source region: errors name the line and
-  // column of the value itself (a key missing altogether has no line).
-  auto fail = [&](const toml::node& node, const std::string& what) {
-    const SourcePosition at = position_of(node);
-    return UsageError(fmt::format("{}:{}:{}: {}", path, at.line, at.column, what));
-  };
-  const auto fail_at = [&](SourcePosition at, const std::string& what) {
-    return UsageError(fmt::format("{}:{}:{}: {}", path, at.line, at.column, what));
-  };
-  for (const auto& [key, node] : table) {
-    const std::string name(key.str());
-    if (name == "command") {
-      if (!node.is_string() || node.value<std::string>()->empty()) throw fail(node, "\"command\" must be a string");
-      config.command = *node.value<std::string>();
-    } else if (name == "launcher") {
-      config.launcher = node.value<std::string>().value_or("");
-      if (config.launcher != "local" && config.launcher != "torchrun" && config.launcher != "mpirun" &&
-          config.launcher != "srun") {
-        throw fail(node, "\"launcher\" must be local, torchrun, mpirun or srun");
-      }
-    } else if (name == "repeats") {
-      const auto repeats = node.value<int64_t>();
-      if (!repeats || *repeats < 1 || *repeats > 1000) {
-        throw fail(node, "\"repeats\" must be a whole number from 1 to 1000");
-      }
-      config.repeats = static_cast<int>(*repeats);
-    } else if (name == "store") {
-      if (!node.is_string()) throw fail(node, "\"store\" must be a path");
-      config.store_path = *node.value<std::string>();
-    } else if (name == "gpus_per_node") {
-      const auto per_node = node.value<int64_t>();
-      if (!node.is_integer() || !per_node || *per_node < 1 || *per_node > 4096) {
-        throw fail(node, "\"gpus_per_node\" must be a whole number from 1 to 4096");
-      }
-      config.gpus_per_node = static_cast<int>(*per_node);
-      gpus_per_node_at = position_of(node);
-    } else if (name == "launcher_options") {
-      launcher_options_at = position_of(node);
-      if (const auto* array = node.as_array()) {
-        for (const auto& element : *array) {
-          if (!element.is_string()) throw fail(element, "\"launcher_options\" must be a string or an array of strings");
-          config.launcher_options.push_back(*element.value<std::string>());
-        }
-      } else if (node.is_string()) {
-        std::istringstream words(*node.value<std::string>());
-        for (std::string word; words >> word;) config.launcher_options.push_back(word);
-      } else {
-        throw fail(node, "\"launcher_options\" must be a string or an array of strings");
-      }
-    } else if (name == "kill_grace_s") {
-      const auto grace_s = node.value<double>();  // an integer too
-      if (!grace_s || !(*grace_s >= 0 && *grace_s <= kMaxKillGraceS)) {
-        throw fail(node, fmt::format("\"kill_grace_s\" must be a number of seconds from 0 to {:g}", kMaxKillGraceS));
-      }
-      config.kill_grace_s = *grace_s;
-    } else if (name == "grid") {
-      if (!node.is_table()) throw fail(node, "[grid] must be a table");
-      for (const auto& [gkey, gnode] : *node.as_table()) {
-        const std::string grid_key(gkey.str());
-        std::vector<std::string> values;
-        std::vector<SourcePosition> positions;
-        if (const auto* array = gnode.as_array()) {
-          for (const auto& element : *array) {
-            values.push_back(value_text(element, path, grid_key));
-            positions.push_back(position_of(element));
-          }
-        } else {
-          values.push_back(value_text(gnode, path, grid_key));
-          positions.push_back(position_of(gnode));
-        }
-        if (values.empty()) throw fail(gnode, fmt::format("grid.{}: no values", grid_key));
-        config.grid.emplace_back(grid_key, values);
-        config.grid_positions[grid_key] = std::move(positions);
-      }
-    } else {
-      throw fail(node, fmt::format("unknown key \"{}\" (command, launcher, repeats, store, gpus_per_node, "
-                                   "launcher_options, kill_grace_s, grid)",
-                                   name));
-    }
-  }
-  if (config.command.empty()) throw UsageError(fmt::format("{}: \"command\" is required", path));
-  if (config.across_nodes() && config.launcher != "mpirun" && config.launcher != "srun") {
-    throw fail_at(gpus_per_node_at,
-                  fmt::format("\"gpus_per_node\" spreads runs across nodes, which needs launcher = \"mpirun\" or "
-                              "\"srun\" (not \"{}\")",
-                              config.launcher));
-  }
-  if (!config.launcher_options.empty() && config.launcher != "mpirun" && config.launcher != "srun") {
-    throw fail_at(launcher_options_at, "\"launcher_options\" are for launcher = \"mpirun\" or \"srun\"");
-  }
-  // TOML tables iterate in key order; keep the order stable for users.
-  for (const auto& [name, values] : config.grid) {
-    const auto value_at = [&](std::size_t i) { return config.grid_positions.at(name).at(i); };
-    if (name == "gpus" || find_gpu_knob(name)) {
-      for (std::size_t i = 0; i < values.size(); ++i) {
-        char* end = nullptr;
-        const double x = std::strtod(values[i].c_str(), &end);
-        if (*end != '\0' || !std::isfinite(x) || !(x > 0)) {
-          throw fail_at(value_at(i), fmt::format("grid.{}: '{}' must be a positive number", name, values[i]));
-        }
-        if (name == "gpus" && (x != std::floor(x) || x > 1'000'000)) {
-          throw fail_at(value_at(i), fmt::format("grid.gpus: '{}' must be a whole number of GPUs", values[i]));
-        }
-        // Watts and MHz far beyond any GPU: refused here whatever the devices
-        // (the range of the GPUs themselves is checked when they are known).
-        if (find_gpu_knob(name) && x > 100'000) {
-          throw fail_at(value_at(i), fmt::format("grid.{}: '{}' is beyond any GPU's range", name, values[i]));
-        }
-      }
-    }
-    if (!config.across_nodes()) continue;
-    if (find_gpu_knob(name)) {
-      // The sweep changes GPU settings through this machine's driver (or its
-      // jouled); the ranks of these runs run on the nodes the launcher picks.
-      throw fail_at(value_at(0), fmt::format(
-          "grid.{} cannot be swept with gpus_per_node: joule sweep changes GPU settings only on the machine it "
-          "runs on, and these runs run on the nodes {} picks. Set it on every node before the sweep (nvidia-smi, "
-          "or jouled), or sweep {} in runs on this machine (remove gpus_per_node)",
-          name, config.launcher, name));
-    }
-    if (name != "gpus") continue;
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const long g = std::strtol(values[i].c_str(), nullptr, 10);
-      if (g > config.gpus_per_node && g % config.gpus_per_node != 0) {
-        throw fail_at(value_at(i), fmt::format("grid.gpus: {} GPUs is not a whole number of nodes of gpus_per_node = {} "
-                                               "(a run across nodes uses all of each node's {} GPUs)",
-                                               g, config.gpus_per_node, config.gpus_per_node));
-      }
-    }
-  }
-  if (grid_run_count(config) > kMaxGridRuns) {
-    throw UsageError(fmt::format("{}: the grid has more than {} runs (grid points x repeats); no sweep can run it",
-                                 path, kMaxGridRuns));
-  }
-  if (config.store_path.empty()) {
-    config.store_path = (std::filesystem::path(path).parent_path() / std::filesystem::path(path).stem()).string() + ".sqlite";
-  } else if (std::filesystem::path(config.store_path).is_relative()) {
-    config.store_path = (std::filesystem::path(path).parent_path() / config.store_path).string();
-  }
-  return config;
-}
-
-long long grid_run_count(const SweepConfig& config) {
-  long long runs = config.repeats;
-  for (const auto& [name, values] : config.grid) {
-    runs *= static_cast<long long>(values.size());
-    if (runs > kMaxGridRuns) return kMaxGridRuns + 1;  // no overflow, however many axes
-  }
-  return runs;
-}
-
-std::string SweepPoint::config_key() const { return nlohmann::json(values).dump(); }
-
-std::vector<SweepPoint> expand_grid(const SweepConfig& config) {
-  std::vector<std::map<std::string, std::string>> points = {{}};
-  for (const auto& [name, values] : config.grid) {
-    std::vector<std::map<std::string, std::string>> next;
-    for (const auto& point : points) {
-      for (const auto& value : values) {
-        auto extended = point;
-        extended[name] = value;
-        next.push_back(std::move(extended));
-      }
-    }
-    points = std::move(next);
-  }
-  std::vector<SweepPoint> runs;
-  for (const auto& point : points) {
-    for (int r = 0; r < config.repeats; ++r) runs.push_back({point, r});
-  }
-  return runs;
-}
-
-std::string fill_command(const SweepConfig& config, const SweepPoint& point) {
-  std::string out;
-  const std::string& t = config.command;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    if (t[i] != '{') {
-      out += t[i];
-      continue;
-    }
-    const auto close = t.find('}', i);
-    if (close == std::string::npos) throw UsageError(fmt::format("{}: unclosed '{{' in the command", config.path));
-    const std::string name = t.substr(i + 1, close - i - 1);
-    if (name == "repeat") {
-      out += std::to_string(point.repeat);
-    } else if (auto it = point.values.find(name); it != point.values.end()) {
-      out += it->second;
-    } else {
-      throw UsageError(fmt::format("{}: the command uses {{{}}}, which is not in [grid] (nor {{repeat}})", config.path, name));
-    }
-    i = close;
-  }
-  return out;
-}
-
-std::string run_command(const SweepConfig& config, const SweepPoint& point) {
-  const std::string out = fill_command(config, point);
-  const auto gpus = point.values.count("gpus") ? point.values.at("gpus") : "1";
-  // --no-python: the command is a full command line ("python3 train.py ..."), not a script path.
-  if (config.launcher == "torchrun") return fmt::format("torchrun --nproc-per-node {} --no-python {}", gpus, out);
-  if (config.launcher == "mpirun") return fmt::format("mpirun -np {} {}", gpus, out);
-  if (config.launcher == "srun") return fmt::format("srun --ntasks {} --gpus {} {}", gpus, gpus, out);
-  return out;
-}
-
-namespace {
-
 // "0,1,...,count-1": the GPUs each node's ranks use (the first, as on one machine).
 std::string first_gpus(int count) {
   std::string list;
   for (int i = 0; i < count; ++i) list += (i ? "," : "") + std::to_string(i);
   return list;
 }
-
-}  // namespace
-
-NodeLayout node_layout(const SweepConfig& config, const SweepPoint& point) {
-  NodeLayout layout;
-  if (point.values.count("gpus")) layout.gpus = std::max(1, std::stoi(point.values.at("gpus")));  // checked at load
-  const int per_node = std::max(1, config.gpus_per_node);
-  layout.nodes = (layout.gpus + per_node - 1) / per_node;
-  layout.ranks_per_node = std::min(layout.gpus, per_node);
-  return layout;
-}
-
-namespace {
 
 // "gpu0 (NVIDIA A40)", "gpu1 (Simulated GPU (H100-like), simulated)".
 std::string gpu_words(Gpu& gpu) {
@@ -546,6 +282,13 @@ void read_counts(const std::string& path, sweep::RunRecord& record) {
       char* end = nullptr;
       const double value = std::strtod(word.c_str() + eq + 1, &end);
       if (*end != '\0') continue;
+      // The workload writes this file: a count that is no finite number >= 0
+      // (inf, -5, 1e400) is not stored, and the run says so.
+      if ((key == "samples" || key == "steps" || key == "epochs") && !(std::isfinite(value) && value >= 0)) {
+        record.error += fmt::format("{}$JOULE_REPORT_FILE: '{}' is not a count (a finite number >= 0): left out",
+                                    record.error.empty() ? "" : "; ", printable(word));
+        continue;
+      }
       if (key == "samples") record.samples = record.samples.value_or(0) + value;
       if (key == "steps") record.steps = record.steps.value_or(0) + value;
       if (key == "epochs") record.epochs = record.epochs.value_or(0) + value;
@@ -1070,6 +813,10 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   const auto runs = expand_grid(config);
   SweepSummary summary;
   summary.total = static_cast<int>(runs.size());
+  // The estimates count the runs this sweep will run, not the grid's points:
+  // a resume (or --retry-failed) skips the finished ones.
+  int to_run = 0;
+  for (const auto& point : runs) to_run += !store.finished(point.config_key(), point.repeat, options.retry_failed);
   const auto clock = SteadyClock::instance();
   const double started_s = clock->now_s();
   int done = 0;
@@ -1097,7 +844,7 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
       summary.stopped_by_signal = stop_signal();
       log(fmt::format("joule sweep: run {} interrupted: {}", id, record.error));
     }
-    const int remaining_runs = summary.total - done;
+    const int remaining_runs = to_run - summary.ran;
     if (summary.ran == 1 && remaining_runs > 0 && !options.progress) {
       const double first_s = clock->now_s() - started_s;
       log(fmt::format("joule sweep: the first run took {}; about {} for the {} left", rough_duration(first_s),
@@ -1105,10 +852,9 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
     }
     if (options.progress) {
       const double elapsed = clock->now_s() - started_s;
-      const int remaining = summary.total - done;
       const double per_run = summary.ran ? elapsed / summary.ran : 0;
       std::cerr << fmt::format("\rjoule sweep: {}/{} runs, {:.0f} s elapsed, ~{:.0f} s remaining   ", done,
-                               summary.total, elapsed, per_run * remaining)
+                               summary.total, elapsed, per_run * remaining_runs)
                 << std::flush;
     }
   }
@@ -1118,12 +864,12 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
 }
 
 void export_sweep_csv(const std::string& store_path, const std::string& csv_path) {
-  if (!std::filesystem::exists(store_path)) throw UsageError(fmt::format("no results store at '{}'", store_path));
+  require_results_store_file(store_path);
   sweep::Store(store_path).export_csv(csv_path);
 }
 
 int export_sweep_nodes_csv(const std::string& store_path, const std::string& csv_path) {
-  if (!std::filesystem::exists(store_path)) throw UsageError(fmt::format("no results store at '{}'", store_path));
+  require_results_store_file(store_path);
   return sweep::Store(store_path).export_nodes_csv(csv_path);
 }
 
