@@ -292,7 +292,8 @@ std::vector<const SweepRun*> latest_attempts(const std::vector<SweepRun>& runs, 
 }
 
 std::string status_words(const FailedRun& f) {
-  if (f.status == "failed" && f.exit_code) return fmt::format("failed (exit status {})", *f.exit_code);
+  // (A run that failed with exit status 0 failed elsewhere, e.g. it is damaged: its error says.)
+  if (f.status == "failed" && f.exit_code && *f.exit_code != 0) return fmt::format("failed (exit status {})", *f.exit_code);
   if (f.status == "running") return "running (a sweep under way, or one that was killed)";
   return f.status;
 }

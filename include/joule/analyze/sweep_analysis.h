@@ -52,8 +52,9 @@ void require_results_store_file(const std::string& store_path);
 // keeps 'abc' in a REAL column), not finite, or out of range (time <= 0,
 // energy or a statistic < 0), its own or a node's, is damaged: read as
 // failed, the column and the stored value named in its error; not used, but
-// listed. Stored text that is not valid UTF-8 is read escaped (printable). Throws UsageError when there is no file at the path,
-// Error (a data error) when it is not a readable results store.
+// listed. Stored text that is not valid UTF-8 is read escaped (printable).
+// Throws UsageError when there is no store file at the path (nothing, or a
+// directory), Error (a data error) when it is not a readable results store.
 std::vector<SweepRun> load_sweep_runs(const std::string& store_path);
 
 struct PowerPoint {
