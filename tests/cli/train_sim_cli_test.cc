@@ -106,7 +106,7 @@ TEST(TrainSimCliTest, TooFewStepsSaysSoAndBadOptionsAreNamed) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("unknown objective 'speed'"), std::string::npos) << bad.err;
   const auto eta = run_process({JOULE_BINARY, "train-sim", "--eta", "7"});
-  EXPECT_NE(eta.err.find("eta 7 is outside [0, 1]"), std::string::npos) << eta.err;
+  EXPECT_NE(eta.err.find("--eta: 7 is outside [0, 1]"), std::string::npos) << eta.err;
 }
 
 }  // namespace
