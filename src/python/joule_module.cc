@@ -28,6 +28,7 @@
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 #include "joule/device/sim.h"
+#include "joule/common/utf8.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
 #include "joule/optimize/batch_size_optimizer.h"
@@ -53,25 +54,42 @@ joule::Devices open_devices(const std::string& backend, const std::string& sim, 
   return devices;
 }
 
+// Text from outside (a driver's GPU name or error, a path, a warning that
+// quotes them) on its way to a Python str: pybind11 decodes strict UTF-8 and
+// would raise UnicodeDecodeError instead of giving the dict or error. Valid
+// text is kept as it is; other bytes are shown as printable() shows them.
+std::string outside_text(const std::string& text) {
+  return joule::is_valid_utf8(text) ? text : joule::printable(text);
+}
+
+std::vector<std::string> outside_text(const std::vector<std::string>& texts) {
+  std::vector<std::string> out;
+  out.reserve(texts.size());
+  for (const auto& text : texts) out.push_back(outside_text(text));
+  return out;
+}
+
 // What each driver library gave: where it was looked for, whether it loaded
 // and, where it gave no GPU, why (NVML for NVIDIA GPUs, ROCm SMI for AMD ones).
 py::dict driver_info(const joule::Devices& devices) {
-  return py::dict("gpu_backend"_a = devices.gpu_backend, "gpu_backend_reason"_a = devices.gpu_backend_reason,
-                  "nvml_library"_a = devices.nvml_library, "nvml_loaded"_a = devices.nvml_loaded,
-                  "nvml_problem"_a = devices.nvml_problem, "driver_version"_a = devices.driver_version,
-                  "nvml_missing_functions"_a = devices.nvml_missing_functions,
-                  "rocm_library"_a = devices.rocm_library, "rocm_loaded"_a = devices.rocm_loaded,
-                  "rocm_problem"_a = devices.rocm_problem, "rocm_version"_a = devices.rocm_version,
-                  "rocm_missing_functions"_a = devices.rocm_missing_functions);
+  return py::dict("gpu_backend"_a = devices.gpu_backend, "gpu_backend_reason"_a = outside_text(devices.gpu_backend_reason),
+                  "nvml_library"_a = outside_text(devices.nvml_library), "nvml_loaded"_a = devices.nvml_loaded,
+                  "nvml_problem"_a = outside_text(devices.nvml_problem),
+                  "driver_version"_a = outside_text(devices.driver_version),
+                  "nvml_missing_functions"_a = outside_text(devices.nvml_missing_functions),
+                  "rocm_library"_a = outside_text(devices.rocm_library), "rocm_loaded"_a = devices.rocm_loaded,
+                  "rocm_problem"_a = outside_text(devices.rocm_problem),
+                  "rocm_version"_a = outside_text(devices.rocm_version),
+                  "rocm_missing_functions"_a = outside_text(devices.rocm_missing_functions));
 }
 
 // vendor_index: the GPU's number among its vendor's, as CUDA_VISIBLE_DEVICES
 // (NVIDIA) or HIP_VISIBLE_DEVICES (AMD, backend "rocm") count them.
 py::dict gpu_info(joule::Gpu& gpu, const joule::Devices& devices) {
-  py::dict info("index"_a = gpu.index(), "name"_a = gpu.name(), "uuid"_a = gpu.uuid(),
-                "architecture"_a = gpu.architecture(), "backend"_a = gpu.backend(),
+  py::dict info("index"_a = gpu.index(), "name"_a = outside_text(gpu.name()), "uuid"_a = outside_text(gpu.uuid()),
+                "architecture"_a = outside_text(gpu.architecture()), "backend"_a = gpu.backend(),
                 "vendor_index"_a = joule::vendor_index(devices, gpu), "simulated"_a = gpu.simulated(),
-                "energy_method"_a = joule::explain_energy_method(gpu, joule::SamplerOptions{}));
+                "energy_method"_a = outside_text(joule::explain_energy_method(gpu, joule::SamplerOptions{})));
   try {
     const auto range = gpu.power_limit_range_mw();
     info["power_limit_w"] = gpu.power_limit_mw() / 1000.0;
@@ -82,7 +100,7 @@ py::dict gpu_info(joule::Gpu& gpu, const joule::Devices& devices) {
   }
   py::dict capabilities;
   for (const auto& c : gpu.probe_capabilities()) {
-    capabilities[joule::to_string(c.capability)] = py::make_tuple(c.available, c.reason);
+    capabilities[joule::to_string(c.capability)] = py::make_tuple(c.available, outside_text(c.reason));
   }
   info["capabilities"] = capabilities;
   return info;
@@ -324,9 +342,23 @@ using LeaderOutcomeTuple = std::tuple<int, std::string, std::optional<std::strin
 PYBIND11_MODULE(_joule, m) {
   m.doc() = "joule: measure and lower the energy of deep-learning training on GPUs";
 
-  auto error = py::register_exception<joule::Error>(m, "Error", PyExc_RuntimeError);
-  py::register_exception<joule::UsageError>(m, "UsageError", error.ptr());
-  py::register_exception<joule::DeviceError>(m, "DeviceError", error.ptr());
+  static py::exception<joule::Error> error(m, "Error", PyExc_RuntimeError);
+  static py::exception<joule::UsageError> usage_error(m, "UsageError", error.ptr());
+  static py::exception<joule::DeviceError> device_error(m, "DeviceError", error.ptr());
+  // A message may quote a driver's or a file's bytes: raised as the joule
+  // error it is, its text made valid (PyErr_SetString would raise a
+  // UnicodeDecodeError in its place).
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const joule::UsageError& e) {
+      PyErr_SetString(usage_error.ptr(), outside_text(e.what()).c_str());
+    } catch (const joule::DeviceError& e) {
+      PyErr_SetString(device_error.ptr(), outside_text(e.what()).c_str());
+    } catch (const joule::Error& e) {
+      PyErr_SetString(error.ptr(), outside_text(e.what()).c_str());
+    }
+  });
   { void bind_carbon(py::module_&); bind_carbon(m); }  // joule.Carbon, joule.carbon_regions (carbon_binding.cc)
 
   m.def(
@@ -336,13 +368,13 @@ PYBIND11_MODULE(_joule, m) {
         py::list gpus;
         for (const auto& gpu : devices.gpus) gpus.append(gpu_info(*gpu, devices));
         py::list zones;
-        for (const auto& zone : devices.cpu_zones) zones.append(zone->label());
+        for (const auto& zone : devices.cpu_zones) zones.append(outside_text(zone->label()));
         py::dict info = driver_info(devices);
         info["simulated"] = devices.simulated();
-        info["control_path"] = devices.control_path;
+        info["control_path"] = outside_text(devices.control_path);
         info["gpus"] = gpus;
         info["cpu_zones"] = zones;
-        info["cpu_problems"] = devices.cpu_problems;
+        info["cpu_problems"] = outside_text(devices.cpu_problems);
         return info;
       },
       "backend"_a = "auto", "sim"_a = "",
@@ -367,7 +399,7 @@ PYBIND11_MODULE(_joule, m) {
       .def_readonly("gpu_energy_j", &joule::Measurement::gpu_energy_j)
       .def_readonly("cpu_package_energy_j", &joule::Measurement::cpu_package_energy_j)
       .def_readonly("dram_energy_j", &joule::Measurement::dram_energy_j)
-      .def_readonly("warnings", &joule::Measurement::warnings)
+      .def_property_readonly("warnings", [](const joule::Measurement& x) { return outside_text(x.warnings); })
       .def_property_readonly("gpu_total_energy_j", &joule::Measurement::gpu_total_energy_j)
       .def_property_readonly("total_energy_j", &joule::Measurement::total_energy_j)
       .def("__repr__", [](const joule::Measurement& x) {
