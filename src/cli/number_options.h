@@ -25,6 +25,9 @@ class Option;
 
 namespace joule::cli {
 
+// The templates below are defined for int, unsigned, std::size_t (uint64_t)
+// and double.
+
 // [min, max], or (min, max] where the lower end is excluded ("positive").
 template <class T>
 struct NumberRange {
