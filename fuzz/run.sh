@@ -23,13 +23,23 @@ build_fuzzer() {
   "${cxx[@]}" "fuzz/$name.cc" "$@" -o "$out/$name"
 }
 declare -A fuzzer_sources=(
-  [protocol_fuzzer]="src/daemon/protocol.cc src/device/gpu.cc src/common/error.cc -lfmt"
-  [service_fuzzer]="src/service/batch_size_service.cc src/service/sqlite_job_store.cc src/common/sqlite.cc
+  [protocol_fuzzer]="src/daemon/protocol.cc src/device/gpu.cc src/common/error.cc src/common/utf8.cc -lfmt"
+  [service_fuzzer]="src/service/request_router.cc src/service/http_request.cc src/service/tokens.cc
+    src/service/batch_size_service.cc src/service/sqlite_job_store.cc src/common/sqlite.cc src/common/utf8.cc
+    src/common/version.cc -DJOULE_VERSION=\"fuzz\"
     src/common/error.cc src/optimize/batch_size_optimizer.cc src/optimize/gaussian_ts.cc src/optimize/pruning.cc
-    src/service/postgres_job_store.cc src/optimize/cost.cc src/optimize/objective.cc -lfmt -lsqlite3
+    src/service/postgres_job_store.cc src/optimize/cost.cc src/optimize/objective.cc -lfmt -lsqlite3 -lcrypto
     $(pkg-config --cflags --libs libpqxx)"
+  [trace_fuzzer]="src/simulate/trace.cc src/simulate/cluster_trace.cc src/common/csv.cc src/common/input_file.cc
+    src/common/utf8.cc src/common/error.cc -lfmt"
+  [cli_fuzzer]="src/cli/app.cc src/cli/number_options.cc src/cli/carbon_options.cc src/simulate/cluster_trace.cc
+    src/device/sim/sim_gpu.cc src/device/gpu.cc src/common/csv.cc src/common/input_file.cc src/common/utf8.cc
+    src/common/error.cc src/common/version.cc -DJOULE_VERSION=\"fuzz\" -lfmt"
+  [sweep_file_fuzzer]="src/sweep/sweep_file.cc src/analyze/sweep_analysis.cc src/analyze/analysis.cc
+    src/optimize/cost.cc src/optimize/objective.cc src/common/input_file.cc src/common/utf8.cc src/common/error.cc
+    -lfmt -lsqlite3"
 )
-fuzzers=(protocol_fuzzer service_fuzzer)
+fuzzers=(protocol_fuzzer service_fuzzer trace_fuzzer sweep_file_fuzzer cli_fuzzer)
 (($# > 0)) && fuzzers=("$@")
 
 for fuzzer in "${fuzzers[@]}"; do
@@ -40,6 +50,8 @@ for fuzzer in "${fuzzers[@]}"; do
   mkdir -p "$out/corpus_$fuzzer"
   [[ -d fuzz/corpus_$fuzzer ]] && cp -n fuzz/corpus_$fuzzer/* "$out/corpus_$fuzzer/" 2>/dev/null || true
   echo "== $fuzzer"
-  "$out/$fuzzer" -max_total_time="$seconds" -max_len=8192 -rss_limit_mb=2048 -print_final_stats=1 \
+  dict=()  # words the fuzzer should try (fuzz/NAME.dict), where it has some
+  [[ -f fuzz/$fuzzer.dict ]] && dict=(-dict="fuzz/$fuzzer.dict")
+  "$out/$fuzzer" -max_total_time="$seconds" -max_len=8192 -rss_limit_mb=2048 -print_final_stats=1 "${dict[@]}" \
     "$out/corpus_$fuzzer" 2>&1 | tail -n 12
 done

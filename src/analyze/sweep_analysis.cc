@@ -76,7 +76,7 @@ std::string column_text(sqlite3_stmt* s, int c) {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
   if (text == nullptr) return "";
   const std::string_view bytes(text, static_cast<std::size_t>(sqlite3_column_bytes(s, c)));
-  return is_valid_utf8(bytes) ? std::string(bytes) : printable(bytes);
+  return valid_utf8_or_printable(bytes);
 }
 
 // A stored number as the store holds it: SQLite is dynamically typed, so a
@@ -234,7 +234,10 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
                  const std::string node = column_text(s, 1);
                  const auto column = [&](const char* name) { return fmt::format("run_nodes.{} of node '{}'", name, node); };
                  RowDamage damage;
-                 SweepRunNode part{node, column_text(s, 2), sqlite3_column_int(s, 3)};
+                 SweepRunNode part;
+                 part.node = node;
+                 part.ranks = column_text(s, 2);
+                 part.gpus = sqlite3_column_int(s, 3);
                  part.elapsed_s = measured(s, 4, column("elapsed_s"), true, damage);
                  part.gpu_energy_j = measured(s, 5, column("gpu_energy_j"), true, damage);
                  part.cpu_energy_j = measured(s, 6, column("cpu_energy_j"), true, damage);

@@ -56,7 +56,7 @@ namespace {
 // warnings quoting them) in the JSON report: dump() throws on invalid
 // UTF-8, which lost the report of a command that had run. Such text is
 // shown as printable() shows it.
-std::string json_text(const std::string& text) { return is_valid_utf8(text) ? text : printable(text); }
+std::string json_text(const std::string& text) { return valid_utf8_or_printable(text); }
 
 std::vector<std::string> json_text(const std::vector<std::string>& texts) {
   std::vector<std::string> out;

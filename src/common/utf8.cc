@@ -69,4 +69,8 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+std::string valid_utf8_or_printable(std::string_view text) {
+  return is_valid_utf8(text) ? std::string(text) : printable(text);
+}
+
 }  // namespace joule

@@ -58,9 +58,7 @@ joule::Devices open_devices(const std::string& backend, const std::string& sim, 
 // quotes them) on its way to a Python str: pybind11 decodes strict UTF-8 and
 // would raise UnicodeDecodeError instead of giving the dict or error. Valid
 // text is kept as it is; other bytes are shown as printable() shows them.
-std::string outside_text(const std::string& text) {
-  return joule::is_valid_utf8(text) ? text : joule::printable(text);
-}
+std::string outside_text(const std::string& text) { return joule::valid_utf8_or_printable(text); }
 
 std::vector<std::string> outside_text(const std::vector<std::string>& texts) {
   std::vector<std::string> out;

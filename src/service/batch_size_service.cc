@@ -47,7 +47,7 @@ void check_label(const std::string& text, const char* what) {
 // Text read back from the store for an answer or a message: as it is when
 // it is UTF-8 (an older joule, or a person with sqlite3, may have left
 // bytes that are not), else written printable.
-std::string stored_text(const std::string& text) { return is_valid_utf8(text) ? text : printable(text); }
+std::string stored_text(const std::string& text) { return valid_utf8_or_printable(text); }
 
 template <typename T>
 T field(const nlohmann::json& j, const char* name, const char* what) {

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <queue>
 
+#include "joule/common/utf8.h"
 #include "joule/error.h"
 #include "joule/simulate/cluster.h"
 #include "simulate/cluster_random.h"
@@ -128,7 +129,7 @@ void ClusterTraceReader::map_raw_groups(const std::string& path) {
     if (submit_s < last_submit_s[it->second]) {
       throw Error(fmt::format("{}: submit time {} is earlier than the previous job of group '{}' ({}); submit times "
                               "must not decrease within a group",
-                              csv_->where(columns_[1]), submit_s, group, last_submit_s[it->second]));
+                              csv_->where(columns_[1]), submit_s, printable(group), last_submit_s[it->second]));
     }
     last_submit_s[it->second] = submit_s;
     ++aggregates[it->second].jobs;
@@ -165,7 +166,8 @@ std::size_t ClusterTraceReader::workload_of_dataset(std::string_view dataset, st
   }
   std::vector<std::string> known;
   for (const auto& w : workloads_) known.push_back(w.dataset);
-  throw Error(fmt::format("{}: unknown dataset '{}' (known: {})", csv_->where(column), dataset, fmt::join(known, ", ")));
+  throw Error(fmt::format("{}: unknown dataset '{}' (known: {})", csv_->where(column), printable(dataset),
+                          fmt::join(known, ", ")));
 }
 
 bool ClusterTraceReader::next(ClusterJob& job) {
@@ -191,7 +193,7 @@ bool ClusterTraceReader::next(ClusterJob& job) {
   if (format_ == Format::kZeus) {
     if (!added && entry.workload != job.workload) {
       throw Error(fmt::format("{}: group '{}' was '{}' before; a group is one workload", csv.where(columns_[3]),
-                              group, workloads_[entry.workload].dataset));
+                              printable(group), workloads_[entry.workload].dataset));
     }
     entry.workload = job.workload;
   } else {
@@ -202,7 +204,7 @@ bool ClusterTraceReader::next(ClusterJob& job) {
   if (job.submit_s < entry.last_submit_s) {
     throw Error(fmt::format("{}: submit time {} is earlier than the previous job of group '{}' ({}); submit times "
                             "must not decrease within a group",
-                            csv.where(columns_[1]), job.submit_s, group, entry.last_submit_s));
+                            csv.where(columns_[1]), job.submit_s, printable(group), entry.last_submit_s));
   }
   entry.last_submit_s = job.submit_s;
   job.group = it->first;
@@ -247,19 +249,36 @@ struct GroupGenerator {
   }
 };
 
+// Throws UsageError naming the first field of shape outside its range
+// (kClusterTraceLimits); a NaN is outside every range.
+void check_shape(const ClusterTraceShape& shape) {
+  const ClusterTraceLimits& limits = kClusterTraceLimits;
+  const auto check_count = [](const char* field, std::size_t value, std::size_t max) {
+    if (value < 1 || value > max) {
+      throw UsageError(fmt::format("cluster trace: {} {} is outside [1, {}]", field, value, max));
+    }
+  };
+  const auto check = [](const char* field, double value, bool min_excluded, double min, double max) {
+    if (!((min_excluded ? value > min : value >= min) && value <= max)) {
+      throw UsageError(
+          fmt::format("cluster trace: {} {} is outside {}{}, {}]", field, value, min_excluded ? '(' : '[', min, max));
+    }
+  };
+  check_count("jobs", shape.jobs, limits.max_jobs);
+  check_count("groups", shape.groups, limits.max_groups);
+  check("days", shape.days, true, 0, limits.max_days);
+  check("group_size_alpha", shape.group_size_alpha, true, 0, limits.max_group_size_alpha);
+  check("max_group_weight", shape.max_group_weight, false, 1, limits.max_group_weight);
+  check("bursty_fraction", shape.bursty_fraction, false, 0, 1);
+  check("median_runtime_s", shape.median_runtime_s, true, 0, limits.max_median_runtime_s);
+  check("runtime_spread", shape.runtime_spread, false, 0, limits.max_runtime_spread);
+  check("job_runtime_spread", shape.job_runtime_spread, false, 0, limits.max_runtime_spread);
+}
+
 }  // namespace
 
 void generate_cluster_trace(const ClusterTraceShape& shape, std::ostream& out) {
-  if (shape.jobs == 0 || shape.groups == 0) throw UsageError("cluster trace: --jobs and --groups must be positive");
-  if (!(shape.days > 0)) throw UsageError("cluster trace: --days must be positive");
-  if (!(shape.group_size_alpha > 0)) throw UsageError("cluster trace: the group-size alpha must be positive");
-  if (!(shape.max_group_weight >= 1)) throw UsageError("cluster trace: the largest group weight must be >= 1");
-  if (!(shape.bursty_fraction >= 0 && shape.bursty_fraction <= 1)) {
-    throw UsageError("cluster trace: the bursty fraction must be within [0, 1]");
-  }
-  if (!(shape.median_runtime_s > 0) || !(shape.runtime_spread >= 0) || !(shape.job_runtime_spread >= 0)) {
-    throw UsageError("cluster trace: runtimes need a positive median and non-negative spreads");
-  }
+  check_shape(shape);
   const std::size_t groups = std::min(shape.groups, shape.jobs);
   const double span_s = shape.days * 86400.0;
   SplitMix64 rng(shape.seed);

@@ -18,7 +18,7 @@ namespace joule::prometheus_text {
 // lease holders): bytes that are not UTF-8 are written as \xHH (printable),
 // so one odd process or driver string cannot make the whole scrape invalid.
 inline std::string escaped(const std::string& value) {
-  const std::string text = is_valid_utf8(value) ? value : printable(value);
+  const std::string text = valid_utf8_or_printable(value);
   std::string out;
   for (const char c : text) {
     if (c == '\\') out += "\\\\";

@@ -51,5 +51,11 @@ TEST(Utf8Test, PrintableIsValidOneLineAndTellsInputsApart) {
   }
 }
 
+TEST(Utf8Test, ValidTextIsKeptWholeAndOtherTextShownPrintable) {
+  EXPECT_EQ(valid_utf8_or_printable("line one\nH200 – two"), "line one\nH200 – two");
+  EXPECT_EQ(valid_utf8_or_printable("a\nb\xFF"), printable("a\nb\xFF"));
+  EXPECT_EQ(valid_utf8_or_printable("a\nb\xFF"), "a\\x0Ab\\xFF");
+}
+
 }  // namespace
 }  // namespace joule

@@ -26,4 +26,9 @@ inline bool is_valid_utf8(std::string_view text) { return !first_invalid_utf8(te
 // different inputs never read the same.
 std::string printable(std::string_view text);
 
+// Outside text where it will be shown whole (JSON, a Python str, a label
+// value): kept as it is when it is valid UTF-8, control characters and all,
+// else printable(text).
+std::string valid_utf8_or_printable(std::string_view text);
+
 }  // namespace joule
