@@ -25,7 +25,7 @@ build_fuzzer() {
 declare -A fuzzer_sources=(
   [protocol_fuzzer]="src/daemon/protocol.cc src/device/gpu.cc src/common/error.cc src/common/utf8.cc -lfmt"
   [service_fuzzer]="src/service/request_router.cc src/service/http_request.cc src/service/tokens.cc
-    src/service/batch_size_service.cc src/service/sqlite_job_store.cc src/common/sqlite.cc src/common/utf8.cc
+    src/service/batch_size_service.cc src/service/request_input.cc src/service/sqlite_job_store.cc src/common/sqlite.cc src/common/utf8.cc
     src/common/version.cc -DJOULE_VERSION=\"fuzz\"
     src/common/error.cc src/optimize/batch_size_optimizer.cc src/optimize/gaussian_ts.cc src/optimize/pruning.cc
     src/service/postgres_job_store.cc src/optimize/cost.cc src/optimize/objective.cc -lfmt -lsqlite3 -lcrypto
