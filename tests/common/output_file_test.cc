@@ -7,6 +7,10 @@
 
 #include <filesystem>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "common/test_support.h"
 #include "joule/error.h"
 
@@ -25,6 +29,29 @@ TEST(OutputFileTest, ReplacesThePathOnlyWhenCommitted) {
   }
   EXPECT_EQ(testing::read_file(path), "new\n");
   EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
+// `-o /dev/null` as root renamed a regular file onto /dev/null. A FIFO
+// stands in for the device (the test must not risk the machine's
+// /dev/null): it must still be a FIFO afterwards, and what was written must
+// have gone through it. The test holds both ends, so nothing blocks.
+TEST(OutputFileTest, AFifoOrDeviceIsWrittenInPlaceNotReplaced) {
+  testing::TempDir tmp;
+  const std::string fifo = tmp.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int held = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(held, 0);
+  {
+    OutputFile out(fifo);
+    out.stream() << "through the pipe\n";
+    out.commit();
+  }
+  char buffer[64] = {};
+  const ssize_t got = ::read(held, buffer, sizeof buffer);
+  ::close(held);
+  EXPECT_EQ(std::string(buffer, got > 0 ? static_cast<std::size_t>(got) : 0), "through the pipe\n");
+  EXPECT_EQ(std::filesystem::status(fifo).type(), std::filesystem::file_type::fifo);
+  EXPECT_FALSE(std::filesystem::exists(fifo + ".partial"));
 }
 
 TEST(OutputFileTest, AnAbandonedFileLeavesThePreviousOneAndNoPartial) {

@@ -3,7 +3,9 @@
 // A file a command writes as its result: written under "<path>.partial" and
 // renamed onto path only when complete, so a run that fails half-way leaves
 // neither a truncated file nor an empty one where a good one was before.
-// Opening it checks at once that the place is writable.
+// Opening it checks at once that the place is writable. A path that is a
+// device or a FIFO (/dev/null, /dev/stdout) is written in place instead,
+// never replaced.
 #pragma once
 
 #include <fstream>
@@ -26,8 +28,10 @@ class OutputFile {
   void commit();
 
  private:
+  bool in_place() const { return partial_path_.empty(); }
+
   std::string path_;
-  std::string partial_path_;
+  std::string partial_path_;  // empty: written in place
   std::ofstream out_;
   bool committed_ = false;
 };
