@@ -3,6 +3,7 @@
 """Issue 47: text from a driver crossing into Python. A GPU name that is not
 UTF-8 made joule.devices() and Monitor.gpus raise UnicodeDecodeError, and an
 error quoting it was raised as UnicodeDecodeError rather than joule's own."""
+import gc
 import os
 
 import pytest
@@ -22,6 +23,13 @@ def badly_named_gpu(monkeypatch, tmp_path):
     monkeypatch.setenv("JOULE_FAKE_NVML_CONFIG", str(config))
     monkeypatch.setenv("JOULE_FAKE_NVML_LOG", str(tmp_path / "set_calls.log"))
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    yield
+    # A Monitor left alive (here, held by the cycle between pytest.raises'
+    # traceback and the test's frame) keeps NVML initialised, and the fake
+    # reads its config only at the first nvmlInit after a shutdown: the next
+    # test would see this one-GPU config. Collected now, the monitor shuts
+    # NVML down before the environment goes back.
+    gc.collect()
 
 
 def test_a_gpu_name_that_is_not_utf8_is_shown_escaped(badly_named_gpu):
