@@ -15,13 +15,41 @@ mkdir -p "$out"
 cxx=("${FUZZ_CXX:-clang++-14}" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
      -Iinclude -Isrc)
 
+# Writes one line per source of fuzzer NAME: the command that compiles it
+# into $out/obj/NAME/; words after NAME are its sources (*.cc), link flags
+# (-l, -L) and compile flags (the rest).
+compile_commands() {
+  local name=$1 word
+  shift
+  local sources=("fuzz/$name.cc") flags=()
+  for word in "$@"; do
+    case $word in
+      *.cc) sources+=("$word") ;;
+      -l* | -L*) ;;
+      *) flags+=("$word") ;;
+    esac
+  done
+  mkdir -p "$out/obj/$name"
+  for word in "${sources[@]}"; do
+    printf '%q ' "${cxx[@]}" "${flags[@]}" -c "$word" -o "$out/obj/$name/${word//\//_}.o"
+    printf '\n'
+  done
+}
+
+link_fuzzer() {
+  local name=$1 word
+  shift
+  local links=()
+  for word in "$@"; do
+    case $word in
+      -l* | -L*) links+=("$word") ;;
+    esac
+  done
+  "${cxx[@]}" "$out/obj/$name"/*.o "${links[@]}" -o "$out/$name"
+}
+
 # One line per fuzzer: its name (fuzz/NAME.cc, seeds in fuzz/corpus_NAME),
 # then the sources and libraries it links.
-build_fuzzer() {
-  local name=$1
-  shift
-  "${cxx[@]}" "fuzz/$name.cc" "$@" -o "$out/$name"
-}
 declare -A fuzzer_sources=(
   [protocol_fuzzer]="src/daemon/protocol.cc src/device/gpu.cc src/common/error.cc src/common/utf8.cc -lfmt"
   [service_fuzzer]="src/service/request_router.cc src/service/http_request.cc src/service/tokens.cc
@@ -42,9 +70,18 @@ declare -A fuzzer_sources=(
 fuzzers=(protocol_fuzzer service_fuzzer trace_fuzzer sweep_file_fuzzer cli_fuzzer)
 (($# > 0)) && fuzzers=("$@")
 
+# Every source of every fuzzer compiled side by side, as many at a time as
+# there are cores (one clang process per fuzzer left cores idle for minutes);
+# then each fuzzer linked.
+rm -rf "$out/obj"
 for fuzzer in "${fuzzers[@]}"; do
   # shellcheck disable=SC2086  # the sources are words
-  build_fuzzer "$fuzzer" ${fuzzer_sources[$fuzzer]}
+  compile_commands "$fuzzer" ${fuzzer_sources[$fuzzer]}
+done > "$out/compile_commands.sh"
+xargs -P "$(nproc)" -d '\n' -I{} bash -c {} < "$out/compile_commands.sh"
+for fuzzer in "${fuzzers[@]}"; do
+  # shellcheck disable=SC2086
+  link_fuzzer "$fuzzer" ${fuzzer_sources[$fuzzer]}
 done
 for fuzzer in "${fuzzers[@]}"; do
   mkdir -p "$out/corpus_$fuzzer"
