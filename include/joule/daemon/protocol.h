@@ -61,7 +61,8 @@ Request parse_request(std::string_view line);
 
 std::string ok_response(uint64_t id, nlohmann::json body = nlohmann::json::object());
 // code: "refused" (not authorised), "busy" (held by another client),
-// "invalid" (bad request or value), "device" (the GPU call failed).
+// "invalid" (bad request or value), "device" (the GPU call failed),
+// "internal" (the daemon's own failure answering this request).
 std::string error_response(std::optional<uint64_t> id, const std::string& code, const std::string& reason);
 
 }  // namespace joule::daemon
