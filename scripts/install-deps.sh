@@ -42,6 +42,9 @@ packages=(
   librocm-smi-dev
   # a real single-machine Slurm (slurmctld, slurmd, srun) and its munge, started by the tests as root
   slurm-wlm munge
+  # scripts/collect-third-party.sh builds the SQLite amalgamation for the sdist
+  # from Debian's source package: dpkg-source unpacks it, tclsh makes sqlite3.c
+  dpkg-dev tcl
 )
 
 missing=()
