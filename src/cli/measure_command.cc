@@ -321,7 +321,9 @@ int run_measure(const CommonOptions& common, const MeasureOptions& options) {
 #ifdef JOULE_HAVE_MPI
     return run_measure_mpi(common, options, basis);
 #else
-    throw UsageError("--mpi: this joule was built without MPI (install libopenmpi-dev and build again)");
+    throw UsageError(
+        "--mpi: this joule was built without MPI; install an MPI (Debian: libopenmpi-dev) and build joule again "
+        "(docs/install.md)");
 #endif
   }
   std::optional<OutputFile> output;
