@@ -13,6 +13,7 @@
 
 #include "joule/analyze/svg_chart.h"
 #include "joule/carbon/carbon.h"
+#include "joule/common/root_sum_square.h"
 #include "joule/version.h"
 #include "joule/analyze/units_format.h"
 
@@ -567,7 +568,7 @@ std::string difference(double value, double base, bool energy) {
 // True when two means are closer than their repeats' spread: a difference a
 // rerun could reverse.
 bool within_noise(const Summary& a, const Summary& b) {
-  return a.n > 1 && b.n > 1 && std::fabs(a.mean - b.mean) < std::hypot(a.stddev, b.stddev);
+  return a.n > 1 && b.n > 1 && std::fabs(a.mean - b.mean) < root_sum_square(a.stddev, b.stddev);
 }
 
 std::string objective_line(const SweepAnalysis& a, const std::string& objective, std::size_t i) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "joule/attribution/spread.h"
+#include "joule/common/root_sum_square.h"
 #include "joule/error.h"
 
 namespace joule::attribution {
@@ -197,7 +198,7 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
     const Spread s = spread_of(energies[r], options.confidence);  // every round resolved: none missing
     const double below = std::max(0.0, g.energy_j - s.low);
     const double above = std::max(0.0, s.high - g.energy_j);
-    const auto widen = [](double boot, double more) { return std::isfinite(boot) ? std::hypot(boot, more) : more; };
+    const auto widen = [](double boot, double more) { return std::isfinite(boot) ? root_sum_square(boot, more) : more; };
     g.energy_low_j = g.energy_j - widen(g.energy_j - g.energy_low_j, below);
     g.energy_high_j = g.energy_j + widen(g.energy_high_j - g.energy_j, above);
     g.energy_std_j = widen(g.energy_std_j, s.std);

@@ -11,6 +11,7 @@
 #include <map>
 #include <utility>
 
+#include "joule/common/root_sum_square.h"
 #include "joule/error.h"
 
 namespace joule {
@@ -227,7 +228,7 @@ void validate(const std::vector<CandidateSamples>& candidates, std::size_t basel
 }
 
 double relative_difference_se(const CandidateEstimate& a, const CandidateEstimate& b) {
-  return std::hypot(a.cost_se, b.cost_se);
+  return root_sum_square(a.cost_se, b.cost_se);
 }
 
 // Indices of the measured candidates in ascending setting.
@@ -415,7 +416,7 @@ std::vector<std::size_t> within_bound(const std::vector<CandidateEstimate>& e, c
   const CandidateEstimate& ref = e[reference];
   for (const std::size_t c : tested) {
     const double ratio = e[c].time_per_step_s / ref.time_per_step_s;
-    const double ratio_se = ratio * std::hypot(e[c].time_se / e[c].time_per_step_s, ref.time_se / ref.time_per_step_s);
+    const double ratio_se = ratio * root_sum_square(e[c].time_se / e[c].time_per_step_s, ref.time_se / ref.time_per_step_s);
     if (ratio > max_slowdown || ratio + t * ratio_se > max_slowdown * (1.0 + tolerance)) {
       note += fmt::format("; {:g} is {:.1f}% +- {:.1f}% slower than {:g}, not shown within {:.0f}%", e[c].setting,
                           100.0 * (ratio - 1.0), 100.0 * t * ratio_se, ref.setting, 100.0 * (max_slowdown - 1.0));

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "joule/common/input_file.h"
+#include "joule/common/root_sum_square.h"
 #include "joule/error.h"
 #include "optimize/knob_control.h"
 
@@ -661,7 +662,7 @@ std::string PowerLimitOptimizer::report_locked() const {
       const std::string visits = again == confirmed.end() ? fmt::format("{}", e->visits)
                                                           : fmt::format("{}+{}", e->visits, again->visits);
       ci = fmt::format("  {:>7}  {:>+7.1f}% +-{:>4.1f}%", visits, 100.0 * (e->cost / base->cost - 1.0),
-                       100.0 * noise_choice_->estimates_t_critical * std::hypot(e->cost_se, base->cost_se) / base->cost);
+                       100.0 * noise_choice_->estimates_t_critical * root_sum_square(e->cost_se, base->cost_se) / base->cost);
     }
     out += fmt::format("  {:>11.0f}  {:>7}  {:>13.3f}  {:>15.3f}  {:>12.1f}{}{}\n", setting_of(r), r.steps,
                        r.time_per_step_s * 1e3, r.energy_per_step_j, r.avg_power_w, ci,
