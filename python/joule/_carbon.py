@@ -1,7 +1,8 @@
 # SPDX-FileCopyrightText: 2026 the joule developers
 # SPDX-License-Identifier: Apache-2.0
 """joule.Carbon and joule.carbon_regions, reading the grid-intensity table
-that ships inside this package when pip installed it (data/carbon/), so a
+that ships inside this package when pip installed it (share/joule/carbon/,
+where the wheel's `joule` program finds it too), so a
 pip install far from the source tree finds it. An explicit table=,
 $JOULE_CARBON_TABLE or $JOULE_DATA_DIR still come first, and without a
 packaged copy the C++ search decides (share/joule/carbon of the
@@ -14,7 +15,8 @@ from . import _joule
 
 def packaged_table() -> Optional[str]:
     """The table inside this package, or None where it has none."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "carbon", "grid-intensity.csv")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "share", "joule", "carbon",
+                        "grid-intensity.csv")
     return path if os.path.isfile(path) else None
 
 
