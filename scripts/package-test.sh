@@ -123,21 +123,14 @@ fi
 
 # The same on a fresh Debian bookworm (debootstrap, minimal): apt resolves the
 # package's dependencies from Debian's repository. JOULE_PACKAGE_FRESH=0 skips
-# it (it downloads ~100 MB and takes a few minutes).
+# it (it downloads ~100 MB the first time and takes a few minutes).
 if [[ ${JOULE_PACKAGE_FRESH:-1} == 1 ]]; then
+  source scripts/lib/minimal-root.sh
   fresh=$(mktemp -d /tmp/joule-fresh.XXXXXX)
-  cleanup_fresh() {
-    umount "$fresh/proc" 2>/dev/null || true
-    rm -rf --one-file-system "$fresh"
-  }
-  trap cleanup_fresh EXIT
-  mirror=${JOULE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-  debootstrap --variant=minbase bookworm "$fresh" "$mirror" >"$build_dir/debootstrap.log" 2>&1 ||
-    { tail -20 "$build_dir/debootstrap.log" >&2; echo "package-test.sh: debootstrap failed" >&2; exit 1; }
+  trap 'minimal_root_remove "$fresh"' EXIT
+  minimal_root_make "$fresh" "$build_dir/debootstrap.log"
   cp "$deb" "$fresh/tmp/joule.deb"
-  cp /etc/resolv.conf "$fresh/etc/resolv.conf"
-  mount -t proc proc "$fresh/proc"
-  in_fresh() { chroot "$fresh" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
+  in_fresh() { minimal_root_run "$fresh" "$@"; }
   in_fresh sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends /tmp/joule.deb' \
     >"$build_dir/fresh-install.log" 2>&1 ||
     { tail -20 "$build_dir/fresh-install.log" >&2; echo "package-test.sh: install on a fresh bookworm failed" >&2; exit 1; }
@@ -150,7 +143,7 @@ if [[ ${JOULE_PACKAGE_FRESH:-1} == 1 ]]; then
     [[ -e $fresh$path ]] && { echo "package-test.sh: $path is left after purge on the fresh system" >&2; exit 1; }
   done
   ! in_fresh getent group joule >/dev/null || fail "the joule group is left after purge on the fresh system"
-  cleanup_fresh
+  minimal_root_remove "$fresh"
   trap - EXIT
   step "fresh bookworm: installed with its dependencies by apt, used, purged"
 fi

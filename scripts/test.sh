@@ -15,5 +15,9 @@ cmake --build "$build_dir" -j "$jobs"
 JOULE_TESTS_REQUIRE_SERVERS=${JOULE_TESTS_REQUIRE_SERVERS:-1} ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure
 # The Debian package: built, lintian-checked, installed, used and purged.
 scripts/package-test.sh "$build_dir"
+# The pip artifacts: the sdist made here, then built and installed offline on
+# a minimal bookworm that has only a compiler, CMake and Python (docs/install.md).
+scripts/build-dist.sh --sdist-only --out "$build_dir/dist"
+scripts/dist-test.sh "$build_dir/dist"
 # Every fuzzer (fuzz/README.md) under libFuzzer, for a bounded time each.
 fuzz/run.sh "${JOULE_FUZZ_SECONDS:-20}" "$build_dir/fuzz"
