@@ -3,7 +3,7 @@
 # Where joule's third-party code comes from (docs/install.md).
 #
 # The core (everything a training job and the `joule` CLI need) uses only
-# header-only libraries and SQLite: each is taken from the system when found,
+# header-only libraries, fmt and SQLite: each is taken from the system when found,
 # and otherwise from third_party/, which a source distribution carries
 # (scripts/collect-third-party.sh fills it from Debian's packages when the
 # sdist is made; it is never committed). Either way the same target names
@@ -38,36 +38,43 @@ function(joule_require_bundled dir what)
                       "scripts/install-deps.sh lists the Debian packages)")
 endfunction()
 
-# joule_header_library(<target> <dir> [DEFINES ...]): an INTERFACE target
-# named <target> (e.g. fmt::fmt) over third_party/<dir>/include.
+# joule_header_library(<target> <dir>): an INTERFACE target named <target>
+# (e.g. CLI11::CLI11) over third_party/<dir>/include.
 function(joule_header_library target dir)
-  cmake_parse_arguments(arg "" "" "DEFINES" ${ARGN})
   string(REPLACE "::" "_" local joule_bundled_${target})
   add_library(${local} INTERFACE)
   target_include_directories(${local} SYSTEM INTERFACE ${JOULE_THIRD_PARTY_DIR}/${dir}/include)
-  if(arg_DEFINES)
-    target_compile_definitions(${local} INTERFACE ${arg_DEFINES})
-  endif()
   add_library(${target} ALIAS ${local})
 endfunction()
 
-# joule_dependency(<package> <target> <dir> <what> [DEFINES ...] [FIND_ARGS ...]):
-# the system's <package> giving <target>, else third_party/<dir>.
+# joule_dependency(<package> <target> <dir> <what> [FIND_ARGS ...]): the
+# system's header-only <package> giving <target>, else third_party/<dir>.
 macro(joule_dependency package target dir what)
-  cmake_parse_arguments(dep "" "" "DEFINES;FIND_ARGS" ${ARGN})
+  cmake_parse_arguments(dep "" "" "FIND_ARGS" ${ARGN})
   if(NOT JOULE_BUNDLED_DEPS)
     find_package(${package} ${dep_FIND_ARGS} QUIET)
   endif()
   if(JOULE_BUNDLED_DEPS OR NOT TARGET ${target})
     joule_require_bundled(${dir} "${what}")
-    joule_header_library(${target} ${dir} DEFINES ${dep_DEFINES})
+    joule_header_library(${target} ${dir})
     list(APPEND JOULE_BUNDLED_USED ${dir})
   endif()
 endmacro()
 
 set(JOULE_BUNDLED_USED "")
-# Bundled, fmt is used header-only: no libfmt to link.
-joule_dependency(fmt fmt::fmt fmt "fmt (Debian: libfmt-dev)" DEFINES FMT_HEADER_ONLY=1)
+# fmt: bundled, its compiled part (src/format.cc) is built once into a static
+# library; header-only mode would compile it into every file that formats.
+if(NOT JOULE_BUNDLED_DEPS)
+  find_package(fmt QUIET)
+endif()
+if(JOULE_BUNDLED_DEPS OR NOT TARGET fmt::fmt)
+  joule_require_bundled(fmt "fmt (Debian: libfmt-dev)")
+  add_library(joule_bundled_fmt STATIC ${JOULE_THIRD_PARTY_DIR}/fmt/src/format.cc)
+  target_include_directories(joule_bundled_fmt SYSTEM PUBLIC ${JOULE_THIRD_PARTY_DIR}/fmt/include)
+  set_target_properties(joule_bundled_fmt PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  add_library(fmt::fmt ALIAS joule_bundled_fmt)
+  list(APPEND JOULE_BUNDLED_USED fmt)
+endif()
 joule_dependency(CLI11 CLI11::CLI11 cli11 "CLI11 (Debian: libcli11-dev)")
 joule_dependency(nlohmann_json nlohmann_json::nlohmann_json nlohmann_json "nlohmann-json (Debian: nlohmann-json3-dev)"
                  FIND_ARGS 3.10)
