@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # SPDX-FileCopyrightText: 2026 the joule developers
 # SPDX-License-Identifier: Apache-2.0
-# Assembles what bench/run_gpu.sh needs on a GPU machine from this build:
+# Assembles what a GPU machine needs from this build beyond the user's artifact:
 # bench/carry.sh CARRY_DIR [BUILD_DIR]  (CARRY_DIR, e.g. .device-carry, is git-ignored)
+#   bin/   the C++ bench programs (joule_bench_accuracy, joule_bench_monitor,
+#          joule_bench_sampler_cost) and this build's own joule, with what the
+#          prebuilt wheel leaves out (joule exporter's endpoint, joule measure
+#          --mpi, the service): only for those (gpu_exporter.py,
+#          gpu_distributed.sh's --mpi part)
+#   lib/   their shared libraries (all but libc, libm, libstdc++, libgcc_s)
+#   fake/  the fake libnvidia-ml.so.1 (side-by-side runs against the fake driver)
+# joule itself (the Python module, the joule program, libjoule_c.so) is not
+# here: GPU runs install it like a user, from dist/ (scripts/build-dist.sh
+# here, bench/gpu_install.sh there; bench/README.md, "Running on GPU machines").
 set -eu
 carry=$1
 build=${2:-build}
 mkdir -p "$carry/bin" "$carry/lib" "$carry/fake"
+# What the carry once held for compiling the Python module there (gone: it is installed now).
+rm -rf "$carry/source" "$carry/include" "$carry/lib/libjoule.a"
 cp "$build"/bin/{joule,joule_bench_accuracy,joule_bench_monitor,joule_bench_sampler_cost} "$carry/bin/"
 cp "$build/tests/fake_nvml/libnvidia-ml.so.1" "$carry/fake/"
 for lib in $(ldd "$carry"/bin/* | awk '/=> \//{print $3}' | sort -u); do
@@ -15,15 +27,5 @@ for lib in $(ldd "$carry"/bin/* | awk '/=> \//{print $3}' | sort -u); do
     *) cp -L "$lib" "$carry/lib/" ;;
   esac
 done
-# What build_python_module_on_device.sh compiles the Python module against.
-cp "$build/src/libjoule.a" "$carry/lib/"
-# ... and the sources it was built from (public headers, bindings, the
-# package's Python), so the module compiled there matches the library even
-# when this checkout has moved on since.
-rm -rf "$carry/source" && mkdir -p "$carry/source/src"
-cp -r include "$carry/source/" && cp -r src/python "$carry/source/src/"
-mkdir -p "$carry/source/python" && cp -r python/joule "$carry/source/python/"
-mkdir -p "$carry/include"
-cp -r /usr/include/fmt /usr/include/nlohmann /usr/include/pcg*.hpp "$carry/include/"
-strip --strip-debug "$carry"/bin/* "$carry"/fake/*.so.1 "$carry/lib/libjoule.a"
+strip --strip-debug "$carry"/bin/* "$carry"/fake/*.so.1
 du -sh "$carry"

@@ -36,8 +36,9 @@ forward), backward, the optimizer's step.
    summary.md collects every table; overhead.json the overhead rows.
 Exits 0 whether or not the targets are met.
 
-  PYTHONPATH=/tmp/pkg python3 bench/gpu_attribution_models.py --out-dir DIR
-  PYTHONPATH=/tmp/pkg python3 bench/gpu_attribution_models.py --out-dir DIR --quick   # smoke run, ~1 min
+  /tmp/joule-venv/bin/python bench/gpu_attribution_models.py --out-dir DIR
+  /tmp/joule-venv/bin/python bench/gpu_attribution_models.py --out-dir DIR --quick   # smoke run, ~1 min
+(joule installed there first: bench/gpu_install.sh dist /tmp/joule-venv; locally PYTHONPATH=build/python)
 """
 import argparse
 import contextlib

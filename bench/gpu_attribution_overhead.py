@@ -14,7 +14,8 @@ step), one monitor open throughout. The edges are host instants (the monitor
 has no synchronize), what the hooks cost, not a CUDA sync per edge.
 Median step time of each kind and the ratio.
 
-  PYTHONPATH=/tmp/pkg python3 bench/gpu_attribution_overhead.py --out overhead.json
+  /tmp/joule-venv/bin/python bench/gpu_attribution_overhead.py --out overhead.json
+(joule installed there first: bench/gpu_install.sh dist /tmp/joule-venv; locally PYTHONPATH=build/python)
 """
 import argparse
 import json

@@ -41,7 +41,8 @@ Writes to --out-dir: result.json (everything raw), table.md, page.html (the
 full window's joule.attribution.to_html), convergence.csv and, where matplotlib
 imports, convergence.png. About 3 minutes with the defaults.
 
-  PYTHONPATH=/tmp/pkg python3 bench/gpu_attribution_proof.py --out-dir DIR
+  /tmp/joule-venv/bin/python bench/gpu_attribution_proof.py --out-dir DIR
+(joule installed there first: bench/gpu_install.sh dist /tmp/joule-venv; locally PYTHONPATH=build/python)
 """
 import argparse
 import collections

@@ -9,7 +9,9 @@ hits both alike: blocks of steps without joule open, blocks with a session open
 optimizer's callbacks (observer mode, read-only) around every step. Reports
 each kind's median step time and the ratios.
 
-  python3 bench/gpu_callback_overhead.py --lib build/lib/libjoule_c.so --batch 32
+  /tmp/joule-venv/bin/python bench/gpu_callback_overhead.py --batch 32
+--lib defaults to the installed joule package's libjoule_c.so, else
+build/lib/libjoule_c.so (gpu_train_observer.default_lib).
 """
 import argparse
 import json
@@ -17,12 +19,12 @@ import statistics
 
 import torch
 
-from gpu_train_observer import load_joule, model_and_step, timed_steps
+from gpu_train_observer import default_lib, load_joule, model_and_step, timed_steps
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--lib", default="build/lib/libjoule_c.so")
+    parser.add_argument("--lib", default=None, help="libjoule_c.so (default: the installed joule package's)")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--block", type=int, default=200, help="steps per block")
     parser.add_argument("--repeats", type=int, default=20, help="blocks of each kind")
@@ -32,7 +34,7 @@ def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     step = model_and_step(device, args.batch)
     timed_steps(step, args.warmup)
-    lib = load_joule(args.lib)
+    lib = load_joule(args.lib or default_lib())
     options = {"interval_ms": 100, "power_limit": {"objective": "cost", "observer": True, "min_warmup_s": 1.5,
                                                    "job": "overhead", "batch_size": args.batch}}
     closed, sampling, callbacks = [], [], []

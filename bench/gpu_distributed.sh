@@ -2,34 +2,55 @@
 # SPDX-FileCopyrightText: 2026 the joule developers
 # SPDX-License-Identifier: Apache-2.0
 # joule.distributed and joule measure --mpi on a GPU machine, read-only
-# (observer: no GPU setting changes). bench/carry.sh CARRY_DIR first, here.
-#   bench/gpu_distributed.sh CARRY_DIR OUT_DIR
-# Runs bench/gpu_distributed.py under torchrun: NCCL with one rank per GPU,
-# and Gloo with two ranks sharing each GPU (the node's GPUs counted once);
-# then, where the machine's mpirun can run the carried joule, a two-rank
-# joule measure --mpi around a GPU load, against the energy counters.
+# (observer: no GPU setting changes).
+#   scripts/build-dist.sh --python PYTHON   # here: dist/ (PYTHON of the GPU machine's version, e.g. pyenv's 3.12)
+#   bench/carry.sh .device-carry            # here, only for the --mpi part (below)
+#   bench/gpu_distributed.sh dist OUT_DIR [.device-carry]   # there, carry=["dist", ".device-carry"]
+# Installs joule from DIST_DIR with bench/gpu_install.sh into /tmp/joule-venv
+# (as a user does: the wheel, else the sdist built there), then runs
+# bench/gpu_distributed.py with that venv's Python under torch.distributed.run
+# (torchrun's module: the system's torchrun script would start the ranks with
+# a Python that lacks the venv's joule): NCCL with one rank per GPU, and Gloo
+# with two ranks sharing each GPU (the node's GPUs counted once); then, where
+# the machine has an mpirun, a two-rank joule measure --mpi around a GPU load,
+# against the energy counters. The prebuilt wheel leaves MPI out (it links
+# nothing but libc, libm and libstdc++), so that part runs the installed joule
+# where it has MPI (an sdist built where an MPI is found), else CARRY_DIR's
+# (bench/carry.sh: this checkout's build, with its libraries), else is skipped.
 set -uo pipefail
-carry=$(cd "$1" && pwd)
+dist=$1
 out=$2
+carry=${3:+$(cd "$3" && pwd)}
 mkdir -p "$out"
+venv=/tmp/joule-venv
+bench/gpu_install.sh "$dist" "$venv" 2>&1 | tee "$out/install.txt" || exit 1
+export PATH=$venv/bin:$PATH
 export PYTHONUNBUFFERED=1 JOULE_POWERCAP_ROOT=/nonexistent
-bench/build_python_module_on_device.sh "$carry" /tmp/pkg/joule > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-export PYTHONPATH=/tmp/pkg
 gpus=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=index,name,power.limit,driver_version --format=csv | tee "$out/gpus.csv"
 echo "== NCCL, $gpus rank(s), one per GPU"
-torchrun --standalone --nproc-per-node "$gpus" bench/gpu_distributed.py --backend nccl --out "$out/nccl.json" 2>&1 |
+python3 -m torch.distributed.run --standalone --nproc-per-node "$gpus" bench/gpu_distributed.py --backend nccl --out "$out/nccl.json" 2>&1 |
   grep -v "^W\|OMP_NUM_THREADS\|^\*\*\*\*" | tee "$out/nccl.txt"
 echo "== Gloo, $((2 * gpus)) ranks, two per GPU"
-torchrun --standalone --nproc-per-node $((2 * gpus)) bench/gpu_distributed.py --backend gloo --seconds 15 --out "$out/gloo.json" 2>&1 |
+python3 -m torch.distributed.run --standalone --nproc-per-node $((2 * gpus)) bench/gpu_distributed.py --backend gloo --seconds 15 --out "$out/gloo.json" 2>&1 |
   grep -v "^W\|OMP_NUM_THREADS\|^\*\*\*\*" | tee "$out/gloo.txt"
 echo "== joule measure --mpi under this machine's mpirun"
 { which mpirun && mpirun --version | head -2; } 2>&1 | tee "$out/mpi.txt"
+# The joule for it: the installed one where it was built with MPI, else the carried build.
+joule=
 if command -v mpirun > /dev/null; then
+  joule=$venv/bin/joule
+  if timeout 60 "$joule" measure --mpi -- true 2>&1 | grep -q "built without MPI"; then
+    joule=${carry:+$carry/bin/joule}
+    echo "the installed joule has no MPI (the wheel leaves it out): ${joule:-no CARRY_DIR given, skipped}" |
+      tee -a "$out/mpi.txt"
+  fi
+fi
+if [[ -n $joule ]]; then
   mpi_lib=$(dirname "$(ldconfig -p | awk '/libmpi.so.40 /{print $NF; exit}')" 2>/dev/null)
-  # The machine's own Open MPI first (its plugins match its mpirun), then what joule carried.
-  export LD_LIBRARY_PATH=${mpi_lib:+$mpi_lib:}$carry/lib
-  python3 - "$carry/bin/joule" "$out/mpi.json" <<'PY' 2>&1 | tee -a "$out/mpi.txt"
+  # The machine's own Open MPI first (its plugins match its mpirun), then what the carry has.
+  export LD_LIBRARY_PATH=$mpi_lib${carry:+${mpi_lib:+:}$carry/lib}
+  python3 - "$joule" "$out/mpi.json" <<'PY' 2>&1 | tee -a "$out/mpi.txt"
 import json, subprocess, sys, time
 import pynvml as n
 joule, path = sys.argv[1], sys.argv[2]

@@ -4,8 +4,8 @@
 """The framework examples (examples/hf_trainer, lightning, accelerate) run for real, read-only.
 
 For each example:
-  (a) energy: one run under `joule measure --json --timeline` (the carried
-      binary). The example's own figure (joule's callback / window, over its
+  (a) energy: one run under `joule measure --json --timeline` (the installed
+      program). The example's own figure (joule's callback / window, over its
       training span) is compared with joule measure's energy over the same
       span. joule measure's window covers the whole process (interpreter
       start-up, imports, model build, exit), so its total is not comparable
@@ -45,7 +45,9 @@ For each example:
 Writes OUT_DIR/frameworks.json and OUT_DIR/summary.md; exits 1 only if a run
 crashed (targets missed are reported in the summary, not in the exit status).
 
-  PYTHONPATH=/tmp/pkg python3 bench/gpu_frameworks.py --joule .device-carry/bin/joule --out-dir OUT
+  /tmp/joule-venv/bin/python bench/gpu_frameworks.py --out-dir OUT
+(joule installed by bench/gpu_install.sh, as bench/gpu_frameworks.sh does; --joule
+defaults to the program the installed package carries, else joule on PATH).
 """
 import argparse
 import bisect
@@ -53,6 +55,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -65,8 +68,9 @@ TARGET_OVERHEAD = 0.005  # median step period with joule / without - 1
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--joule", required=True, help="the joule binary (measure)")
-    p.add_argument("--lib", default=None, help="LD_LIBRARY_PATH for the joule binary alone (the carried lib/)")
+    p.add_argument("--joule", default=None,
+                   help="the joule program (measure); default: the installed package's (joule/bin/joule), else on PATH")
+    p.add_argument("--lib", default=None, help="LD_LIBRARY_PATH for the joule program alone (a build's own libraries)")
     p.add_argument("--out-dir", required=True)
     p.add_argument("--examples", default=",".join(EXAMPLES))
     p.add_argument("--script", action="append", default=[], metavar="NAME=PATH",
@@ -89,7 +93,25 @@ def parse_args():
     p.add_argument("--example-args", default="", help="more options for every example run, e.g. '--size tiny'")
     p.add_argument("--carbon-region", default="DEU", help="--carbon-region for the measured runs ('' for none)")
     p.add_argument("--timeout-s", type=float, default=240.0, help="per run")
-    return p.parse_args()
+    args = p.parse_args()
+    if args.joule is None:
+        args.joule = installed_joule_program()
+        if args.joule is None:
+            p.error("no joule package with its program in this Python, nor joule on PATH: install it "
+                    "(bench/gpu_install.sh) or pass --joule")
+    return args
+
+
+def installed_joule_program():
+    """The program the installed joule package carries (joule/bin/joule), else joule on PATH. The
+    program itself rather than the venv's `joule` script: that script's Python start-up would fall
+    between the clock taken here before joule measure is spawned and joule's own start."""
+    try:
+        from joule._cli import program_path
+    except ImportError:
+        return shutil.which("joule")
+    path = program_path()
+    return path if os.access(path, os.X_OK) else shutil.which("joule")
 
 
 # -- running ----------------------------------------------------------------------------
@@ -430,7 +452,7 @@ def main():
         d = os.path.join(base, "measured")
         cmd = [joule_bin, "measure", "--json", "-o", os.path.join(base, "measure.json"), "--interval-ms",
                str(args.interval_ms), "--timeline", os.path.join(base, "timeline.csv")] + args.measure_args.split()
-        # The carried libraries are for joule alone: the example's Python gets the environment it had.
+        # --lib's libraries are for joule alone: the example's Python gets the environment it had.
         orig = os.environ.get("LD_LIBRARY_PATH")
         child_env = ["env", f"LD_LIBRARY_PATH={orig}"] if orig is not None else ["env", "-u", "LD_LIBRARY_PATH"]
         cmd += ["--"] + child_env + [sys.executable, script, "--seconds", str(args.measure_seconds), "--out-dir", d] + extra

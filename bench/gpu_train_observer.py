@@ -9,16 +9,33 @@ optimizer's overhead on step time by running the same loop without joule
 before and after the instrumented stretch, and checks joule's energy for the
 instrumented stretch against the GPU's energy counter read with pynvml.
 
-  python3 bench/gpu_train_observer.py --lib build/lib/libjoule_c.so
+  /tmp/joule-venv/bin/python bench/gpu_train_observer.py
+--lib defaults to the libjoule_c.so of the installed joule package (on a GPU
+machine: bench/gpu_install.sh dist /tmp/joule-venv first), else
+build/lib/libjoule_c.so (a build here).
 """
 import argparse
 import ctypes
+import importlib.util
 import json
+import os
 import statistics
 import time
 
 import torch
 import torch.nn as nn
+
+
+def default_lib():
+    """The C interface the installed joule package carries (joule/lib/libjoule_c.so), found
+    without importing the package (its module would bring a second copy of joule's core into the
+    process); else a build's, build/lib/libjoule_c.so."""
+    spec = importlib.util.find_spec("joule")
+    if spec is not None and spec.submodule_search_locations:
+        path = os.path.join(list(spec.submodule_search_locations)[0], "lib", "libjoule_c.so")
+        if os.path.exists(path):
+            return path
+    return "build/lib/libjoule_c.so"
 
 
 def load_joule(path):
@@ -72,7 +89,7 @@ def timed_steps(step, count, before=None, after=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--lib", default="build/lib/libjoule_c.so")
+    parser.add_argument("--lib", default=None, help="libjoule_c.so (default: the installed joule package's)")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--baseline-steps", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=3)
@@ -85,7 +102,7 @@ def main():
     step = model_and_step(device, args.batch)
     timed_steps(step, 30)  # warm-up: kernels chosen, clocks up
 
-    lib = load_joule(args.lib)
+    lib = load_joule(args.lib or default_lib())
     before = timed_steps(step, args.baseline_steps)
 
     options = {"interval_ms": 100, "power_limit": {

@@ -3,17 +3,31 @@
 # SPDX-License-Identifier: Apache-2.0
 # The real-GPU measurements behind bench/README.md. READ-ONLY: nothing here
 # changes a GPU setting (joule only reads NVML; the load only runs kernels).
-# Usage: bench/run_gpu.sh CARRY_DIR OUT_DIR [PART...]
-#   CARRY_DIR holds bin/ (joule and the bench programs), lib/ (their shared
+# Usage: bench/run_gpu.sh CARRY_DIR DIST_DIR OUT_DIR [PART...]
+#   CARRY_DIR holds bin/ (the C++ bench programs), lib/ (their shared
 #   libraries) and fake/libnvidia-ml.so.1 (the fake driver, for side-by-side
 #   runs): `bench/carry.sh CARRY_DIR` assembles it from build/.
+#   DIST_DIR holds what scripts/build-dist.sh made here: joule itself, which
+#   the parts that run it (costs: joule info; measure) install first as a user
+#   does (bench/gpu_install.sh DIST_DIR /tmp/joule-venv).
+#   (device tool: carry=[".device-carry", "dist"])
 #   PARTs (default: all, ~30 min; at most ~6 min each): costs random loads aligned aligned_pulse measure
 set -u
 carry=$(cd "$1" && pwd)
-out=$2
-shift 2
+dist=$2
+out=$3
+shift 3
 parts=${*:-costs random loads aligned aligned_pulse measure}
 bin=$carry/bin
+mkdir -p "$out"
+joule=
+if [[ " $parts " == *" costs "* || " $parts " == *" measure "* ]]; then
+  bench/gpu_install.sh "$dist" /tmp/joule-venv 2>&1 | tee "$out/install.txt"
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  # The program the package carries (joule/bin/joule), not the venv's `joule` script, whose Python
+  # start-up would add to what measure_vs_counter.py's counter brackets around joule.
+  joule=$(/tmp/joule-venv/bin/python -c 'from joule._cli import program_path; print(program_path())') || exit 1
+fi
 export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export JOULE_BENCH_FAKE_NVML=$carry/fake/libnvidia-ml.so.1
 export PYTHONUNBUFFERED=1
@@ -36,7 +50,7 @@ accuracy() {
 for part in $parts; do
   case $part in
     costs)
-      "$bin/joule" info | tee "$out/info.txt"
+      "$joule" info | tee "$out/info.txt"
       echo "== window cost and driver call costs" | tee "$out/monitor_bench.txt"
       JOULE_BENCH_NVML=1 "$bin/joule_bench_monitor" --benchmark_repetitions=5 \
         --benchmark_report_aggregates_only=true 2>&1 | tee -a "$out/monitor_bench.txt"
@@ -61,7 +75,7 @@ for part in $parts; do
     measure)
       echo "== joule measure of a whole command against the counter" | tee "$out/measure.txt"
       for mode in "--mode random --seed 5" "--mode steady"; do
-        python3 bench/measure_vs_counter.py "$bin/joule" -- python3 bench/gpu_load.py $mode --seconds 15 2>&1 |
+        python3 bench/measure_vs_counter.py "$joule" -- python3 bench/gpu_load.py $mode --seconds 15 2>&1 |
           tee -a "$out/measure.txt"
       done
       ;;

@@ -11,7 +11,8 @@ a CUDA event record, a GpuClock edge (pool, record, queue), a session edge
 graph-node pre-hook registered on a fresh autograd graph, and a forward
 through a Linear with and without joule's forward hooks.
 
-  PYTHONPATH=/tmp/pkg python3 bench/probes/edge_cost.py [--n 100000]
+  /tmp/joule-venv/bin/python bench/probes/edge_cost.py [--n 100000]
+(joule installed there first: bench/gpu_install.sh dist /tmp/joule-venv; locally PYTHONPATH=build/python)
 """
 import argparse
 import time

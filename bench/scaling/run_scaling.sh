@@ -5,8 +5,8 @@
 # limit or clock is changed): writes the chosen variant's sweep files (bench/scaling/variants.py),
 # runs them with `joule sweep`, then `joule analyze` and `joule report` on every store, into OUT_DIR.
 #
-#   bench/carry.sh .device-carry                                    # here, after building
-#   bash bench/scaling/run_scaling.sh [options] OUT_DIR [-- joule sweep options]   # there
+#   scripts/build-dist.sh --python PYTHON     # here: dist/ (PYTHON of the GPU machine's version, e.g. pyenv's 3.12)
+#   bash bench/scaling/run_scaling.sh --dist dist [options] OUT_DIR [-- joule sweep options]   # there, carry=["dist"]
 #
 #   --variant full|reduced|cpu   full: the issue's study; reduced: 2 repeats, half the steps;
 #                                cpu: the local proof (bench/scaling/prove_on_cpu.sh). Default full.
@@ -23,8 +23,11 @@
 #                                command first runs 3 steps on up to 2 GPUs outside joule (~20 s a
 #                                model), so a broken environment stops the study before 24 runs
 #                                of a sweep fail one by one
-#   --carry DIR                  joule from DIR/bin with DIR/lib on LD_LIBRARY_PATH (default:
-#                                .device-carry when it exists, else build/bin/joule)
+#   --dist DIR                   install joule from DIR first as a user does (bench/gpu_install.sh
+#                                DIR /tmp/joule-venv: the wheel, else the sdist built there) and
+#                                run that joule (the way on GPU machines)
+#   --carry DIR                  joule from DIR/bin with DIR/lib on LD_LIBRARY_PATH (a build's own
+#                                program; the CPU test's). Without either: build/bin/joule
 # Everything after `--` goes to every `joule sweep` (e.g. --backend sim --sim count=2).
 # OUT_DIR keeps one variant on one GPU model (variant.txt, gpu_model.txt; another is refused): the
 # files, stores (*.sqlite, resumed), logs, *_runs.csv, analyses (*_analysis.txt/.json), reports
@@ -34,7 +37,7 @@
 # error, or a folder of another variant or GPU model.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-variant=full gpus=auto only=resnet50_weak,resnet50_strong,gpt_weak,gpt_strong deadline_s=520 carry=
+variant=full gpus=auto only=resnet50_weak,resnet50_strong,gpt_weak,gpt_strong deadline_s=520 carry='' dist=''
 analysis_reserve_s=60 preflight=1
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -45,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --reserve-s) analysis_reserve_s=$2; shift 2 ;;
     --no-preflight) preflight=0; shift ;;
     --carry) carry=$2; shift 2 ;;
+    --dist) dist=$2; shift 2 ;;
     --) break ;;
     -*) echo "run_scaling.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
@@ -58,17 +62,24 @@ shift
 sweep_args=("$@")
 start_s=$(date +%s)
 
-# joule: the carried build (bench/carry.sh) or this checkout's.
-[[ -z $carry && -x .device-carry/bin/joule ]] && carry=.device-carry
-if [[ -n $carry ]]; then
-  carry=$(cd "$carry" && pwd)
-  joule=$carry/bin/joule
-  export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# joule: installed from --dist (below, once the folder is accepted; its data inside the package),
+# a --carry folder's, or this checkout's.
+if [[ -n $dist ]]; then
+  dist=$(cd "$dist" && pwd) || exit 2
+  compgen -G "$dist/joule-*.tar.gz" > /dev/null || { echo "run_scaling.sh: no joule sdist in $dist" >&2; exit 2; }
+  joule=/tmp/joule-venv/bin/joule
 else
-  joule=$PWD/build/bin/joule
+  if [[ -n $carry ]]; then
+    carry=$(cd "$carry" && pwd)
+    joule=$carry/bin/joule
+    export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  else
+    joule=$PWD/build/bin/joule
+  fi
+  [[ -x $joule ]] || { echo "run_scaling.sh: no joule at $joule (build, or pass --dist DIR)" >&2; exit 2; }
+  export JOULE_DATA_DIR=$PWD/data
 fi
-[[ -x $joule ]] || { echo "run_scaling.sh: no joule at $joule (build, or bench/carry.sh .device-carry)" >&2; exit 2; }
-export PYTHONUNBUFFERED=1 JOULE_DATA_DIR=$PWD/data
+export PYTHONUNBUFFERED=1
 # NVLink multicast stays off on the lent machines (their KINDS.md: a program using it can take the
 # host's GPUs out of service); set here too, whatever the image sets. The runs inherit them.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -97,6 +108,11 @@ model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort -u 
 model=${model:-none (no nvidia-smi)}
 refuse_other_stamp variant.txt "$stamp" "" "this command asks for"
 refuse_other_stamp gpu_model.txt "$model" "runs on " "this machine has"
+# Installed as a user does (the wheel, else the sdist built here), each command anew.
+if [[ -n $dist ]]; then
+  bench/gpu_install.sh "$dist" /tmp/joule-venv 2>&1 | tee -a "$out/install.txt"
+  [[ ${PIPESTATUS[0]} == 0 ]] || { echo "run_scaling.sh: installing joule from $dist failed" >&2; exit 2; }
+fi
 echo "$stamp" > "$out/variant.txt"
 echo "$model" > "$out/gpu_model.txt"
 python3 bench/scaling/variants.py write --variant "$variant" --gpus "$gpus" --only "$only" --out "$out" \
