@@ -37,6 +37,7 @@ import io
 import os
 import re
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -125,6 +126,9 @@ def wheel_tag() -> str:
 
 
 def cmake_build(build_dir: Path, package_dir: Path) -> None:
+    if shutil.which("cmake") is None:
+        raise RuntimeError("building joule needs CMake >= 3.25 on PATH (your distribution's cmake package, or "
+                           "`pip install cmake` into the environment that runs pip); docs/install.md")
     bundled = (ROOT / "third_party").is_dir()
     configure = [
         "cmake", "-S", str(ROOT), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
