@@ -136,11 +136,16 @@ def cmake_build(build_dir: Path, package_dir: Path) -> None:
         "-DJOULE_BUILD_PACKAGE=OFF", f"-DJOULE_BUNDLED_DEPS={'ON' if bundled else 'OFF'}",
         f"-DPython3_EXECUTABLE={sys.executable}", f"-DJOULE_PYTHON_PACKAGE_DIR={package_dir}",
     ] + shlex.split(os.environ.get("JOULE_CMAKE_ARGS", ""))
+    # pip's build isolation puts its own site directory on PYTHONPATH, which
+    # hides every installed package from Python programs run from here; the
+    # `cmake` of the cmake package (pip install cmake) is such a program, and
+    # failed to import itself that way on a GPU machine. CMake needs none of it.
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
     # pip shows a failed build's output; the compiler's go to stderr as well.
-    subprocess.run(configure, check=True, stdout=sys.stderr)
+    subprocess.run(configure, check=True, stdout=sys.stderr, env=env)
     jobs = os.environ.get("JOULE_JOBS") or str(os.cpu_count() or 2)
     subprocess.run(["cmake", "--build", str(build_dir), "-j", jobs, "--target", "joule_python", "joule_cli", "joule_c"],
-                   check=True, stdout=sys.stderr)
+                   check=True, stdout=sys.stderr, env=env)
 
 
 def wheel_entries(package_dir: Path, build_dir: Path):
