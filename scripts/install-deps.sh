@@ -25,6 +25,8 @@ packages=(
   # the Python module and its tests (Debian's python3, pybind11, PyTorch for CPU)
   python3 python3-dev pybind11-dev python3-torch python3-pytest python3-numpy
   python3-pip python3-setuptools python3-venv
+  # the recurring example (examples/recurring) trains on Fashion-MNIST, from its idx files
+  dataset-fashion-mnist
   # LibTorch for examples/libtorch; Chromium renders `joule report` output in the tests
   libtorch-dev chromium
   # the Debian package and its check (man-db and groff render the man pages
