@@ -125,7 +125,7 @@ fi
 # package's dependencies from Debian's repository. JOULE_PACKAGE_FRESH=0 skips
 # it (it downloads ~100 MB the first time and takes a few minutes).
 if [[ ${JOULE_PACKAGE_FRESH:-1} == 1 ]]; then
-  source scripts/lib/minimal-root.sh
+  source "$source_dir/scripts/lib/minimal-root.sh"
   fresh=$(mktemp -d /tmp/joule-fresh.XXXXXX)
   trap 'minimal_root_remove "$fresh"' EXIT
   minimal_root_make "$fresh" "$build_dir/debootstrap.log"
