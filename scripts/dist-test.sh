@@ -4,18 +4,18 @@
 # joule's pip artifacts where a user's GPU machine is: a minimal Debian
 # bookworm (scripts/lib/minimal-root.sh) with only a C++ compiler, CMake,
 # Python and its headers, and no network while pip runs.
-#   1. From the sdist (scripts/build-dist.sh), pip builds the wheel there: the
-#      build-on-install, offline, with nothing but what the sdist carries.
-#      That wheel is tagged by the glibc its files need
-#      (scripts/wheel-platform-tag.py), which must be <= 2.34 (RHEL 9,
+#   1. `pip install` of the sdist (scripts/build-dist.sh) into a fresh venv:
+#      the build-on-install, offline, with nothing but what the sdist
+#      carries; the program and the module of that venv run. The wheel pip
+#      built on the way (kept in its cache) is tagged by the glibc its files
+#      need (scripts/wheel-platform-tag.py), which must be <= 2.34 (RHEL 9,
 #      Ubuntu 22.04: docs/install.md), and its programs may link only libc,
 #      libm, libstdc++, libgcc_s and the dynamic loader.
-#   2. It installs into a fresh venv; there `joule info`, `joule measure`
-#      (exit status passed through, carbon from the table it carries),
-#      `joule simulate` on the bundled traces, and a Python window on
-#      simulated GPUs must work. (`pip install joule-X.tar.gz` is these two
-#      steps, a wheel built from the sdist then installed: so the sdist is
-#      installed too, without compiling it twice.)
+#   2. That wheel installs into another fresh venv (the prebuilt install,
+#      without compiling twice); there `joule info`, `joule measure` (exit
+#      status passed through, carbon from the table it carries), `joule
+#      simulate` on the bundled traces, `joule serve`'s answer and a Python
+#      window on simulated GPUs must work.
 #   3. An sdist without one library it carries (SQLite) must fail to build,
 #      naming it: this test sees a library missing from the sdist.
 # Usage: scripts/dist-test.sh DIST_DIR  (holding joule-X.tar.gz). Needs root.
@@ -38,19 +38,26 @@ mkdir -p "$root/tmp/dist"
 cp "$sdist" "$root/tmp/dist/"
 offline() { minimal_root_offline "$root" "$@"; }
 
-# 1. The build-on-install, offline.
+# 1. The sdist installed as a user installs it, offline: `pip install
+# joule-X.tar.gz` into a fresh venv builds a wheel from it and installs that;
+# pip keeps the wheel it built in its cache, which becomes the wheel of step 2.
 started=$SECONDS
-offline sh -c 'python3 -m venv /opt/build && /opt/build/bin/pip wheel --no-deps --no-index -w /tmp/built /tmp/dist/*.tar.gz' \
-  >"$dist/sdist-build.log" 2>&1 || { tail -40 "$dist/sdist-build.log" >&2; fail "building the sdist failed"; }
+offline sh -c 'python3 -m venv /opt/sdist && PIP_CACHE_DIR=/tmp/pip-cache /opt/sdist/bin/pip install --no-index /tmp/dist/*.tar.gz' \
+  >"$dist/sdist-install.log" 2>&1 || { tail -40 "$dist/sdist-install.log" >&2; fail "pip install of the sdist failed"; }
 build_s=$((SECONDS - started))
-built=("$root"/tmp/built/joule-*.whl)
-wheel=$(/usr/bin/python3 scripts/wheel-platform-tag.py "${built[0]}" 2>"$dist/wheel-tag.log" | tail -1)
-cp "$wheel" "$dist/"
+out=$(offline sh -c 'cd /tmp && /opt/sdist/bin/joule --version && /opt/sdist/bin/python -c "import joule; print(joule.__file__)"') ||
+  fail "the sdist's install does not run: $out"
+grep -q "^/opt/sdist/" <<<"$(tail -1 <<<"$out")" || fail "the sdist's venv imports joule from elsewhere: $out"
+built=$(find "$root/tmp/pip-cache" -name 'joule-*.whl' | head -1)
+[[ -n $built ]] || fail "pip kept no wheel of the sdist in its cache ($root/tmp/pip-cache)"
+wheel=$(/usr/bin/python3 scripts/wheel-platform-tag.py "$built" 2>"$dist/wheel-tag.log" | tail -1)
+mv -f "$wheel" "$dist/"
+wheel=$dist/$(basename "$wheel")
 report=$(/usr/bin/python3 scripts/wheel-platform-tag.py --report-only "$wheel" 2>/dev/null)
 glibc=$(/usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["glibc"])' <<<"$report")
 /usr/bin/python3 -c 'import sys; v = tuple(map(int, sys.argv[1].split("."))); sys.exit(v > (2, 34))' "$glibc" ||
   fail "the wheel needs glibc $glibc; the promise is 2.34 (RHEL 9): which symbol? $dist/wheel-tag.log"
-step "the sdist built offline in $build_s s; wheel $(basename "$wheel"), glibc $glibc"
+step "the sdist installed offline in $build_s s ($(tail -1 <<<"$out")); its wheel $(basename "$wheel"), glibc $glibc"
 
 # 2. The wheel in a fresh venv (system site packages: none worth seeing here).
 cp "$wheel" "$root/tmp/dist/"
