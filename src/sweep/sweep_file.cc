@@ -39,7 +39,9 @@ SourcePosition position_of(const toml::node& node) {
 }
 
 std::string value_text(const toml::node& node, const std::string& path, const std::string& key) {
-  if (auto v = node.value<int64_t>()) return std::to_string(*v);
+  // value_exact: toml++ 3.3's value<int64_t>() of a float such as 84e80 converts it with undefined
+  // behaviour (the sweep-file fuzzer found it); a float stays a float here.
+  if (auto v = node.value_exact<int64_t>()) return std::to_string(*v);
   if (auto v = node.value<double>()) {
     if (!std::isfinite(*v)) {
       const SourcePosition at = position_of(node);
@@ -187,7 +189,7 @@ SweepConfig SweepConfig::load(const std::string& path) {
         throw fail(node, "\"launcher\" must be local, torchrun, mpirun or srun");
       }
     } else if (name == "repeats") {
-      const auto repeats = node.value<int64_t>();
+      const auto repeats = node.value_exact<int64_t>();
       if (!repeats || *repeats < 1 || *repeats > 1000) {
         throw fail(node, "\"repeats\" must be a whole number from 1 to 1000");
       }
@@ -196,7 +198,7 @@ SweepConfig SweepConfig::load(const std::string& path) {
       if (!node.is_string()) throw fail(node, "\"store\" must be a path");
       config.store_path = *node.value<std::string>();
     } else if (name == "gpus_per_node") {
-      const auto per_node = node.value<int64_t>();
+      const auto per_node = node.value_exact<int64_t>();
       if (!node.is_integer() || !per_node || *per_node < 1 || *per_node > 4096) {
         throw fail(node, "\"gpus_per_node\" must be a whole number from 1 to 4096");
       }
