@@ -61,6 +61,19 @@ macro(joule_dependency package target dir what)
   endif()
 endmacro()
 
+# joule_header_dir(<var> <header> <dir> <what>): <var> is the directory that
+# holds <header>: the system's, else third_party/<dir>/include.
+macro(joule_header_dir var header dir what)
+  if(NOT JOULE_BUNDLED_DEPS)
+    find_path(${var} ${header})
+  endif()
+  if(JOULE_BUNDLED_DEPS OR NOT ${var})
+    joule_require_bundled(${dir} "${what}")
+    set(${var} ${JOULE_THIRD_PARTY_DIR}/${dir}/include CACHE PATH "${header}'s directory" FORCE)
+    list(APPEND JOULE_BUNDLED_USED ${dir})
+  endif()
+endmacro()
+
 set(JOULE_BUNDLED_USED "")
 # fmt: bundled, its compiled part (src/format.cc) is built once into a static
 # library; header-only mode would compile it into every file that formats.
@@ -84,25 +97,12 @@ joule_dependency(Eigen3 Eigen3::Eigen eigen3 "Eigen 3 (Debian: libeigen3-dev)" F
 
 # The optimizers' random generator (PCG, header-only): its state is three
 # numbers, where std::mt19937_64's is 313, so a stored optimizer stays small.
-if(NOT JOULE_BUNDLED_DEPS)
-  find_path(PCG_INCLUDE_DIR pcg_random.hpp)
-endif()
-if(JOULE_BUNDLED_DEPS OR NOT PCG_INCLUDE_DIR)
-  joule_require_bundled(pcg "PCG (Debian: libpcg-cpp-dev)")
-  set(PCG_INCLUDE_DIR ${JOULE_THIRD_PARTY_DIR}/pcg/include CACHE PATH "pcg_random.hpp's directory" FORCE)
-  list(APPEND JOULE_BUNDLED_USED pcg)
-endif()
+joule_header_dir(PCG_INCLUDE_DIR pcg_random.hpp pcg "PCG (Debian: libpcg-cpp-dev)")
 
 # ROCm SMI's header types the AMD backend's function table; the library
 # itself is loaded at run time, never linked.
-if(NOT JOULE_BUNDLED_DEPS)
-  find_path(ROCM_SMI_INCLUDE_DIR rocm_smi/rocm_smi.h)
-endif()
-if(JOULE_BUNDLED_DEPS OR NOT ROCM_SMI_INCLUDE_DIR)
-  joule_require_bundled(rocm_smi "ROCm SMI's header rocm_smi/rocm_smi.h (Debian: librocm-smi-dev)")
-  set(ROCM_SMI_INCLUDE_DIR ${JOULE_THIRD_PARTY_DIR}/rocm_smi/include CACHE PATH "rocm_smi/rocm_smi.h's directory" FORCE)
-  list(APPEND JOULE_BUNDLED_USED rocm_smi)
-endif()
+joule_header_dir(ROCM_SMI_INCLUDE_DIR rocm_smi/rocm_smi.h rocm_smi
+                 "ROCm SMI's header rocm_smi/rocm_smi.h (Debian: librocm-smi-dev)")
 
 # SQLite (sweep stores, the job store of joule serve): bundled, the
 # amalgamation is compiled into joule itself.
