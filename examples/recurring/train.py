@@ -66,6 +66,9 @@ def parse_args(argv=None):
                    help="with --service: the sizes the job may use, given when this run registers it")
     p.add_argument("--eta", type=float, default=0.5,
                    help="with --service: the job's weight of energy against time in its cost, 0-1 (default 0.5)")
+    p.add_argument("--power-limit", choices=["none", "observe"], default="none",
+                   help="observe: run joule's just-in-time power-limit profiler in observer mode (it measures "
+                        "and reports, and changes no GPU setting); its profile is in the result (default none)")
     p.add_argument("--result-json", default=None, help="also write the result here")
     p.add_argument("--no-joule", action="store_true", help="train without joule (no energy figures)")
     args = p.parse_args(argv)
@@ -85,8 +88,8 @@ def parse_args(argv=None):
         p.error(f"--batch-sizes: give sizes of at least 1, {DEFAULT_BATCH_SIZE} (the default) among them")
     if not 0.0 <= args.eta <= 1.0:
         p.error(f"--eta {args.eta}: give a weight between 0 and 1")
-    if args.service and args.no_joule:
-        p.error("--service needs joule (it reports energy): leave out --no-joule")
+    if args.no_joule and (args.service or args.power_limit != "none"):
+        p.error("--service and --power-limit need joule (they use its energy): leave out --no-joule")
     return args
 
 
@@ -136,14 +139,15 @@ def make_model(torch):
         nn.Flatten(), nn.Dropout(0.3), nn.Linear(64 * 7 * 7, 256), nn.ReLU(), nn.Dropout(0.3), nn.Linear(256, 10))
 
 
-def train_epoch(torch, model, optimizer, x, y, batch_size, generator):
+def train_epoch(torch, model, optimizer, x, y, batch_size, generator, callbacks):
     model.train()
     order = torch.randperm(x.shape[0], generator=generator, device="cpu").to(x.device)
     for start in range(0, x.shape[0], batch_size):
         index = order[start:start + batch_size]
-        optimizer.zero_grad(set_to_none=True)
-        torch.nn.functional.cross_entropy(model(x[index]), y[index]).backward()
-        optimizer.step()
+        with callbacks.step():
+            optimizer.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(model(x[index]), y[index]).backward()
+            optimizer.step()
 
 
 def accuracy(torch, model, x, y):
@@ -156,13 +160,49 @@ def accuracy(torch, model, x, y):
 
 
 # ----------------------------------------------------------------- the run
-def train_to_target(torch, args, device, batch_size, monitor, recurrence, train, test):
+class NoCallbacks:
+    """Stands in for joule.torch.TrainingCallbacks when no profiler runs."""
+
+    @contextlib.contextmanager
+    def epoch(self):
+        yield
+
+    @contextlib.contextmanager
+    def step(self):
+        yield
+
+
+# The profiler's settings for a job of seconds, not hours: candidates 100 W
+# apart, visits of a fraction of a second, one pass (its noise-aware rounds
+# would outlast the whole run).
+OBSERVER_PROFILE = dict(observer=True, step_w=100.0, warmup_steps=3, measure_steps=10, min_warmup_s=0.2,
+                        min_measure_s=0.5, noise_aware=False)
+
+
+def make_profiler(joule, monitor, recurrence, batch_size):
+    """The just-in-time power-limit optimizer in observer mode: it visits
+    every candidate limit in the first epoch(s), but, changing nothing,
+    measures each at the GPU's current limit."""
+    if recurrence:  # on the recurrence's monitor, with the job's eta; nothing is published from observer mode
+        return recurrence.make_power_limit_optimizer(on_profiled=lambda rows: None, **OBSERVER_PROFILE)
+    return joule.PowerLimitOptimizer(monitor, job="fashion-mnist", batch_size=batch_size, **OBSERVER_PROFILE)
+
+
+def profile_summary(profiler):
+    if profiler is None:
+        return None
+    return {"state": profiler.state, "observer": profiler.observer, "chosen_limit_w": profiler.chosen_limit_w,
+            "candidate_limits_w": list(profiler.candidate_limits_w), "rows": profiler.profile}
+
+
+def train_to_target(torch, args, device, batch_size, monitor, recurrence, profiler, train, test):
     """Epochs until the test accuracy reaches the target, the service says
     stop, or --max-epochs; each epoch (training and evaluation) in a window."""
     model = make_model(torch).to(device)
     learning_rate = BASE_LEARNING_RATE * math.sqrt(batch_size / DEFAULT_BATCH_SIZE)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
     generator = torch.Generator().manual_seed(args.seed)
+    callbacks = joule_torch_callbacks(profiler)
     accuracies, epoch_energy_j, epoch_time_s = [], [], []
     reached = stopped = False
     if monitor:
@@ -172,7 +212,8 @@ def train_to_target(torch, args, device, batch_size, monitor, recurrence, train,
         epoch_started = time.perf_counter()
         if monitor:
             monitor.begin_window("epoch")
-        train_epoch(torch, model, optimizer, *train, batch_size, generator)
+        with callbacks.epoch():
+            train_epoch(torch, model, optimizer, *train, batch_size, generator, callbacks)
         accuracies.append(accuracy(torch, model, *test))  # .item() waits for the GPU
         if monitor:
             epoch_energy_j.append(monitor.end_window("epoch").total_energy_j)
@@ -184,13 +225,26 @@ def train_to_target(torch, args, device, batch_size, monitor, recurrence, train,
             stopped = True
             break
     time_s = time.perf_counter() - started
-    energy_j = monitor.end_window("run").total_energy_j if monitor else None
+    window = monitor.settle(monitor.end_window("run"), 1.0) if monitor else None
+    energy_j = window.total_energy_j if window else None
     return {
         "reached": reached, "stopped_by_service": stopped, "epochs": len(accuracies), "time_s": time_s,
         "energy_j": energy_j, "average_power_w": energy_j / time_s if energy_j is not None else None,
         "learning_rate": learning_rate, "accuracy_per_epoch": accuracies, "epoch_time_s": epoch_time_s,
         "epoch_energy_j": epoch_energy_j or None,
+        # The run's window on time.monotonic()'s clock (to hold it against another meter) and whether
+        # the data covered its end when it was read.
+        "window": {"begin_monotonic_s": window.begin_s + monitor.monotonic_offset_s, "elapsed_s": window.elapsed_s,
+                   "gpu_energy_j": window.gpu_energy_j, "settled": window.settled}
+        if window and monitor.monotonic_offset_s is not None else None,
     }
+
+
+def joule_torch_callbacks(profiler):
+    if profiler is None:
+        return NoCallbacks()
+    import joule.torch
+    return joule.torch.TrainingCallbacks(profiler)
 
 
 def register(joule, client, args):
@@ -231,13 +285,19 @@ def run(args):
             register(joule, client, args)
             recurrence = stack.enter_context(joule.torch.BatchSizeRecurrence(client, args.job, monitor=monitor))
             batch_size = recurrence.batch_size
-        trained = train_to_target(torch, args, device, batch_size, monitor, recurrence,
+        profiler = make_profiler(joule, monitor, recurrence, batch_size) if args.power_limit == "observe" else None
+        trained = train_to_target(torch, args, device, batch_size, monitor, recurrence, profiler,
                                   (x_train, y_train), (x_test, y_test))
+        if profiler and not recurrence:
+            profiler.restore()  # (the recurrence restores its own at the block's end)
         if recurrence:
-            recurrence.finish(reached_target=trained["reached"])
+            # The run's own window (settled), so the service learns what this run reports.
+            recurrence.finish(reached_target=trained["reached"], energy_j=trained["energy_j"],
+                              time_s=trained["window"]["elapsed_s"] if trained["window"] else trained["time_s"])
     return {
         "job": args.job if args.service else None, "batch_size": batch_size, "seed": args.seed, "target": args.target,
-        **trained, "cost": recurrence.cost if recurrence else None, "device": device,
+        **trained, "cost": recurrence.cost if recurrence else None, "profile": profile_summary(profiler),
+        "device": device,
         "gpu": torch.cuda.get_device_name() if device == "cuda" else None,
         "train_images": int(x_train.shape[0]), "test_images": int(x_test.shape[0]),
     }
