@@ -51,6 +51,8 @@ def main():
     p.add_argument("--max-epochs", type=int, default=60)
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--budget-s", type=float, default=0, help="stop starting runs after this long (0: no limit)")
+    p.add_argument("--power-limit", choices=["none", "observe"], default="none",
+                   help="observe: each run with the just-in-time profiler in observer mode (train.py --power-limit)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     example = load_example()
@@ -74,7 +76,8 @@ def main():
                 return write_traces(args, runs_path)
             run_args = example.parse_args(["--batch-size", str(size), "--seed", str(seed), "--target", str(args.target),
                                            "--max-epochs", str(args.max_epochs), "--data-dir", args.data_dir,
-                                           "--batch-sizes", ",".join(map(str, sorted(set(sizes) | {64})))])
+                                           "--batch-sizes", ",".join(map(str, sorted(set(sizes) | {64}))),
+                                           "--power-limit", args.power_limit])
             result = example.run(run_args)
             with open(runs_path, "a") as f:
                 f.write(json.dumps(result) + "\n")
