@@ -21,8 +21,8 @@ if not os.path.isdir(DATA_DIR):
     pytest.fail(f"{DATA_DIR} is missing: install dataset-fashion-mnist (scripts/install-deps.sh)", pytrace=False)
 
 
-def run_example(*args, check=True):
-    env = dict(os.environ, JOULE_NVML_LIBRARY="/nonexistent", JOULE_SIM="count=1,load=0.5")
+def run_example(*args, check=True, env=None):
+    env = env or dict(os.environ, JOULE_NVML_LIBRARY="/nonexistent", JOULE_SIM="count=1,load=0.5")
     done = subprocess.run([sys.executable, EXAMPLE, "--device", "cpu", *args], capture_output=True, text=True,
                           env=env, timeout=300)
     if check:
@@ -58,6 +58,32 @@ def test_recurrences_take_their_batch_size_from_the_service_and_report_to_it(ser
     job = client.job("fmnist")
     assert job["spec"]["batch_sizes"] == [32, 64] and job["spec"]["default_batch_size"] == 64
     assert job["recurrences"] == 3 and not job["in_flight"]
+    # What the service learned is each run's own settled window, the energy and time the run reports.
+    learned = client.export_job("fmnist")["recurrences"]
+    for result, recurrence in zip(results, learned):
+        assert result["window"]["settled"]
+        assert recurrence["energy_j"] == pytest.approx(result["energy_j"])
+        assert recurrence["time_s"] == pytest.approx(result["window"]["elapsed_s"])
+
+
+def test_the_observer_profile_visits_every_limit_and_sets_none(tmp_path):
+    """--power-limit observe on a fake H200 whose driver logs every set call:
+    each candidate limit is visited and measured, and nothing is set."""
+    set_log = tmp_path / "sets.log"
+    config = tmp_path / "nvml.conf"
+    config.write_text(f"set_log {set_log}\n"
+                      'device name="NVIDIA H200" power_w=250 limit_w=700 min_limit_w=200 max_limit_w=700 '
+                      "default_limit_w=700\n")
+    env = dict(os.environ, JOULE_NVML_LIBRARY=os.environ["JOULE_TEST_FAKE_NVML"], JOULE_FAKE_NVML_CONFIG=str(config))
+    result = run_example("--subset", "1000", "--target", "0.999", "--max-epochs", "3", "--batch-size", "8",
+                         "--power-limit", "observe", env=env)
+    profile = result["profile"]
+    assert profile["observer"] and profile["state"] == "decided"
+    assert profile["candidate_limits_w"] == [700.0, 600.0, 500.0, 400.0, 300.0, 200.0]
+    assert [row["power_limit_w"] for row in profile["rows"]] == profile["candidate_limits_w"]
+    # Every visit measured the fake's 250 W (the one limit in force), over its steps.
+    assert all(row["steps"] >= 5 and row["avg_power_w"] == pytest.approx(250, rel=0.05) for row in profile["rows"])
+    assert not set_log.exists() or set_log.read_text() == ""
 
 
 def test_damaged_or_missing_data_is_named(tmp_path):
