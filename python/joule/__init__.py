@@ -6,7 +6,7 @@
     monitor = joule.Monitor()                  # NVIDIA GPUs through NVML, else simulated ones
     with monitor.window("epoch") as w:
         train_one_epoch()
-    print(w.measurement.total_energy_j, w.measurement.elapsed_s)
+    print(w.energy_j, w.elapsed_s, w.gpu_energy_j)       # settled GPU energy, time, per GPU
 
 Energy per region of a training step (issue 32): joule.RegionRecorder marks
 regions on a monitor's clock, joule.attribute(monitor, settled, recorder)
@@ -39,12 +39,13 @@ from ._joule import (  # noqa: F401
     RegionRecorder,
     SampleResponse,
     UsageError,
-    Window,
     attribute,
     devices,
     fit_sample_response,
 )
 from ._carbon import Carbon, carbon_regions  # noqa: F401  (the packaged table first)
+from ._joule import __version__  # noqa: F401  (the joule program's and the C++ library's)
+from .meter import Window  # noqa: F401  (Monitor.window() and joule.window() both give one)
 
 __all__ = [
     "Attribution",

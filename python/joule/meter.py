@@ -38,7 +38,7 @@ from . import _joule
 __all__ = [
     "PhaseMeter",
     "ProcessLayout",
-    "RunningWindow",
+    "Window",
     "default_monitor",
     "process_layout",
     "set_default_monitor",
@@ -189,18 +189,25 @@ def unique_name(base: str) -> str:
 # -- a window with running estimates -------------------------------------------------
 
 
-class RunningWindow:
-    """A window on a Monitor that can be read while it is open.
+class Window:
+    """A window on a Monitor that can be read while it is open: what
+    joule.window() and Monitor.window() both give.
 
-    Open: energy_so_far_j, elapsed_s and average_power_w are running
-    estimates (the sampler's data so far, no waiting). After the with-block:
-    the settled measurement (measurement waits up to settle_timeout_s, once,
-    for the data that covers the end). Energies are the GPUs' (joules).
+    Open: energy_so_far_j (= energy_j), gpu_energy_j, elapsed_s and
+    average_power_w are running estimates (the sampler's data so far, no
+    waiting). After the with-block: the settled values (measurement waits up
+    to settle_timeout_s, once, for the data that covers the end; settled()
+    waits as long as it is told). Energies are the GPUs' (joules); the
+    measurement has the CPU package and DRAM too.
+
+    exact_name: the monitor's window is named `name` (Monitor.window()); else
+    a unique name made from it (joule.window(), so that windows of one name
+    may overlap).
     """
 
     def __init__(self, name: str = "window", monitor: Any = None, *, samples: Optional[float] = None,
                  tokens: Optional[float] = None, carbon: Any = None, trackers: Sequence[Any] = (),
-                 step: Optional[int] = None, settle_timeout_s: float = 1.0) -> None:
+                 step: Optional[int] = None, settle_timeout_s: float = 1.0, exact_name: bool = False) -> None:
         self.name = name
         self.monitor = default_monitor() if monitor is None else monitor
         self.samples = samples
@@ -209,17 +216,17 @@ class RunningWindow:
         self.trackers = list(trackers)
         self.step = step
         self.settle_timeout_s = settle_timeout_s
-        self._window_name = unique_name(name)
+        self._window_name = name if exact_name else unique_name(name)
         self._begin_s: Optional[float] = None
         self._ended: Any = None
-        self._settled = False
+        self._settle_tried = False  # measurement waits once
 
     @property
     def measuring(self) -> bool:
         """False on a rank that measures no GPU (its energies are NaN)."""
         return self.monitor is not None
 
-    def __enter__(self) -> "RunningWindow":
+    def __enter__(self) -> "Window":
         if self.monitor is not None:
             sync_cuda()
             self.monitor.begin_window(self._window_name)
@@ -254,24 +261,50 @@ class RunningWindow:
         on a rank that measures nothing)."""
         if self._ended is None or self.monitor is None:
             return None
-        if not self._settled:
-            self._ended = self.monitor.settle(self._ended, self.settle_timeout_s)
-            self._settled = True
+        if not self._settle_tried:
+            self.settled()
         return self._ended
+
+    def settled(self, timeout_s: Optional[float] = None):
+        """The ended window's Measurement, waiting up to timeout_s (default
+        settle_timeout_s) for the data that covers its end; its .settled says
+        whether it came. A UsageError before the window has ended."""
+        if self._ended is None:
+            raise _joule.UsageError(f"window '{self.name}' has not ended yet")
+        if self.monitor is None:
+            return None
+        if not self._ended.settled:
+            self._ended = self.monitor.settle(self._ended, self.settle_timeout_s if timeout_s is None else timeout_s)
+        self._settle_tried = True
+        return self._ended
+
+    def _reading(self):
+        """A Measurement: so far while open, settled after."""
+        if self._begin_s is None:
+            raise _joule.UsageError(f"window '{self.name}' has not begun")
+        if self._ended is None:
+            return self.monitor.measure_since(self._begin_s, self._window_name)
+        return self.measurement
 
     @property
     def energy_so_far_j(self) -> float:
         """The GPUs' energy since the window began: a running estimate while it
         is open, the settled value after."""
-        if self._begin_s is None:
-            raise _joule.UsageError(f"window '{self.name}' has not begun")
         if self.monitor is None:
+            if self._begin_s is None:
+                raise _joule.UsageError(f"window '{self.name}' has not begun")
             return math.nan
-        if self._ended is None:
-            return self.monitor.measure_since(self._begin_s, self._window_name).gpu_total_energy_j
-        return self.measurement.gpu_total_energy_j
+        return self._reading().gpu_total_energy_j
 
     energy_j = energy_so_far_j
+
+    @property
+    def gpu_energy_j(self) -> List[float]:
+        """Each GPU's energy (joules), in the monitor's order: running while
+        open, settled after."""
+        if self.monitor is None:
+            return []
+        return list(self._reading().gpu_energy_j)
 
     @property
     def elapsed_s(self) -> float:
@@ -311,15 +344,15 @@ class RunningWindow:
 
     def __repr__(self) -> str:
         state = "open" if self.open else ("ended" if self._ended is not None else "not begun")
-        return f"<joule.window '{self.name}' {state}>"
+        return f"<joule.Window '{self.name}' {state}>"
 
 
-def window(name: str = "window", monitor: Any = None, **options: Any) -> RunningWindow:
-    """A RunningWindow named `name` on `monitor` (default: default_monitor()).
+def window(name: str = "window", monitor: Any = None, **options: Any) -> Window:
+    """A joule.Window named `name` on `monitor` (default: default_monitor()).
     options: samples, tokens (for per-sample/per-token metrics), carbon (an
     object with .footprint(energy_j), e.g. joule.Carbon), trackers (logged
     to at exit, see joule.trackers), step, settle_timeout_s."""
-    return RunningWindow(name, monitor, **options)
+    return Window(name, monitor, **options)
 
 
 def carbon_metrics(carbon: Any, energy_j: float, prefix: str) -> Dict[str, float]:

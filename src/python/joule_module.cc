@@ -33,6 +33,7 @@
 #include "joule/measure/monitor.h"
 #include "joule/optimize/batch_size_optimizer.h"
 #include "joule/optimize/power_limit_optimizer.h"
+#include "joule/version.h"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -174,34 +175,6 @@ joule::Measurement measure_span(PyMonitor& self, double begin_s, double end_s, c
   return self.monitor().refresh(span);
 }
 
-// `with monitor.window("epoch") as w:` ... `w.measurement`.
-class PyWindow {
- public:
-  PyWindow(PyMonitor& monitor, std::string name) : monitor_(monitor), name_(std::move(name)) {}
-  // Edges keep the GIL, as Monitor.begin_window/end_window do.
-  PyWindow& enter() {
-    monitor_.monitor().begin_window(name_);
-    return *this;
-  }
-  bool exit(const py::object&, const py::object&, const py::object&) {
-    measurement_ = monitor_.monitor().end_window(name_);
-    return false;  // exceptions propagate
-  }
-  const std::optional<joule::Measurement>& measurement() const { return measurement_; }
-  // The final value (waits for the data that covers the window's end).
-  joule::Measurement settled(double timeout_s) {
-    if (!measurement_) throw joule::UsageError("window '" + name_ + "' has not ended yet");
-    py::gil_scoped_release release;
-    measurement_ = monitor_.monitor().settle(*measurement_, timeout_s);
-    return *measurement_;
-  }
-
- private:
-  PyMonitor& monitor_;
-  std::string name_;
-  std::optional<joule::Measurement> measurement_;
-};
-
 // Regions on a Monitor's clock (joule.RegionRecorder), which it shares.
 class PyRegionRecorder {
  public:
@@ -339,6 +312,7 @@ using LeaderOutcomeTuple = std::tuple<int, std::string, std::optional<std::strin
 
 PYBIND11_MODULE(_joule, m) {
   m.doc() = "joule: measure and lower the energy of deep-learning training on GPUs";
+  m.attr("__version__") = joule::version();
 
   static py::exception<joule::Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<joule::UsageError> usage_error(m, "UsageError", error.ptr());
@@ -404,13 +378,6 @@ PYBIND11_MODULE(_joule, m) {
         return "<Measurement '" + x.name + "' " + std::to_string(x.elapsed_s) + " s, " +
                std::to_string(x.total_energy_j()) + " J" + (x.settled ? "" : ", not settled") + ">";
       });
-
-  py::class_<PyWindow>(m, "Window")
-      .def("__enter__", &PyWindow::enter, py::return_value_policy::reference)
-      .def("__exit__", &PyWindow::exit)
-      .def_property_readonly("measurement", [](const PyWindow& w) { return w.measurement(); })
-      .def("settled", &PyWindow::settled, "timeout_s"_a = 1.0,
-           "The window's final measurement, waiting up to timeout_s for the data that covers its end.");
 
   py::class_<PyMonitor>(m, "Monitor")
       .def(py::init<const std::string&, const std::string&, const std::vector<unsigned>&, double,
@@ -509,8 +476,15 @@ PYBIND11_MODULE(_joule, m) {
           },
           "name"_a, "timeout_s"_a = 1.0, py::call_guard<py::gil_scoped_release>())
       .def(
-          "window", [](PyMonitor& self, const std::string& name) { return PyWindow(self, name); }, "name"_a,
-          py::keep_alive<0, 1>())
+          "window",
+          [](py::object self, const std::string& name, const py::kwargs& options) {
+            // One window type for Python (joule.Window, python/joule/meter.py): the
+            // same reading API here as from joule.window(), under the name given.
+            return py::module_::import("joule.meter").attr("Window")(name, self, **options, "exact_name"_a = true);
+          },
+          "name"_a = "window",
+          "A joule.Window on this monitor, named exactly `name`: `with monitor.window(\"epoch\") as w:` ..., then "
+          "w.energy_j, w.elapsed_s, w.gpu_energy_j, w.measurement (settled). Options as joule.window's.")
       .def(
           "write_timeline_csv", [](PyMonitor& self, const std::string& path) { self.monitor().timeline().write_csv(path); },
           "path"_a, py::call_guard<py::gil_scoped_release>())

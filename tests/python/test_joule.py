@@ -7,6 +7,7 @@ JOULE_TEST_FAKE_NVML at the fake libnvidia-ml.so.1.
 """
 import json
 import os
+import subprocess
 import re
 import time
 import weakref
@@ -40,6 +41,33 @@ def test_window_context_manager_measures_energy_and_time(simulated):
     assert m.total_energy_j == pytest.approx(sum(m.gpu_energy_j))
 
 
+def test_both_windows_read_alike_open_and_ended(simulated):
+    """Monitor.window() and joule.window() give one type, read the same way:
+    running estimates while open, settled values after."""
+    monitor = joule.Monitor(interval_ms=10, backend="sim")
+    for w in (monitor.window("epoch"), joule.window("epoch", monitor)):
+        assert isinstance(w, joule.Window)
+        with w:
+            time.sleep(0.15)
+            assert w.open and 0 < w.energy_so_far_j == pytest.approx(sum(w.gpu_energy_j), rel=0.05)
+            assert w.elapsed_s >= 0.15 and w.average_power_w == pytest.approx(1300.0, rel=0.05)
+            with pytest.raises(joule.UsageError, match="has not ended"):
+                w.settled()
+        assert not w.open and w.measurement.settled and w.settled(timeout_s=5.0) is w.measurement
+        assert w.energy_j == pytest.approx(sum(w.gpu_energy_j)) and len(w.gpu_energy_j) == 2
+        assert w.gpu_energy_j[0] == pytest.approx(650.0 * w.elapsed_s, rel=0.02)
+        assert w.elapsed_s == w.measurement.elapsed_s >= 0.15
+    # Monitor.window keeps the name given; joule.window makes it unique so that windows of one name may overlap.
+    with monitor.window("epoch") as exact, joule.window("epoch", monitor) as unique:
+        pass
+    assert exact.measurement.name == "epoch" and unique.measurement.name.startswith("epoch#")
+
+
+def test_the_version_is_the_programs(simulated):
+    done = subprocess.run([os.environ["JOULE_TEST_BINARY"], "--version"], capture_output=True, text=True, check=True)
+    assert joule.__version__ and done.stdout.split() == ["joule", joule.__version__]
+
+
 def test_simulated_gpus_in_place_of_a_missing_driver_are_said(simulated):
     with pytest.warns(RuntimeWarning, match="GPUs are SIMULATED"):
         joule.Monitor()
@@ -65,10 +93,10 @@ def test_settled_values_from_the_drivers_power_samples(monkeypatch, tmp_path):
     use_fake_h100(monkeypatch, tmp_path)
     assert "driver power samples every 20 ms" in joule.devices()["gpus"][0]["energy_method"]
     monitor = joule.Monitor()
-    with monitor.window("step") as w:
-        time.sleep(0.3)
-    immediate = w.measurement
-    settled = w.settled(timeout_s=5.0)
+    monitor.begin_window("step")
+    time.sleep(0.3)
+    immediate = monitor.end_window("step")
+    settled = monitor.settle(immediate, timeout_s=5.0)
     assert settled.settled and settled.name == "step"
     assert settled.begin_s == immediate.begin_s and settled.end_s == pytest.approx(immediate.end_s)
     [source] = settled.gpu_sources
@@ -288,7 +316,7 @@ def test_batch_size_optimizer_state_round_trips(simulated):
 def test_type_stubs_cover_every_public_name():
     stubs = open(os.path.join(os.path.dirname(joule.__file__), "_joule.pyi")).read()
     for name in joule.__all__:
-        if name in ("BatchSizeClient", "ServiceError"):  # pure Python: joule/service.py
+        if name in ("BatchSizeClient", "ServiceError", "Window"):  # pure Python: joule/service.py, joule/meter.py
             continue
         assert re.search(rf"^(class|def) {name}\b", stubs, re.M), name
 
