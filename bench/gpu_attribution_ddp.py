@@ -160,7 +160,7 @@ def main():
     with joule.torch.attribute(ddp, monitor, optimizer=opt) as session:
         with monitor.window("ddp") as w:
             times = timed(ddp, opt, x, session.region, steps)
-    settled = monitor.settle(w.measurement, timeout_s=10.0)
+    settled = w.settled(timeout_s=10.0)
     a = session.result(settled, sample_response=response)[0]
 
     regions = {r.name: r for r in a.regions}

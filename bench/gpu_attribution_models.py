@@ -179,7 +179,7 @@ def attribute_run(work, monitor, depth, args):
             start = time.perf_counter()
             times = timed_steps(work, session.region, seconds=args.seconds)
             loop_s = time.perf_counter() - start
-    settled = monitor.settle(w.measurement, timeout_s=5.0)
+    settled = w.settled(timeout_s=5.0)
     attributions = session.result(settled, bootstrap_rounds=args.bootstrap, confidence=0.9,
                                   sample_response=args.response)
     return attributions, session, times, loop_s, settled

@@ -645,7 +645,7 @@ def measure_sample_response(monitor: "Monitor", seconds: float = 40.0, gpu: int 
                 edges.end("low")
             torch.cuda.synchronize()
         edges.flush()
-    settled = monitor.settle(w.measurement, timeout_s=5.0)
+    settled = w.settled(timeout_s=5.0)
     if raw is not None:
         raw.update(begin_s=settled.begin_s, end_s=settled.end_s,
                    samples=monitor.observed_power(gpu, settled.begin_s, settled.end_s),
@@ -717,7 +717,7 @@ class RegionAttribution:
                     opt.zero_grad()
                     loss_fn(model(x), y).backward()
                     opt.step()
-        for gpu, a in enumerate(session.result(monitor.settle(w.measurement, timeout_s=5.0))):
+        for gpu, a in enumerate(session.result(w.settled(timeout_s=5.0))):
             print(joule.attribution.format_table(a, gpu_label=f"GPU {gpu}"))
 
     The window should last many steps (tens of seconds on a real GPU): the
