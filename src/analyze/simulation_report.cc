@@ -386,22 +386,32 @@ std::string search_path_charts(const SimulationSet& set) {
   return html;
 }
 
+// The text table's columns (joule simulate's output), stale and the optimum
+// after the drift included where a set drifts.
 std::string summary_table(const std::vector<SimulationSet>& sets) {
-  std::string html =
-      "<table class=\"sortable\"><tr><th>workload</th><th>target</th><th>policy</th><th>ETA / Default, last 5</th><th>TTA / Default, "
-      "last 5</th><th>ETA / Default, all</th><th>TTA / Default, all</th><th>regret / optimal</th><th>converged "
-      "to</th><th>at</th><th>optimal</th></tr>\n";
+  const bool drift = std::any_of(sets.begin(), sets.end(), [](const SimulationSet& s) { return s.drift_after.has_value(); });
+  std::string html = fmt::format(
+      "<table class=\"sortable\"><tr><th>workload</th><th>target</th><th>policy</th><th>ETA / Default, last 5</th>"
+      "<th>TTA / Default, last 5</th><th>ETA / Default, all</th><th>TTA / Default, all</th><th>regret / optimal</th>"
+      "<th>converged to</th><th>at</th>{}<th>optimal</th></tr>\n",
+      drift ? "<th>stale</th>" : "");
   for (const SimulationSet& set : sets) {
-    const OptimalConfig& opt = set.results.front().front().optimal;
+    const SimulationResult& first = set.results.front().front();
+    std::string optimal = fmt::format("b={} {:.0f} W", first.optimal.batch_size, first.optimal.power_limit_w);
+    if (first.optimal_after) {
+      optimal += fmt::format(", after drift b={} {:.0f} W", first.optimal_after->batch_size,
+                             first.optimal_after->power_limit_w);
+    }
     for (std::size_t v = 0; v < set.variants.size(); ++v) {
       const VariantSummary s = summarize(set, v);
       html += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td>"
-          "<td>{:.1f}</td><td>b={} {:.0f} W</td><td>{}/{}</td><td>b={} {:.0f} W</td></tr>\n",
+          "<td>{:.1f}</td><td>b={} {:.0f} W</td><td>{}/{}</td>{}<td>{}</td></tr>\n",
           html_escape(set.workload), html_escape(set.target_text), html_escape(set.variants[v].label()),
           s.energy_last_ratio, s.time_last_ratio, s.energy_all_ratio, s.time_all_ratio, s.regret_per_optimal,
-          s.final_config.first, s.final_config.second, s.converged_at, s.recurrences, opt.batch_size,
-          opt.power_limit_w);
+          s.final_config.first, s.final_config.second, s.converged_at, s.recurrences,
+          drift ? (set.drift_after ? fmt::format("<td>{:.1f}</td>", s.stale_after_drift) : "<td></td>") : "",
+          html_escape(optimal));
     }
   }
   return html + "</table>\n";

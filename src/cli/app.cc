@@ -389,6 +389,16 @@ CommandLine::CommandLine() : app("joule: measure and lower the energy of deep-le
   add_footers(*this);
 }
 
+namespace {
+
+// Where a mistake's reader finds the options: the command's own help.
+std::string help_hint(const CLI::App& app) {
+  const auto chosen = app.get_subcommands();
+  return chosen.empty() ? "see 'joule --help'" : fmt::format("see 'joule {} --help'", chosen.front()->get_name());
+}
+
+}  // namespace
+
 std::optional<int> parse_command_line(CommandLine& cli, int argc, const char* const* argv, std::ostream& out,
                                       std::ostream& err) {
   const std::string_view first = argc > 1 ? argv[1] : "";
@@ -416,10 +426,10 @@ std::optional<int> parse_command_line(CommandLine& cli, int argc, const char* co
         break;
       }
     }
-    err << fmt::format("joule: unknown option '{}' (see 'joule --help')\n", printable(unknown));
+    err << fmt::format("joule: unknown option '{}' ({})\n", printable(unknown), help_hint(cli.app));
     return 2;
   } catch (const CLI::ParseError& e) {
-    err << fmt::format("joule: {} (see 'joule --help')\n", printable(e.what()));
+    err << fmt::format("joule: {} ({})\n", printable(e.what()), help_hint(cli.app));
     return 2;
   }
   return std::nullopt;

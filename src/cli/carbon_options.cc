@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/number_options.h"
+#include "joule/analyze/units_format.h"
 
 namespace joule::cli {
 
@@ -83,14 +84,15 @@ std::string basis_description(const carbon::Basis& b) {
 std::string carbon_text(const carbon::Basis& b, const carbon::Footprint& f) {
   std::string out;
   if (f.co2e_g) {
-    out += fmt::format("joule: carbon: {:.4g} g CO2e = {:.6g} kWh x PUE {:g} x {:g} g CO2e/kWh (average grid "
+    out += fmt::format("joule: carbon: {} g CO2e = {} kWh x PUE {:g} x {:g} g CO2e/kWh (average grid "
                        "intensity: {})\n",
-                       *f.co2e_g, f.energy_kwh, b.pue, *b.g_per_kwh, basis_description(b));
+                       format_plain(*f.co2e_g, 4), format_plain(f.energy_kwh, 5), b.pue, *b.g_per_kwh,
+                       basis_description(b));
   }
   if (f.cost) {
     const std::string currency = b.currency.empty() ? "" : " " + b.currency;
-    out += fmt::format("joule: cost: {:.4g}{} = {:.6g} kWh x PUE {:g} x {:g}{} per kWh\n", *f.cost, currency,
-                       f.energy_kwh, b.pue, *b.price_per_kwh, currency);
+    out += fmt::format("joule: cost: {}{} = {} kWh x PUE {:g} x {:g}{} per kWh\n", format_plain(*f.cost, 4),
+                       currency, format_plain(f.energy_kwh, 5), b.pue, *b.price_per_kwh, currency);
   }
   return out;
 }

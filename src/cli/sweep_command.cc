@@ -69,9 +69,9 @@ int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& o)
   }
   std::cerr << fmt::format("joule sweep: {}\n", plan.describe(store));
   if (static_cast<long long>(plan.to_run.size()) > kConfirmRunsAbove && !o.yes) {
-    throw UsageError(fmt::format("sweep: {} runs to run is more than {}: pass --yes to start them (--dry-run lists "
-                                 "them; a smaller grid or fewer repeats needs no --yes)",
-                                 plan.to_run.size(), kConfirmRunsAbove));
+    throw UsageError(fmt::format("sweep: {} runs to run is more than {}: pass --yes to start them (each second a run "
+                                 "takes adds {}; --dry-run lists them; a smaller grid or fewer repeats needs no --yes)",
+                                 plan.to_run.size(), kConfirmRunsAbove, rough_duration(plan.to_run.size())));
   }
   const SweepSummary s = run_sweep(config, options);
   std::cout << fmt::format("joule sweep: {} runs in the grid; {} ran ({} failed), {} already in {}", s.total, s.ran,

@@ -421,9 +421,9 @@ std::string SweepPlan::describe(const std::string& store_path) const {
     return text + fmt::format(": about {} at the {} per run so far", rough_duration(mean_run_s * to_run.size()),
                               rough_duration(mean_run_s));
   }
-  // No run measured yet: what each minute a run takes would add up to.
-  return text + fmt::format(" (how long: said after the first run; at 1 min a run, {})",
-                            rough_duration(60.0 * to_run.size()));
+  // No run measured yet: no guess (a guess read as an estimate; the count
+  // alone says how big the grid is).
+  return text + " (how long: said after the first run)";
 }
 
 namespace {

@@ -94,6 +94,17 @@ TEST(CarbonCliTest, HumanReportShowsCarbonAndCostWithTheirBasis) {
   EXPECT_NE(r.err.find("x 0.3 per kWh"), std::string::npos) << r.err;
 }
 
+// A run of 0.2 s costs a millionth of a krona: written out, never in e-notation.
+TEST(CarbonCliTest, TinyFiguresAreWrittenOut) {
+  const auto r = run_process({JOULE_BINARY, "measure", "--sim", "count=1,load=0.5", "--carbon-intensity", "40",
+                              "--price", "0.0001", "--currency", "SEK", "--", "sleep", "0.2"},
+                             kSimEnv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("joule: cost: 0.0000000"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" SEK = 0.0000"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("e-0"), std::string::npos) << r.err;
+}
+
 TEST(CarbonCliTest, WithoutFlagsNothingChanges) {
   const auto r = run_process({JOULE_BINARY, "measure", "--json", "--sim", "count=1", "--", "true"}, kSimEnv);
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -164,6 +164,8 @@ TEST(MeasureCliTest, BadInputGetsOneClearLineAndANonZeroExit) {
       {{"measure", "--", "/nonexistent/command"}, 127, "cannot run '/nonexistent/command'"},
       {{"measure", "--backend", "nvml", "--", "true"}, 1, "/nonexistent/libnvidia-ml.so.1"},
       {{"frobnicate"}, 2, "frobnicate"},
+      // A mistake points at the help of the command it was made in.
+      {{"analyze", "--carbon-region", "DE"}, 2, "unknown option '--carbon-region' (see 'joule analyze --help')"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {JOULE_BINARY};

@@ -150,6 +150,9 @@ TEST(SimulateCliTest, DriftComparesZeusWithAndWithoutAWindowAndDrawsIt) {
   const std::string html = testing::read_file(tmp.file("r.html"));
   EXPECT_NE(html.find("zeus window 8"), std::string::npos);
   EXPECT_NE(html.find("cumulative regret"), std::string::npos);
+  // The page's table has the text's columns: stale, and the optimum after the drift.
+  EXPECT_NE(html.find("<th>at</th><th>stale</th><th>optimal</th>"), std::string::npos);
+  EXPECT_NE(html.find(", after drift b="), std::string::npos);
   const std::string body = testing::chromium_body_tag(tmp.file("r.html"), tmp);
   if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
   // Two bar charts, then per workload: regret, batch size, a search path per
