@@ -100,12 +100,25 @@ nlohmann::json to_json(const MeasureReport& r) {
   return json;
 }
 
+namespace {
+
+// One short line before the table (each device row is marked too): asked for,
+// or no GPU usable, and where the full reason is (`joule info`, the JSON's
+// gpu_backend_reason), rather than the drivers' whole story on every run.
+std::string simulated_banner(const MeasureReport& r) {
+  const bool asked = r.gpu_backend_reason.rfind("simulated GPUs requested", 0) == 0;
+  return fmt::format("joule: GPUs are SIMULATED, not measured: {}\n",
+                     asked ? "asked for (--backend sim)" : "no NVIDIA or AMD GPU usable here ('joule info' says why)");
+}
+
+}  // namespace
+
 std::string to_text(const MeasureReport& r) {
   std::string command;
   for (const auto& arg : r.command) command += (command.empty() ? "" : " ") + arg;
   std::string out = fmt::format("joule: `{}` exited with status {} after {:.3f} s\n", command, r.exit_status,
                                 r.elapsed_s);
-  if (r.simulated) out += fmt::format("joule: GPUs are SIMULATED ({})\n", r.gpu_backend_reason);
+  if (r.simulated) out += simulated_banner(r);
   std::size_t width = std::string("total").size();
   std::vector<std::string> labels;
   for (const auto& d : r.devices) {

@@ -1177,7 +1177,9 @@ std::string SamplerCore::gpu_method_description(std::size_t gpu) const {
   } else if (track.counter_note) {
     text += ", " + *track.counter_note;
   } else if (track.counters.size() < 3) {
-    text += ", counter calibration pending";
+    // Said as a count, not "pending": read after a short run it is final.
+    text += fmt::format(", not counter-calibrated ({} of the 3 counter readings calibration needs)",
+                        track.counters.size());
   } else {
     text += fmt::format(", counter-calibrated x{:.4f}", track.scale);
   }
