@@ -623,6 +623,10 @@ std::string summary([[maybe_unused]] const std::vector<SweepRun>& runs, const Sw
                                  [&](const GpuKnob& k) { return base.config.count(k.key) > 0; });
   const SweepCounts& n = a.counts;
   std::string html = "<section class=\"summary\"><h2>Summary</h2>\n";
+  // Simulated GPUs first, where no one reading the page can miss it.
+  if (const std::string warning = simulated_warning(n); !warning.empty()) {
+    html += "<p class=\"simulated\" role=\"alert\"><strong>" + html_escape(warning) + ".</strong></p>\n";
+  }
   // Every configuration and repeat once, by its latest attempt: the counts
   // add up to the grid, failed configurations included.
   const bool all_ok = n.ok == n.runs;

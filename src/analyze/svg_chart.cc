@@ -485,6 +485,7 @@ h1 {{ font-size: 1.5em; margin: 0.4em 0; overflow-wrap: break-word; }} h2 {{ fon
 p, li {{ max-width: 80ch; overflow-wrap: break-word; }}
 .summary {{ background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 0.6em 1.2em; }}
 .summary li {{ margin: 0.3em 0; }}
+.simulated {{ border: 3px solid #d55e00; border-radius: 6px; padding: 0.5em 0.8em; color: #d55e00; font-size: 1.1em; }}
 .charts {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 460px), 1fr)); gap: 1em; }}
 figure.chart {{ margin: 0; min-width: 0; }} figure.chart.wide {{ grid-column: 1 / -1; }}
 figure.chart figcaption {{ color: var(--muted); font-size: 0.9em; }}

@@ -189,9 +189,11 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
   std::vector<SweepRun> runs;
   ReadOnlyStore store(path);
   const bool has_nodes = store.has_column("runs", "nodes");  // since sweeps across nodes
+  const bool has_backend = store.has_column("runs", "backend");  // since simulated GPUs are said per run
   store.each(std::string("SELECT id, config, repeat, status, elapsed_s, gpu_energy_j, cpu_energy_j, dram_energy_j, epochs,"
                          " gpu_util_mean, gpu_util_cv, mem_util_mean, mem_util_cv, samples, steps, error, ") +
-                 (has_nodes ? "nodes" : "NULL") + ", exit_code FROM runs ORDER BY id",
+                 (has_nodes ? "nodes" : "NULL") + ", exit_code, " + (has_backend ? "backend, devices" : "NULL, NULL") +
+                 " FROM runs ORDER BY id",
              [&](sqlite3_stmt* s) {
                SweepRun r;
                r.id = sqlite3_column_int64(s, 0);
@@ -219,6 +221,8 @@ std::vector<SweepRun> load_sweep_runs(const std::string& path) {
                r.error = column_text(s, 15);
                r.nodes = std::max(1, static_cast<int>(std::clamp(column_double(s, 16).value_or(1), 1.0, 1e6)));
                if (sqlite3_column_type(s, 17) != SQLITE_NULL) r.exit_code = sqlite3_column_int(s, 17);
+               r.backend = column_text(s, 18);
+               r.devices = column_text(s, 19);
                mark_damaged(path, damage, r);
                runs.push_back(std::move(r));
              });
@@ -303,6 +307,13 @@ std::string status_words(const FailedRun& f) {
 
 }  // namespace
 
+std::string simulated_warning(const SweepCounts& c) {
+  if (c.simulated == 0) return "";
+  return fmt::format("SIMULATED GPUs: {} of the {} successful runs ran on simulated GPUs; their energies are joule's "
+                     "model, not measurements",
+                     c.simulated, c.ok);
+}
+
 std::string describe_counts(const SweepCounts& c) {
   std::string text = fmt::format("{} configuration{}", c.configurations, c.configurations == 1 ? "" : "s");
   if (c.configurations_failed > 0) text += fmt::format(", {} failed (no successful run)", c.configurations_failed);
@@ -336,6 +347,7 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& all_runs, std::optional
     if (r.status == "ok") {
       groups[r.config].push_back(&r);
       ++a.counts.ok;
+      a.counts.simulated += r.simulated();
     } else if (r.status == "partial") {
       ++partials[r.config];  // a device's or node's energy is missing: the totals are short
       ++a.counts.partial;
@@ -541,6 +553,7 @@ std::string to_text(const SweepAnalysis& a) {
   out += "\nbest configuration per metric:\n";
   const std::string failures = failures_text(a);
   out = describe_counts(a.counts) + "\n\n" + out;
+  if (const std::string warning = simulated_warning(a.counts); !warning.empty()) out = warning + "\n" + out;
   for (const auto& [metric, i] : a.best) out += fmt::format("  {:<16} {}\n", metric, a.configs[i].label());
   std::string partial;
   for (const auto& [label, count] : a.partial_runs) partial += fmt::format("  {:<40} {}\n", label, count);
@@ -670,11 +683,14 @@ nlohmann::json to_json(const SweepAnalysis& a) {
                            {"failed", n.failed},
                            {"partial", n.partial},
                            {"interrupted", n.interrupted},
-                           {"earlier_attempts", n.earlier_attempts}};
+                           {"earlier_attempts", n.earlier_attempts},
+                           {"simulated", n.simulated}};
   nlohmann::json out = {{"configs", configs}, {"best", best}, {"scaling", scaling}, {"pareto", a.pareto},
                         {"eta_picks", eta}, {"max_power_w", a.max_power_w}, {"partial_runs", partial},
                         {"counts", counts}, {"failed_runs", failed_runs},
-                        {"configs_without_success", without_success}};
+                        {"configs_without_success", without_success},
+                        {"simulated", n.simulated > 0}};
+  if (n.simulated > 0) out["simulated_warning"] = simulated_warning(n);
   if (a.kwh_per_gpu_hour) {
     out["kwh_per_gpu_hour"] = {{"slope", a.kwh_per_gpu_hour->slope}, {"slope_se", a.kwh_per_gpu_hour->slope_se},
                                {"intercept", a.kwh_per_gpu_hour->intercept}, {"r_squared", a.kwh_per_gpu_hour->r_squared}};

@@ -79,6 +79,7 @@ int run_sweep_command(const CommonOptions& common, const SweepCommandOptions& o)
   if (s.failed_kept > 0) {
     std::cout << fmt::format(" ({} of them failed before: kept, --retry-failed runs them again)", s.failed_kept);
   }
+  if (s.simulated) std::cout << "; on SIMULATED GPUs: the energies are joule's model, not measurements";
   std::cout << '\n';
   if (s.stopped_by_signal != 0) {
     const char* name = sigabbrev_np(s.stopped_by_signal);

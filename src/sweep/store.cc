@@ -79,6 +79,10 @@ Store::Store(const std::string& path) : path_(path) {
   // stores of earlier joule versions: one, this machine), and each node's
   // part of the run.
   if (!has_column("runs", "nodes")) exec("ALTER TABLE runs ADD COLUMN nodes INTEGER");
+  // Since simulated GPUs are said per run: what measured it (NULL in stores
+  // of earlier joule versions: unknown).
+  if (!has_column("runs", "backend")) exec("ALTER TABLE runs ADD COLUMN backend TEXT");
+  if (!has_column("runs", "devices")) exec("ALTER TABLE runs ADD COLUMN devices TEXT");
   exec("CREATE TABLE IF NOT EXISTS run_nodes (run_id INTEGER NOT NULL, node TEXT NOT NULL, ranks TEXT NOT NULL,"
        " gpus INTEGER NOT NULL, elapsed_s REAL, gpu_energy_j REAL, cpu_energy_j REAL, dram_energy_j REAL,"
        " warnings TEXT NOT NULL DEFAULT '', PRIMARY KEY (run_id, node))");
@@ -164,6 +168,14 @@ double Store::mean_finished_elapsed_s() {
   return s.step() == SQLITE_ROW ? sqlite3_column_double(s.get(), 0) : 0.0;
 }
 
+std::vector<std::string> Store::finished_backends() {
+  Statement s(db_, "SELECT DISTINCT backend FROM runs WHERE status IN ('ok', 'partial', 'failed') AND backend IS NOT NULL",
+              path_);
+  std::vector<std::string> backends;
+  while (s.step() == SQLITE_ROW) backends.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)));
+  return backends;
+}
+
 long long Store::begin(const std::string& sweep, const std::string& config_key, int repeat, const std::string& command) {
   Statement s(db_,
               "INSERT INTO runs (sweep, config, repeat, command, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)",
@@ -194,7 +206,8 @@ void Store::write_outcome(long long id, const RunRecord& r) {
               "UPDATE runs SET status = ?, exit_code = ?, finished_at = ?, elapsed_s = ?, gpu_energy_j = ?,"
               " cpu_energy_j = ?, dram_energy_j = ?, avg_power_w = ?, samples = ?, steps = ?, epochs = ?,"
               " gpu_util_mean = ?, gpu_util_cv = ?, mem_util_mean = ?, mem_util_cv = ?, error = ?, nodes = ?,"
-              " command = COALESCE(NULLIF(?, ''), command) WHERE id = ?",
+              " command = COALESCE(NULLIF(?, ''), command), backend = NULLIF(?, ''), devices = NULLIF(?, '')"
+              " WHERE id = ?",
               path_);
   s.bind(1, r.status);
   r.exit_code ? s.bind(2, static_cast<long long>(*r.exit_code)) : (void)sqlite3_bind_null(s.get(), 2);
@@ -214,7 +227,9 @@ void Store::write_outcome(long long id, const RunRecord& r) {
   s.bind(16, r.error);
   s.bind(17, static_cast<long long>(r.nodes));
   s.bind(18, r.command);
-  s.bind(19, id);
+  s.bind(19, r.backend);
+  s.bind(20, r.devices);
+  s.bind(21, id);
   if (s.step() != SQLITE_DONE) throw fail();
   Statement n(db_,
               "INSERT OR REPLACE INTO run_nodes (run_id, node, ranks, gpus, elapsed_s, gpu_energy_j, cpu_energy_j,"

@@ -36,12 +36,19 @@ struct RunRecord {
   std::vector<PowerPoint> timeline;  // decimated power samples, for plots
   std::vector<NodeRecord> node_rows;
   std::string command;  // when not empty: replaces the command recorded by begin()
+  // What measured it: the GPU backend ("nvml", "rocm", "nvml+rocm", "sim";
+  // across nodes "nodes", each node's own) and its GPUs, simulated ones said
+  // so ("gpu0 (NVIDIA A40), gpu1 (...)"), so that no figure from simulated
+  // GPUs passes for a measurement.
+  std::string backend;
+  std::string devices;
 };
 
 class Store {
  public:
   // Creates the schema, or brings a store of an earlier joule up to it (adds
-  // runs.nodes and the run_nodes table); throws Error naming the path.
+  // runs.nodes, runs.backend, runs.devices and the run_nodes table); throws
+  // Error naming the path.
   explicit Store(const std::string& path);
   // An existing store, read only and left as it is (a dry run's plan): only
   // finished() and mean_finished_elapsed_s() may be asked.
@@ -67,6 +74,9 @@ class Store {
   bool failed(const std::string& config_key, int repeat);
   // Mean wall time of the runs that finished (ok or failed); none yet: 0.
   double mean_finished_elapsed_s();
+  // The backends its finished runs were measured with ("sim", "nvml", ...;
+  // runs of stores before the column have none), each once.
+  std::vector<std::string> finished_backends();
   long long begin(const std::string& sweep, const std::string& config_key, int repeat, const std::string& command);
   // The run's outcome, its node rows and timeline in one transaction: a
   // sweep killed meanwhile leaves the run 'running' with nothing half

@@ -182,6 +182,22 @@ namespace {
 std::string absolute_path(const std::string& path) { return std::filesystem::absolute(path).lexically_normal().string(); }
 
 // The device options `joule measure` gets on every node, from the sweep's own.
+// Across nodes the sweep knows only what it asked the ranks for.
+bool sweep_simulates(const SweepOptions& options) { return options.discovery.backend == GpuBackend::kSim; }
+
+// One store holds measurements or simulations, never both: its analysis and
+// report would pass the one off as the other.
+void refuse_mixed_store(sweep::Store& store, const std::string& store_path, bool simulated) {
+  for (const std::string& backend : store.finished_backends()) {
+    if ((backend == "sim") == simulated) continue;
+    throw UsageError(fmt::format(
+        "{}: its runs were measured on {}, but this sweep's GPUs are {}: a store holds measurements or simulations, "
+        "never both (give this sweep a store of its own: --store PATH)",
+        store_path, simulated ? fmt::format("real GPUs ({})", backend) : "SIMULATED GPUs",
+        simulated ? "SIMULATED" : "real"));
+  }
+}
+
 std::vector<std::string> measure_options_of(const DiscoveryOptions& discovery) {
   std::vector<std::string> out;
   if (discovery.backend == GpuBackend::kSim) out.insert(out.end(), {"--backend", "sim"});
@@ -633,6 +649,8 @@ sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, co
     if (exit_code != 0) record.error = exit_status_words(exit_code) + "; ";
     for (const auto& w : m.warnings) record.error += w + "; ";
     if (record.error.size() >= 2) record.error.resize(record.error.size() - 2);
+    record.backend = devices.gpu_backend;
+    for (const auto& gpu : run_devices.gpus) record.devices += (record.devices.empty() ? "" : ", ") + gpu_words(*gpu);
     record.node_rows.push_back({cluster::node_name(), "", static_cast<int>(run_devices.gpus.size()), record.elapsed_s,
                                 record.gpu_energy_j, record.cpu_energy_j, record.dram_energy_j,
                                 joined(m.warnings, "; ")});
@@ -677,6 +695,9 @@ void read_cluster_report(const nlohmann::json& report, int exit_code, sweep::Run
     row.gpus = static_cast<int>(
         std::count_if(node.devices.begin(), node.devices.end(), [](const auto& d) { return d.kind == "gpu"; }));
     row.warnings = joined(node.warnings, "; ");
+    for (const auto& d : node.devices) {
+      if (d.kind == "gpu") record.devices += fmt::format("{}{}: {}", record.devices.empty() ? "" : ", ", node.node, d.name);
+    }
     for (const auto& w : node.warnings) notes.push_back(fmt::format("node {}: {}", row.node, w));
     if (node.devices_failed) short_nodes.push_back(row.node);
     record.elapsed_s = std::max(record.elapsed_s, row.elapsed_s);
@@ -719,6 +740,7 @@ sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& p
   sweep::RunRecord record;
   const NodeLayout layout = node_layout(config, point);
   record.nodes = layout.nodes;
+  record.backend = sweep_simulates(options) ? "sim" : "nodes";  // the nodes' own, their report's device names
   try {
     const ClusterLaunch launch = cluster_launch_of(options, store_path, std::to_string(id));
     const std::vector<std::string> argv = cluster_run_argv(config, point, launch);
@@ -801,6 +823,8 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   const std::string store_path = options.store_override.empty() ? config.store_path : options.store_override;
   sweep::Store store(store_path);
   store.claim_for_sweep();
+  const bool simulated = config.across_nodes() ? sweep_simulates(options) : devices.simulated();
+  refuse_mixed_store(store, store_path, simulated);
   if (const auto interrupted = store.mark_interrupted(); !interrupted.empty()) {
     log(fmt::format("joule sweep: {} run(s) interrupted last time are run again", interrupted.size()));
     for (const long long id : interrupted) remove_run_files(store_path, id);
@@ -813,12 +837,14 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   const auto runs = expand_grid(config);
   SweepSummary summary;
   summary.total = static_cast<int>(runs.size());
+  summary.simulated = simulated;
   // The estimates count the runs this sweep will run, not the grid's points:
   // a resume (or --retry-failed) skips the finished ones.
   int to_run = 0;
   for (const auto& point : runs) to_run += !store.finished(point.config_key(), point.repeat, options.retry_failed);
   const auto clock = SteadyClock::instance();
   const double started_s = clock->now_s();
+  if (simulated) log("joule sweep: the GPUs are SIMULATED: every energy stored is joule's model, not a measurement");
   int done = 0;
   for (const auto& point : runs) {
     if (stop_signal() != 0) break;
@@ -853,8 +879,8 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
     if (options.progress) {
       const double elapsed = clock->now_s() - started_s;
       const double per_run = summary.ran ? elapsed / summary.ran : 0;
-      std::cerr << fmt::format("\rjoule sweep: {}/{} runs, {:.0f} s elapsed, ~{:.0f} s remaining   ", done,
-                               summary.total, elapsed, per_run * remaining_runs)
+      std::cerr << fmt::format("\rjoule sweep: {}/{} runs{}, {:.0f} s elapsed, ~{:.0f} s remaining   ", done,
+                               summary.total, simulated ? " on SIMULATED GPUs" : "", elapsed, per_run * remaining_runs)
                 << std::flush;
     }
   }

@@ -402,6 +402,67 @@ std::map<std::string, std::string> sim_env() {
   return env;
 }
 
+// Issue 50: a sweep on a laptop's simulated GPUs said nothing of it, and its
+// analysis and report read like measurements. Now every output says so, the
+// store records what measured each run, and one store never mixes the two.
+TEST(SweepCliTest, SimulatedGpusAreSaidEverywhereAndNeverMixedWithMeasurements) {
+  TempDir tmp;
+  write_file(tmp.file("s.toml"), "command = \"true\"\nrepeats = 2\n[grid]\nbatch_size = [8]\n");
+  const auto r = testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml")}, sim_env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 ran (0 failed), 0 already in " + tmp.file("s.sqlite") +
+                       "; on SIMULATED GPUs: the energies are joule's model, not measurements"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("joule sweep: the GPUs are SIMULATED"), std::string::npos) << r.err;
+  EXPECT_EQ(store_rows(tmp.file("s.sqlite"), "SELECT DISTINCT backend, devices FROM runs"),
+            std::vector<std::string>{"sim|gpu0 (Simulated GPU (H100-like), simulated), gpu1 (Simulated GPU (H100-like), "
+                                     "simulated)"});
+  const auto text = testing::run_process({JOULE_BINARY, "analyze", tmp.file("s.sqlite")});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.rfind("SIMULATED GPUs: 2 of the 2 successful runs ran on simulated GPUs; their energies are "
+                           "joule's model, not measurements\n",
+                           0),
+            0u)
+      << text.out;
+  const auto json = testing::run_process({JOULE_BINARY, "analyze", tmp.file("s.sqlite"), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(parsed["simulated"].get<bool>());
+  EXPECT_EQ(parsed["counts"]["simulated"], 2);
+  const auto report = testing::run_process({JOULE_BINARY, "report", tmp.file("s.sqlite"), "-o", tmp.file("r.html")});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(testing::read_file(tmp.file("r.html")).find("<p class=\"simulated\" role=\"alert\"><strong>SIMULATED GPUs: 2 of the 2"),
+            std::string::npos);
+
+  // A store of measurements (a fake H100 stands in for a real GPU) takes no simulated runs, nor the other way round.
+  auto measured_env = testing::simulated_only_env();
+  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n");
+  measured_env["JOULE_NVML_LIBRARY"] = fake.library_path;
+  measured_env["JOULE_FAKE_NVML_CONFIG"] = fake.config_path;
+  const auto measured = testing::run_process({JOULE_BINARY, "sweep", tmp.file("s.toml"), "--store", tmp.file("m.sqlite")},
+                                             measured_env);
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  EXPECT_EQ(measured.out.find("SIMULATED"), std::string::npos) << measured.out;
+  EXPECT_EQ(store_rows(tmp.file("m.sqlite"), "SELECT DISTINCT backend, devices FROM runs"),
+            std::vector<std::string>{"nvml|gpu0 (NVIDIA H100 80GB HBM3)"});
+  write_file(tmp.file("more.toml"), "command = \"true\"\nrepeats = 2\n[grid]\nbatch_size = [8, 16]\n");
+  const auto mixed = testing::run_process(
+      {JOULE_BINARY, "sweep", tmp.file("more.toml"), "--store", tmp.file("m.sqlite"), "--backend", "sim"}, sim_env());
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.out;
+  EXPECT_NE(mixed.err.find(tmp.file("m.sqlite") + ": its runs were measured on real GPUs (nvml), but this sweep's GPUs "
+                                                   "are SIMULATED: a store holds measurements or simulations, never both"),
+            std::string::npos)
+      << mixed.err;
+  EXPECT_EQ(store_rows(tmp.file("m.sqlite"), "SELECT COUNT(*) FROM runs"), std::vector<std::string>{"2"});
+  const auto other_way = testing::run_process(
+      {JOULE_BINARY, "sweep", tmp.file("more.toml"), "--store", tmp.file("s.sqlite")}, measured_env);
+  EXPECT_EQ(other_way.exit_code, 2);
+  EXPECT_NE(other_way.err.find("its runs were measured on SIMULATED GPUs, but this sweep's GPUs are real"),
+            std::string::npos)
+      << other_way.err;
+}
+
 // Issue 31: 150 W on GPUs whose floor is 200 W (and 5000 W) passed
 // --dry-run. The dry run checks the grid against the GPUs a sweep would use.
 TEST(SweepCliTest, DryRunRefusesSettingsTheGpusCannotTake) {

@@ -38,6 +38,9 @@ struct SweepRun {
   std::vector<SweepRunNode> node_parts;    // as measured; none in stores before per-node rows
   std::string error;
   bool damaged = false;  // stored ok or partial with a number that is none or out of range (error says which)
+  std::string backend;   // what measured it: "nvml", "sim", ... (empty: a store from before the column)
+  std::string devices;   // its GPUs, simulated ones said so
+  bool simulated() const { return backend == "sim"; }
   double total_energy_j() const { return gpu_energy_j + cpu_energy_j + dram_energy_j; }
 };
 
@@ -143,7 +146,12 @@ struct SweepCounts {
   int runs = 0;                    // configuration x repeat
   int ok = 0, failed = 0, partial = 0, interrupted = 0;  // interrupted: 'running' included
   int earlier_attempts = 0;        // attempts run again since (kept in the store, not counted above)
+  int simulated = 0;               // of the ok runs, those on simulated GPUs (their figures a model's)
 };
+
+// Where the store's runs came from simulated GPUs, the sentence every output
+// of them leads with; empty when none did.
+std::string simulated_warning(const SweepCounts& counts);
 
 struct SweepAnalysis {
   // Configurations with at least one successful run (the statistics below

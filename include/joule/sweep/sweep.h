@@ -188,10 +188,13 @@ struct SweepSummary {
   int total = 0, skipped = 0, ran = 0, failed = 0;  // failed: every run not "ok" (partial included)
   int failed_kept = 0;      // failed runs of the store not run again (no retry_failed)
   int stopped_by_signal = 0;  // the signal that stopped the sweep (its run recorded interrupted); 0: none
+  bool simulated = false;     // its GPUs were simulated: the figures are a model's, not measurements
 };
 
 // Runs what the store does not hold yet. Throws UsageError for a grid that
-// needs control where control is off or unavailable.
+// needs control where control is off or unavailable, and for a store whose
+// runs were measured on real GPUs when this sweep's are simulated (or the
+// other way round): one store never mixes the two.
 //
 // A run's status: ok; failed (non-zero exit, or not measured; run again
 // only with retry_failed); partial (it exited 0, but some device's or
