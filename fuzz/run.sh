@@ -60,8 +60,8 @@ declare -A fuzzer_sources=(
     $(pkg-config --cflags --libs libpqxx)"
   [trace_fuzzer]="src/simulate/trace.cc src/simulate/cluster_trace.cc src/common/csv.cc src/common/input_file.cc
     src/common/utf8.cc src/common/error.cc -lfmt"
-  [cli_fuzzer]="src/cli/app.cc src/cli/number_options.cc src/cli/carbon_options.cc src/simulate/cluster_trace.cc
-    src/device/sim/sim_gpu.cc src/device/gpu.cc src/common/csv.cc src/common/input_file.cc src/common/utf8.cc
+  [cli_fuzzer]="src/cli/app.cc src/cli/number_options.cc src/cli/carbon_options.cc src/analyze/units_format.cc
+    src/simulate/cluster_trace.cc src/device/sim/sim_gpu.cc src/device/gpu.cc src/common/csv.cc src/common/input_file.cc src/common/utf8.cc
     src/common/error.cc src/common/version.cc -DJOULE_VERSION=\"fuzz\" -lfmt"
   [sweep_file_fuzzer]="src/sweep/sweep_file.cc src/analyze/sweep_analysis.cc src/analyze/analysis.cc
     src/optimize/cost.cc src/optimize/objective.cc src/common/input_file.cc src/common/utf8.cc src/common/error.cc

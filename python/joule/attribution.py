@@ -53,32 +53,37 @@ def _region_power(r) -> str:
     return f"{r.power_w:+.1f} W" if getattr(r, "concurrent", False) else _power(r.power_w)
 
 
+def _percent(x: float) -> str:
+    return f"{x:.2f}%" if x < 10 else f"{x:.0f}%"
+
+
 def _interval(energy_j: float, low_j: float, high_j: float) -> str:
-    """+-x% where the interval is about symmetric, else [low, high]."""
-    if not (_finite(low_j) and _finite(high_j)):
+    """The energy's interval relative to it, always in one form: +-x% where
+    it is about symmetric, else -x% +y%; "-" where there is none (or no
+    positive energy to be relative to)."""
+    if not (_finite(low_j) and _finite(high_j) and _finite(energy_j) and energy_j > 0):
         return "-"
-    if _finite(energy_j) and energy_j > 0:
-        above, below = high_j - energy_j, energy_j - low_j
-        wider = max(above, below)
-        if above >= 0 and below >= 0 and (abs(above - below) <= 0.2 * wider or wider <= 1e-4 * energy_j):
-            percent = 100.0 * wider / energy_j
-            return f"+-{percent:.2f}%" if percent < 10 else f"+-{percent:.0f}%"
-    return f"[{_energy(low_j)}, {_energy(high_j)}]"
+    above, below = 100.0 * (high_j - energy_j) / energy_j, 100.0 * (energy_j - low_j) / energy_j
+    wider = max(above, below, 0.0)
+    if abs(above - below) <= 0.2 * wider or _percent(above) == _percent(below):
+        return "+-" + _percent(wider)
+    return f"{'-' if below >= 0 else '+'}{_percent(abs(below))} {'+' if above >= 0 else '-'}{_percent(abs(above))}"
 
 
 def format_table(attribution, gpu_label: Optional[str] = None) -> str:
     """A text table of one GPU's Attribution: region, calls, GPU time,
-    energy per call, share of the window's energy, mean power while the region
-    runs (baseline included; a concurrent region's, e.g. the DDP all-reduce,
-    is the power it adds, signed: "+35.0 W"), the energy's interval; an idle
-    row; a footer."""
-    header = ("region", "calls", "GPU time", "energy/call", "share", "power", "interval")
+    energy, energy per call, share of the window's energy, mean power while
+    the region runs (baseline included; a concurrent region's, e.g. the DDP
+    all-reduce, is the power it adds, signed: "+35.0 W"), the energy's
+    interval relative to it (+-x%, or -x% +y%); an idle row; a footer."""
+    header = ("region", "calls", "GPU time", "energy", "energy/call", "share", "power", "interval")
     rows: List[tuple] = []
     for r in sorted(attribution.regions, key=lambda r: -r.energy_j if _finite(r.energy_j) else math.inf):
         rows.append((
             r.name + ("" if r.resolved else " *"),
             str(r.calls),
             _time(r.gpu_time_s),
+            _energy(r.energy_j),
             _energy(r.energy_per_call_j),
             f"{100.0 * r.share:.1f}%" if _finite(r.share) else "-",
             _region_power(r),
@@ -87,10 +92,10 @@ def format_table(attribution, gpu_label: Optional[str] = None) -> str:
     window = attribution.window_energy_j
     idle_share = attribution.idle_energy_j / window if window > 0 else math.nan
     rows.append((
-        "(idle)", "", _time(attribution.idle_time_s), "",
+        "(idle)", "", _time(attribution.idle_time_s), _energy(attribution.idle_energy_j), "",
         f"{100.0 * idle_share:.1f}%" if _finite(idle_share) else "-",
         _power(attribution.baseline_w) if attribution.baseline_separated else "-",
-        _energy(attribution.idle_energy_j),
+        "-",  # the baseline's band is in the footer
     ))
     widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
 

@@ -160,3 +160,31 @@ def test_set_simulated_load_refuses_a_real_backend(fake_driver_gpus):
         with pytest.raises(joule.UsageError,
                            match=re.escape(f"GPU 0 ({driver.gpu_name}) is on backend '{driver.name}', not simulated")):
             monitor.set_simulated_load(0.5, gpu=gpu)
+
+
+def test_the_readme_example_shows_each_regions_power_in_one_table_form():
+    """examples/attribution/simulated.py, as a newcomer runs it: each region's
+    power follows the load it set (forward > backward > optimizer > idle), and
+    every interval cell has one form."""
+    import subprocess
+    import sys
+
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "attribution", "simulated.py")
+    env = dict(os.environ, JOULE_POWERCAP_ROOT="/nonexistent")
+    done = subprocess.run([sys.executable, example, "--seconds", "3"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "GPU 0 (simulated)" and lines[1].split() == [
+        "region", "calls", "GPU", "time", "energy", "energy/call", "share", "power", "interval"]
+    rows = {line.split()[0]: line for line in lines[3:7]}
+    assert set(rows) == {"forward", "backward", "optimizer", "(idle)"}, lines
+
+    def power_w(name):
+        return float(re.search(r"(\d+\.\d) W", rows[name]).group(1))
+
+    assert power_w("forward") > power_w("backward") > power_w("optimizer") > power_w("(idle)")
+    assert power_w("forward") == pytest.approx(model_power_w(1.0), rel=0.1)
+    for name, line in rows.items():
+        interval = line.split(" W ")[-1].strip() if " W " in line else line.split()[-1]
+        assert re.fullmatch(r"\+-[\d.]+%|-[\d.]+% \+[\d.]+%|-", interval), (name, interval)
