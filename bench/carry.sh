@@ -21,11 +21,7 @@ mkdir -p "$carry/bin" "$carry/lib" "$carry/fake"
 rm -rf "$carry/source" "$carry/include" "$carry/lib/libjoule.a"
 cp "$build"/bin/{joule,joule_bench_accuracy,joule_bench_monitor,joule_bench_sampler_cost} "$carry/bin/"
 cp "$build/tests/fake_nvml/libnvidia-ml.so.1" "$carry/fake/"
-for lib in $(ldd "$carry"/bin/* | awk '/=> \//{print $3}' | sort -u); do
-  case $(basename "$lib") in
-    libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*) ;;
-    *) cp -L "$lib" "$carry/lib/" ;;
-  esac
-done
+source "$(dirname "$0")/lib/shared_libs.sh"
+copy_shared_libs "$carry/lib" "$carry"/bin/*
 strip --strip-debug "$carry"/bin/* "$carry"/fake/*.so.1
 du -sh "$carry"

@@ -22,12 +22,8 @@ trap 'rm -rf "$staging"' EXIT
 mkdir -p "$staging/bin" "$staging/lib"
 cp "$build/bin/joule" "$staging/bin/"
 strip --strip-debug "$staging/bin/joule"
-for lib in $(ldd "$staging/bin/joule" | awk '/=> \//{print $3}' | sort -u); do
-  case $(basename "$lib") in
-    libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*) ;;
-    *) cp -L "$lib" "$staging/lib/" ;;
-  esac
-done
+source "$(dirname "$0")/lib/shared_libs.sh"
+copy_shared_libs "$staging/lib" "$staging/bin/joule"
 tar -cJf "$carry/serve.tar.xz" -C "$staging" bin lib
 for f in "$data"/*-ubyte.gz; do
   out="$carry/fmnist-xz/$(basename "$f").xz"

@@ -396,12 +396,7 @@ std::string summary_table(const std::vector<SimulationSet>& sets) {
       "<th>converged to</th><th>at</th>{}<th>optimal</th></tr>\n",
       drift ? "<th>stale</th>" : "");
   for (const SimulationSet& set : sets) {
-    const SimulationResult& first = set.results.front().front();
-    std::string optimal = fmt::format("b={} {:.0f} W", first.optimal.batch_size, first.optimal.power_limit_w);
-    if (first.optimal_after) {
-      optimal += fmt::format(", after drift b={} {:.0f} W", first.optimal_after->batch_size,
-                             first.optimal_after->power_limit_w);
-    }
+    const std::string optimal = optimal_text(set);
     for (std::size_t v = 0; v < set.variants.size(); ++v) {
       const VariantSummary s = summarize(set, v);
       html += fmt::format(

@@ -133,12 +133,7 @@ void write_recurrences(std::ostream& out, const SimulationSet& set, const Worklo
 }
 
 void print_set(const SimulationSet& set) {
-  const SimulationResult& first = set.results.front().front();
-  std::string optimal = fmt::format("b={} {:.0f} W", first.optimal.batch_size, first.optimal.power_limit_w);
-  if (first.optimal_after) {
-    optimal += fmt::format(", after drift b={} {:.0f} W", first.optimal_after->batch_size,
-                           first.optimal_after->power_limit_w);
-  }
+  const std::string optimal = optimal_text(set);
   for (std::size_t v = 0; v < set.variants.size(); ++v) {
     const VariantSummary s = summarize(set, v);
     std::cout << fmt::format("{:<14} {:<20} {:<15} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>10.1f} {:>15} {:>9}{}   {}\n",

@@ -13,6 +13,15 @@ std::string PolicyVariant::label() const {
   return window ? fmt::format("{} window {}", to_string(policy), *window) : to_string(policy);
 }
 
+std::string optimal_text(const SimulationSet& set) {
+  const SimulationResult& first = set.results.front().front();
+  std::string text = fmt::format("b={} {:.0f} W", first.optimal.batch_size, first.optimal.power_limit_w);
+  if (first.optimal_after) {
+    text += fmt::format(", after drift b={} {:.0f} W", first.optimal_after->batch_size, first.optimal_after->power_limit_w);
+  }
+  return text;
+}
+
 VariantSummary summarize(const SimulationSet& set, std::size_t variant) {
   VariantSummary summary;
   const auto& list = set.results.at(variant);

@@ -52,4 +52,8 @@ constexpr std::size_t kSteadyStateRecurrences = 5;
 
 VariantSummary summarize(const SimulationSet& set, std::size_t variant);
 
+// The set's optimum in words, and after a drift the optimum then: "b=128 100 W,
+// after drift b=256 150 W". One text for the simulator's table and its page.
+std::string optimal_text(const SimulationSet& set);
+
 }  // namespace joule
