@@ -26,6 +26,7 @@ ROCR_VISIBLE_DEVICES) each rank measures that one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import os
@@ -119,7 +120,10 @@ def _visible_entries(env: Mapping[str, str]) -> Optional[List[str]]:
     return [e for e in entries if e not in ("nvidia:all", "amd:all")]
 
 
+@functools.lru_cache(maxsize=None)
 def _synchronizer() -> Optional[Callable[[], None]]:
+    # Once per process: whether torch and CUDA are there does not change, and
+    # asking again cost every window edge an import and a device query.
     try:
         import torch
     except ImportError:
@@ -202,12 +206,15 @@ class Window:
 
     exact_name: the monitor's window is named `name` (Monitor.window()); else
     a unique name made from it (joule.window(), so that windows of one name
-    may overlap).
+    may overlap). cuda_sync: wait for the CUDA work queued so far at each
+    edge (joule.window()); Monitor.window() leaves its edges to the monitor's
+    own synchronize, as the monitor was made.
     """
 
     def __init__(self, name: str = "window", monitor: Any = None, *, samples: Optional[float] = None,
                  tokens: Optional[float] = None, carbon: Any = None, trackers: Sequence[Any] = (),
-                 step: Optional[int] = None, settle_timeout_s: float = 1.0, exact_name: bool = False) -> None:
+                 step: Optional[int] = None, settle_timeout_s: float = 1.0, exact_name: bool = False,
+                 cuda_sync: bool = True) -> None:
         self.name = name
         self.monitor = default_monitor() if monitor is None else monitor
         self.samples = samples
@@ -217,6 +224,7 @@ class Window:
         self.step = step
         self.settle_timeout_s = settle_timeout_s
         self._window_name = name if exact_name else unique_name(name)
+        self._cuda_sync = cuda_sync
         self._begin_s: Optional[float] = None
         self._ended: Any = None
         self._settle_tried = False  # measurement waits once
@@ -228,7 +236,8 @@ class Window:
 
     def __enter__(self) -> "Window":
         if self.monitor is not None:
-            sync_cuda()
+            if self._cuda_sync:
+                sync_cuda()
             self.monitor.begin_window(self._window_name)
             self._begin_s = self.monitor.clock_s()
         else:
@@ -239,7 +248,8 @@ class Window:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if self.monitor is not None:
-            sync_cuda()
+            if self._cuda_sync:
+                sync_cuda()
             self._ended = self.monitor.end_window(self._window_name)
         else:
             import time

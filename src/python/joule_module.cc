@@ -480,7 +480,9 @@ PYBIND11_MODULE(_joule, m) {
           [](py::object self, const std::string& name, const py::kwargs& options) {
             // One window type for Python (joule.Window, python/joule/meter.py): the
             // same reading API here as from joule.window(), under the name given.
-            return py::module_::import("joule.meter").attr("Window")(name, self, **options, "exact_name"_a = true);
+            // Edges as the monitor was made (its synchronize), as they always were.
+            return py::module_::import("joule.meter").attr("Window")(name, self, **options, "exact_name"_a = true,
+                                                                      "cuda_sync"_a = false);
           },
           "name"_a = "window",
           "A joule.Window on this monitor, named exactly `name`: `with monitor.window(\"epoch\") as w:` ..., then "
