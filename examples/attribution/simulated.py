@@ -15,7 +15,7 @@ each region's power comes out near the power its load draws (here 560 W,
 410 W and 210 W over a 60 W idle), with its interval.
 
 On a real GPU, joule.torch.attribute(model, monitor) records a model's
-regions for you (README, "Where a step's energy goes"); this example shows
+regions for you (docs/attribution.md); this example shows
 what the fit does with regions whose power is known.
 """
 import argparse
