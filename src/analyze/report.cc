@@ -116,7 +116,8 @@ std::vector<SweptSetting> swept_settings(const SweepAnalysis& a) {
                              : key == "gpus"                            ? "count"
                              : key.find("batch") != std::string::npos ? "samples"
                                                                         : "";
-    s.axis = {.label = with_unit(knob ? knob->words : key == "gpus" ? "GPUs" : key, unit),
+    // A knob's unit is the axis's own (its title names it once, with its prefix).
+    s.axis = {.label = knob ? knob->words : with_unit(key == "gpus" ? "GPUs" : key, unit),
               .unit = knob ? knob->unit : "",
               .log = powers_of_two,
               .integer = integral};
@@ -278,10 +279,10 @@ std::string setting_charts(const SweepAnalysis& a, const SweptSetting& s) {
   energies.insert(energies.end(), energy_fits.begin(), energy_fits.end());
   const std::string name = s.axis.label.substr(0, s.axis.label.find(" ("));
   return figure(svg_line_chart("Time per run vs " + name, times,
-                               {.x = s.axis, .y = {.label = "time per run (s)", .unit = "s", .from_zero = true}},
+                               {.x = s.axis, .y = {.label = "time per run", .unit = "s", .from_zero = true}},
                                time_notes)) +
          figure(svg_line_chart("Energy per run vs " + name, energies,
-                               {.x = s.axis, .y = {.label = "energy per run (J)", .unit = "J", .from_zero = true}},
+                               {.x = s.axis, .y = {.label = "energy per run", .unit = "J", .from_zero = true}},
                                energy_notes));
 }
 
@@ -335,7 +336,7 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
                             {.x = gpus, .y = {.label = "speed-up (\xC3\x97)", .unit = "", .log = s.axis.log}}),
              "Speed-up against the fewest GPUs of each group; dashed: the fitted t = a N<sup>-b</sup> and linear scaling.") +
       figure(svg_line_chart("Energy per run vs GPU count", energies,
-                            {.x = gpus, .y = {.label = "energy per run (J)", .unit = "J", .from_zero = true}}));
+                            {.x = gpus, .y = {.label = "energy per run", .unit = "J", .from_zero = true}}));
   // Energy per GPU-hour from the scaling points (groups with two GPU counts or more).
   std::vector<ChartSeries> per_gpu_hour;
   for (const auto& fit : sorted_scaling(a)) {
@@ -348,7 +349,7 @@ std::string gpu_charts(const SweepAnalysis& a, const SweptSetting& s) {
   }
   if (!per_gpu_hour.empty()) {
     html += figure(svg_line_chart("Energy per GPU-hour vs GPU count", per_gpu_hour,
-                                  {.x = gpus, .y = {.label = "energy per GPU-hour (Wh)", .unit = "Wh", .from_zero = true}}),
+                                  {.x = gpus, .y = {.label = "energy per GPU-hour", .unit = "Wh", .from_zero = true}}),
                    "Energy / (GPUs &times; hours): the mean power per GPU, CPU and DRAM included. Flat: the GPUs "
                    "are as busy as with fewer; rising: they wait. Points on several nodes say how many.");
   }
@@ -392,36 +393,34 @@ std::map<std::size_t, std::string> eta_ranges(const SweepAnalysis& a) {
 
 // The Pareto chart spans its row (wide) when it would stand alone in it.
 std::string pareto_chart(const SweepAnalysis& a, bool wide) {
-  // The baseline and the eta picks are ringed, their roles in their label:
-  // "gpus=1 (baseline, eta 0)"; one label per point keeps crowded fronts legible.
+  // Every point is numbered as in the configurations table ("#3"), so a
+  // crowded front stays legible; the baseline and the eta picks are ringed,
+  // their settings and roles in their label: "#1 gpus=1 (baseline, eta 0)".
   std::map<std::size_t, std::string> roles = {{reference_of(a), "baseline"}};
   for (const auto& [i, text] : eta_ranges(a)) roles[i] += (roles[i].empty() ? "" : ", ") + text;
+  auto number_of = [](std::size_t i) { return "#" + std::to_string(i + 1); };
   ChartNotes notes;
   for (const auto& [i, text] : roles) {
-    notes.marks.push_back({a.configs[i].time_s.mean, a.configs[i].energy_j.mean, short_label(a, a.configs[i]) + " (" + text + ")"});
+    notes.marks.push_back({a.configs[i].time_s.mean, a.configs[i].energy_j.mean,
+                           number_of(i) + " " + short_label(a, a.configs[i]) + " (" + text + ")"});
   }
-  // Points off the front are labelled where a free place is (the chart leaves
-  // out a label that would cover a marker or error bar; the configurations
-  // table lists every one).
-  auto label = [&](std::size_t i, bool wanted) { return wanted && !roles.count(i) ? short_label(a, a.configs[i]) : ""; };
-  ChartSeries others{.name = "configuration", .line = false}, front{.name = "Pareto front"};
+  ChartSeries others{.name = "configuration", .line = false, .labels_required = true};
+  ChartSeries front{.name = "Pareto front", .labels_required = true};
+  auto add = [&](ChartSeries& series, std::size_t i) {
+    series.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
+    series.y_ranges.push_back(spread(a.configs[i].energy_j));
+    series.x_ranges.push_back(spread(a.configs[i].time_s));
+    series.point_labels.push_back(roles.count(i) ? "" : number_of(i));
+  };
   for (std::size_t i = 0; i < a.configs.size(); ++i) {
-    if (std::find(a.pareto.begin(), a.pareto.end(), i) != a.pareto.end()) continue;
-    others.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
-    others.y_ranges.push_back(spread(a.configs[i].energy_j));
-    others.x_ranges.push_back(spread(a.configs[i].time_s));
-    others.point_labels.push_back(label(i, a.configs.size() <= 12));
+    if (std::find(a.pareto.begin(), a.pareto.end(), i) == a.pareto.end()) add(others, i);
   }
-  for (std::size_t i : a.pareto) {
-    front.points.emplace_back(a.configs[i].time_s.mean, a.configs[i].energy_j.mean);
-    front.y_ranges.push_back(spread(a.configs[i].energy_j));
-    front.x_ranges.push_back(spread(a.configs[i].time_s));
-    front.point_labels.push_back(label(i, true));
-  }
+  for (std::size_t i : a.pareto) add(front, i);
   return figure(svg_line_chart("Energy vs time per run: the Pareto front", {others, front},
-                               {.x = {.label = "time per run (s)", .unit = "s"}, .y = {.label = "energy per run (J)", .unit = "J"}},
+                               {.x = {.label = "time per run", .unit = "s"}, .y = {.label = "energy per run", .unit = "J"}},
                                notes, wide ? ChartLayout{.width = 900, .wide = true} : ChartLayout{}),
-                "Ringed: the baseline and what each eta picks (cost = eta E + (1 - eta) P<sub>max</sub> T, P<sub>max</sub> = " +
+                "Numbers: the configurations table's # column. Ringed: the baseline and what each eta picks (cost = "
+                "eta E + (1 - eta) P<sub>max</sub> T, P<sub>max</sub> = " +
                     format_si(a.max_power_w, "W") + ").",
                 wide);
 }
@@ -463,8 +462,8 @@ std::string timeline_charts(const std::vector<SweepRun>& runs, const std::vector
       highest_w = std::max(highest_w, *limit_w);
     }
     out += figure(svg_line_chart(config_label(config, "(single configuration)") + fmt::format(", run {}", r.id), series,
-                                 {.x = {.label = "time (s)", .unit = "s", .from_zero = true},
-                                  .y = {.label = "power per GPU (W)", .unit = "W", .min = 0.0, .max = highest_w * 1.05}},
+                                 {.x = {.label = "time", .unit = "s", .from_zero = true},
+                                  .y = {.label = "power per GPU", .unit = "W", .min = 0.0, .max = highest_w * 1.05}},
                                  notes));
   }
   return out;
@@ -490,12 +489,18 @@ std::string config_table(const SweepAnalysis& a, const std::optional<carbon::Bas
     return k;
   }();
   const bool nodes = std::any_of(a.configs.begin(), a.configs.end(), [](const ConfigResult& c) { return c.nodes > 1; });
-  std::string html = "<table class=\"sortable\"><tr>";
+  // "#": the number each configuration has on the Pareto chart.
+  std::string html = "<table class=\"sortable main\" id=\"configurations\"><tr><th>#</th>";
   for (const auto& k : keys) html += "<th>" + html_escape(k) + "</th>";
   if (nodes) html += "<th>nodes</th>";
+  // Columns no configuration has a figure for are left out: the table fits
+  // a desk's width without scrolling.
+  const bool samples = std::any_of(a.configs.begin(), a.configs.end(), [](const ConfigResult& c) { return c.samples_per_gpu_hour.has_value(); });
+  const bool util = std::any_of(a.configs.begin(), a.configs.end(), [](const ConfigResult& c) { return c.gpu_util_mean.has_value(); });
   html += "<th>runs</th><th>time per run</th><th>energy per run</th><th>mean power</th>"
-          "<th>energy vs baseline</th><th>time vs baseline</th><th>EDP</th><th>samples per GPU-hour</th>"
-          "<th>SM use</th>";
+          "<th>energy vs baseline</th><th>time vs baseline</th><th>EDP</th>";
+  if (samples) html += "<th>samples per GPU-hour</th>";
+  if (util) html += "<th>SM use</th>";
   const bool co2e = carbon && carbon->g_per_kwh, cost = carbon && carbon->price_per_kwh;
   if (co2e) html += "<th>CO2e per run</th>";
   if (cost) html += "<th>cost per run</th>";
@@ -503,7 +508,7 @@ std::string config_table(const SweepAnalysis& a, const std::optional<carbon::Bas
   const auto etas = eta_ranges(a);
   for (std::size_t i = 0; i < a.configs.size(); ++i) {
     const auto& c = a.configs[i];
-    html += "<tr>";
+    html += "<tr>" + cell(std::to_string(i + 1), static_cast<double>(i + 1));
     for (const auto& k : keys) html += cell(c.config.count(k) ? c.config.at(k) : "", number(c.config, k));
     if (nodes) html += cell(std::to_string(c.nodes), c.nodes);
     std::vector<std::string> not_ok;
@@ -521,20 +526,20 @@ std::string config_table(const SweepAnalysis& a, const std::optional<carbon::Bas
     } else {
       html += "<td></td><td></td><td></td>";
     }
-    html += c.samples_per_gpu_hour ? cell(format_si(*c.samples_per_gpu_hour, ""), *c.samples_per_gpu_hour) : "<td></td>";
-    html += c.gpu_util_mean ? cell(format_plain(*c.gpu_util_mean, 3) + "%", *c.gpu_util_mean) : "<td></td>";
+    if (samples) html += c.samples_per_gpu_hour ? cell(format_si(*c.samples_per_gpu_hour, ""), *c.samples_per_gpu_hour) : "<td></td>";
+    if (util) html += c.gpu_util_mean ? cell(format_plain(*c.gpu_util_mean, 3) + "%", *c.gpu_util_mean) : "<td></td>";
     if (co2e || cost) {
       const carbon::Footprint f = carbon::footprint(*carbon, c.energy_j.mean);
       if (co2e) html += cell(format_si(*f.co2e_g, "g"), *f.co2e_g);
       if (cost) {
-        html += cell(fmt::format("{:.4g}{}", *f.cost, carbon->currency.empty() ? "" : " " + carbon->currency), *f.cost);
+        html += cell(format_plain(*f.cost, 4) + (carbon->currency.empty() ? "" : " " + carbon->currency), *f.cost);
       }
     }
     std::string notes;
     if (c.baseline == i) notes += "<span class=\"tag\">baseline</span>";
     if (std::find(a.pareto.begin(), a.pareto.end(), i) != a.pareto.end()) notes += "<span class=\"tag\">Pareto</span>";
     if (etas.count(i)) notes += "<span class=\"tag\">" + html_escape(etas.at(i)) + "</span>";
-    html += "<td>" + notes + "</td></tr>\n";
+    html += "<td class=\"notes\">" + notes + "</td></tr>\n";
   }
   html += "</table>\n";
   if (co2e) {

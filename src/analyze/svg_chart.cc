@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include "chart_labels.h"
 #include "joule/analyze/units_format.h"
 
 namespace joule {
@@ -23,13 +25,12 @@ constexpr double kPlotHeight = 250, kRightMargin = 20;
 constexpr double kTitleLine = 19, kAxisBelow = 46, kLegendRow = 19;
 // Rough widths of a character at the tick and legend font sizes, for layout.
 constexpr double kTickCharWidth = 7.0, kLabelCharWidth = 6.6;
-constexpr std::size_t kTitleLineChars = 62, kLegendNameChars = 64;
+// The width of a title character (15 px, bold) and of the legend's swatch.
+constexpr double kTitleCharWidth = 9.35, kSwatchWidth = 26;
+// A phone's chart: drawn for about 370 CSS px, so 12 px text stays 12 px.
+constexpr double kPhoneWidth = 370;
 
-double text_width(const std::string& text, double char_width) { return static_cast<double>(text.size()) * char_width; }
-
-std::string tick_text(double value, const ChartAxis& axis) {
-  return format_tick(value, axis.unit);
-}
+using chart::Box;
 
 // One axis: the domain (log10 of it on a log axis), its ticks, and the pixels
 // it spans, inset so that markers at the ends stay clear of the axis lines.
@@ -42,7 +43,19 @@ struct Scale {
   double t(double v) const { return axis.log ? std::log10(v) : v; }
   bool drawable(double v) const { return std::isfinite(v) && (!axis.log || v > 0); }
   double pixel(double v) const { return pixel_low + (t(v) - low) / (high - low) * (pixel_high - pixel_low); }
+  AxisUnit shown = {};  // the one unit of the ticks and the title
 };
+
+// A tick as the axis shows it: a plain number in the axis's unit.
+std::string tick_text(double value, const Scale& s) {
+  return s.axis.unit.empty() ? format_tick(value, "") : format_tick(value / s.shown.scale, "");
+}
+
+// The axis title with its unit once: "time per run (ms)".
+std::string axis_title(const Scale& s) {
+  if (s.shown.unit.empty() || s.axis.label.empty()) return s.axis.label;
+  return s.axis.label + " (" + s.shown.unit + ")";
+}
 
 // The largest 1, 2 or 5 times a power of ten at or below v > 0, and the
 // smallest at or above.
@@ -84,6 +97,7 @@ Scale make_scale(const ChartAxis& axis, double low, double high) {
     s.ticks = log_ticks(low, high, axis.integer);
     s.low = std::log10(low);
     s.high = std::log10(high);
+    s.shown = axis_unit(s.ticks, axis.unit);
     return s;
   }
   s.ticks = linear_ticks(low, high, 5, axis.integer);
@@ -97,112 +111,70 @@ Scale make_scale(const ChartAxis& axis, double low, double high) {
   }
   s.low = low;
   s.high = high;
+  s.shown = axis_unit(s.ticks, axis.unit);
   return s;
-}
-
-struct Box {
-  double left, top, right, bottom;
-  bool overlaps(const Box& o) const { return left < o.right && o.left < right && top < o.bottom && o.top < bottom; }
-};
-
-// Places short labels next to points, trying four corners and avoiding the
-// labels already placed and the edges of the chart.
-class LabelPlacer {
- public:
-  // Labels stay inside `area` (the plot), so they never cover a tick label.
-  explicit LabelPlacer(Box area) : area_(area) {}
-
-  // Something a label must not cover: a marker, an error bar.
-  void avoid(const Box& box) { obstacles_.push_back(box); }
-
-  // Empty when `optional` and no free place is found.
-  std::string place(double x, double y, const std::string& text, const std::string& css_class, bool optional = false) {
-    // 12 px text; bold is wider.
-    const double char_width = css_class == "mark-label" ? kLabelCharWidth + 1.0 : kLabelCharWidth + 0.4;
-    const double w = text_width(text, char_width), h = 13;
-    // Right of the point, then left; nearest first, then further up or down.
-    std::optional<Box> chosen;
-    for (int step = 0; step < 12 && !chosen; ++step) {
-      for (double dy : {-8.0 - 14 * step, 17.0 + 14 * step}) {
-        for (bool left_side : {false, true}) {
-          const double left = left_side ? x - 9 - w : x + 9;
-          const Box box{left, y + dy - h + 2, left + w, y + dy + 2};
-          if (box.left < area_.left + 2 || box.right > area_.right - 2 || box.top < area_.top + 1 ||
-              box.bottom > area_.bottom - 2) {
-            continue;
-          }
-          if (std::any_of(placed_.begin(), placed_.end(), [&](const Box& b) { return b.overlaps(box); })) continue;
-          if (std::any_of(obstacles_.begin(), obstacles_.end(), [&](const Box& b) { return b.overlaps(box); })) continue;
-          chosen = box;
-          break;
-        }
-        if (chosen) break;
-      }
-    }
-    if (!chosen && optional) return "";
-    if (!chosen) {  // crowded: inside the plot at least
-      const double left = std::clamp(x + 9, area_.left + 2, std::max(area_.left + 2, area_.right - 2 - w));
-      chosen = Box{left, y - 8 - h + 2, left + w, y - 6};
-    }
-    placed_.push_back(*chosen);
-    return fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"{}\">{}</text>\n", chosen->left, chosen->bottom - 2,
-                       css_class, html_escape(text));
-  }
-
- private:
-  Box area_;
-  std::vector<Box> placed_, obstacles_;
-};
-
-std::vector<std::string> wrap_title(const std::string& title) {
-  if (title.size() <= kTitleLineChars) return {title};
-  std::size_t cut = title.rfind(' ', kTitleLineChars);
-  if (cut == std::string::npos || cut < kTitleLineChars / 2) cut = kTitleLineChars;
-  std::string rest = title.substr(cut);
-  rest.erase(0, rest.find_first_not_of(' '));
-  if (rest.size() > kTitleLineChars) rest = rest.substr(0, kTitleLineChars - 3) + "...";
-  return {title.substr(0, cut), rest};
 }
 
 std::string truncated(const std::string& text, std::size_t chars) {
   return text.size() <= chars ? text : text.substr(0, chars - 3) + "...";
 }
 
-// The frame every chart shares: title, legend rows under the plot.
+// The frame every chart shares: title, legend entries under the plot.
 struct Frame {
   double width = 600, left = 70, top = 0, plot_bottom = 0, height = 0;
   std::vector<std::string> title_lines;
-  std::vector<std::string> legend;  // names, in series order
-  std::size_t legend_columns = 1;
-  double legend_column_width = 0;
+  struct LegendEntry {
+    double x = 0, y = 0;              // the swatch's left end; the first line's baseline
+    std::vector<std::string> lines;  // a long name wraps rather than be cut
+  };
+  std::vector<LegendEntry> legend;  // in series order
 
   double plot_right() const { return width - kRightMargin; }
 };
+
+// A title in up to three lines of the chart's width (the third cut short).
+std::vector<std::string> title_lines(const std::string& title, double width) {
+  auto lines = chart::wrap_words(title, width - 20, kTitleCharWidth);
+  if (lines.size() > 3) {
+    lines.resize(3);
+    lines[2] = truncated(lines[2] + " ...", static_cast<std::size_t>((width - 20) / kTitleCharWidth));
+  }
+  return lines;
+}
 
 Frame make_frame(const std::string& title, const std::vector<std::string>& legend, double left, double width = 600) {
   Frame f;
   f.width = width;
   f.left = left;
-  f.title_lines = wrap_title(title);
+  f.title_lines = title_lines(title, width);
   f.top = 12 + kTitleLine * static_cast<double>(f.title_lines.size());
   f.plot_bottom = f.top + kPlotHeight;
   std::size_t longest = 0;
-  for (const auto& name : legend) {
-    f.legend.push_back(truncated(name, kLegendNameChars));
-    longest = std::max(longest, f.legend.back().size());
+  for (const auto& name : legend) longest = std::max(longest, name.size());
+  // Columns when the names are short; one column of wrapped names otherwise.
+  const double column_width = std::min(width - 20, static_cast<double>(longest) * kLabelCharWidth + 48);
+  const auto columns = std::max<std::size_t>(1, static_cast<std::size_t>((width - 20) / column_width));
+  double y = f.plot_bottom + kAxisBelow + 12;
+  for (std::size_t k = 0; k < legend.size(); ++k) {
+    Frame::LegendEntry entry;
+    entry.x = 10 + column_width * static_cast<double>(k % columns);
+    entry.lines = columns > 1 ? std::vector<std::string>{legend[k]}
+                              : chart::wrap_words(legend[k], width - 20 - kSwatchWidth, kLabelCharWidth);
+    if (k > 0 && k % columns == 0) y += kLegendRow * static_cast<double>(f.legend[k - 1].lines.size());
+    entry.y = y;
+    f.legend.push_back(std::move(entry));
   }
-  f.legend_column_width = std::min(width - 20, static_cast<double>(longest) * kLabelCharWidth + 48);
-  f.legend_columns = std::max<std::size_t>(1, static_cast<std::size_t>((width - 20) / f.legend_column_width));
-  const std::size_t rows = (f.legend.size() + f.legend_columns - 1) / f.legend_columns;
-  f.height = f.plot_bottom + kAxisBelow + kLegendRow * static_cast<double>(rows) + 6;
+  const double last_lines = f.legend.empty() ? 0.0 : static_cast<double>(f.legend.back().lines.size());
+  f.height = (f.legend.empty() ? f.plot_bottom + kAxisBelow : y - 12 + kLegendRow * last_lines) + 6;
   return f;
 }
 
-std::string svg_open(const Frame& f, const std::string& title, std::size_t points, bool wide = false) {
+// `variant`: "" alone, else " desk" or " phone" (the page shows one of the two).
+std::string svg_open(const Frame& f, const std::string& title, std::size_t points, bool wide, const std::string& variant) {
   std::string svg = fmt::format(
-      "<svg class=\"plot{}\" data-points=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {:g} {:.0f}\" "
+      "<svg class=\"plot{}{}\" data-points=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {:g} {:.0f}\" "
       "role=\"img\" aria-label=\"{}\">\n",
-      wide ? " wide" : "", points, f.width, f.height, html_escape(title));
+      wide ? " wide" : "", variant, points, f.width, f.height, html_escape(title));
   for (std::size_t i = 0; i < f.title_lines.size(); ++i) {
     svg += fmt::format("<text x=\"10\" y=\"{:.0f}\" class=\"title\">{}</text>\n", 12 + kTitleLine * (i + 0.75),
                        html_escape(f.title_lines[i]));
@@ -225,10 +197,8 @@ enum class Swatch { kLine, kDashed, kDot };
 
 std::string legend_svg(const Frame& f, const std::vector<Swatch>& swatches, const std::vector<std::size_t>& colours) {
   std::string svg;
-  const double first_row = f.plot_bottom + kAxisBelow + 12;
   for (std::size_t k = 0; k < f.legend.size(); ++k) {
-    const double x = 10 + f.legend_column_width * static_cast<double>(k % f.legend_columns);
-    const double y = first_row + kLegendRow * static_cast<double>(k / f.legend_columns);
+    const auto& [x, y, lines] = f.legend[k];
     const Swatch swatch = k < swatches.size() ? swatches[k] : Swatch::kLine;
     const std::string mark =
         swatch == Swatch::kDot
@@ -236,15 +206,20 @@ std::string legend_svg(const Frame& f, const std::vector<Swatch>& swatches, cons
             : fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"currentColor\" "
                           "stroke-width=\"3\"{}/>",
                           x, y - 4, x + 20, y - 4, swatch == Swatch::kDashed ? " stroke-dasharray=\"5,4\"" : "");
+    std::string text;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      text += fmt::format("<tspan x=\"{:.1f}\" dy=\"{}\">{}</tspan>", x + kSwatchWidth, i == 0 ? 0.0 : kLegendRow,
+                          html_escape(lines[i]));
+    }
     svg += fmt::format("<g class=\"c{}\">{}<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"legend\">{}</text></g>\n",
-                       (k < colours.size() ? colours[k] : k) % kPaletteSize, mark, x + 26, y, html_escape(f.legend[k]));
+                       (k < colours.size() ? colours[k] : k) % kPaletteSize, mark, x + kSwatchWidth, y, text);
   }
   return svg;
 }
 
 double y_tick_margin(const Scale& y) {
   std::size_t widest = 0;
-  for (double t : y.ticks) widest = std::max(widest, tick_text(t, y.axis).size());
+  for (double t : y.ticks) widest = std::max(widest, tick_text(t, y).size());
   return 30 + static_cast<double>(widest) * kTickCharWidth + 8;
 }
 
@@ -255,14 +230,14 @@ std::string grid_and_ticks(const Frame& f, const Scale& x, const Scale& y) {
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/>", f.left, py,
                        f.plot_right(), py);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{}</text>\n", f.left - 6,
-                       py + 4, html_escape(tick_text(t, y.axis)));
+                       py + 4, html_escape(tick_text(t, y)));
   }
   for (double t : x.ticks) {
     const double px = x.pixel(t);
     svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" class=\"axis\"/>", px,
                        f.plot_bottom, f.plot_bottom + 5);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>\n", px,
-                       f.plot_bottom + 19, html_escape(tick_text(t, x.axis)));
+                       f.plot_bottom + 19, html_escape(tick_text(t, x)));
   }
   svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" class=\"axis\"/>"
                      "<line x1=\"{0:.1f}\" y1=\"{3:.1f}\" x2=\"{0:.1f}\" y2=\"{1:.1f}\" class=\"axis\"/>\n",
@@ -337,64 +312,45 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
-std::string svg_line_chart(const std::string& title, const std::vector<ChartSeries>& series, const ChartAxes& axes,
-                           const ChartNotes& notes, const ChartLayout& layout) {
-  const double inf = std::numeric_limits<double>::infinity();
-  double x_low = inf, x_high = -inf, y_low = inf, y_high = -inf;
-  std::size_t count = 0;
-  auto include = [&](double vx, double vy) {
-    x_low = std::min(x_low, vx), x_high = std::max(x_high, vx);
-    y_low = std::min(y_low, vy), y_high = std::max(y_high, vy);
+namespace {
+
+// A series drawn exactly over an earlier one (every point within a pixel)
+// would hide it: it is dashed, so the earlier shows through, and its legend
+// name says so.
+void show_hidden_twins(std::vector<ChartSeries>& series, const Scale& x, const Scale& y) {
+  auto same_path = [&](const ChartSeries& a, const ChartSeries& b) {
+    if (a.points.size() != b.points.size() || a.points.empty() || a.line != b.line) return false;
+    for (std::size_t i = 0; i < a.points.size(); ++i) {
+      const auto [ax, ay] = a.points[i];
+      const auto [bx, by] = b.points[i];
+      if (!x.drawable(ax) || !y.drawable(ay) || !x.drawable(bx) || !y.drawable(by)) return false;
+      if (std::fabs(x.pixel(ax) - x.pixel(bx)) > 1.0 || std::fabs(y.pixel(ay) - y.pixel(by)) > 1.0) return false;
+    }
+    return true;
   };
-  Scale probe_x{axes.x}, probe_y{axes.y};
-  for (const auto& s : series) {
-    for (std::size_t i = 0; i < s.points.size(); ++i) {
-      const auto [vx, vy] = s.points[i];
-      if (!probe_x.drawable(vx) || !probe_y.drawable(vy)) continue;
-      include(vx, vy);
-      ++count;
-      if (i < s.y_ranges.size()) {
-        for (double v : {s.y_ranges[i].first, s.y_ranges[i].second}) {
-          if (probe_y.drawable(v)) include(vx, v);
-        }
-      }
-      if (i < s.x_ranges.size()) {
-        for (double v : {s.x_ranges[i].first, s.x_ranges[i].second}) {
-          if (probe_x.drawable(v)) include(v, vy);
-        }
-      }
+  for (std::size_t k = 1; k < series.size(); ++k) {
+    if (series[k].dashed || !series[k].line) continue;
+    for (std::size_t j = 0; j < k; ++j) {
+      if (!same_path(series[j], series[k])) continue;
+      series[k].dashed = true;
+      series[k].name += " (dashed: the same as " + series[j].name + ")";
+      break;
     }
   }
-  if (count == 0) return "";
-  for (const auto& rule : notes.rules) {
-    if (rule.vertical && probe_x.drawable(rule.at)) include(rule.at, y_low);
-    if (!rule.vertical && probe_y.drawable(rule.at)) include(x_low, rule.at);
-  }
-  Scale x = make_scale(axes.x, x_low, x_high), y = make_scale(axes.y, y_low, y_high);
-  std::vector<std::string> names;
-  std::vector<Swatch> swatches;
-  std::vector<std::size_t> colours;
-  for (const auto& s : series) {
-    names.push_back(s.name);
-    swatches.push_back(s.dashed ? Swatch::kDashed : s.line && s.points.size() > 1 ? Swatch::kLine : Swatch::kDot);
-    colours.push_back(s.colour.value_or(colours.size()));
-  }
-  const Frame f = make_frame(title, names, y_tick_margin(y), layout.width);
-  x.pixel_low = f.left + 14, x.pixel_high = f.plot_right() - 14;
-  y.pixel_low = f.plot_bottom - 8, y.pixel_high = f.top + 8;
+}
 
-  std::string svg =
-      svg_open(f, title, count, layout.wide) + grid_and_ticks(f, x, y) + axis_labels(f, axes.x.label, axes.y.label);
-  for (const auto& rule : notes.rules) svg += rule_svg(f, rule, x, y);
-  for (std::size_t k = 0; k < series.size(); ++k) svg += series_svg(series[k], k, x, y);
-  LabelPlacer labels(Box{f.left, f.top, f.plot_right(), f.plot_bottom});
-  // Labels keep clear of every marker and error bar (not of lines: a fit
-  // crosses the whole plot).
+// What labels keep clear of: markers and error bars always, the data lines
+// and rules where they can.
+void add_obstacles(chart::LabelPlacer& labels, const std::vector<ChartSeries>& series, const ChartNotes& notes,
+                   const Frame& f, const Scale& x, const Scale& y) {
   for (const auto& s : series) {
+    std::optional<std::pair<double, double>> previous;
     for (std::size_t i = 0; i < s.points.size(); ++i) {
       const auto [vx, vy] = s.points[i];
       if (!x.drawable(vx) || !y.drawable(vy)) continue;
       const double px = x.pixel(vx), py = y.pixel(vy);
+      if (s.line && previous) labels.avoid_segment(previous->first, previous->second, px, py);
+      previous = {px, py};
       if (s.markers && !s.dashed) labels.avoid({px - 5, py - 5, px + 5, py + 5});
       if (i < s.y_ranges.size() && y.drawable(s.y_ranges[i].first) && y.drawable(s.y_ranges[i].second)) {
         labels.avoid({px - 5, y.pixel(s.y_ranges[i].second) - 1, px + 5, y.pixel(s.y_ranges[i].first) + 1});
@@ -404,30 +360,119 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
       }
     }
   }
+  for (const auto& rule : notes.rules) {
+    const Scale& along = rule.vertical ? x : y;
+    if (!along.drawable(rule.at)) continue;
+    const double p = along.pixel(rule.at);
+    if (rule.vertical) {
+      labels.avoid_segment(p, f.top, p, f.plot_bottom);
+    } else {
+      labels.avoid_segment(f.left, p, f.plot_right(), p);
+    }
+  }
   for (const auto& mark : notes.marks) {
     if (x.drawable(mark.x) && y.drawable(mark.y)) {
       labels.avoid({x.pixel(mark.x) - 9, y.pixel(mark.y) - 9, x.pixel(mark.x) + 9, y.pixel(mark.y) + 9});
     }
   }
+}
+
+// The ranges the axes must show: every drawable point, error bar and rule.
+struct Extent {
+  double x_low = std::numeric_limits<double>::infinity(), x_high = -x_low, y_low = x_low, y_high = -x_low;
+  std::size_t points = 0;
+  void include(double vx, double vy) {
+    x_low = std::min(x_low, vx), x_high = std::max(x_high, vx);
+    y_low = std::min(y_low, vy), y_high = std::max(y_high, vy);
+  }
+};
+
+Extent extent_of(const std::vector<ChartSeries>& series, const ChartAxes& axes, const ChartNotes& notes) {
+  Extent e;
+  const Scale probe_x{axes.x}, probe_y{axes.y};
+  for (const auto& s : series) {
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const auto [vx, vy] = s.points[i];
+      if (!probe_x.drawable(vx) || !probe_y.drawable(vy)) continue;
+      e.include(vx, vy);
+      ++e.points;
+      if (i < s.y_ranges.size()) {
+        for (double v : {s.y_ranges[i].first, s.y_ranges[i].second}) {
+          if (probe_y.drawable(v)) e.include(vx, v);
+        }
+      }
+      if (i < s.x_ranges.size()) {
+        for (double v : {s.x_ranges[i].first, s.x_ranges[i].second}) {
+          if (probe_x.drawable(v)) e.include(v, vy);
+        }
+      }
+    }
+  }
+  if (e.points == 0) return e;
+  for (const auto& rule : notes.rules) {
+    if (rule.vertical && probe_x.drawable(rule.at)) e.include(rule.at, e.y_low);
+    if (!rule.vertical && probe_y.drawable(rule.at)) e.include(e.x_low, rule.at);
+  }
+  return e;
+}
+
+// One drawing of a line chart at one width.
+std::string line_chart(const std::string& title, std::vector<ChartSeries> series, const ChartAxes& axes,
+                       const ChartNotes& notes, double width, bool wide, const std::string& variant) {
+  const Extent e = extent_of(series, axes, notes);
+  if (e.points == 0) return "";
+  Scale x = make_scale(axes.x, e.x_low, e.x_high), y = make_scale(axes.y, e.y_low, e.y_high);
+  // The frame's left margin depends on the y ticks, the twins on the pixels.
+  Frame f = make_frame(title, {}, y_tick_margin(y), width);
+  x.pixel_low = f.left + 14, x.pixel_high = f.plot_right() - 14;
+  y.pixel_low = f.plot_bottom - 8, y.pixel_high = f.top + 8;
+  show_hidden_twins(series, x, y);
+  std::vector<std::string> names;
+  std::vector<Swatch> swatches;
+  std::vector<std::size_t> colours;
+  for (const auto& s : series) {
+    names.push_back(s.name);
+    swatches.push_back(s.dashed ? Swatch::kDashed : s.line && s.points.size() > 1 ? Swatch::kLine : Swatch::kDot);
+    colours.push_back(s.colour.value_or(colours.size()));
+  }
+  f = make_frame(title, names, f.left, width);
+
+  std::string svg = svg_open(f, title, e.points, wide, variant) + grid_and_ticks(f, x, y) +
+                    axis_labels(f, axis_title(x), axis_title(y));
+  for (std::size_t k = 0; k < series.size(); ++k) svg += series_svg(series[k], k, x, y);
+  // Rules over the data: a power line at its limit leaves the dashes seen.
+  for (const auto& rule : notes.rules) svg += rule_svg(f, rule, x, y);
+  chart::LabelPlacer labels(Box{f.left, f.top, f.plot_right(), f.plot_bottom});
+  add_obstacles(labels, series, notes, f, x, y);
   for (const auto& mark : notes.marks) {
     if (!x.drawable(mark.x) || !y.drawable(mark.y)) continue;
     svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"8\" class=\"mark\"/>", x.pixel(mark.x), y.pixel(mark.y));
     svg += labels.place(x.pixel(mark.x), y.pixel(mark.y), mark.label, "mark-label");
   }
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    const auto& s = series[k];
+  for (const auto& s : series) {
     for (std::size_t i = 0; i < s.point_labels.size() && i < s.points.size(); ++i) {
       const auto [vx, vy] = s.points[i];
       if (s.point_labels[i].empty() || !x.drawable(vx) || !y.drawable(vy)) continue;
-      svg += labels.place(x.pixel(vx), y.pixel(vy), s.point_labels[i], "point-label", true);
+      svg += labels.place(x.pixel(vx), y.pixel(vy), s.point_labels[i], "point-label", !s.labels_required);
     }
   }
   return svg + legend_svg(f, swatches, colours) + "</svg>\n";
 }
 
-std::string svg_bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
-                          const std::vector<std::string>& series_names, const std::vector<std::vector<double>>& values,
-                          const std::string& y_label, double reference) {
+}  // namespace
+
+std::string svg_line_chart(const std::string& title, const std::vector<ChartSeries>& series, const ChartAxes& axes,
+                           const ChartNotes& notes, const ChartLayout& layout) {
+  std::string desk = line_chart(title, series, axes, notes, layout.width, layout.wide, " desk");
+  if (desk.empty()) return "";
+  return desk + line_chart(title, series, axes, notes, kPhoneWidth, false, " phone");
+}
+
+namespace {
+
+std::string bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
+                      const std::vector<std::string>& series_names, const std::vector<std::vector<double>>& values,
+                      const std::string& y_label, double reference, double width, const std::string& variant) {
   double high = reference;
   std::size_t count = 0;
   for (const auto& row : values) {
@@ -438,14 +483,14 @@ std::string svg_bar_chart(const std::string& title, const std::vector<std::strin
   }
   if (count == 0 || group_labels.empty()) return "";
   Scale y = make_scale({.label = y_label, .from_zero = true}, 0.0, high);
-  const Frame f = make_frame(title, series_names, y_tick_margin(y));
+  const Frame f = make_frame(title, series_names, y_tick_margin(y), width);
   y.pixel_low = f.plot_bottom, y.pixel_high = f.top + 8;
   Scale x = make_scale({}, 0.0, 1.0);
   x.ticks.clear();
   const double plot_w = f.plot_right() - f.left;
   const double group_w = plot_w / static_cast<double>(group_labels.size());
   const double bar_w = 0.8 * group_w / static_cast<double>(std::max<std::size_t>(1, values.size()));
-  std::string svg = svg_open(f, title, count) + grid_and_ticks(f, x, y) + axis_labels(f, "", y_label);
+  std::string svg = svg_open(f, title, count, false, variant) + grid_and_ticks(f, x, y) + axis_labels(f, "", y_label);
   const std::size_t label_chars = static_cast<std::size_t>(std::max(4.0, group_w / kTickCharWidth));
   for (std::size_t g = 0; g < group_labels.size(); ++g) {
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>\n",
@@ -467,119 +512,14 @@ std::string svg_bar_chart(const std::string& title, const std::vector<std::strin
   return svg + legend_svg(f, {}, {}) + "</svg>\n";
 }
 
-std::string html_page(const std::string& title, const std::string& body) {
-  std::string html = fmt::format(R"(<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark"><title>{0}</title>
-<style>
-:root {{ --bg: #ffffff; --fg: #1d2127; --muted: #5b6470; --line: #d5d9df; --panel: #f5f7f9; --accent: #0b63b8;
-  --c0: #0072b2; --c1: #d55e00; --c2: #009e73; --c3: #cc79a7; --c4: #b8860b; --c5: #56b4e9; --c6: #8c564b; --c7: #6b6b6b; }}
-@media (prefers-color-scheme: dark) {{
-  :root {{ --bg: #15181d; --fg: #e4e7eb; --muted: #9aa3ad; --line: #39404a; --panel: #1e232a; --accent: #6cb4f5;
-    --c0: #56a8e6; --c1: #ff8c4d; --c2: #33c99a; --c3: #e99ad0; --c4: #f0c040; --c5: #8fd3fa; --c6: #cf9f8f; --c7: #b4b4b4; }}
-}}
-* {{ box-sizing: border-box; }}
-body {{ font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; padding: 1em clamp(0.6em, 3vw, 2.5em);
-  max-width: 1500px; background: var(--bg); color: var(--fg); }}
-h1 {{ font-size: 1.5em; margin: 0.4em 0; overflow-wrap: break-word; }} h2 {{ font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid var(--line); }}
-p, li {{ max-width: 80ch; overflow-wrap: break-word; }}
-.summary {{ background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 0.6em 1.2em; }}
-.summary li {{ margin: 0.3em 0; }}
-.simulated {{ border: 3px solid #d55e00; border-radius: 6px; padding: 0.5em 0.8em; color: #d55e00; font-size: 1.1em; }}
-.charts {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 460px), 1fr)); gap: 1em; }}
-figure.chart {{ margin: 0; min-width: 0; }} figure.chart.wide {{ grid-column: 1 / -1; }}
-figure.chart figcaption {{ color: var(--muted); font-size: 0.9em; }}
-svg.plot {{ display: block; width: 100%; height: auto; background: var(--bg); color: var(--fg);
-  border: 1px solid var(--line); border-radius: 4px; }}
-/* A phone: a chart keeps a width at which its text reads at 11 px or more and
-   scrolls sideways inside its figure; so do tables. */
-@media (max-width: 600px) {{
-  figure.chart {{ overflow-x: auto; }} figure.chart > svg.plot {{ min-width: 560px; }}
-  figure.chart > svg.plot.wide {{ min-width: 860px; }}
-}}
-svg.plot text {{ fill: var(--fg); font-family: system-ui, sans-serif; }}
-svg.plot .title {{ font-weight: 600; font-size: 15px; }} svg.plot .tick {{ font-size: 12px; fill: var(--muted); }}
-svg.plot .label {{ font-size: 13px; }} svg.plot .legend {{ font-size: 12px; }}
-svg.plot .point-label {{ font-size: 12px; fill: var(--muted); }} svg.plot .mark-label {{ font-size: 12px; font-weight: 600; }}
-svg.plot .rule-label {{ font-size: 12px; fill: var(--muted); }}
-svg.plot .grid {{ stroke: var(--line); stroke-width: 0.7; }} svg.plot .axis {{ stroke: var(--muted); }}
-svg.plot .rule {{ stroke: var(--muted); stroke-dasharray: 5 4; stroke-width: 1.3; }}
-svg.plot .mark {{ fill: none; stroke: var(--fg); stroke-width: 1.8; }} svg.plot .errorbar {{ stroke-width: 1.4; fill: none; }}
-.c0 {{ color: var(--c0); }} .c1 {{ color: var(--c1); }} .c2 {{ color: var(--c2); }} .c3 {{ color: var(--c3); }}
-.c4 {{ color: var(--c4); }} .c5 {{ color: var(--c5); }} .c6 {{ color: var(--c6); }} .c7 {{ color: var(--c7); }}
-table {{ display: block; max-width: 100%; overflow-x: auto; border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums;
-  /* A shadow at an edge with more columns beyond it (scroll sideways). */
-  background: linear-gradient(to right, var(--bg) 30%, transparent) left / 40px 100% no-repeat local,
-    linear-gradient(to left, var(--bg) 30%, transparent) right / 40px 100% no-repeat local,
-    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.25), transparent) left / 14px 100% no-repeat scroll,
-    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), transparent) right / 14px 100% no-repeat scroll; }}
-td, th {{ border-bottom: 1px solid var(--line); padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }}
-th {{ white-space: normal; vertical-align: bottom; min-width: 4em; }}
-th {{ background: var(--panel); position: relative; }} td:first-child, th:first-child {{ text-align: left; }}
-table.sortable th {{ cursor: pointer; user-select: none; }} table.sortable th[aria-sort]::after {{ content: " \2195"; color: var(--muted); }}
-.tag {{ font-size: 0.8em; border: 1px solid var(--line); border-radius: 3px; padding: 0 0.3em; margin-left: 0.3em; color: var(--muted); }}
-.muted {{ color: var(--muted); }} pre {{ background: var(--panel); padding: 1em; overflow-x: auto; }}
-</style></head><body>
-<h1>{0}</h1>
-)",
-                                 html_escape(title));
-  html += body;
-  html += R"(<script>
-// Sortable tables: a click on a header sorts by that column (again: reversed).
-document.querySelectorAll('table.sortable').forEach(function (table) {
-  table.querySelectorAll('th').forEach(function (th, column) {
-    th.setAttribute('aria-sort', 'none');
-    th.addEventListener('click', function () {
-      var rows = Array.prototype.slice.call(table.querySelectorAll('tr')).filter(function (r) { return r.querySelector('td'); });
-      var up = th.getAttribute('aria-sort') !== 'ascending';
-      var key = function (row) {
-        var cell = row.children[column]; var n = cell && cell.getAttribute('data-sort');
-        return n !== null && n !== undefined && n !== '' ? parseFloat(n) : (cell ? cell.textContent : '');
-      };
-      rows.sort(function (a, b) { var x = key(a), y = key(b); var c = x < y ? -1 : x > y ? 1 : 0; return up ? c : -c; });
-      table.querySelectorAll('th').forEach(function (h) { h.setAttribute('aria-sort', 'none'); });
-      th.setAttribute('aria-sort', up ? 'ascending' : 'descending');
-      rows.forEach(function (r) { r.parentNode.appendChild(r); });
-    });
-  });
-});
-// Checks the page as a person would see it: every chart drew marks, and
-// nothing sticks out of the window, its container or the chart itself.
-window.addEventListener('load', function () {
-  var ok = 0, overflow = [], plots = document.querySelectorAll('svg.plot');
-  if (document.documentElement.scrollWidth > window.innerWidth) overflow.push('page');
-  plots.forEach(function (svg, i) {
-    var box = svg.getBBox(), marks = svg.querySelectorAll('polyline, circle, rect').length;
-    if (box.width > 0 && box.height > 0 && marks > 0) ok++;
-    var r = svg.getBoundingClientRect(), p = svg.parentElement.getBoundingClientRect();
-    // A chart its figure scrolls (a phone) is meant to be wider than it.
-    var scrolls = /auto|scroll/.test(getComputedStyle(svg.parentElement).overflowX);
-    if (!scrolls && (r.left < p.left - 1 || r.right > p.right + 1 || r.right > window.innerWidth)) overflow.push('chart' + i);
-    // On screen, so rotated labels count as drawn.
-    svg.querySelectorAll('text').forEach(function (t) {
-      var b = t.getBoundingClientRect();
-      if (b.left < r.left - 1 || b.top < r.top - 1 || b.right > r.right + 1 || b.bottom > r.bottom + 1)
-        overflow.push('chart' + i + ' text "' + t.textContent + '"');
-    });
-  });
-  // The smallest chart text as drawn, in CSS pixels (data-min-font-px).
-  var smallest = Infinity;
-  plots.forEach(function (svg) {
-    var scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
-    svg.querySelectorAll('text').forEach(function (t) {
-      smallest = Math.min(smallest, parseFloat(getComputedStyle(t).fontSize) * scale);
-    });
-  });
-  document.body.setAttribute('data-min-font-px', isFinite(smallest) ? smallest.toFixed(1) : 'none');
-  document.body.setAttribute('data-plots', plots.length);
-  document.body.setAttribute('data-plots-ok', ok);
-  document.body.setAttribute('data-overflow', overflow.length ? overflow.join('; ') : 'none');
-  document.body.setAttribute('data-width', window.innerWidth);
-});
-</script>
-</body></html>
-)";
-  return html;
+}  // namespace
+
+std::string svg_bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
+                          const std::vector<std::string>& series_names, const std::vector<std::vector<double>>& values,
+                          const std::string& y_label, double reference) {
+  std::string desk = bar_chart(title, group_labels, series_names, values, y_label, reference, 600, " desk");
+  if (desk.empty()) return "";
+  return desk + bar_chart(title, group_labels, series_names, values, y_label, reference, kPhoneWidth, " phone");
 }
 
 }  // namespace joule

@@ -63,6 +63,19 @@ std::string format_si(double value, const std::string& unit, int significant) {
 
 std::string format_tick(double value, const std::string& unit) { return si(value, unit, 3, true); }
 
+AxisUnit axis_unit(const std::vector<double>& ticks, const std::string& unit) {
+  double largest = 0;
+  for (double t : ticks) {
+    if (std::isfinite(t)) largest = std::max(largest, std::fabs(t));
+  }
+  // Counts and ratios keep format_tick's own rule; so does an axis at zero.
+  if (unit.empty() || largest == 0.0) return {1.0, unit};
+  int group = static_cast<int>(std::floor(std::log10(largest) / 3.0));
+  if (unit == "s") group = std::min(group, 0);
+  group = std::clamp(group, -kUnprefixed, static_cast<int>(std::size(kPrefixes)) - 1 - kUnprefixed);
+  return {std::pow(1000.0, group), std::string(kPrefixes[group + kUnprefixed]) + unit};
+}
+
 std::string format_duration(double seconds) {
   const double size = std::fabs(seconds);
   if (size < 1.0) return format_si(seconds, "s");

@@ -3,13 +3,17 @@
 // The sweep report's charts as a reader sees them (issue 34): legends in
 // natural order, labels inside the plot and clear of error bars, time and
 // energy error bars, one caption, units in every axis title, the best
-// configuration per objective ringed on the per-setting charts with a fit.
+// configuration per objective ringed on the per-setting charts with a fit;
+// (issue 50) one unit per axis, every Pareto point numbered as in the
+// configurations table, labels by their points or led to them, twins shown,
+// and the page checked in Chromium at a phone's and a desk's width.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -171,7 +175,8 @@ TEST(ReportChartsTest, LabelsStayInsideThePlotAndOffErrorBars) {
   s.point_labels = {"", "squeezed", "", "free"};
   ChartNotes notes;
   notes.marks.push_back({1, 1, "baseline at the left edge"});
-  const std::string svg = svg_line_chart("t", {s}, {.x = {.label = "x (s)", .unit = "s"}, .y = {.label = "y (J)", .unit = "J"}}, notes);
+  const std::string both = svg_line_chart("t", {s}, {.x = {.label = "x", .unit = "s"}, .y = {.label = "y", .unit = "J"}}, notes);
+  const std::string svg = both.substr(0, both.find("</svg>"));  // the desk drawing
   std::smatch m;
   // The y axis: the vertical axis line from the plot's left edge.
   ASSERT_TRUE(std::regex_search(svg, m, std::regex(R"re(<line x1="([0-9.]+)" y1="[0-9.]+" x2="\1" y2="[0-9.]+" class="axis"/>\n)re")));
@@ -199,13 +204,124 @@ TEST(ReportChartsTest, ChartTextReadableAtPhoneWidth) {
   }
 }
 
+// Twelve configurations, four power limits by three batch sizes, whose
+// Pareto points crowd: times of 0.24-0.44 s, energies of 34-61 J.
+std::vector<SweepRun> crowded_grid() {
+  std::vector<SweepRun> runs;
+  for (const char* batch : {"32", "64", "128"}) {
+    for (const char* limit : {"700", "500", "350", "200"}) {
+      const double b = std::stod(batch), w = std::stod(limit);
+      for (int repeat : {0, 1}) {
+        const double t = 0.05 + 12.0 / b + 0.02 * (700 - w) / 500 + 0.01 * repeat;
+        runs.push_back(run({{"batch_size", batch}, {"power_limit", limit}}, repeat, t, t * (60 + w / 20) + repeat));
+      }
+    }
+  }
+  return runs;
+}
+
+// The desk drawing of the chart titled `title` on a page.
+std::string desk_chart(const std::string& html, const std::string& title) {
+  const std::size_t at = html.find("aria-label=\"" + title);
+  if (at == std::string::npos) return "";
+  const std::size_t begin = html.rfind("<svg", at);
+  return html.substr(begin, html.find("</svg>", at) - begin);
+}
+
+TEST(ReportChartsTest, AnAxisShowsOneUnitInItsTitleAndPlainTicks) {
+  ChartSeries s{.name = "a"};
+  s.points = {{0.12, 900}, {0.31, 4100}, {0.47, 2600}};
+  const std::string svg = svg_line_chart("t", {s}, {.x = {.label = "time", .unit = "s"}, .y = {.label = "energy", .unit = "J"}});
+  const std::string desk = svg.substr(0, svg.find("</svg>"));
+  const auto labels = texts(desk, "label");
+  ASSERT_EQ(labels.size(), 2u);
+  EXPECT_EQ(labels[0].text, "time (ms)");
+  EXPECT_EQ(labels[1].text, "energy (kJ)");
+  const auto ticks = texts(desk, "tick");
+  ASSERT_GE(ticks.size(), 6u);
+  for (const auto& t : ticks) EXPECT_TRUE(std::regex_match(t.text, std::regex("[0-9.]+"))) << "tick \"" << t.text << "\"";
+  EXPECT_EQ(count(desk, ">500<"), 1u) << desk;  // 0.5 s on the time axis, in ms
+}
+
+TEST(ReportChartsTest, EveryParetoPointCarriesItsTableNumberByItsMarker) {
+  const auto runs = crowded_grid();
+  const SweepAnalysis a = analyze_sweep(runs);
+  ASSERT_EQ(a.configs.size(), 12u);
+  const std::string html = render_report("t", runs, a, {});
+  const std::string svg = desk_chart(html, "Energy vs time per run");
+  ASSERT_FALSE(svg.empty());
+  // Each configuration's number once, as a point's label or in a ringed mark's.
+  std::vector<std::pair<double, double>> markers;
+  const std::regex circle("<circle cx=\"([-0-9.]+)\" cy=\"([-0-9.]+)\" r=\"4\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), circle); it != std::sregex_iterator(); ++it) {
+    markers.emplace_back(std::stod((*it)[1]), std::stod((*it)[2]));
+  }
+  const std::regex label("<text x=\"[-0-9.]+\" y=\"[-0-9.]+\" class=\"(point|mark)-label\" data-anchor=\"([-0-9.]+),([-0-9.]+)\"[^>]*>#([0-9]+)[ <]");
+  std::set<int> numbers;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it) {
+    numbers.insert(std::stoi((*it)[4]));
+    const double x = std::stod((*it)[2]), y = std::stod((*it)[3]);
+    // The anchor is the configuration's own marker.
+    EXPECT_TRUE(std::any_of(markers.begin(), markers.end(), [&](const auto& m) {
+      return std::fabs(m.first - x) < 0.2 && std::fabs(m.second - y) < 0.2;
+    })) << "label #" << (*it)[4] << " anchored off every marker";
+  }
+  EXPECT_EQ(numbers.size(), 12u) << svg;
+  EXPECT_EQ(*numbers.begin(), 1);
+  EXPECT_EQ(*numbers.rbegin(), 12);
+  // The table numbers its rows the same way.
+  EXPECT_NE(html.find("<table class=\"sortable main\" id=\"configurations\"><tr><th>#</th>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td data-sort=\"12\">12</td>"), std::string::npos);
+}
+
+// A series exactly over another (two GPUs drawing the same power) is dashed
+// and its legend says so; a rule is drawn over the data, so a power line at
+// its limit leaves the dashes seen.
+TEST(ReportChartsTest, ASeriesOverAnIdenticalOneIsDashedAndNamedAndRulesLieOnTop) {
+  ChartSeries gpu0{.name = "gpu0", .markers = false}, gpu1{.name = "gpu1", .markers = false};
+  gpu0.points = gpu1.points = {{0, 300}, {1, 300}, {2, 280}};
+  ChartNotes notes;
+  notes.rules.push_back({.at = 300, .label = "limit 300 W"});
+  const std::string both = svg_line_chart("t", {gpu0, gpu1}, {.y = {.label = "power", .unit = "W"}}, notes);
+  const std::string svg = both.substr(0, both.find("</svg>"));
+  const auto legend_at = svg.find("the same as gpu0");
+  ASSERT_NE(legend_at, std::string::npos) << svg;
+  EXPECT_EQ(count(svg, "stroke-dasharray=\"6,4\" points="), 1u) << "gpu1's line dashed over gpu0's";
+  EXPECT_GT(svg.find("class=\"rule\""), svg.rfind("<polyline")) << "the limit drawn under the power";
+  ChartSeries other = gpu1;
+  other.points[2].second = 250;
+  const std::string apart = svg_line_chart("t", {gpu0, other}, {});
+  EXPECT_EQ(apart.find("the same as"), std::string::npos);
+}
+
+// The crowded report as a reader sees it: at a phone's and a desk's width
+// nothing is cut, every label is by its point or led to it and none covers
+// another, each series name keeps one colour on the page, chart text reads
+// at 11 px or more, and at 1280 px the configurations table fits.
+TEST(ReportChartsTest, CrowdedReportReadsAtPhoneAndDeskWidths) {
+  const auto runs = crowded_grid();
+  testing::TempDir tmp;
+  testing::write_file(tmp.file("report.html"), render_report("a long sweep name: demo.sqlite", runs, analyze_sweep(runs), {}));
+  for (const std::string width : {"390", "1280"}) {
+    const std::string body = testing::chromium_body_tag(tmp.file("report.html"), tmp, width + ",900");
+    if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
+    EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at " << width << ": " << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-label-problems"), "none") << "at " << width << ": " << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-colour-conflicts"), "none") << "at " << width << ": " << body;
+    EXPECT_GE(std::stod(testing::tag_attribute(body, "data-min-font-px")), 10.95) << "at " << width << ": " << body;
+    if (width == "1280") {
+      EXPECT_EQ(testing::tag_attribute(body, "data-table-scroll"), "none") << body;
+    }
+  }
+}
+
 TEST(ReportChartsTest, WideLayoutWidensTheViewBox) {
   ChartSeries s{.name = "a"};
   s.points = {{1, 1}, {2, 2}};
   EXPECT_NE(svg_line_chart("t", {s}, {}).find("viewBox=\"0 0 600 "), std::string::npos);
   const std::string wide = svg_line_chart("t", {s}, {}, {}, {.width = 900, .wide = true});
   EXPECT_NE(wide.find("viewBox=\"0 0 900 "), std::string::npos);
-  EXPECT_NE(wide.find("class=\"plot wide\""), std::string::npos);
+  EXPECT_NE(wide.find("class=\"plot wide desk\""), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include "joule/analyze/sweep_analysis.h"
 
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -159,7 +161,9 @@ TEST(SweepAnalysisTest, ReportHoldsOneSvgPlotPerViewAndTheAnalysis) {
   const SweepAnalysis a = analyze_sweep(runs);
   const std::string html = render_report("test <report>", runs, a, {{1, 0.0, "gpu0", 250.0}, {1, 1.0, "gpu0", 260.0}});
   // time & energy vs limit, speed-up, energy and energy per GPU-hour vs GPUs, Pareto, one power timeline
-  EXPECT_EQ(count_of(html, "<svg class=\"plot\""), 7u);
+  // Each drawn twice: for a desk and for a phone.
+  EXPECT_EQ(count_of(html, "<svg class=\"plot desk\""), 7u);
+  EXPECT_EQ(count_of(html, "<svg class=\"plot phone\""), 7u);
   EXPECT_NE(html.find("test &lt;report&gt;"), std::string::npos);
   EXPECT_NE(html.find("Pareto front"), std::string::npos);
   EXPECT_EQ(html.find("<script src"), std::string::npos);  // self-contained
@@ -197,13 +201,19 @@ TEST(SweepAnalysisTest, ReportDrawsErrorBarsLabelsMarksAndLimitsAndNoExponents) 
   EXPECT_EQ(page.find("e+0"), std::string::npos);
   EXPECT_GE(count_of(page, "class=\"errorbar\""), 4u);
   // Pareto points labelled; the eta picks (all of this front) and the baseline ringed with their roles.
-  EXPECT_NE(page.find("class=\"mark-label\">gpus=2 power_limit=300 (eta 0-0.25)<"), std::string::npos);
-  EXPECT_NE(page.find("class=\"mark-label\">gpus=1 power_limit=300 (baseline)<"), std::string::npos);
-  EXPECT_NE(page.find("class=\"mark-label\">gpus=2 power_limit=200 (eta 0.5-0.75)<"), std::string::npos);
+  // Each with its number in the configurations table (hand_worked's order).
+  EXPECT_NE(page.find("class=\"mark-label\" data-anchor"), std::string::npos);
+  auto mark = [&](const std::string& text) {
+    return std::regex_search(page, std::regex("class=\"mark-label\"[^>]*>" + text + "<"));
+  };
+  EXPECT_TRUE(mark("#3 gpus=2 power_limit=300 \\(eta 0-0.25\\)")) << page;
+  EXPECT_TRUE(mark("#1 gpus=1 power_limit=300 \\(baseline\\)"));
+  EXPECT_TRUE(mark("#4 gpus=2 power_limit=200 \\(eta 0.5-0.75\\)"));
   EXPECT_NE(page.find("class=\"rule-label\" text-anchor=\"end\">limit 200 W<"), std::string::npos);
   EXPECT_NE(page.find("class=\"rule-label\" text-anchor=\"end\">baseline<"), std::string::npos);
   // configurations, scaling fits, scaling per GPU count, eta picks
-  EXPECT_EQ(count_of(page, "<table class=\"sortable\">"), 4u);
+  EXPECT_EQ(count_of(page, "<table class=\"sortable main\" id=\"configurations\">"), 1u);
+  EXPECT_EQ(count_of(page, "<table class=\"sortable\">"), 3u);
   EXPECT_NE(page.find("<td data-sort=\"24100\">24.1 kJ \xC2\xB1 141 J</td>"), std::string::npos);
   EXPECT_NE(page.find("prefers-color-scheme: dark"), std::string::npos);
 }

@@ -28,6 +28,7 @@ struct ChartSeries {
   std::vector<std::string> point_labels = {};       // per point; empty: none
   std::optional<std::size_t> colour = {};  // palette index (a fit in its data's colour); default: the position
   std::vector<std::pair<double, double>> x_ranges = {};  // per point: (low, high) of a horizontal error bar
+  bool labels_required = false;  // every point label drawn (short keys), with a leader where it cannot sit close
 };
 
 struct ChartAxis {
@@ -69,13 +70,21 @@ struct ChartLayout {
 };
 
 // Lines and markers, one colour per series, legend under the plot. Empty
-// when no point can be drawn. Labels (marks' and points') stay inside the
-// plot area, clear of each other, of the markers and of the error bars; a
-// point label with no free place is left out (marks' labels never are).
+// when no point can be drawn. Each axis shows one unit, named in its title
+// ("time per run (ms)"), its ticks plain numbers; so an axis's label carries
+// no unit of its own. Labels (marks' and points') stay inside the plot area,
+// clear of each other, of the markers and of the error bars and, where a place
+// is, of the lines; one that cannot sit by its point gets a leader line to
+// it; a point label with no free place near it is left out unless the series
+// says its labels are required (marks' labels never are left out). A series
+// that would hide an earlier one exactly is dashed and says so in the legend.
+//
+// Two drawings: "plot desk" at the layout's width and "plot phone" at a
+// phone's, which the page shows below 600 px so that no text shrinks or is cut.
 std::string svg_line_chart(const std::string& title, const std::vector<ChartSeries>& series, const ChartAxes& axes,
                            const ChartNotes& notes = {}, const ChartLayout& layout = {});
 
-// Grouped bars: one group per label, one bar per series in each group
+// Grouped bars (desk and phone drawings, as above): one group per label, one bar per series in each group
 // (values[series][group]); a dashed line at `reference` (e.g. 1 for ratios).
 std::string svg_bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
                           const std::vector<std::string>& series_names, const std::vector<std::vector<double>>& values,

@@ -20,6 +20,15 @@ std::string format_si(double value, const std::string& unit, int significant = 3
 // An axis tick: format_si to 3 digits without trailing zeros ("1.2 MJ", "2 kJ").
 std::string format_tick(double value, const std::string& unit);
 
+// The one unit an axis's ticks share, with the SI prefix that suits its
+// largest tick (the same prefix format_si gives it): ticks read as plain
+// numbers (tick / scale) and the axis title names the unit once, "time (ms)".
+struct AxisUnit {
+  double scale = 1;        // a tick's value / scale is the number shown
+  std::string unit = {};   // "ms", "kJ", "W"; empty for plain numbers
+};
+AxisUnit axis_unit(const std::vector<double>& ticks, const std::string& unit);
+
 // A duration in s (ms below 1 s), min (from 2 min) or h (from 2 h): "16.0 s",
 // "3.50 min", "2.10 h".
 std::string format_duration(double seconds);
