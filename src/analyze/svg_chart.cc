@@ -192,16 +192,22 @@ std::string axis_labels(const Frame& f, const std::string& x_label, const std::s
   return svg;
 }
 
-// How a series looks in the legend: a line, a dashed line, or a dot (markers only).
-enum class Swatch { kLine, kDashed, kDot };
+// How a series looks in the legend: a line, a dashed line, a dot (markers
+// only), or a bar (solid or light).
+enum class Swatch { kLine, kDashed, kDot, kBar, kLightBar };
+// A light bar: its colour paler, outlined in the full colour.
+constexpr const char* kLightBar = " fill-opacity=\"0.35\" stroke=\"currentColor\" stroke-width=\"1.5\"";
 
 std::string legend_svg(const Frame& f, const std::vector<Swatch>& swatches, const std::vector<std::size_t>& colours) {
   std::string svg;
   for (std::size_t k = 0; k < f.legend.size(); ++k) {
     const auto& [x, y, lines] = f.legend[k];
     const Swatch swatch = k < swatches.size() ? swatches[k] : Swatch::kLine;
+    const bool bar = swatch == Swatch::kBar || swatch == Swatch::kLightBar;
     const std::string mark =
-        swatch == Swatch::kDot
+        bar ? fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"18\" height=\"11\" fill=\"currentColor\"{}/>", x + 1,
+                          y - 10, swatch == Swatch::kLightBar ? kLightBar : "")
+        : swatch == Swatch::kDot
             ? fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"currentColor\"/>", x + 10, y - 4)
             : fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"currentColor\" "
                           "stroke-width=\"3\"{}/>",
@@ -472,7 +478,9 @@ namespace {
 
 std::string bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
                       const std::vector<std::string>& series_names, const std::vector<std::vector<double>>& values,
-                      const std::string& y_label, double reference, double width, const std::string& variant) {
+                      const std::string& y_label, double reference, const std::vector<BarStyle>& styles, double width,
+                      const std::string& variant) {
+  auto style_of = [&](std::size_t k) { return k < styles.size() ? styles[k] : BarStyle{k, false}; };
   double high = reference;
   std::size_t count = 0;
   for (const auto& row : values) {
@@ -498,28 +506,35 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
                        html_escape(truncated(group_labels[g], label_chars)));
   }
   for (std::size_t k = 0; k < values.size(); ++k) {
-    svg += fmt::format("<g class=\"c{}\">", k % kPaletteSize);
+    svg += fmt::format("<g class=\"c{}\">", style_of(k).colour % kPaletteSize);
     for (std::size_t g = 0; g < values[k].size() && g < group_labels.size(); ++g) {
       const double x0 = f.left + group_w * static_cast<double>(g) + 0.1 * group_w + bar_w * static_cast<double>(k);
       const double v = values[k][g];
       svg += fmt::format(
-          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"currentColor\"><title>{}: {}</title></rect>",
-          x0, y.pixel(v), bar_w, y.pixel(0) - y.pixel(v), html_escape(group_labels[g]), format_plain(v, 3));
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"currentColor\"{}><title>{}: {}</title></rect>",
+          x0, y.pixel(v), bar_w, y.pixel(0) - y.pixel(v), style_of(k).light ? kLightBar : "", html_escape(group_labels[g]),
+          format_plain(v, 3));
     }
     svg += "</g>\n";
   }
   svg += rule_svg(f, {false, reference, ""}, x, y);
-  return svg + legend_svg(f, {}, {}) + "</svg>\n";
+  std::vector<Swatch> swatches;
+  std::vector<std::size_t> colours;
+  for (std::size_t k = 0; k < series_names.size(); ++k) {
+    swatches.push_back(style_of(k).light ? Swatch::kLightBar : Swatch::kBar);
+    colours.push_back(style_of(k).colour);
+  }
+  return svg + legend_svg(f, swatches, colours) + "</svg>\n";
 }
 
 }  // namespace
 
 std::string svg_bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
                           const std::vector<std::string>& series_names, const std::vector<std::vector<double>>& values,
-                          const std::string& y_label, double reference) {
-  std::string desk = bar_chart(title, group_labels, series_names, values, y_label, reference, 600, " desk");
+                          const std::string& y_label, double reference, const std::vector<BarStyle>& styles) {
+  std::string desk = bar_chart(title, group_labels, series_names, values, y_label, reference, styles, 600, " desk");
   if (desk.empty()) return "";
-  return desk + bar_chart(title, group_labels, series_names, values, y_label, reference, kPhoneWidth, " phone");
+  return desk + bar_chart(title, group_labels, series_names, values, y_label, reference, styles, kPhoneWidth, " phone");
 }
 
 }  // namespace joule

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/test_support.h"
@@ -419,7 +420,8 @@ TEST(SimulateCliTest, NotesOnTheTracesAreOneLineAfterErrors) {
 // The <svg> charts of one kind on a simulation page, in page order.
 std::vector<std::string> charts_of(const std::string& html, const std::string& kind) {
   std::vector<std::string> charts;
-  const std::string open = "<svg class=\"plot\" data-chart=\"" + kind + "\"";
+  // The desk drawings (each chart has a phone drawing after it).
+  const std::string open = "<svg class=\"plot desk\" data-chart=\"" + kind + "\"";
   for (std::size_t at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
     charts.push_back(html.substr(at, html.find("</svg>", at) - at));
   }
@@ -515,11 +517,54 @@ TEST(SimulateCliTest, PageChartsKeepEverySeriesVisibleAndTheAxesFitTheData) {
     }
   }
 
+  // The power-limit axis names its unit once; its ticks are plain numbers.
+  EXPECT_NE(paths[0].find(">power limit (W)</text>"), std::string::npos);
+  for (double tick : ticks(paths[0], "y")) EXPECT_GT(tick, 0);
+
   const std::string body = testing::chromium_body_tag(tmp.file("p.html"), tmp);
   if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
   EXPECT_EQ(testing::tag_attribute(body, "data-plots"), "10") << body;
   EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "10") << body;
   EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << body;
+}
+
+// The drift page as a reader sees it on a phone and at a desk: nothing cut,
+// text at 11 px or more, the summary table without scrolling at 1280 px, and
+// a colour means one policy on the whole page (its bars, lines and paths).
+TEST(SimulateCliTest, DriftPageReadsAtPhoneAndDeskWidthsWithAColourPerPolicy) {
+  testing::TempDir tmp;
+  const auto r = run_process({JOULE_BINARY, "simulate", "--seeds", "1..2", "--policy", "all", "--drift-after",
+                              "60", "--window", "10", "--recurrences", "120", "--workload", "cifar100,movielens", "--html",
+                              tmp.file("d.html")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string width : {"390", "1280"}) {
+    const std::string body = testing::chromium_body_tag(tmp.file("d.html"), tmp, width + ",900");
+    if (body.empty()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
+    EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at " << width << ": " << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-colour-conflicts"), "none") << "at " << width << ": " << body;
+    EXPECT_GE(std::stod(testing::tag_attribute(body, "data-min-font-px")), 10.95) << "at " << width << ": " << body;
+    if (width == "1280") {
+      EXPECT_EQ(testing::tag_attribute(body, "data-table-scroll"), "none") << body;
+    }
+    // "c0=zeus, all|zeus, last 5|zeus": every name of a colour is one policy's.
+    const std::string colours = testing::tag_attribute(body, "data-colours");
+    ASSERT_FALSE(colours.empty()) << body;
+    std::size_t at = 0;
+    while (at < colours.size()) {
+      const std::size_t end = std::min(colours.find("; ", at), colours.size());
+      const std::string entry = colours.substr(at, end - at);
+      const std::string names = entry.substr(entry.find('=') + 1);
+      std::set<std::string> policies;
+      for (std::size_t from = 0; from <= names.size();) {
+        const std::size_t bar = std::min(names.find('|', from), names.size());
+        const std::string name = names.substr(from, bar - from);
+        policies.insert(name.substr(0, name.find(',')));
+        from = bar + 1;
+      }
+      EXPECT_EQ(policies.size(), 1u) << "at " << width << ": " << entry;
+      at = end + 2;
+    }
+  }
 }
 
 // Trace files given by path: the page names the files, not their directory.

@@ -85,10 +85,17 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
                            const ChartNotes& notes = {}, const ChartLayout& layout = {});
 
 // Grouped bars (desk and phone drawings, as above): one group per label, one bar per series in each group
-// (values[series][group]); a dashed line at `reference` (e.g. 1 for ratios).
+// (values[series][group]); a dashed line at `reference` (e.g. 1 for ratios);
+// each series in its style (default: colour k, solid).
+// A bar series' look: its palette colour, and light (a paler fill) to set two
+// series of one meaning apart (a policy's last recurrences and all of them).
+struct BarStyle {
+  std::size_t colour = 0;
+  bool light = false;
+};
 std::string svg_bar_chart(const std::string& title, const std::vector<std::string>& group_labels,
                           const std::vector<std::string>& series_names, const std::vector<std::vector<double>>& values,
-                          const std::string& y_label, double reference);
+                          const std::string& y_label, double reference, const std::vector<BarStyle>& styles = {});
 
 std::string html_escape(const std::string& text);
 
