@@ -106,6 +106,8 @@ def format_table(attribution, gpu_label: Optional[str] = None) -> str:
     out = []
     if gpu_label:
         out.append(gpu_label)
+    if getattr(attribution, "simulated", False):
+        out.append("SIMULATED GPU: the power below is joule's model of a GPU, not a measurement")
     out.append(line(header))
     out.append("  ".join("-" * w for w in widths))
     out.extend(line(row) for row in rows)

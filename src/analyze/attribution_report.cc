@@ -111,6 +111,13 @@ std::string attribution_page(const std::string& title, const std::vector<Attribu
   std::string body = fmt::format("<p class=\"meta\">joule {}: energy per region, {} GPU(s). Time and energy rank "
                                  "regions differently: the chart shows both.</p>\n",
                                  version(), gpus.size());
+  const auto simulated = std::count_if(gpus.begin(), gpus.end(), [](const Attribution& a) { return a.simulated; });
+  if (simulated > 0) {
+    body = fmt::format("<p class=\"simulated\">SIMULATED GPUs: the power of {} of the {} GPU(s) below is joule's model "
+                       "of a GPU, not a measurement.</p>\n",
+                       simulated, gpus.size()) +
+           body;
+  }
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     const std::string label = g < gpu_labels.size() ? gpu_labels[g] : fmt::format("GPU {}", g);
     const auto order = by_energy(gpus[g]);

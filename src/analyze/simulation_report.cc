@@ -441,8 +441,9 @@ std::string summary_table(const std::vector<SimulationSet>& sets) {
 }  // namespace
 
 std::string render_simulation_report(const std::string& title, const std::string& subtitle,
-                                     const std::vector<SimulationSet>& sets) {
-  std::string body = "<p>" + html_escape(subtitle) + "</p>\n";
+                                     const std::vector<SimulationSet>& sets, const std::string& warning) {
+  std::string body = warning.empty() ? "" : "<p class=\"simulated\">" + html_escape(warning) + "</p>\n";
+  body += "<p>" + html_escape(subtitle) + "</p>\n";
   body += "<div class=\"charts\">" + ratio_bars(sets, true) + ratio_bars(sets, false) + "</div>\n";
   body += summary_table(sets);
   body +=

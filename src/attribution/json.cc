@@ -42,7 +42,8 @@ nlohmann::json to_json(const Attribution& a) {
           {"scale", number(a.scale)},
           {"observations", a.observations},
           {"residual_rms_w", number(a.residual_rms_w)},
-          {"notes", a.notes}};
+          {"notes", a.notes},
+          {"simulated", a.simulated}};
 }
 
 }  // namespace joule::attribution

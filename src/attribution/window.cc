@@ -399,6 +399,7 @@ std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& s
   for (std::size_t gpu = 0; gpu < settled.gpu_energy_j.size(); ++gpu) {
     out.push_back(attribute_gpu(monitor.sampler(), gpu, regions, settled.begin_s, settled.end_s(),
                                 settled.gpu_energy_j[gpu], options, samples));
+    out.back().simulated = gpu < monitor.gpus().size() && monitor.gpus()[gpu]->simulated();
   }
   return out;
 }

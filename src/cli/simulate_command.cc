@@ -258,7 +258,9 @@ int run_simulate(const SimulateOptions& o) {
         o.window ? fmt::format(", window {}", *o.window) : "",
         o.drift_after ? fmt::format(", drift after {} recurrences (epochs x {})", *o.drift_after, o.drift_scale) : "",
         page_origin(o));
-    html->stream() << render_simulation_report("joule simulate", subtitle, sets);
+    const std::string warning =
+        o.synthetic ? "SYNTHETIC workloads: joule made these traces up (--synthetic); no GPU ran them." : "";
+    html->stream() << render_simulation_report("joule simulate", subtitle, sets, warning);
     html->commit();
   }
   if (!failures.empty()) {

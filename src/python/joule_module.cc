@@ -249,7 +249,7 @@ py::dict attribution_dict(const joule::attribution::Attribution& a) {
                   "baseline_separated"_a = a.baseline_separated, "idle_time_s"_a = a.idle_time_s,
                   "idle_energy_j"_a = a.idle_energy_j, "window_energy_j"_a = a.window_energy_j,
                   "model_energy_j"_a = a.model_energy_j, "scale"_a = a.scale, "observations"_a = a.observations,
-                  "residual_rms_w"_a = a.residual_rms_w, "notes"_a = a.notes);
+                  "residual_rms_w"_a = a.residual_rms_w, "notes"_a = a.notes, "simulated"_a = a.simulated);
 }
 
 std::string repr_number(double x, int digits) {
@@ -626,6 +626,7 @@ PYBIND11_MODULE(_joule, m) {
       .def_readonly("observations", &Attribution::observations)
       .def_readonly("residual_rms_w", &Attribution::residual_rms_w)
       .def_readonly("notes", &Attribution::notes)
+      .def_readonly("simulated", &Attribution::simulated)
       .def("to_dict", &attribution_dict, "Plain dicts, lists and floats (NaN kept), e.g. for json.dumps.")
       .def("__repr__", [](const Attribution& a) {
         return "<Attribution " + std::to_string(a.regions.size()) + " regions, " +

@@ -56,6 +56,7 @@ TEST(AttributionReportTest, TimeAndEnergySharesSideBySideAndTheTableByEnergy) {
   ASSERT_NE(table, std::string::npos);
   EXPECT_LT(page.find("memory_bound", table), page.find("matmul", table));
   EXPECT_NE(page.find("(idle)", table), std::string::npos);
+  EXPECT_EQ(page.find("class=\"simulated\""), std::string::npos) << "measured power: no banner";
 
   testing::TempDir tmp;
   testing::write_file(tmp.file("page.html"), page);
@@ -66,6 +67,16 @@ TEST(AttributionReportTest, TimeAndEnergySharesSideBySideAndTheTableByEnergy) {
     EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "2") << body;
     EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at width " << width << ": " << body;
   }
+}
+
+// Power from a simulated GPU is said at the top of the page, with how many.
+TEST(AttributionReportTest, APageOfSimulatedGpusSaysSoAtTheTop) {
+  auto simulated = two_regions();
+  simulated.simulated = true;
+  const std::string page = attribution_page("Step energy", {simulated, two_regions()});
+  const auto banner = page.find("<p class=\"simulated\">SIMULATED GPUs: the power of 1 of the 2 GPU(s) below");
+  ASSERT_NE(banner, std::string::npos) << page.substr(0, 3000);
+  EXPECT_LT(banner, page.find("<h2>GPU 0</h2>"));
 }
 
 // A concurrent region (an all-reduce over the end of the matmul) is listed

@@ -149,6 +149,10 @@ TEST(SimulateCliTest, DriftComparesZeusWithAndWithoutAWindowAndDrawsIt) {
   const std::map<std::string, int> expected = {{"zeus/", 180}, {"zeus/8", 180}, {"grid/", 180}, {"default/", 180}};
   EXPECT_EQ(drifted_rows, expected);
   const std::string html = testing::read_file(tmp.file("r.html"));
+  // Made-up workloads are said at the top of the page, framed.
+  const auto warning = html.find("<p class=\"simulated\">SYNTHETIC workloads: joule made these traces up");
+  ASSERT_NE(warning, std::string::npos) << html.substr(0, 4000);
+  EXPECT_LT(warning, html.find("<svg"));
   EXPECT_NE(html.find("zeus window 8"), std::string::npos);
   EXPECT_NE(html.find("cumulative regret"), std::string::npos);
   // The page's table has the text's columns: stale, and the optimum after the drift.
@@ -461,6 +465,7 @@ TEST(SimulateCliTest, PageChartsKeepEverySeriesVisibleAndTheAxesFitTheData) {
   const std::string html = testing::read_file(tmp.file("p.html"));
   EXPECT_NE(html.find("bundled Zeus NSDI'23 traces (zeus-nsdi23), GPU v100</p>"), std::string::npos);
   EXPECT_EQ(html.find(JOULE_SOURCE_DIR), std::string::npos);
+  EXPECT_EQ(html.find("class=\"simulated\""), std::string::npos) << "published traces: no made-up warning";
 
   const auto steps = charts_of(html, "batch-size");
   ASSERT_EQ(steps.size(), 2u);

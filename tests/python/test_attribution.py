@@ -79,9 +79,12 @@ def test_torch_attribute_splits_a_training_window_among_the_models_children(moni
         window_line = next(line for line in table.splitlines() if line.startswith("window energy: "))
         shown_j = float(window_line.split()[2])  # three significant digits, in J here
         assert window_line.split()[3] == "J" and shown_j == pytest.approx(a.window_energy_j, rel=6e-3), window_line
+        # Simulated GPUs are said under the label, before the header.
+        assert table.splitlines()[1].startswith("SIMULATED GPU: ") == a.simulated
+        first_row = 4 if a.simulated else 3
         energies = [next(r.energy_j for r in a.regions if table_line.startswith(r.name + " ")
                          or table_line.startswith(r.name + " *"))
-                    for table_line in table.splitlines()[3:3 + len(a.regions)]]
+                    for table_line in table.splitlines()[first_row:first_row + len(a.regions)]]
         assert energies == sorted(energies, reverse=True)  # by energy, largest first
 
     back = json.loads(joule.attribution.to_json(attributions))

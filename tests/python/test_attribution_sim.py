@@ -115,6 +115,8 @@ def test_each_region_gets_the_power_of_the_load_it_set(monitor):
     skew_s = 0.5 * sum(steps.brackets_s) / len(steps.brackets_s) + 2e-6
     powers_w = [model_power_w(load) for _, load, _ in REGIONS]
     for gpu, a in enumerate(attributions):
+        assert a.simulated and a.to_dict()["simulated"]  # the monitor's GPUs are simulated: said
+        assert "SIMULATED GPU" in joule.attribution.format_table(a)
         assert a.baseline_estimated and a.baseline_separated
         assert any(f"average their last {SAMPLE_MS} ms" in note for note in a.notes), a.notes
         assert a.scale == pytest.approx(1.0, abs=0.01)  # the fit integrates to the window's energy
@@ -175,7 +177,9 @@ def test_the_readme_example_shows_each_regions_power_in_one_table_form():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "GPU 0 (simulated)" and lines[1].split() == [
+    assert lines[0] == "GPU 0 (simulated)" and lines[1].startswith("SIMULATED GPU: ")
+    lines = lines[:1] + lines[2:]
+    assert lines[1].split() == [
         "region", "calls", "GPU", "time", "energy", "energy/call", "share", "power", "interval"]
     rows = {line.split()[0]: line for line in lines[3:7]}
     assert set(rows) == {"forward", "backward", "optimizer", "(idle)"}, lines

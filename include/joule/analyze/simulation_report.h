@@ -13,7 +13,9 @@
 
 namespace joule {
 
+// `warning`, when given, is framed at the top where no reader misses it
+// (made-up workloads: --synthetic).
 std::string render_simulation_report(const std::string& title, const std::string& subtitle,
-                                     const std::vector<SimulationSet>& sets);
+                                     const std::vector<SimulationSet>& sets, const std::string& warning = "");
 
 }  // namespace joule

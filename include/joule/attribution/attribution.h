@@ -151,6 +151,9 @@ struct Attribution {
   std::size_t observations = 0;
   double residual_rms_w = 0.0;  // weighted, of the observations around the fit
   std::vector<std::string> notes;
+  // The power came from a simulated GPU (joule's model, not a measurement):
+  // set by attribute_window from the monitor's GPU, said on every output.
+  bool simulated = false;
 };
 
 // Fits the power of each region over [window_begin_s, window_end_s] and splits
