@@ -1,6 +1,7 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cmath>
@@ -289,7 +290,10 @@ int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options,
     if (report) {
       nlohmann::json json = cluster::to_json(*report);
       json["command"] = options.command;
-      std::string text = cluster::to_text(*report);
+      // The report names the command, as joule measure's does on one node.
+      cluster::ClusterReport shown = *report;
+      shown.window = fmt::format("{}", fmt::join(options.command, " "));
+      std::string text = cluster::to_text(shown);
       if (basis) {
         // The job's total: of the nodes that reported (a missing node's energy is not in it).
         const carbon::Footprint footprint = carbon::footprint(*basis, report->total_energy_j());

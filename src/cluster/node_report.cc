@@ -73,7 +73,7 @@ NodeReport roster_of(const std::string& node, const std::vector<int>& ranks, con
   r.node = node;
   r.ranks = ranks;
   for (const auto& gpu : monitor.gpus()) {
-    r.devices.push_back({"gpu", fmt::format("gpu{} {}", gpu->index(), gpu->name()), 0.0});
+    r.devices.push_back({"gpu", fmt::format("gpu{} {}", gpu->index(), gpu->name()), 0.0, gpu->simulated()});
   }
   for (const auto& zone : monitor.cpu_zones()) {
     r.devices.push_back({zone->domain() == CpuDomain::kPackage ? "cpu_package" : "dram", zone->label(), 0.0});
@@ -336,7 +336,9 @@ void keep_job_gpus(Devices& devices, const std::vector<std::string>& entries) {
 
 nlohmann::json to_json(const NodeReport& r) {
   nlohmann::json devices = nlohmann::json::array();
-  for (const DeviceEnergy& d : r.devices) devices.push_back({{"kind", d.kind}, {"name", d.name}, {"energy_j", d.energy_j}});
+  for (const DeviceEnergy& d : r.devices) {
+    devices.push_back({{"kind", d.kind}, {"name", d.name}, {"energy_j", d.energy_j}, {"simulated", d.simulated}});
+  }
   return {{"node", r.node},         {"ranks", r.ranks},     {"elapsed_s", r.elapsed_s},
           {"devices", devices},     {"warnings", r.warnings}, {"devices_failed", r.devices_failed},
           {"total_energy_j", r.total_energy_j()}};
@@ -355,7 +357,8 @@ NodeReport node_report_from_json(const nlohmann::json& json) {
   for (const auto& d : devices) {
     const std::string what = fmt::format("{} of node '{}', a device", kWhat, r.node);
     DeviceEnergy device{field<std::string>(d, "kind", what.c_str()), field<std::string>(d, "name", what.c_str()),
-                        field<double>(d, "energy_j", what.c_str())};
+                        field<double>(d, "energy_j", what.c_str()),
+                        d.contains("simulated") && field<bool>(d, "simulated", what.c_str())};
     if (device.kind != "gpu" && device.kind != "cpu_package" && device.kind != "dram") {
       throw Error(fmt::format("{}: unknown kind '{}'", what, device.kind));
     }
@@ -453,11 +456,22 @@ nlohmann::json to_json(const ClusterReport& r) {
 std::string to_text(const ClusterReport& r) {
   std::string out = fmt::format("joule: '{}' on {} node{}, {} rank{}\n", r.window, r.nodes.size(),
                                 r.nodes.size() == 1 ? "" : "s", r.world_size, r.world_size == 1 ? "" : "s");
+  std::vector<std::string> simulated_on;
+  for (const NodeReport& n : r.nodes) {
+    if (std::any_of(n.devices.begin(), n.devices.end(), [](const DeviceEnergy& d) { return d.simulated; })) {
+      simulated_on.push_back(n.node);
+    }
+  }
+  if (!simulated_on.empty()) {
+    out += fmt::format("joule: GPUs are SIMULATED on {} (joule's model, not measurements)\n",
+                       simulated_on.size() == r.nodes.size() ? std::string("every node")
+                                                             : "node " + fmt::format("{}", fmt::join(simulated_on, ", ")));
+  }
   for (const NodeReport& n : r.nodes) {
     out += fmt::format("  node {} (rank{} {}): {:.3f} s, {:.1f} J\n", n.node, n.ranks.size() == 1 ? "" : "s",
                        fmt::join(n.ranks, ","), n.elapsed_s, n.total_energy_j());
     for (const DeviceEnergy& d : n.devices) {
-      out += fmt::format("    {:<40} {:>12.1f} J  {:>8.1f} W\n", d.name, d.energy_j,
+      out += fmt::format("    {:<40} {:>12.1f} J  {:>8.1f} W\n", d.simulated ? d.name + " [SIMULATED]" : d.name, d.energy_j,
                          n.elapsed_s > 0 ? d.energy_j / n.elapsed_s : 0.0);
     }
     for (const std::string& w : n.warnings) out += fmt::format("    warning: {}\n", w);

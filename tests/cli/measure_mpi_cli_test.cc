@@ -95,6 +95,7 @@ TEST(MeasureMpiCliTest, EachNodeIsMeasuredOnceAndRankZeroReportsEveryNodeAndTheT
   EXPECT_GE(elapsed_a, 0.4);
   EXPECT_NEAR(elapsed_a, elapsed_b, 0.05);  // the same window everywhere
   for (const auto& gpu : a["devices"]) EXPECT_NEAR(gpu["energy_j"].get<double>(), 360.0 * elapsed_a, 0.02 * 360.0 * elapsed_a);
+  for (const auto& gpu : a["devices"]) EXPECT_EQ(gpu["simulated"], true) << "said per device";
   EXPECT_NEAR(b["devices"][0]["energy_j"].get<double>(), 650.0 * elapsed_b, 0.02 * 650.0 * elapsed_b);
   EXPECT_NEAR(report["total_energy_j"].get<double>(),
               a["total_energy_j"].get<double>() + b["total_energy_j"].get<double>(), 1e-6);
@@ -136,7 +137,8 @@ TEST(MeasureMpiCliTest, NodesWithTheirOwnFakeDriversAndAHumanReport) {
                                              node_block("gpu-node-2", 3, args, fake_nvml_env(fake_b))}),
                              {}, 120.0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("'command' on 2 nodes, 4 ranks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("joule: 'sleep 0.5' on 2 nodes, 4 ranks\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("SIMULATED"), std::string::npos) << "drivers' GPUs, if fake ones" << r.err;
   EXPECT_NE(r.err.find("node gpu-node-1 (rank 0)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("node gpu-node-2 (ranks 1,2,3)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gpu1 NVIDIA H100 80GB HBM3"), std::string::npos) << r.err;

@@ -39,6 +39,29 @@ TEST(NodeReportTest, TravelsAsJsonAndComesBackTheSame) {
   EXPECT_EQ(got.total_energy_j(), 1250.0);
 }
 
+// A simulated GPU travels as one and is said in the job's text: the job's
+// line and the device's.
+TEST(NodeReportTest, SimulatedGpusAreSaidInTheJobsText) {
+  NodeReport sent = two_gpus_and_a_package();
+  sent.devices[1].simulated = true;
+  const NodeReport got = node_report_from_json(nlohmann::json::parse(to_json(sent).dump()));
+  EXPECT_FALSE(got.devices[0].simulated);
+  EXPECT_TRUE(got.devices[1].simulated);
+  NodeReport measured = two_gpus_and_a_package();
+  measured.node = "node-b";
+  ClusterReport job;
+  job.window = "python3 train.py";
+  job.world_size = 4;
+  job.nodes = {got, measured};
+  const std::string text = to_text(job);
+  EXPECT_NE(text.find("joule: 'python3 train.py' on 2 nodes, 4 ranks\njoule: GPUs are SIMULATED on node node-a "),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("gpu1 H100 [SIMULATED]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpu0 H100 [SIMULATED]"), std::string::npos) << text;
+  job.nodes = {measured};
+  EXPECT_EQ(to_text(job).find("SIMULATED"), std::string::npos);
+}
+
 TEST(NodeReportTest, AReportThatIsNotOneIsRefusedNamingWhat) {
   auto json = to_json(two_gpus_and_a_package());
   json.erase("elapsed_s");

@@ -37,6 +37,7 @@ struct DeviceEnergy {
   std::string kind;  // "gpu", "cpu_package" or "dram"
   std::string name;  // e.g. "gpu0 NVIDIA H100 80GB HBM3", "package-0"
   double energy_j = 0.0;
+  bool simulated = false;  // a simulated GPU: its energy is joule's model, not a measurement
 };
 
 struct NodeReport {
