@@ -202,14 +202,24 @@ Section section(const LiveSet& set, const std::vector<Run>& characterisation, do
 
   std::string html = fmt::format("<h2>eta {:g}: {} live recurrences</h2>\n<div class=\"charts\">", set.eta, n);
   const joule::ChartAxes cost_axes{{"recurrence", "", false, true}, {"cumulative cost", "", false, false, true}};
-  joule::ChartSeries simulated{"simulated (mean, range over seeds)", numbered(sim_mean)};
+  // A colour per role on the whole page: live, simulated, the default, the
+  // best fixed size, the characterisation's runs.
+  constexpr std::size_t kLive = 0, kSimulated = 1, kBestFixed = 2, kDefault = 6, kCharacterisation = 7;
+  auto series = [](std::string name, std::vector<std::pair<double, double>> points, std::size_t colour,
+                   bool dashed = false) {
+    joule::ChartSeries out{std::move(name), std::move(points), true, dashed};
+    out.colour = colour;
+    return out;
+  };
+  joule::ChartSeries simulated = series("simulated (mean, range over seeds)", numbered(sim_mean), kSimulated);
   simulated.y_ranges = sim_range;
   simulated.markers = false;
   html += "<figure class=\"chart\">" +
           joule::svg_line_chart(
               "Cumulative cost",
-              {{"live", numbered(live_cum)}, {fmt::format("always {} (default)", default_size), numbered(default_cum), true, true},
-               {fmt::format("always {} (best fixed)", s.best_size), numbered(best_cum), true, true}, simulated},
+              {series("live", numbered(live_cum), kLive),
+               series(fmt::format("always {} (default)", default_size), numbered(default_cum), kDefault, true),
+               series(fmt::format("always {} (best fixed)", s.best_size), numbered(best_cum), kBestFixed, true), simulated},
               cost_axes) +
           "</figure>";
   std::vector<double> live_regret(n), sim_regret(n);
@@ -219,7 +229,8 @@ Section section(const LiveSet& set, const std::vector<Run>& characterisation, do
   }
   html += "<figure class=\"chart\">" +
           joule::svg_line_chart("Regret against the best fixed size",
-                                {{"live", numbered(live_regret)}, {"simulated (mean)", numbered(sim_regret)}},
+                                {series("live", numbered(live_regret), kLive),
+                                 series("simulated (mean)", numbered(sim_regret), kSimulated)},
                                 {{"recurrence", "", false, true}, {"cumulative regret", "", false, false, true}}) +
           "</figure>";
   std::vector<double> live_sizes, sim_sizes;
@@ -227,27 +238,25 @@ Section section(const LiveSet& set, const std::vector<Run>& characterisation, do
   for (std::size_t i = 0; i < n && i < seed1.batch_size.size(); ++i) sim_sizes.push_back(seed1.batch_size[i]);
   html += "<figure class=\"chart\">" +
           joule::svg_line_chart("Batch size per recurrence",
-                                {{"live", numbered(live_sizes)}, {"simulated, seed 1", numbered(sim_sizes), true, true}},
+                                {series("live", numbered(live_sizes), kLive),
+                                 series("simulated, seed 1", numbered(sim_sizes), kSimulated, true)},
                                 {{"recurrence", "", false, true}, {"batch size", "", true}}) +
           "</figure>";
   // Energy vs time to accuracy of every run that reached it (live and
-  // characterisation), one colour per batch size, and the runs no other beats
-  // in both.
-  std::map<int, std::vector<std::pair<double, double>>> points_per_size;
+  // characterisation, each in its role's colour), and the runs no other beats
+  // in both, ringed and named by their batch size.
   std::map<std::pair<double, double>, int> size_of_point;
+  std::vector<joule::ChartSeries> scatter = {series("live", {}, kLive), series("characterisation", {}, kCharacterisation)};
+  std::vector<std::pair<double, double>> all_points;
   for (const auto* runs : {&set.runs, &characterisation}) {
     for (const Run& r : *runs) {
       if (!r.reached) continue;
-      points_per_size[r.batch_size].emplace_back(r.time_s, r.energy_j);
+      scatter[runs == &set.runs ? 0 : 1].points.emplace_back(r.time_s, r.energy_j);
       size_of_point[{r.time_s, r.energy_j}] = r.batch_size;
+      all_points.emplace_back(r.time_s, r.energy_j);
     }
   }
-  std::vector<joule::ChartSeries> scatter;
-  std::vector<std::pair<double, double>> all_points;
-  for (const auto& [size, points] : points_per_size) {
-    scatter.push_back({fmt::format("{}", size), points, false});
-    all_points.insert(all_points.end(), points.begin(), points.end());
-  }
+  for (auto& runs : scatter) runs.line = false;
   joule::ChartNotes front;
   for (const auto& [time_s, energy_j] : pareto_front(all_points)) {
     front.marks.push_back({time_s, energy_j, fmt::format("{}", size_of_point.at({time_s, energy_j}))});
@@ -255,8 +264,8 @@ Section section(const LiveSet& set, const std::vector<Run>& characterisation, do
   html += "<figure class=\"chart\">" +
           joule::svg_line_chart("Energy vs time to accuracy, every run", scatter,
                                 {{"time to accuracy", "s", true}, {"energy to accuracy", "J", true}}, front) +
-          "<figcaption>One colour per batch size; live and characterisation runs that reached the target. Ringed: the "
-          "Pareto front (no other run took both less time and less energy).</figcaption></figure></div>\n";
+          "<figcaption>Live and characterisation runs that reached the target. Ringed and named by their batch size: "
+          "the Pareto front (no other run took both less time and less energy).</figcaption></figure></div>\n";
 
   std::string table = fmt::format("<h2>eta {:g}: every recurrence</h2>\n", set.eta);
   table += "<table class=\"sortable\"><tr><th>recurrence</th><th>batch size</th><th>outcome</th><th>time</th>"
