@@ -66,6 +66,8 @@ TEST(AttributionReportTest, TimeAndEnergySharesSideBySideAndTheTableByEnergy) {
     EXPECT_EQ(testing::tag_attribute(body, "data-plots"), "2") << body;
     EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), "2") << body;
     EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at width " << width << ": " << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-colour-conflicts"), "none") << "at width " << width << ": " << body;
+    EXPECT_GE(std::stod(testing::tag_attribute(body, "data-min-font-px")), 10.95) << "at width " << width << ": " << body;
   }
 }
 

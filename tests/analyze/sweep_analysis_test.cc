@@ -338,6 +338,9 @@ void expect_every_chart_drew_and_nothing_overflows(const std::string& html_path,
     EXPECT_EQ(testing::tag_attribute(body, "data-plots"), std::to_string(charts)) << body;
     EXPECT_EQ(testing::tag_attribute(body, "data-plots-ok"), std::to_string(charts)) << body;
     EXPECT_EQ(testing::tag_attribute(body, "data-overflow"), "none") << "at width " << width << ": " << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-label-problems"), "none") << "at width " << width << ": " << body;
+    EXPECT_EQ(testing::tag_attribute(body, "data-colour-conflicts"), "none") << "at width " << width << ": " << body;
+    EXPECT_GE(std::stod(testing::tag_attribute(body, "data-min-font-px")), 10.95) << "at width " << width << ": " << body;
   }
 }
 
