@@ -100,6 +100,21 @@ std::vector<std::string> tick_texts(const std::string& svg) {
   return out;
 }
 
+// An axis's ticks share the prefix of the largest: 0-0.5 s in ms, 0-6 kJ in
+// kJ, seconds never in ks; counts keep their own rule.
+TEST(UnitsFormatTest, AnAxisSharesTheUnitOfItsLargestTick) {
+  const AxisUnit ms = axis_unit({0, 0.1, 0.2, 0.3, 0.4, 0.5}, "s");
+  EXPECT_EQ(ms.unit, "ms");
+  EXPECT_DOUBLE_EQ(ms.scale, 1e-3);
+  EXPECT_EQ(axis_unit({0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2}, "s").unit, "s");
+  EXPECT_EQ(axis_unit({0, 2000, 4000, 6000}, "J").unit, "kJ");
+  EXPECT_EQ(axis_unit({0, 5000, 10000}, "s").unit, "s");
+  EXPECT_EQ(axis_unit({100, 200, 300}, "W").unit, "W");
+  EXPECT_EQ(axis_unit({0}, "W").unit, "W");
+  EXPECT_EQ(axis_unit({0, 1e5}, "").unit, "");
+  EXPECT_DOUBLE_EQ(axis_unit({0, 1e5}, "").scale, 1.0);
+}
+
 TEST(SvgChartTest, GpuCountAxisReadsOneAndTwoAndEnergyInKilojoules) {
   ChartSeries s{.name = "batch 64", .points = {{1, 3101.6}, {2, 4758.1}}};
   s.y_ranges = {{2984, 3219}, {4485, 5031}};
