@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "joule/version.h"
+#include "joule/device/power_limit_facts.h"
 #include "joule/error.h"
 #include "joule/measure/sampler.h"
 #include "joule/telemetry/job_identity.h"
@@ -67,15 +68,12 @@ std::string to_text(const ClockInfo& c) {
 struct GpuInfo {
   std::shared_ptr<Gpu> gpu;
   std::vector<CapabilityStatus> capabilities;
-  std::optional<uint32_t> limit_mw, default_mw;
-  std::optional<PowerLimitRange> range_mw;
+  PowerLimitFacts limits;
   std::vector<ClockInfo> clocks;
   std::optional<std::vector<ProcessInfo>> processes;  // none when the driver will not list them
 };
 
-std::string watts(const std::optional<uint32_t>& mw) {
-  return mw ? fmt::format("{:.1f} W", *mw / 1000.0) : std::string("unreadable");
-}
+std::string watts(const std::optional<double>& w) { return w ? fmt::format("{:.1f} W", *w) : std::string("unreadable"); }
 
 // "NVML: libnvidia-ml.so.1, loaded (driver 580.95.05)" or, where it gave no
 // GPU, "... not used: <why>", so a node without a driver says what was looked
@@ -93,15 +91,12 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
   const Devices devices = common.open_devices();
   std::vector<GpuInfo> infos;
   for (const auto& gpu : devices.gpus) {
-    GpuInfo info{gpu, gpu->probe_capabilities(), {}, {}, {}, {}, {}};
+    GpuInfo info{gpu, gpu->probe_capabilities(), read_power_limit_facts(*gpu), {}, {}};
     for (ClockDomain domain : kAllClockDomains) info.clocks.push_back(read_clock(*gpu, domain));
     if (auto processes = try_read([&] { return gpu->running_processes(); })) {
       info.processes.emplace();
       for (const GpuProcess& p : *processes) info.processes->push_back({p, identify_job(p.pid)});
     }
-    info.limit_mw = try_read([&] { return gpu->power_limit_mw(); });
-    info.default_mw = try_read([&] { return gpu->default_power_limit_mw(); });
-    info.range_mw = try_read([&] { return gpu->power_limit_range_mw(); });
     infos.push_back(std::move(info));
   }
 
@@ -112,7 +107,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
       for (const auto& c : info.capabilities) {
         capabilities[to_string(c.capability)] = {{"available", c.available}, {"reason", c.reason}};
       }
-      auto w = [](const std::optional<uint32_t>& mw) { return mw ? nlohmann::json(*mw / 1000.0) : nlohmann::json(); };
+      auto w = [](const std::optional<double>& watts) { return watts ? nlohmann::json(*watts) : nlohmann::json(); };
       nlohmann::json processes;  // null: not listed
       if (info.processes) {
         processes = nlohmann::json::array();
@@ -133,10 +128,11 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                       {"architecture", info.gpu->architecture()},
                       {"backend", info.gpu->backend()},
                       {"simulated", info.gpu->simulated()},
-                      {"power_limit_w", w(info.limit_mw)},
-                      {"default_limit_w", w(info.default_mw)},
-                      {"min_limit_w", info.range_mw ? nlohmann::json(info.range_mw->min_mw / 1000.0) : nlohmann::json()},
-                      {"max_limit_w", info.range_mw ? nlohmann::json(info.range_mw->max_mw / 1000.0) : nlohmann::json()},
+                      {"power_limit_w", w(info.limits.limit_w)},
+                      {"default_limit_w", w(info.limits.default_w)},
+                      {"min_limit_w", w(info.limits.min_w)},
+                      {"max_limit_w", w(info.limits.max_w)},
+                      {"power_limit_error", info.limits.errors.empty() ? nlohmann::json() : nlohmann::json(info.limits.error_text())},
                       {"clocks", {{"sm", to_json(info.clocks[0])}, {"memory", to_json(info.clocks[1])}}},
                       {"energy_method", to_string(energy_method_for(*info.gpu, SamplerOptions{}))},
                       {"energy_method_detail", explain_energy_method(*info.gpu, SamplerOptions{})},
@@ -190,10 +186,11 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
     const Gpu& gpu = *info.gpu;
     std::cout << fmt::format("\n{}\n  uuid {}, PCI {}, architecture {}, backend {}\n", gpu.label(), gpu.uuid(),
                              gpu.pci_bus_id().empty() ? "unknown" : gpu.pci_bus_id(), gpu.architecture(), gpu.backend());
-    std::cout << fmt::format("  power limit {} (default {}, range {})\n", watts(info.limit_mw), watts(info.default_mw),
-                             info.range_mw ? fmt::format("{:.1f}-{:.1f} W", info.range_mw->min_mw / 1000.0,
-                                                         info.range_mw->max_mw / 1000.0)
-                                           : std::string("unreadable"));
+    const PowerLimitFacts& limits = info.limits;
+    std::cout << fmt::format("  power limit {} (default {}, range {})\n", watts(limits.limit_w), watts(limits.default_w),
+                             limits.min_w ? fmt::format("{:.1f}-{:.1f} W", *limits.min_w, *limits.max_w)
+                                          : std::string("unreadable"));
+    if (!limits.errors.empty()) std::cout << fmt::format("  power limit unreadable: {}\n", limits.error_text());
     for (const ClockInfo& clock : info.clocks) std::cout << fmt::format("  clock {}\n", to_text(clock));
     std::cout << fmt::format("  energy: {}\n", explain_energy_method(gpu, SamplerOptions{}));
     if (!info.processes) {

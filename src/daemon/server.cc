@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include "joule/common/utf8.h"
+#include "joule/device/power_limit_facts.h"
 
 namespace joule::daemon {
 
@@ -285,15 +286,13 @@ std::string Server::state_reply(const Request& request) const {
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     Gpu& gpu = *gpus_[i];
     nlohmann::json g = {{"index", i}, {"name", gpu.name()}, {"uuid", gpu.uuid()}};
-    try {
-      const PowerLimitRange range = gpu.power_limit_range_mw();
-      g["power_limit_w"] = gpu.power_limit_mw() / 1000.0;
-      g["default_limit_w"] = gpu.default_power_limit_mw() / 1000.0;
-      g["min_limit_w"] = range.min_mw / 1000.0;
-      g["max_limit_w"] = range.max_mw / 1000.0;
-    } catch (const DeviceError& e) {
-      g["error"] = e.what();
-    }
+    const PowerLimitFacts limits = read_power_limit_facts(gpu);
+    auto watts = [](const std::optional<double>& w) { return w ? nlohmann::json(*w) : nlohmann::json(); };
+    g["power_limit_w"] = watts(limits.limit_w);
+    g["default_limit_w"] = watts(limits.default_w);
+    g["min_limit_w"] = watts(limits.min_w);
+    g["max_limit_w"] = watts(limits.max_w);
+    if (!limits.errors.empty()) g["error"] = limits.error_text();
     nlohmann::json clocks = nlohmann::json::object();
     for (const ClockDomain domain : kAllClockDomains) {
       const auto supported = try_read([&] { return gpu.supported_clocks_mhz(domain); });

@@ -27,6 +27,7 @@
 #include "joule/cluster/node_report.h"
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
+#include "joule/device/power_limit_facts.h"
 #include "joule/device/sim.h"
 #include "joule/common/utf8.h"
 #include "joule/error.h"
@@ -89,14 +90,14 @@ py::dict gpu_info(joule::Gpu& gpu, const joule::Devices& devices) {
                 "architecture"_a = outside_text(gpu.architecture()), "backend"_a = gpu.backend(),
                 "vendor_index"_a = joule::vendor_index(devices, gpu), "simulated"_a = gpu.simulated(),
                 "energy_method"_a = outside_text(joule::explain_energy_method(gpu, joule::SamplerOptions{})));
-  try {
-    const auto range = gpu.power_limit_range_mw();
-    info["power_limit_w"] = gpu.power_limit_mw() / 1000.0;
-    info["default_limit_w"] = gpu.default_power_limit_mw() / 1000.0;
-    info["min_limit_w"] = range.min_mw / 1000.0;
-    info["max_limit_w"] = range.max_mw / 1000.0;
-  } catch (const joule::DeviceError&) {
-  }
+  // A fact the driver refuses is None, and why is in power_limit_error.
+  const joule::PowerLimitFacts limits = joule::read_power_limit_facts(gpu);
+  auto watts = [](const std::optional<double>& w) { return w ? py::object(py::float_(*w)) : py::object(py::none()); };
+  info["power_limit_w"] = watts(limits.limit_w);
+  info["default_limit_w"] = watts(limits.default_w);
+  info["min_limit_w"] = watts(limits.min_w);
+  info["max_limit_w"] = watts(limits.max_w);
+  info["power_limit_error"] = limits.errors.empty() ? py::object(py::none()) : py::object(py::str(outside_text(limits.error_text())));
   py::dict capabilities;
   for (const auto& c : gpu.probe_capabilities()) {
     capabilities[joule::to_string(c.capability)] = py::make_tuple(c.available, outside_text(c.reason));

@@ -46,6 +46,31 @@ TEST(InfoCliTest, ListsFakeNvmlGpusWithEachCapability) {
   EXPECT_EQ(info["cpu_problems"].size(), 1u);
 }
 
+// A power-limit fact the driver refuses is null, the others stay, and why is
+// said (read_power_limit_facts: the same field in jouled's state and the
+// Python module's devices).
+TEST(InfoCliTest, APowerLimitFactTheDriverRefusesIsNamedAndTheOthersKept) {
+  TempDir tmp;
+  const auto fake = testing::use_fake_nvml(
+      tmp, "device name=\"NVIDIA H100 80GB HBM3\" min_limit_w=200 max_limit_w=700 limit_w=650\n"
+           "error function=nvmlDeviceGetPowerManagementLimitConstraints device=0 code=3\n");
+  const std::map<std::string, std::string> env = {{"JOULE_NVML_LIBRARY", fake.library_path},
+                                                  {"JOULE_POWERCAP_ROOT", "/nonexistent"}};
+  const auto r = run_process({JOULE_BINARY, "info", "--json"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto gpu = nlohmann::json::parse(r.out)["gpus"][0];
+  EXPECT_DOUBLE_EQ(gpu["power_limit_w"].get<double>(), 650.0);
+  EXPECT_DOUBLE_EQ(gpu["default_limit_w"].get<double>(), 700.0);
+  EXPECT_TRUE(gpu["min_limit_w"].is_null());
+  EXPECT_TRUE(gpu["max_limit_w"].is_null());
+  const std::string error = gpu["power_limit_error"].get<std::string>();
+  EXPECT_EQ(error.rfind("range: ", 0), 0u) << error;
+  EXPECT_NE(error.find("nvmlDeviceGetPowerManagementLimitConstraints"), std::string::npos) << error;
+  const auto text = run_process({JOULE_BINARY, "info"}, env);
+  EXPECT_NE(text.out.find("  power limit 650.0 W (default 700.0 W, range unreadable)\n  power limit unreadable: range: "),
+            std::string::npos) << text.out;
+}
+
 TEST(InfoCliTest, ShowsEachClockWithTheSupportedRange) {
   TempDir tmp;
   const auto fake = testing::use_fake_nvml(

@@ -88,6 +88,20 @@ def use_fake_h100(monkeypatch, tmp_path, extra=""):
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
 
 
+def test_a_power_limit_fact_the_driver_refuses_is_none_and_said(monkeypatch, tmp_path):
+    """joule.devices() reports a refused reading as joule info and jouled do:
+    that fact None, the others kept, the driver's message in power_limit_error."""
+    use_fake_h100(monkeypatch, tmp_path, "limit_w=650")
+    [gpu] = joule.devices()["gpus"]
+    assert gpu["power_limit_w"] == 650.0 and gpu["power_limit_error"] is None
+    config = tmp_path / "fake.conf"
+    config.write_text(config.read_text() + "error function=nvmlDeviceGetPowerManagementLimit device=0 code=3\n")
+    [gpu] = joule.devices()["gpus"]
+    assert gpu["power_limit_w"] is None
+    assert gpu["default_limit_w"] == 700.0 and gpu["min_limit_w"] == 200.0 and gpu["max_limit_w"] == 700.0
+    assert gpu["power_limit_error"].startswith("limit: ") and "nvmlDeviceGetPowerManagementLimit" in gpu["power_limit_error"]
+
+
 def test_settled_values_from_the_drivers_power_samples(monkeypatch, tmp_path):
     """A fake H100 that keeps 20 ms power samples, as the real one does."""
     use_fake_h100(monkeypatch, tmp_path)
