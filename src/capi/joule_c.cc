@@ -100,7 +100,7 @@ joule_session* joule_session_open(const char* options_json) {
     session->devices = joule::discover_devices();
     if (o.contains("gpus")) joule::select_gpus(session->devices, o["gpus"].get<std::vector<unsigned>>());
     joule::MonitorOptions monitor_options;
-    monitor_options.sampler.interval_s = o.value("interval_ms", 100.0) / 1000.0;
+    monitor_options.sampler.interval_s = joule::sampling_interval_s(o.value("interval_ms", 100.0));
     session->monitor = std::make_unique<joule::Monitor>(session->devices, monitor_options);
     if (o.contains("power_limit")) {
       const auto& p = o["power_limit"];

@@ -12,6 +12,7 @@
 #include "cli/number_options.h"
 #include "joule/common/utf8.h"
 #include "joule/device/sim.h"
+#include "joule/measure/sampler.h"
 #include "joule/version.h"
 
 namespace joule::cli {
@@ -44,7 +45,7 @@ void add_measure(CommandLine& cli) {
       cli.app.add_subcommand("measure", "run a command and report its time and energy per device");
   add_common_options(*command, cli.common);
   // The sampler's own bounds: 0.5 ms to an hour.
-  add_number_option(*command, "--interval-ms", measure.interval_ms, {0.5, 3'600'000.0},
+  add_number_option(*command, "--interval-ms", measure.interval_ms, {kMinSamplingIntervalMs, kMaxSamplingIntervalMs},
                     "power sampling interval (default 100)");
   add_number_option(*command, "--counter-interval-ms", measure.counter_interval_ms, {0.0, 86'400'000.0},
                     "time between GPU energy-counter reads, shared round robin by the GPUs (default 5000; 0: never)");

@@ -205,7 +205,7 @@ Devices CommonOptions::open_devices() const {
 
 MonitorOptions monitor_options_of(const MeasureOptions& options) {
   MonitorOptions monitor_options;
-  monitor_options.sampler.interval_s = options.interval_ms / 1000.0;
+  monitor_options.sampler.interval_s = sampling_interval_s(options.interval_ms, "--interval-ms");
   monitor_options.sampler.counter_interval_s = options.counter_interval_ms / 1000.0;
   monitor_options.sampler.fields = parse_fields(options.sample_fields);
   return monitor_options;
@@ -313,9 +313,6 @@ int run_measure_mpi(const CommonOptions& common, const MeasureOptions& options,
 int run_measure(const CommonOptions& common, const MeasureOptions& options) {
   if (options.command.empty()) {
     throw UsageError("measure: no command given (usage: joule measure [OPTIONS] -- CMD [ARGS...])");
-  }
-  if (!(options.interval_ms >= 1 && options.interval_ms <= 3'600'000)) {
-    throw UsageError(fmt::format("--interval-ms {} is outside 1-3600000", options.interval_ms));
   }
   // Carbon flags and the emissions file are checked before the command runs.
   const std::optional<carbon::Basis> basis = carbon_basis_of(options);

@@ -361,8 +361,9 @@ SamplerCore::SamplerCore(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std
       cpu_tracks_(cpu_zones_.size()),
       pinned_since_s_(std::numeric_limits<double>::infinity()) {
   if (!clock_) throw UsageError("Sampler needs a clock");
-  if (!(options_.interval_s >= 0.0005 && options_.interval_s <= 3600.0)) {
-    throw UsageError(fmt::format("sampling interval {} s is outside 0.0005-3600 s", options_.interval_s));
+  if (!(options_.interval_s * 1000.0 >= kMinSamplingIntervalMs && options_.interval_s * 1000.0 <= kMaxSamplingIntervalMs)) {
+    throw UsageError(fmt::format("sampling interval {} s is outside {:g}-{:g} s", options_.interval_s,
+                                 kMinSamplingIntervalMs / 1000.0, kMaxSamplingIntervalMs / 1000.0));
   }
   for (const double drain_s : {options_.power_samples_drain_s, options_.power_samples_drain_open_s}) {
     if (!(drain_s >= 0.0 && drain_s <= 60.0)) {
@@ -1280,5 +1281,13 @@ const std::vector<std::shared_ptr<CpuEnergyZone>>& Sampler::cpu_zones() const { 
 const SamplerOptions& Sampler::options() const { return core_->options(); }
 const Clock& Sampler::clock() const { return core_->clock(); }
 std::shared_ptr<const Clock> Sampler::shared_clock() const { return core_->shared_clock(); }
+
+double sampling_interval_s(double interval_ms, const std::string& name) {
+  if (!(interval_ms >= kMinSamplingIntervalMs && interval_ms <= kMaxSamplingIntervalMs)) {
+    throw UsageError(fmt::format("{}: {} is outside [{}, {}] (milliseconds)", name, interval_ms,
+                                 kMinSamplingIntervalMs, kMaxSamplingIntervalMs));
+  }
+  return interval_ms / 1000.0;
+}
 
 }  // namespace joule

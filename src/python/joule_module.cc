@@ -136,7 +136,7 @@ class PyMonitor {
   PyMonitor(joule::Devices devices, double interval_ms, std::optional<py::function> synchronize)
       : devices_(std::move(devices)) {
     joule::MonitorOptions options;
-    options.sampler.interval_s = interval_ms / 1000.0;
+    options.sampler.interval_s = joule::sampling_interval_s(interval_ms);
     if (synchronize) {
       // Called from begin/end_window, which keep the GIL (below); taken
       // again in case a C++ caller released it.

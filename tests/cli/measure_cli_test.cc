@@ -156,6 +156,13 @@ struct BadInput {
   std::string message;
 };
 
+// What --interval-ms accepts is what the sampler takes: 0.5 ms and up (a
+// second check in the command had refused anything under 1 ms).
+TEST(MeasureCliTest, AnIntervalTheSamplerTakesIsAccepted) {
+  const auto r = run_process({JOULE_BINARY, "measure", "--interval-ms", "0.7", "--", "true"}, kSimEnv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(MeasureCliTest, BadInputGetsOneClearLineAndANonZeroExit) {
   const std::vector<BadInput> cases = {
       {{"measure", "--frobnicate", "--", "true"}, 2, "unknown option '--frobnicate'"},

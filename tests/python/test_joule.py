@@ -88,6 +88,13 @@ def use_fake_h100(monkeypatch, tmp_path, extra=""):
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
 
 
+def test_an_interval_out_of_range_is_named_in_the_units_given():
+    """interval_ms is checked in milliseconds, with the CLI's range."""
+    with pytest.raises(joule.UsageError, match=re.escape("interval_ms: 0.2 is outside [0.5, 3600000] (milliseconds)")):
+        joule.Monitor(interval_ms=0.2, backend="sim")
+    assert joule.Monitor(interval_ms=0.5, backend="sim").simulated
+
+
 def test_a_power_limit_fact_the_driver_refuses_is_none_and_said(monkeypatch, tmp_path):
     """joule.devices() reports a refused reading as joule info and jouled do:
     that fact None, the others kept, the driver's message in power_limit_error."""

@@ -63,8 +63,15 @@ struct SampledFields {
 enum class GpuEnergyMethod { kPowerSamples, kPowerReadings };
 const char* to_string(GpuEnergyMethod method);
 
+// The sampling interval as users give it, in milliseconds (--interval-ms,
+// Python's and the C interface's interval_ms): its range and the one
+// conversion to SamplerOptions::interval_s, a UsageError naming `name` and
+// the range when outside it.
+inline constexpr double kMinSamplingIntervalMs = 0.5, kMaxSamplingIntervalMs = 3'600'000.0;
+double sampling_interval_s(double interval_ms, const std::string& name = "interval_ms");
+
 struct SamplerOptions {
-  double interval_s = 0.1;            // 10 Hz; anything from 0.001 (1 kHz) up
+  double interval_s = 0.1;            // 10 Hz; anything from 0.0005 (2 kHz) up to an hour
   // Time between two energy-counter reads, taken round robin over the GPUs:
   // a read costs ~4 ms of CPU on an H100, so the budget is shared, not per
   // GPU (with N GPUs each is read every N intervals). The counter only
