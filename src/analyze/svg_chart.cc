@@ -388,8 +388,10 @@ struct Extent {
   double x_low = std::numeric_limits<double>::infinity(), x_high = -x_low, y_low = x_low, y_high = -x_low;
   std::size_t points = 0;
   void include(double vx, double vy) {
-    x_low = std::min(x_low, vx), x_high = std::max(x_high, vx);
-    y_low = std::min(y_low, vy), y_high = std::max(y_high, vy);
+    x_low = std::min(x_low, vx);
+    x_high = std::max(x_high, vx);
+    y_low = std::min(y_low, vy);
+    y_high = std::max(y_high, vy);
   }
 };
 
@@ -430,8 +432,10 @@ std::string line_chart(const std::string& title, std::vector<ChartSeries> series
   Scale x = make_scale(axes.x, e.x_low, e.x_high), y = make_scale(axes.y, e.y_low, e.y_high);
   // The frame's left margin depends on the y ticks, the twins on the pixels.
   Frame f = make_frame(title, {}, y_tick_margin(y), width);
-  x.pixel_low = f.left + 14, x.pixel_high = f.plot_right() - 14;
-  y.pixel_low = f.plot_bottom - 8, y.pixel_high = f.top + 8;
+  x.pixel_low = f.left + 14;
+  x.pixel_high = f.plot_right() - 14;
+  y.pixel_low = f.plot_bottom - 8;
+  y.pixel_high = f.top + 8;
   show_hidden_twins(series, x, y);
   std::vector<std::string> names;
   std::vector<Swatch> swatches;
@@ -492,7 +496,8 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
   if (count == 0 || group_labels.empty()) return "";
   Scale y = make_scale({.label = y_label, .from_zero = true}, 0.0, high);
   const Frame f = make_frame(title, series_names, y_tick_margin(y), width);
-  y.pixel_low = f.plot_bottom, y.pixel_high = f.top + 8;
+  y.pixel_low = f.plot_bottom;
+  y.pixel_high = f.top + 8;
   Scale x = make_scale({}, 0.0, 1.0);
   x.ticks.clear();
   const double plot_w = f.plot_right() - f.left;

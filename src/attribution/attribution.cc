@@ -19,7 +19,6 @@ namespace joule::attribution {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // Eigenvalues of the unit-diagonal normal matrix below this share of the
 // largest are directions the data leave undetermined. Exact collinearity
 // leaves rounding (~1e-15); a merely poorly sampled direction stays far above
@@ -170,7 +169,10 @@ class RowBuilder {
         values_(regions + 1, 0.0), is_touched_(regions + 1, false), idle_(regions) {}
 
   void build(const PowerObservation& o) {
-    for (std::size_t c : touched_) values_[c] = 0.0, is_touched_[c] = false;
+    for (std::size_t c : touched_) {
+      values_[c] = 0.0;
+      is_touched_[c] = false;
+    }
     touched_.clear();
     while (first_ < intervals_.size() && intervals_[first_].end_s <= o.begin_s) ++first_;
     while (first_concurrent_ < concurrent_.size() && concurrent_[first_concurrent_].end_s <= o.begin_s)
@@ -217,7 +219,10 @@ class RowBuilder {
   }
 
   void add(std::size_t column, double share) {
-    if (!is_touched_[column]) touched_.push_back(column), is_touched_[column] = true;
+    if (!is_touched_[column]) {
+      touched_.push_back(column);
+      is_touched_[column] = true;
+    }
     values_[column] += share;
   }
 
@@ -608,48 +613,7 @@ void set_baseline_interval(Attribution& out, const std::vector<double>& rounds_w
                     100.0 * options.confidence, s.low, s.high, out.baseline_w));
 }
 
-// The value at quantile p of `total` values: `below` of them -inf, then
-// `sorted`, then +inf for the rest (rounds that did not determine the value
-// count against the interval: conservative).
-double quantile(const std::vector<double>& sorted, std::size_t below, std::size_t total, double p) {
-  const auto at = [&](std::size_t i) {
-    if (i < below) return -kInf;
-    return i - below < sorted.size() ? sorted[i - below] : kInf;
-  };
-  const double pos = p * static_cast<double>(total - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const double v0 = at(lo);
-  if (static_cast<double>(lo) == pos) return v0;
-  const double v1 = at(lo + 1);
-  if (!std::isfinite(v0)) return v0;
-  if (!std::isfinite(v1)) return v1;
-  return v0 + (pos - static_cast<double>(lo)) * (v1 - v0);
-}
-
 }  // namespace
-
-Spread spread_of(const std::vector<double>& rounds, double confidence) {
-  std::vector<double> values;
-  for (double x : rounds) {
-    if (std::isfinite(x)) values.push_back(x);
-  }
-  Spread s;
-  s.missing = rounds.size() - values.size();
-  if (values.empty()) return s;
-  std::sort(values.begin(), values.end());
-  const double tail = (1.0 - confidence) / 2.0;
-  s.low = quantile(values, s.missing, rounds.size(), tail);
-  s.high = quantile(values, 0, rounds.size(), 1.0 - tail);
-  if (!std::isfinite(s.low) || !std::isfinite(s.high)) s.low = s.high = kNaN;
-  if (values.size() >= 2) {
-    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
-    double sq = 0.0;
-    for (double x : values) sq += (x - mean) * (x - mean);
-    s.std = std::sqrt(sq / static_cast<double>(values.size() - 1));
-  }
-  return s;
-}
-
 
 Attribution attribute(std::span<const PowerObservation> observations, std::span<const RegionInterval> intervals,
                       std::span<const std::string> region_names, double window_begin_s, double window_end_s,
