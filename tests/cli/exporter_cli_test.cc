@@ -275,7 +275,7 @@ TEST(ExporterCliTest, KeepsServingWhenAGpuIsLost) {
 // zones. (It used to serve two simulated GPUs under dcgm-exporter's names.)
 TEST(ExporterCliTest, WithoutAUsableDriverServesNoGpuAndSaysWhy) {
   if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
-  for (const std::vector<std::string> flags : {std::vector<std::string>{}, {"--backend", "nvml"}}) {
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{}, {"--backend", "nvml"}}) {
     SCOPED_TRACE(::testing::PrintToString(flags));
     TempDir tmp;
     testing::write_file(tmp.file("powercap/intel-rapl:0/name"), "package-0\n");
