@@ -43,7 +43,7 @@ from ._joule import (  # noqa: F401
     devices,
     fit_sample_response,
 )
-from ._carbon import Carbon, carbon_regions  # noqa: F401  (the packaged table first)
+from ._carbon import Carbon, carbon_regions, carbon_table_path  # noqa: F401  (the packaged table first)
 from ._joule import __version__  # noqa: F401  (the joule program's and the C++ library's)
 from .meter import Window  # noqa: F401  (Monitor.window() and joule.window() both give one)
 
@@ -67,6 +67,7 @@ __all__ = [
     "Window",
     "attribute",
     "carbon_regions",
+    "carbon_table_path",
     "devices",
     "fit_sample_response",
 ]

@@ -160,6 +160,7 @@ std::string find_table(const TableSearch& search) {
     throw Error(fmt::format("JOULE_DATA_DIR={}: no {} there", *search.data_dir, kTableFile));
   }
   std::vector<fs::path> candidates;
+  if (!search.package_share_dir.empty()) candidates.push_back(fs::path(search.package_share_dir) / kTableFile);
   if (!search.executable_path.empty()) {
     candidates.push_back(fs::path(search.executable_path).parent_path().parent_path() / "share" / "joule" / kTableFile);
   }

@@ -22,6 +22,20 @@ py::object or_none(const std::optional<T>& value) {
 
 py::object text_or_none(const std::string& text) { return text.empty() ? py::none() : py::cast(text); }
 
+// The package's own share/joule, which joule/_carbon.py names at import
+// (a pip install carries the table there): the search's step 3.
+std::string& package_share_dir() {
+  static std::string dir;
+  return dir;
+}
+
+joule::carbon::TableSearch table_search(const std::optional<std::string>& table) {
+  joule::carbon::TableSearch search = joule::carbon::TableSearch::for_this_process();
+  search.package_share_dir = package_share_dir();
+  if (table) search.explicit_path = table;
+  return search;
+}
+
 class Carbon {
  public:
   Carbon(std::optional<std::string> region, std::optional<double> g_per_kwh, double pue,
@@ -34,7 +48,7 @@ class Carbon {
     settings.currency = std::move(currency);
     settings.table_path = std::move(table);
     settings.names = {"region", "g_per_kwh", "pue", "price_per_kwh", "currency"};
-    basis_ = joule::carbon::resolve(settings);
+    basis_ = joule::carbon::resolve(settings, table_search(std::nullopt));
   }
 
   py::dict footprint(double energy_j) const {
@@ -95,9 +109,7 @@ void bind_carbon(py::module_& m) {
   m.def(
       "carbon_regions",
       [](std::optional<std::string> table) {
-        joule::carbon::TableSearch search = joule::carbon::TableSearch::for_this_process();
-        if (table) search.explicit_path = table;
-        const auto loaded = joule::carbon::IntensityTable::read(joule::carbon::find_table(search));
+        const auto loaded = joule::carbon::IntensityTable::read(joule::carbon::find_table(table_search(table)));
         py::list rows;
         for (const auto& e : loaded.entries()) {
           rows.append(py::dict("kind"_a = e.kind, "code"_a = e.code, "alpha2"_a = e.alpha2, "name"_a = e.name,
@@ -109,4 +121,11 @@ void bind_carbon(py::module_& m) {
       "table"_a = py::none(),
       "The bundled table of average grid carbon intensity (or `table`): a list of dicts with kind ('country', "
       "'us-state', 'cloud'), code, alpha2 (countries' ISO alpha-2, else ''), name, country_iso3, g_per_kwh, year, source.");
+  m.def(
+      "_set_package_share_dir", [](const std::string& dir) { package_share_dir() = dir; }, "dir"_a,
+      "Where this package keeps share/joule (joule/_carbon.py sets it at import).");
+  m.def(
+      "carbon_table_path", [](std::optional<std::string> table) { return joule::carbon::find_table(table_search(table)); },
+      "table"_a = py::none(),
+      "The grid-intensity table joule.Carbon reads, by the one search order (docs/carbon.md).");
 }

@@ -143,7 +143,7 @@ def test_the_package_carries_its_table_and_reads_it_first(tmp_path, monkeypatch)
     assert pathlib.Path(packaged).parents[3] == pathlib.Path(joule.__file__).parent
     monkeypatch.delenv("JOULE_CARBON_TABLE", raising=False)
     monkeypatch.delenv("JOULE_DATA_DIR", raising=False)
-    assert joule._carbon._table(None) == packaged
+    assert joule.carbon_table_path() == packaged
     assert joule.Carbon(region="FR").footprint(3.6e6)["region"] == "FRA"
 
     # An explicit table, and $JOULE_CARBON_TABLE, still come first.
@@ -153,3 +153,8 @@ def test_the_package_carries_its_table_and_reads_it_first(tmp_path, monkeypatch)
     monkeypatch.setenv("JOULE_CARBON_TABLE", str(own))
     assert joule.Carbon(region="FRA").footprint(3.6e6)["source"] == "a test"
     assert [r["source"] for r in joule.carbon_regions()] == ["a test"]
+    assert joule.carbon_table_path() == str(own)
+    monkeypatch.delenv("JOULE_CARBON_TABLE")
+    monkeypatch.setenv("JOULE_DATA_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(joule.Error, match="JOULE_DATA_DIR="):
+        joule.carbon_table_path()

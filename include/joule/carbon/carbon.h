@@ -49,11 +49,13 @@ class IntensityTable {
 // Where the bundled table is. Lookup order, first hit wins:
 //   1. an explicit path (--carbon-table, $JOULE_CARBON_TABLE): it must exist;
 //   2. $JOULE_DATA_DIR/carbon/grid-intensity.csv (when set, the only place looked after 1);
-//   3. <directory of the executable>/../share/joule/carbon/grid-intensity.csv;
-//   4. the source tree's data/carbon/grid-intensity.csv (compiled in).
+//   3. <a Python package's share/joule>/carbon/grid-intensity.csv (what pip installed);
+//   4. <directory of the executable>/../share/joule/carbon/grid-intensity.csv;
+//   5. the source tree's data/carbon/grid-intensity.csv (compiled in).
 struct TableSearch {
   std::optional<std::string> explicit_path;
   std::optional<std::string> data_dir;  // $JOULE_DATA_DIR
+  std::string package_share_dir;        // the joule Python package's share/joule, where it has one
   std::string executable_path;          // /proc/self/exe
   std::string source_data_dir;          // <source>/data
 
