@@ -347,3 +347,35 @@ class EnergyRun:
         if not any(r["measuring"] for r in everyone):
             summary["energy_j"] = math.nan
         return summary
+
+
+class RunCallback:
+    """What joule's framework callbacks (joule.hf, joule.lightning) share
+    around the EnergyRun their hooks drive: what it found."""
+
+    run: EnergyRun
+
+    @property
+    def summary(self) -> Optional[Dict[str, Any]]:
+        """The run summary (after the run's end), as written to the file."""
+        return self.run.summary
+
+    @property
+    def summary_path(self) -> Optional[str]:
+        return self.run.summary_path
+
+    @property
+    def meter(self):
+        return self.run.meter
+
+
+def unavailable_callback(name: str, install: str) -> type:
+    """The stand-in for a framework's callback where the framework is not
+    installed: making one raises ImportError saying what to install."""
+
+    class Unavailable:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ImportError(f"{name} needs {install.split()[-1]} ({install})")
+
+    Unavailable.__name__ = Unavailable.__qualname__ = name.rsplit(".", 1)[-1]
+    return Unavailable

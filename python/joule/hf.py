@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional, Sequence
 
-from ._run import EVAL, SAVE, SUMMARY_FILE, EnergyRun
+from ._run import EVAL, SAVE, SUMMARY_FILE, EnergyRun, RunCallback, unavailable_callback
 
 try:
     from transformers import TrainerCallback as _Base
@@ -35,14 +35,11 @@ except ImportError:  # pragma: no cover - exercised without transformers
 __all__ = ["EnergyCallback"]
 
 if _Base is None:
-
-    class EnergyCallback:  # type: ignore[no-redef]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            raise ImportError("joule.hf.EnergyCallback needs transformers (pip install transformers)")
+    EnergyCallback = unavailable_callback("joule.hf.EnergyCallback", "pip install transformers")
 
 else:
 
-    class EnergyCallback(_Base):  # type: ignore[no-redef,valid-type,misc]
+    class EnergyCallback(RunCallback, _Base):  # type: ignore[no-redef,valid-type,misc]
         """A transformers TrainerCallback measuring the run's energy.
 
         monitor: a joule.Monitor (default: joule.meter.default_monitor(),
@@ -77,21 +74,6 @@ else:
             self.tokens_per_step = tokens_per_step
             self._tokens_seen = 0
             self._first = False
-
-        # -- what the run found -----------------------------------------------------
-
-        @property
-        def summary(self) -> Optional[dict]:
-            """The run summary (after on_train_end), as written to the file."""
-            return self.run.summary
-
-        @property
-        def summary_path(self) -> Optional[str]:
-            return self.run.summary_path
-
-        @property
-        def meter(self):
-            return self.run.meter
 
         # -- Trainer events ---------------------------------------------------------
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from ._run import EVAL, SUMMARY_FILE, EnergyRun
+from ._run import EVAL, SUMMARY_FILE, EnergyRun, RunCallback, unavailable_callback
 
 try:
     try:
@@ -145,14 +145,11 @@ def logger_step(trainer: Any) -> int:
 
 
 if _Base is None:
-
-    class EnergyCallback:  # type: ignore[no-redef]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            raise ImportError("joule.lightning.EnergyCallback needs lightning (pip install lightning)")
+    EnergyCallback = unavailable_callback("joule.lightning.EnergyCallback", "pip install lightning")
 
 else:
 
-    class EnergyCallback(_Base):  # type: ignore[no-redef,valid-type,misc]
+    class EnergyCallback(RunCallback, _Base):  # type: ignore[no-redef,valid-type,misc]
         """A Lightning Callback measuring the run's energy.
 
         Options as joule.hf.EnergyCallback (monitor, carbon, trackers, prefix,
@@ -182,18 +179,6 @@ else:
             self.tokens_per_batch = tokens_per_batch
             self.module_log = module_log
             self.log_options = dict(log_options or {})
-
-        @property
-        def summary(self) -> Optional[dict]:
-            return self.run.summary
-
-        @property
-        def summary_path(self) -> Optional[str]:
-            return self.run.summary_path
-
-        @property
-        def meter(self):
-            return self.run.meter
 
         def on_train_start(self, trainer, pl_module):
             self.run.start()
