@@ -141,7 +141,8 @@ def test_standin_lightning_beside_the_optimizer_callback(sim, pl, tmp_path):
 
     import joule.torch
 
-    importlib.reload(joule.torch)  # picks up the stand-in's Callback
+    importlib.reload(joule.torch.callbacks)  # picks up the stand-in's Callback
+    importlib.reload(joule.torch)
     before = sim.gpus[0]["power_limit_w"]
     plo = joule.PowerLimitOptimizer(sim, observer=True, warmup_steps=1, measure_steps=2, min_warmup_s=0.0,
                                     min_measure_s=0.0)
@@ -149,6 +150,7 @@ def test_standin_lightning_beside_the_optimizer_callback(sim, pl, tmp_path):
     assert cb.summary["energy_j"] > 0
     assert cb.run.optimizer is None  # the measuring callback changes nothing by default
     assert sim.gpus[0]["power_limit_w"] == before
+    importlib.reload(joule.torch.callbacks)
     importlib.reload(joule.torch)
 
 

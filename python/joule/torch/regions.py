@@ -1,0 +1,414 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
+"""joule.torch.attribute: a model's modules (and the optimizer, the data
+loading, DDP's all-reduce) as regions of a window, their edges on the GPU's
+clock, and each region's energy from the fit."""
+import collections
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+
+import torch
+
+from .clocks import GpuClock, HostClock
+from .ddp import ALLREDUCE, _CommRecording, register_comm_hook
+
+if TYPE_CHECKING:
+    from .._joule import Monitor
+
+def _tensors(value) -> List["torch.Tensor"]:
+    """The tensors a module's forward took or returned, as torch's backward
+    hooks see them: a tensor, or the tensors of a tuple (not nested, not in
+    dicts or lists)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    return []
+
+
+_CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+class _BackwardCall:
+    """One forward call's backward region: it begins when the gradient of
+    any of the call's outputs is computed (its backward can start), and ends
+    when the gradients of all its inputs that need one are (or, with none,
+    of all its parameters)."""
+
+    __slots__ = ("session", "name", "waiting", "started", "ended")
+
+    def __init__(self, session: "RegionAttribution", name: str, waiting: int) -> None:
+        self.session, self.name, self.waiting = session, name, waiting
+        self.started = self.ended = False
+
+    def start(self, grad=None):
+        if not self.started:
+            self.started = True
+            self.session._begin(self.name)
+        return None
+
+    def done(self, grad=None):
+        self.waiting -= 1
+        if self.waiting == 0 and self.started and not self.ended:
+            self.ended = True
+            self.session._end(self.name)
+        return None
+
+
+class RegionAttribution:
+    """Records the regions of a training step from a model's modules, for
+    joule.attribute: each module at `depth` (0: the model itself, 1: its
+    direct children, 2: theirs, ...; a ModuleList or ModuleDict is not a
+    level, its items stand where it stands; named by their path in
+    named_modules()) records "<path>.forward" and "<path>.backward", an
+    optimizer's step "optimizer.step", and region(name) any block of yours.
+
+        monitor = joule.Monitor()
+        with joule.torch.attribute(model, monitor, optimizer=opt) as session:
+            with monitor.window("train") as w:
+                for x, y in loader:
+                    with session.region("data"):
+                        x, y = x.cuda(), y.cuda()
+                    opt.zero_grad()
+                    loss_fn(model(x), y).backward()
+                    opt.step()
+        for gpu, a in enumerate(session.result(w.settled(timeout_s=5.0))):
+            print(joule.attribution.format_table(a, gpu_label=f"GPU {gpu}"))
+
+    The window should last many steps (tens of seconds on a real GPU): the
+    fit needs the steps' phase to drift against the driver's power samples.
+
+    clock="gpu" (the default with CUDA): every edge records a CUDA event on
+    the current stream, so an edge is when the GPU got there, not when the
+    host queued it; no sync is added. result() (or flush()) waits for the GPU
+    and maps the events to the monitor's clock (GpuClock: anchors at entry
+    and at each flush, drift taken out; clock_uncertainty_s says how
+    closely). clock="host": edges are host instants, the GPU's only with a
+    Monitor made with a synchronize (a sync per edge).
+
+    Backward regions hang on the autograd graph: a pre-hook on the node that
+    made the call's output begins it, hooks on its inputs (put on before the
+    module runs, so an in-place op inside it or after it changes nothing) end it;
+    a call whose inputs need no gradient (the first layer) ends when its
+    parameters' gradients are computed. An input that other modules use too
+    (a residual branch's) ends the backward when its whole gradient is
+    summed, so the region then includes the other users' backward; nested
+    regions that autograd interleaves are closed around each other and notes
+    says where. A call whose forward returns no tensor requiring grad (a
+    dict, a dataclass), or with neither inputs nor parameters requiring
+    grad, gets no backward region (its time counts as idle) and a line in
+    notes. phases=False records forward regions only.
+
+    On exit every hook is removed and the optimizer's step restored; regions
+    left open (an exception in forward) are closed. result(measurement,
+    **options) calls joule.attribute with this session's recorder: one
+    joule.Attribution per GPU.
+
+    torch.distributed: with a DistributedDataParallel model (or ddp=, the
+    DDP wrapping `model`), its modules are hooked by their paths in the
+    wrapped module. With allreduce=True each bucket's gradient all-reduce is
+    also recorded as a call of the concurrent region "allreduce" (it
+    overlaps backward on its own stream; the fit takes the power it adds):
+    see register_comm_hook, which this calls with DDP's own all-reduce
+    unless you called it first. Opt-in because DDP keeps a comm hook for
+    good and a Python one costs every later step (+9-16% of a 42 ms step
+    on two H200s, outside sessions too; bench/README.md section 16).
+    It begins when DDP hands the bucket over (an edge on the current stream:
+    when backward got there) and ends in the future's then-callback: with
+    NCCL on a stream that waited for the communication (when it finished on
+    the GPU), with Gloo on the host when Gloo's thread finished (use
+    clock="host" with Gloo). Buckets queue on one communication stream, so
+    a call's time includes its wait behind earlier buckets; the region's
+    time is the time any call ran, and each bucket is a call.
+    """
+
+    def __init__(self, model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
+                 optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
+                 events: Optional[Any] = None, ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None,
+                 allreduce: bool = False) -> None:
+        if depth < 0:
+            raise ValueError("joule.torch.attribute: depth must be >= 0")
+        if clock is None:
+            clock = "gpu" if (events is not None or torch.cuda.is_available()) else "host"
+        if clock not in ("gpu", "host"):
+            raise ValueError(f"joule.torch.attribute: clock must be 'gpu' or 'host', not {clock!r}")
+        if clock == "gpu" and events is None and not torch.cuda.is_available():
+            raise ValueError("joule.torch.attribute: clock='gpu' needs CUDA (use clock='host')")
+        from .. import RegionRecorder
+
+        self.model = model
+        if ddp is None and isinstance(model, torch.nn.parallel.DistributedDataParallel):
+            ddp = model
+        self.ddp = ddp
+        self.allreduce = allreduce
+        self._root = model.module if model is ddp else model  # the user's module paths, not "module.*"
+        self._comm: Optional[_CommRecording] = None  # while this session records the all-reduce
+        self.monitor = monitor
+        self.depth = depth
+        self.phases = phases
+        self.optimizer = optimizer
+        self.clock = clock
+        self.recorder = RegionRecorder(monitor)
+        self.edges: Any = None  # GpuClock or HostClock, made on entry
+        self._events = events
+        self._last_edge: Optional[Tuple[bool, str]] = None
+        self.notes: List[str] = []
+        self._noted: set = set()
+        self._open: List[str] = []  # mirrors the recorder's stack
+        self._params_waiting: List[Any] = []  # per hooked module: its calls ending on parameter gradients
+        self._handles: List[Any] = []
+        self._step = None  # the optimizer's own step, while wrapped
+
+    @property
+    def clock_uncertainty_s(self) -> float:
+        """How far a mapped edge may be off the monitor's clock (0 with host edges)."""
+        return self.edges.uncertainty_s if self.edges is not None else 0.0
+
+    # The modules at the depth, by path; ModuleList and ModuleDict are no level.
+    def modules(self) -> List[Tuple[str, "torch.nn.Module"]]:
+        if self.depth == 0:
+            return [(type(self._root).__name__, self._root)]
+        out: List[Tuple[str, "torch.nn.Module"]] = []
+
+        def walk(prefix: str, module: "torch.nn.Module", level: int) -> None:
+            for name, child in module.named_children():
+                path = f"{prefix}.{name}" if prefix else name
+                if isinstance(child, _CONTAINERS):
+                    walk(path, child, level)
+                elif level + 1 == self.depth:
+                    out.append((path, child))
+                else:
+                    walk(path, child, level + 1)
+
+        walk("", self._root, 0)
+        return out
+
+    def __enter__(self) -> "RegionAttribution":
+        try:
+            self.edges = GpuClock(self.recorder, events=self._events) if self.clock == "gpu" else HostClock(self.recorder)
+            for path, module in self.modules():
+                self._hook(path, module)
+            if self.optimizer is not None:
+                self._wrap_step()
+            if self.ddp is not None and self.allreduce:
+                self._record_allreduce()
+        except BaseException:
+            self._remove()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self._remove()
+        self.flush()
+        return False
+
+    def region(self, name: str):
+        """A block of yours as a region: `with session.region("data"): ...`."""
+        return _SessionRegion(self, name)
+
+    def flush(self) -> None:
+        """Hands the GPU edges recorded so far to the recorder (waits for the GPU)."""
+        if self.edges is not None:
+            self.edges.flush()
+            moved = getattr(self.edges, "reordered_edges", 0)
+            if moved:
+                self._note("reordered", f"{moved} GPU edges mapped before the edge before them were moved up to it "
+                           "(events on several streams?)")
+
+    def result(self, measurement, **options) -> list:
+        """joule.attribute(monitor, measurement, recorder, **options): one
+        joule.Attribution per GPU. Settle the measurement first."""
+        from .. import attribute
+
+        self.flush()
+        return attribute(self.monitor, measurement, self.recorder, **options)
+
+    # -- recording --------------------------------------------------------
+
+    def _note(self, key: str, text: str) -> None:
+        if key not in self._noted:
+            self._noted.add(key)
+            self.notes.append(text)
+
+    def _edge(self, begin: bool, name: str) -> None:
+        (self.edges.begin if begin else self.edges.end)(name)
+        self._last_edge = (begin, name)
+
+    def _begin(self, name: str) -> None:
+        if name in self._open:  # left open (an exception, a backward that never came): close it first
+            self._note(f"reopened {name}", f"{name}: began again while still open; the open call was closed")
+            self._end(name)
+        self._edge(True, name)
+        self._open.append(name)
+
+    def _end(self, name: str) -> None:
+        if name not in self._open:
+            self._note(f"not open {name}", f"{name}: ended without having begun; that edge was skipped")
+            return
+        inner = self._open[self._open.index(name) + 1:]
+        if inner == [name_ for begun, name_ in [self._last_edge] if begun] and self.edges.end_before_last(name):
+            # The one inside began at the last edge, with no work since: this
+            # end was found late (torch ran the begin's hook first on the same
+            # gradient) and goes just before it.
+            self._open.remove(name)
+            return
+        if inner:  # interleaved (autograd ran branches around each other)
+            self._note(f"interleaved {name}", f"{name} ended while {', '.join(inner)} inside it ran: "
+                       "those were closed and begun again (each such call counts twice)")
+        for other in reversed(inner):
+            self._edge(False, other)
+            self._open.pop()
+        self._edge(False, name)
+        self._open.pop()
+        for other in inner:
+            self._edge(True, other)
+            self._open.append(other)
+
+    def _hook(self, path: str, module: "torch.nn.Module") -> None:
+        forward, backward = f"{path}.forward", f"{path}.backward"
+        params = [p for p in module.parameters() if p.requires_grad]
+        calls: List[_BackwardCall] = []  # begun in forward_pre, finished in forward_post (a stack: re-entry)
+        params_waiting: "collections.deque" = collections.deque()  # calls ending on parameter gradients, in order
+
+        def forward_pre(mod, args):
+            call = None
+            if self.phases and torch.is_grad_enabled():
+                inputs = [t for t in _tensors(args) if t.requires_grad]
+                call = _BackwardCall(self, backward, len(inputs))
+                for t in inputs:  # before the module runs: an in-place op on them cannot move the hook
+                    t.register_hook(call.done)
+            calls.append(call)
+            self._begin(forward)
+
+        def forward_post(mod, args, output):
+            self._end(forward)
+            call = calls.pop() if calls else None
+            if call is None:
+                return None
+            outputs = [t for t in _tensors(output) if t.requires_grad]
+            if not outputs:
+                self._note(f"no output {path}", f"{backward}: not recorded (forward returns no tensor requiring "
+                           f"grad that the hooks see: {type(output).__name__})")
+                call.started = True  # nothing will begin it
+                call.ended = True
+                return None
+            if call.waiting == 0:
+                if not params:
+                    self._note(f"no grad {path}", f"{backward}: not recorded (neither its inputs nor its "
+                               "parameters require grad)")
+                    return None
+                call.waiting = len(params)
+                params_waiting.append([call, set()])
+            # On the node that made the output (its pre-hooks run after every
+            # tensor hook on its gradient, so the backward that ends there, the
+            # next module's, ends first); on the tensor itself for a leaf.
+            for t in outputs:
+                if t.grad_fn is not None:
+                    t.grad_fn.register_prehook(call.start)
+                else:
+                    t.register_hook(call.start)
+            return None
+
+        def param_done(index):
+            def hook(grad):
+                if params_waiting:
+                    call, seen = params_waiting[0]
+                    seen.add(index)
+                    if len(seen) == len(params):
+                        params_waiting.popleft()
+                        call.waiting = 1
+                        call.done()
+                return None
+            return hook
+
+        self._handles.append(module.register_forward_pre_hook(forward_pre))
+        self._handles.append(module.register_forward_hook(forward_post))
+        if self.phases:
+            for index, p in enumerate(params):
+                self._handles.append(p.register_hook(param_done(index)))
+        self._params_waiting.append(params_waiting)
+
+    def _wrap_step(self) -> None:
+        optimizer = self.optimizer
+        step = optimizer.step  # a bound method (or whatever was there)
+        had_own = "step" in vars(optimizer)
+
+        def wrapped(*args, **kwargs):
+            self._begin("optimizer.step")
+            try:
+                return step(*args, **kwargs)
+            finally:
+                self._end("optimizer.step")
+
+        optimizer.step = wrapped
+        self._step = (step, had_own)
+
+    def _record_allreduce(self) -> None:
+        """Has the DDP model's comm hook record into this session's edges."""
+        recording = getattr(self.ddp, "_joule_comm", None)
+        if recording is None:
+            try:
+                recording = register_comm_hook(self.ddp)
+            except RuntimeError as e:
+                if "only be called once" not in str(e):
+                    raise
+                self._note("allreduce", f"{ALLREDUCE}: not recorded: the DDP model already has a communication "
+                           "hook and DDP takes one; register yours through joule.torch.register_comm_hook(model, "
+                           "state, hook) instead to have its calls recorded")
+                return
+        if recording.edges is not None:
+            self._note("allreduce", f"{ALLREDUCE}: not recorded: another joule.torch.attribute session on this "
+                       "model records it")
+            return
+        recording.edges = self.edges
+        self._comm = recording
+
+    def _remove(self) -> None:
+        if self._comm is not None:  # DDP keeps the hook: it goes on communicating, recording nothing
+            self._comm.edges = None
+            self._comm = None
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        if self._step is not None:
+            step, had_own = self._step
+            if had_own:
+                self.optimizer.step = step
+            else:
+                del self.optimizer.step
+            self._step = None
+        while self._open:
+            name = self._open[-1]
+            self._note(f"left open {name}", f"{name}: still open when the session ended; closed there")
+            self._end(name)
+        for waiting in self._params_waiting:
+            waiting.clear()
+        self._params_waiting.clear()
+
+
+class _SessionRegion:
+    def __init__(self, session: RegionAttribution, name: str) -> None:
+        self.session, self.name = session, name
+
+    def __enter__(self) -> "_SessionRegion":
+        self.session._begin(self.name)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self.session._end(self.name)
+        return False
+
+
+def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
+              optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
+              ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None,
+              allreduce: bool = False) -> RegionAttribution:
+    """Records a model's regions for energy attribution: a context manager
+    (see RegionAttribution). phases=False records forward regions only;
+    clock "gpu" (default with CUDA: CUDA events) or "host". A
+    DistributedDataParallel model (or ddp=, the DDP wrapping `model`) is
+    hooked by the wrapped module's paths; allreduce=True also records its
+    gradient all-reduce as the concurrent region "allreduce", through a
+    Python comm hook that DDP keeps for good (it slows every later step:
+    docs/attribution.md, "Concurrent regions")."""
+    return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer, clock=clock, ddp=ddp,
+                             allreduce=allreduce)
