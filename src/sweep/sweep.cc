@@ -1,189 +1,38 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-#include "joule/control/devices.h"
+// Running a sweep: its plan, one run on this machine with its GPU knobs put
+// on and back, the loop over the grid (resumable, stoppable), the exports.
+// The grid's check is in grid_check.cc, runs across nodes in cluster_run.cc,
+// what a run's record holds besides its energy in run_record.cc.
 #include "joule/sweep/sweep.h"
 
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <numeric>
 
-extern char** environ;
-
+#include "joule/analyze/sweep_analysis.h"
 #include "joule/cluster/node_report.h"
 #include "joule/common/child_process.h"
-#include "joule/common/csv.h"
-#include "joule/common/input_file.h"
-#include "joule/common/utf8.h"
-#include "joule/analyze/analysis.h"
-#include "joule/analyze/sweep_analysis.h"
+#include "joule/control/devices.h"
 #include "joule/error.h"
 #include "joule/measure/monitor.h"
+#include "sweep/run_parts.h"
 #include "sweep/store.h"
 
 namespace joule {
 
-namespace {
-
-// "0,1,...,count-1": the GPUs each node's ranks use (the first, as on one machine).
-std::string first_gpus(int count) {
-  std::string list;
-  for (int i = 0; i < count; ++i) list += (i ? "," : "") + std::to_string(i);
-  return list;
-}
-
-// "gpu0 (NVIDIA A40)", "gpu1 (Simulated GPU (H100-like), simulated)".
-std::string gpu_words(Gpu& gpu) {
-  return fmt::format("gpu{} ({}{})", gpu.index(), gpu.name(), gpu.simulated() ? ", simulated" : "");
-}
-
-// The GPUs the sweep's runs use: the first N, N the largest grid.gpus.
-std::size_t gpus_used(const SweepConfig& config, std::size_t available) {
-  for (const auto& [name, values] : config.grid) {
-    if (name != "gpus") continue;
-    std::size_t most = 0;
-    for (const auto& v : values) most = std::max<std::size_t>(most, std::stoul(v));  // checked at load
-    return most;
-  }
-  return available;
-}
-
-void check_power_limits(const SweepConfig& config, const std::vector<std::string>& values, Gpu& gpu) {
-  PowerLimitRange range{};
-  try {
-    range = gpu.power_limit_range_mw();
-  } catch (const DeviceError& e) {
-    throw UsageError(fmt::format("{}: grid.power_limit: the range of power limits of {} cannot be read: {}",
-                                 config.where("power_limit", 0), gpu_words(gpu), e.what()));
-  }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double limit_w = std::stod(values[i]);  // checked at load
-    const auto limit_mw = static_cast<long long>(std::llround(limit_w * 1000));
-    if (limit_mw < range.min_mw || limit_mw > range.max_mw) {
-      throw UsageError(fmt::format("{}: grid.power_limit: {} W is outside what {} supports: {}-{} W",
-                                   config.where("power_limit", i), values[i], gpu_words(gpu), range.min_mw / 1000.0,
-                                   range.max_mw / 1000.0));
-    }
-  }
-}
-
-void check_clock_caps(const SweepConfig& config, const std::string& key, const std::vector<std::string>& values,
-                      Gpu& gpu) {
-  const ClockDomain domain = key == "sm_clock_mhz" ? ClockDomain::kSm : ClockDomain::kMemory;
-  std::vector<uint32_t> supported;
-  try {
-    supported = gpu.supported_clocks_mhz(domain);
-  } catch (const DeviceError& e) {
-    throw UsageError(fmt::format("{}: grid.{}: {} cannot list its supported {} clocks, so cannot cap them: {}",
-                                 config.where(key, 0), key, gpu_words(gpu), to_string(domain), e.what()));
-  }
-  if (supported.empty()) {
-    throw UsageError(fmt::format("{}: grid.{}: {} lists no supported {} clocks, so cannot cap them",
-                                 config.where(key, 0), key, gpu_words(gpu), to_string(domain)));
-  }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double cap_mhz = std::stod(values[i]);  // checked at load
-    if (cap_mhz < supported.front() || cap_mhz > supported.back()) {
-      throw UsageError(fmt::format("{}: grid.{}: {} MHz is outside the {} clocks {} supports: {}-{} MHz",
-                                   config.where(key, i), key, values[i], to_string(domain), gpu_words(gpu),
-                                   supported.front(), supported.back()));
-    }
-  }
-}
-
-}  // namespace
-
-void check_grid_on_gpus(const SweepConfig& config, const std::vector<std::shared_ptr<Gpu>>& gpus) {
-  for (const auto& [name, values] : config.grid) {
-    if (name != "gpus") continue;
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (std::stoul(values[i]) > gpus.size()) {
-        throw UsageError(fmt::format("{}: grid.gpus asks for {} GPUs; this machine has {}", config.where("gpus", i),
-                                     values[i], gpus.size()));
-      }
-    }
-  }
-  const std::size_t used = std::min(gpus.size(), gpus_used(config, gpus.size()));
-  for (const auto& [name, values] : config.grid) {
-    if (!find_gpu_knob(name)) continue;
-    for (std::size_t g = 0; g < used; ++g) {
-      if (name == "power_limit") {
-        check_power_limits(config, values, *gpus[g]);
-      } else {
-        check_clock_caps(config, name, values, *gpus[g]);
-      }
-    }
-  }
-}
-
-std::vector<std::string> cluster_run_argv(const SweepConfig& config, const SweepPoint& point,
-                                          const ClusterLaunch& launch) {
-  const NodeLayout layout = node_layout(config, point);
-  std::vector<std::string> argv;
-  if (config.launcher == "srun") {
-    argv = {"srun", "--nodes", std::to_string(layout.nodes), "--ntasks", std::to_string(layout.gpus),
-            "--ntasks-per-node", std::to_string(layout.ranks_per_node)};
-  } else if (config.launcher == "mpirun") {
-    argv = {"mpirun", "-np", std::to_string(layout.gpus), "--map-by",
-            fmt::format("ppr:{}:node", layout.ranks_per_node)};
-    if (launch.as_root) argv.push_back("--allow-run-as-root");
-    std::vector<std::string> names = {"JOULE_REPORT_FILE", "CUDA_VISIBLE_DEVICES"};
-    for (const auto& name : launch.forwarded_env) {
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    }
-    for (const auto& name : names) {
-      argv.push_back("-x");
-      argv.push_back(name);
-    }
-  } else {
-    throw UsageError(fmt::format("{}: runs across nodes need launcher mpirun or srun, not {}", config.path,
-                                 config.launcher));
-  }
-  // The user's options last: Open MPI takes the last --map-by, so they may
-  // replace joule's placement.
-  argv.insert(argv.end(), config.launcher_options.begin(), config.launcher_options.end());
-  argv.insert(argv.end(), {launch.joule_binary, "measure", "--mpi", "--json", "--output", launch.report_path,
-                           "--timeline", launch.timeline_path, "--sample", "util"});
-  if (config.launcher == "mpirun") argv.insert(argv.end(), {"--gpus", first_gpus(layout.ranks_per_node)});
-  argv.insert(argv.end(), launch.measure_options.begin(), launch.measure_options.end());
-  argv.insert(argv.end(), {"--", "/bin/sh", "-c", fill_command(config, point)});
-  return argv;
-}
-
-std::string shell_join(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& word : argv) {
-    const bool plain = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                                "0123456789_-+=/.,:@%") == std::string::npos;
-    std::string quoted = plain ? word : "'";
-    if (!plain) {
-      for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      quoted += "'";
-    }
-    out += (out.empty() ? "" : " ") + quoted;
-  }
-  return out;
-}
-
-namespace {
-
 std::string absolute_path(const std::string& path) { return std::filesystem::absolute(path).lexically_normal().string(); }
 
-// The device options `joule measure` gets on every node, from the sweep's own.
-// Across nodes the sweep knows only what it asked the ranks for.
 bool sweep_simulates(const SweepOptions& options) { return options.discovery.backend == GpuBackend::kSim; }
+
+namespace {
 
 // One store holds measurements or simulations, never both: its analysis and
 // report would pass the one off as the other.
@@ -198,198 +47,13 @@ void refuse_mixed_store(sweep::Store& store, const std::string& store_path, bool
   }
 }
 
-std::vector<std::string> measure_options_of(const DiscoveryOptions& discovery) {
-  std::vector<std::string> out;
-  if (discovery.backend == GpuBackend::kSim) out.insert(out.end(), {"--backend", "sim"});
-  if (discovery.backend == GpuBackend::kNvml) out.insert(out.end(), {"--backend", "nvml"});
-  if (discovery.backend == GpuBackend::kRocm) out.insert(out.end(), {"--backend", "rocm"});
-  if (!discovery.sim_spec.empty()) out.insert(out.end(), {"--sim", discovery.sim_spec});
-  return out;
-}
 
-// Defined below, beside the runs on one machine.
-std::vector<std::pair<std::string, std::string>> visible_devices_env(const Devices& sweep_devices,
-                                                                     const std::vector<std::shared_ptr<Gpu>>& run_gpus);
 
-// The variables that give a node's ranks their GPUs (the first
-// ranks_per_node, as --gpus 0,..,K-1 picks them), set as a run on one machine
-// gets them (visible_devices_env): CUDA_VISIBLE_DEVICES for NVIDIA GPUs,
-// HIP_VISIBLE_DEVICES for AMD ones, each numbered by its vendor's runtime.
-// The nodes are taken to be like the one the sweep runs on, whose GPUs say
-// which vendors' variables to set. Where this machine has too few GPUs to go
-// by (a login node), one vendor's: HIP_VISIBLE_DEVICES where its GPUs (or the
-// sweep's --backend) are AMD alone, else CUDA_VISIBLE_DEVICES.
-std::vector<std::pair<std::string, std::string>> node_visible_env(const DiscoveryOptions& discovery,
-                                                                  int ranks_per_node) {
-  DiscoveryOptions here = discovery;
-  here.auto_fallback = AutoFallback::kNoGpus;  // a login node: no GPU, not simulated ones
-  Devices node;
-  try {
-    node = discover_devices(here);
-  } catch (const std::exception&) {
-    // No GPU here to go by (the backend's library missing on a login node).
-  }
-  const std::size_t used = static_cast<std::size_t>(std::max(1, ranks_per_node));
-  if (node.gpus.size() >= used) {
-    return visible_devices_env(node, {node.gpus.begin(), node.gpus.begin() + static_cast<std::ptrdiff_t>(used)});
-  }
-  const bool amd_only = node.gpus.empty() ? discovery.backend == GpuBackend::kRocm
-                                          : std::all_of(node.gpus.begin(), node.gpus.end(),
-                                                        [](const auto& gpu) { return is_amd_gpu(*gpu); });
-  return {{amd_only ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES", first_gpus(ranks_per_node)}};
-}
 
-// What the sweep sets in the launcher's environment for a run across nodes
-// (mpirun forwards each with -x; srun passes the whole environment on).
-std::vector<std::pair<std::string, std::string>> launcher_env(const SweepOptions& options, const NodeLayout& layout,
-                                                              const std::string& counts_file) {
-  std::vector<std::pair<std::string, std::string>> env = {{"JOULE_REPORT_FILE", counts_file}};
-  for (auto& variable : node_visible_env(options.discovery, layout.ranks_per_node)) env.push_back(std::move(variable));
-  if (!options.discovery.nvml_library.empty()) env.emplace_back("JOULE_NVML_LIBRARY", options.discovery.nvml_library);
-  if (!options.discovery.rocm_library.empty()) env.emplace_back("JOULE_ROCM_SMI_LIBRARY", options.discovery.rocm_library);
-  if (!options.discovery.powercap_root.empty()) env.emplace_back("JOULE_POWERCAP_ROOT", options.discovery.powercap_root);
-  return env;
-}
 
 }  // namespace
 
-ClusterLaunch cluster_launch_of(const SweepOptions& options, const std::string& store_path, const std::string& run_id) {
-  ClusterLaunch launch;
-  launch.joule_binary = options.joule_binary;
-  if (launch.joule_binary.empty()) {
-    std::error_code ec;
-    launch.joule_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (ec) throw Error(fmt::format("joule sweep: cannot find its own binary (/proc/self/exe): {}", ec.message()));
-  }
-  launch.report_path = fmt::format("{}.run{}.json", absolute_path(store_path), run_id);
-  launch.timeline_path = fmt::format("{}.run{}.timeline.csv", absolute_path(store_path), run_id);
-  launch.measure_options = measure_options_of(options.discovery);
-  // joule's own settings (JOULE_SIM, JOULE_NVML_LIBRARY, JOULE_RANKS_PER_NODE, ...) reach every rank.
-  for (char** e = environ; e && *e; ++e) {
-    const std::string entry = *e;
-    const auto eq = entry.find('=');
-    if (entry.rfind("JOULE_", 0) == 0 && eq != std::string::npos) launch.forwarded_env.push_back(entry.substr(0, eq));
-  }
-  for (const auto& [name, value] : launcher_env(options, NodeLayout{}, "")) launch.forwarded_env.push_back(name);
-  std::sort(launch.forwarded_env.begin(), launch.forwarded_env.end());
-  launch.forwarded_env.erase(std::unique(launch.forwarded_env.begin(), launch.forwarded_env.end()),
-                             launch.forwarded_env.end());
-  launch.as_root = geteuid() == 0;
-  return launch;
-}
 
-std::string described_command(const SweepConfig& config, const SweepPoint& point, const SweepOptions& options,
-                              const std::string& store_path, const std::string& run_id) {
-  if (!config.across_nodes()) return run_command(config, point);
-  return shell_join(cluster_run_argv(config, point, cluster_launch_of(options, store_path, run_id)));
-}
-
-namespace {
-
-// Reads "samples=N steps=M epochs=K" lines the run appended to its report file.
-void read_counts(const std::string& path, sweep::RunRecord& record) {
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    for (std::string word; words >> word;) {
-      const auto eq = word.find('=');
-      if (eq == std::string::npos) continue;
-      const std::string key = word.substr(0, eq);
-      char* end = nullptr;
-      const double value = std::strtod(word.c_str() + eq + 1, &end);
-      if (*end != '\0') continue;
-      // The workload writes this file: a count that is no finite number >= 0
-      // (inf, -5, 1e400) is not stored, and the run says so.
-      if ((key == "samples" || key == "steps" || key == "epochs") && !(std::isfinite(value) && value >= 0)) {
-        record.error += fmt::format("{}$JOULE_REPORT_FILE: '{}' is not a count (a finite number >= 0): left out",
-                                    record.error.empty() ? "" : "; ", printable(word));
-        continue;
-      }
-      if (key == "samples") record.samples = record.samples.value_or(0) + value;
-      if (key == "steps") record.steps = record.steps.value_or(0) + value;
-      if (key == "epochs") record.epochs = record.epochs.value_or(0) + value;
-    }
-  }
-}
-
-// Utilisation statistics and a decimated power timeline (at most ~200
-// points per device) of one run.
-// One sample of a run, its time from the run's start.
-struct RunSample {
-  double time_s;
-  std::string device;
-  double power_w, gpu_util_percent, memory_util_percent;  // utilisation < 0: not sampled
-};
-
-// A run's utilisation (mean and variation over every sample) and its power
-// timeline, decimated to about 200 points per device for the report.
-void summarize_samples(const std::vector<RunSample>& samples, double elapsed_s, sweep::RunRecord& record) {
-  std::vector<double> gpu_util, mem_util;
-  std::map<std::string, std::vector<const RunSample*>> by_device;
-  for (const auto& s : samples) {
-    by_device[s.device].push_back(&s);
-    if (s.gpu_util_percent >= 0) gpu_util.push_back(s.gpu_util_percent);
-    if (s.memory_util_percent >= 0) mem_util.push_back(s.memory_util_percent);
-  }
-  if (!gpu_util.empty()) {
-    const Summary g = summarize(gpu_util), mm = summarize(mem_util);
-    record.gpu_util_mean = g.mean;
-    record.gpu_util_cv = g.cv();
-    record.mem_util_mean = mm.mean;
-    record.mem_util_cv = mm.cv();
-  }
-  for (const auto& [device, list] : by_device) {
-    const std::size_t step = std::max<std::size_t>(1, list.size() / 200);
-    for (std::size_t i = 0; i < list.size(); i += step) {
-      record.timeline.push_back({std::clamp(list[i]->time_s, 0.0, elapsed_s), device, list[i]->power_w});
-    }
-  }
-}
-
-void summarize_timeline(Monitor& monitor, const Measurement& m, sweep::RunRecord& record) {
-  const auto& names = monitor.timeline().device_names();
-  // The samples just before and after the run bound it (a short run may
-  // hold no sample of its own).
-  const double margin_s = monitor.sampler().options().interval_s;
-  std::vector<RunSample> samples;
-  for (const auto& s : monitor.timeline().samples()) {
-    if (s.time_s < m.begin_s - margin_s || s.time_s > m.begin_s + m.elapsed_s + margin_s) continue;
-    samples.push_back({s.time_s - m.begin_s, names.at(s.device), s.power_w, static_cast<double>(s.gpu_util_percent),
-                       static_cast<double>(s.memory_util_percent)});
-  }
-  summarize_samples(samples, m.elapsed_s, record);
-}
-
-// A run across nodes: each node's timeline, written by its leader beside
-// the store (node_file_path), as "<node> <device>". Its time counts from
-// the node's first sample, taken when the leader's monitor started, a few
-// milliseconds before the window began. A missing or unreadable file is a
-// note in the run's error; the energy does not depend on it.
-void read_node_timelines(const std::string& timeline_path, sweep::RunRecord& record) {
-  std::vector<RunSample> samples;
-  for (const auto& node : record.node_rows) {
-    const std::string path = cluster::node_file_path(timeline_path, node.node);
-    try {
-      const CsvTable table = CsvTable::read(path);
-      table.require_columns({"time_s", "device", "power_w", "gpu_util_percent", "memory_util_percent"});
-      const double first_s = table.size() ? table.row(0).number("time_s") : 0.0;
-      for (std::size_t i = 0; i < table.size(); ++i) {
-        const auto row = table.row(i);
-        const auto util = [&](const char* column) { return row.text(column).empty() ? -1.0 : row.number(column); };
-        const double t = row.number("time_s") - first_s;
-        if (t > node.elapsed_s + 1.0) continue;  // after the window: the leader settling
-        samples.push_back({t, node.node + " " + row.text("device"), row.number("power_w"), util("gpu_util_percent"),
-                           util("memory_util_percent")});
-      }
-    } catch (const Error& e) {
-      record.error += (record.error.empty() ? "" : "; ") + fmt::format("no timeline of node {}: {}", node.node, e.what());
-    }
-    std::remove(path.c_str());
-  }
-  summarize_samples(samples, record.elapsed_s, record);
-}
-
-}  // namespace
 
 std::string rough_duration(double seconds) {
   if (seconds < 10) return fmt::format("{:.1f} s", seconds);
@@ -486,6 +150,8 @@ class StopSignals {
 
 const StopSignals* g_stop_signals = nullptr;  // the running sweep's, if it handles signals
 
+}  // namespace
+
 int stop_signal() { return g_stop_signal; }
 
 // Waits for a run's command and every process of its group a stop signal
@@ -511,8 +177,6 @@ void note_stop(sweep::RunRecord& record) {
                                        record.exit_code ? fmt::format(" (exit status {})", *record.exit_code) : "");
   record.error = record.error.empty() ? what : what + "; " + record.error;
 }
-
-}  // namespace
 
 namespace {
 
@@ -587,6 +251,8 @@ std::string exit_status_words(int exit_code) {
   return fmt::format("the command exited with status {}", exit_code);
 }
 
+}  // namespace
+
 // The variables that give a run its GPUs, each vendor's runtime counting its
 // own (vendor_index): CUDA_VISIBLE_DEVICES the run's NVIDIA GPUs and
 // HIP_VISIBLE_DEVICES its AMD ones. Each is set only where the sweep's GPUs
@@ -611,6 +277,8 @@ std::vector<std::pair<std::string, std::string>> visible_devices_env(const Devic
   if (has(true)) env.emplace_back("HIP_VISIBLE_DEVICES", list(true));
   return env;
 }
+
+namespace {
 
 // One run on this machine: a Monitor window over the run's GPUs (the first
 // N), its GPU knobs applied and restored.
@@ -666,119 +334,7 @@ sweep::RunRecord run_here(const SweepConfig& config, const SweepPoint& point, co
   return record;
 }
 
-// The job's report that `joule measure --mpi` wrote (rank 0), into the run's
-// totals and its node rows. Status: ok only with every node measured and
-// the command's exit status 0.
-void read_cluster_report(const nlohmann::json& report, int exit_code, sweep::RunRecord& record,
-                         const std::string& where) {
-  if (!report.is_object() || !report.contains("nodes") || !report["nodes"].is_array() ||
-      !report.contains("missing_nodes") || !report["missing_nodes"].is_array()) {
-    throw Error(fmt::format("{}: not a report of joule measure --mpi (no 'nodes' and 'missing_nodes' lists)", where));
-  }
-  std::vector<std::string> notes, short_nodes;
-  record.elapsed_s = 0;
-  record.gpu_energy_j = record.cpu_energy_j = record.dram_energy_j = 0;
-  for (const auto& json : report["nodes"]) {
-    cluster::NodeReport node;
-    try {
-      node = cluster::node_report_from_json(json);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", where, e.what()));
-    }
-    sweep::NodeRecord row;
-    row.node = node.node;
-    for (const int rank : node.ranks) row.ranks += (row.ranks.empty() ? "" : ",") + std::to_string(rank);
-    row.elapsed_s = node.elapsed_s;
-    row.gpu_energy_j = node.energy_j("gpu");
-    row.cpu_energy_j = node.energy_j("cpu_package");
-    row.dram_energy_j = node.energy_j("dram");
-    row.gpus = static_cast<int>(
-        std::count_if(node.devices.begin(), node.devices.end(), [](const auto& d) { return d.kind == "gpu"; }));
-    row.warnings = joined(node.warnings, "; ");
-    for (const auto& d : node.devices) {
-      if (d.kind == "gpu") record.devices += fmt::format("{}{}: {}", record.devices.empty() ? "" : ", ", node.node, d.name);
-    }
-    for (const auto& w : node.warnings) notes.push_back(fmt::format("node {}: {}", row.node, w));
-    if (node.devices_failed) short_nodes.push_back(row.node);
-    record.elapsed_s = std::max(record.elapsed_s, row.elapsed_s);
-    record.gpu_energy_j += row.gpu_energy_j;
-    record.cpu_energy_j += row.cpu_energy_j;
-    record.dram_energy_j += row.dram_energy_j;
-    record.node_rows.push_back(std::move(row));
-  }
-  std::vector<std::string> missing;
-  for (const auto& m : report["missing_nodes"]) {
-    if (!m.is_string()) throw Error(fmt::format("{}: 'missing_nodes' holds a {}, not a text", where, m.type_name()));
-    missing.push_back(m.get<std::string>());
-  }
-  const double total_j = record.gpu_energy_j + record.cpu_energy_j + record.dram_energy_j;
-  record.avg_power_w = record.elapsed_s > 0 ? total_j / record.elapsed_s : 0;
-  std::vector<std::string> problems;
-  for (const auto& m : missing) problems.push_back("node missing: " + m);
-  for (const auto& n : short_nodes) {
-    problems.push_back(fmt::format("node {} lost a device inside the window: its energy stops there", n));
-  }
-  if (missing.empty() && static_cast<int>(record.node_rows.size()) != record.nodes) {
-    notes.push_back(fmt::format("launched for {} node{}, the ranks ran on {}", record.nodes,
-                                record.nodes == 1 ? "" : "s", record.node_rows.size()));
-  }
-  // A job that lost a node usually fails too (joule measure --mpi ends it
-  // with MPI_Abort once a node is missing): failed wins over partial.
-  record.status = exit_code != 0 ? "failed" : missing.empty() && short_nodes.empty() ? "ok" : "partial";
-  if (!missing.empty()) {
-    problems.push_back(fmt::format("the totals cover {} of {} nodes", record.node_rows.size(),
-                                   record.node_rows.size() + missing.size()));
-  }
-  problems.insert(problems.end(), notes.begin(), notes.end());
-  record.error = joined(problems, "; ");
-}
 
-// One run across nodes: the launcher starts `joule measure --mpi` on every
-// rank; rank 0 writes the job's report beside the store.
-sweep::RunRecord run_across_nodes(const SweepConfig& config, const SweepPoint& point, const SweepOptions& options,
-                                  const std::string& store_path, long long id, double kill_grace_s) {
-  sweep::RunRecord record;
-  const NodeLayout layout = node_layout(config, point);
-  record.nodes = layout.nodes;
-  record.backend = sweep_simulates(options) ? "sim" : "nodes";  // the nodes' own, their report's device names
-  try {
-    const ClusterLaunch launch = cluster_launch_of(options, store_path, std::to_string(id));
-    const std::vector<std::string> argv = cluster_run_argv(config, point, launch);
-    record.command = shell_join(argv);
-    const std::string counts_file = fmt::format("{}.run{}.counts", absolute_path(store_path), id);
-    std::remove(counts_file.c_str());
-    std::remove(launch.report_path.c_str());
-    if (stop_signal() != 0) throw Error("not started");  // stopped while the run was being set up
-    ChildProcess child = ChildProcess::spawn(argv, launcher_env(options, layout, counts_file));
-    const int exit_code = wait_for_run(child, kill_grace_s);
-    record.exit_code = exit_code;
-    std::ifstream in(launch.report_path);
-    if (!in) {
-      record.status = "failed";
-      record.error = fmt::format(
-          "no report from the run's ranks at {} ({} exited with status {}; rank 0 writes it: is the store's "
-          "directory on a filesystem every node shares?)",
-          launch.report_path, config.launcher, exit_code);
-    } else {
-      nlohmann::json report;
-      try {
-        report = nlohmann::json::parse(in);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(fmt::format("the run's report {} is not JSON: {}", launch.report_path, e.what()));
-      }
-      read_cluster_report(report, exit_code, record, fmt::format("the run's report {}", launch.report_path));
-      std::remove(launch.report_path.c_str());
-      read_node_timelines(launch.timeline_path, record);
-    }
-    read_counts(counts_file, record);
-    std::remove(counts_file.c_str());
-  } catch (const std::exception& e) {
-    record.status = "failed";
-    record.error = e.what();
-  }
-  note_stop(record);
-  return record;
-}
 
 // What a run killed with its sweep may have left beside the store: its
 // counts file, and across nodes its report and the nodes' timelines.
