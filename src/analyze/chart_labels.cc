@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "joule/analyze/svg_chart.h"
+#include "joule/common/root_sum_square.h"
 
 namespace joule::chart {
 
@@ -45,7 +46,7 @@ bool Box::crossed_by(double x1, double y1, double x2, double y2) const {
 
 double Box::distance_to(double x, double y) const {
   const double dx = std::max({left - x, 0.0, x - right}), dy = std::max({top - y, 0.0, y - bottom});
-  return std::hypot(dx, dy);
+  return root_sum_square(dx, dy);
 }
 
 namespace {
@@ -146,7 +147,7 @@ std::string LabelPlacer::place(double x, double y, const std::string& text, cons
   if (distance > kLeaderFrom) {
     // From the edge of the point's marker to the label's nearest corner or side.
     const double to_x = std::clamp(x, chosen->left, chosen->right), to_y = std::clamp(y, chosen->top, chosen->bottom);
-    const double along = 6 / std::hypot(to_x - x, to_y - y);
+    const double along = 6 / root_sum_square(to_x - x, to_y - y);
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" class=\"leader\"/>",
                        x + (to_x - x) * along, y + (to_y - y) * along, to_x, to_y);
   }
