@@ -46,7 +46,7 @@ testing::JouledOptions with_access_rule(const testing::FakeDriver& driver) {
 }
 
 struct Jouled : testing::JouledProcess {
-  explicit Jouled(const testing::FakeDriver& driver) : JouledProcess(with_access_rule(driver)) { start(); }
+  explicit Jouled(const testing::FakeDriver& gpus) : JouledProcess(with_access_rule(gpus)) { start(); }
   double limit_w(unsigned gpu) {
     DaemonClient client(socket);
     return client.call({{"op", "state"}})["gpus"][gpu]["power_limit_w"].get<double>();
@@ -733,13 +733,15 @@ TEST(JouledAmdTest, WithNeitherLibraryItNamesBothAndDoesNotStart) {
                                                    tmp.file("jouled.state") + R"("})");
   const std::map<std::string, std::string> nothing = {{"JOULE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
                                                       {"JOULE_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so.1"}};
-  for (const std::string& backend : {"auto", "rocm"}) {
+  for (const std::string backend : {"auto", "rocm"}) {
     const auto r = testing::run_process({JOULED_BINARY, "--config", tmp.file("jouled.conf"), "--backend", backend},
                                         nothing, 10.0);
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_NE(r.err.find("not starting"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("/nonexistent/librocm_smi64.so.1"), std::string::npos) << r.err;
-    if (backend == "auto") EXPECT_NE(r.err.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << r.err;
+    if (backend == "auto") {
+      EXPECT_NE(r.err.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << r.err;
+    }
   }
 }
 
