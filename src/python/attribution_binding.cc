@@ -1,0 +1,299 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
+// joule._joule's regions and their energy: RegionRecorder and Region on a
+// Monitor's clock, attribute() and fit_sample_response() over a settled
+// window, the Attribution they give, and its HTML page.
+#include "module_support.h"
+
+#include "joule/analyze/attribution_report.h"
+#include "joule/attribution/attribution.h"
+#include "joule/attribution/regions.h"
+#include "joule/attribution/window.h"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+using joule::python::PyMonitor;
+using joule::python::repr_number;
+
+namespace {
+
+// Regions on a Monitor's clock (joule.RegionRecorder), which it shares.
+class PyRegionRecorder {
+ public:
+  explicit PyRegionRecorder(PyMonitor& monitor)
+      : synchronized_(static_cast<bool>(monitor.synchronize())),
+        clock_(monitor.monitor().sampler().shared_clock()),
+        recorder_(clock_, monitor.synchronize()) {}
+  // With a synchronize, an edge waits for the GPU: release the GIL (the
+  // synchronize takes it back for the Python call). Without, an edge is a
+  // clock read: keep it.
+  // at_s: an instant measured elsewhere (a CUDA event's, mapped to this
+  // clock): no synchronize, no clock read.
+  // concurrent: a call of a concurrent region (RegionRecorder's
+  // begin_concurrent_at: beside the nesting, in any order, calls may overlap).
+  void begin(const std::string& name, std::optional<double> at_s, bool concurrent) {
+    if (at_s) return concurrent ? recorder_.begin_concurrent_at(name, *at_s) : recorder_.begin_at(name, *at_s);
+    edge([&] { concurrent ? recorder_.begin_concurrent(name) : recorder_.begin(name); });
+  }
+  void end(const std::string& name, std::optional<double> at_s, bool concurrent) {
+    if (at_s) return concurrent ? recorder_.end_concurrent_at(name, *at_s) : recorder_.end_at(name, *at_s);
+    edge([&] { concurrent ? recorder_.end_concurrent(name) : recorder_.end(name); });
+  }
+  double clock_s() const { return clock_->now_s(); }
+  const joule::attribution::RegionRecorder& recorder() const { return recorder_; }
+  bool synchronized() const { return synchronized_; }
+
+ private:
+  template <typename Fn>
+  void edge(Fn&& fn) {
+    if (!synchronized_) return fn();
+    py::gil_scoped_release release;
+    fn();
+  }
+
+  bool synchronized_;
+  std::shared_ptr<const joule::Clock> clock_;
+  joule::attribution::RegionRecorder recorder_;
+};
+
+// `with recorder.region("data"):` ...
+class PyRegion {
+ public:
+  PyRegion(PyRegionRecorder& recorder, std::string name) : recorder_(recorder), name_(std::move(name)) {}
+  PyRegion& enter() {
+    recorder_.begin(name_, std::nullopt, false);
+    return *this;
+  }
+  bool exit(const py::object&, const py::object&, const py::object&) {
+    recorder_.end(name_, std::nullopt, false);
+    return false;  // exceptions propagate
+  }
+  const std::string& name() const { return name_; }
+
+ private:
+  PyRegionRecorder& recorder_;
+  std::string name_;
+};
+
+py::dict region_energy_dict(const joule::attribution::RegionEnergy& r) {
+  return py::dict("name"_a = r.name, "concurrent"_a = r.concurrent, "calls"_a = r.calls, "gpu_time_s"_a = r.gpu_time_s, "resolved"_a = r.resolved,
+                  "power_w"_a = r.power_w, "power_above_baseline_w"_a = r.power_above_baseline_w,
+                  "energy_j"_a = r.energy_j, "energy_per_call_j"_a = r.energy_per_call_j, "share"_a = r.share,
+                  "energy_low_j"_a = r.energy_low_j, "energy_high_j"_a = r.energy_high_j,
+                  "energy_std_j"_a = r.energy_std_j);
+}
+
+py::dict attribution_dict(const joule::attribution::Attribution& a) {
+  py::list regions;
+  for (const auto& r : a.regions) regions.append(region_energy_dict(r));
+  return py::dict("regions"_a = regions, "baseline_w"_a = a.baseline_w, "baseline_low_w"_a = a.baseline_low_w,
+                  "baseline_high_w"_a = a.baseline_high_w, "baseline_estimated"_a = a.baseline_estimated,
+                  "baseline_separated"_a = a.baseline_separated, "idle_time_s"_a = a.idle_time_s,
+                  "idle_energy_j"_a = a.idle_energy_j, "window_energy_j"_a = a.window_energy_j,
+                  "model_energy_j"_a = a.model_energy_j, "scale"_a = a.scale, "observations"_a = a.observations,
+                  "residual_rms_w"_a = a.residual_rms_w, "notes"_a = a.notes, "simulated"_a = a.simulated);
+}
+
+}  // namespace
+
+void bind_attribution(py::module_& m) {
+  // Energy per region (issue 32): regions recorded on the monitor's clock,
+  // attributed over a settled window from the sampler's power data.
+  py::class_<PyRegion>(m, "Region")
+      .def("__enter__", &PyRegion::enter, py::return_value_policy::reference)
+      .def("__exit__", &PyRegion::exit)
+      .def_property_readonly("name", &PyRegion::name)
+      .def("__repr__", [](const PyRegion& r) { return "<Region '" + r.name() + "'>"; });
+
+  py::class_<PyRegionRecorder>(m, "RegionRecorder")
+      .def(py::init<PyMonitor&>(), "monitor"_a, py::keep_alive<1, 2>(),
+           "Marks when regions of a training step run, on the monitor's clock. A region begun inside another "
+           "pauses it until it ends. Edges are host instants unless the monitor was made with a synchronize, "
+           "which then runs at every edge. One recorder per training thread.")
+      .def("begin", &PyRegionRecorder::begin, "name"_a, "at_s"_a = py::none(), "concurrent"_a = false,
+           "Begins region `name` now, or at at_s (seconds on clock_s()'s clock, measured elsewhere, e.g. a CUDA "
+           "event mapped to it; edges come in the order they happened). concurrent=True: a call of a "
+           "concurrent region (work on another stream, e.g. an all-reduce, whose power adds to whatever runs): "
+           "it does not nest, its edges may come in any order relative to the others, and several of its "
+           "calls may be open at once. A name is concurrent or not, always.")
+      .def("end", &PyRegionRecorder::end, "name"_a, "at_s"_a = py::none(), "concurrent"_a = false,
+           "Ends the innermost open region, which must be `name` (UsageError otherwise); at_s as begin's. "
+           "concurrent=True: ends the earliest open call of concurrent region `name` (not before it began).")
+      .def("clock_s", &PyRegionRecorder::clock_s, "The monitor's clock, in seconds: the one edges are on.")
+      .def(
+          "region", [](PyRegionRecorder& self, const std::string& name) { return PyRegion(self, name); }, "name"_a,
+          py::keep_alive<0, 1>(), "A context manager: begin(name) on entry, end(name) on exit.")
+      .def_property_readonly("names", [](const PyRegionRecorder& self) { return self.recorder().names(); })
+      .def(
+          "intervals",
+          [](const PyRegionRecorder& self, double begin_s, double end_s) {
+            py::list out;
+            for (const auto& v : self.recorder().intervals_within(begin_s, end_s)) {
+              out.append(py::make_tuple(self.recorder().names()[v.region], v.begin_s, v.end_s, v.resumed));
+            }
+            return out;
+          },
+          "begin_s"_a, "end_s"_a,
+          "The recorded pieces of regions within [begin_s, end_s] (cut to it), as (name, begin_s, end_s, "
+          "resumed) tuples in time order; a region nested in another pauses it (resumed: a later piece of "
+          "the same call).")
+      .def_property_readonly("open_regions",
+                             [](const PyRegionRecorder& self) { return self.recorder().open_regions(); })
+      .def_property_readonly(
+          "open_concurrent_calls", [](const PyRegionRecorder& self) { return self.recorder().open_concurrent_calls(); })
+      .def_property_readonly(
+          "concurrent_regions",
+          [](const PyRegionRecorder& self) {
+            std::vector<std::string> out;
+            for (std::size_t r = 0; r < self.recorder().names().size(); ++r) {
+              if (self.recorder().is_concurrent(r)) out.push_back(self.recorder().names()[r]);
+            }
+            return out;
+          },
+          "The names recorded as concurrent, in order of first use.")
+      .def_property_readonly("synchronized", &PyRegionRecorder::synchronized)
+      .def("__repr__", [](const PyRegionRecorder& self) {
+        return "<RegionRecorder " + std::to_string(self.recorder().names().size()) + " regions, " +
+               std::to_string(self.recorder().open_regions()) + " open>";
+      });
+
+  using joule::attribution::Attribution;
+  using joule::attribution::RegionEnergy;
+  py::class_<RegionEnergy>(m, "RegionEnergy")
+      .def_readonly("name", &RegionEnergy::name)
+      .def_readonly("concurrent", &RegionEnergy::concurrent)
+      .def_readonly("calls", &RegionEnergy::calls)
+      .def_readonly("gpu_time_s", &RegionEnergy::gpu_time_s)
+      .def_readonly("resolved", &RegionEnergy::resolved)
+      .def_readonly("power_w", &RegionEnergy::power_w)
+      .def_readonly("power_above_baseline_w", &RegionEnergy::power_above_baseline_w)
+      .def_readonly("energy_j", &RegionEnergy::energy_j)
+      .def_readonly("energy_per_call_j", &RegionEnergy::energy_per_call_j)
+      .def_readonly("share", &RegionEnergy::share)
+      .def_readonly("energy_low_j", &RegionEnergy::energy_low_j)
+      .def_readonly("energy_high_j", &RegionEnergy::energy_high_j)
+      .def_readonly("energy_std_j", &RegionEnergy::energy_std_j)
+      .def("to_dict", &region_energy_dict)
+      .def("__repr__", [](const RegionEnergy& r) {
+        return "<RegionEnergy '" + r.name + "' " + std::to_string(r.calls) + " calls, " +
+               repr_number(r.gpu_time_s, 4) + " s, " + repr_number(r.energy_j, 5) + " J (" +
+               repr_number(100.0 * r.share, 3) + "%)" + (r.concurrent ? ", concurrent" : "") +
+               (r.resolved ? "" : ", not resolved") + ">";
+      });
+
+  py::class_<Attribution>(m, "Attribution")
+      .def_readonly("regions", &Attribution::regions)
+      .def_readonly("baseline_w", &Attribution::baseline_w)
+      .def_readonly("baseline_low_w", &Attribution::baseline_low_w)
+      .def_readonly("baseline_high_w", &Attribution::baseline_high_w)
+      .def_readonly("baseline_estimated", &Attribution::baseline_estimated)
+      .def_readonly("baseline_separated", &Attribution::baseline_separated)
+      .def_readonly("idle_time_s", &Attribution::idle_time_s)
+      .def_readonly("idle_energy_j", &Attribution::idle_energy_j)
+      .def_readonly("window_energy_j", &Attribution::window_energy_j)
+      .def_readonly("model_energy_j", &Attribution::model_energy_j)
+      .def_readonly("scale", &Attribution::scale)
+      .def_readonly("observations", &Attribution::observations)
+      .def_readonly("residual_rms_w", &Attribution::residual_rms_w)
+      .def_readonly("notes", &Attribution::notes)
+      .def_readonly("simulated", &Attribution::simulated)
+      .def("to_dict", &attribution_dict, "Plain dicts, lists and floats (NaN kept), e.g. for json.dumps.")
+      .def("__repr__", [](const Attribution& a) {
+        return "<Attribution " + std::to_string(a.regions.size()) + " regions, " +
+               repr_number(a.window_energy_j, 6) + " J, baseline " +
+               (a.baseline_separated ? repr_number(a.baseline_w, 4) + " W" + (a.baseline_estimated ? "" : " (given)")
+                                     : std::string("not separated")) +
+               ", scale " + repr_number(a.scale, 4) + ", " + std::to_string(a.notes.size()) + " notes>";
+      });
+
+  using joule::attribution::SampleResponse;
+  py::class_<SampleResponse>(m, "SampleResponse")
+      .def(py::init([](std::vector<double> response_ms, int first_lag_ms, std::vector<std::vector<double>> rounds,
+                       int rounds_first_lag_ms) {
+             SampleResponse r;
+             r.response_ms = std::move(response_ms);
+             r.first_lag_ms = first_lag_ms;
+             r.rounds = std::move(rounds);
+             r.rounds_first_lag_ms = rounds_first_lag_ms;
+             return r;
+           }),
+           "response_ms"_a, "first_lag_ms"_a = 0, "rounds"_a = std::vector<std::vector<double>>{},
+           "rounds_first_lag_ms"_a = 0,
+           "A response kept from an earlier fit_sample_response (e.g. SampleResponse(**d) with d read back from "
+           "to_dict()'s JSON, less the fit's figures).")
+      .def_readonly("rounds", &SampleResponse::rounds)
+      .def_readonly("rounds_first_lag_ms", &SampleResponse::rounds_first_lag_ms)
+      .def_readonly("smoothing", &SampleResponse::smoothing)
+      .def_readonly("response_ms", &SampleResponse::response_ms)
+      .def_readonly("first_lag_ms", &SampleResponse::first_lag_ms)
+      .def_readonly("low_w", &SampleResponse::low_w)
+      .def_readonly("high_w", &SampleResponse::high_w)
+      .def_readonly("residual_rms_w", &SampleResponse::residual_rms_w)
+      .def_readonly("samples", &SampleResponse::samples)
+      .def_readonly("lag10_ms", &SampleResponse::lag10_ms)
+      .def_readonly("lag50_ms", &SampleResponse::lag50_ms)
+      .def_readonly("lag90_ms", &SampleResponse::lag90_ms)
+      .def("to_dict",
+           [](const SampleResponse& r) {
+             return py::dict("response_ms"_a = r.response_ms, "first_lag_ms"_a = r.first_lag_ms, "low_w"_a = r.low_w,
+                             "high_w"_a = r.high_w, "residual_rms_w"_a = r.residual_rms_w, "samples"_a = r.samples,
+                             "lag10_ms"_a = r.lag10_ms, "lag50_ms"_a = r.lag50_ms, "lag90_ms"_a = r.lag90_ms,
+                             "smoothing"_a = r.smoothing, "rounds"_a = r.rounds,
+                             "rounds_first_lag_ms"_a = r.rounds_first_lag_ms);
+           })
+      .def("__repr__", [](const SampleResponse& r) {
+        return "<SampleResponse " + repr_number(r.lag10_ms, 3) + "/" + repr_number(r.lag50_ms, 3) + "/" +
+               repr_number(r.lag90_ms, 3) + " ms (10/50/90%) before the stamp, " + std::to_string(r.samples) +
+               " samples, residual " + repr_number(r.residual_rms_w, 3) + " W>";
+      });
+
+  m.def(
+      "fit_sample_response",
+      [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
+         std::size_t gpu, const std::string& region, int min_lag_ms, int max_lag_ms) {
+        py::gil_scoped_release release;
+        return joule::attribution::fit_sample_response(monitor.monitor(), measurement, gpu, recorder.recorder(), region,
+                                                       min_lag_ms, max_lag_ms);
+      },
+      "monitor"_a, "measurement"_a, "recorder"_a, "gpu"_a = 0, "region"_a = "high", "min_lag_ms"_a = -20,
+      "max_lag_ms"_a = 60,
+      "How a GPU's power samples respond to its power, from a settled window in which it alternated between "
+      "`region` and other work at random lengths (joule.torch.measure_sample_response runs one): pass it to "
+      "attribute(sample_response=...).");
+
+  m.def(
+      "attribute",
+      [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
+         std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
+         std::uint64_t seed, std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
+         std::optional<SampleResponse> sample_response) {
+        joule::attribution::AttributionOptions options;
+        options.baseline_w = baseline_w;
+        options.bootstrap_rounds = bootstrap_rounds;
+        options.confidence = confidence;
+        options.block_s = block_s;
+        options.seed = seed;
+        joule::attribution::SampleModel samples;
+        if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
+        if (sample_delay_ms) samples.delay_s = *sample_delay_ms / 1000.0;
+        samples.response = sample_response;
+        py::gil_scoped_release release;
+        return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
+                                                    samples);
+      },
+      "monitor"_a, "measurement"_a, "recorder"_a, "baseline_w"_a = py::none(), "bootstrap_rounds"_a = 200,
+      "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1, "sample_cover_ms"_a = py::none(),
+      "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(),
+      "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
+      "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages; "
+      "sample_delay_ms: how long after that span it is stamped (None: found by the fit); sample_response (from "
+      "fit_sample_response) replaces both with the measured response. Do not record on the recorder meanwhile (the fit runs without the GIL).");
+
+  m.def(
+      "attribution_page",
+      [](const std::string& title, const std::vector<joule::attribution::Attribution>& gpus,
+         const std::vector<std::string>& gpu_labels) { return joule::attribution_page(title, gpus, gpu_labels); },
+      "title"_a, "attributions"_a, "gpu_labels"_a = std::vector<std::string>{},
+      "The HTML page of a window's attribution: per GPU, each region's share of time beside its share of energy, "
+      "and the table.");
+}
