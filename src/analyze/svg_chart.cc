@@ -142,34 +142,42 @@ std::vector<std::string> title_lines(const std::string& title, double width) {
   return lines;
 }
 
-Frame make_frame(const std::string& title, const std::vector<std::string>& legend, double left, double width = 600) {
+// The frame's geometry: title lines, plot area. The legend (set_legend) comes
+// after, once the series' names are final.
+Frame make_frame(const std::string& title, double left, double width) {
   Frame f;
   f.width = width;
   f.left = left;
   f.title_lines = title_lines(title, width);
   f.top = 12 + kTitleLine * static_cast<double>(f.title_lines.size());
   f.plot_bottom = f.top + kPlotHeight;
+  f.height = f.plot_bottom + kAxisBelow + 6;
+  return f;
+}
+
+// The legend's entries under the plot, and the chart's height with them.
+void set_legend(Frame& f, const std::vector<std::string>& legend) {
   std::size_t longest = 0;
   for (const auto& name : legend) longest = std::max(longest, name.size());
   // Columns when the names are short; one column of wrapped names otherwise.
-  const double column_width = std::min(width - 20, static_cast<double>(longest) * kLabelCharWidth + 48);
-  const auto columns = std::max<std::size_t>(1, static_cast<std::size_t>((width - 20) / column_width));
+  const double column_width = std::min(f.width - 20, static_cast<double>(longest) * kLabelCharWidth + 48);
+  const auto columns = std::max<std::size_t>(1, static_cast<std::size_t>((f.width - 20) / column_width));
   double y = f.plot_bottom + kAxisBelow + 12;
+  f.legend.clear();
   for (std::size_t k = 0; k < legend.size(); ++k) {
     Frame::LegendEntry entry;
     entry.x = 10 + column_width * static_cast<double>(k % columns);
     entry.lines = columns > 1 ? std::vector<std::string>{legend[k]}
-                              : chart::wrap_words(legend[k], width - 20 - kSwatchWidth, kLabelCharWidth);
+                              : chart::wrap_words(legend[k], f.width - 20 - kSwatchWidth, kLabelCharWidth);
     if (k > 0 && k % columns == 0) y += kLegendRow * static_cast<double>(f.legend[k - 1].lines.size());
     entry.y = y;
     f.legend.push_back(std::move(entry));
   }
   const double last_lines = f.legend.empty() ? 0.0 : static_cast<double>(f.legend.back().lines.size());
   f.height = (f.legend.empty() ? f.plot_bottom + kAxisBelow : y - 12 + kLegendRow * last_lines) + 6;
-  return f;
 }
 
-// `variant`: "" alone, else " desk" or " phone" (the page shows one of the two).
+// `variant`: " desk" or " phone" (the page shows one of the two).
 std::string svg_open(const Frame& f, const std::string& title, std::size_t points, bool wide, const std::string& variant) {
   std::string svg = fmt::format(
       "<svg class=\"plot{}{}\" data-points=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {:g} {:.0f}\" "
@@ -430,8 +438,9 @@ std::string line_chart(const std::string& title, std::vector<ChartSeries> series
   const Extent e = extent_of(series, axes, notes);
   if (e.points == 0) return "";
   Scale x = make_scale(axes.x, e.x_low, e.x_high), y = make_scale(axes.y, e.y_low, e.y_high);
-  // The frame's left margin depends on the y ticks, the twins on the pixels.
-  Frame f = make_frame(title, {}, y_tick_margin(y), width);
+  // The frame's left margin depends on the y ticks, the twins on the pixels,
+  // the legend on the twins.
+  Frame f = make_frame(title, y_tick_margin(y), width);
   x.pixel_low = f.left + 14;
   x.pixel_high = f.plot_right() - 14;
   y.pixel_low = f.plot_bottom - 8;
@@ -445,7 +454,7 @@ std::string line_chart(const std::string& title, std::vector<ChartSeries> series
     swatches.push_back(s.dashed ? Swatch::kDashed : s.line && s.points.size() > 1 ? Swatch::kLine : Swatch::kDot);
     colours.push_back(s.colour.value_or(colours.size()));
   }
-  f = make_frame(title, names, f.left, width);
+  set_legend(f, names);
 
   std::string svg = svg_open(f, title, e.points, wide, variant) + grid_and_ticks(f, x, y) +
                     axis_labels(f, axis_title(x), axis_title(y));
@@ -495,7 +504,8 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
   }
   if (count == 0 || group_labels.empty()) return "";
   Scale y = make_scale({.label = y_label, .from_zero = true}, 0.0, high);
-  const Frame f = make_frame(title, series_names, y_tick_margin(y), width);
+  Frame f = make_frame(title, y_tick_margin(y), width);
+  set_legend(f, series_names);
   y.pixel_low = f.plot_bottom;
   y.pixel_high = f.top + 8;
   Scale x = make_scale({}, 0.0, 1.0);
