@@ -94,9 +94,9 @@ Measurement Monitor::compute(const std::string& name, double begin_s, double end
     m.settled = m.settled && estimate.settled;
     return estimate.energy_j;
   };
-  // Kept per thread between windows, so that a window allocates only what
-  // its Measurement keeps.
-  thread_local std::vector<EnergyEstimate> gpus, zones;
+  std::lock_guard lock(estimates_mutex_);
+  std::vector<EnergyEstimate>& gpus = gpu_estimates_;
+  std::vector<EnergyEstimate>& zones = zone_estimates_;
   sampler_.energies(begin_s, end_s, gpus, zones, end_just_noted);
   m.gpu_energy_j.reserve(gpus.size());
   m.gpu_sources.reserve(gpus.size());

@@ -25,8 +25,8 @@
 // note edges (a short lock, no driver call). Reads are rationed per GPU (a
 // token bucket): beyond the ration the side nearer the edge is read first,
 // and edges with neither side keep the sample integral. The Sampler combines
-// anchors and samples (Sampler::anchored_energy); docs/measurement.md has the
-// method, its error model and the H100 figures.
+// anchors and samples (src/measure/window_energy.cc); docs/measurement.md
+// has the method, its error model and the H100 figures.
 //
 // A counter that advances every millisecond or so and is cheap to read (ROCm
 // SMI's, Gpu::energy_counter_timing) needs no grid and no samples: for each
@@ -37,6 +37,12 @@
 // at the first edge measures the update period and the read's duration
 // first; a counter that turns out slower is treated as above where the GPU
 // keeps power samples, and not anchored where it does not.
+//
+// In src/measure: counter_anchors.cc (the thread, the ration, what to read
+// next), counter_grid.cc (the grid's search and checks), grid_anchors.cc
+// (anchors on the grid, made and looked up), counter_edge_reads.cc (the fast
+// counter's reads at the edges); counter_anchors_tuning.h holds the figures
+// they share.
 #pragma once
 
 #include <atomic>
@@ -284,43 +290,23 @@ class CounterAnchors {
     int64_t step;     // kAnchor: the step interval read
   };
 
+  // --- counter_anchors.cc: the thread, the ration, what to read next ---
   void run();
   void take_new_edges_locked();
   void turn_off_locked(GpuState& g);  // no anchors for this GPU from now on
   void refill_tokens_locked(GpuState& g, double now_s) const;  // the ration's bucket, up to now_s
   void plan_locked(GpuState& g, double now_s);
-  // The parts of plan_locked: searches that time out, checks that missed;
-  // reads for new edges; when to check the grid next.
+  std::optional<Action> next_action_locked(double now_s, double& wake_s);
+
+  // --- counter_grid.cc: finding the step grid and keeping it true ---
+  // The parts of plan_locked for the grid: searches that time out, checks
+  // that missed; when to check the grid next.
   void advance_grid_state_locked(GpuState& g, double now_s);
-  void plan_edges_locked(GpuState& g, double now_s);
   void plan_check_locked(GpuState& g, double now_s);
-  // kEdgeReads: the edges whose reads may still start (the ration, late
-  // ones dropped), whether a read is due, and what a read gives them.
-  void plan_edge_reads_locked(GpuState& g, double now_s);
-  void apply_edge_read_locked(GpuState& g, const Read& read, bool& made);
-  // A read went back: a new epoch begins (older anchors are kept).
-  void start_epoch_locked(GpuState& g);
-  // A rate placed in this epoch: bridges its restart if it is the first.
-  void note_update_locked(GpuState& g, const PlacedUpdate& first, const PlacedUpdate& latest);
-  // What turns values of epoch to into epoch from's terms (none: a restart
-  // between them not bridged).
-  static std::optional<double> epoch_offset_j(const GpuState& g, int64_t from, int64_t to);
-  // Both edges' lookups, the end's in the begin's epoch (window()).
-  std::pair<Lookup, Lookup> window_locked(const GpuState& g, double begin_s, double end_s) const;
   // The search found the counter's steps period_s apart (read placed the
   // second): which mode now.
   void settle_mode_after_search_locked(GpuState& g, double period_s, const Read& read);
-  std::optional<Action> next_action_locked(double now_s, double& wake_s);
   void apply_grid_read_locked(GpuState& g, const Read& read, double now_s);
-  void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
-  // Stores the counter's value at step; false when it contradicts the
-  // anchors held (values must grow from step to step: the grid is wrong).
-  bool insert_anchor_locked(GpuState& g, int64_t step, double counter_j);
-  // Reads kept from before the grid: for later, and into anchors once the
-  // grid places them to within the margin (returns the anchors made).
-  void keep_unplaced_locked(GpuState& g, const Read& read);
-  void want_early_reads_locked(GpuState& g, double edge_s);
-  int place_unplaced_locked(GpuState& g, double now_s);
   bool brought_up_locked(const GpuState& g) const;
   bool scan_in_flight_locked() const;
   void start_search_locked(GpuState& g, bool again);
@@ -333,20 +319,48 @@ class CounterAnchors {
   double latest_read_s(const GpuState& g, int64_t step) const;
   // The first step whose interval can still be read from time_s on.
   int64_t readable_from(const GpuState& g, double time_s) const;
-  static bool has_anchor(const GpuState& g, int64_t step);
   static double placement_error_s(const GpuState& g);
   static int64_t step_at_or_before(const GpuState& g, double time_s);
   static bool read_held_up(const GpuState& g, const Read& read);
-  void refresh_anchor_times_locked(GpuState& g);
   static void learn_read_duration(GpuState& g, const Read& read);
   // How far around a predicted step a check reads, and when it starts.
   double check_half_width_s(const GpuState& g, int64_t step) const;
   double check_start_s(const GpuState& g, int64_t step) const;
+
+  // --- grid_anchors.cc: anchors on the grid, made and looked up ---
+  // The reads new edges want (the part of plan_locked for anchors).
+  void plan_edges_locked(GpuState& g, double now_s);
+  void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
+  // Stores the counter's value at step; false when it contradicts the
+  // anchors held (values must grow from step to step: the grid is wrong).
+  bool insert_anchor_locked(GpuState& g, int64_t step, double counter_j);
+  // Reads kept from before the grid: for later, and into anchors once the
+  // grid places them to within the margin (returns the anchors made).
+  void keep_unplaced_locked(GpuState& g, const Read& read);
+  void want_early_reads_locked(GpuState& g, double edge_s);
+  int place_unplaced_locked(GpuState& g, double now_s);
+  static bool has_anchor(const GpuState& g, int64_t step);
+  void refresh_anchor_times_locked(GpuState& g);
+  void trim_locked(GpuState& g, double now_s);
   Lookup lookup_locked(const GpuState& g, double edge_s) const;
   Lookup anchors_around_locked(const GpuState& g, double edge_s) const;
-  // kEdgeReads: the anchor taken at exactly edge_s, if any.
+  // Both edges' lookups, the end's in the begin's epoch (window()).
+  std::pair<Lookup, Lookup> window_locked(const GpuState& g, double begin_s, double end_s) const;
+
+  // --- counter_edge_reads.cc: a fast counter read right after each edge ---
+  // The edges whose reads may still start (the ration, late ones dropped),
+  // whether a read is due, and what a read gives them.
+  void plan_edge_reads_locked(GpuState& g, double now_s);
+  void apply_edge_read_locked(GpuState& g, const Read& read, bool& made);
+  // A read went back: a new epoch begins (older anchors are kept).
+  void start_epoch_locked(GpuState& g);
+  // A rate placed in this epoch: bridges its restart if it is the first.
+  void note_update_locked(GpuState& g, const PlacedUpdate& first, const PlacedUpdate& latest);
+  // What turns values of epoch to into epoch from's terms (none: a restart
+  // between them not bridged).
+  static std::optional<double> epoch_offset_j(const GpuState& g, int64_t from, int64_t to);
+  // The anchor taken at exactly edge_s, if any.
   Lookup edge_anchor_locked(const GpuState& g, double edge_s) const;
-  void trim_locked(GpuState& g, double now_s);
 
   std::vector<GpuState> gpus_;
   std::shared_ptr<const Clock> clock_;

@@ -127,6 +127,12 @@ class Monitor {
   // The sampler's history length, copied once: reading it through
   // sampler_.options() at every window's end touched one more cold line.
   const double history_s_;
+  // What compute() asks the sampler for, kept between windows so that a
+  // window allocates only what its Measurement keeps. Its own lock: windows
+  // end on several threads at once, and the sampler's answer is read after
+  // the sampler's lock is released.
+  mutable std::mutex estimates_mutex_;
+  mutable std::vector<EnergyEstimate> gpu_estimates_, zone_estimates_;
   // What the sampler was last told to keep history from (infinity: nothing).
   static constexpr double kRepinStepS = 0.5;
   double pinned_since_s_ = std::numeric_limits<double>::infinity();

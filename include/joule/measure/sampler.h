@@ -142,7 +142,7 @@ struct SamplerStats {
 };
 
 namespace detail {
-class SamplerCore;  // sampler.cc
+class SamplerCore;  // src/measure/sampler_core.h
 }  // namespace detail
 
 // A GPU's power data as the driver gave it, for fits finer than a window
