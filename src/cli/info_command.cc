@@ -107,7 +107,6 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
       for (const auto& c : info.capabilities) {
         capabilities[to_string(c.capability)] = {{"available", c.available}, {"reason", c.reason}};
       }
-      auto w = [](const std::optional<double>& watts) { return watts ? nlohmann::json(*watts) : nlohmann::json(); };
       nlohmann::json processes;  // null: not listed
       if (info.processes) {
         processes = nlohmann::json::array();
@@ -128,16 +127,12 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                       {"architecture", info.gpu->architecture()},
                       {"backend", info.gpu->backend()},
                       {"simulated", info.gpu->simulated()},
-                      {"power_limit_w", w(info.limits.limit_w)},
-                      {"default_limit_w", w(info.limits.default_w)},
-                      {"min_limit_w", w(info.limits.min_w)},
-                      {"max_limit_w", w(info.limits.max_w)},
-                      {"power_limit_error", info.limits.errors.empty() ? nlohmann::json() : nlohmann::json(info.limits.error_text())},
                       {"clocks", {{"sm", to_json(info.clocks[0])}, {"memory", to_json(info.clocks[1])}}},
                       {"energy_method", to_string(energy_method_for(*info.gpu, SamplerOptions{}))},
                       {"energy_method_detail", explain_energy_method(*info.gpu, SamplerOptions{})},
                       {"capabilities", capabilities},
                       {"processes", processes}});
+      add_power_limit_fields(gpus.back(), info.limits);
     }
     nlohmann::json zones = nlohmann::json::array();
     for (const auto& zone : devices.cpu_zones) {

@@ -286,13 +286,7 @@ std::string Server::state_reply(const Request& request) const {
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     Gpu& gpu = *gpus_[i];
     nlohmann::json g = {{"index", i}, {"name", gpu.name()}, {"uuid", gpu.uuid()}};
-    const PowerLimitFacts limits = read_power_limit_facts(gpu);
-    auto watts = [](const std::optional<double>& w) { return w ? nlohmann::json(*w) : nlohmann::json(); };
-    g["power_limit_w"] = watts(limits.limit_w);
-    g["default_limit_w"] = watts(limits.default_w);
-    g["min_limit_w"] = watts(limits.min_w);
-    g["max_limit_w"] = watts(limits.max_w);
-    if (!limits.errors.empty()) g["error"] = limits.error_text();
+    add_power_limit_fields(g, read_power_limit_facts(gpu));
     nlohmann::json clocks = nlohmann::json::object();
     for (const ClockDomain domain : kAllClockDomains) {
       const auto supported = try_read([&] { return gpu.supported_clocks_mhz(domain); });

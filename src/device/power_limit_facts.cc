@@ -2,6 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "joule/device/power_limit_facts.h"
 
+#include <nlohmann/json.hpp>
+
+#include "joule/common/utf8.h"
 #include "joule/error.h"
 
 namespace joule {
@@ -29,6 +32,16 @@ PowerLimitFacts read_power_limit_facts(Gpu& gpu) {
     facts.max_w = range.max_mw / 1000.0;
   });
   return facts;
+}
+
+void add_power_limit_fields(nlohmann::json& gpu, const PowerLimitFacts& facts) {
+  auto watts = [](const std::optional<double>& w) { return w ? nlohmann::json(*w) : nlohmann::json(); };
+  gpu["power_limit_w"] = watts(facts.limit_w);
+  gpu["default_limit_w"] = watts(facts.default_w);
+  gpu["min_limit_w"] = watts(facts.min_w);
+  gpu["max_limit_w"] = watts(facts.max_w);
+  gpu["power_limit_error"] =
+      facts.errors.empty() ? nlohmann::json() : nlohmann::json(valid_utf8_or_printable(facts.error_text()));
 }
 
 }  // namespace joule

@@ -125,6 +125,23 @@ std::string set_limit(const std::string& socket, unsigned gpu, double limit_w) {
   return "ok " + reply["power_limit_w"].dump();
 }
 
+// The state reply carries a GPU's power-limit facts under the names `joule
+// info --json` and joule.devices() use (add_power_limit_fields), the error
+// null when the driver refused none.
+TEST_P(JouledTest, StateReportsThePowerLimitFactsUnderTheNamesInfoUses) {
+  Jouled jouled(GetParam());
+  DaemonClient client(jouled.socket);
+  const auto gpu = client.call({{"op", "state"}})["gpus"][0];
+  for (const char* fact : {"power_limit_w", "default_limit_w", "min_limit_w", "max_limit_w"}) {
+    EXPECT_TRUE(gpu[fact].is_number()) << fact << " in " << gpu.dump();
+  }
+  EXPECT_LE(gpu["min_limit_w"].get<double>(), gpu["power_limit_w"].get<double>());
+  EXPECT_LE(gpu["power_limit_w"].get<double>(), gpu["max_limit_w"].get<double>());
+  ASSERT_TRUE(gpu.contains("power_limit_error")) << gpu.dump();
+  EXPECT_TRUE(gpu["power_limit_error"].is_null()) << gpu.dump();
+  EXPECT_FALSE(gpu.contains("error")) << gpu.dump();
+}
+
 TEST_P(JouledTest, ClientKilledWithSigkillHasItsLimitBackWithinOneSecond) {
   Jouled jouled(GetParam());
   Child::wait_forever = true;

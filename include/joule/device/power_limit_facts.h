@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "joule/device/gpu.h"
 
 namespace joule {
@@ -26,5 +28,11 @@ struct PowerLimitFacts {
 // Reads each fact; a DeviceError becomes an entry of `errors`, anything else
 // propagates.
 PowerLimitFacts read_power_limit_facts(Gpu& gpu);
+
+// The facts as a GPU's JSON object carries them (joule info --json, jouled's
+// state): power_limit_w, default_limit_w, min_limit_w, max_limit_w (null
+// where refused) and power_limit_error (null, or the refusals in one line,
+// made valid UTF-8).
+void add_power_limit_fields(nlohmann::json& gpu, const PowerLimitFacts& facts);
 
 }  // namespace joule
