@@ -265,6 +265,9 @@ void add_exporter(CommandLine& cli) {
   command->add_option("--jouled-socket", exporter.jouled_socket,
                       "jouled's socket, asked who holds each GPU's limit (default $JOULE_DAEMON_SOCKET or "
                       "/run/joule/jouled.sock; empty: do not ask)");
+  command->add_option("--ledger", exporter.ledger,
+                      "keep the job ledger in this file: every total goes on across restarts, and what the GPUs drew "
+                      "while no exporter ran is charged from their energy counters (default: none, totals from zero)");
   add_carbon_options(*command, exporter.carbon, "each job's GPU energy (joule_job_gpu_co2e_grams_total)",
                      /*with_price=*/false);
 }

@@ -182,6 +182,7 @@ struct ExporterCliOptions {
   std::string port_file;
   std::optional<std::string> jouled_socket;  // none: $JOULE_DAEMON_SOCKET or jouled's default
   CarbonFlags carbon;  // a CO2e counter per job (no price)
+  std::string ledger;  // the job ledger's file; empty: totals from zero at each start
 };
 int run_exporter(const CommonOptions& common, const ExporterCliOptions& options);
 

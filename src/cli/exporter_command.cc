@@ -111,6 +111,7 @@ int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   }
   options.log = [](const std::string& line) { std::cerr << "joule exporter: " << line << std::endl; };
   options.carbon = carbon_basis;
+  options.ledger_path = o.ledger;
   EnergyExporter exporter(devices.gpus, devices.cpu_zones, std::make_shared<SteadyClock>(), options);
   MetricsServer server([&] { return exporter.metrics_text(); }, host, port);
   exporter.start();

@@ -12,7 +12,7 @@
 #include "joule/device/power_limit_facts.h"
 #include "joule/error.h"
 #include "joule/measure/sampler.h"
-#include "joule/telemetry/job_identity.h"
+#include "joule/accounting/job_identity.h"
 
 namespace joule::cli {
 

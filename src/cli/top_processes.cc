@@ -7,7 +7,7 @@
 #include <iterator>
 
 #include "joule/error.h"
-#include "joule/telemetry/job_identity.h"
+#include "joule/accounting/job_identity.h"
 
 namespace joule::cli {
 

@@ -86,8 +86,8 @@ void EnergyExporter::render_amd_metric_names(std::string& out,
     // increase or delta over a range is the same, a raw value is not. A lost
     // GPU's stays at what was read.
     Family family(out, "gpu_energy_consumed", "counter",
-                  "Energy consumed by the GPU since the exporter started, in uJ (AMD exporter name).");
-    for (const std::size_t i : amd) family.add(labels(i), gpu_states_[i].energy_j * 1e6);
+                  "Energy consumed by the GPU since the exporter started, or since its ledger began (--ledger), in uJ (AMD exporter name).");
+    for (const std::size_t i : amd) family.add(labels(i), ledger_.gpu_energy_j(i) * 1e6);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <set>
 
@@ -17,6 +18,17 @@ namespace {
 
 using prometheus_text::escaped;
 using prometheus_text::Family;
+
+// Steps between two writes of the ledger file: a crash in between loses
+// nothing the counter mark does not bridge, to the processes listed then.
+constexpr uint64_t kLedgerSaveEverySteps = 10;
+// More than any GPU draws: a counter that advanced faster while no exporter
+// ran is not this GPU's (or the clock jumped).
+constexpr double kMaxPowerPerGpuW = 5000.0;
+
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 std::string this_hostname() {
   char name[HOST_NAME_MAX + 1] = {};
@@ -40,8 +52,10 @@ EnergyExporter::EnergyExporter(std::vector<std::shared_ptr<Gpu>> gpus,
       }()),
       sampler_(gpus_, cpu_zones_, clock_, options_.sampler),
       gpu_states_(gpus_.size()),
-      cpu_energy_j_(cpu_zones_.size(), 0.0) {
+      ledger_(gpus_.size(), cpu_zones_.size()),
+      counter_marks_(gpus_.size()) {
   if (!options_.jouled_socket.empty()) leases_ = std::make_unique<daemon::LeaseWatcher>(options_.jouled_socket);
+  if (!options_.ledger_path.empty()) restore_ledger();
 }
 
 EnergyExporter::~EnergyExporter() { stop(); }
@@ -64,6 +78,7 @@ void EnergyExporter::stop() {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   sampler_.stop();
+  if (ledger_file_) save_ledger();
 }
 
 void EnergyExporter::account_loop() {
@@ -97,12 +112,12 @@ void EnergyExporter::account_now() {
     std::optional<GpuState::Lease> lease;
   };
   std::vector<Listed> listed(gpus_.size());
-  std::map<uint32_t, std::optional<JobIdentity>> identities;
-  std::map<uint32_t, std::optional<JobIdentity>> known;
+  JobIdentities identities;  // looked up this step
+  JobIdentities known;       // those the ledger holds
   std::vector<bool> down(gpus_.size());
   {
     std::lock_guard lock(mutex_);
-    known = identities_;
+    known = ledger_.known_identities();
     for (std::size_t i = 0; i < gpus_.size(); ++i) down[i] = !gpu_states_[i].up;
   }
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
@@ -146,10 +161,6 @@ void EnergyExporter::account_now() {
     std::lock_guard lock(mutex_);
     ++accounting_steps_;
     jouled_up_ = jouled_up;
-    const auto identity_of = [&](uint32_t pid) -> const std::optional<JobIdentity>& {
-      const auto now = identities.find(pid);
-      return now != identities.end() ? now->second : identities_[pid];
-    };
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       GpuState& state = gpu_states_[i];
       state.limit_mw = listed[i].limit_mw;
@@ -162,48 +173,105 @@ void EnergyExporter::account_now() {
       // A GPU that cannot be read adds nothing, to itself or to any job: its
       // counters stay at what was read, whatever the driver says next.
       if (!state.up) continue;
-      state.energy_j += e.energy_j;
-      // Equal shares over the processes listed at the step's start or end: a
-      // job that ends within a step is charged for it, not the next one to
-      // start, and a GPU with one job loses none of its energy to the edges.
-      // A process whose job is unknown (it ended between the list and /proc)
-      // leaves its share unattributed.
-      std::set<uint32_t> sharing(state.previous_pids.begin(), state.previous_pids.end());
+      std::optional<std::vector<uint32_t>> pids;
       if (listed[i].processes) {
-        state.previous_pids.clear();
-        for (const GpuProcess& p : *listed[i].processes) {
-          sharing.insert(p.pid);
-          state.previous_pids.push_back(p.pid);
-        }
+        pids.emplace();
+        for (const GpuProcess& p : *listed[i].processes) pids->push_back(p.pid);
       }
-      if (sharing.empty()) {
-        state.unattributed_j += e.energy_j;
-        continue;
-      }
-      const double share_j = e.energy_j / static_cast<double>(sharing.size());
-      for (const uint32_t pid : sharing) {
-        const std::optional<JobIdentity>& id = identity_of(pid);
-        if (!id) {
-          state.unattributed_j += share_j;
-          continue;
-        }
-        job_energy_j_[{id->job_label(), id->user, i}] += share_j;
-      }
+      ledger_.charge_gpu(i, e.energy_j, pids, identities);
     }
-    // Identities of the processes the next step may charge (those listed now),
-    // and no others: pids are reused.
-    std::map<uint32_t, std::optional<JobIdentity>> kept;
-    for (const GpuState& state : gpu_states_) {
-      for (const uint32_t pid : state.previous_pids) kept[pid] = identity_of(pid);
-    }
-    identities_ = std::move(kept);
+    ledger_.finish_step(identities);
     for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
-      if (!cpu_energy[z].problem) cpu_energy_j_[z] += cpu_energy[z].energy_j;
+      if (!cpu_energy[z].problem) ledger_.charge_cpu(z, cpu_energy[z].energy_j);
     }
     if (end_s > begin_s) accounted_until_s_ = end_s;
   }
   if (options_.log) {
     for (const std::string& line : news) options_.log(line);
+  }
+  if (ledger_file_ && accounting_steps_ % kLedgerSaveEverySteps == 0) save_ledger();
+}
+
+void EnergyExporter::restore_ledger() {
+  std::vector<std::string> uuids, labels;
+  for (const auto& gpu : gpus_) uuids.push_back(gpu->uuid());
+  for (const auto& zone : cpu_zones_) labels.push_back(zone->label());
+  ledger_file_ = std::make_unique<LedgerFile>(options_.ledger_path, std::move(uuids), std::move(labels));
+  const LedgerFile::Restored restored = ledger_file_->load(ledger_);
+  if (!restored.found) return;
+  const double away_s = std::max(0.0, unix_now_s() - restored.saved_unix_s);
+  const auto say = [&](const std::string& line) {
+    if (options_.log) options_.log(line);
+  };
+  JobIdentities identities;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    Gpu& gpu = *gpus_[i];
+    const std::optional<CounterMark>& mark = restored.marks[i];
+    if (!mark) continue;
+    const std::optional<uint64_t> counter_mj = try_read([&] { return gpu.total_energy_mj(); });
+    if (!counter_mj) {
+      say(fmt::format("gpu{} ({}): its energy counter cannot be read; what it drew while no exporter ran is not "
+                      "known, and not charged", gpu.index(), gpu.uuid()));
+      continue;
+    }
+    const double counter_j = static_cast<double>(*counter_mj) / 1000.0;
+    // What the counter saw since the mark, less what was accounted after it.
+    const double away_j = counter_j - mark->counter_j - (ledger_.gpu_energy_j(i) - mark->accounted_j);
+    if (counter_j < mark->counter_j || !(away_j <= kMaxPowerPerGpuW * (away_s + kLedgerSaveEverySteps * options_.accounting_interval_s))) {
+      say(fmt::format("gpu{} ({}): its energy counter went from {:.1f} J to {:.1f} J over {:.0f} s away (restarted, or a "
+                      "different GPU); what it drew while no exporter ran is not known, and not charged",
+                      gpu.index(), gpu.uuid(), mark->counter_j, counter_j, away_s));
+      continue;
+    }
+    // A few joules below zero: calibration against the counter, not energy.
+    if (away_j <= 0.0) continue;
+    std::optional<std::vector<uint32_t>> pids;
+    if (const auto processes = try_read([&] { return gpu.running_processes(); })) {
+      pids.emplace();
+      for (const GpuProcess& p : *processes) {
+        pids->push_back(p.pid);
+        if (!ledger_.known_identities().count(p.pid)) identities[p.pid] = identify_job(p.pid, options_.proc_root);
+      }
+    }
+    ledger_.charge_gpu(i, away_j, pids, identities);
+    counter_marks_[i] = CounterMark{counter_j, ledger_.gpu_energy_j(i)};
+    say(fmt::format("gpu{} ({}): {:.1f} J drawn in the {:.0f} s no exporter ran, charged to the processes listed "
+                    "before and after", gpu.index(), gpu.uuid(), away_j, away_s));
+  }
+  ledger_.finish_step(identities);
+}
+
+void EnergyExporter::save_ledger() {
+  // One GPU's counter marked per save, round robin: a read costs ~4 ms of
+  // CPU on an H100, and the mark only bridges a restart.
+  if (!gpus_.empty()) {
+    const std::size_t i = next_mark_gpu_++ % gpus_.size();
+    bool up = false;
+    {
+      std::lock_guard lock(mutex_);
+      up = gpu_states_[i].up;
+    }
+    if (up && gpus_[i]->has_energy_counter()) {
+      if (const std::optional<uint64_t> counter_mj = try_read([&] { return gpus_[i]->total_energy_mj(); })) {
+        std::lock_guard lock(mutex_);
+        counter_marks_[i] = CounterMark{static_cast<double>(*counter_mj) / 1000.0, ledger_.gpu_energy_j(i)};
+      }
+    }
+  }
+  std::optional<JobLedger> ledger;
+  std::vector<std::optional<CounterMark>> marks;
+  {
+    std::lock_guard lock(mutex_);
+    ledger = ledger_;
+    marks = counter_marks_;
+  }
+  try {
+    ledger_file_->save(*ledger, marks, unix_now_s());
+    ledger_problem_.clear();
+  } catch (const Error& e) {
+    // Said once per problem; the totals are kept in memory and served.
+    if (e.what() != ledger_problem_ && options_.log) options_.log(fmt::format("the job ledger is not saved: {}", e.what()));
+    ledger_problem_ = e.what();
   }
 }
 
@@ -216,7 +284,7 @@ std::optional<std::string> EnergyExporter::note_up_or_down(std::size_t i, const 
   const Gpu& gpu = *gpus_[i];
   if (!state.up) {
     return fmt::format("gpu{} ({}) is down: {}; its counters stay at {:.3f} J and no job is billed for it", gpu.index(),
-                       gpu.uuid(), *problem, state.energy_j);
+                       gpu.uuid(), *problem, ledger_.gpu_energy_j(i));
   }
   return fmt::format("gpu{} ({}) is read again", gpu.index(), gpu.uuid());
 }
@@ -283,8 +351,8 @@ std::string EnergyExporter::metrics_text() const {
   }
   {
     Family family(out, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-                  "Total energy consumption since the exporter started (in mJ).");
-    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), gpu_states_[i].energy_j * 1000.0);
+                  "Total energy consumption since the exporter started, or since its ledger began (--ledger) (in mJ).");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), ledger_.gpu_energy_j(i) * 1000.0);
   }
   // What only joule has.
   {
@@ -337,18 +405,18 @@ std::string EnergyExporter::metrics_text() const {
   if (options_.amd_metric_names) render_amd_metric_names(out, latest);
   {
     Family family(out, "joule_gpu_energy_joules_total", "counter",
-                  "GPU energy since the exporter started, integrated by joule's sampler (J).");
-    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), gpu_states_[i].energy_j);
+                  "GPU energy since the exporter started, or since its ledger began (--ledger), integrated by joule's sampler (J).");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), ledger_.gpu_energy_j(i));
   }
   {
     Family family(out, "joule_gpu_unattributed_energy_joules_total", "counter",
                   "GPU energy drawn while no process was listed on it, or by processes whose job was unknown (J).");
-    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), gpu_states_[i].unattributed_j);
+    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), ledger_.unattributed_j(i));
   }
   {
     Family family(out, "joule_job_gpu_energy_joules_total", "counter",
                   "GPU energy per job (joule_job: slurm/ID, kubernetes/POD_UID or user/NAME) and user: each accounting step's GPU energy split equally over the processes listed at its start or end (J).");
-    for (const auto& [key, energy_j] : job_energy_j_) {
+    for (const auto& [key, energy_j] : ledger_.job_gpu_energy_j()) {
       const Gpu& gpu = *gpus_[key.gpu];
       family.add(fmt::format(R"(joule_job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
                              escaped(key.user), gpu.index(), escaped(gpu.uuid()), escaped(options_.hostname)),
@@ -361,7 +429,7 @@ std::string EnergyExporter::metrics_text() const {
       Family family(out, "joule_job_gpu_co2e_grams_total", "counter",
                     "Grams of CO2e of joule_job_gpu_energy_joules_total (same labels): energy in kWh x PUE x the "
                     "average grid intensity of joule_carbon_intensity_grams_per_kwh (g).");
-      for (const auto& [key, energy_j] : job_energy_j_) {
+      for (const auto& [key, energy_j] : ledger_.job_gpu_energy_j()) {
         const Gpu& gpu = *gpus_[key.gpu];
         family.add(fmt::format(R"(joule_job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
                                escaped(key.user), gpu.index(), escaped(gpu.uuid()), escaped(options_.hostname)),
@@ -379,12 +447,12 @@ std::string EnergyExporter::metrics_text() const {
     }
   }
   {
-    Family family(out, "joule_cpu_energy_joules_total", "counter", "CPU package and DRAM energy (RAPL) since the exporter started (J).");
+    Family family(out, "joule_cpu_energy_joules_total", "counter", "CPU package and DRAM energy (RAPL) since the exporter started, or since its ledger began (--ledger) (J).");
     for (std::size_t z = 0; z < cpu_zones_.size(); ++z) {
       const CpuEnergyZone& zone = *cpu_zones_[z];
       family.add(fmt::format(R"(package="{}",domain="{}",Hostname="{}")", zone.package_index(),
                              to_string(zone.domain()), escaped(options_.hostname)),
-                 cpu_energy_j_[z]);
+                 ledger_.cpu_energy_j(z));
     }
   }
   {

@@ -14,7 +14,7 @@
 
 #include "common/test_support.h"
 #include "joule/daemon/client.h"
-#include "joule/telemetry/job_identity.h"
+#include "joule/accounting/job_identity.h"
 
 namespace joule {
 namespace {
@@ -349,6 +349,53 @@ TEST(ExporterCliTest, SimulatedGpusOnlyWithBackendSimAndSaidSo) {
                                           testing::simulated_only_env(), 10.0);
   EXPECT_EQ(alone.exit_code, 2) << alone.err;
   EXPECT_NE(alone.err.find("--backend sim"), std::string::npos) << alone.err;
+}
+
+// --ledger: the totals of a stopped exporter are where the next one starts,
+// and a ledger that is not one stops the start, naming it, left as it was.
+// (Charging the time away from the counter: EnergyExporterTest.)
+TEST(ExporterCliTest, WithALedgerTheNextStartGoesOnFromTheTotalsOfTheLast) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  const std::string me = std::to_string(getpid());
+  const auto fake = testing::use_fake_nvml(tmp, "device name=\"NVIDIA H100 80GB HBM3\" power_w=300\n"
+                                                "process device=0 pid=" + me + " used_mib=512\n");
+  const std::string ledger = tmp.file("ledger.json");
+  const auto job_energy = [&](const std::string& text) {
+    std::smatch job;
+    const bool found = std::regex_search(text, job, std::regex(R"re(joule_job_gpu_energy_joules_total\{[^}]*gpu="0"[^}]*\} ([0-9.e+]+))re"));
+    return found ? std::stod(job[1].str()) : -1.0;
+  };
+  RunningExporter first = start_exporter(tmp, fake, {"--jouled-socket", "", "--ledger", ledger});
+  const std::string before = scrape_until(first.url, [&](const std::string& t) { return job_energy(t) > 100; });
+  kill(first.pid, SIGTERM);
+  ASSERT_EQ(testing::wait_process(first.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+  const double saved_j = job_energy(before);
+  ASSERT_GT(saved_j, 100) << before;
+  const std::string file = testing::read_file(ledger);
+  EXPECT_NE(file.find("\"joule_ledger\": 1"), std::string::npos) << file;
+  RunningExporter second = start_exporter(tmp, fake, {"--jouled-socket", "", "--ledger", ledger});
+  const std::string after = testing::run_process({"curl", "-s", second.url}).out;
+  // At once, before its first step: the totals it was stopped with, and more.
+  EXPECT_GE(job_energy(after), saved_j) << after;
+  kill(second.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(second.pid, 10.0), 0);
+  // The fake driver's counter starts at zero in each process, as a reloaded
+  // driver's does: what was drawn meanwhile is not known, said, not guessed.
+  const std::string log = testing::read_file(tmp.file("err"));
+  EXPECT_NE(log.find("its energy counter went from"), std::string::npos) << log;
+  EXPECT_NE(log.find("is not known, and not charged"), std::string::npos) << log;
+
+  testing::write_file(ledger, "{\"joule_ledger\": 1, \"saved_unix_s\": \"\xff\"}");
+  const auto refused = testing::run_process({JOULE_BINARY, "exporter", "--listen", "127.0.0.1:0", "--jouled-socket", "",
+                                             "--ledger", ledger},
+                                            {{"JOULE_NVML_LIBRARY", fake.library_path},
+                                             {"JOULE_ROCM_SMI_LIBRARY", kNoRocmSmi},
+                                             {"JOULE_POWERCAP_ROOT", "/nonexistent"}},
+                                            10.0);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find(ledger + ": the file: not JSON"), std::string::npos) << refused.err;
+  EXPECT_EQ(testing::read_file(ledger), "{\"joule_ledger\": 1, \"saved_unix_s\": \"\xff\"}");
 }
 
 // The driver's energy counter restarts from 0 1.5 s in (a driver reload):

@@ -13,6 +13,7 @@
 #include "common/scripted_gpu.h"
 #include "common/test_support.h"
 #include "joule/device/sim.h"
+#include "joule/error.h"
 #include "joule/telemetry/metrics_server.h"
 
 namespace joule {
@@ -157,6 +158,65 @@ TEST(EnergyExporterTest, SplitsEachGpusEnergyOverItsProcessesJobs) {
   EXPECT_NEAR(sample(text, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"0\""}), 2 * 650, 1);
   // A virtual clock is its own wall clock: the counters hold energy up to now.
   EXPECT_DOUBLE_EQ(sample(text, "joule_exporter_accounted_until_seconds", {}), rig.clock->now_s());
+}
+
+// With a ledger file, a restart goes on from the totals it had, and what
+// the GPUs drew while no exporter ran (the simulated counters ran on) is
+// charged from their energy counters to the processes listed before and
+// after: nothing billed twice, nothing lost.
+TEST(EnergyExporterTest, WithALedgerTheTotalsGoOnAcrossARestartAndTheTimeAwayIsCharged) {
+  TempDir proc, state;
+  fake_process(proc, 100, "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n");
+  auto clock = std::make_shared<VirtualClock>();
+  std::vector<std::shared_ptr<Gpu>> gpus;
+  std::vector<std::shared_ptr<SimGpu>> sims;
+  for (unsigned i = 0; i < 2; ++i) {
+    sims.push_back(std::make_shared<SimGpu>(i, SimGpuModel{}, clock));
+    gpus.push_back(sims.back());
+  }
+  sims[0]->set_load(1.0);  // 650 W; gpu1 idles at 70 W with no process
+  sims[0]->set_processes({{100, 1ull << 30}});
+  std::vector<std::string> log;
+  ExporterOptions options;
+  options.proc_root = proc.file("");
+  options.sampler.background_thread = false;
+  options.ledger_path = state.file("ledger.json");
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  const auto run_s = [&](EnergyExporter& exporter, int seconds) {
+    for (int tick = 1; tick <= seconds * 10; ++tick) {
+      clock->advance_s(0.1);
+      exporter.sampler().sample_now();
+      if (tick % 10 == 0) exporter.account_now();
+    }
+  };
+  {
+    EnergyExporter first(gpus, {}, clock, options);
+    first.start();
+    run_s(first, 10);
+    EXPECT_NEAR(sample(first.metrics_text(), "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/4711\""}), 6500, 1);
+  }  // stopped: the ledger is written
+  clock->advance_s(5.0);  // no exporter: 3250 J on gpu0, 350 J on gpu1
+  EnergyExporter second(gpus, {}, clock, options);
+  second.start();
+  run_s(second, 2);
+  const std::string text = second.metrics_text();
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/4711\"", "gpu=\"0\""}),
+              6500 + 3250 + 1300, 2);
+  EXPECT_NEAR(sample(text, "joule_gpu_energy_joules_total", {"gpu=\"0\""}), 6500 + 3250 + 1300, 2);
+  EXPECT_NEAR(sample(text, "joule_gpu_unattributed_energy_joules_total", {"gpu=\"1\""}), 700 + 350 + 140, 2);
+  ASSERT_EQ(log.size(), 2u) << ::testing::PrintToString(log);
+  EXPECT_NE(log[0].find("gpu0 (" + gpus[0]->uuid() + "): 3250.0 J drawn"), std::string::npos) << log[0];
+  // A ledger another program mangled stops the start, naming it; it is kept.
+  second.stop();
+  testing::write_file(options.ledger_path.string(), "{\"joule_ledger\": 1, \"saved_unix_s\": -1}");
+  try {
+    EnergyExporter third(gpus, {}, clock, options);
+    ADD_FAILURE() << "a mangled ledger was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("ledger.json: the file.saved_unix_s: -1 is not a finite"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(testing::read_file(options.ledger_path.string()), "{\"joule_ledger\": 1, \"saved_unix_s\": -1}");
 }
 
 // gpu1 is lost 5 s in (every reading fails, as NVML's GPU_IS_LOST): from

@@ -12,7 +12,7 @@
 #include "joule/common/utf8.h"
 #include "joule/device/sim.h"
 #include "joule/telemetry/energy_exporter.h"
-#include "joule/telemetry/job_identity.h"
+#include "joule/accounting/job_identity.h"
 
 namespace joule {
 namespace {

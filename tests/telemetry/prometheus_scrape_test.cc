@@ -16,7 +16,7 @@
 
 #include "common/prometheus_server.h"
 #include "common/test_support.h"
-#include "joule/telemetry/job_identity.h"
+#include "joule/accounting/job_identity.h"
 
 namespace joule {
 namespace {

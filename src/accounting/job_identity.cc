@@ -1,6 +1,6 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-#include "joule/telemetry/job_identity.h"
+#include "joule/accounting/job_identity.h"
 
 #include <fmt/format.h>
 #include <pwd.h>

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 // Jobs of processes, read from fixture /proc trees (and this process's own).
-#include "joule/telemetry/job_identity.h"
+#include "joule/accounting/job_identity.h"
 
 #include <gtest/gtest.h>
 #include <pwd.h>

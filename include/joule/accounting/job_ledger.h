@@ -1,0 +1,94 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
+// Job accounting: a node's energy split among the jobs that ran on it, the
+// way an operator bills them. (Region attribution, src/attribution/, is the
+// other sense: one job's step split among its layers.)
+//
+// The ledger is fed in steps (the exporter's, once a second): each GPU's
+// energy over the step, as the sampler integrated it, is split equally over
+// the processes the driver listed on that GPU at the step's start or end,
+// and rolled up to their jobs (identify_job). A job that ends within a step
+// is charged for it, not the next one to start; a GPU with one job loses
+// none of its energy to the edges. A step with no process, or a process
+// whose job is unknown (it ended between the list and /proc), leaves its
+// share unattributed. CPU zones are totalled, not split (RAPL counts a
+// package, not a process).
+//
+// It keeps the identities of the processes the next step may charge, and no
+// others (pids are reused). ledger_file.h keeps it across restarts.
+#pragma once
+
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "joule/accounting/job_identity.h"
+
+namespace joule {
+
+// Processes by pid and the job each works for (nullopt: it had gone when
+// looked up, so its share stays unattributed).
+using JobIdentities = std::map<uint32_t, std::optional<JobIdentity>>;
+
+// A job's energy on one GPU: one per-job series of the exporter.
+struct JobEnergyKey {
+  std::string job;  // JobIdentity::job_label()
+  std::string user;
+  std::size_t gpu = 0;
+  auto operator<=>(const JobEnergyKey&) const = default;
+};
+
+class JobLedger {
+ public:
+  JobLedger(std::size_t gpus, std::size_t cpu_zones);
+
+  // The identities of the processes listed at the end of every GPU's last
+  // charged step: a step looks up in /proc only the processes not here.
+  const JobIdentities& known_identities() const { return identities_; }
+
+  // One step of GPU `gpu`: energy_j (finite, >= 0; else a UsageError and
+  // nothing charged) over the processes listed at its start and at its end
+  // (`listed`; nullopt: the driver did not list them this step, and the
+  // last list stands for the next step too). `looked_up` holds the
+  // identities found this step; known_identities() the others.
+  void charge_gpu(std::size_t gpu, double energy_j, const std::optional<std::vector<uint32_t>>& listed,
+                  const JobIdentities& looked_up);
+  void charge_cpu(std::size_t zone, double energy_j);
+  // Ends a step: keeps the identities of the processes the next one may charge.
+  void finish_step(const JobIdentities& looked_up);
+
+  double gpu_energy_j(std::size_t gpu) const { return gpus_.at(gpu).energy_j; }
+  double unattributed_j(std::size_t gpu) const { return gpus_.at(gpu).unattributed_j; }
+  double cpu_energy_j(std::size_t zone) const { return cpu_energy_j_.at(zone); }
+  const std::map<JobEnergyKey, double>& job_gpu_energy_j() const { return jobs_; }
+  // The processes listed at the end of the last step that charged gpu.
+  const std::vector<uint32_t>& listed_pids(std::size_t gpu) const { return gpus_.at(gpu).listed_pids; }
+  std::size_t gpus() const { return gpus_.size(); }
+  std::size_t cpu_zones() const { return cpu_energy_j_.size(); }
+
+  // Totals as they were before a restart (ledger_file.h): each a
+  // non-negative finite number, checked by the caller's reader.
+  void restore_gpu(std::size_t gpu, double energy_j, double unattributed_j, std::vector<uint32_t> listed_pids);
+  void restore_cpu(std::size_t zone, double energy_j);
+  void restore_job(const JobEnergyKey& key, double energy_j);
+  void restore_identity(uint32_t pid, std::optional<JobIdentity> identity);
+
+ private:
+  struct GpuAccount {
+    double energy_j = 0.0;
+    double unattributed_j = 0.0;
+    std::vector<uint32_t> listed_pids;
+  };
+  const std::optional<JobIdentity>& identity_of(uint32_t pid, const JobIdentities& looked_up) const;
+
+  std::vector<GpuAccount> gpus_;
+  std::vector<double> cpu_energy_j_;
+  std::map<JobEnergyKey, double> jobs_;
+  JobIdentities identities_;
+};
+
+}  // namespace joule

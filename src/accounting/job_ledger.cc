@@ -1,0 +1,95 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
+#include "joule/accounting/job_ledger.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "joule/error.h"
+
+namespace joule {
+
+namespace {
+
+void check_energy(double energy_j, const char* what) {
+  if (!(std::isfinite(energy_j) && energy_j >= 0.0)) {
+    throw UsageError(fmt::format("job ledger: {} energy {} J is not a finite, non-negative number", what, energy_j));
+  }
+}
+
+}  // namespace
+
+JobLedger::JobLedger(std::size_t gpus, std::size_t cpu_zones) : gpus_(gpus), cpu_energy_j_(cpu_zones, 0.0) {}
+
+const std::optional<JobIdentity>& JobLedger::identity_of(uint32_t pid, const JobIdentities& looked_up) const {
+  static const std::optional<JobIdentity> kUnknown;
+  if (const auto now = looked_up.find(pid); now != looked_up.end()) return now->second;
+  const auto known = identities_.find(pid);
+  return known != identities_.end() ? known->second : kUnknown;
+}
+
+void JobLedger::charge_gpu(std::size_t gpu, double energy_j, const std::optional<std::vector<uint32_t>>& listed,
+                           const JobIdentities& looked_up) {
+  check_energy(energy_j, "a GPU step's");
+  GpuAccount& account = gpus_.at(gpu);
+  account.energy_j += energy_j;
+  std::set<uint32_t> sharing(account.listed_pids.begin(), account.listed_pids.end());
+  if (listed) {
+    sharing.insert(listed->begin(), listed->end());
+    account.listed_pids = *listed;
+  }
+  if (sharing.empty()) {
+    account.unattributed_j += energy_j;
+    return;
+  }
+  const double share_j = energy_j / static_cast<double>(sharing.size());
+  for (const uint32_t pid : sharing) {
+    const std::optional<JobIdentity>& id = identity_of(pid, looked_up);
+    if (!id) {
+      account.unattributed_j += share_j;
+      continue;
+    }
+    jobs_[{id->job_label(), id->user, gpu}] += share_j;
+  }
+}
+
+void JobLedger::charge_cpu(std::size_t zone, double energy_j) {
+  check_energy(energy_j, "a CPU zone step's");
+  cpu_energy_j_.at(zone) += energy_j;
+}
+
+void JobLedger::finish_step(const JobIdentities& looked_up) {
+  JobIdentities kept;
+  for (const GpuAccount& account : gpus_) {
+    for (const uint32_t pid : account.listed_pids) kept[pid] = identity_of(pid, looked_up);
+  }
+  identities_ = std::move(kept);
+}
+
+void JobLedger::restore_gpu(std::size_t gpu, double energy_j, double unattributed_j, std::vector<uint32_t> listed_pids) {
+  check_energy(energy_j, "a restored GPU's");
+  check_energy(unattributed_j, "a restored GPU's unattributed");
+  GpuAccount& account = gpus_.at(gpu);
+  account.energy_j = energy_j;
+  account.unattributed_j = unattributed_j;
+  account.listed_pids = std::move(listed_pids);
+}
+
+void JobLedger::restore_cpu(std::size_t zone, double energy_j) {
+  check_energy(energy_j, "a restored CPU zone's");
+  cpu_energy_j_.at(zone) = energy_j;
+}
+
+void JobLedger::restore_job(const JobEnergyKey& key, double energy_j) {
+  check_energy(energy_j, "a restored job's");
+  if (key.gpu >= gpus_.size()) throw UsageError(fmt::format("job ledger: GPU {} does not exist", key.gpu));
+  jobs_[key] = energy_j;
+}
+
+void JobLedger::restore_identity(uint32_t pid, std::optional<JobIdentity> identity) {
+  identities_[pid] = std::move(identity);
+}
+
+}  // namespace joule

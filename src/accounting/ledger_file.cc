@@ -1,0 +1,213 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
+#include "joule/accounting/ledger_file.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "joule/common/output_file.h"
+#include "joule/common/utf8.h"
+#include "joule/error.h"
+
+namespace joule {
+
+namespace {
+
+constexpr int kFormatVersion = 1;
+
+// Reads a ledger's fields, each error naming the file and the field.
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+    throw UsageError(fmt::format("{}: {}: {} (the job ledger is left as it is; move it aside to start afresh)", file_,
+                                 field, why));
+  }
+  const nlohmann::json& member(const nlohmann::json& object, const std::string& field, const char* key) const {
+    if (!object.is_object() || !object.contains(key)) fail(field, fmt::format("\"{}\" is missing", key));
+    return object.at(key);
+  }
+  double energy(const nlohmann::json& object, const std::string& field, const char* key) const {
+    const nlohmann::json& value = member(object, field, key);
+    if (!value.is_number()) fail(field + "." + key, "not a number");
+    const double joules = value.get<double>();
+    if (!(std::isfinite(joules) && joules >= 0.0)) fail(field + "." + key, fmt::format("{} is not a finite, non-negative number", joules));
+    return joules;
+  }
+  std::string text(const nlohmann::json& object, const std::string& field, const char* key) const {
+    const nlohmann::json& value = member(object, field, key);
+    if (!value.is_string()) fail(field + "." + key, "not a string");
+    return value.get<std::string>();
+  }
+  const nlohmann::json& array(const nlohmann::json& object, const std::string& field, const char* key) const {
+    const nlohmann::json& value = member(object, field, key);
+    if (!value.is_array()) fail(field + "." + key, "not a list");
+    return value;
+  }
+  uint32_t pid(const nlohmann::json& value, const std::string& field) const {
+    if (!value.is_number_unsigned() || value.get<uint64_t>() > 0x7fffffffu) fail(field, "not a process id");
+    return static_cast<uint32_t>(value.get<uint64_t>());
+  }
+
+ private:
+  std::string file_;
+};
+
+std::optional<JobIdentity::Scheduler> scheduler_named(const std::string& name) {
+  for (const auto s : {JobIdentity::Scheduler::kSlurm, JobIdentity::Scheduler::kKubernetes, JobIdentity::Scheduler::kNone}) {
+    if (name == to_string(s)) return s;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> index_of(const std::vector<std::string>& names, const std::string& name) {
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) return std::nullopt;
+  return static_cast<std::size_t>(it - names.begin());
+}
+
+}  // namespace
+
+LedgerFile::LedgerFile(std::filesystem::path path, std::vector<std::string> gpu_uuids,
+                       std::vector<std::string> zone_labels)
+    : path_(std::move(path)), gpu_uuids_(std::move(gpu_uuids)), zone_labels_(std::move(zone_labels)) {}
+
+LedgerFile::Restored LedgerFile::load(JobLedger& into) {
+  // Read whole into a fresh ledger: a file refused half-way restores nothing.
+  JobLedger ledger(into.gpus(), into.cpu_zones());
+  nlohmann::json carried_gpus = nlohmann::json::array(), carried_zones = nlohmann::json::array(),
+                 carried_jobs = nlohmann::json::array();
+  Restored restored;
+  restored.marks.resize(gpu_uuids_.size());
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) {
+    if (std::filesystem::exists(path_)) throw UsageError(fmt::format("{}: cannot be read", path_.string()));
+    return restored;
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const Reader read(path_.string());
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(bytes.str());
+  } catch (const nlohmann::json::exception& e) {
+    read.fail("the file", fmt::format("not JSON ({})", printable(e.what())));
+  }
+  if (!doc.is_object() || !doc.contains("joule_ledger")) read.fail("the file", "not a joule job ledger");
+  if (doc["joule_ledger"] != kFormatVersion) read.fail("joule_ledger", fmt::format("version {} is not {}", printable(doc["joule_ledger"].dump()), kFormatVersion));
+  restored.saved_unix_s = read.energy(doc, "the file", "saved_unix_s");
+
+  const nlohmann::json& gpus = read.array(doc, "the file", "gpus");
+  for (std::size_t k = 0; k < gpus.size(); ++k) {
+    const std::string field = fmt::format("gpus[{}]", k);
+    const std::optional<std::size_t> i = index_of(gpu_uuids_, read.text(gpus[k], field, "uuid"));
+    const double energy_j = read.energy(gpus[k], field, "energy_j");
+    const double unattributed_j = read.energy(gpus[k], field, "unattributed_j");
+    std::vector<uint32_t> pids;
+    const nlohmann::json& listed = read.array(gpus[k], field, "listed_pids");
+    for (std::size_t p = 0; p < listed.size(); ++p) pids.push_back(read.pid(listed[p], fmt::format("{}.listed_pids[{}]", field, p)));
+    std::optional<CounterMark> mark;
+    if (const nlohmann::json& m = read.member(gpus[k], field, "counter_mark"); !m.is_null()) {
+      mark = CounterMark{read.energy(m, field + ".counter_mark", "counter_j"), read.energy(m, field + ".counter_mark", "accounted_j")};
+    }
+    if (!i) {
+      carried_gpus.push_back(gpus[k]);
+      continue;
+    }
+    ledger.restore_gpu(*i, energy_j, unattributed_j, std::move(pids));
+    restored.marks[*i] = mark;
+  }
+  const nlohmann::json& zones = read.array(doc, "the file", "cpu_zones");
+  for (std::size_t k = 0; k < zones.size(); ++k) {
+    const std::string field = fmt::format("cpu_zones[{}]", k);
+    const std::optional<std::size_t> z = index_of(zone_labels_, read.text(zones[k], field, "label"));
+    const double energy_j = read.energy(zones[k], field, "energy_j");
+    if (z) {
+      ledger.restore_cpu(*z, energy_j);
+    } else {
+      carried_zones.push_back(zones[k]);
+    }
+  }
+  const nlohmann::json& jobs = read.array(doc, "the file", "jobs");
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const std::string field = fmt::format("jobs[{}]", k);
+    const std::string job = read.text(jobs[k], field, "job"), user = read.text(jobs[k], field, "user");
+    const std::optional<std::size_t> i = index_of(gpu_uuids_, read.text(jobs[k], field, "gpu_uuid"));
+    const double energy_j = read.energy(jobs[k], field, "energy_j");
+    if (i) {
+      ledger.restore_job({job, user, *i}, energy_j);
+    } else {
+      carried_jobs.push_back(jobs[k]);
+    }
+  }
+  const nlohmann::json& processes = read.array(doc, "the file", "processes");
+  for (std::size_t k = 0; k < processes.size(); ++k) {
+    const std::string field = fmt::format("processes[{}]", k);
+    const uint32_t pid = read.pid(read.member(processes[k], field, "pid"), field + ".pid");
+    if (read.member(processes[k], field, "job").is_null()) {
+      ledger.restore_identity(pid, std::nullopt);
+      continue;
+    }
+    const nlohmann::json& job = processes[k]["job"];
+    JobIdentity id;
+    const std::optional<JobIdentity::Scheduler> scheduler = scheduler_named(read.text(job, field + ".job", "scheduler"));
+    if (!scheduler) read.fail(field + ".job.scheduler", "not slurm, kubernetes or none");
+    id.scheduler = *scheduler;
+    id.job_id = read.text(job, field + ".job", "job_id");
+    id.user = read.text(job, field + ".job", "user");
+    ledger.restore_identity(pid, std::move(id));
+  }
+  into = std::move(ledger);
+  carried_gpus_ = std::move(carried_gpus);
+  carried_zones_ = std::move(carried_zones);
+  carried_jobs_ = std::move(carried_jobs);
+  restored.found = true;
+  return restored;
+}
+
+void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<CounterMark>>& marks,
+                      double now_unix_s) const {
+  nlohmann::json gpus = carried_gpus_;
+  for (std::size_t i = 0; i < ledger.gpus(); ++i) {
+    nlohmann::json mark;
+    if (i < marks.size() && marks[i]) mark = {{"counter_j", marks[i]->counter_j}, {"accounted_j", marks[i]->accounted_j}};
+    gpus.push_back({{"uuid", valid_utf8_or_printable(gpu_uuids_.at(i))},
+                    {"energy_j", ledger.gpu_energy_j(i)},
+                    {"unattributed_j", ledger.unattributed_j(i)},
+                    {"listed_pids", ledger.listed_pids(i)},
+                    {"counter_mark", mark}});
+  }
+  nlohmann::json zones = carried_zones_;
+  for (std::size_t z = 0; z < ledger.cpu_zones(); ++z) {
+    zones.push_back({{"label", zone_labels_.at(z)}, {"energy_j", ledger.cpu_energy_j(z)}});
+  }
+  nlohmann::json jobs = carried_jobs_;
+  for (const auto& [key, energy_j] : ledger.job_gpu_energy_j()) {
+    jobs.push_back({{"job", valid_utf8_or_printable(key.job)},
+                    {"user", valid_utf8_or_printable(key.user)},
+                    {"gpu_uuid", valid_utf8_or_printable(gpu_uuids_.at(key.gpu))},
+                    {"energy_j", energy_j}});
+  }
+  nlohmann::json processes = nlohmann::json::array();
+  for (const auto& [pid, id] : ledger.known_identities()) {
+    nlohmann::json job;
+    if (id) {
+      job = {{"scheduler", to_string(id->scheduler)},
+             {"job_id", valid_utf8_or_printable(id->job_id)},
+             {"user", valid_utf8_or_printable(id->user)}};
+    }
+    processes.push_back({{"pid", pid}, {"job", job}});
+  }
+  const nlohmann::json doc = {{"joule_ledger", kFormatVersion}, {"saved_unix_s", now_unix_s}, {"gpus", gpus},
+                              {"cpu_zones", zones},           {"jobs", jobs},                {"processes", processes}};
+  OutputFile out(path_.string());
+  out.stream() << doc.dump(1) << '\n';
+  out.commit();
+}
+
+}  // namespace joule
