@@ -210,4 +210,28 @@ void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<C
   out.commit();
 }
 
+LedgerContents read_ledger_file(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) {
+    throw UsageError(fmt::format("{}: no job ledger there (joule exporter --ledger writes one)", path.string()));
+  }
+  // The names first (the file's own GPUs and zones), then the whole through
+  // the one reader, which checks every field.
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  LedgerContents contents;
+  const nlohmann::json doc = nlohmann::json::parse(bytes.str(), nullptr, /*allow_exceptions=*/false);
+  const auto names = [&](const char* list, const char* key, std::vector<std::string>& out) {
+    if (!doc.is_object() || !doc.contains(list) || !doc[list].is_array()) return;
+    for (const nlohmann::json& entry : doc[list]) {
+      if (entry.is_object() && entry.contains(key) && entry[key].is_string()) out.push_back(entry[key].get<std::string>());
+    }
+  };
+  names("gpus", "uuid", contents.gpu_uuids);
+  names("cpu_zones", "label", contents.zone_labels);
+  contents.ledger = JobLedger(contents.gpu_uuids.size(), contents.zone_labels.size());
+  contents.saved_unix_s = LedgerFile(path, contents.gpu_uuids, contents.zone_labels).load(contents.ledger).saved_unix_s;
+  return contents;
+}
+
 }  // namespace joule

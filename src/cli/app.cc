@@ -272,6 +272,16 @@ void add_exporter(CommandLine& cli) {
                      /*with_price=*/false);
 }
 
+void add_ledger(CommandLine& cli) {
+  LedgerCliOptions& ledger = cli.ledger;
+  CLI::App* command = cli.ledger_command = cli.app.add_subcommand(
+      "ledger", "what each job on this node cost: its GPU energy from the exporter's job ledger (--ledger)");
+  command->add_option("job", ledger.job, "one job: slurm/4711, 4711, kubernetes/POD_UID, user/alice (default: every job)");
+  command->add_option("--file", ledger.file, "the ledger (default /var/lib/joule-exporter/ledger.json, the packaged exporter's)");
+  command->add_flag("--json", ledger.json, "print JSON");
+  add_carbon_options(*command, ledger.carbon, "each job's GPU energy");
+}
+
 void add_serve(CommandLine& cli) {
   ServeCliOptions& serve = cli.serve;
   constexpr NumberRange<double> kRequestTimeout{0.1, 3600.0};
@@ -362,7 +372,10 @@ void add_footers(CommandLine& cli) {
   cli.tokens_command->footer("Examples:\n  joule tokens create --file tokens --user alice --jobs 'resnet50,bert-*'\n"
                              "  joule tokens list --file tokens\n  joule tokens revoke alice --file tokens");
   cli.exporter_command->footer("Examples:\n  joule exporter                                # http://127.0.0.1:9400/metrics\n"
-                               "  joule exporter --listen 0.0.0.0:9400 --interval-s 1");
+                               "  joule exporter --listen 0.0.0.0:9400 --ledger /var/lib/joule-exporter/ledger.json");
+  cli.ledger_command->footer("Examples:\n  joule ledger                                  # every job on this node\n"
+                             "  joule ledger 4711 --carbon-region FR --price 0.25 --currency EUR\n"
+                             "  joule ledger --file ledger.json --json");
   cli.app.footer(
       "Run 'joule SUBCOMMAND --help' for its options and an example.\n"
       "Exit status: 0 success; 1 an error (device, file, data; the message says which); 2 a usage error (an\n"
@@ -370,9 +383,9 @@ void add_footers(CommandLine& cli) {
       "could not be started).");
 }
 
-constexpr std::array<std::string_view, 13> kCommands = {"info",          "measure",   "top",   "sweep", "analyze",
-                                                        "report",        "simulate",  "serve", "jobs",  "tokens",
-                                                        "cluster-trace", "train-sim", "exporter"};
+constexpr std::array<std::string_view, 14> kCommands = {"info",          "measure",   "top",      "sweep",  "analyze",
+                                                        "report",        "simulate",  "serve",    "jobs",   "tokens",
+                                                        "cluster-trace", "train-sim", "exporter", "ledger"};
 
 }  // namespace
 
@@ -388,6 +401,7 @@ CommandLine::CommandLine() : app("joule: measure and lower the energy of deep-le
   add_sweep(*this);
   add_analyze_and_report(*this);
   add_exporter(*this);
+  add_ledger(*this);
   add_serve(*this);
   add_tokens_and_jobs(*this);
   add_footers(*this);
@@ -408,7 +422,7 @@ std::optional<int> parse_command_line(CommandLine& cli, int argc, const char* co
   const std::string_view first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
     err << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, "
-                       "cluster-trace, train-sim, serve, jobs, tokens or exporter; see 'joule --help')\n",
+                       "cluster-trace, train-sim, serve, jobs, tokens, exporter or ledger; see 'joule --help')\n",
                        printable(first));
     return 2;
   }

@@ -38,6 +38,7 @@ struct CommandLine {
   ServeCliOptions serve;
   TokensCliOptions tokens;
   JobsCliOptions jobs;
+  LedgerCliOptions ledger;
 
   CLI::App* info_command = nullptr;
   CLI::App* measure_command = nullptr;
@@ -52,6 +53,7 @@ struct CommandLine {
   CLI::App* serve_command = nullptr;
   CLI::App* tokens_command = nullptr;
   CLI::App* jobs_command = nullptr;
+  CLI::App* ledger_command = nullptr;
 };
 
 // Parses argv into cli. nullopt: a subcommand is to run. Otherwise the

@@ -223,4 +223,12 @@ struct JobsCliOptions {
 };
 int run_jobs(const JobsCliOptions& options);
 
+struct LedgerCliOptions {
+  std::string file = "/var/lib/joule-exporter/ledger.json";  // the packaged exporter's
+  std::string job;  // "slurm/4711", "4711", "user/alice"; empty: every job
+  bool json = false;
+  CarbonFlags carbon;  // CO2e and price per job
+};
+int run_ledger(const LedgerCliOptions& options);
+
 }  // namespace joule::cli

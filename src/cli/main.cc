@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
     if (*cli.exporter_command) return joule::cli::run_exporter(cli.common, cli.exporter);
     if (*cli.tokens_command) return joule::cli::run_tokens(cli.tokens);
     if (*cli.jobs_command) return joule::cli::run_jobs(cli.jobs);
+    if (*cli.ledger_command) return joule::cli::run_ledger(cli.ledger);
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", joule::printable(e.what()));
     return 2;

@@ -61,4 +61,14 @@ class LedgerFile {
   nlohmann::json carried_jobs_ = nlohmann::json::array();
 };
 
+// A ledger file read whole, for showing it (joule ledger): every GPU and
+// zone it names, in its order. Throws UsageError as LedgerFile::load does,
+// and when there is no file.
+struct LedgerContents {
+  double saved_unix_s = 0.0;
+  std::vector<std::string> gpu_uuids, zone_labels;
+  JobLedger ledger{0, 0};
+};
+LedgerContents read_ledger_file(const std::filesystem::path& path);
+
 }  // namespace joule
