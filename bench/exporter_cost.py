@@ -38,6 +38,8 @@ def main():
     parser.add_argument("--interval-s", type=float, default=1.0, help="the exporter's accounting step")
     parser.add_argument("--scrape-interval-s", type=float, default=1.0)
     parser.add_argument("--port", type=int, default=19400)
+    parser.add_argument("--ledger", action="store_true",
+                        help="keep a job ledger (joule exporter --ledger, in a scratch directory)")
     args = parser.parse_args()
 
     env = dict(os.environ, JOULE_POWERCAP_ROOT="/nonexistent")
@@ -61,8 +63,11 @@ def main():
         with open(config, "w") as f:
             f.write("\n".join(lines) + "\n")
         env.update(JOULE_NVML_LIBRARY=args.fake_nvml, JOULE_FAKE_NVML_CONFIG=config)
-    exporter = subprocess.Popen([args.joule, "exporter", "--listen", f"127.0.0.1:{args.port}", "--interval-s",
-                                 str(args.interval_s), "--jouled-socket", ""], env=env, stderr=subprocess.DEVNULL)
+    command = [args.joule, "exporter", "--listen", f"127.0.0.1:{args.port}", "--interval-s", str(args.interval_s),
+               "--jouled-socket", ""]
+    if args.ledger:
+        command += ["--ledger", os.path.join(work, "ledger.json")]
+    exporter = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{args.port}/metrics"
     for _ in range(100):
         try:
