@@ -24,13 +24,27 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
 }
 
 // Slurm puts a job's processes under .../job_<id>/step_<n>/... (cgroup v1:
-// /slurm/uid_U/job_N; v2: /system.slice/slurmstepd.scope/job_N).
-std::optional<std::string> slurm_job_of_cgroup(const std::string& cgroups) {
-  static const std::regex job(R"(/job_([0-9]+)(/|$))");
+// /slurm/uid_U/job_N; v2: /system.slice/slurmstepd.scope/job_N): the job,
+// and the step where the path names one.
+std::optional<std::pair<std::string, std::string>> slurm_job_of_cgroup(const std::string& cgroups) {
+  static const std::regex job(R"(/job_([0-9]+)(/step_([0-9]+|batch|extern|interactive)(/|$)|/|$))");
   std::smatch m;
   std::istringstream lines(cgroups);
   for (std::string line; std::getline(lines, line);) {
-    if (std::regex_search(line, m, job)) return m[1].str();
+    if (std::regex_search(line, m, job)) return std::make_pair(m[1].str(), m[3].str());
+  }
+  return std::nullopt;
+}
+
+// A system service's unit: /system.slice/NAME.service in the unified
+// hierarchy (0::) or systemd's own (name=systemd), with the characters
+// systemd allows in a unit name (the path's own bytes become a label).
+std::optional<std::string> systemd_unit_of_cgroup(const std::string& cgroups) {
+  static const std::regex unit(R"(^[0-9]+:(name=systemd)?:/system\.slice/([A-Za-z0-9:_.\\@-]{1,200}\.service)(/|$))");
+  std::smatch m;
+  std::istringstream lines(cgroups);
+  for (std::string line; std::getline(lines, line);) {
+    if (std::regex_search(line, m, unit)) return m[2].str();
   }
   return std::nullopt;
 }
@@ -58,14 +72,15 @@ bool is_slurm_job_id(std::string_view id) {
   return !id.empty() && id.size() <= 20 && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::optional<std::string> slurm_job_of_environment(const std::string& environ) {
-  constexpr std::string_view kKey = "SLURM_JOB_ID=";
+// The value of `key` (e.g. "SLURM_JOB_ID=") in a NUL-separated environment,
+// where it is a Slurm number.
+std::optional<std::string> slurm_number_of_environment(const std::string& environ, std::string_view key) {
   std::size_t start = 0;
   while (start < environ.size()) {
     const std::size_t end = std::min(environ.find('\0', start), environ.size());
     const std::string_view entry(environ.data() + start, end - start);
-    if (entry.substr(0, kKey.size()) == kKey && is_slurm_job_id(entry.substr(kKey.size()))) {
-      return std::string(entry.substr(kKey.size()));
+    if (entry.substr(0, key.size()) == key && is_slurm_job_id(entry.substr(key.size()))) {
+      return std::string(entry.substr(key.size()));
     }
     start = end + 1;
   }
@@ -94,6 +109,7 @@ const char* to_string(JobIdentity::Scheduler scheduler) {
   switch (scheduler) {
     case JobIdentity::Scheduler::kSlurm: return "slurm";
     case JobIdentity::Scheduler::kKubernetes: return "kubernetes";
+    case JobIdentity::Scheduler::kSystemd: return "systemd";
     case JobIdentity::Scheduler::kNone: return "none";
   }
   return "none";
@@ -113,13 +129,25 @@ std::optional<JobIdentity> identify_job(uint32_t pid, const std::filesystem::pat
   const std::string cgroups = read_file(dir / "cgroup").value_or("");
   if (auto job = slurm_job_of_cgroup(cgroups)) {
     id.scheduler = JobIdentity::Scheduler::kSlurm;
-    id.job_id = *job;
-  } else if (auto pod = kubernetes_pod_of_cgroup(cgroups)) {
+    id.job_id = job->first;
+    id.step = job->second;
+    return id;
+  }
+  if (auto pod = kubernetes_pod_of_cgroup(cgroups)) {
     id.scheduler = JobIdentity::Scheduler::kKubernetes;
     id.job_id = *pod;
-  } else if (auto env_job = slurm_job_of_environment(read_file(dir / "environ").value_or(""))) {
+    return id;
+  }
+  const std::string environ = read_file(dir / "environ").value_or("");
+  if (auto env_job = slurm_number_of_environment(environ, "SLURM_JOB_ID=")) {
     id.scheduler = JobIdentity::Scheduler::kSlurm;
     id.job_id = *env_job;
+    id.step = slurm_number_of_environment(environ, "SLURM_STEP_ID=").value_or("");
+    return id;
+  }
+  if (auto unit = systemd_unit_of_cgroup(cgroups)) {
+    id.scheduler = JobIdentity::Scheduler::kSystemd;
+    id.job_id = *unit;
   }
   return id;
 }

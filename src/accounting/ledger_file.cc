@@ -59,7 +59,8 @@ class Reader {
 };
 
 std::optional<JobIdentity::Scheduler> scheduler_named(const std::string& name) {
-  for (const auto s : {JobIdentity::Scheduler::kSlurm, JobIdentity::Scheduler::kKubernetes, JobIdentity::Scheduler::kNone}) {
+  for (const auto s : {JobIdentity::Scheduler::kSlurm, JobIdentity::Scheduler::kKubernetes, JobIdentity::Scheduler::kSystemd,
+                       JobIdentity::Scheduler::kNone}) {
     if (name == to_string(s)) return s;
   }
   return std::nullopt;
@@ -156,10 +157,11 @@ LedgerFile::Restored LedgerFile::load(JobLedger& into) {
     const nlohmann::json& job = processes[k]["job"];
     JobIdentity id;
     const std::optional<JobIdentity::Scheduler> scheduler = scheduler_named(read.text(job, field + ".job", "scheduler"));
-    if (!scheduler) read.fail(field + ".job.scheduler", "not slurm, kubernetes or none");
+    if (!scheduler) read.fail(field + ".job.scheduler", "not slurm, kubernetes, systemd or none");
     id.scheduler = *scheduler;
     id.job_id = read.text(job, field + ".job", "job_id");
     id.user = read.text(job, field + ".job", "user");
+    if (job.contains("step")) id.step = read.text(job, field + ".job", "step");
     ledger.restore_identity(pid, std::move(id));
   }
   into = std::move(ledger);
@@ -199,7 +201,8 @@ void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<C
     if (id) {
       job = {{"scheduler", to_string(id->scheduler)},
              {"job_id", valid_utf8_or_printable(id->job_id)},
-             {"user", valid_utf8_or_printable(id->user)}};
+             {"user", valid_utf8_or_printable(id->user)},
+             {"step", valid_utf8_or_printable(id->step)}};
     }
     processes.push_back({{"pid", pid}, {"job", job}});
   }

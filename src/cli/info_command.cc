@@ -117,6 +117,7 @@ int run_info(const CommonOptions& common, const InfoOptions& options) {
                                {"job", p.job ? nlohmann::json(p.job->job_label()) : nlohmann::json()},
                                {"scheduler", p.job ? nlohmann::json(to_string(p.job->scheduler)) : nlohmann::json()},
                                {"job_id", p.job ? nlohmann::json(p.job->job_id) : nlohmann::json()},
+                               {"job_step", p.job && !p.job->step.empty() ? nlohmann::json(p.job->step) : nlohmann::json()},
                                {"user", p.job ? nlohmann::json(p.job->user) : nlohmann::json()}});
         }
       }

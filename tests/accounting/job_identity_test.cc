@@ -36,9 +36,12 @@ TEST(JobIdentityTest, SlurmJobsComeFromTheCgroupPathInEitherHierarchy) {
   fake_process(proc, 10, 0, "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n");
   fake_process(proc, 11, 0,
                "12:pids:/slurm/uid_0/job_77/step_batch/task_0\n4:memory:/slurm/uid_0/job_77/step_batch\n");
-  EXPECT_EQ(identify(proc, 10), (JobIdentity{JobIdentity::Scheduler::kSlurm, "4711", "root"}));
+  fake_process(proc, 12, 0, "0::/system.slice/slurmstepd.scope/job_4712/user/task_0\n");
+  EXPECT_EQ(identify(proc, 10), (JobIdentity{JobIdentity::Scheduler::kSlurm, "4711", "root", "0"}));
   EXPECT_EQ(identify(proc, 10).job_label(), "slurm/4711");
   EXPECT_EQ(identify(proc, 11).job_id, "77");
+  EXPECT_EQ(identify(proc, 11).step, "batch");
+  EXPECT_EQ(identify(proc, 12), (JobIdentity{JobIdentity::Scheduler::kSlurm, "4712", "root", ""}));  // no step named
 }
 
 TEST(JobIdentityTest, KubernetesPodsComeFromTheKubeletsCgroupNames) {
@@ -59,7 +62,24 @@ TEST(JobIdentityTest, TheEnvironmentNamesASlurmJobTheCgroupDoesNot) {
   using namespace std::string_literals;
   fake_process(proc, 30, 0, "0::/user.slice/user-0.slice/session-1.scope\n",
                "HOME=/root\0SLURM_JOB_ID=\0SLURM_JOB_ID=9001\0PATH=/bin\0"s);
+  fake_process(proc, 31, 0, "0::/user.slice/user-0.slice/session-1.scope\n",
+               "SLURM_STEP_ID=3\0SLURM_JOB_ID=9002\0"s);
   EXPECT_EQ(identify(proc, 30), (JobIdentity{JobIdentity::Scheduler::kSlurm, "9001", "root"}));
+  EXPECT_EQ(identify(proc, 31), (JobIdentity{JobIdentity::Scheduler::kSlurm, "9002", "root", "3"}));
+}
+
+// A process no scheduler owns, in a system service: the service is its job.
+TEST(JobIdentityTest, ASystemServicesUnitIsTheJobOfItsProcesses) {
+  TempDir proc;
+  fake_process(proc, 50, 0, "0::/system.slice/ollama.service\n");
+  fake_process(proc, 51, 0, "12:pids:/system.slice/tritonserver.service\n1:name=systemd:/system.slice/tritonserver.service\n");
+  fake_process(proc, 52, 0, "0::/system.slice/bad\xff\\\"name.service\n");  // not a unit name: the user's
+  fake_process(proc, 53, 0, "0::/user.slice/user-0.slice/user@0.service/app.slice/foo.service\n");  // a user's own unit
+  EXPECT_EQ(identify(proc, 50), (JobIdentity{JobIdentity::Scheduler::kSystemd, "ollama.service", "root"}));
+  EXPECT_EQ(identify(proc, 50).job_label(), "systemd/ollama.service");
+  EXPECT_EQ(identify(proc, 51).job_label(), "systemd/tritonserver.service");
+  EXPECT_EQ(identify(proc, 52).job_label(), "user/root");
+  EXPECT_EQ(identify(proc, 53).job_label(), "user/root");
 }
 
 TEST(JobIdentityTest, WithoutAJobTheUserIsTheJob) {

@@ -75,7 +75,9 @@ TEST(LedgerFileTest, WhatIsSavedIsRestoredAndWhatThisNodeLacksIsKept) {
   TempDir dir;
   const std::string path = dir.file("ledger.json");
   JobLedger before(2, 1);
-  const JobIdentities ids = {{100, slurm_job("7", "alice")}, {300, std::nullopt}};
+  JobIdentity stepped = slurm_job("7", "alice");
+  stepped.step = "batch";
+  const JobIdentities ids = {{100, stepped}, {300, std::nullopt}};
   before.charge_gpu(0, 100.0, std::vector<uint32_t>{100, 300}, ids);
   before.charge_gpu(1, 30.0, std::vector<uint32_t>{}, ids);
   before.charge_cpu(0, 12.5);
@@ -96,7 +98,7 @@ TEST(LedgerFileTest, WhatIsSavedIsRestoredAndWhatThisNodeLacksIsKept) {
   EXPECT_DOUBLE_EQ(after.unattributed_j(1), 50.0);
   EXPECT_DOUBLE_EQ(job_energy(after, "slurm/7", 1), 50.0);
   EXPECT_EQ(after.listed_pids(1), (std::vector<uint32_t>{100, 300}));
-  EXPECT_EQ(after.known_identities().at(100), slurm_job("7", "alice"));
+  EXPECT_EQ(after.known_identities().at(100), stepped);
   EXPECT_FALSE(after.known_identities().at(300));
   EXPECT_DOUBLE_EQ(after.gpu_energy_j(0), 0.0);
   EXPECT_DOUBLE_EQ(after.cpu_energy_j(0), 12.5);
@@ -142,7 +144,7 @@ TEST(LedgerFileTest, AMalformedFileIsRefusedNamingTheFieldAndLeftAsItIs) {
       {ledger_with(good_gpu, R"("cpu_zones": [], "jobs": [{"job": "slurm/1", "user": "a", "gpu_uuid": "GPU-a", "energy_j": -1}], "processes": [])"),
        "jobs[0].energy_j"},
       {ledger_with(good_gpu, R"("cpu_zones": [], "jobs": [], "processes": [{"pid": 1, "job": {"scheduler": "pbs", "job_id": "1", "user": "a"}}])"),
-       "processes[0].job.scheduler: not slurm, kubernetes or none"},
+       "processes[0].job.scheduler: not slurm, kubernetes, systemd or none"},
   };
   for (const auto& [content, expected] : cases) {
     testing::write_file(path, content);
