@@ -21,6 +21,14 @@ void check_energy(double energy_j, const char* what) {
 
 }  // namespace
 
+void look_up_new_processes(const std::vector<uint32_t>& pids, const JobIdentities& known, JobIdentities& looked_up,
+                           const std::filesystem::path& proc_root) {
+  for (const uint32_t pid : pids) {
+    if (known.count(pid) || looked_up.count(pid)) continue;
+    looked_up[pid] = identify_job(pid, proc_root);
+  }
+}
+
 JobLedger::JobLedger(std::size_t gpus, std::size_t cpu_zones) : gpus_(gpus), cpu_energy_j_(cpu_zones, 0.0) {}
 
 const std::optional<JobIdentity>& JobLedger::identity_of(uint32_t pid, const JobIdentities& looked_up) const {

@@ -32,7 +32,7 @@ class Reader {
     if (!object.is_object() || !object.contains(key)) fail(field, fmt::format("\"{}\" is missing", key));
     return object.at(key);
   }
-  double energy(const nlohmann::json& object, const std::string& field, const char* key) const {
+  double non_negative(const nlohmann::json& object, const std::string& field, const char* key) const {
     const nlohmann::json& value = member(object, field, key);
     if (!value.is_number()) fail(field + "." + key, "not a number");
     const double joules = value.get<double>();
@@ -78,43 +78,53 @@ LedgerFile::LedgerFile(std::filesystem::path path, std::vector<std::string> gpu_
                        std::vector<std::string> zone_labels)
     : path_(std::move(path)), gpu_uuids_(std::move(gpu_uuids)), zone_labels_(std::move(zone_labels)) {}
 
+std::optional<nlohmann::json> LedgerFile::read_document(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (std::filesystem::exists(path)) throw UsageError(fmt::format("{}: cannot be read", path.string()));
+    return std::nullopt;
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  try {
+    return nlohmann::json::parse(bytes.str());
+  } catch (const nlohmann::json::exception& e) {
+    Reader(path.string()).fail("the file", fmt::format("not JSON ({})", printable(e.what())));
+  }
+}
+
 LedgerFile::Restored LedgerFile::load(JobLedger& into) {
+  const std::optional<nlohmann::json> doc = read_document(path_);
+  if (doc) return load(*doc, into);
+  Restored none;
+  none.marks.resize(gpu_uuids_.size());
+  return none;
+}
+
+LedgerFile::Restored LedgerFile::load(const nlohmann::json& doc, JobLedger& into) {
   // Read whole into a fresh ledger: a file refused half-way restores nothing.
   JobLedger ledger(into.gpus(), into.cpu_zones());
   nlohmann::json carried_gpus = nlohmann::json::array(), carried_zones = nlohmann::json::array(),
                  carried_jobs = nlohmann::json::array();
   Restored restored;
   restored.marks.resize(gpu_uuids_.size());
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) {
-    if (std::filesystem::exists(path_)) throw UsageError(fmt::format("{}: cannot be read", path_.string()));
-    return restored;
-  }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
   const Reader read(path_.string());
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(bytes.str());
-  } catch (const nlohmann::json::exception& e) {
-    read.fail("the file", fmt::format("not JSON ({})", printable(e.what())));
-  }
   if (!doc.is_object() || !doc.contains("joule_ledger")) read.fail("the file", "not a joule job ledger");
-  if (doc["joule_ledger"] != kFormatVersion) read.fail("joule_ledger", fmt::format("version {} is not {}", printable(doc["joule_ledger"].dump()), kFormatVersion));
-  restored.saved_unix_s = read.energy(doc, "the file", "saved_unix_s");
+  if (doc.at("joule_ledger") != kFormatVersion) read.fail("joule_ledger", fmt::format("version {} is not {}", printable(doc.at("joule_ledger").dump()), kFormatVersion));
+  restored.saved_unix_s = read.non_negative(doc, "the file", "saved_unix_s");
 
   const nlohmann::json& gpus = read.array(doc, "the file", "gpus");
   for (std::size_t k = 0; k < gpus.size(); ++k) {
     const std::string field = fmt::format("gpus[{}]", k);
     const std::optional<std::size_t> i = index_of(gpu_uuids_, read.text(gpus[k], field, "uuid"));
-    const double energy_j = read.energy(gpus[k], field, "energy_j");
-    const double unattributed_j = read.energy(gpus[k], field, "unattributed_j");
+    const double energy_j = read.non_negative(gpus[k], field, "energy_j");
+    const double unattributed_j = read.non_negative(gpus[k], field, "unattributed_j");
     std::vector<uint32_t> pids;
     const nlohmann::json& listed = read.array(gpus[k], field, "listed_pids");
     for (std::size_t p = 0; p < listed.size(); ++p) pids.push_back(read.pid(listed[p], fmt::format("{}.listed_pids[{}]", field, p)));
     std::optional<CounterMark> mark;
     if (const nlohmann::json& m = read.member(gpus[k], field, "counter_mark"); !m.is_null()) {
-      mark = CounterMark{read.energy(m, field + ".counter_mark", "counter_j"), read.energy(m, field + ".counter_mark", "accounted_j")};
+      mark = CounterMark{read.non_negative(m, field + ".counter_mark", "counter_j"), read.non_negative(m, field + ".counter_mark", "accounted_j")};
     }
     if (!i) {
       carried_gpus.push_back(gpus[k]);
@@ -127,7 +137,7 @@ LedgerFile::Restored LedgerFile::load(JobLedger& into) {
   for (std::size_t k = 0; k < zones.size(); ++k) {
     const std::string field = fmt::format("cpu_zones[{}]", k);
     const std::optional<std::size_t> z = index_of(zone_labels_, read.text(zones[k], field, "label"));
-    const double energy_j = read.energy(zones[k], field, "energy_j");
+    const double energy_j = read.non_negative(zones[k], field, "energy_j");
     if (z) {
       ledger.restore_cpu(*z, energy_j);
     } else {
@@ -139,7 +149,7 @@ LedgerFile::Restored LedgerFile::load(JobLedger& into) {
     const std::string field = fmt::format("jobs[{}]", k);
     const std::string job = read.text(jobs[k], field, "job"), user = read.text(jobs[k], field, "user");
     const std::optional<std::size_t> i = index_of(gpu_uuids_, read.text(jobs[k], field, "gpu_uuid"));
-    const double energy_j = read.energy(jobs[k], field, "energy_j");
+    const double energy_j = read.non_negative(jobs[k], field, "energy_j");
     if (i) {
       ledger.restore_job({job, user, *i}, energy_j);
     } else {
@@ -154,7 +164,7 @@ LedgerFile::Restored LedgerFile::load(JobLedger& into) {
       ledger.restore_identity(pid, std::nullopt);
       continue;
     }
-    const nlohmann::json& job = processes[k]["job"];
+    const nlohmann::json& job = processes[k].at("job");
     JobIdentity id;
     const std::optional<JobIdentity::Scheduler> scheduler = scheduler_named(read.text(job, field + ".job", "scheduler"));
     if (!scheduler) read.fail(field + ".job.scheduler", "not slurm, kubernetes, systemd or none");
@@ -219,11 +229,8 @@ LedgerContents read_ledger_file(const std::filesystem::path& path) {
   }
   // The names first (the file's own GPUs and zones), then the whole through
   // the one reader, which checks every field.
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
+  const nlohmann::json doc = LedgerFile::read_document(path).value_or(nlohmann::json());
   LedgerContents contents;
-  const nlohmann::json doc = nlohmann::json::parse(bytes.str(), nullptr, /*allow_exceptions=*/false);
   const auto names = [&](const char* list, const char* key, std::vector<std::string>& out) {
     if (!doc.is_object() || !doc.contains(list) || !doc[list].is_array()) return;
     for (const nlohmann::json& entry : doc[list]) {
@@ -233,7 +240,7 @@ LedgerContents read_ledger_file(const std::filesystem::path& path) {
   names("gpus", "uuid", contents.gpu_uuids);
   names("cpu_zones", "label", contents.zone_labels);
   contents.ledger = JobLedger(contents.gpu_uuids.size(), contents.zone_labels.size());
-  contents.saved_unix_s = LedgerFile(path, contents.gpu_uuids, contents.zone_labels).load(contents.ledger).saved_unix_s;
+  contents.saved_unix_s = LedgerFile(path, contents.gpu_uuids, contents.zone_labels).load(doc, contents.ledger).saved_unix_s;
   return contents;
 }
 

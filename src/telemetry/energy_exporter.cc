@@ -26,6 +26,15 @@ constexpr uint64_t kLedgerSaveEverySteps = 10;
 // ran is not this GPU's (or the clock jumped).
 constexpr double kMaxPowerPerGpuW = 5000.0;
 
+// The pids of the processes the driver lists on gpu; none where it cannot.
+std::optional<std::vector<uint32_t>> listed_pids(Gpu& gpu) {
+  const std::optional<std::vector<GpuProcess>> processes = try_read([&] { return gpu.running_processes(); });
+  if (!processes) return std::nullopt;
+  std::vector<uint32_t> pids;
+  for (const GpuProcess& p : *processes) pids.push_back(p.pid);
+  return pids;
+}
+
 double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -105,7 +114,7 @@ void EnergyExporter::account_now() {
 
   // Driver calls and /proc reads, outside the lock: a scrape never waits on them.
   struct Listed {
-    std::optional<std::vector<GpuProcess>> processes;
+    std::optional<std::vector<uint32_t>> pids;  // the processes listed; none: the driver did not list them
     std::optional<uint32_t> limit_mw;
     std::optional<uint32_t> memory_clock_mhz;
     std::optional<uint32_t> default_limit_mw;
@@ -125,16 +134,12 @@ void EnergyExporter::account_now() {
     // slow to fail, and nothing it answered would be served.
     if (down[i]) continue;
     Gpu& gpu = *gpus_[i];
-    listed[i].processes = try_read([&] { return gpu.running_processes(); });
+    listed[i].pids = listed_pids(gpu);
     // Read once a step, not by the sampler: they change rarely.
     listed[i].limit_mw = try_read([&] { return gpu.power_limit_mw(); });
     listed[i].memory_clock_mhz = try_read([&] { return gpu.memory_clock_mhz(); });
     listed[i].default_limit_mw = try_read([&] { return gpu.default_power_limit_mw(); });
-    for (const GpuProcess& p : listed[i].processes.value_or(std::vector<GpuProcess>{})) {
-      if (identities.count(p.pid)) continue;
-      const auto cached = known.find(p.pid);
-      identities[p.pid] = cached != known.end() ? cached->second : identify_job(p.pid, options_.proc_root);
-    }
+    if (listed[i].pids) look_up_new_processes(*listed[i].pids, known, identities, options_.proc_root);
   }
 
   // Who holds each GPU's limit through jouled, and the job that holder works for.
@@ -173,12 +178,7 @@ void EnergyExporter::account_now() {
       // A GPU that cannot be read adds nothing, to itself or to any job: its
       // counters stay at what was read, whatever the driver says next.
       if (!state.up) continue;
-      std::optional<std::vector<uint32_t>> pids;
-      if (listed[i].processes) {
-        pids.emplace();
-        for (const GpuProcess& p : *listed[i].processes) pids->push_back(p.pid);
-      }
-      ledger_.charge_gpu(i, e.energy_j, pids, identities);
+      ledger_.charge_gpu(i, e.energy_j, listed[i].pids, identities);
     }
     ledger_.finish_step(identities);
     for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
@@ -225,14 +225,8 @@ void EnergyExporter::restore_ledger() {
     }
     // A few joules below zero: calibration against the counter, not energy.
     if (away_j <= 0.0) continue;
-    std::optional<std::vector<uint32_t>> pids;
-    if (const auto processes = try_read([&] { return gpu.running_processes(); })) {
-      pids.emplace();
-      for (const GpuProcess& p : *processes) {
-        pids->push_back(p.pid);
-        if (!ledger_.known_identities().count(p.pid)) identities[p.pid] = identify_job(p.pid, options_.proc_root);
-      }
-    }
+    const std::optional<std::vector<uint32_t>> pids = listed_pids(gpu);
+    if (pids) look_up_new_processes(*pids, ledger_.known_identities(), identities, options_.proc_root);
     ledger_.charge_gpu(i, away_j, pids, identities);
     counter_marks_[i] = CounterMark{counter_j, ledger_.gpu_energy_j(i)};
     say(fmt::format("gpu{} ({}): {:.1f} J drawn in the {:.0f} s no exporter ran, charged to the processes listed "
@@ -258,15 +252,12 @@ void EnergyExporter::save_ledger() {
       }
     }
   }
-  std::optional<JobLedger> ledger;
-  std::vector<std::optional<CounterMark>> marks;
-  {
-    std::lock_guard lock(mutex_);
-    ledger = ledger_;
-    marks = counter_marks_;
-  }
+  std::unique_lock lock(mutex_);
+  const JobLedger ledger = ledger_;  // written from this copy, so scrapes do not wait on the file
+  const std::vector<std::optional<CounterMark>> marks = counter_marks_;
+  lock.unlock();
   try {
-    ledger_file_->save(*ledger, marks, unix_now_s());
+    ledger_file_->save(ledger, marks, unix_now_s());
     ledger_problem_.clear();
   } catch (const Error& e) {
     // Said once per problem; the totals are kept in memory and served.

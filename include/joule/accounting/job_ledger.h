@@ -21,6 +21,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,12 @@ struct JobEnergyKey {
   std::size_t gpu = 0;
   auto operator<=>(const JobEnergyKey&) const = default;
 };
+
+// Adds to looked_up the identity of each of pids that neither it nor known
+// (JobLedger::known_identities) holds, read from proc_root: the /proc reads
+// of a step, made outside any lock.
+void look_up_new_processes(const std::vector<uint32_t>& pids, const JobIdentities& known, JobIdentities& looked_up,
+                           const std::filesystem::path& proc_root = "/proc");
 
 class JobLedger {
  public:

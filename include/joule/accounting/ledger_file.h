@@ -47,6 +47,11 @@ class LedgerFile {
   // Restores the file's totals into ledger (sized for this node's GPUs and
   // zones). Throws UsageError naming the file and the field.
   Restored load(JobLedger& ledger);
+  // The same from the file's document, read already (read_document).
+  Restored load(const nlohmann::json& doc, JobLedger& ledger);
+  // The file's JSON; none when there is no file. Throws UsageError naming
+  // the file when it cannot be read or is not JSON.
+  static std::optional<nlohmann::json> read_document(const std::filesystem::path& path);
   // Writes the ledger and the marks. Throws Error naming the file.
   void save(const JobLedger& ledger, const std::vector<std::optional<CounterMark>>& marks, double now_unix_s) const;
 
