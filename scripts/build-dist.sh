@@ -44,7 +44,7 @@ step "$out/$sdist ($(du -h "$out/$sdist" | cut -f1))"
 
 # The prebuilt wheel leaves the optional modules out: they would link the
 # system's Boost, libpqxx, OpenSSL, MPI.
-self_contained="-DJOULE_WITH_SERVICE=OFF -DJOULE_WITH_EXPORTER=OFF -DJOULE_WITH_MPI=OFF"
+self_contained="-DJOULE_WITH_SERVICE=OFF -DJOULE_WITH_EXPORTER=OFF -DJOULE_WITH_MPI=OFF -DJOULE_WITH_KUBELET=OFF"
 for python in "${pythons[@]}"; do
   started=$SECONDS
   rm -rf "$work/wheel"

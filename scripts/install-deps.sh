@@ -42,8 +42,12 @@ packages=(
   # ROCm SMI's header (rocm_smi/rocm_smi.h, 5.2): the fake librocm_smi64 in
   # tests/fake_rocm_smi is compiled against it, so its ABI is the real one's
   librocm-smi-dev
-  # a real single-machine Slurm (slurmctld, slurmd, srun) and its munge, started by the tests as root
-  slurm-wlm munge
+  # a real single-machine Slurm (slurmctld, slurmd, srun) and its munge, started by the tests as root;
+  # slurmdbd over its own MariaDB, so that sacct shows what joule slurm-epilog stores
+  slurm-wlm munge slurmdbd mariadb-server
+  # joule exporter --kubelet-socket: the kubelet's PodResources API over gRPC (protoc generates
+  # its client, and the tests' fake kubelet)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # scripts/collect-third-party.sh builds the SQLite amalgamation for the sdist
   # from Debian's source package: dpkg-source unpacks it, tclsh makes sqlite3.c
   dpkg-dev tcl

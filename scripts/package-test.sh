@@ -102,11 +102,18 @@ step "installed: the guides and their examples, the example cluster trace, copyr
 env -i PATH=/usr/bin:/bin JOULE_NVML_LIBRARY=/nonexistent /usr/bin/joule measure --carbon-region FRA -- true 2>&1 |
   grep -q "^joule: carbon: .* FRA (France)" || fail "the installed joule measure --carbon-region FRA gave no carbon line"
 
+[[ -x /usr/libexec/joule/slurm-epilog ]] || fail "slurmctld's epilog /usr/libexec/joule/slurm-epilog is not in the package"
+epilog_status=0
+epilog_said=$(env -i PATH=/usr/bin:/bin /usr/libexec/joule/slurm-epilog 2>&1) || epilog_status=$?
+[[ $epilog_status == 2 && $epilog_said == *SLURM_JOB_ID* ]] ||
+  fail "the installed slurm-epilog, run with no job, did not say it needs SLURM_JOB_ID (status $epilog_status: $epilog_said)"
+step "installed: slurmctld's epilog runs the installed joule slurm-epilog"
+
 dpkg --purge joule >/dev/null
 trap - EXIT
 for path in /usr/bin/joule /usr/sbin/jouled /etc/joule /var/lib/joule /usr/share/joule /usr/lib/python3/dist-packages/joule \
             /lib/systemd/system/jouled.service /lib/systemd/system/joule-serve.service \
-            /lib/systemd/system/joule-exporter.service /usr/lib/joule \
+            /lib/systemd/system/joule-exporter.service /usr/lib/joule /usr/libexec/joule \
             /usr/share/bash-completion/completions/joule; do
   if [[ -e $path ]]; then
     echo "package-test.sh: $path is left after purge" >&2

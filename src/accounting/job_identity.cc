@@ -142,7 +142,9 @@ std::optional<JobIdentity> identify_job(uint32_t pid, const std::filesystem::pat
   if (auto env_job = slurm_number_of_environment(environ, "SLURM_JOB_ID=")) {
     id.scheduler = JobIdentity::Scheduler::kSlurm;
     id.job_id = *env_job;
-    id.step = slurm_number_of_environment(environ, "SLURM_STEP_ID=").value_or("");
+    // srun gives every step's tasks their step's number; a job's batch
+    // script alone runs with the job's id and none.
+    id.step = slurm_number_of_environment(environ, "SLURM_STEP_ID=").value_or("batch");
     return id;
   }
   if (auto unit = systemd_unit_of_cgroup(cgroups)) {

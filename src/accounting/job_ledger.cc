@@ -59,7 +59,23 @@ void JobLedger::charge_gpu(std::size_t gpu, double energy_j, const std::optional
       account.unattributed_j += share_j;
       continue;
     }
-    jobs_[{id->job_label(), id->user, gpu}] += share_j;
+    JobStepEnergyKey key{{id->job_label(), id->user, gpu}, id->step};
+    jobs_[key.job] += share_j;
+    steps_[std::move(key)] += share_j;
+  }
+}
+
+void JobLedger::charge_pods(std::size_t gpu, double energy_j, const std::vector<KubernetesPod>& holders,
+                            const JobIdentities& looked_up) {
+  check_energy(energy_j, "a GPU step's");
+  if (gpu >= gpus_.size()) throw UsageError(fmt::format("job ledger: GPU {} does not exist", gpu));
+  if (holders.empty()) return;
+  const double share_j = energy_j / static_cast<double>(holders.size());
+  for (const KubernetesPod& pod : holders) pods_[{pod, gpu}] += share_j;
+  if (holders.size() != 1) return;  // time-sliced: whose process is whose is not known
+  for (const uint32_t pid : gpus_[gpu].listed_pids) {
+    const std::optional<JobIdentity>& id = identity_of(pid, looked_up);
+    if (id && id->scheduler == JobIdentity::Scheduler::kKubernetes) job_pods_[id->job_label()] = holders.front();
   }
 }
 
@@ -90,11 +106,21 @@ void JobLedger::restore_cpu(std::size_t zone, double energy_j) {
   cpu_energy_j_.at(zone) = energy_j;
 }
 
-void JobLedger::restore_job(const JobEnergyKey& key, double energy_j) {
+void JobLedger::restore_job(const JobStepEnergyKey& key, double energy_j) {
   check_energy(energy_j, "a restored job's");
-  if (key.gpu >= gpus_.size()) throw UsageError(fmt::format("job ledger: GPU {} does not exist", key.gpu));
-  jobs_[key] = energy_j;
+  if (key.job.gpu >= gpus_.size()) throw UsageError(fmt::format("job ledger: GPU {} does not exist", key.job.gpu));
+  double& step_j = steps_[key];
+  jobs_[key.job] += energy_j - step_j;
+  step_j = energy_j;
 }
+
+void JobLedger::restore_pod(const PodEnergyKey& key, double energy_j) {
+  check_energy(energy_j, "a restored pod's");
+  if (key.gpu >= gpus_.size()) throw UsageError(fmt::format("job ledger: GPU {} does not exist", key.gpu));
+  pods_[key] = energy_j;
+}
+
+void JobLedger::restore_job_pod(const std::string& job, KubernetesPod pod) { job_pods_[job] = std::move(pod); }
 
 void JobLedger::restore_identity(uint32_t pid, std::optional<JobIdentity> identity) {
   identities_[pid] = std::move(identity);

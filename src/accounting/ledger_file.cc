@@ -66,6 +66,16 @@ std::optional<JobIdentity::Scheduler> scheduler_named(const std::string& name) {
   return std::nullopt;
 }
 
+KubernetesPod read_pod(const Reader& read, const nlohmann::json& entry, const std::string& field) {
+  return {read.text(entry, field, "namespace"), read.text(entry, field, "pod"), read.text(entry, field, "container")};
+}
+
+nlohmann::json pod_json(const KubernetesPod& pod) {
+  return {{"namespace", valid_utf8_or_printable(pod.namespace_name)},
+          {"pod", valid_utf8_or_printable(pod.pod)},
+          {"container", valid_utf8_or_printable(pod.container)}};
+}
+
 std::optional<std::size_t> index_of(const std::vector<std::string>& names, const std::string& name) {
   const auto it = std::find(names.begin(), names.end(), name);
   if (it == names.end()) return std::nullopt;
@@ -105,7 +115,7 @@ LedgerFile::Restored LedgerFile::load(const nlohmann::json& doc, JobLedger& into
   // Read whole into a fresh ledger: a file refused half-way restores nothing.
   JobLedger ledger(into.gpus(), into.cpu_zones());
   nlohmann::json carried_gpus = nlohmann::json::array(), carried_zones = nlohmann::json::array(),
-                 carried_jobs = nlohmann::json::array();
+                 carried_jobs = nlohmann::json::array(), carried_pods = nlohmann::json::array();
   Restored restored;
   restored.marks.resize(gpu_uuids_.size());
   const Reader read(path_.string());
@@ -150,10 +160,34 @@ LedgerFile::Restored LedgerFile::load(const nlohmann::json& doc, JobLedger& into
     const std::string job = read.text(jobs[k], field, "job"), user = read.text(jobs[k], field, "user");
     const std::optional<std::size_t> i = index_of(gpu_uuids_, read.text(jobs[k], field, "gpu_uuid"));
     const double energy_j = read.non_negative(jobs[k], field, "energy_j");
+    // Files before per-step totals have no step: the job's whole, step unknown.
+    const std::string step = jobs[k].contains("step") ? read.text(jobs[k], field, "step") : std::string();
     if (i) {
-      ledger.restore_job({job, user, *i}, energy_j);
+      ledger.restore_job({{job, user, *i}, step}, energy_j);
     } else {
       carried_jobs.push_back(jobs[k]);
+    }
+  }
+  // Files before pod labels have neither list.
+  if (doc.contains("pods")) {
+    const nlohmann::json& pods = read.array(doc, "the file", "pods");
+    for (std::size_t k = 0; k < pods.size(); ++k) {
+      const std::string field = fmt::format("pods[{}]", k);
+      const KubernetesPod pod = read_pod(read, pods[k], field);
+      const std::optional<std::size_t> i = index_of(gpu_uuids_, read.text(pods[k], field, "gpu_uuid"));
+      const double energy_j = read.non_negative(pods[k], field, "energy_j");
+      if (i) {
+        ledger.restore_pod({pod, *i}, energy_j);
+      } else {
+        carried_pods.push_back(pods[k]);
+      }
+    }
+  }
+  if (doc.contains("job_pods")) {
+    const nlohmann::json& job_pods = read.array(doc, "the file", "job_pods");
+    for (std::size_t k = 0; k < job_pods.size(); ++k) {
+      const std::string field = fmt::format("job_pods[{}]", k);
+      ledger.restore_job_pod(read.text(job_pods[k], field, "job"), read_pod(read, job_pods[k], field));
     }
   }
   const nlohmann::json& processes = read.array(doc, "the file", "processes");
@@ -178,6 +212,7 @@ LedgerFile::Restored LedgerFile::load(const nlohmann::json& doc, JobLedger& into
   carried_gpus_ = std::move(carried_gpus);
   carried_zones_ = std::move(carried_zones);
   carried_jobs_ = std::move(carried_jobs);
+  carried_pods_ = std::move(carried_pods);
   restored.found = true;
   return restored;
 }
@@ -199,11 +234,25 @@ void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<C
     zones.push_back({{"label", zone_labels_.at(z)}, {"energy_j", ledger.cpu_energy_j(z)}});
   }
   nlohmann::json jobs = carried_jobs_;
-  for (const auto& [key, energy_j] : ledger.job_gpu_energy_j()) {
-    jobs.push_back({{"job", valid_utf8_or_printable(key.job)},
-                    {"user", valid_utf8_or_printable(key.user)},
-                    {"gpu_uuid", valid_utf8_or_printable(gpu_uuids_.at(key.gpu))},
+  for (const auto& [key, energy_j] : ledger.job_step_gpu_energy_j()) {
+    jobs.push_back({{"job", valid_utf8_or_printable(key.job.job)},
+                    {"user", valid_utf8_or_printable(key.job.user)},
+                    {"step", valid_utf8_or_printable(key.step)},
+                    {"gpu_uuid", valid_utf8_or_printable(gpu_uuids_.at(key.job.gpu))},
                     {"energy_j", energy_j}});
+  }
+  nlohmann::json pods = carried_pods_;
+  for (const auto& [key, energy_j] : ledger.pod_gpu_energy_j()) {
+    nlohmann::json entry = pod_json(key.pod);
+    entry["gpu_uuid"] = valid_utf8_or_printable(gpu_uuids_.at(key.gpu));
+    entry["energy_j"] = energy_j;
+    pods.push_back(std::move(entry));
+  }
+  nlohmann::json job_pods = nlohmann::json::array();
+  for (const auto& [job, pod] : ledger.job_pods()) {
+    nlohmann::json entry = pod_json(pod);
+    entry["job"] = valid_utf8_or_printable(job);
+    job_pods.push_back(std::move(entry));
   }
   nlohmann::json processes = nlohmann::json::array();
   for (const auto& [pid, id] : ledger.known_identities()) {
@@ -217,7 +266,8 @@ void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<C
     processes.push_back({{"pid", pid}, {"job", job}});
   }
   const nlohmann::json doc = {{"joule_ledger", kFormatVersion}, {"saved_unix_s", now_unix_s}, {"gpus", gpus},
-                              {"cpu_zones", zones},           {"jobs", jobs},                {"processes", processes}};
+                              {"cpu_zones", zones},           {"jobs", jobs},                {"pods", pods},
+                              {"job_pods", job_pods},         {"processes", processes}};
   OutputFile out(path_.string());
   out.stream() << doc.dump(1) << '\n';
   out.commit();

@@ -40,6 +40,9 @@ RemoteZeusFactory service_zeus_factory(const std::string&) {
 int run_exporter(const CommonOptions&, const ExporterCliOptions&) {
   absent("exporter", "the exporter's HTTP endpoint", absent_reason::kExporter);
 }
+int run_slurm_epilog(const SlurmEpilogCliOptions&) {
+  absent("slurm-epilog", "the exporter's HTTP client", absent_reason::kExporter);
+}
 #endif
 
 }  // namespace joule::cli

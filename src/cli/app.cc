@@ -268,6 +268,10 @@ void add_exporter(CommandLine& cli) {
   command->add_option("--ledger", exporter.ledger,
                       "keep the job ledger in this file: every total goes on across restarts, and what the GPUs drew "
                       "while no exporter ran is charged from their energy counters (default: none, totals from zero)");
+  command->add_option("--kubelet-socket", exporter.kubelet_socket,
+                      "the kubelet's pod-resources socket (e.g. /var/lib/kubelet/pod-resources/kubelet.sock): label "
+                      "GPUs and jobs with the Kubernetes namespace, pod and container holding them, and count each "
+                      "container's GPU energy (default: none)");
   add_carbon_options(*command, exporter.carbon, "each job's GPU energy (joule_job_gpu_co2e_grams_total)",
                      /*with_price=*/false);
 }
@@ -280,6 +284,22 @@ void add_ledger(CommandLine& cli) {
   command->add_option("--file", ledger.file, "the ledger (default /var/lib/joule-exporter/ledger.json, the packaged exporter's)");
   command->add_flag("--json", ledger.json, "print JSON");
   add_carbon_options(*command, ledger.carbon, "each job's GPU energy");
+}
+
+void add_slurm_epilog(CommandLine& cli) {
+  SlurmEpilogCliOptions& epilog = cli.slurm_epilog;
+  CLI::App* command = cli.slurm_epilog_command = cli.app.add_subcommand(
+      "slurm-epilog", "slurmctld's EpilogSlurmctld: a finished job's GPU energy, from its nodes' exporters, into its "
+                      "AdminComment, where sacct shows it");
+  command->add_option("--job", epilog.job, "the Slurm job id (default $SLURM_JOB_ID)");
+  command->add_option("--nodes", epilog.nodes, "its node list, as Slurm writes one (default $SLURM_JOB_NODELIST)");
+  add_number_option(*command, "--exporter-port", epilog.exporter_port, {1, 65535},
+                    "the port each node's joule exporter listens on (default 9400)");
+  add_number_option(*command, "--timeout-s", epilog.timeout_s, {0.1, 600.0},
+                    "how long each node's exporter has to answer (default 5)");
+  add_number_option(*command, "--wait-s", epilog.wait_s, {0.0, 3600.0},
+                    "how long to wait for the job to reach slurmdbd (default 30)");
+  command->add_flag("--dry-run", epilog.dry_run, "print the comment, store nothing");
 }
 
 void add_serve(CommandLine& cli) {
@@ -372,10 +392,14 @@ void add_footers(CommandLine& cli) {
   cli.tokens_command->footer("Examples:\n  joule tokens create --file tokens --user alice --jobs 'resnet50,bert-*'\n"
                              "  joule tokens list --file tokens\n  joule tokens revoke alice --file tokens");
   cli.exporter_command->footer("Examples:\n  joule exporter                                # http://127.0.0.1:9400/metrics\n"
-                               "  joule exporter --listen 0.0.0.0:9400 --ledger /var/lib/joule-exporter/ledger.json");
+                               "  joule exporter --listen 0.0.0.0:9400 --ledger /var/lib/joule-exporter/ledger.json\n"
+                               "  joule exporter --listen 0.0.0.0:9400 --kubelet-socket /var/lib/kubelet/pod-resources/kubelet.sock");
   cli.ledger_command->footer("Examples:\n  joule ledger                                  # every job on this node\n"
                              "  joule ledger 4711 --carbon-region FR --price 0.25 --currency EUR\n"
                              "  joule ledger --file ledger.json --json");
+  cli.slurm_epilog_command->footer("Examples (slurm.conf: EpilogSlurmctld=/usr/libexec/joule/slurm-epilog, docs/cluster.md):\n"
+                                   "  joule slurm-epilog --job 4711 --nodes 'gpu[01-02]' --dry-run\n"
+                                   "  sacct -j 4711 -X -o JobID,State,AdminComment%80");
   cli.app.footer(
       "Run 'joule SUBCOMMAND --help' for its options and an example.\n"
       "Exit status: 0 success; 1 an error (device, file, data; the message says which); 2 a usage error (an\n"
@@ -383,9 +407,9 @@ void add_footers(CommandLine& cli) {
       "could not be started).");
 }
 
-constexpr std::array<std::string_view, 14> kCommands = {"info",          "measure",   "top",      "sweep",  "analyze",
-                                                        "report",        "simulate",  "serve",    "jobs",   "tokens",
-                                                        "cluster-trace", "train-sim", "exporter", "ledger"};
+constexpr std::array<std::string_view, 15> kCommands = {
+    "info",  "measure", "top",    "sweep",         "analyze",   "report",   "simulate",    "serve",
+    "jobs",  "tokens",  "cluster-trace", "train-sim", "exporter", "ledger", "slurm-epilog"};
 
 }  // namespace
 
@@ -402,6 +426,7 @@ CommandLine::CommandLine() : app("joule: measure and lower the energy of deep-le
   add_analyze_and_report(*this);
   add_exporter(*this);
   add_ledger(*this);
+  add_slurm_epilog(*this);
   add_serve(*this);
   add_tokens_and_jobs(*this);
   add_footers(*this);
@@ -422,7 +447,7 @@ std::optional<int> parse_command_line(CommandLine& cli, int argc, const char* co
   const std::string_view first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
     err << fmt::format("joule: unknown command '{}' (expected info, measure, top, sweep, analyze, report, simulate, "
-                       "cluster-trace, train-sim, serve, jobs, tokens, exporter or ledger; see 'joule --help')\n",
+                       "cluster-trace, train-sim, serve, jobs, tokens, exporter, ledger or slurm-epilog; see 'joule --help')\n",
                        printable(first));
     return 2;
   }

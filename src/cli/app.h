@@ -39,6 +39,7 @@ struct CommandLine {
   TokensCliOptions tokens;
   JobsCliOptions jobs;
   LedgerCliOptions ledger;
+  SlurmEpilogCliOptions slurm_epilog;
 
   CLI::App* info_command = nullptr;
   CLI::App* measure_command = nullptr;
@@ -54,6 +55,7 @@ struct CommandLine {
   CLI::App* tokens_command = nullptr;
   CLI::App* jobs_command = nullptr;
   CLI::App* ledger_command = nullptr;
+  CLI::App* slurm_epilog_command = nullptr;
 };
 
 // Parses argv into cli. nullopt: a subcommand is to run. Otherwise the

@@ -183,6 +183,7 @@ struct ExporterCliOptions {
   std::optional<std::string> jouled_socket;  // none: $JOULE_DAEMON_SOCKET or jouled's default
   CarbonFlags carbon;  // a CO2e counter per job (no price)
   std::string ledger;  // the job ledger's file; empty: totals from zero at each start
+  std::string kubelet_socket;  // the kubelet's pod-resources socket; empty: pods not asked
 };
 int run_exporter(const CommonOptions& common, const ExporterCliOptions& options);
 
@@ -230,5 +231,17 @@ struct LedgerCliOptions {
   CarbonFlags carbon;  // CO2e and price per job
 };
 int run_ledger(const LedgerCliOptions& options);
+
+// joule slurm-epilog: every field defaults to what slurmctld gives its
+// EpilogSlurmctld (SLURM_JOB_ID, SLURM_ARRAY_*, SLURM_JOB_NODELIST).
+struct SlurmEpilogCliOptions {
+  std::string job;       // Slurm's job id; default $SLURM_JOB_ID
+  std::string nodes;     // the job's node list; default $SLURM_JOB_NODELIST
+  int exporter_port = 9400;
+  double timeout_s = 5.0;   // per node's exporter
+  double wait_s = 30.0;     // for the job to reach slurmdbd
+  bool dry_run = false;     // print the comment, store nothing
+};
+int run_slurm_epilog(const SlurmEpilogCliOptions& options);
 
 }  // namespace joule::cli

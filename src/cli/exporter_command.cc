@@ -16,9 +16,15 @@
 #include "cli/commands.h"
 #include "cli/number_options.h"
 #include "joule/device/discovery.h"
+#include "joule/common/utf8.h"
 #include "joule/error.h"
 #include "joule/telemetry/energy_exporter.h"
 #include "joule/telemetry/metrics_server.h"
+#ifdef JOULE_HAVE_KUBELET
+#include "joule/scheduler/pod_resources.h"
+#else
+#include "cli/absent_modules.h"
+#endif
 
 namespace joule::cli {
 namespace {
@@ -76,6 +82,18 @@ std::string describe_gpus(const Devices& devices) {
   return fmt::format("{} ({})", count, devices.gpu_backend_reason);
 }
 
+// Which containers hold the GPUs, from the kubelet at --kubelet-socket
+// (none without it); a build without gRPC refuses the option, saying why.
+std::function<DeviceHolders()> kubelet_lister(const std::string& socket) {
+  if (socket.empty()) return {};
+#ifdef JOULE_HAVE_KUBELET
+  auto client = std::make_shared<PodResourcesClient>(socket);
+  return [client] { return client->list_gpu_holders(); };
+#else
+  throw UsageError(fmt::format("--kubelet-socket: this joule {}", absent_reason::kKubelet));
+#endif
+}
+
 }  // namespace
 
 int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
@@ -112,13 +130,19 @@ int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   options.log = [](const std::string& line) { std::cerr << "joule exporter: " << line << std::endl; };
   options.carbon = carbon_basis;
   options.ledger_path = o.ledger;
+  options.list_gpu_holders = kubelet_lister(o.kubelet_socket);
+  options.kubelet_socket = o.kubelet_socket;
   EnergyExporter exporter(devices.gpus, devices.cpu_zones, std::make_shared<SteadyClock>(), options);
   MetricsServer server([&] { return exporter.metrics_text(); }, host, port);
+  server.serve_jobs([&](const std::string& job) { return exporter.jobs_json(job); });
   exporter.start();
   std::cerr << fmt::format("joule exporter: {}\n", describe_gpus(devices));
   if (carbon_basis) {
     std::cerr << fmt::format("joule exporter: CO2e per job at {:g} g CO2e/kWh x PUE {:g} ({})\n", *carbon_basis->g_per_kwh,
                              carbon_basis->pue, basis_description(*carbon_basis));
+  }
+  if (!o.kubelet_socket.empty()) {
+    std::cerr << fmt::format("joule exporter: Kubernetes pods holding GPUs from {}\n", printable(o.kubelet_socket));
   }
   std::cerr << fmt::format("joule exporter: {} CPU zone{}; jouled leases from {}; http://{}:{}/metrics\n",
                            devices.cpu_zones.size(), devices.cpu_zones.size() == 1 ? "" : "s",

@@ -23,7 +23,8 @@ namespace {
 struct JobTotal {
   std::string user;
   double energy_j = 0.0;
-  std::map<std::string, double> by_gpu_j;  // by uuid
+  std::map<std::string, double> by_gpu_j;   // by uuid
+  std::map<std::string, double> by_step_j;  // by Slurm step ("" where not known)
 };
 
 // "slurm/4711" matches "slurm/4711" and "4711"; "user/alice" matches "alice" too.
@@ -51,12 +52,13 @@ int run_ledger(const LedgerCliOptions& o) {
     basis = carbon::resolve(settings);
   }
   std::map<std::string, JobTotal> jobs;
-  for (const auto& [key, energy_j] : contents.ledger.job_gpu_energy_j()) {
-    if (!o.job.empty() && !names_job(o.job, key.job)) continue;
-    JobTotal& total = jobs[key.job];
-    total.user = key.user;
+  for (const auto& [key, energy_j] : contents.ledger.job_step_gpu_energy_j()) {
+    if (!o.job.empty() && !names_job(o.job, key.job.job)) continue;
+    JobTotal& total = jobs[key.job.job];
+    total.user = key.job.user;
     total.energy_j += energy_j;
-    total.by_gpu_j[contents.gpu_uuids.at(key.gpu)] += energy_j;
+    total.by_gpu_j[contents.gpu_uuids.at(key.job.gpu)] += energy_j;
+    total.by_step_j[key.step] += energy_j;
   }
   if (!o.job.empty() && jobs.empty()) {
     throw UsageError(fmt::format("no job '{}' in the ledger {} ({} jobs there; `joule ledger --file {}` lists them)",
@@ -68,7 +70,8 @@ int run_ledger(const LedgerCliOptions& o) {
       nlohmann::json entry = {{"job", valid_utf8_or_printable(job)},
                               {"user", valid_utf8_or_printable(total.user)},
                               {"gpu_energy_j", total.energy_j},
-                              {"by_gpu_j", total.by_gpu_j}};
+                              {"by_gpu_j", total.by_gpu_j},
+                              {"by_step_j", total.by_step_j}};
       if (basis) entry["carbon"] = carbon_json(*basis, carbon::footprint(*basis, total.energy_j));
       list.push_back(entry);
     }

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     if (*cli.tokens_command) return joule::cli::run_tokens(cli.tokens);
     if (*cli.jobs_command) return joule::cli::run_jobs(cli.jobs);
     if (*cli.ledger_command) return joule::cli::run_ledger(cli.ledger);
+    if (*cli.slurm_epilog_command) return joule::cli::run_slurm_epilog(cli.slurm_epilog);
   } catch (const joule::UsageError& e) {
     std::cerr << fmt::format("joule: {}\n", joule::printable(e.what()));
     return 2;

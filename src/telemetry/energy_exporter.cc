@@ -10,6 +10,8 @@
 #include <climits>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "joule/error.h"
 #include "telemetry/prometheus_text.h"
 
@@ -18,10 +20,15 @@ namespace {
 
 using prometheus_text::escaped;
 using prometheus_text::Family;
+using prometheus_text::pod_labels;
 
 // Steps between two writes of the ledger file: a crash in between loses
 // nothing the counter mark does not bridge, to the processes listed then.
 constexpr uint64_t kLedgerSaveEverySteps = 10;
+// After the kubelet failed to answer, it is asked again this many accounting
+// steps later (10 s by default): a hung one costs a step its timeout at most
+// this often.
+constexpr double kKubeletRetrySteps = 10.0;
 // More than any GPU draws: a counter that advanced faster while no exporter
 // ran is not this GPU's (or the clock jumped).
 constexpr double kMaxPowerPerGpuW = 5000.0;
@@ -101,6 +108,7 @@ void EnergyExporter::account_loop() {
 }
 
 void EnergyExporter::account_now() {
+  std::lock_guard step(step_mutex_);
   double begin_s = 0.0;
   {
     std::lock_guard lock(mutex_);
@@ -161,11 +169,23 @@ void EnergyExporter::account_now() {
     }
   }
 
+  std::optional<std::string> kubelet_problem;
+  const std::optional<DeviceHolders> holders = ask_kubelet(kubelet_problem);
+
   std::vector<std::string> news;  // GPUs gone down or come back: logged once the lock is released
   {
     std::lock_guard lock(mutex_);
     ++accounting_steps_;
     jouled_up_ = jouled_up;
+    if (holders || kubelet_problem) {
+      kubelet_asked_ = true;
+      kubelet_problem_ = kubelet_problem;
+      // Not known while the kubelet cannot say: no container is billed meanwhile.
+      for (std::size_t i = 0; i < gpus_.size(); ++i) {
+        gpu_states_[i].holders = holders ? holders_of_gpu(*holders, gpus_[i]->uuid(), gpus_[i]->pci_bus_id())
+                                         : std::vector<KubernetesPod>{};
+      }
+    }
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       GpuState& state = gpu_states_[i];
       state.limit_mw = listed[i].limit_mw;
@@ -179,6 +199,7 @@ void EnergyExporter::account_now() {
       // counters stay at what was read, whatever the driver says next.
       if (!state.up) continue;
       ledger_.charge_gpu(i, e.energy_j, listed[i].pids, identities);
+      ledger_.charge_pods(i, e.energy_j, state.holders, identities);
     }
     ledger_.finish_step(identities);
     for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
@@ -190,6 +211,42 @@ void EnergyExporter::account_now() {
     for (const std::string& line : news) options_.log(line);
   }
   if (ledger_file_ && accounting_steps_ % kLedgerSaveEverySteps == 0) save_ledger();
+}
+
+std::optional<DeviceHolders> EnergyExporter::ask_kubelet(std::optional<std::string>& problem) {
+  if (!options_.list_gpu_holders || clock_->now_s() < next_kubelet_ask_s_) return std::nullopt;
+  try {
+    return options_.list_gpu_holders();
+  } catch (const Error& e) {
+    problem = e.what();
+    next_kubelet_ask_s_ = clock_->now_s() + kKubeletRetrySteps * options_.accounting_interval_s;
+    return std::nullopt;
+  }
+}
+
+std::string EnergyExporter::jobs_json(const std::string& job) {
+  account_now();
+  nlohmann::json entries = nlohmann::json::array();
+  double accounted_until_unix_s = 0.0;
+  {
+    std::lock_guard lock(mutex_);
+    accounted_until_unix_s = unix_now_s() - (clock_->now_s() - accounted_until_s_);
+    for (const auto& [key, energy_j] : ledger_.job_step_gpu_energy_j()) {
+      if (!job.empty() && key.job.job != job) continue;
+      const Gpu& gpu = *gpus_[key.job.gpu];
+      entries.push_back({{"job", key.job.job},
+                         {"user", key.job.user},
+                         {"step", key.step},
+                         {"gpu", gpu.index()},
+                         {"uuid", gpu.uuid()},
+                         {"energy_j", energy_j}});
+    }
+  }
+  const nlohmann::json reply = {{"joule_jobs", 1},
+                                {"hostname", options_.hostname},
+                                {"accounted_until_unix_s", accounted_until_unix_s},
+                                {"jobs", entries}};
+  return reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 void EnergyExporter::restore_ledger() {
@@ -297,6 +354,16 @@ std::string EnergyExporter::gpu_labels(std::size_t i) const {
                                    gpu.index(), escaped(gpu.uuid()), escaped(gpu.pci_bus_id()), amd ? "amd" : "nvidia",
                                    vendor_index(i), escaped(gpu.name()), escaped(options_.hostname));
   if (!amd) labels += fmt::format(R"(,DCGM_FI_DRIVER_VERSION="{}")", escaped(options_.driver_version));
+  // dcgm-exporter's pod labels, where one container holds the GPU.
+  if (gpu_states_[i].holders.size() == 1) labels += pod_labels(gpu_states_[i].holders.front());
+  return labels;
+}
+
+std::string EnergyExporter::job_labels(const JobEnergyKey& key) const {
+  const Gpu& gpu = *gpus_[key.gpu];
+  std::string labels = fmt::format(R"(joule_job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
+                                   escaped(key.user), gpu.index(), escaped(gpu.uuid()), escaped(options_.hostname));
+  if (const auto pod = ledger_.job_pods().find(key.job); pod != ledger_.job_pods().end()) labels += pod_labels(pod->second);
   return labels;
 }
 
@@ -394,6 +461,7 @@ std::string EnergyExporter::metrics_text() const {
     }
   }
   if (options_.amd_metric_names) render_amd_metric_names(out, latest);
+  render_pod_metrics(out);
   {
     Family family(out, "joule_gpu_energy_joules_total", "counter",
                   "GPU energy since the exporter started, or since its ledger began (--ledger), integrated by joule's sampler (J).");
@@ -407,12 +475,7 @@ std::string EnergyExporter::metrics_text() const {
   {
     Family family(out, "joule_job_gpu_energy_joules_total", "counter",
                   "GPU energy per job (joule_job: slurm/ID, kubernetes/POD_UID or user/NAME) and user: each accounting step's GPU energy split equally over the processes listed at its start or end (J).");
-    for (const auto& [key, energy_j] : ledger_.job_gpu_energy_j()) {
-      const Gpu& gpu = *gpus_[key.gpu];
-      family.add(fmt::format(R"(joule_job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
-                             escaped(key.user), gpu.index(), escaped(gpu.uuid()), escaped(options_.hostname)),
-                 energy_j);
-    }
+    for (const auto& [key, energy_j] : ledger_.job_gpu_energy_j()) family.add(job_labels(key), energy_j);
   }
   if (options_.carbon && options_.carbon->g_per_kwh) {
     const carbon::Basis& basis = *options_.carbon;
@@ -421,10 +484,7 @@ std::string EnergyExporter::metrics_text() const {
                     "Grams of CO2e of joule_job_gpu_energy_joules_total (same labels): energy in kWh x PUE x the "
                     "average grid intensity of joule_carbon_intensity_grams_per_kwh (g).");
       for (const auto& [key, energy_j] : ledger_.job_gpu_energy_j()) {
-        const Gpu& gpu = *gpus_[key.gpu];
-        family.add(fmt::format(R"(joule_job="{}",user="{}",gpu="{}",UUID="{}",Hostname="{}")", escaped(key.job),
-                               escaped(key.user), gpu.index(), escaped(gpu.uuid()), escaped(options_.hostname)),
-                   *carbon::footprint(basis, energy_j).co2e_g);
+        family.add(job_labels(key), *carbon::footprint(basis, energy_j).co2e_g);
       }
     }
     {

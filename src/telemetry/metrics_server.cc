@@ -27,14 +27,16 @@ MetricsServer::MetricsServer(std::function<std::string()> metrics_text, const st
     res.set_header("Allow", "GET");
     res.set_content("only GET is served here\n", "text/plain");
   };
-  for (const char* path : {"/metrics", "/healthz"}) {
+  for (const char* path : {"/metrics", "/healthz", "/jobs"}) {
     server.Post(path, not_allowed);
     server.Put(path, not_allowed);
     server.Patch(path, not_allowed);
     server.Delete(path, not_allowed);
   }
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.status == 404) res.set_content("not found: this exporter serves GET /metrics and GET /healthz\n", "text/plain");
+    if (res.status == 404) {
+      res.set_content("not found: this exporter serves GET /metrics, GET /healthz and GET /jobs\n", "text/plain");
+    }
   });
   impl_->port = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
   if (impl_->port < 0) throw Error(fmt::format("exporter: cannot listen on {}:{} (in use, or not an address here)", host, port));
@@ -43,6 +45,12 @@ MetricsServer::MetricsServer(std::function<std::string()> metrics_text, const st
 MetricsServer::~MetricsServer() = default;
 
 int MetricsServer::port() const { return impl_->port; }
+
+void MetricsServer::serve_jobs(std::function<std::string(const std::string& job)> jobs_json) {
+  impl_->server.Get("/jobs", [jobs_json](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(jobs_json(req.get_param_value("job")), "application/json");
+  });
+}
 
 void MetricsServer::run() { impl_->server.listen_after_bind(); }
 

@@ -2,13 +2,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writing the Prometheus text format (version 0.0.4): label values escaped,
 // and a metric family's HELP and TYPE written once before its samples. Used
-// by the exporter's renderers (energy_exporter.cc, amd_metric_names.cc).
+// by the exporter's renderers (energy_exporter.cc, amd_metric_names.cc, pod_metrics.cc).
 #pragma once
 
 #include <fmt/format.h>
 
 #include <string>
 
+#include "joule/accounting/kubernetes_pod.h"
 #include "joule/common/utf8.h"
 
 namespace joule::prometheus_text {
@@ -27,6 +28,13 @@ inline std::string escaped(const std::string& value) {
     else out += c;
   }
   return out;
+}
+
+// dcgm-exporter's labels of a GPU a Kubernetes container holds, with the
+// comma that joins them to the labels before.
+inline std::string pod_labels(const KubernetesPod& pod) {
+  return fmt::format(R"(,namespace="{}",pod="{}",container="{}")", escaped(pod.namespace_name), escaped(pod.pod),
+                     escaped(pod.container));
 }
 
 // One metric family: HELP and TYPE once, then its samples.

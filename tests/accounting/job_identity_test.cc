@@ -64,7 +64,8 @@ TEST(JobIdentityTest, TheEnvironmentNamesASlurmJobTheCgroupDoesNot) {
                "HOME=/root\0SLURM_JOB_ID=\0SLURM_JOB_ID=9001\0PATH=/bin\0"s);
   fake_process(proc, 31, 0, "0::/user.slice/user-0.slice/session-1.scope\n",
                "SLURM_STEP_ID=3\0SLURM_JOB_ID=9002\0"s);
-  EXPECT_EQ(identify(proc, 30), (JobIdentity{JobIdentity::Scheduler::kSlurm, "9001", "root"}));
+  // No step id: srun gives one to every step's tasks, so this is the batch script's.
+  EXPECT_EQ(identify(proc, 30), (JobIdentity{JobIdentity::Scheduler::kSlurm, "9001", "root", "batch"}));
   EXPECT_EQ(identify(proc, 31), (JobIdentity{JobIdentity::Scheduler::kSlurm, "9002", "root", "3"}));
 }
 

@@ -60,6 +60,31 @@ TEST(JobLedgerTest, SplitsAStepOverTheProcessesListedAtItsStartAndEnd) {
   EXPECT_EQ(ledger.known_identities().count(300), 0u);
 }
 
+// A Slurm job's steps each keep their own total, and the job's is their sum.
+TEST(JobLedgerTest, KeepsEachSlurmStepsTotalBesideItsJobs) {
+  JobLedger ledger(1, 0);
+  JobIdentity batch = slurm_job("7", "alice"), step0 = slurm_job("7", "alice");
+  batch.step = "batch";
+  step0.step = "0";
+  const JobIdentities ids = {{100, batch}, {101, step0}, {200, slurm_job("8", "bob")}};
+  ledger.charge_gpu(0, 90.0, std::vector<uint32_t>{100, 101, 200}, ids);
+  ledger.finish_step(ids);
+  ledger.charge_gpu(0, 40.0, std::vector<uint32_t>{101}, {});
+  const auto& steps = ledger.job_step_gpu_energy_j();
+  ASSERT_EQ(steps.size(), 3u);
+  // The second step is shared by all three listed at its start, and 101.
+  EXPECT_DOUBLE_EQ(steps.at({{"slurm/7", "alice", 0}, "batch"}), 30 + 40.0 / 3);
+  EXPECT_DOUBLE_EQ(steps.at({{"slurm/7", "alice", 0}, "0"}), 30 + 40.0 / 3);
+  EXPECT_DOUBLE_EQ(steps.at({{"slurm/8", "bob", 0}, ""}), 30 + 40.0 / 3);
+  EXPECT_DOUBLE_EQ(job_energy(ledger, "slurm/7", 0), 60 + 80.0 / 3);
+  // Restored per step, the job's total is again their sum, whatever the order.
+  JobLedger restored(1, 0);
+  restored.restore_job({{"slurm/7", "alice", 0}, "0"}, 5.0);
+  restored.restore_job({{"slurm/7", "alice", 0}, "batch"}, 7.0);
+  restored.restore_job({{"slurm/7", "alice", 0}, "0"}, 6.0);
+  EXPECT_DOUBLE_EQ(job_energy(restored, "slurm/7", 0), 13.0);
+}
+
 TEST(JobLedgerTest, AnEnergyThatIsNotAFiniteNonNegativeNumberIsRefusedAndNothingCharged) {
   JobLedger ledger(1, 1);
   for (const double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
@@ -97,6 +122,7 @@ TEST(LedgerFileTest, WhatIsSavedIsRestoredAndWhatThisNodeLacksIsKept) {
   EXPECT_DOUBLE_EQ(after.gpu_energy_j(1), 100.0);
   EXPECT_DOUBLE_EQ(after.unattributed_j(1), 50.0);
   EXPECT_DOUBLE_EQ(job_energy(after, "slurm/7", 1), 50.0);
+  EXPECT_DOUBLE_EQ(after.job_step_gpu_energy_j().at({{"slurm/7", "alice", 1}, "batch"}), 50.0);
   EXPECT_EQ(after.listed_pids(1), (std::vector<uint32_t>{100, 300}));
   EXPECT_EQ(after.known_identities().at(100), stepped);
   EXPECT_FALSE(after.known_identities().at(300));
@@ -109,6 +135,50 @@ TEST(LedgerFileTest, WhatIsSavedIsRestoredAndWhatThisNodeLacksIsKept) {
   EXPECT_DOUBLE_EQ(again.gpu_energy_j(0), 30.0);
   EXPECT_DOUBLE_EQ(again.unattributed_j(0), 30.0);
   EXPECT_DOUBLE_EQ(again.gpu_energy_j(1), 100.0);
+}
+
+// A file written before per-step totals has no step: its jobs come back whole.
+TEST(LedgerFileTest, AJobWithoutAStepIsRestoredWhole) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.json");
+  testing::write_file(path, R"({"joule_ledger": 1, "saved_unix_s": 1, "gpus": [{"uuid": "GPU-a", "energy_j": 9, )"
+                            R"("unattributed_j": 0, "listed_pids": [], "counter_mark": null}], "cpu_zones": [], )"
+                            R"("jobs": [{"job": "slurm/1", "user": "a", "gpu_uuid": "GPU-a", "energy_j": 9}], "processes": []})");
+  JobLedger ledger(1, 0);
+  LedgerFile file(path, {"GPU-a"}, {});
+  file.load(ledger);
+  EXPECT_DOUBLE_EQ(job_energy(ledger, "slurm/1", 0), 9.0);
+  EXPECT_DOUBLE_EQ(ledger.job_step_gpu_energy_j().at({{"slurm/1", "a", 0}, ""}), 9.0);
+  file.save(ledger, {std::nullopt}, 2.0);
+  EXPECT_NE(testing::read_file(path).find("\"step\": \"\""), std::string::npos) << testing::read_file(path);
+}
+
+// Each container's energy and the container each Kubernetes job ran in go
+// on across a restart too.
+TEST(LedgerFileTest, KeepsEachContainersEnergyAndWhereEachKubernetesJobRan) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.json");
+  JobLedger before(1, 0);
+  const JobIdentities ids = {{100, JobIdentity{JobIdentity::Scheduler::kKubernetes, "uid-1", "root"}}};
+  const KubernetesPod pod{"ml", "trainer-0", "pytorch"};
+  before.charge_gpu(0, 80.0, std::vector<uint32_t>{100}, ids);
+  before.charge_pods(0, 80.0, {pod}, ids);
+  before.finish_step(ids);
+  LedgerFile(path, {"GPU-a"}, {}).save(before, {std::nullopt}, 3.0);
+  JobLedger after(1, 0);
+  LedgerFile(path, {"GPU-a"}, {}).load(after);
+  EXPECT_DOUBLE_EQ(after.pod_gpu_energy_j().at({pod, 0}), 80.0);
+  EXPECT_EQ(after.job_pods().at("kubernetes/uid-1"), pod);
+
+  testing::write_file(path, R"({"joule_ledger": 1, "saved_unix_s": 1, "gpus": [], "cpu_zones": [], "jobs": [], )"
+                            R"("pods": [{"namespace": "ml", "pod": "p", "gpu_uuid": "GPU-a", "energy_j": 1}], "processes": []})");
+  JobLedger refused(1, 0);
+  try {
+    LedgerFile(path, {"GPU-a"}, {}).load(refused);
+    ADD_FAILURE() << "a pod without its container was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("pods[0]: \"container\" is missing"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LedgerFileTest, NoFileYetRestoresNothing) {

@@ -16,12 +16,15 @@ using testing::TempDir;
 // Two jobs: slurm/4711 on both GPUs (3.6 MJ = 1 kWh in all), alice's on one.
 std::string write_ledger(const TempDir& dir) {
   JobLedger ledger(2, 0);
-  const JobIdentities ids = {{100, JobIdentity{JobIdentity::Scheduler::kSlurm, "4711", "bob"}},
-                             {200, JobIdentity{JobIdentity::Scheduler::kNone, "", "alice"}}};
+  const JobIdentities ids = {{100, JobIdentity{JobIdentity::Scheduler::kSlurm, "4711", "bob", "0"}},
+                             {200, JobIdentity{JobIdentity::Scheduler::kNone, "", "alice"}},
+                             {300, JobIdentity{JobIdentity::Scheduler::kSlurm, "4711", "bob", "batch"}}};
   ledger.charge_gpu(0, 2.4e6, std::vector<uint32_t>{100}, ids);
   ledger.charge_gpu(1, 1.2e6, std::vector<uint32_t>{100}, ids);
   ledger.charge_gpu(1, 1000.0, std::vector<uint32_t>{200}, ids);  // shared with 100 (listed at the start)
   ledger.charge_gpu(0, 50.0, std::vector<uint32_t>{}, ids);        // 100 listed at the start
+  ledger.charge_gpu(0, 10.0, std::vector<uint32_t>{300}, ids);     // the job's batch step
+  ledger.charge_gpu(0, 10.0, std::vector<uint32_t>{}, ids);
   const std::string path = dir.file("ledger.json");
   LedgerFile(path, {"GPU-a", "GPU-b"}, {}).save(ledger, {}, 1.7645e9);
   return path;
@@ -47,10 +50,12 @@ TEST(LedgerCliTest, SaysWhatEachJobCostFromTheLedger) {
   const auto& job = doc["jobs"][0];
   EXPECT_EQ(job["job"], "slurm/4711");
   EXPECT_EQ(job["user"], "bob");
-  EXPECT_NEAR(job["gpu_energy_j"].get<double>(), 3.6e6 + 500 + 50, 1e-6);
-  EXPECT_NEAR(job["by_gpu_j"]["GPU-a"].get<double>(), 2.4e6 + 50, 1e-6);
-  EXPECT_NEAR(job["carbon"]["co2e_g"].get<double>(), (3.6e6 + 550) / 3.6e6 * 1.2 * 50, 1e-6);
-  EXPECT_NEAR(job["carbon"]["cost"].get<double>(), (3.6e6 + 550) / 3.6e6 * 1.2 * 0.25, 1e-9);
+  EXPECT_NEAR(job["gpu_energy_j"].get<double>(), 3.6e6 + 500 + 50 + 20, 1e-6);
+  EXPECT_NEAR(job["by_gpu_j"]["GPU-a"].get<double>(), 2.4e6 + 50 + 20, 1e-6);
+  EXPECT_NEAR(job["by_step_j"]["0"].get<double>(), 3.6e6 + 500 + 50, 1e-6);
+  EXPECT_NEAR(job["by_step_j"]["batch"].get<double>(), 20, 1e-6);
+  EXPECT_NEAR(job["carbon"]["co2e_g"].get<double>(), (3.6e6 + 570) / 3.6e6 * 1.2 * 50, 1e-6);
+  EXPECT_NEAR(job["carbon"]["cost"].get<double>(), (3.6e6 + 570) / 3.6e6 * 1.2 * 0.25, 1e-9);
 }
 
 TEST(LedgerCliTest, AJobNotThereOrNoLedgerIsAClearError) {

@@ -57,9 +57,20 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
+// And those of a cluster with accounting.
+constexpr Program kAccountingPrograms[] = {{"mariadbd", "mariadb-server"}, {"mariadb-install-db", "mariadb-server"},
+                                           {"slurmdbd", "slurmdbd"},       {"sacctmgr", "slurm-client"},
+                                           {"sacct", "slurm-client"}};
+
 // "" when every program is installed, else which one is missing.
-std::string missing_program() {
+std::string missing_program(bool accounting) {
   for (const auto& program : kPrograms) {
+    if (find_program(program.name).empty()) {
+      return fmt::format("no {} on PATH or in /usr/sbin (install Debian's {})", program.name, program.package);
+    }
+  }
+  if (!accounting) return "";
+  for (const auto& program : kAccountingPrograms) {
     if (find_program(program.name).empty()) {
       return fmt::format("no {} on PATH or in /usr/sbin (install Debian's {})", program.name, program.package);
     }
@@ -200,7 +211,7 @@ std::map<std::string, std::string> client_env(const std::string& conf) {
 
 }  // namespace
 
-SlurmCluster::SlurmCluster() {
+SlurmCluster::SlurmCluster(SlurmClusterOptions options) : options_(std::move(options)) {
   try {
     skip_reason_ = start();
   } catch (const std::exception& e) {
@@ -217,7 +228,7 @@ SlurmCluster::~SlurmCluster() { stop(); }
 // "" once the node is idle, else why the cluster could not be started.
 std::string SlurmCluster::start() {
   if (geteuid() != 0) return "needs root to run slurmd and munged (slurmd starts each task as its user)";
-  if (const std::string missing = missing_program(); !missing.empty()) return missing;
+  if (const std::string missing = missing_program(options_.accounting); !missing.empty()) return missing;
   // Under /tmp, not $TMPDIR: the Unix sockets made under it (munge's,
   // slurmstepd's, PMIx's) must stay within 108 characters.
   std::string pattern = "/tmp/joule-slurm-XXXXXX";
@@ -231,6 +242,9 @@ std::string SlurmCluster::start() {
   const int ctld_port = free_loopback_port();
   int slurmd_port = free_loopback_port();
   while (slurmd_port == ctld_port) slurmd_port = free_loopback_port();
+  if (options_.accounting) {
+    if (const std::string failed = start_accounting(ctld_port, slurmd_port); !failed.empty()) return failed;
+  }
   write_config(ctld_port, slurmd_port);
   const std::string conf = dir_ + "/slurm.conf";
   slurmctld_ = spawn_daemon({find_program("slurmctld"), "-D", "-f", conf}, env_, dir_ + "/slurmctld.out");
@@ -264,6 +278,66 @@ std::string SlurmCluster::start_munged() {
   return "";
 }
 
+// Waits until `pid` listens on `port`; "" or why not (it exited, or the time ran out).
+std::string wait_for_daemon(pid_t& pid, const char* name, int port, const std::string& logs_dir) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(kStartTimeoutS);
+  while (!listening(port)) {
+    if (const int status = exit_status_if_exited(pid); status >= 0) {
+      pid = -1;
+      return fmt::format("{} exited ({}) at start; see {}", name, status, logs_dir);
+    }
+    if (Clock::now() > deadline) return fmt::format("{} not listening on port {} after {} s", name, port, kStartTimeoutS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
+
+// A MariaDB of the cluster's own (its data, socket and log here, root
+// without a password on 127.0.0.1) and slurmdbd over it; then the cluster
+// is registered, as an operator does once with sacctmgr.
+std::string SlurmCluster::start_accounting(int slurmctld_port, int slurmd_port) {
+  const std::string data = dir_ + "/mysql";
+  const auto installed = run_process({find_program("mariadb-install-db"), "--no-defaults", "--datadir=" + data,
+                                      "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"},
+                                     env_, kStartTimeoutS);
+  if (installed.exit_code != 0) return "mariadb-install-db failed: " + installed.out + installed.err;
+  const int db_port = free_loopback_port();
+  mariadbd_ = spawn_daemon({find_program("mariadbd"), "--no-defaults", "--datadir=" + data, "--user=root",
+                            "--socket=" + dir_ + "/mysqld.sock", fmt::format("--port={}", db_port),
+                            "--bind-address=127.0.0.1", "--skip-name-resolve", "--pid-file=" + dir_ + "/mysqld.pid",
+                            "--log-error=" + dir_ + "/mysqld.err", "--innodb-buffer-pool-size=32M"},
+                           env_, dir_ + "/mysqld.out");
+  if (const std::string failed = wait_for_daemon(mariadbd_, "mariadbd", db_port, dir_); !failed.empty()) return failed + logs();
+  dbd_port_ = free_loopback_port();
+  // slurmdbd reads slurmdbd.conf beside SLURM_CONF's slurm.conf, and only
+  // when no one else can read it (it may hold the database's password).
+  const std::string conf = dir_ + "/slurmdbd.conf";
+  write_file(conf, fmt::format(R"(# Written by the joule tests (tests/common/slurm_cluster.cc).
+AuthType=auth/munge
+AuthInfo=socket={dir}/munge/munge.socket
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort={dbd_port}
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={db_port}
+StorageUser=root
+StorageLoc=slurm_acct_db
+PidFile={dir}/slurmdbd.pid
+LogFile={dir}/slurmdbd.log
+)",
+                               fmt::arg("dir", dir_), fmt::arg("dbd_port", dbd_port_), fmt::arg("db_port", db_port)));
+  chmod(conf.c_str(), 0600);
+  slurmdbd_ = spawn_daemon({find_program("slurmdbd"), "-D"}, env_, dir_ + "/slurmdbd.out");
+  if (const std::string failed = wait_for_daemon(slurmdbd_, "slurmdbd", dbd_port_, dir_); !failed.empty()) return failed + logs();
+  // sacctmgr reads the accounting address from slurm.conf: write it first.
+  write_config(slurmctld_port, slurmd_port);
+  const auto added = run_process({"sacctmgr", "-i", "add", "cluster", "joule-test"}, env_, kStartTimeoutS);
+  if (added.exit_code != 0) return "sacctmgr add cluster failed: " + added.out + added.err + logs();
+  return "";
+}
+
 void SlurmCluster::write_config(int slurmctld_port, int slurmd_port) {
   // Loopback only: where the host name is 127.0.0.1 the daemons and srun
   // listen there alone; elsewhere they listen on any address, but every
@@ -271,6 +345,15 @@ void SlurmCluster::write_config(int slurmctld_port, int slurmd_port) {
   const std::string bind = hostname_resolves_to_127_0_0_1()
                                ? "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny"
                                : "# Not NoCtldInAddrAny,NoInAddrAny: the host name is not 127.0.0.1.";
+  // With accounting, jobs are recorded through slurmdbd (its munge socket
+  // given as AccountingStoragePass, which the clients use too).
+  std::string accounting = "AccountingStorageType=accounting_storage/none";
+  if (options_.accounting) {
+    accounting = fmt::format("AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\n"
+                             "AccountingStoragePort={}\nAccountingStoragePass={}/munge/munge.socket",
+                             dbd_port_, dir_);
+    if (!options_.epilog_slurmctld.empty()) accounting += "\nEpilogSlurmctld=" + options_.epilog_slurmctld;
+  }
   write_file(dir_ + "/slurm.conf",
              fmt::format(R"(# Written by the joule tests (tests/common/slurm_cluster.cc).
 ClusterName=joule-test
@@ -292,7 +375,7 @@ SlurmdLogFile={dir}/slurmd.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+{accounting}
 MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -307,13 +390,14 @@ NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
 PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP
 )",
                          fmt::arg("ctld_port", slurmctld_port), fmt::arg("slurmd_port", slurmd_port),
-                         fmt::arg("bind", bind), fmt::arg("dir", dir_), fmt::arg("node", kNodeName),
+                         fmt::arg("bind", bind), fmt::arg("dir", dir_), fmt::arg("accounting", accounting), fmt::arg("node", kNodeName),
                          fmt::arg("cpus", kCpus), fmt::arg("first_job", first_job_id())));
 }
 
 // Which daemon has exited, and how, with the logs; "" while all run.
 std::string SlurmCluster::exited_daemon() {
-  for (auto [pid, name] : {std::pair{&slurmctld_, "slurmctld"}, {&slurmd_, "slurmd"}, {&munged_, "munged"}}) {
+  for (auto [pid, name] : {std::pair{&slurmctld_, "slurmctld"}, {&slurmd_, "slurmd"}, {&munged_, "munged"},
+                           {&slurmdbd_, "slurmdbd"}, {&mariadbd_, "mariadbd"}}) {
     if (*pid <= 0) continue;
     if (const int status = exit_status_if_exited(*pid); status >= 0) {
       *pid = -1;
@@ -379,6 +463,8 @@ void SlurmCluster::stop() {
   // instead of waiting for one.
   stop_daemon(slurmd_);
   stop_daemon(slurmctld_);
+  stop_daemon(slurmdbd_);
+  stop_daemon(mariadbd_);
   stop_daemon(munged_);
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
@@ -388,11 +474,30 @@ void SlurmCluster::stop() {
 std::string SlurmCluster::logs() const {
   std::string text;
   for (const char* name :
-       {"slurmctld.log", "slurmctld.out", "slurmd.log", "slurmd.out", "munge/munged.log", "munged.out"}) {
+       {"slurmctld.log", "slurmctld.out", "slurmd.log", "slurmd.out", "munge/munged.log", "munged.out", "slurmdbd.log",
+        "slurmdbd.out", "mysqld.err"}) {
     const std::string path = dir_ + "/" + name;
     if (std::filesystem::exists(path)) text += fmt::format("\n--- {} (last lines)\n{}", path, last_lines(path, 12));
   }
   return text;
+}
+
+std::string SlurmCluster::restart_slurmd() {
+  stop_daemon(slurmd_);
+  const std::string conf = dir_ + "/slurm.conf";
+  slurmd_ = spawn_daemon({find_program("slurmd"), "-D", "-N", kNodeName, "-f", conf}, env_, dir_ + "/slurmd.out");
+  // Back once slurmctld hears from it: the node answers sinfo as not down.
+  const auto deadline = Clock::now() + std::chrono::duration<double>(kStartTimeoutS);
+  while (Clock::now() < deadline) {
+    if (const std::string exited = exited_daemon(); !exited.empty()) return exited;
+    const auto r = run_process({"scontrol", "-o", "show", "node", kNodeName}, env_, 10.0);
+    if (r.exit_code == 0 && r.out.find("State=DOWN") == std::string::npos &&
+        r.out.find("NOT_RESPONDING") == std::string::npos && r.out.find("SlurmdStartTime=") != std::string::npos) {
+      return "";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return "slurmd not back after a restart: " + logs();
 }
 
 SlurmCluster& shared_slurm() {

@@ -18,9 +18,18 @@
 
 namespace joule::testing {
 
+// With accounting: a MariaDB server of its own (mariadb-install-db into the
+// cluster's directory, on a free loopback port) and slurmdbd over it, the
+// cluster registered, so that sacct and sacctmgr work; and EpilogSlurmctld
+// set to epilog_slurmctld where given. About a second more to start.
+struct SlurmClusterOptions {
+  bool accounting = false;
+  std::string epilog_slurmctld = {};
+};
+
 class SlurmCluster {
  public:
-  SlurmCluster();
+  explicit SlurmCluster(SlurmClusterOptions options = {});
   ~SlurmCluster();
   SlurmCluster(const SlurmCluster&) = delete;
   SlurmCluster& operator=(const SlurmCluster&) = delete;
@@ -35,10 +44,15 @@ class SlurmCluster {
   static constexpr int kCpus = 8;
   // The last lines of the daemons' logs, for failure messages.
   std::string logs() const;
+  // Stops slurmd (SIGTERM: its steps run on) and starts it again, as an
+  // operator's restart of the node daemon does; waits until it is back.
+  // "" when it is, else why not.
+  std::string restart_slurmd();
 
  private:
   std::string start();
   std::string start_munged();
+  std::string start_accounting(int slurmctld_port, int slurmd_port);  // MariaDB, slurmdbd; "" or why not
   void write_config(int slurmctld_port, int slurmd_port);
   std::string exited_daemon();
   std::string wait_until_listening(int slurmctld_port);
@@ -47,7 +61,9 @@ class SlurmCluster {
   void stop();
 
   std::string dir_;
-  pid_t munged_ = -1, slurmctld_ = -1, slurmd_ = -1;
+  SlurmClusterOptions options_;
+  int dbd_port_ = 0;
+  pid_t munged_ = -1, slurmctld_ = -1, slurmd_ = -1, mariadbd_ = -1, slurmdbd_ = -1;
   std::map<std::string, std::string> env_;
   std::string skip_reason_;
 };

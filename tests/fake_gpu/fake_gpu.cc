@@ -389,6 +389,15 @@ std::string process_directive(const Pairs& kv, const DeviceLookup& device_at, co
   return "";
 }
 
+std::string process_dir_directive(const Pairs& kv, const DeviceLookup& device_at, const std::string& where) {
+  const auto index = static_cast<std::size_t>(number_or(kv, "device", 0));
+  ScriptedDevice* device = device_at(index);
+  if (device == nullptr) return where + ": process_dir names device " + std::to_string(index) + ", not defined above";
+  if (!kv.count("path") || kv.at("path").empty()) return where + ": process_dir needs path=DIR";
+  device->process_dir = kv.at("path");
+  return "";
+}
+
 std::string hang_directive(Script& s, const Pairs& kv, const std::string& where) {
   HangRule rule;
   rule.function = kv.count("function") ? kv.at("function") : "*";
@@ -431,6 +440,8 @@ std::string shared_directive(Script& s, const std::string& directive, const std:
     s.virtual_clock = mode == "virtual";
   } else if (directive == "process") {
     return process_directive(kv, device_at, where);
+  } else if (directive == "process_dir") {
+    return process_dir_directive(kv, device_at, where);
   } else if (directive == "hang") {
     return hang_directive(s, kv, where);
   } else if (directive == "error") {
@@ -442,6 +453,24 @@ std::string shared_directive(Script& s, const std::string& directive, const std:
 }
 
 }  // namespace
+
+std::vector<ScriptedProcess> running_processes(const ScriptedDevice& device, double t_s) {
+  std::vector<ScriptedProcess> running;
+  for (const ScriptedProcess& p : device.processes) {
+    if (p.running_at(t_s)) running.push_back(p);
+  }
+  if (device.process_dir.empty()) return running;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(device.process_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos || name.size() > 9) continue;
+    if (!std::filesystem::exists("/proc/" + name)) continue;
+    ScriptedProcess p;
+    p.pid = static_cast<unsigned>(std::stoul(name));
+    running.push_back(p);
+  }
+  return running;
+}
 
 void load_config(Script& s, const char* config_env, const char* log_env, const Codes& codes,
                  const DirectiveHandler& handler, const DeviceLookup& device_at) {

@@ -187,7 +187,15 @@ struct ScriptedDevice {
   unsigned util_gpu = 0, util_mem = 0, temp_c = 40;
   unsigned long long mem_used = 0, mem_total = 80ull << 30;
   std::vector<ScriptedProcess> processes;
+  // process_dir: each file named by a pid in this directory lists that
+  // process (compute, no memory) while it runs: a test's task registers
+  // itself as opening a CUDA context would (the Slurm accounting tests).
+  std::string process_dir;
 };
+
+// The device's processes running at t_s: the scripted ones, then those its
+// process_dir registers that are alive.
+std::vector<ScriptedProcess> running_processes(const ScriptedDevice& device, double t_s);
 
 // The keys every device line shares: name (d.name kept when absent), pci
 // (default bus 0x18 + index), the limits, util_gpu, util_mem, temp_c,

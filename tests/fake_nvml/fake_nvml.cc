@@ -27,6 +27,7 @@
 //   error function=nvmlDeviceGetPowerUsage device=0 code=15 after_calls=3 after_ms=0
 //   hang function=nvmlDeviceGetTotalEnergyConsumption device=0 after_calls=3 after_ms=0 seconds=2 times=1
 //   process device=0 pid=4242 used_mib=512 kind=compute start_ms=0 end_ms=5000
+//   process_dir device=0 path=/dir  (each file /dir/PID lists that live process)
 //
 // Processes: listed by nvmlDevice{Compute,Graphics}RunningProcesses_v3 while
 // start_ms <= t < end_ms (end_ms absent: until the end); kind is compute
@@ -592,8 +593,8 @@ namespace {
 nvmlReturn_t list_processes(const Device& d, bool graphics, unsigned int* count, nvmlProcessInfo_t* infos) {
   const double now = state().now_s();
   std::vector<nvmlProcessInfo_t> running;
-  for (const fg::ScriptedProcess& p : d.processes) {
-    if ((graphics ? p.graphics : p.compute) && p.running_at(now)) {
+  for (const fg::ScriptedProcess& p : fg::running_processes(d, now)) {
+    if (graphics ? p.graphics : p.compute) {
       const unsigned long long used_bytes = p.used_known ? p.used_bytes : joule::nvml::kValueNotAvailable;
       running.push_back({p.pid, used_bytes, 0xffffffffu, 0xffffffffu});
     }

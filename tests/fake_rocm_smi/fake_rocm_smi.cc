@@ -714,8 +714,7 @@ std::vector<rsmi_process_info_t> running_processes(const State& s) {
   const double now = s.now_s();
   std::vector<rsmi_process_info_t> running;
   for (const Device& d : s.devices) {
-    for (const fg::ScriptedProcess& p : d.processes) {
-      if (!p.running_at(now)) continue;
+    for (const fg::ScriptedProcess& p : fg::running_processes(d, now)) {
       auto same = std::find_if(running.begin(), running.end(), [&](const auto& r) { return r.process_id == p.pid; });
       if (same == running.end()) {
         running.push_back({p.pid, 0, 0, 0, 0});

@@ -10,6 +10,8 @@
 #include <regex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "common/scripted_gpu.h"
 #include "common/test_support.h"
 #include "joule/device/sim.h"
@@ -65,7 +67,7 @@ struct Rig {
   std::vector<std::shared_ptr<SimGpu>> sims;
   std::unique_ptr<EnergyExporter> exporter;
 
-  explicit Rig(std::optional<carbon::Basis> carbon = std::nullopt) {
+  explicit Rig(std::optional<carbon::Basis> carbon = std::nullopt, std::function<DeviceHolders()> pods = {}) {
     for (unsigned i = 0; i < 2; ++i) sims.push_back(std::make_shared<SimGpu>(i, SimGpuModel{}, clock));
     ExporterOptions options;
     options.carbon = std::move(carbon);
@@ -73,6 +75,8 @@ struct Rig {
     options.driver_version = "580.95.05";
     options.proc_root = proc.file("");
     options.sampler.background_thread = false;
+    options.list_gpu_holders = std::move(pods);
+    options.kubelet_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
     exporter = std::make_unique<EnergyExporter>(std::vector<std::shared_ptr<Gpu>>(sims.begin(), sims.end()),
                                                 std::vector<std::shared_ptr<CpuEnergyZone>>{}, clock, options);
   }
@@ -394,6 +398,82 @@ TEST(EnergyExporterTest, TheTextIsPrometheusFormat) {
     }
   }
   EXPECT_GE(typed.size(), 12u);
+}
+
+// The kubelet's answer (here a function the test scripts): a GPU's series
+// carry its container's labels, the container is billed the GPU's energy
+// (split where time-sliced), a Kubernetes job is labelled with the container
+// its processes ran in; while the kubelet cannot say, no container is
+// billed and joule_kubelet_up says so, with why.
+TEST(EnergyExporterTest, LabelsGpusAndJobsWithTheirKubernetesContainersAndBillsEachContainer) {
+  const std::string uid = "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b";
+  DeviceHolders holders;
+  bool kubelet_answers = true;
+  Rig rig(std::nullopt, [&] {
+    if (!kubelet_answers) throw Error("the kubelet's pod resources at /x: no answer within 1 s (4)");
+    return holders;
+  });
+  const KubernetesPod trainer{"ml", "trainer-0", "pytorch"};
+  const KubernetesPod a{"ml", "notebook-a", "jupyter"}, b{"ml", "notebook-b", "jupyter"};
+  holders[rig.sims[0]->uuid()] = {trainer};
+  // The second GPU time-sliced by the device plugin: two shares of it, by uuid::N.
+  holders[rig.sims[1]->uuid() + "::0"] = {a};
+  holders[rig.sims[1]->uuid() + "::1"] = {b};
+  holders["some-other-device"] = {KubernetesPod{"x", "y", "z"}};
+  fake_process(rig.proc, 100, "0::/kubepods.slice/kubepods-pod" + uid + ".slice/cri-containerd-abc.scope\n");
+  rig.sims[0]->set_load(1.0);  // 650 W
+  rig.sims[0]->set_processes({{100, 1ull << 30}});
+  rig.exporter->start();
+  rig.run_s(10);
+  std::string text = rig.exporter->metrics_text();
+  const std::string trainer_labels = R"(namespace="ml",pod="trainer-0",container="pytorch")";
+  EXPECT_EQ(sample(text, "joule_kubelet_up", {}), 1);
+  EXPECT_EQ(count_samples(text, "joule_kubelet_down_info"), 0);
+  EXPECT_EQ(count_samples(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"0\"", trainer_labels}), 1) << text;
+  EXPECT_EQ(count_samples(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"1\"", "pod="}), 0) << text;  // two hold it
+  const double gpu0_j = sample(text, "joule_gpu_energy_joules_total", {"gpu=\"0\""});
+  const double gpu1_j = sample(text, "joule_gpu_energy_joules_total", {"gpu=\"1\""});
+  EXPECT_NEAR(sample(text, "joule_pod_gpu_energy_joules_total", {trainer_labels}), gpu0_j, 1e-6);
+  EXPECT_NEAR(sample(text, "joule_pod_gpu_energy_joules_total", {"pod=\"notebook-a\""}), gpu1_j / 2, 1e-6);
+  EXPECT_NEAR(sample(text, "joule_pod_gpu_energy_joules_total", {"pod=\"notebook-b\""}), gpu1_j / 2, 1e-6);
+  EXPECT_EQ(count_samples(text, "joule_pod_gpu_energy_joules_total", {"pod=\"y\""}), 0);
+  EXPECT_NEAR(sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"kubernetes/" + uid + "\"", trainer_labels}),
+              gpu0_j, 1e-6);
+
+  // The pod ends and the kubelet stops answering: the containers' counters stop.
+  kubelet_answers = false;
+  rig.run_s(5);
+  text = rig.exporter->metrics_text();
+  EXPECT_EQ(sample(text, "joule_kubelet_up", {}), 0);
+  EXPECT_NE(text.find("reason=\"the kubelet's pod resources at /x: no answer within 1 s (4)\""), std::string::npos) << text;
+  EXPECT_NEAR(sample(text, "joule_pod_gpu_energy_joules_total", {trainer_labels}), gpu0_j, 1e-6);
+  EXPECT_EQ(count_samples(text, "DCGM_FI_DEV_POWER_USAGE", {"pod="}), 0) << text;
+  EXPECT_GT(sample(text, "joule_gpu_energy_joules_total", {"gpu=\"0\""}), gpu0_j + 1000);
+}
+
+// GET /jobs: the ledger per job, step and GPU, charged up to the request.
+TEST(EnergyExporterTest, ServesTheLedgersJobsPerStepAsJson) {
+  Rig rig;
+  fake_process(rig.proc, 100, "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n");
+  fake_process(rig.proc, 101, "0::/system.slice/slurmstepd.scope/job_4711/step_batch/user/task_0\n");
+  rig.sims[0]->set_processes({{100, 1ull << 30}, {101, 1ull << 30}});
+  rig.sims[0]->set_load(1.0);
+  rig.exporter->start();
+  rig.run_s(10);
+  const auto all = nlohmann::json::parse(rig.exporter->jobs_json(""));
+  ASSERT_EQ(all["jobs"].size(), 2u) << all.dump();
+  double total_j = 0;
+  for (const auto& entry : all["jobs"]) {
+    EXPECT_EQ(entry["job"], "slurm/4711");
+    EXPECT_EQ(entry["gpu"], 0);
+    total_j += entry["energy_j"].get<double>();
+  }
+  EXPECT_EQ(all["jobs"][0]["step"], "0");
+  EXPECT_EQ(all["jobs"][1]["step"], "batch");
+  EXPECT_NEAR(total_j, sample(rig.exporter->metrics_text(), "joule_gpu_energy_joules_total", {"gpu=\"0\""}), 1e-6);
+  EXPECT_EQ(all["hostname"], "node7");
+  EXPECT_TRUE(nlohmann::json::parse(rig.exporter->jobs_json("slurm/1"))["jobs"].empty());
+  EXPECT_TRUE(nlohmann::json::parse(rig.exporter->jobs_json("\xff\xfe"))["jobs"].empty());
 }
 
 TEST(MetricsServerTest, ServesGetOnlyAndNothingElse) {

@@ -34,8 +34,8 @@ const char* to_string(JobIdentity::Scheduler scheduler);
 // Reads proc_root/PID (its cgroup, status and, where readable, environ).
 // The job comes from the cgroup path (Slurm's job_N with its step_S, a
 // kubepods pod<uid>), which every user may read; else from SLURM_JOB_ID (and
-// SLURM_STEP_ID) in the environment, which only the process's own user and
-// root may read; else from a system service's unit in the cgroup path
+// SLURM_STEP_ID, or "batch" without one) in the environment, which only the
+// process's own user and root may read; else from a system service's unit in the cgroup path
 // (/system.slice/NAME.service); else there is none.
 // nullopt when the process is gone.
 std::optional<JobIdentity> identify_job(uint32_t pid, const std::filesystem::path& proc_root = "/proc");

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "joule/accounting/job_identity.h"
+#include "joule/accounting/kubernetes_pod.h"
 
 namespace joule {
 
@@ -41,6 +42,23 @@ struct JobEnergyKey {
   std::string user;
   std::size_t gpu = 0;
   auto operator<=>(const JobEnergyKey&) const = default;
+};
+
+// The same, one Slurm step of it ("0", "batch"; empty where the process's
+// step is not known or its job is no Slurm job's): what sacct shows per step.
+struct JobStepEnergyKey {
+  JobEnergyKey job;
+  std::string step;
+  auto operator<=>(const JobStepEnergyKey&) const = default;
+};
+
+// A Kubernetes container's energy on one GPU it held (the kubelet's
+// PodResources, scheduler/pod_resources.h): what dcgm-exporter's pod labels
+// would bill it.
+struct PodEnergyKey {
+  KubernetesPod pod;
+  std::size_t gpu = 0;
+  auto operator<=>(const PodEnergyKey&) const = default;
 };
 
 // Adds to looked_up the identity of each of pids that neither it nor known
@@ -64,6 +82,13 @@ class JobLedger {
   // identities found this step; known_identities() the others.
   void charge_gpu(std::size_t gpu, double energy_j, const std::optional<std::vector<uint32_t>>& listed,
                   const JobIdentities& looked_up);
+  // The same step's energy_j of GPU `gpu` (checked as charge_gpu does) to
+  // the containers the kubelet says hold it, in equal shares (several only
+  // where the device plugin time-slices the GPU). Where one container holds
+  // it, the Kubernetes jobs (kubernetes/<pod uid>) of the processes the
+  // last step listed on it are named after that container.
+  void charge_pods(std::size_t gpu, double energy_j, const std::vector<KubernetesPod>& holders,
+                   const JobIdentities& looked_up);
   void charge_cpu(std::size_t zone, double energy_j);
   // Ends a step: keeps the identities of the processes the next one may charge.
   void finish_step(const JobIdentities& looked_up);
@@ -72,6 +97,11 @@ class JobLedger {
   double unattributed_j(std::size_t gpu) const { return gpus_.at(gpu).unattributed_j; }
   double cpu_energy_j(std::size_t zone) const { return cpu_energy_j_.at(zone); }
   const std::map<JobEnergyKey, double>& job_gpu_energy_j() const { return jobs_; }
+  // The same per step: its sums over steps are job_gpu_energy_j().
+  const std::map<JobStepEnergyKey, double>& job_step_gpu_energy_j() const { return steps_; }
+  const std::map<PodEnergyKey, double>& pod_gpu_energy_j() const { return pods_; }
+  // The container each Kubernetes job was found in, by job label.
+  const std::map<std::string, KubernetesPod>& job_pods() const { return job_pods_; }
   // The processes listed at the end of the last step that charged gpu.
   const std::vector<uint32_t>& listed_pids(std::size_t gpu) const { return gpus_.at(gpu).listed_pids; }
   std::size_t gpus() const { return gpus_.size(); }
@@ -81,8 +111,10 @@ class JobLedger {
   // non-negative finite number, checked by the caller's reader.
   void restore_gpu(std::size_t gpu, double energy_j, double unattributed_j, std::vector<uint32_t> listed_pids);
   void restore_cpu(std::size_t zone, double energy_j);
-  void restore_job(const JobEnergyKey& key, double energy_j);
+  void restore_job(const JobStepEnergyKey& key, double energy_j);
   void restore_identity(uint32_t pid, std::optional<JobIdentity> identity);
+  void restore_pod(const PodEnergyKey& key, double energy_j);
+  void restore_job_pod(const std::string& job, KubernetesPod pod);
 
  private:
   struct GpuAccount {
@@ -95,6 +127,9 @@ class JobLedger {
   std::vector<GpuAccount> gpus_;
   std::vector<double> cpu_energy_j_;
   std::map<JobEnergyKey, double> jobs_;
+  std::map<JobStepEnergyKey, double> steps_;
+  std::map<PodEnergyKey, double> pods_;
+  std::map<std::string, KubernetesPod> job_pods_;
   JobIdentities identities_;
 };
 

@@ -39,6 +39,7 @@
 #include "joule/carbon/carbon.h"
 #include "joule/measure/sampler.h"
 #include "joule/accounting/job_ledger.h"
+#include "joule/accounting/kubernetes_pod.h"
 #include "joule/accounting/ledger_file.h"
 
 namespace joule {
@@ -92,6 +93,15 @@ struct ExporterOptions {
   // every total goes on from where it was, and rewritten after each step.
   // Empty: totals start at zero with the exporter.
   std::filesystem::path ledger_path;
+  // Which Kubernetes containers hold each GPU (joule exporter
+  // --kubelet-socket: the kubelet's PodResources, scheduler/pod_resources.h),
+  // asked at each step; it throws Error when the kubelet cannot say. A GPU's
+  // series then carry its container's namespace, pod and container labels
+  // (dcgm-exporter's), its energy is billed to the container
+  // (joule_pod_gpu_energy_joules_total), and a Kubernetes job's series carry
+  // the labels of the container its processes ran in. Empty: not asked.
+  std::function<DeviceHolders()> list_gpu_holders;
+  std::string kubelet_socket;  // joule_kubelet_up's label
 };
 
 class EnergyExporter {
@@ -106,8 +116,14 @@ class EnergyExporter {
   // that runs account_now() every accounting_interval_s.
   void start();
   void stop();  // idempotent
-  // One accounting step: energy up to what the sampler has data for.
+  // One accounting step: energy up to what the sampler has data for. Steps
+  // run one at a time, whichever thread asks.
   void account_now();
+  // GET /jobs: the ledger's entries per job, step and GPU as JSON, after a
+  // step of its own (a job that just ended is charged up to now); only
+  // job's when job (a JobIdentity::job_label()) is not empty. What
+  // `joule slurm-epilog` reads from each of a job's nodes.
+  std::string jobs_json(const std::string& job);
   // The Prometheus text format (version 0.0.4) of the latest readings and
   // every total accounted so far.
   std::string metrics_text() const;
@@ -125,9 +141,19 @@ class EnergyExporter {
       double power_limit_w = 0.0;
     };
     std::optional<Lease> lease;  // held through jouled, as of the last step
+    std::vector<KubernetesPod> holders;  // the kubelet's, as of the last step; none when it could not say
   };
 
   std::string gpu_labels(std::size_t gpu) const;
+  // A per-job series' labels: the job, its user, the GPU and, for a
+  // Kubernetes job whose container is known, its namespace, pod and container.
+  std::string job_labels(const JobEnergyKey& key) const;
+  // joule_pod_gpu_energy_joules_total and the kubelet's health (pod_metrics.cc). Under mutex_.
+  void render_pod_metrics(std::string& out) const;
+  // Asks the kubelet which containers hold the GPUs, unless it failed less
+  // than ten accounting steps ago; outside mutex_. nullopt: not asked, or failed
+  // (problem set).
+  std::optional<DeviceHolders> ask_kubelet(std::optional<std::string>& problem);
   // GPU i's index among its vendor's GPUs (options.vendor_index).
   unsigned vendor_index(std::size_t gpu) const;
   // The AMD GPUs' readings under AMD's exporter's names and labels
@@ -149,6 +175,7 @@ class EnergyExporter {
   std::shared_ptr<const Clock> clock_;
   ExporterOptions options_;
   Sampler sampler_;
+  std::mutex step_mutex_;     // held through account_now(): two steps would charge one interval twice
   mutable std::mutex mutex_;  // what follows
   double accounted_until_s_ = 0.0;
   std::vector<GpuState> gpu_states_;
@@ -160,6 +187,9 @@ class EnergyExporter {
   uint64_t accounting_steps_ = 0;
   std::unique_ptr<daemon::LeaseWatcher> leases_;  // only the accounting step uses it
   bool jouled_up_ = false;
+  bool kubelet_asked_ = false;                  // once a step has asked it
+  std::optional<std::string> kubelet_problem_;  // why it did not answer the last time
+  double next_kubelet_ask_s_ = 0.0;             // the accounting step's (under step_mutex_)
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread thread_;
