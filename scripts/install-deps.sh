@@ -48,6 +48,8 @@ packages=(
   # joule exporter --kubelet-socket: the kubelet's PodResources API over gRPC (protoc generates
   # its client, and the tests' fake kubelet)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  # tests/packaging reads the Kubernetes manifests (packaging/kubernetes)
+  python3-yaml
   # scripts/collect-third-party.sh builds the SQLite amalgamation for the sdist
   # from Debian's source package: dpkg-source unpacks it, tclsh makes sqlite3.c
   dpkg-dev tcl

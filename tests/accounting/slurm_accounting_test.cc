@@ -160,6 +160,7 @@ TEST(SlurmAccountingTest, SacctShowsEachJobsEnergyFromTheLedger) {
   if (!slurm.running()) JOULE_SKIP_WITHOUT_SERVER(slurm.skip_reason());
   testing::write_file(tmp.file("slurm_conf"), slurm.env().at("SLURM_CONF"));
   const Exporter exporter = start_exporter(tmp, fake);
+  testing::ProcessReaper reaper(exporter.pid);
   ASSERT_NE(exporter.port, 0) << testing::read_file(tmp.file("exporter.err"));
   const auto on_gpu = [&](const char* gpu, const std::string& then) {
     return fmt::format("touch {}/$$; exec {}", tmp.file(gpu), then);
@@ -209,6 +210,7 @@ TEST(SlurmAccountingTest, SacctShowsEachJobsEnergyFromTheLedger) {
 
   kill(exporter.pid, SIGTERM);
   EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("exporter.err"));
+  reaper.waited();
 }
 
 }  // namespace

@@ -104,6 +104,12 @@ pid_t start_process(const std::vector<std::string>& argv, const std::map<std::st
   return pid;
 }
 
+ProcessReaper::~ProcessReaper() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+}
+
 int wait_process(pid_t pid, double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;

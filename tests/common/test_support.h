@@ -120,6 +120,21 @@ pid_t start_process(const std::vector<std::string>& argv, const std::map<std::st
 // Waits for pid; returns the shell-style exit code.
 int wait_process(pid_t pid, double timeout_s = 60.0);
 
+// A process started with start_process that a failed assertion must not
+// leave running: SIGKILLed and reaped when this goes out of scope, unless
+// the test waited for it itself (waited()).
+class ProcessReaper {
+ public:
+  explicit ProcessReaper(pid_t pid) : pid_(pid) {}
+  ~ProcessReaper();
+  ProcessReaper(const ProcessReaper&) = delete;
+  ProcessReaper& operator=(const ProcessReaper&) = delete;
+  void waited() { pid_ = -1; }
+
+ private:
+  pid_t pid_;
+};
+
 // Whether the real servers the tests start (PostgreSQL, Prometheus) must
 // run: $JOULE_TESTS_REQUIRE_SERVERS=1 (set by scripts/test.sh, so CI fails
 // where a local run would skip for want of one).

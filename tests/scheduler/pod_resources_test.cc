@@ -186,6 +186,7 @@ TEST(PodResourcesTest, TheExporterLabelsGpusWithThePodsHoldingThemAsTheyComeAndG
        {"JOULE_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so.1"},
        {"JOULE_POWERCAP_ROOT", "/nonexistent"}},
       tmp.file("out"), tmp.file("err"));
+  testing::ProcessReaper reaper(exporter);
   const int port = testing::wait_for_port_file(port_file);
   ASSERT_NE(port, 0) << testing::read_file(tmp.file("err"));
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
@@ -228,6 +229,7 @@ TEST(PodResourcesTest, TheExporterLabelsGpusWithThePodsHoldingThemAsTheyComeAndG
   EXPECT_TRUE(has_line(text, "joule_kubelet_down_info", {"no answer within 1 s"})) << text;
   kill(exporter, SIGTERM);
   EXPECT_EQ(testing::wait_process(exporter, 10.0), 0) << testing::read_file(tmp.file("err"));
+  reaper.waited();
 }
 
 }  // namespace
