@@ -39,7 +39,7 @@ const std::optional<JobIdentity>& JobLedger::identity_of(uint32_t pid, const Job
 }
 
 void JobLedger::charge_gpu(std::size_t gpu, double energy_j, const std::optional<std::vector<uint32_t>>& listed,
-                           const JobIdentities& looked_up) {
+                           const JobIdentities& looked_up, const std::map<uint32_t, double>& sm_weights) {
   check_energy(energy_j, "a GPU step's");
   GpuAccount& account = gpus_.at(gpu);
   account.energy_j += energy_j;
@@ -52,8 +52,18 @@ void JobLedger::charge_gpu(std::size_t gpu, double energy_j, const std::optional
     account.unattributed_j += energy_j;
     return;
   }
-  const double share_j = energy_j / static_cast<double>(sharing.size());
+  // By the driver's utilisation samples where the sharing processes have
+  // any; a weight that is not a finite number >= 0 counts as none.
+  const auto weight_of = [&](uint32_t pid) {
+    const auto found = sm_weights.find(pid);
+    return found != sm_weights.end() && std::isfinite(found->second) && found->second > 0 ? found->second : 0.0;
+  };
+  double total_weight = 0.0;
+  for (const uint32_t pid : sharing) total_weight += weight_of(pid);
+  if (sharing.size() > 1) account.split_by_utilization = total_weight > 0;
   for (const uint32_t pid : sharing) {
+    const double share_j = total_weight > 0 ? energy_j * weight_of(pid) / total_weight
+                                            : energy_j / static_cast<double>(sharing.size());
     const std::optional<JobIdentity>& id = identity_of(pid, looked_up);
     if (!id) {
       account.unattributed_j += share_j;

@@ -65,6 +65,11 @@ std::vector<GpuProcess> Gpu::running_processes() {
   throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: this backend cannot list processes", index()));
 }
 
+ProcessUtilizationSamples Gpu::process_utilization(uint64_t /*since_unix_us*/) {
+  throw DeviceError(DeviceErrc::kNotSupported,
+                    fmt::format("gpu{}: this backend cannot sample each process's utilisation", index()));
+}
+
 std::vector<uint32_t> Gpu::supported_clocks_mhz(ClockDomain domain) {
   throw DeviceError(DeviceErrc::kNotSupported,
                     fmt::format("gpu{}: this backend cannot list the supported {} clocks", index(), to_string(domain)));

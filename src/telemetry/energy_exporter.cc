@@ -42,6 +42,18 @@ std::optional<std::vector<uint32_t>> listed_pids(Gpu& gpu) {
   return pids;
 }
 
+// Each process's SM utilisation samples since seen_us, summed (seen_us moved
+// on to the newest): how a shared GPU's step is split. None where the driver
+// cannot sample them, or sampled nothing.
+std::map<uint32_t, double> sm_weights(Gpu& gpu, uint64_t& seen_us) {
+  std::map<uint32_t, double> weights;
+  const std::optional<ProcessUtilizationSamples> samples = try_read([&] { return gpu.process_utilization(seen_us); });
+  if (!samples) return weights;
+  for (const ProcessUtilization& p : samples->processes) weights[p.pid] = p.sm_percent_sum;
+  seen_us = std::max(seen_us, samples->newest_unix_us);
+  return weights;
+}
+
 double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -69,7 +81,8 @@ EnergyExporter::EnergyExporter(std::vector<std::shared_ptr<Gpu>> gpus,
       sampler_(gpus_, cpu_zones_, clock_, options_.sampler),
       gpu_states_(gpus_.size()),
       ledger_(gpus_.size(), cpu_zones_.size()),
-      counter_marks_(gpus_.size()) {
+      counter_marks_(gpus_.size()),
+      utilization_seen_us_(gpus_.size(), 0) {
   if (!options_.jouled_socket.empty()) leases_ = std::make_unique<daemon::LeaseWatcher>(options_.jouled_socket);
   if (!options_.ledger_path.empty()) restore_ledger();
 }
@@ -123,6 +136,7 @@ void EnergyExporter::account_now() {
   // Driver calls and /proc reads, outside the lock: a scrape never waits on them.
   struct Listed {
     std::optional<std::vector<uint32_t>> pids;  // the processes listed; none: the driver did not list them
+    std::map<uint32_t, double> sm_weights;      // their SM utilisation over the step, where sampled
     std::optional<uint32_t> limit_mw;
     std::optional<uint32_t> memory_clock_mhz;
     std::optional<uint32_t> default_limit_mw;
@@ -143,6 +157,8 @@ void EnergyExporter::account_now() {
     if (down[i]) continue;
     Gpu& gpu = *gpus_[i];
     listed[i].pids = listed_pids(gpu);
+    // Only where processes share the GPU does the split need their weights.
+    if (listed[i].pids) listed[i].sm_weights = sm_weights(gpu, utilization_seen_us_[i]);
     // Read once a step, not by the sampler: they change rarely.
     listed[i].limit_mw = try_read([&] { return gpu.power_limit_mw(); });
     listed[i].memory_clock_mhz = try_read([&] { return gpu.memory_clock_mhz(); });
@@ -198,7 +214,7 @@ void EnergyExporter::account_now() {
       // A GPU that cannot be read adds nothing, to itself or to any job: its
       // counters stay at what was read, whatever the driver says next.
       if (!state.up) continue;
-      ledger_.charge_gpu(i, e.energy_j, listed[i].pids, identities);
+      ledger_.charge_gpu(i, e.energy_j, listed[i].pids, identities, listed[i].sm_weights);
       ledger_.charge_pods(i, e.energy_j, state.holders, identities);
     }
     ledger_.finish_step(identities);
@@ -466,6 +482,12 @@ std::string EnergyExporter::metrics_text() const {
     Family family(out, "joule_gpu_energy_joules_total", "counter",
                   "GPU energy since the exporter started, or since its ledger began (--ledger), integrated by joule's sampler (J).");
     for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), ledger_.gpu_energy_j(i));
+  }
+  {
+    Family family(out, "joule_gpu_energy_split_by_utilization", "gauge",
+                  "1 when the last accounting step that several processes shared on the GPU split its energy by the "
+                  "SM utilisation the driver sampled for each; 0 when equally (no samples), or none was shared yet.");
+    for (std::size_t i = 0; i < gpus_.size(); ++i) family.add(gpu_labels(i), ledger_.split_by_utilization(i) ? 1 : 0);
   }
   {
     Family family(out, "joule_gpu_unattributed_energy_joules_total", "counter",

@@ -85,6 +85,27 @@ TEST(JobLedgerTest, KeepsEachSlurmStepsTotalBesideItsJobs) {
   EXPECT_DOUBLE_EQ(job_energy(restored, "slurm/7", 0), 13.0);
 }
 
+// Where the driver sampled the sharing processes' SM utilisation, a shared
+// step goes by it; a process with no sample then gets nothing; with no
+// sample at all (or none usable), equal shares.
+TEST(JobLedgerTest, SplitsASharedStepByTheProcessesUtilisationWhereSampled) {
+  JobLedger ledger(1, 0);
+  const JobIdentities ids = {{100, slurm_job("7", "alice")}, {200, slurm_job("8", "bob")}, {300, slurm_job("9", "carol")}};
+  ledger.charge_gpu(0, 100.0, std::vector<uint32_t>{100, 200, 300}, ids, {{100, 300.0}, {200, 100.0}});
+  EXPECT_DOUBLE_EQ(job_energy(ledger, "slurm/7", 0), 75.0);
+  EXPECT_DOUBLE_EQ(job_energy(ledger, "slurm/8", 0), 25.0);
+  EXPECT_DOUBLE_EQ(job_energy(ledger, "slurm/9", 0), 0.0);
+  EXPECT_TRUE(ledger.split_by_utilization(0));
+  ledger.finish_step(ids);
+  ledger.charge_gpu(0, 90.0, std::vector<uint32_t>{100, 200, 300}, ids,
+                    {{100, std::nan("")}, {200, -5.0}, {300, std::numeric_limits<double>::infinity()}});
+  EXPECT_DOUBLE_EQ(job_energy(ledger, "slurm/7", 0), 75.0 + 30);
+  EXPECT_DOUBLE_EQ(job_energy(ledger, "slurm/9", 0), 30.0);
+  EXPECT_FALSE(ledger.split_by_utilization(0));
+  EXPECT_DOUBLE_EQ(ledger.gpu_energy_j(0), 190.0);
+  EXPECT_DOUBLE_EQ(ledger.unattributed_j(0), 0.0);
+}
+
 TEST(JobLedgerTest, AnEnergyThatIsNotAFiniteNonNegativeNumberIsRefusedAndNothingCharged) {
   JobLedger ledger(1, 1);
   for (const double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {

@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `joule exporter` end to end: the real binary on the fake NVML, scraped
 // with curl, stopped with SIGTERM.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <pwd.h>
@@ -552,6 +553,33 @@ TEST(ExporterCliTest, ServesAmdGpusUnderDcgmAndAmdNamesOnAnAmdNode) {
   EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
   EXPECT_NE(testing::read_file(tmp.file("err")).find("2 GPUs (ROCm SMI 6.1.2"), std::string::npos)
       << testing::read_file(tmp.file("err"));
+}
+
+// Two jobs' processes share a GPU; the driver samples one at 75% of the SMs
+// and the other at 25%: their energy goes 3 to 1, and the exporter says so.
+TEST(ExporterCliTest, SplitsASharedGpuByTheDriversPerProcessUtilisation) {
+  if (testing::run_process({"curl", "--version"}).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  TempDir tmp;
+  std::vector<pid_t> sleepers;
+  for (const char* job : {"101", "102"}) {
+    sleepers.push_back(testing::start_process({"sleep", "30"}, {{"SLURM_JOB_ID", job}}, "/dev/null", "/dev/null"));
+  }
+  testing::ProcessReaper first(sleepers[0]), second(sleepers[1]);
+  const auto fake = testing::use_fake_nvml(
+      tmp, fmt::format("device power_w=400\nprocess device=0 pid={} sm_util=75\nprocess device=0 pid={} sm_util=25\n",
+                       sleepers[0], sleepers[1]));
+  const RunningExporter exporter = start_exporter(tmp, fake, {"--jouled-socket", ""});
+  testing::ProcessReaper reaper(exporter.pid);
+  const std::string text = scrape_until(exporter.url, [&](const std::string& t) {
+    return value_of(t, "joule_job_gpu_energy_joules_total", "joule_job=\"slurm/102\"") > 200;
+  });
+  const double one_j = value_of(text, "joule_job_gpu_energy_joules_total", "joule_job=\"slurm/101\"");
+  const double two_j = value_of(text, "joule_job_gpu_energy_joules_total", "joule_job=\"slurm/102\"");
+  EXPECT_NEAR(one_j / two_j, 3.0, 0.01) << text;
+  EXPECT_EQ(value_of(text, "joule_gpu_energy_split_by_utilization", "gpu=\"0\""), 1) << text;
+  kill(exporter.pid, SIGTERM);
+  EXPECT_EQ(testing::wait_process(exporter.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
+  reaper.waited();
 }
 
 // A mixed node (fake NVML with one GPU, fake ROCm SMI with two), serving

@@ -385,6 +385,11 @@ std::string process_directive(const Pairs& kv, const DeviceLookup& device_at, co
   p.graphics = kind != "compute";
   p.start_s = number_or(kv, "start_ms", 0) / 1000.0;
   p.end_s = kv.count("end_ms") ? number_or(kv, "end_ms", 0) / 1000.0 : 1e300;
+  if (kv.count("sm_util")) {
+    const double percent = number_or(kv, "sm_util", -1);
+    if (!(percent >= 0 && percent <= 100)) return where + ": process sm_util must be a percentage, 0 to 100";
+    p.sm_util_percent = static_cast<unsigned>(percent);
+  }
   device->processes.push_back(p);
   return "";
 }

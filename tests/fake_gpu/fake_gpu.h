@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -172,6 +173,8 @@ struct ScriptedProcess {
   unsigned long long used_bytes = 0;
   bool compute = true, graphics = false;
   double start_s = 0.0, end_s = 1e300;
+  // sm_util=P: the SM utilisation, in percent, its per-process samples say; none: no sample.
+  std::optional<unsigned> sm_util_percent;
 
   bool running_at(double t_s) const { return start_s <= t_s && t_s < end_s; }
 };

@@ -28,6 +28,8 @@
 //   hang function=nvmlDeviceGetTotalEnergyConsumption device=0 after_calls=3 after_ms=0 seconds=2 times=1
 //   process device=0 pid=4242 used_mib=512 kind=compute start_ms=0 end_ms=5000
 //   process_dir device=0 path=/dir  (each file /dir/PID lists that live process)
+//   (a process's sm_util=P: nvmlDeviceGetProcessUtilization gives it a sample
+//    of P% every 100 ms while it runs, stamped like the power samples)
 //
 // Processes: listed by nvmlDevice{Compute,Graphics}RunningProcesses_v3 while
 // start_ms <= t < end_ms (end_ms absent: until the end); kind is compute
@@ -618,6 +620,31 @@ FAKE_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t devi
                                                                nvmlProcessInfo_t* infos) {
   FAKE_DEVICE_CALL("nvmlDeviceGetGraphicsRunningProcesses_v3");
   return list_processes(*d, /*graphics=*/true, count, infos);
+}
+
+// Every 100 ms of the fake's time, a sample per running process with
+// sm_util, those after lastSeen that the driver still holds (its last 10 s).
+FAKE_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+                                                      unsigned int* count, unsigned long long last_seen_us) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetProcessUtilization");
+  const double now = s.now_s();
+  const long long epoch_us = s.virtual_clock ? 0 : static_cast<long long>(s.realtime_at_init_us);
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+  const long long last_tick = static_cast<long long>(std::floor(now * 10.0));
+  for (long long tick = std::max(1LL, last_tick - 99); tick <= last_tick; ++tick) {
+    const double t = static_cast<double>(tick) / 10.0;
+    const auto stamp = static_cast<unsigned long long>(epoch_us + std::llround(t * 1e6));
+    if (stamp <= last_seen_us) continue;
+    for (const fg::ScriptedProcess& p : d->processes) {
+      if (p.sm_util_percent && p.running_at(t)) samples.push_back({p.pid, stamp, *p.sm_util_percent, 0, 0, 0});
+    }
+  }
+  if (samples.empty()) return 6;  // NVML_ERROR_NOT_FOUND
+  const unsigned int room = *count;
+  *count = static_cast<unsigned int>(samples.size());
+  if (utilization == nullptr || room < samples.size()) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  std::copy(samples.begin(), samples.end(), utilization);
+  return 0;
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit_mw) {

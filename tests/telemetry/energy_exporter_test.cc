@@ -451,6 +451,26 @@ TEST(EnergyExporterTest, LabelsGpusAndJobsWithTheirKubernetesContainersAndBillsE
   EXPECT_GT(sample(text, "joule_gpu_energy_joules_total", {"gpu=\"0\""}), gpu0_j + 1000);
 }
 
+// Two jobs' processes share a GPU, one using 3 times the SMs of the other
+// by the driver's samples: the energy goes 3 to 1, and the exporter says so.
+TEST(EnergyExporterTest, SplitsASharedGpuByItsProcessesUtilisation) {
+  Rig rig;
+  fake_process(rig.proc, 100, "0::/system.slice/slurmstepd.scope/job_1/step_0/user/task_0\n");
+  fake_process(rig.proc, 200, "0::/system.slice/slurmstepd.scope/job_2/step_0/user/task_0\n");
+  rig.sims[0]->set_processes({{100, 1ull << 30}, {200, 1ull << 30}});
+  rig.sims[0]->set_process_utilization({{100, 60.0}, {200, 20.0}});
+  rig.sims[0]->set_load(1.0);
+  rig.exporter->start();
+  rig.run_s(10);
+  const std::string text = rig.exporter->metrics_text();
+  const double one_j = sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/1\""});
+  const double two_j = sample(text, "joule_job_gpu_energy_joules_total", {"joule_job=\"slurm/2\""});
+  EXPECT_NEAR(one_j / two_j, 3.0, 1e-9);
+  EXPECT_NEAR(one_j + two_j, sample(text, "joule_gpu_energy_joules_total", {"gpu=\"0\""}), 1e-6);
+  EXPECT_EQ(sample(text, "joule_gpu_energy_split_by_utilization", {"gpu=\"0\""}), 1);
+  EXPECT_EQ(sample(text, "joule_gpu_energy_split_by_utilization", {"gpu=\"1\""}), 0);
+}
+
 // GET /jobs: the ledger per job, step and GPU, charged up to the request.
 TEST(EnergyExporterTest, ServesTheLedgersJobsPerStepAsJson) {
   Rig rig;

@@ -5,8 +5,10 @@
 // other sense: one job's step split among its layers.)
 //
 // The ledger is fed in steps (the exporter's, once a second): each GPU's
-// energy over the step, as the sampler integrated it, is split equally over
-// the processes the driver listed on that GPU at the step's start or end,
+// energy over the step, as the sampler integrated it, is split over the
+// processes the driver listed on that GPU at the step's start or end (in
+// proportion to the SM utilisation the driver sampled for each over the
+// step, where it sampled any; else equally),
 // and rolled up to their jobs (identify_job). A job that ends within a step
 // is charged for it, not the next one to start; a GPU with one job loses
 // none of its energy to the edges. A step with no process, or a process
@@ -80,8 +82,15 @@ class JobLedger {
   // (`listed`; nullopt: the driver did not list them this step, and the
   // last list stands for the next step too). `looked_up` holds the
   // identities found this step; known_identities() the others.
+  // sm_weights: what the driver sampled of each process's SM utilisation
+  // over the step (the sum of its samples' percentages): where the
+  // processes sharing the step have any, each gets energy in proportion to
+  // its weight (none: nothing), else all get equal shares.
   void charge_gpu(std::size_t gpu, double energy_j, const std::optional<std::vector<uint32_t>>& listed,
-                  const JobIdentities& looked_up);
+                  const JobIdentities& looked_up, const std::map<uint32_t, double>& sm_weights = {});
+  // Whether the last step of `gpu` that more than one process shared was
+  // split by their utilisation (else equally, or no step was shared yet).
+  bool split_by_utilization(std::size_t gpu) const { return gpus_.at(gpu).split_by_utilization; }
   // The same step's energy_j of GPU `gpu` (checked as charge_gpu does) to
   // the containers the kubelet says hold it, in equal shares (several only
   // where the device plugin time-slices the GPU). Where one container holds
@@ -121,6 +130,7 @@ class JobLedger {
     double energy_j = 0.0;
     double unattributed_j = 0.0;
     std::vector<uint32_t> listed_pids;
+    bool split_by_utilization = false;
   };
   const std::optional<JobIdentity>& identity_of(uint32_t pid, const JobIdentities& looked_up) const;
 

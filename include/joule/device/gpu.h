@@ -100,6 +100,20 @@ struct GpuProcess {
   bool operator==(const GpuProcess&) const = default;
 };
 
+// What the driver sampled of each process's use of the GPU's streaming
+// multiprocessors since a time (NVML's per-process utilisation): per
+// process, the sum of its samples' SM utilisation in percent, and how many
+// samples there were; and the newest sample's time, to ask from next.
+struct ProcessUtilization {
+  uint32_t pid = 0;
+  double sm_percent_sum = 0.0;
+  uint32_t samples = 0;
+};
+struct ProcessUtilizationSamples {
+  std::vector<ProcessUtilization> processes;  // by pid, each once
+  uint64_t newest_unix_us = 0;                // 0: no sample
+};
+
 // One GPU. Readings throw DeviceError (with the backend's own message) when
 // they fail; probe_capabilities() says in advance which ones work.
 class Gpu {
@@ -159,6 +173,10 @@ class Gpu {
   // The processes using the GPU now, by pid, each once. Throws DeviceError;
   // the default says the backend cannot tell.
   virtual std::vector<GpuProcess> running_processes();
+  // The processes' SM utilisation sampled after since_unix_us (wall-clock
+  // microseconds; 0: whatever the driver still holds). Throws DeviceError;
+  // the default says the backend cannot tell.
+  virtual ProcessUtilizationSamples process_utilization(uint64_t since_unix_us);
 
   // Control. Limits outside power_limit_range_mw() are refused before any
   // driver call, with a DeviceError(kInvalidArgument).

@@ -124,6 +124,9 @@ class SimGpu final : public Gpu {
   uint32_t temperature_c() override;
   uint64_t memory_used_bytes() override { return model_.memory_used_bytes; }
   std::vector<GpuProcess> running_processes() override;
+  // One sample per process set by set_process_utilization, stamped with the
+  // sim's clock (its seconds as microseconds), when asked after the last.
+  ProcessUtilizationSamples process_utilization(uint64_t since_unix_us) override;
   void set_power_limit_mw(uint32_t limit_mw) override;
   std::vector<uint32_t> supported_clocks_mhz(ClockDomain domain) override;
   std::optional<ClockLock> clock_lock_mhz(ClockDomain domain) override;
@@ -132,6 +135,8 @@ class SimGpu final : public Gpu {
 
   // The processes the simulated GPU says are using it (none at first).
   void set_processes(std::vector<GpuProcess> processes);
+  // The SM utilisation, in percent, process_utilization says each pid had.
+  void set_process_utilization(std::map<uint32_t, double> sm_percent);
 
   // The fraction of the GPU kept busy from now on, in [0, 1].
   void set_load(double load);
@@ -167,6 +172,7 @@ class SimGpu final : public Gpu {
   uint32_t limit_mw_;
   std::optional<ClockLock> sm_lock_, memory_lock_;
   std::vector<GpuProcess> processes_;
+  std::map<uint32_t, double> process_sm_percent_;
 };
 
 // What `JOULE_SIM` (or --sim) asks for: "count=4,load=0.6,name=...".

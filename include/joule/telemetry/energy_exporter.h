@@ -190,6 +190,7 @@ class EnergyExporter {
   bool kubelet_asked_ = false;                  // once a step has asked it
   std::optional<std::string> kubelet_problem_;  // why it did not answer the last time
   double next_kubelet_ask_s_ = 0.0;             // the accounting step's (under step_mutex_)
+  std::vector<uint64_t> utilization_seen_us_;   // per GPU, the newest utilisation sample read (step_mutex_)
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread thread_;

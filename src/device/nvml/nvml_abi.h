@@ -46,6 +46,17 @@ struct nvmlProcessInfo_t {
   unsigned int computeInstanceId;
 };
 
+// One sample of nvmlDeviceGetProcessUtilization: a process's use of the GPU
+// over the driver's sampling interval ending at timeStamp.
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU wall-clock microseconds
+  unsigned int smUtil;           // percent
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+};
+
 // nvmlDeviceGetPciInfo_v3 fills busId; busIdLegacy is the older, shorter form.
 struct nvmlPciInfo_t {
   char busIdLegacy[16];
@@ -94,6 +105,10 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
                                                      nvmlProcessInfo_t* infos);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
                                                       nvmlProcessInfo_t* infos);
+// The samples after lastSeenTimeStamp; with utilization NULL, their count
+// and NVML_ERROR_INSUFFICIENT_SIZE; none: NVML_ERROR_NOT_FOUND.
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+                                             unsigned int* processSamplesCount, unsigned long long lastSeenTimeStamp);
 nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit_mw);
 // Clock lists come highest first; with too small a buffer, the count needed
 // and NVML_ERROR_INSUFFICIENT_SIZE.

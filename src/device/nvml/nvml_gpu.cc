@@ -266,6 +266,37 @@ std::vector<GpuProcess> NvmlGpu::running_processes() {
   return out;
 }
 
+// Asked for the count first; the driver may add a sample between the calls,
+// so a short buffer is retried a few times.
+ProcessUtilizationSamples NvmlGpu::process_utilization(uint64_t since_unix_us) {
+  const auto call = require(fn_.nvmlDeviceGetProcessUtilization, "nvmlDeviceGetProcessUtilization");
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+  for (int attempt = 0;; ++attempt) {
+    unsigned int count = static_cast<unsigned int>(samples.size());
+    const nvmlReturn_t rc = call(handle_, samples.empty() ? nullptr : samples.data(), &count, since_unix_us);
+    if (rc == kErrorNotFound) return {};  // no sample since then: nothing ran
+    if (rc == kErrorInsufficientSize && attempt < 3) {
+      samples.resize(count + 8);
+      continue;
+    }
+    check(rc, "nvmlDeviceGetProcessUtilization");
+    samples.resize(count);
+    break;
+  }
+  std::map<uint32_t, ProcessUtilization> by_pid;
+  ProcessUtilizationSamples out;
+  for (const nvmlProcessUtilizationSample_t& sample : samples) {
+    if (sample.timeStamp <= since_unix_us || sample.smUtil > 100) continue;  // old, or not a percentage
+    ProcessUtilization& p = by_pid[sample.pid];
+    p.pid = sample.pid;
+    p.sm_percent_sum += sample.smUtil;
+    ++p.samples;
+    out.newest_unix_us = std::max<uint64_t>(out.newest_unix_us, sample.timeStamp);
+  }
+  for (auto& [pid, p] : by_pid) out.processes.push_back(p);
+  return out;
+}
+
 void NvmlGpu::set_power_limit_mw(uint32_t limit_mw) {
   require(fn_.nvmlDeviceSetPowerManagementLimit, "nvmlDeviceSetPowerManagementLimit");
   check_power_limit_in_range(*this, limit_mw, power_limit_range_mw());

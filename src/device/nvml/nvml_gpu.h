@@ -47,6 +47,7 @@ class NvmlGpu final : public Gpu {
   uint32_t temperature_c() override;
   uint64_t memory_used_bytes() override;
   std::vector<GpuProcess> running_processes() override;
+  ProcessUtilizationSamples process_utilization(uint64_t since_unix_us) override;
   void set_power_limit_mw(uint32_t limit_mw) override;
   std::vector<uint32_t> supported_clocks_mhz(ClockDomain domain) override;
   std::optional<ClockLock> clock_lock_mhz(ClockDomain domain) override;

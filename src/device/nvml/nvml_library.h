@@ -42,6 +42,7 @@ namespace joule::nvml {
   X(nvmlDeviceGetMemoryInfo)                      \
   X(nvmlDeviceGetComputeRunningProcesses_v3)      \
   X(nvmlDeviceGetGraphicsRunningProcesses_v3)     \
+  X(nvmlDeviceGetProcessUtilization)              \
   X(nvmlDeviceSetPowerManagementLimit)           \
   X(nvmlDeviceGetSupportedMemoryClocks)          \
   X(nvmlDeviceGetSupportedGraphicsClocks)        \

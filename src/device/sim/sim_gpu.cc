@@ -275,6 +275,21 @@ std::vector<GpuProcess> SimGpu::running_processes() {
   return processes_;
 }
 
+ProcessUtilizationSamples SimGpu::process_utilization(uint64_t since_unix_us) {
+  const auto now_us = static_cast<uint64_t>(clock_->now_s() * 1e6);
+  std::lock_guard lock(mutex_);
+  ProcessUtilizationSamples out;
+  if (now_us <= since_unix_us || process_sm_percent_.empty()) return out;
+  for (const auto& [pid, percent] : process_sm_percent_) out.processes.push_back({pid, percent, 1});
+  out.newest_unix_us = now_us;
+  return out;
+}
+
+void SimGpu::set_process_utilization(std::map<uint32_t, double> sm_percent) {
+  std::lock_guard lock(mutex_);
+  process_sm_percent_ = std::move(sm_percent);
+}
+
 void SimGpu::set_processes(std::vector<GpuProcess> processes) {
   std::sort(processes.begin(), processes.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
   std::lock_guard lock(mutex_);
