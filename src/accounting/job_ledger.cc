@@ -94,6 +94,20 @@ void JobLedger::charge_cpu(std::size_t zone, double energy_j) {
   cpu_energy_j_.at(zone) += energy_j;
 }
 
+void JobLedger::charge_cpu_jobs(std::size_t zone, double energy_j, const std::vector<CpuShare>& shares) {
+  check_energy(energy_j, "a CPU zone step's");
+  if (zone >= cpu_energy_j_.size()) throw UsageError(fmt::format("job ledger: CPU zone {} does not exist", zone));
+  double total = 0.0;
+  for (const CpuShare& share : shares) {
+    if (!(std::isfinite(share.fraction) && share.fraction >= 0.0 && share.fraction <= 1.0)) {
+      throw UsageError(fmt::format("job ledger: job {}'s CPU share {} is not a fraction", share.job, share.fraction));
+    }
+    total += share.fraction;
+  }
+  if (total > 1.0 + 1e-9) throw UsageError(fmt::format("job ledger: the jobs' CPU shares sum to {}, more than 1", total));
+  for (const CpuShare& share : shares) job_cpu_[{share.job, share.user, zone}] += energy_j * share.fraction;
+}
+
 void JobLedger::finish_step(const JobIdentities& looked_up) {
   JobIdentities kept;
   for (const GpuAccount& account : gpus_) {
@@ -128,6 +142,12 @@ void JobLedger::restore_pod(const PodEnergyKey& key, double energy_j) {
   check_energy(energy_j, "a restored pod's");
   if (key.gpu >= gpus_.size()) throw UsageError(fmt::format("job ledger: GPU {} does not exist", key.gpu));
   pods_[key] = energy_j;
+}
+
+void JobLedger::restore_job_cpu(const JobCpuEnergyKey& key, double energy_j) {
+  check_energy(energy_j, "a restored job's CPU");
+  if (key.zone >= cpu_energy_j_.size()) throw UsageError(fmt::format("job ledger: CPU zone {} does not exist", key.zone));
+  job_cpu_[key] = energy_j;
 }
 
 void JobLedger::restore_job_pod(const std::string& job, KubernetesPod pod) { job_pods_[job] = std::move(pod); }

@@ -115,7 +115,8 @@ LedgerFile::Restored LedgerFile::load(const nlohmann::json& doc, JobLedger& into
   // Read whole into a fresh ledger: a file refused half-way restores nothing.
   JobLedger ledger(into.gpus(), into.cpu_zones());
   nlohmann::json carried_gpus = nlohmann::json::array(), carried_zones = nlohmann::json::array(),
-                 carried_jobs = nlohmann::json::array(), carried_pods = nlohmann::json::array();
+                 carried_jobs = nlohmann::json::array(), carried_pods = nlohmann::json::array(),
+                 carried_job_cpu = nlohmann::json::array();
   Restored restored;
   restored.marks.resize(gpu_uuids_.size());
   const Reader read(path_.string());
@@ -183,6 +184,20 @@ LedgerFile::Restored LedgerFile::load(const nlohmann::json& doc, JobLedger& into
       }
     }
   }
+  if (doc.contains("job_cpu")) {
+    const nlohmann::json& job_cpu = read.array(doc, "the file", "job_cpu");
+    for (std::size_t k = 0; k < job_cpu.size(); ++k) {
+      const std::string field = fmt::format("job_cpu[{}]", k);
+      const std::string job = read.text(job_cpu[k], field, "job"), user = read.text(job_cpu[k], field, "user");
+      const std::optional<std::size_t> z = index_of(zone_labels_, read.text(job_cpu[k], field, "zone"));
+      const double energy_j = read.non_negative(job_cpu[k], field, "energy_j");
+      if (z) {
+        ledger.restore_job_cpu({job, user, *z}, energy_j);
+      } else {
+        carried_job_cpu.push_back(job_cpu[k]);
+      }
+    }
+  }
   if (doc.contains("job_pods")) {
     const nlohmann::json& job_pods = read.array(doc, "the file", "job_pods");
     for (std::size_t k = 0; k < job_pods.size(); ++k) {
@@ -213,6 +228,7 @@ LedgerFile::Restored LedgerFile::load(const nlohmann::json& doc, JobLedger& into
   carried_zones_ = std::move(carried_zones);
   carried_jobs_ = std::move(carried_jobs);
   carried_pods_ = std::move(carried_pods);
+  carried_job_cpu_ = std::move(carried_job_cpu);
   restored.found = true;
   return restored;
 }
@@ -248,6 +264,13 @@ void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<C
     entry["energy_j"] = energy_j;
     pods.push_back(std::move(entry));
   }
+  nlohmann::json job_cpu = carried_job_cpu_;
+  for (const auto& [key, energy_j] : ledger.job_cpu_energy_j()) {
+    job_cpu.push_back({{"job", valid_utf8_or_printable(key.job)},
+                       {"user", valid_utf8_or_printable(key.user)},
+                       {"zone", valid_utf8_or_printable(zone_labels_.at(key.zone))},
+                       {"energy_j", energy_j}});
+  }
   nlohmann::json job_pods = nlohmann::json::array();
   for (const auto& [job, pod] : ledger.job_pods()) {
     nlohmann::json entry = pod_json(pod);
@@ -267,7 +290,7 @@ void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<C
   }
   const nlohmann::json doc = {{"joule_ledger", kFormatVersion}, {"saved_unix_s", now_unix_s}, {"gpus", gpus},
                               {"cpu_zones", zones},           {"jobs", jobs},                {"pods", pods},
-                              {"job_pods", job_pods},         {"processes", processes}};
+                              {"job_pods", job_pods},         {"job_cpu", job_cpu},          {"processes", processes}};
   OutputFile out(path_.string());
   out.stream() << doc.dump(1) << '\n';
   out.commit();

@@ -49,8 +49,7 @@ CommandOutput slurm_command(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-std::map<std::string, double> parse_jobs_reply(const std::string& body, const std::string& job_label,
-                                               const std::string& where) {
+NodeJobEnergy parse_jobs_reply(const std::string& body, const std::string& job_label, const std::string& where) {
   nlohmann::json reply;
   try {
     reply = nlohmann::json::parse(body);
@@ -60,22 +59,36 @@ std::map<std::string, double> parse_jobs_reply(const std::string& body, const st
   if (!reply.is_object() || !reply.contains("jobs") || !reply["jobs"].is_array()) {
     throw Error(fmt::format("{}: the reply is not a joule exporter's /jobs (no \"jobs\" list)", where));
   }
-  std::map<std::string, double> by_step_j;
-  const nlohmann::json& jobs = reply["jobs"];
-  for (std::size_t k = 0; k < jobs.size(); ++k) {
-    const nlohmann::json& entry = jobs[k];
-    const auto field = [&](const char* name) { return fmt::format("{}: jobs[{}].{}", where, k, name); };
-    if (!entry.is_object() || !entry.contains("job") || !entry["job"].is_string()) throw Error(field("job") + ": not text");
-    if (entry["job"].get<std::string>() != job_label) continue;
-    const nlohmann::json& energy = entry.value("energy_j", nlohmann::json());
-    if (!energy.is_number() || !std::isfinite(energy.get<double>()) || energy.get<double>() < 0) {
-      throw Error(field("energy_j") + ": not a finite number >= 0");
+  NodeJobEnergy energy;
+  // Each entry of `list` that is job_label's: its energy, checked; adds it to total.
+  const auto add_entries = [&](const char* list, const auto& add) {
+    const nlohmann::json& entries = reply[list];
+    for (std::size_t k = 0; k < entries.size(); ++k) {
+      const nlohmann::json& entry = entries[k];
+      const auto field = [&](const char* name) { return fmt::format("{}: {}[{}].{}", where, list, k, name); };
+      if (!entry.is_object() || !entry.contains("job") || !entry["job"].is_string()) throw Error(field("job") + ": not text");
+      if (entry["job"].get<std::string>() != job_label) continue;
+      const nlohmann::json& joules = entry.value("energy_j", nlohmann::json());
+      if (!joules.is_number() || !std::isfinite(joules.get<double>()) || joules.get<double>() < 0) {
+        throw Error(field("energy_j") + ": not a finite number >= 0");
+      }
+      add(entry, joules.get<double>(), field);
     }
+  };
+  add_entries("jobs", [&](const nlohmann::json& entry, double joules, const auto& field) {
     const nlohmann::json& step = entry.value("step", nlohmann::json(""));
     if (!step.is_string()) throw Error(field("step") + ": not text");
-    by_step_j[step.get<std::string>()] += energy.get<double>();
+    energy.gpu_energy_by_step_j[step.get<std::string>()] += joules;
+  });
+  // Exporters before CPU shares have no "cpu_zones": no CPU figure.
+  const nlohmann::json zones = reply.value("cpu_zones", nlohmann::json(0u));
+  if (!zones.is_number_unsigned()) throw Error(fmt::format("{}: cpu_zones: not a count", where));
+  if (zones.get<uint64_t>() > 0) {
+    if (!reply.contains("cpu") || !reply["cpu"].is_array()) throw Error(fmt::format("{}: cpu: not a list", where));
+    energy.cpu_energy_j = 0.0;
+    add_entries("cpu", [&](const nlohmann::json&, double joules, const auto&) { *energy.cpu_energy_j += joules; });
   }
-  return by_step_j;
+  return energy;
 }
 
 std::vector<NodeJobEnergy> gather_job_energy(const std::string& job_label, const std::vector<Node>& nodes, int port,
@@ -83,7 +96,7 @@ std::vector<NodeJobEnergy> gather_job_energy(const std::string& job_label, const
   std::vector<NodeJobEnergy> gathered;
   const auto seconds = std::chrono::duration<double>(timeout_s);
   for (const Node& node : nodes) {
-    NodeJobEnergy energy{node.name, {}, ""};
+    NodeJobEnergy energy{node.name};
     const std::string where = fmt::format("the exporter on {} (http://{}:{}/jobs)", node.name, node.address, port);
     httplib::Client http(node.address, port);
     http.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(seconds));
@@ -95,7 +108,8 @@ std::vector<NodeJobEnergy> gather_job_energy(const std::string& job_label, const
       energy.problem = fmt::format("{}: HTTP {}", where, reply->status);
     } else {
       try {
-        energy.gpu_energy_by_step_j = parse_jobs_reply(reply->body, job_label, where);
+        energy = parse_jobs_reply(reply->body, job_label, where);
+        energy.node = node.name;
       } catch (const Error& e) {
         energy.problem = e.what();
       }
@@ -108,6 +122,7 @@ std::vector<NodeJobEnergy> gather_job_energy(const std::string& job_label, const
 std::string joule_comment(const std::vector<NodeJobEnergy>& nodes) {
   std::map<std::string, double> by_step_j;
   double total_j = 0.0;
+  std::optional<double> cpu_j;
   std::vector<std::string> missing;
   for (const NodeJobEnergy& node : nodes) {
     if (!node.problem.empty()) {
@@ -118,8 +133,10 @@ std::string joule_comment(const std::vector<NodeJobEnergy>& nodes) {
       by_step_j[step_word(step)] += energy_j;
       total_j += energy_j;
     }
+    if (node.cpu_energy_j) cpu_j = cpu_j.value_or(0.0) + *node.cpu_energy_j;
   }
   std::string text = fmt::format("joule:gpu_energy_j={:.1f}", total_j);
+  if (cpu_j) text += fmt::format(",cpu_energy_j={:.1f}", *cpu_j);
   for (const auto& [step, energy_j] : by_step_j) text += fmt::format(",step_{}_j={:.1f}", step, energy_j);
   text += fmt::format(",nodes={}/{}", nodes.size() - missing.size(), nodes.size());
   if (!missing.empty()) {

@@ -82,7 +82,8 @@ EnergyExporter::EnergyExporter(std::vector<std::shared_ptr<Gpu>> gpus,
       gpu_states_(gpus_.size()),
       ledger_(gpus_.size(), cpu_zones_.size()),
       counter_marks_(gpus_.size()),
-      utilization_seen_us_(gpus_.size(), 0) {
+      utilization_seen_us_(gpus_.size(), 0),
+      cpu_meter_(options_.proc_root, options_.cgroup_root) {
   if (!options_.jouled_socket.empty()) leases_ = std::make_unique<daemon::LeaseWatcher>(options_.jouled_socket);
   if (!options_.ledger_path.empty()) restore_ledger();
 }
@@ -187,6 +188,12 @@ void EnergyExporter::account_now() {
 
   std::optional<std::string> kubelet_problem;
   const std::optional<DeviceHolders> holders = ask_kubelet(kubelet_problem);
+  std::vector<uint32_t> on_gpus;  // every process listed this step
+  for (const Listed& gpu : listed) {
+    if (gpu.pids) on_gpus.insert(on_gpus.end(), gpu.pids->begin(), gpu.pids->end());
+  }
+  const std::vector<CpuShare> cpu_shares = cpu_zones_.empty() ? std::vector<CpuShare>{}
+                                                              : job_cpu_shares(on_gpus, known, identities);
 
   std::vector<std::string> news;  // GPUs gone down or come back: logged once the lock is released
   {
@@ -219,7 +226,9 @@ void EnergyExporter::account_now() {
     }
     ledger_.finish_step(identities);
     for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
-      if (!cpu_energy[z].problem) ledger_.charge_cpu(z, cpu_energy[z].energy_j);
+      if (cpu_energy[z].problem) continue;
+      ledger_.charge_cpu(z, cpu_energy[z].energy_j);
+      ledger_.charge_cpu_jobs(z, cpu_energy[z].energy_j, cpu_shares);
     }
     if (end_s > begin_s) accounted_until_s_ = end_s;
   }
@@ -227,6 +236,24 @@ void EnergyExporter::account_now() {
     for (const std::string& line : news) options_.log(line);
   }
   if (ledger_file_ && accounting_steps_ % kLedgerSaveEverySteps == 0) save_ledger();
+}
+
+std::vector<CpuShare> EnergyExporter::job_cpu_shares(const std::vector<uint32_t>& pids, const JobIdentities& known,
+                                                     const JobIdentities& looked_up) {
+  std::map<std::string, std::vector<uint32_t>> jobs;
+  std::map<std::string, std::string> user_of;
+  for (const uint32_t pid : pids) {
+    const auto now = looked_up.find(pid);
+    const auto before = known.find(pid);
+    const std::optional<JobIdentity>* id = now != looked_up.end() ? &now->second : before != known.end() ? &before->second : nullptr;
+    if (id == nullptr || !*id) continue;
+    const std::string label = (*id)->job_label();
+    jobs[label].push_back(pid);
+    user_of[label] = (*id)->user;
+  }
+  std::vector<CpuShare> shares;
+  for (const auto& [job, fraction] : cpu_meter_.shares(jobs)) shares.push_back({job, user_of[job], fraction});
+  return shares;
 }
 
 std::optional<DeviceHolders> EnergyExporter::ask_kubelet(std::optional<std::string>& problem) {
@@ -242,7 +269,7 @@ std::optional<DeviceHolders> EnergyExporter::ask_kubelet(std::optional<std::stri
 
 std::string EnergyExporter::jobs_json(const std::string& job) {
   account_now();
-  nlohmann::json entries = nlohmann::json::array();
+  nlohmann::json entries = nlohmann::json::array(), cpu_entries = nlohmann::json::array();
   double accounted_until_unix_s = 0.0;
   {
     std::lock_guard lock(mutex_);
@@ -257,11 +284,17 @@ std::string EnergyExporter::jobs_json(const std::string& job) {
                          {"uuid", gpu.uuid()},
                          {"energy_j", energy_j}});
     }
+    for (const auto& [key, energy_j] : ledger_.job_cpu_energy_j()) {
+      if (!job.empty() && key.job != job) continue;
+      cpu_entries.push_back({{"job", key.job}, {"user", key.user}, {"zone", cpu_zones_[key.zone]->label()}, {"energy_j", energy_j}});
+    }
   }
   const nlohmann::json reply = {{"joule_jobs", 1},
                                 {"hostname", options_.hostname},
                                 {"accounted_until_unix_s", accounted_until_unix_s},
-                                {"jobs", entries}};
+                                {"jobs", entries},
+                                {"cpu_zones", cpu_zones_.size()},
+                                {"cpu", cpu_entries}};
   return reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -526,6 +559,17 @@ std::string EnergyExporter::metrics_text() const {
       family.add(fmt::format(R"(package="{}",domain="{}",Hostname="{}")", zone.package_index(),
                              to_string(zone.domain()), escaped(options_.hostname)),
                  ledger_.cpu_energy_j(z));
+    }
+  }
+  {
+    Family family(out, "joule_job_cpu_energy_joules_total", "counter",
+                  "CPU package and DRAM energy (RAPL) per job: each step's zone energy split by the CPU time the job's "
+                  "cgroup (else its processes on the GPUs) used, of all the node used (J).");
+    for (const auto& [key, energy_j] : ledger_.job_cpu_energy_j()) {
+      const CpuEnergyZone& zone = *cpu_zones_[key.zone];
+      family.add(fmt::format(R"(joule_job="{}",user="{}",package="{}",domain="{}",Hostname="{}")", escaped(key.job),
+                             escaped(key.user), zone.package_index(), to_string(zone.domain()), escaped(options_.hostname)),
+                 energy_j);
     }
   }
   {

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -40,6 +41,37 @@ struct Exporter {
   int port = 0;
 };
 
+// A RAPL package zone drawing 40 W while it runs, written as its driver
+// would (a whole value replaced at once): the node's CPU energy.
+class RaplFixture {
+ public:
+  explicit RaplFixture(const std::string& root) : zone_(root + "/intel-rapl:0") {
+    testing::write_file(zone_ + "/name", "package-0\n");
+    testing::write_file(zone_ + "/max_energy_range_uj", "262143328850\n");
+    write(0);
+    writer_ = std::thread([this] {
+      const auto start = std::chrono::steady_clock::now();
+      while (!stop_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        write(static_cast<uint64_t>(40e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+      }
+    });
+  }
+  ~RaplFixture() {
+    stop_ = true;
+    writer_.join();
+  }
+
+ private:
+  void write(uint64_t uj) {
+    testing::write_file(zone_ + "/energy_uj.new", std::to_string(uj) + "\n");
+    std::filesystem::rename(zone_ + "/energy_uj.new", zone_ + "/energy_uj");
+  }
+  std::string zone_;
+  std::atomic<bool> stop_{false};
+  std::thread writer_;
+};
+
 Exporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake) {
   const std::string port_file = tmp.file("port");
   Exporter exporter;
@@ -48,7 +80,7 @@ Exporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake) {
        "--jouled-socket", "", "--ledger", tmp.file("ledger.json")},
       {{"JOULE_NVML_LIBRARY", fake.library_path},
        {"JOULE_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so.1"},
-       {"JOULE_POWERCAP_ROOT", "/nonexistent"}},
+       {"JOULE_POWERCAP_ROOT", tmp.file("powercap")}},
       tmp.file("exporter.out"), tmp.file("exporter.err"));
   exporter.port = testing::wait_for_port_file(port_file);
   return exporter;
@@ -63,6 +95,15 @@ std::map<std::string, double> ledger_steps(int port, const std::string& job) {
     steps[entry.at("step").get<std::string>()] += entry.at("energy_j").get<double>();
   }
   return steps;
+}
+
+// The exporter's ledger for one job: its CPU energy, summed over zones.
+double ledger_cpu_j(int port, const std::string& job) {
+  const auto reply = run_process({"curl", "-s", fmt::format("http://127.0.0.1:{}/jobs?job=slurm/{}", port, job)});
+  const nlohmann::json doc = nlohmann::json::parse(reply.out);
+  double sum = 0.0;
+  for (const auto& entry : doc.at("cpu")) sum += entry.at("energy_j").get<double>();
+  return sum;
 }
 
 double total(const std::map<std::string, double>& steps) {
@@ -144,6 +185,7 @@ TEST(SlurmAccountingTest, SacctShowsEachJobsEnergyFromTheLedger) {
     std::filesystem::create_directory(tmp.file(gpu));
     chmod(tmp.file(gpu).c_str(), 0777);
   }
+  const RaplFixture rapl(tmp.file("powercap"));
   const auto fake = testing::use_fake_nvml(
       tmp, fmt::format("device name=\"NVIDIA H100 80GB HBM3\" power_w={}\ndevice name=\"NVIDIA H100 80GB HBM3\" power_w={}\n"
                        "process_dir device=0 path={}\nprocess_dir device=1 path={}\n",
@@ -168,7 +210,8 @@ TEST(SlurmAccountingTest, SacctShowsEachJobsEnergyFromTheLedger) {
 
   // Two jobs at once: one's batch script on gpu0, the other's step 0 on gpu0
   // and gpu1 (an srun step of two tasks), so gpu0 is shared.
-  const std::string alone = submit(slurm, on_gpu("gpu0", "sleep 3"));
+  // Busy on a CPU for 3 s in the registered process itself (bash's loop).
+  const std::string alone = submit(slurm, on_gpu("gpu0", "bash -c 'while [ $SECONDS -lt 3 ]; do :; done'"));
   const std::string shared = submit(
       slurm, fmt::format("srun --ntasks 2 sh -c 'if [ $SLURM_PROCID = 0 ]; then g={}; else g={}; fi; touch $g/$$; exec sleep 3'",
                          tmp.file("gpu0"), tmp.file("gpu1")),
@@ -199,7 +242,12 @@ TEST(SlurmAccountingTest, SacctShowsEachJobsEnergyFromTheLedger) {
     const auto ledger = ledger_steps(exporter.port, job);
     SCOPED_TRACE(testing::read_file(tmp.file("epilog.log")) + slurm.logs());
     expect_stored_matches_ledger(stored, ledger, job);
+    // The node has a RAPL zone: the job's CPU energy is stored too, as the ledger has it.
+    ASSERT_TRUE(stored.count("cpu_energy_j")) << job;
+    EXPECT_NEAR(std::stod(stored.at("cpu_energy_j")), ledger_cpu_j(exporter.port, job), 2 * kStepS * 40.0) << job;
   }
+  // The busy job used about one CPU of the node's busy time: a good part of the 40 W.
+  EXPECT_GT(ledger_cpu_j(exporter.port, alone), 0.1 * 40 * 3) << testing::read_file(tmp.file("exporter.err"));
   EXPECT_EQ(ledger_steps(exporter.port, alone).count("batch"), 1u);
   EXPECT_EQ(ledger_steps(exporter.port, shared).count("0"), 1u);
   // ~3 s of gpu0 shared half and half at first, then whole GPU-seconds: at

@@ -4,9 +4,13 @@
 // and its HTTP face through curl.
 #include "joule/telemetry/energy_exporter.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cmath>
+#include <filesystem>
 #include <regex>
 #include <thread>
 
@@ -14,6 +18,7 @@
 
 #include "common/scripted_gpu.h"
 #include "common/test_support.h"
+#include "joule/device/rapl.h"
 #include "joule/device/sim.h"
 #include "joule/error.h"
 #include "joule/telemetry/metrics_server.h"
@@ -469,6 +474,56 @@ TEST(EnergyExporterTest, SplitsASharedGpuByItsProcessesUtilisation) {
   EXPECT_NEAR(one_j + two_j, sample(text, "joule_gpu_energy_joules_total", {"gpu=\"0\""}), 1e-6);
   EXPECT_EQ(sample(text, "joule_gpu_energy_split_by_utilization", {"gpu=\"0\""}), 1);
   EXPECT_EQ(sample(text, "joule_gpu_energy_split_by_utilization", {"gpu=\"1\""}), 0);
+}
+
+// A RAPL package zone drawing 50 W: a Slurm job whose cgroup used a quarter
+// of the node's busy CPU time is charged a quarter of its energy, and the
+// ledger's /jobs says so; the rest is no job's.
+TEST(EnergyExporterTest, SplitsACpuZonesEnergyAmongJobsByTheirCpuTime) {
+  TempDir proc, cgroups, powercap;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const std::string job_dir = "/system.slice/slurmstepd.scope/job_77";
+  std::filesystem::create_directories(proc.file("100"));
+  testing::write_file(proc.file("100/status"), "Uid:\t0\t0\t0\t0\n");
+  testing::write_file(proc.file("100/cgroup"), "0::" + job_dir + "/step_0/user/task_0\n");
+  std::filesystem::create_directories(cgroups.file(job_dir.substr(1)));
+  const auto set_cpu = [&](double node_busy_s, double job_s) {
+    testing::write_file(proc.file("stat"), fmt::format("cpu  {} 0 0 99999 0 0 0 0\n", std::llround(node_busy_s * ticks)));
+    testing::write_file(cgroups.file(job_dir.substr(1)) + "/cpu.stat", fmt::format("usage_usec {}\n", std::llround(job_s * 1e6)));
+  };
+  const auto set_energy_uj = [&](uint64_t uj) { testing::write_file(powercap.file("energy_uj"), std::to_string(uj) + "\n"); };
+  set_cpu(0, 0);
+  set_energy_uj(0);
+  auto clock = std::make_shared<VirtualClock>();
+  auto gpu = std::make_shared<SimGpu>(0, SimGpuModel{}, clock);
+  gpu->set_processes({{100, 1ull << 30}});
+  auto zone = std::make_shared<RaplZone>(powercap.path(), "package-0", CpuDomain::kPackage, 0, 1ull << 40);
+  ExporterOptions options;
+  options.proc_root = proc.path();
+  options.cgroup_root = cgroups.path();
+  options.sampler.background_thread = false;
+  EnergyExporter exporter({gpu}, {zone}, clock, options);
+  exporter.start();
+  // 10 s at 50 W; each second the node is busy 4 CPU-seconds, the job 1.
+  for (int tick = 1; tick <= 100; ++tick) {
+    clock->advance_s(0.1);
+    set_energy_uj(static_cast<uint64_t>(tick) * 5'000'000);
+    exporter.sampler().sample_now();
+    if (tick % 10 == 0) {
+      set_cpu(4.0 * tick / 10, 1.0 * tick / 10);
+      exporter.account_now();
+    }
+  }
+  const std::string text = exporter.metrics_text();
+  const double zone_j = sample(text, "joule_cpu_energy_joules_total", {"domain=\"package\""});
+  const double job_j = sample(text, "joule_job_cpu_energy_joules_total", {"joule_job=\"slurm/77\"", "domain=\"package\""});
+  // The first step only starts the counters: 9 of the 10 s are split.
+  EXPECT_NEAR(zone_j, 500.0, 5.0);
+  EXPECT_NEAR(job_j, 0.25 * 50 * 9, 5.0);
+  const auto jobs = nlohmann::json::parse(exporter.jobs_json("slurm/77"));
+  EXPECT_EQ(jobs["cpu_zones"], 1);
+  ASSERT_EQ(jobs["cpu"].size(), 1u) << jobs.dump();
+  EXPECT_NEAR(jobs["cpu"][0]["energy_j"].get<double>(), job_j, 1e-6);
 }
 
 // GET /jobs: the ledger per job, step and GPU, charged up to the request.

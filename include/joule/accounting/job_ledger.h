@@ -13,8 +13,9 @@
 // is charged for it, not the next one to start; a GPU with one job loses
 // none of its energy to the edges. A step with no process, or a process
 // whose job is unknown (it ended between the list and /proc), leaves its
-// share unattributed. CPU zones are totalled, not split (RAPL counts a
-// package, not a process).
+// share unattributed. CPU zones are totalled, and split among jobs by the
+// CPU time their processes used (cpu_time.h; RAPL counts a package, not a
+// process).
 //
 // It keeps the identities of the processes the next step may charge, and no
 // others (pids are reused). ledger_file.h keeps it across restarts.
@@ -63,6 +64,21 @@ struct PodEnergyKey {
   auto operator<=>(const PodEnergyKey&) const = default;
 };
 
+// A job's CPU package or DRAM energy in one RAPL zone (cpu_time.h says how
+// it is split).
+struct JobCpuEnergyKey {
+  std::string job;  // JobIdentity::job_label()
+  std::string user;
+  std::size_t zone = 0;
+  auto operator<=>(const JobCpuEnergyKey&) const = default;
+};
+
+// A job's fraction of a step's CPU energy (JobCpuMeter::shares).
+struct CpuShare {
+  std::string job, user;
+  double fraction = 0.0;
+};
+
 // Adds to looked_up the identity of each of pids that neither it nor known
 // (JobLedger::known_identities) holds, read from proc_root: the /proc reads
 // of a step, made outside any lock.
@@ -99,6 +115,10 @@ class JobLedger {
   void charge_pods(std::size_t gpu, double energy_j, const std::vector<KubernetesPod>& holders,
                    const JobIdentities& looked_up);
   void charge_cpu(std::size_t zone, double energy_j);
+  // The same step's energy_j of CPU zone `zone` (checked as charge_cpu
+  // does) to the jobs by their fractions (each finite, in [0, 1], summing to
+  // 1 at most; else a UsageError and nothing charged); the rest is no job's.
+  void charge_cpu_jobs(std::size_t zone, double energy_j, const std::vector<CpuShare>& shares);
   // Ends a step: keeps the identities of the processes the next one may charge.
   void finish_step(const JobIdentities& looked_up);
 
@@ -109,6 +129,7 @@ class JobLedger {
   // The same per step: its sums over steps are job_gpu_energy_j().
   const std::map<JobStepEnergyKey, double>& job_step_gpu_energy_j() const { return steps_; }
   const std::map<PodEnergyKey, double>& pod_gpu_energy_j() const { return pods_; }
+  const std::map<JobCpuEnergyKey, double>& job_cpu_energy_j() const { return job_cpu_; }
   // The container each Kubernetes job was found in, by job label.
   const std::map<std::string, KubernetesPod>& job_pods() const { return job_pods_; }
   // The processes listed at the end of the last step that charged gpu.
@@ -123,6 +144,7 @@ class JobLedger {
   void restore_job(const JobStepEnergyKey& key, double energy_j);
   void restore_identity(uint32_t pid, std::optional<JobIdentity> identity);
   void restore_pod(const PodEnergyKey& key, double energy_j);
+  void restore_job_cpu(const JobCpuEnergyKey& key, double energy_j);
   void restore_job_pod(const std::string& job, KubernetesPod pod);
 
  private:
@@ -139,6 +161,7 @@ class JobLedger {
   std::map<JobEnergyKey, double> jobs_;
   std::map<JobStepEnergyKey, double> steps_;
   std::map<PodEnergyKey, double> pods_;
+  std::map<JobCpuEnergyKey, double> job_cpu_;
   std::map<std::string, KubernetesPod> job_pods_;
   JobIdentities identities_;
 };

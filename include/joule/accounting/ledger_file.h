@@ -65,6 +65,7 @@ class LedgerFile {
   nlohmann::json carried_zones_ = nlohmann::json::array();
   nlohmann::json carried_jobs_ = nlohmann::json::array();
   nlohmann::json carried_pods_ = nlohmann::json::array();
+  nlohmann::json carried_job_cpu_ = nlohmann::json::array();
 };
 
 // A ledger file read whole, for showing it (joule ledger): every GPU and

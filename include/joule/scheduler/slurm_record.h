@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,15 +30,17 @@ struct Node {
 struct NodeJobEnergy {
   std::string node;
   // GPU energy per step ("0", "batch"; "" where the step was not known), in J.
-  std::map<std::string, double> gpu_energy_by_step_j;
-  std::string problem;  // why the node gave no figure; empty when it did
+  std::map<std::string, double> gpu_energy_by_step_j = {};
+  // CPU package and DRAM energy (every RAPL zone), where the node has RAPL.
+  std::optional<double> cpu_energy_j = {};
+  std::string problem = {};  // why the node gave no figure; empty when it did
 };
 
-// The exporter's GET /jobs reply, for job_label's entries: energy per step,
-// summed over GPUs. Throws Error naming `where` and the field when it is not
-// such a reply or holds an energy that is not a finite number >= 0.
-std::map<std::string, double> parse_jobs_reply(const std::string& body, const std::string& job_label,
-                                               const std::string& where);
+// The exporter's GET /jobs reply, for job_label's entries: GPU energy per
+// step summed over GPUs, and CPU energy summed over zones (none where the
+// node has no RAPL zone). Throws Error naming `where` and the field when it
+// is not such a reply or holds an energy that is not a finite number >= 0.
+NodeJobEnergy parse_jobs_reply(const std::string& body, const std::string& job_label, const std::string& where);
 
 // Asks each node's exporter (http://ADDRESS:port/jobs?job=LABEL), each
 // within timeout_s; a node that does not answer has its problem said.
@@ -45,9 +48,10 @@ std::vector<NodeJobEnergy> gather_job_energy(const std::string& job_label, const
                                              double timeout_s);
 
 // The words joule writes, one token with no space or quote (sacctmgr turns
-// quotes into backticks): "joule:gpu_energy_j=1234.5,step_0_j=1134.5,
-// step_batch_j=100,nodes=2/2", and ",missing=NODE+NODE" where nodes gave
-// no figure (their energy is not in the total).
+// quotes into backticks): "joule:gpu_energy_j=1234.5,cpu_energy_j=80.2,
+// step_0_j=1134.5,step_batch_j=100,nodes=2/2" (cpu_energy_j where a node
+// has RAPL; the steps are the GPU energy's), and ",missing=NODE+NODE" where
+// nodes gave no figure (their energy is not in the total).
 std::string joule_comment(const std::vector<NodeJobEnergy>& nodes);
 
 // existing with its joule token (if any) replaced by joule_token, or

@@ -38,6 +38,7 @@
 #include "joule/device/gpu.h"
 #include "joule/carbon/carbon.h"
 #include "joule/measure/sampler.h"
+#include "joule/accounting/cpu_time.h"
 #include "joule/accounting/job_ledger.h"
 #include "joule/accounting/kubernetes_pod.h"
 #include "joule/accounting/ledger_file.h"
@@ -57,6 +58,9 @@ struct ExporterOptions {
   // come first, as NVIDIA's do on a mixed node).
   std::map<unsigned, unsigned> vendor_index;
   std::filesystem::path proc_root = "/proc";
+  // Where the jobs' cgroups are (cgroup v2), for their CPU time: each CPU
+  // zone's energy is split among the jobs by it (accounting/cpu_time.h).
+  std::filesystem::path cgroup_root = "/sys/fs/cgroup";
   // jouled's socket, asked for lease holders at each accounting step; empty:
   // jouled is not asked (no joule_jouled_up, no lease series).
   std::string jouled_socket;
@@ -154,6 +158,11 @@ class EnergyExporter {
   // than ten accounting steps ago; outside mutex_. nullopt: not asked, or failed
   // (problem set).
   std::optional<DeviceHolders> ask_kubelet(std::optional<std::string>& problem);
+  // Each job's share of the CPU time used since the last step, for the jobs
+  // of the processes listed on the GPUs (pids), by their identities.
+  // Outside mutex_.
+  std::vector<CpuShare> job_cpu_shares(const std::vector<uint32_t>& pids, const JobIdentities& known,
+                                       const JobIdentities& looked_up);
   // GPU i's index among its vendor's GPUs (options.vendor_index).
   unsigned vendor_index(std::size_t gpu) const;
   // The AMD GPUs' readings under AMD's exporter's names and labels
@@ -191,6 +200,7 @@ class EnergyExporter {
   std::optional<std::string> kubelet_problem_;  // why it did not answer the last time
   double next_kubelet_ask_s_ = 0.0;             // the accounting step's (under step_mutex_)
   std::vector<uint64_t> utilization_seen_us_;   // per GPU, the newest utilisation sample read (step_mutex_)
+  JobCpuMeter cpu_meter_;                       // the jobs' CPU time between steps (step_mutex_)
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread thread_;
