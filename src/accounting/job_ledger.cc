@@ -19,6 +19,11 @@ void check_energy(double energy_j, const char* what) {
   }
 }
 
+// A container's key among the stamps (jobs' labels never begin so).
+std::string pod_stamp_key(const KubernetesPod& pod) {
+  return "pod:" + pod.namespace_name + "/" + pod.pod + "/" + pod.container;
+}
+
 }  // namespace
 
 void look_up_new_processes(const std::vector<uint32_t>& pids, const JobIdentities& known, JobIdentities& looked_up,
@@ -71,6 +76,7 @@ void JobLedger::charge_gpu(std::size_t gpu, double energy_j, const std::optional
     }
     JobStepEnergyKey key{{id->job_label(), id->user, gpu}, id->step};
     jobs_[key.job] += share_j;
+    charged_since_stamp_.insert(key.job.job);
     steps_[std::move(key)] += share_j;
   }
 }
@@ -81,7 +87,10 @@ void JobLedger::charge_pods(std::size_t gpu, double energy_j, const std::vector<
   if (gpu >= gpus_.size()) throw UsageError(fmt::format("job ledger: GPU {} does not exist", gpu));
   if (holders.empty()) return;
   const double share_j = energy_j / static_cast<double>(holders.size());
-  for (const KubernetesPod& pod : holders) pods_[{pod, gpu}] += share_j;
+  for (const KubernetesPod& pod : holders) {
+    pods_[{pod, gpu}] += share_j;
+    charged_since_stamp_.insert(pod_stamp_key(pod));
+  }
   if (holders.size() != 1) return;  // time-sliced: whose process is whose is not known
   for (const uint32_t pid : gpus_[gpu].listed_pids) {
     const std::optional<JobIdentity>& id = identity_of(pid, looked_up);
@@ -105,7 +114,39 @@ void JobLedger::charge_cpu_jobs(std::size_t zone, double energy_j, const std::ve
     total += share.fraction;
   }
   if (total > 1.0 + 1e-9) throw UsageError(fmt::format("job ledger: the jobs' CPU shares sum to {}, more than 1", total));
-  for (const CpuShare& share : shares) job_cpu_[{share.job, share.user, zone}] += energy_j * share.fraction;
+  for (const CpuShare& share : shares) {
+    job_cpu_[{share.job, share.user, zone}] += energy_j * share.fraction;
+    charged_since_stamp_.insert(share.job);
+  }
+}
+
+std::size_t JobLedger::forget_idle(double now_unix_s, double keep_s) {
+  for (const std::string& key : charged_since_stamp_) last_charged_unix_s_[key] = now_unix_s;
+  charged_since_stamp_.clear();
+  // Everything held gets a stamp, the restored included.
+  const auto stamp = [&](const std::string& key) { return last_charged_unix_s_.try_emplace(key, now_unix_s).first->second; };
+  std::set<std::string> idle;
+  for (const auto& [key, energy_j] : steps_) {
+    if (stamp(key.job.job) < now_unix_s - keep_s) idle.insert(key.job.job);
+  }
+  for (const auto& [key, energy_j] : job_cpu_) {
+    if (stamp(key.job) < now_unix_s - keep_s) idle.insert(key.job);
+  }
+  for (const auto& [key, energy_j] : pods_) {
+    if (stamp(pod_stamp_key(key.pod)) < now_unix_s - keep_s) idle.insert(pod_stamp_key(key.pod));
+  }
+  if (keep_s <= 0 || idle.empty()) return 0;
+  std::erase_if(jobs_, [&](const auto& entry) { return idle.count(entry.first.job) > 0; });
+  std::erase_if(steps_, [&](const auto& entry) { return idle.count(entry.first.job.job) > 0; });
+  std::erase_if(job_cpu_, [&](const auto& entry) { return idle.count(entry.first.job) > 0; });
+  std::erase_if(job_pods_, [&](const auto& entry) { return idle.count(entry.first) > 0; });
+  std::erase_if(pods_, [&](const auto& entry) { return idle.count(pod_stamp_key(entry.first.pod)) > 0; });
+  std::size_t jobs = 0;
+  for (const std::string& key : idle) {
+    last_charged_unix_s_.erase(key);
+    jobs += key.rfind("pod:", 0) != 0;
+  }
+  return jobs;
 }
 
 void JobLedger::finish_step(const JobIdentities& looked_up) {

@@ -198,6 +198,11 @@ LedgerFile::Restored LedgerFile::load(const nlohmann::json& doc, JobLedger& into
       }
     }
   }
+  if (doc.contains("last_charged")) {
+    const nlohmann::json& stamps = read.member(doc, "the file", "last_charged");
+    if (!stamps.is_object()) read.fail("last_charged", "not an object");
+    for (const auto& [key, value] : stamps.items()) ledger.restore_last_charged(key, read.non_negative(stamps, "last_charged", key.c_str()));
+  }
   if (doc.contains("job_pods")) {
     const nlohmann::json& job_pods = read.array(doc, "the file", "job_pods");
     for (std::size_t k = 0; k < job_pods.size(); ++k) {
@@ -271,6 +276,8 @@ void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<C
                        {"zone", valid_utf8_or_printable(zone_labels_.at(key.zone))},
                        {"energy_j", energy_j}});
   }
+  nlohmann::json last_charged = nlohmann::json::object();
+  for (const auto& [key, unix_s] : ledger.last_charged_unix_s()) last_charged[valid_utf8_or_printable(key)] = unix_s;
   nlohmann::json job_pods = nlohmann::json::array();
   for (const auto& [job, pod] : ledger.job_pods()) {
     nlohmann::json entry = pod_json(pod);
@@ -290,7 +297,8 @@ void LedgerFile::save(const JobLedger& ledger, const std::vector<std::optional<C
   }
   const nlohmann::json doc = {{"joule_ledger", kFormatVersion}, {"saved_unix_s", now_unix_s}, {"gpus", gpus},
                               {"cpu_zones", zones},           {"jobs", jobs},                {"pods", pods},
-                              {"job_pods", job_pods},         {"job_cpu", job_cpu},          {"processes", processes}};
+                              {"job_pods", job_pods},         {"job_cpu", job_cpu},          {"processes", processes},
+                              {"last_charged", last_charged}};
   OutputFile out(path_.string());
   out.stream() << doc.dump(1) << '\n';
   out.commit();

@@ -268,6 +268,9 @@ void add_exporter(CommandLine& cli) {
   command->add_option("--ledger", exporter.ledger,
                       "keep the job ledger in this file: every total goes on across restarts, and what the GPUs drew "
                       "while no exporter ran is charged from their energy counters (default: none, totals from zero)");
+  add_number_option(*command, "--keep-jobs-days", exporter.keep_jobs_days, {0.0, 3650.0},
+                    "forget a job (its series and ledger entries) once it was charged nothing this long, so a node "
+                    "keeps and serves its recent jobs, not all it ever ran; 0: never (default 7)");
   command->add_option("--kubelet-socket", exporter.kubelet_socket,
                       "the kubelet's pod-resources socket (e.g. /var/lib/kubelet/pod-resources/kubelet.sock): label "
                       "GPUs and jobs with the Kubernetes namespace, pod and container holding them, and count each "

@@ -184,6 +184,7 @@ struct ExporterCliOptions {
   CarbonFlags carbon;  // a CO2e counter per job (no price)
   std::string ledger;  // the job ledger's file; empty: totals from zero at each start
   std::string kubelet_socket;  // the kubelet's pod-resources socket; empty: pods not asked
+  double keep_jobs_days = 7.0;  // a job charged nothing this long is forgotten; 0: never
 };
 int run_exporter(const CommonOptions& common, const ExporterCliOptions& options);
 

@@ -132,6 +132,7 @@ int run_exporter(const CommonOptions& common, const ExporterCliOptions& o) {
   options.ledger_path = o.ledger;
   options.list_gpu_holders = kubelet_lister(o.kubelet_socket);
   options.kubelet_socket = o.kubelet_socket;
+  options.job_keep_s = o.keep_jobs_days * 86400.0;
   EnergyExporter exporter(devices.gpus, devices.cpu_zones, std::make_shared<SteadyClock>(), options);
   MetricsServer server([&] { return exporter.metrics_text(); }, host, port);
   server.serve_jobs([&](const std::string& job) { return exporter.jobs_json(job); });

@@ -196,6 +196,7 @@ void EnergyExporter::account_now() {
                                                               : job_cpu_shares(on_gpus, known, identities);
 
   std::vector<std::string> news;  // GPUs gone down or come back: logged once the lock is released
+  std::size_t forgotten = 0;      // jobs idle past --keep-jobs-days
   {
     std::lock_guard lock(mutex_);
     ++accounting_steps_;
@@ -225,6 +226,7 @@ void EnergyExporter::account_now() {
       ledger_.charge_pods(i, e.energy_j, state.holders, identities);
     }
     ledger_.finish_step(identities);
+    forgotten = ledger_.forget_idle(unix_now_s(), options_.job_keep_s);
     for (std::size_t z = 0; z < cpu_energy.size(); ++z) {
       if (cpu_energy[z].problem) continue;
       ledger_.charge_cpu(z, cpu_energy[z].energy_j);
@@ -234,6 +236,10 @@ void EnergyExporter::account_now() {
   }
   if (options_.log) {
     for (const std::string& line : news) options_.log(line);
+    if (forgotten > 0) {
+      options_.log(fmt::format("forgot {} job{} charged nothing for {:g} days", forgotten, forgotten == 1 ? "" : "s",
+                               options_.job_keep_s / 86400.0));
+    }
   }
   if (ledger_file_ && accounting_steps_ % kLedgerSaveEverySteps == 0) save_ledger();
 }

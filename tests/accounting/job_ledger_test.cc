@@ -106,6 +106,47 @@ TEST(JobLedgerTest, SplitsASharedStepByTheProcessesUtilisationWhereSampled) {
   EXPECT_DOUBLE_EQ(ledger.unattributed_j(0), 0.0);
 }
 
+// A job charged nothing for keep_s is forgotten, its steps, CPU energy and
+// container too; the GPU's totals keep its energy; a job still charged, or
+// any job with keep_s 0, stays. The stamps go on across a restart.
+TEST(JobLedgerTest, ForgetsJobsChargedNothingForTheKeepTime) {
+  JobLedger ledger(1, 1);
+  const JobIdentities ids = {{100, JobIdentity{JobIdentity::Scheduler::kKubernetes, "uid-1", "root"}},
+                             {200, slurm_job("8", "bob")}};
+  const KubernetesPod pod{"ml", "trainer-0", "pytorch"};
+  ledger.charge_gpu(0, 100.0, std::vector<uint32_t>{100}, ids);
+  ledger.charge_pods(0, 100.0, {pod}, ids);
+  ledger.charge_cpu_jobs(0, 10.0, {{"kubernetes/uid-1", "root", 0.5}});
+  ledger.finish_step(ids);
+  EXPECT_EQ(ledger.forget_idle(1000.0, 60.0), 0u);
+  // From now on only bob's job runs.
+  ledger.charge_gpu(0, 50.0, std::vector<uint32_t>{200}, ids);
+  ledger.finish_step(ids);
+  ledger.charge_gpu(0, 50.0, std::vector<uint32_t>{200}, ids);
+  EXPECT_EQ(ledger.forget_idle(1030.0, 60.0), 0u);
+  EXPECT_EQ(ledger.forget_idle(1030.0, 0.0), 0u);  // 0: keep every job
+  // (The second step was the pod's too: its process was listed at its start.)
+  ledger.charge_gpu(0, 50.0, std::vector<uint32_t>{200}, ids);
+  EXPECT_EQ(ledger.forget_idle(1061.0, 60.0), 0u);
+  ledger.charge_gpu(0, 50.0, std::vector<uint32_t>{200}, ids);
+  EXPECT_EQ(ledger.forget_idle(1095.0, 60.0), 1u);
+  EXPECT_DOUBLE_EQ(job_energy(ledger, "kubernetes/uid-1", 0), 0.0);
+  EXPECT_TRUE(ledger.job_cpu_energy_j().empty());
+  EXPECT_TRUE(ledger.pod_gpu_energy_j().empty());
+  EXPECT_TRUE(ledger.job_pods().empty());
+  EXPECT_GT(job_energy(ledger, "slurm/8", 0), 0.0);
+  EXPECT_DOUBLE_EQ(ledger.gpu_energy_j(0), 300.0);
+  EXPECT_EQ(ledger.last_charged_unix_s().count("kubernetes/uid-1"), 0u);
+  EXPECT_DOUBLE_EQ(ledger.last_charged_unix_s().at("slurm/8"), 1095.0);
+
+  TempDir dir;
+  LedgerFile(dir.file("ledger.json"), {"GPU-a"}, {"package-0"}).save(ledger, {std::nullopt}, 1095.0);
+  JobLedger after(1, 1);
+  LedgerFile(dir.file("ledger.json"), {"GPU-a"}, {"package-0"}).load(after);
+  EXPECT_DOUBLE_EQ(after.last_charged_unix_s().at("slurm/8"), 1095.0);
+  EXPECT_EQ(after.forget_idle(1200.0, 60.0), 1u);  // idle since its stamp, across the restart
+}
+
 TEST(JobLedgerTest, AnEnergyThatIsNotAFiniteNonNegativeNumberIsRefusedAndNothingCharged) {
   JobLedger ledger(1, 1);
   for (const double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {

@@ -98,6 +98,7 @@ const std::vector<NumericOption>& numeric_options() {
       {"exporter", "--interval-s", Kind::kReal, "0.01", "3600"},
       {"exporter", "--carbon-intensity", Kind::kReal, "0", "5000"},
       {"exporter", "--pue", Kind::kReal, "1", "3"},
+      {"exporter", "--keep-jobs-days", Kind::kReal, "0", "3650"},
       {"ledger", "--carbon-intensity", Kind::kReal, "0", "5000"},
       {"ledger", "--pue", Kind::kReal, "1", "3"},
       {"ledger", "--price", Kind::kReal, "0", "1000000"},

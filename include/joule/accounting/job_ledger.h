@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,18 @@ class JobLedger {
   void charge_cpu_jobs(std::size_t zone, double energy_j, const std::vector<CpuShare>& shares);
   // Ends a step: keeps the identities of the processes the next one may charge.
   void finish_step(const JobIdentities& looked_up);
+  // Forgets every job and container charged nothing for keep_s (their
+  // totals, steps, CPU energy and container), so that what a node keeps and
+  // serves stays the size of its recent jobs, not of all it ever ran; the
+  // GPU, unattributed and zone totals keep them. Those charged since the
+  // last call are stamped now_unix_s; one never stamped (restored from a
+  // file) is stamped now. keep_s <= 0: nothing is forgotten. Returns how
+  // many jobs were forgotten.
+  std::size_t forget_idle(double now_unix_s, double keep_s);
+  // When each job (label) and container ("pod:NAMESPACE/POD/CONTAINER") was
+  // last charged, as of the last forget_idle: kept in the ledger file.
+  const std::map<std::string, double>& last_charged_unix_s() const { return last_charged_unix_s_; }
+  void restore_last_charged(const std::string& key, double unix_s) { last_charged_unix_s_[key] = unix_s; }
 
   double gpu_energy_j(std::size_t gpu) const { return gpus_.at(gpu).energy_j; }
   double unattributed_j(std::size_t gpu) const { return gpus_.at(gpu).unattributed_j; }
@@ -163,6 +176,8 @@ class JobLedger {
   std::map<PodEnergyKey, double> pods_;
   std::map<JobCpuEnergyKey, double> job_cpu_;
   std::map<std::string, KubernetesPod> job_pods_;
+  std::set<std::string> charged_since_stamp_;            // job labels and containers ("pod:ns/pod/container")
+  std::map<std::string, double> last_charged_unix_s_;    // the same, when last charged
   JobIdentities identities_;
 };
 

@@ -97,6 +97,10 @@ struct ExporterOptions {
   // every total goes on from where it was, and rewritten after each step.
   // Empty: totals start at zero with the exporter.
   std::filesystem::path ledger_path;
+  // A job (or container) charged nothing for this long is forgotten: its
+  // series are no longer served nor kept in the ledger (joule exporter
+  // --keep-jobs-days). <= 0: every job is kept.
+  double job_keep_s = 7 * 86400.0;
   // Which Kubernetes containers hold each GPU (joule exporter
   // --kubelet-socket: the kubelet's PodResources, scheduler/pod_resources.h),
   // asked at each step; it throws Error when the kubelet cannot say. A GPU's
