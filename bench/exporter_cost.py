@@ -38,6 +38,8 @@ def main():
     parser.add_argument("--interval-s", type=float, default=1.0, help="the exporter's accounting step")
     parser.add_argument("--scrape-interval-s", type=float, default=1.0)
     parser.add_argument("--port", type=int, default=19400)
+    parser.add_argument("--sm-util", type=int, default=None,
+                        help="the fake driver samples each process at this SM utilisation (per-process utilisation split)")
     parser.add_argument("--ledger", action="store_true",
                         help="keep a job ledger (joule exporter --ledger, in a scratch directory)")
     args = parser.parse_args()
@@ -58,7 +60,8 @@ def main():
                 sleeper = subprocess.Popen(["sleep", str(args.seconds + 60)],
                                            env=dict(os.environ, SLURM_JOB_ID=str(1000 + g * args.processes + p)))
                 sleepers.append(sleeper)
-                lines.append(f"process device={g} pid={sleeper.pid} used_mib=1024")
+                util = f" sm_util={args.sm_util}" if args.sm_util is not None else ""
+                lines.append(f"process device={g} pid={sleeper.pid} used_mib=1024{util}")
         config = os.path.join(work, "fake.conf")
         with open(config, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -158,8 +158,9 @@ void EnergyExporter::account_now() {
     if (down[i]) continue;
     Gpu& gpu = *gpus_[i];
     listed[i].pids = listed_pids(gpu);
-    // Only where processes share the GPU does the split need their weights.
-    if (listed[i].pids) listed[i].sm_weights = sm_weights(gpu, utilization_seen_us_[i]);
+    // Their weights for a shared step: read every step a process is listed,
+    // so that the samples read are the step's.
+    if (listed[i].pids && !listed[i].pids->empty()) listed[i].sm_weights = sm_weights(gpu, utilization_seen_us_[i]);
     // Read once a step, not by the sampler: they change rarely.
     listed[i].limit_mw = try_read([&] { return gpu.power_limit_mw(); });
     listed[i].memory_clock_mhz = try_read([&] { return gpu.memory_clock_mhz(); });
@@ -535,7 +536,9 @@ std::string EnergyExporter::metrics_text() const {
   }
   {
     Family family(out, "joule_job_gpu_energy_joules_total", "counter",
-                  "GPU energy per job (joule_job: slurm/ID, kubernetes/POD_UID or user/NAME) and user: each accounting step's GPU energy split equally over the processes listed at its start or end (J).");
+                  "GPU energy per job (joule_job: slurm/ID, kubernetes/POD_UID, systemd/UNIT or user/NAME) and user: each "
+                  "accounting step's GPU energy split over the processes listed at its start or end, by the SM "
+                  "utilisation the driver sampled for each where it did, else equally (J).");
     for (const auto& [key, energy_j] : ledger_.job_gpu_energy_j()) family.add(job_labels(key), energy_j);
   }
   if (options_.carbon && options_.carbon->g_per_kwh) {
