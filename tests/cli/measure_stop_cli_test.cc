@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
+#include <thread>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -100,6 +102,26 @@ TEST(MeasureStopTest, ACommandThatHandlesTheSignalKeepsItsExitStatus) {
   EXPECT_EQ(*exit_code, 3) << testing::read_file(tmp.file("err"));
 }
 
+// Whether a child of `parent` named `name` runs (from /proc), waiting up to
+// timeout_s: a Ctrl-C before the shell started its `sleep` would reach the
+// shell alone, which would then sleep on.
+bool wait_for_child(pid_t parent, const std::string& name, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      const std::string stat = testing::read_file(entry.path().string() + "/stat");
+      const auto open = stat.find('('), close = stat.rfind(')');
+      if (open == std::string::npos || close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 2));
+      std::string state;
+      pid_t ppid = 0;
+      if (stat.substr(open + 1, close - open - 1) == name && rest >> state >> ppid && ppid == parent) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // In the foreground of a terminal the command stays in joule's group (the
 // terminal's foreground): it can read the terminal (in a group of its own
 // it would be stopped by SIGTTIN), and Ctrl-C, which the terminal sends to
@@ -128,6 +150,8 @@ TEST(MeasureStopTest, AtATerminalTheCommandReadsItAndCtrlCReachesIt) {
   ASSERT_EQ(write(terminal, "hello\n", 6), 6);
   const bool started = testing::wait_for_pids(pids, 1, 20);
   if (started) {
+    const std::vector<std::string> shell = testing::read_lines(pids);
+    EXPECT_TRUE(wait_for_child(std::stoi(shell.at(0)), "sleep", 10)) << "the shell did not start its sleep";
     ASSERT_EQ(write(terminal, "\x03", 1), 1);  // Ctrl-C
   }
   const std::optional<int> exit_code = testing::wait_at_most(joule, 5);
