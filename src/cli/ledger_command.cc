@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 // `joule ledger`: what each job on this node cost, from the job ledger the
-// exporter keeps (--ledger): its GPU energy in all and per GPU, and, with
-// the carbon flags, its CO2e and price.
+// exporter keeps (--ledger): its GPU energy in all, per GPU and per step, its
+// CPU package and DRAM energy where the node has RAPL, and, with the carbon
+// flags, the CO2e and price of both.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -25,6 +26,7 @@ struct JobTotal {
   double energy_j = 0.0;
   std::map<std::string, double> by_gpu_j;   // by uuid
   std::map<std::string, double> by_step_j;  // by Slurm step ("" where not known)
+  double cpu_energy_j = 0.0;                // CPU package and DRAM, every zone
 };
 
 // "slurm/4711" matches "slurm/4711" and "4711"; "user/alice" matches "alice" too.
@@ -60,6 +62,12 @@ int run_ledger(const LedgerCliOptions& o) {
     total.by_gpu_j[contents.gpu_uuids.at(key.job.gpu)] += energy_j;
     total.by_step_j[key.step] += energy_j;
   }
+  for (const auto& [key, energy_j] : contents.ledger.job_cpu_energy_j()) {
+    if (!o.job.empty() && !names_job(o.job, key.job)) continue;
+    JobTotal& total = jobs[key.job];
+    total.user = key.user;
+    total.cpu_energy_j += energy_j;
+  }
   if (!o.job.empty() && jobs.empty()) {
     throw UsageError(fmt::format("no job '{}' in the ledger {} ({} jobs there; `joule ledger --file {}` lists them)",
                                  printable(o.job), o.file, contents.ledger.job_gpu_energy_j().size(), o.file));
@@ -71,8 +79,10 @@ int run_ledger(const LedgerCliOptions& o) {
                               {"user", valid_utf8_or_printable(total.user)},
                               {"gpu_energy_j", total.energy_j},
                               {"by_gpu_j", total.by_gpu_j},
-                              {"by_step_j", total.by_step_j}};
-      if (basis) entry["carbon"] = carbon_json(*basis, carbon::footprint(*basis, total.energy_j));
+                              {"by_step_j", total.by_step_j},
+                              {"cpu_energy_j", total.cpu_energy_j}};
+      // Of all the job's energy: its GPUs' and its share of the CPU zones'.
+      if (basis) entry["carbon"] = carbon_json(*basis, carbon::footprint(*basis, total.energy_j + total.cpu_energy_j));
       list.push_back(entry);
     }
     nlohmann::json gpus = nlohmann::json::array();
@@ -90,8 +100,9 @@ int run_ledger(const LedgerCliOptions& o) {
   for (const auto& [job, total] : jobs) {
     std::cout << fmt::format("{:<28} {:<12} GPU energy {} ({})", printable(job), printable(total.user),
                              format_si(total.energy_j, "J"), format_watt_hours(total.energy_j));
+    if (contents.ledger.cpu_zones() > 0) std::cout << fmt::format(", CPU {}", format_si(total.cpu_energy_j, "J"));
     if (basis) {
-      const carbon::Footprint footprint = carbon::footprint(*basis, total.energy_j);
+      const carbon::Footprint footprint = carbon::footprint(*basis, total.energy_j + total.cpu_energy_j);
       if (footprint.co2e_g) std::cout << fmt::format(", {} CO2e", format_si(*footprint.co2e_g, "g"));
       if (footprint.cost) std::cout << fmt::format(", {:.4g} {}", *footprint.cost, basis->currency);
     }

@@ -15,7 +15,7 @@ using testing::TempDir;
 
 // Two jobs: slurm/4711 on both GPUs (3.6 MJ = 1 kWh in all), alice's on one.
 std::string write_ledger(const TempDir& dir) {
-  JobLedger ledger(2, 0);
+  JobLedger ledger(2, 1);
   const JobIdentities ids = {{100, JobIdentity{JobIdentity::Scheduler::kSlurm, "4711", "bob", "0"}},
                              {200, JobIdentity{JobIdentity::Scheduler::kNone, "", "alice"}},
                              {300, JobIdentity{JobIdentity::Scheduler::kSlurm, "4711", "bob", "batch"}}};
@@ -26,7 +26,8 @@ std::string write_ledger(const TempDir& dir) {
   ledger.charge_gpu(0, 10.0, std::vector<uint32_t>{300}, ids);     // the job's batch step
   ledger.charge_gpu(0, 10.0, std::vector<uint32_t>{}, ids);
   const std::string path = dir.file("ledger.json");
-  LedgerFile(path, {"GPU-a", "GPU-b"}, {}).save(ledger, {}, 1.7645e9);
+  ledger.charge_cpu_jobs(0, 720.0, {{"slurm/4711", "bob", 0.5}});  // 360 J of the package's
+  LedgerFile(path, {"GPU-a", "GPU-b"}, {"package-0"}).save(ledger, {}, 1.7645e9);
   return path;
 }
 
@@ -37,7 +38,7 @@ TEST(LedgerCliTest, SaysWhatEachJobCostFromTheLedger) {
   ASSERT_EQ(all.exit_code, 0) << all.err;
   EXPECT_NE(all.out.find("(saved 2025-11-30 10:53:20 UTC)"), std::string::npos) << all.out;
   EXPECT_NE(all.out.find("slurm/4711"), std::string::npos) << all.out;
-  EXPECT_NE(all.out.find("GPU energy 3.60 MJ (1.00 kWh)"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("GPU energy 3.60 MJ (1.00 kWh), CPU 360 J"), std::string::npos) << all.out;
   EXPECT_NE(all.out.find("user/alice"), std::string::npos) << all.out;
   EXPECT_NE(all.out.find("GPU-a: 2.40 MJ in all, 0 J of it no job's"), std::string::npos) << all.out;
 
@@ -54,8 +55,10 @@ TEST(LedgerCliTest, SaysWhatEachJobCostFromTheLedger) {
   EXPECT_NEAR(job["by_gpu_j"]["GPU-a"].get<double>(), 2.4e6 + 50 + 20, 1e-6);
   EXPECT_NEAR(job["by_step_j"]["0"].get<double>(), 3.6e6 + 500 + 50, 1e-6);
   EXPECT_NEAR(job["by_step_j"]["batch"].get<double>(), 20, 1e-6);
-  EXPECT_NEAR(job["carbon"]["co2e_g"].get<double>(), (3.6e6 + 570) / 3.6e6 * 1.2 * 50, 1e-6);
-  EXPECT_NEAR(job["carbon"]["cost"].get<double>(), (3.6e6 + 570) / 3.6e6 * 1.2 * 0.25, 1e-9);
+  EXPECT_NEAR(job["cpu_energy_j"].get<double>(), 360, 1e-6);
+  // CO2e and price of the GPU and CPU energy both.
+  EXPECT_NEAR(job["carbon"]["co2e_g"].get<double>(), (3.6e6 + 570 + 360) / 3.6e6 * 1.2 * 50, 1e-6);
+  EXPECT_NEAR(job["carbon"]["cost"].get<double>(), (3.6e6 + 570 + 360) / 3.6e6 * 1.2 * 0.25, 1e-9);
 }
 
 TEST(LedgerCliTest, AJobNotThereOrNoLedgerIsAClearError) {
