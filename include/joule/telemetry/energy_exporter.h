@@ -127,10 +127,11 @@ class EnergyExporter {
   // One accounting step: energy up to what the sampler has data for. Steps
   // run one at a time, whichever thread asks.
   void account_now();
-  // GET /jobs: the ledger's entries per job, step and GPU as JSON, after a
-  // step of its own (a job that just ended is charged up to now); only
-  // job's when job (a JobIdentity::job_label()) is not empty. What
-  // `joule slurm-epilog` reads from each of a job's nodes.
+  // GET /jobs: the ledger's entries per job, step and GPU (and per job and
+  // CPU zone) as JSON, after a step of its own unless one began in the last
+  // 0.2 s (a job that just ended is charged up to now); only job's when job
+  // (a JobIdentity::job_label()) is not empty. What `joule slurm-epilog`
+  // reads from each of a job's nodes.
   std::string jobs_json(const std::string& job);
   // The Prometheus text format (version 0.0.4) of the latest readings and
   // every total accounted so far.
@@ -176,6 +177,7 @@ class EnergyExporter {
   // what to log when that changed. Under mutex_.
   std::optional<std::string> note_up_or_down(std::size_t i, const std::optional<std::string>& problem);
   void account_loop();
+  void account_step();  // under step_mutex_
   // At a start with a ledger file: its totals restored, and the energy the
   // driver's counter saw while no exporter ran charged as one step.
   void restore_ledger();
@@ -188,7 +190,8 @@ class EnergyExporter {
   std::shared_ptr<const Clock> clock_;
   ExporterOptions options_;
   Sampler sampler_;
-  std::mutex step_mutex_;     // held through account_now(): two steps would charge one interval twice
+  std::mutex step_mutex_;     // held through a step: two steps would charge one interval twice
+  double last_step_started_s_ = -1e300;  // under step_mutex_
   mutable std::mutex mutex_;  // what follows
   double accounted_until_s_ = 0.0;
   std::vector<GpuState> gpu_states_;
