@@ -12,7 +12,10 @@ bench/gpu_distributed.py: each read is up to one counter step, 100 ms, stale,
 which matters where power changes at the edge), and "cont" reads the counters
 back to back on a thread of the node's first local rank for the whole run,
 places each counter step between the reads that saw it, and interpolates the
-counter between steps at the leader's own edge instants. For the leader, each
+counter between steps at the leader's own edge instants (linearly: where the
+load switches at an edge, as at the steady window's, that reading is itself
+off by up to ~0.5%; bench/gpu_window_bias.py and window_bias_analysis.py keep
+the steps and read each edge as its load requires). For the leader, each
 GPU's method, calibration scale and whether the window was pinned to counter
 steps are printed too.
 
