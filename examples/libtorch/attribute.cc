@@ -3,43 +3,79 @@
 // Where a LibTorch training step's energy goes: the step's phases recorded as
 // regions (joule::attribution::RegionRecorder), then the window's energy
 // split among them per GPU (attribute_window), printed as a table and
-// written as JSON. A small MLP on synthetic data, so it runs anywhere (CPU
-// here; CUDA when the LibTorch has it, where every edge waits for the GPU).
-// On simulated GPUs every region draws the same power, so only the
-// bookkeeping shows; docs/attribution.md says how to run it on a real GPU
-// (with a measured sample response, and edges from CUDA events through
-// RegionRecorder::begin_at/end_at).
+// written as JSON. A small MLP on synthetic data, so it runs anywhere: on
+// the CPU with host edges; on CUDA with each edge a CUDA event on the GPU's
+// clock (GpuEdgeClock, joule/attribution/libtorch_events.h: nothing waits
+// for the GPU until the window ends), where the CUDA headers are at hand,
+// else with a sync per edge. On simulated GPUs every region draws the same
+// power, so only the bookkeeping shows; docs/attribution.md says how to run
+// it on a real GPU (with a measured sample response).
 //
-//   build/bin/joule_example_libtorch_attribute [SECONDS] [OUT.json]
+//   build/bin/joule_example_libtorch_attribute [SECONDS] [OUT.json] [sync|events] [WIDTH]
+// ("sync": host edges after a sync each even where CUDA events could be used,
+// to compare their cost; WIDTH: a larger model, two hidden layers of WIDTH
+// and a batch of WIDTH: 4096 keeps a GPU busy.)
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 
+#include "joule/attribution/gpu_edge_clock.h"
 #include "joule/attribution/json.h"
 #include "joule/attribution/window.h"
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
 #include "joule/measure/monitor.h"
 
+#if __has_include(<cuda_runtime_api.h>) && __has_include(<ATen/cuda/CUDAContext.h>)
+#include "joule/attribution/libtorch_events.h"
+#define JOULE_EXAMPLE_CUDA_EVENTS 1
+#endif
+
 namespace {
+
+// Where the edges go: CUDA events on the GPU's clock, or host instants.
+class Edges {
+ public:
+  Edges(joule::attribution::RegionRecorder& recorder, bool cuda) : recorder_(recorder) {
+#ifdef JOULE_EXAMPLE_CUDA_EVENTS
+    if (cuda) gpu_ = std::make_unique<joule::attribution::GpuEdgeClock>(recorder, events_);
+#else
+    (void)cuda;
+#endif
+  }
+  void begin(const std::string& name) { gpu_ ? gpu_->begin(name) : recorder_.begin(name); }
+  void end(const std::string& name) { gpu_ ? gpu_->end(name) : recorder_.end(name); }
+  // Hands the GPU's edges to the recorder (waits for the GPU once).
+  void flush() {
+    if (gpu_) gpu_->flush();
+  }
+  bool on_gpu_clock() const { return gpu_ != nullptr; }
+
+ private:
+  joule::attribution::RegionRecorder& recorder_;
+#ifdef JOULE_EXAMPLE_CUDA_EVENTS
+  joule::attribution::LibTorchCudaEvents events_;
+#endif
+  std::unique_ptr<joule::attribution::GpuEdgeClock> gpu_;
+};
 
 // `with`-style region: begins on construction, ends on destruction.
 class Region {
  public:
-  Region(joule::attribution::RegionRecorder& recorder, std::string name) : recorder_(recorder), name_(std::move(name)) {
-    recorder_.begin(name_);
-  }
-  ~Region() { recorder_.end(name_); }
+  Region(Edges& edges, std::string name) : edges_(edges), name_(std::move(name)) { edges_.begin(name_); }
+  ~Region() { edges_.end(name_); }
   Region(const Region&) = delete;
   Region& operator=(const Region&) = delete;
 
  private:
-  joule::attribution::RegionRecorder& recorder_;
+  Edges& edges_;
   std::string name_;
 };
 
@@ -63,20 +99,36 @@ int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::stod(argv[1]) : 3.0;
   torch::manual_seed(0);
   const torch::Device device = torch::cuda::is_available() ? torch::kCUDA : torch::kCPU;
-  torch::nn::Sequential model(torch::nn::Linear(64, 256), torch::nn::ReLU(), torch::nn::Linear(256, 10));
+  // The small MLP; with WIDTH, one hidden layer more and a batch of WIDTH.
+  const int64_t width = argc > 4 ? std::stoll(argv[4]) : 256;
+  const int64_t batch_size = argc > 4 ? width : 128;
+  torch::nn::Sequential model(torch::nn::Linear(64, width), torch::nn::ReLU());
+  if (argc > 4) {
+    model->push_back(torch::nn::Linear(width, width));
+    model->push_back(torch::nn::ReLU());
+  }
+  model->push_back(torch::nn::Linear(width, 10));
   model->to(device);
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.05));
-  const auto x = torch::randn({128, 64});
-  const auto y = torch::randint(0, 10, {128}, torch::TensorOptions().dtype(torch::kLong));
+  const auto x = torch::randn({batch_size, 64});
+  const auto y = torch::randint(0, 10, {batch_size}, torch::TensorOptions().dtype(torch::kLong));
 
   const joule::Devices devices = joule::discover_devices();
   joule::MonitorOptions options;
   options.sampler.interval_s = 0.01;
   std::function<void()> synchronize;
   if (device.is_cuda()) synchronize = [] { torch::cuda::synchronize(); };
-  options.synchronize = synchronize;
+  options.synchronize = synchronize;  // the window's own edges wait for the GPU
   joule::Monitor monitor(devices, options);
-  joule::attribution::RegionRecorder regions(monitor.sampler().shared_clock(), synchronize);  // the monitor's clock
+#ifdef JOULE_EXAMPLE_CUDA_EVENTS
+  const bool cuda_events = device.is_cuda() && !(argc > 3 && std::string(argv[3]) == "sync");
+#else
+  const bool cuda_events = false;
+#endif
+  // On the monitor's clock; host edges wait for the GPU where it runs the work.
+  joule::attribution::RegionRecorder recorder(monitor.sampler().shared_clock(),
+                                              cuda_events ? std::function<void()>{} : synchronize);
+  Edges regions(recorder, cuda_events);
 
   monitor.begin_window("train");
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -104,9 +156,11 @@ int main(int argc, char** argv) {
     ++steps;
   }
   const joule::Measurement settled = monitor.settle(monitor.end_window("train"), 5.0);
-  std::printf("%d steps in %.2f s on %zu%s GPU(s)\n", steps, settled.elapsed_s, devices.gpus.size(),
-              devices.simulated() ? " SIMULATED" : "");
-  const auto attributions = joule::attribution::attribute_window(monitor, settled, regions);
+  regions.flush();
+  std::printf("%d steps in %.2f s on %zu%s GPU(s), region edges %s\n", steps, settled.elapsed_s,
+              devices.gpus.size(), devices.simulated() ? " SIMULATED" : "",
+              regions.on_gpu_clock() ? "from CUDA events" : device.is_cuda() ? "after a sync each" : "on the host");
+  const auto attributions = joule::attribution::attribute_window(monitor, settled, recorder);
   nlohmann::json all = nlohmann::json::array();
   for (std::size_t gpu = 0; gpu < attributions.size(); ++gpu) {
     print_table(attributions[gpu], gpu);

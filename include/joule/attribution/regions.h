@@ -56,6 +56,9 @@ class RegionRecorder {
   void end_concurrent(const std::string& name) { end_concurrent_at(name, edge_now()); }
   bool is_concurrent(std::size_t region) const { return concurrent_.at(region); }
 
+  // The clock its edges are on (the monitor's).
+  double clock_s() const { return clock_->now_s(); }
+
   // Regions in order of first use (the indices of RegionInterval::region).
   const std::vector<std::string>& names() const { return names_; }
   // The ended intervals that overlap [begin_s, end_s], cut to it, in order of

@@ -1,0 +1,121 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
+// Region edges on the GPU's clock for C++ training loops (LibTorch): each
+// edge records a GPU event on the current stream and waits for nothing;
+// flush() hands the edges to a RegionRecorder at their GPU instants, mapped
+// onto the recorder's (the monitor's) clock.
+//
+// The mapping comes from anchors: with the GPU idle, an event is recorded
+// between two reads of the clock, and the tightest bracket of a few tries
+// places it (half its width: how far a mapped edge may be off). One anchor is
+// taken when the clock is made and one at each flush; an edge between two
+// anchors goes on the line through them, which takes out the drift between
+// the clocks. Each edge's GPU time is chained from the edge before it: the
+// elapsed time between neighbours is exact to well under a microsecond in a
+// float's milliseconds, where one from a far reference would not be. Events
+// are reused: every drain_every edges the ones the GPU has passed are read.
+//
+// joule links no GPU runtime: the GPU's calls are behind GpuEvents, which
+// joule/attribution/libtorch_events.h implements with CUDA for LibTorch
+// programs (the tests, with a simulated GPU). joule.torch's GpuClock does the
+// same for Python's hooks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "joule/attribution/regions.h"
+
+namespace joule::attribution {
+
+// The GPU calls an edge clock makes. Events are the implementation's to own
+// (made by create(), freed when it goes); the clock reuses them.
+class GpuEvents {
+ public:
+  using Event = std::uintptr_t;
+  virtual ~GpuEvents() = default;
+  virtual Event create() = 0;
+  // On the stream the work runs on, without waiting.
+  virtual void record(Event event) = 0;
+  // True once the GPU has passed the event (it does not wait).
+  virtual bool reached(Event event) = 0;
+  // GPU seconds from earlier to later, both reached.
+  virtual double elapsed_s(Event earlier, Event later) = 0;
+  // Waits until the GPU has done all work queued so far.
+  virtual void synchronize() = 0;
+};
+
+struct GpuEdgeClockOptions {
+  int anchor_tries = 16;           // brackets tried per anchor; the tightest is kept
+  std::size_t drain_every = 1024;  // edges between reads of the events passed
+};
+
+class GpuEdgeClock {
+ public:
+  // Takes the first anchor (a synchronize and anchor_tries round trips).
+  GpuEdgeClock(RegionRecorder& recorder, GpuEvents& events, GpuEdgeClockOptions options = {});
+  GpuEdgeClock(const GpuEdgeClock&) = delete;
+  GpuEdgeClock& operator=(const GpuEdgeClock&) = delete;
+
+  void begin(const std::string& name) { edge(true, name); }
+  void end(const std::string& name) { edge(false, name); }
+  // Waits for the GPU, anchors, and hands every edge so far to the recorder
+  // (whose begin_at/end_at check their order and nesting). Before attributing.
+  void flush();
+
+  // The widest anchor's half-width: how far a mapped edge may be off.
+  double uncertainty_s() const;
+  // How much faster the recorder's clock ran than the GPU's, first to last anchor.
+  double drift_ppm() const;
+  // Edges the mapping put before the edge before them (moved up to it).
+  std::size_t reordered_edges() const { return reordered_edges_; }
+
+ private:
+  struct Pending {
+    bool begin;
+    std::string name;
+    GpuEvents::Event event;
+  };
+  struct Read {
+    bool begin;
+    std::string name;
+    double gpu_s;  // since the first anchor
+  };
+  void edge(bool begin, const std::string& name);
+  void read_passed(bool wait);
+  double link(GpuEvents::Event event);
+  void anchor();
+  GpuEvents::Event take_event();
+  double to_clock_s(double gpu_s) const;
+
+  RegionRecorder& recorder_;
+  GpuEvents& events_;
+  GpuEdgeClockOptions options_;
+  std::vector<GpuEvents::Event> pool_;
+  std::deque<Pending> pending_;
+  std::vector<Read> read_;
+  // The last event read and its GPU seconds since the first anchor.
+  std::optional<std::pair<GpuEvents::Event, double>> chain_;
+  std::vector<double> anchor_gpu_s_, anchor_clock_s_, anchor_half_s_;
+  double last_edge_s_ = -1e300;
+  std::size_t reordered_edges_ = 0;
+};
+
+// A region on an edge clock for as long as it lives.
+class GpuRegion {
+ public:
+  GpuRegion(GpuEdgeClock& clock, std::string name) : clock_(clock), name_(std::move(name)) { clock_.begin(name_); }
+  ~GpuRegion() { clock_.end(name_); }
+  GpuRegion(const GpuRegion&) = delete;
+  GpuRegion& operator=(const GpuRegion&) = delete;
+
+ private:
+  GpuEdgeClock& clock_;
+  std::string name_;
+};
+
+}  // namespace joule::attribution
