@@ -5,19 +5,12 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
+
+#include "joule/common/input_file.h"
 
 namespace joule {
 namespace {
-
-std::optional<std::string> read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 double ticks_per_s() {
   static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
@@ -50,7 +43,7 @@ bool is_pod_dir(std::string_view name) {
 }  // namespace
 
 std::optional<double> node_busy_cpu_s(const std::filesystem::path& proc_root) {
-  const std::optional<std::string> stat = read_text(proc_root / "stat");
+  const std::optional<std::string> stat = read_file_if_present(proc_root / "stat");
   if (!stat) return std::nullopt;
   std::istringstream line(stat->substr(0, stat->find('\n')));
   std::string cpu;
@@ -62,7 +55,7 @@ std::optional<double> node_busy_cpu_s(const std::filesystem::path& proc_root) {
 }
 
 std::optional<std::string> job_cgroup_of(uint32_t pid, const std::filesystem::path& proc_root) {
-  const std::optional<std::string> cgroups = read_text(proc_root / std::to_string(pid) / "cgroup");
+  const std::optional<std::string> cgroups = read_file_if_present(proc_root / std::to_string(pid) / "cgroup");
   if (!cgroups) return std::nullopt;
   std::istringstream lines(*cgroups);
   for (std::string line; std::getline(lines, line);) {
@@ -76,7 +69,7 @@ std::optional<std::string> job_cgroup_of(uint32_t pid, const std::filesystem::pa
 
 std::optional<double> cgroup_cpu_s(const std::string& cgroup, const std::filesystem::path& cgroup_root) {
   if (cgroup.find("..") != std::string::npos) return std::nullopt;
-  const std::optional<std::string> stat = read_text(cgroup_root / cgroup.substr(1) / "cpu.stat");
+  const std::optional<std::string> stat = read_file_if_present(cgroup_root / cgroup.substr(1) / "cpu.stat");
   if (!stat) return std::nullopt;
   std::istringstream lines(*stat);
   std::string key;
@@ -88,7 +81,7 @@ std::optional<double> cgroup_cpu_s(const std::string& cgroup, const std::filesys
 }
 
 std::optional<double> process_cpu_s(uint32_t pid, const std::filesystem::path& proc_root) {
-  const std::optional<std::string> stat = read_text(proc_root / std::to_string(pid) / "stat");
+  const std::optional<std::string> stat = read_file_if_present(proc_root / std::to_string(pid) / "stat");
   if (!stat) return std::nullopt;
   // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
   const std::size_t close = stat->rfind(')');

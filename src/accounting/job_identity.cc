@@ -7,21 +7,14 @@
 #include <sys/types.h>
 
 #include <algorithm>
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <vector>
 
+#include "joule/common/input_file.h"
+
 namespace joule {
 namespace {
-
-std::optional<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Slurm puts a job's processes under .../job_<id>/step_<n>/... (cgroup v1:
 // /slurm/uid_U/job_N; v2: /system.slice/slurmstepd.scope/job_N): the job,
@@ -122,11 +115,11 @@ std::string JobIdentity::job_label() const {
 
 std::optional<JobIdentity> identify_job(uint32_t pid, const std::filesystem::path& proc_root) {
   const std::filesystem::path dir = proc_root / std::to_string(pid);
-  const std::optional<std::string> status = read_file(dir / "status");
+  const std::optional<std::string> status = read_file_if_present(dir / "status");
   if (!status) return std::nullopt;  // gone (or never was)
   JobIdentity id;
   id.user = user_of_status(*status).value_or("unknown");
-  const std::string cgroups = read_file(dir / "cgroup").value_or("");
+  const std::string cgroups = read_file_if_present(dir / "cgroup").value_or("");
   if (auto job = slurm_job_of_cgroup(cgroups)) {
     id.scheduler = JobIdentity::Scheduler::kSlurm;
     id.job_id = job->first;
@@ -138,7 +131,7 @@ std::optional<JobIdentity> identify_job(uint32_t pid, const std::filesystem::pat
     id.job_id = *pod;
     return id;
   }
-  const std::string environ = read_file(dir / "environ").value_or("");
+  const std::string environ = read_file_if_present(dir / "environ").value_or("");
   if (auto env_job = slurm_number_of_environment(environ, "SLURM_JOB_ID=")) {
     id.scheduler = JobIdentity::Scheduler::kSlurm;
     id.job_id = *env_job;

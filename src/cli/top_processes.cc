@@ -3,35 +3,22 @@
 #include "cli/top_processes.h"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include "joule/error.h"
 #include "joule/accounting/job_identity.h"
+#include "joule/common/input_file.h"
 
 namespace joule::cli {
 
-namespace {
-
-std::optional<std::string> read_small_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) return std::nullopt;
-  return text;
-}
-
-}  // namespace
-
 std::optional<std::string> process_command(uint32_t pid, const std::filesystem::path& proc_root) {
   const std::filesystem::path dir = proc_root / std::to_string(pid);
-  if (auto cmdline = read_small_file(dir / "cmdline"); cmdline && !cmdline->empty()) {
+  if (auto cmdline = read_file_if_present(dir / "cmdline"); cmdline && !cmdline->empty()) {
     while (!cmdline->empty() && cmdline->back() == '\0') cmdline->pop_back();
     // One line whatever the arguments hold.
     std::replace_if(cmdline->begin(), cmdline->end(), [](char c) { return c == '\0' || c == '\n' || c == '\t'; }, ' ');
     return cmdline;
   }
-  if (auto comm = read_small_file(dir / "comm"); comm && !comm->empty()) {
+  if (auto comm = read_file_if_present(dir / "comm"); comm && !comm->empty()) {
     while (!comm->empty() && comm->back() == '\n') comm->pop_back();
     return "[" + *comm + "]";
   }

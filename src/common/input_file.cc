@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 
 #include "joule/error.h"
 
@@ -21,6 +22,14 @@ std::ifstream open_input_file(const std::string& path, const std::string& what) 
   std::ifstream in(path);
   if (!in) throw Error(fmt::format("cannot read {}: {}", named, std::strerror(errno)));
   return in;
+}
+
+std::optional<std::string> read_file_if_present(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;  // a read error (EISDIR, a process gone mid-read), not the end
+  return text;
 }
 
 }  // namespace joule
