@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "joule/common/command_output.h"
+#include "joule/common/text.h"
 #include "joule/common/utf8.h"
 #include "joule/error.h"
 
@@ -34,11 +35,6 @@ std::string step_word(const std::string& step) {
     if (std::isalnum(static_cast<unsigned char>(c))) word += c;
   }
   return word.empty() ? "unknown" : word;
-}
-
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) text.pop_back();
-  return text;
 }
 
 CommandOutput slurm_command(const std::vector<std::string>& argv) {
@@ -160,7 +156,7 @@ std::vector<Node> nodes_of(const std::string& nodelist) {
   const CommandOutput names = slurm_command({"scontrol", "show", "hostnames", nodelist});
   if (names.exit_status != 0) {
     throw Error(fmt::format("scontrol show hostnames '{}' failed ({}): {}", printable(nodelist), names.exit_status,
-                            trimmed(names.output)));
+                            without_trailing_space(names.output)));
   }
   std::vector<Node> nodes;
   std::istringstream lines(names.output);
@@ -170,7 +166,8 @@ std::vector<Node> nodes_of(const std::string& nodelist) {
   // Each node's NodeAddr: one call for all (a big job's nodes are many).
   const CommandOutput shown = slurm_command({"scontrol", "-o", "show", "node"});
   if (shown.exit_status != 0) {
-    throw Error(fmt::format("scontrol show node failed ({}): {}", shown.exit_status, trimmed(shown.output)));
+    throw Error(fmt::format("scontrol show node failed ({}): {}", shown.exit_status,
+                            without_trailing_space(shown.output)));
   }
   std::map<std::string, std::string> address_of;
   std::istringstream records(shown.output);
@@ -195,7 +192,7 @@ std::string stored_admin_comment(const std::string& job_id) {
   std::istringstream lines(shown.output);
   std::string first;
   std::getline(lines, first);
-  return trimmed(first);
+  return without_trailing_space(first);
 }
 
 void store_admin_comment(const std::string& job_id, const std::string& comment, double wait_s) {
@@ -208,7 +205,7 @@ void store_admin_comment(const std::string& job_id, const std::string& comment, 
     if (out.exit_status == 0 && out.output.find("Modified") != std::string::npos) return;
     if (std::chrono::steady_clock::now() > deadline) {
       throw Error(fmt::format("sacctmgr modify job {} did not take the comment within {:g} s ({}): {}", job_id, wait_s,
-                              out.exit_status, trimmed(out.output)));
+                              out.exit_status, without_trailing_space(out.output)));
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(kRetryEveryS));
   }

@@ -27,6 +27,7 @@
 #include <stack>
 #include <vector>
 
+#include "joule/common/text.h"
 #include "joule/error.h"
 #include "service/job_store_sql.h"
 #include "service/store_health.h"
@@ -77,12 +78,6 @@ std::string with_defaults(std::string url, const std::pair<const char*, const ch
     url += fmt::format("{}{}={}", query == std::string::npos ? '?' : '&', key, value);
   }
   return url;
-}
-
-// libpq's messages end with a newline (or two): not inside ours.
-std::string trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  return text;
 }
 
 // What a failure says of the database: a step that may succeed when retried
@@ -341,7 +336,7 @@ class HealthConnection {
         conn_.reset();
         if (fresh || attempt > 0) {
           return {false, fmt::format("job store '{}' is unavailable: the health check failed: {}", shown_url_,
-                                     trimmed(e.what()))};
+                                     without_trailing_space(e.what()))};
         }
       }
     }
@@ -449,7 +444,7 @@ class PostgresJobStore final : public JobStore {
   // pool is emptied, the next request connects afresh), or an Error; each
   // names the database (its URL without the password), the step and why.
   [[noreturn]] void raise(const char* what, const std::exception& e, Fault fault) {
-    const std::string why = trimmed(e.what());
+    const std::string why = without_trailing_space(e.what());
     switch (fault) {
       case Fault::kBusy:
         throw StoreBusyError(fmt::format("job store '{}': {} failed: {}", shown_url_, what, why));

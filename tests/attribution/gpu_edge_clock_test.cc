@@ -22,7 +22,8 @@ namespace {
 
 class SimulatedGpuEvents final : public GpuEvents {
  public:
-  SimulatedGpuEvents(std::shared_ptr<VirtualClock> clock, double drift_ppm) : clock_(std::move(clock)), rate_(1 + 1e-6 * drift_ppm) {}
+  SimulatedGpuEvents(std::shared_ptr<VirtualClock> clock, double drift_ppm)
+      : clock_(std::move(clock)), rate_(1 + 1e-6 * drift_ppm) {}
 
   // Work of work_s queued now: it runs once the work before it is done.
   void queue(double work_s) { busy_until_s_ = std::max(busy_until_s_, clock_->now_s()) + work_s; }
