@@ -86,24 +86,22 @@ Exporter start_exporter(const TempDir& tmp, const testing::FakeNvml& fake) {
   return exporter;
 }
 
-// The exporter's ledger for one job: energy per step, summed over GPUs.
-std::map<std::string, double> ledger_steps(int port, const std::string& job) {
-  const auto reply = run_process({"curl", "-s", fmt::format("http://127.0.0.1:{}/jobs?job=slurm/{}", port, job)});
+// The exporter's ledger for one job, from one GET /jobs: its GPU energy per
+// step (summed over GPUs) and its CPU energy (summed over zones).
+struct JobLedgerReply {
   std::map<std::string, double> steps;
-  const nlohmann::json doc = nlohmann::json::parse(reply.out);
-  for (const auto& entry : doc.at("jobs")) {
-    steps[entry.at("step").get<std::string>()] += entry.at("energy_j").get<double>();
-  }
-  return steps;
-}
+  double cpu_j = 0.0;
+};
 
-// The exporter's ledger for one job: its CPU energy, summed over zones.
-double ledger_cpu_j(int port, const std::string& job) {
-  const auto reply = run_process({"curl", "-s", fmt::format("http://127.0.0.1:{}/jobs?job=slurm/{}", port, job)});
-  const nlohmann::json doc = nlohmann::json::parse(reply.out);
-  double sum = 0.0;
-  for (const auto& entry : doc.at("cpu")) sum += entry.at("energy_j").get<double>();
-  return sum;
+JobLedgerReply ledger_of(int port, const std::string& job) {
+  const nlohmann::json doc =
+      nlohmann::json::parse(testing::http_get(fmt::format("http://127.0.0.1:{}/jobs?job=slurm/{}", port, job)));
+  JobLedgerReply reply;
+  for (const auto& entry : doc.at("jobs")) {
+    reply.steps[entry.at("step").get<std::string>()] += entry.at("energy_j").get<double>();
+  }
+  for (const auto& entry : doc.at("cpu")) reply.cpu_j += entry.at("energy_j").get<double>();
+  return reply;
 }
 
 double total(const std::map<std::string, double>& steps) {
@@ -218,12 +216,12 @@ TEST(SlurmAccountingTest, SacctShowsEachJobsEnergyFromTheLedger) {
       "2");
   // Cancelled while it runs, once the ledger has charged it.
   const std::string cancelled = submit(slurm, on_gpu("gpu1", "sleep 60"));
-  for (int i = 0; i < 100 && total(ledger_steps(exporter.port, cancelled)) <= 0; ++i) {
+  for (int i = 0; i < 100 && total(ledger_of(exporter.port, cancelled).steps) <= 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_GT(total(ledger_steps(exporter.port, cancelled)), 0)
+  ASSERT_GT(total(ledger_of(exporter.port, cancelled).steps), 0)
       << testing::read_file(tmp.file("exporter.err"))
-      << run_process({"curl", "-s", fmt::format("http://127.0.0.1:{}/jobs", exporter.port)}).out
+      << testing::http_get(fmt::format("http://127.0.0.1:{}/jobs", exporter.port))
       << run_process({"ls", "-l", tmp.file("gpu0"), tmp.file("gpu1")}).out
       << run_process({"squeue"}, slurm.env()).out << slurm.logs();
   ASSERT_EQ(run_process({"scancel", cancelled}, slurm.env(), 30).exit_code, 0);
@@ -231,7 +229,7 @@ TEST(SlurmAccountingTest, SacctShowsEachJobsEnergyFromTheLedger) {
 
   // The node daemon restarted while a job runs: the job goes on, and is accounted.
   const std::string across_restart = submit(slurm, on_gpu("gpu1", "sleep 3"));
-  for (int i = 0; i < 100 && total(ledger_steps(exporter.port, across_restart)) <= 0; ++i) {
+  for (int i = 0; i < 100 && total(ledger_of(exporter.port, across_restart).steps) <= 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_EQ(slurm.restart_slurmd(), "");
@@ -239,20 +237,21 @@ TEST(SlurmAccountingTest, SacctShowsEachJobsEnergyFromTheLedger) {
 
   for (const std::string& job : {alone, shared, cancelled, across_restart}) {
     const auto stored = stored_figures(slurm, job);
-    const auto ledger = ledger_steps(exporter.port, job);
+    const JobLedgerReply ledger = ledger_of(exporter.port, job);
     SCOPED_TRACE(testing::read_file(tmp.file("epilog.log")) + slurm.logs());
-    expect_stored_matches_ledger(stored, ledger, job);
+    expect_stored_matches_ledger(stored, ledger.steps, job);
     // The node has a RAPL zone: the job's CPU energy is stored too, as the ledger has it.
     ASSERT_TRUE(stored.count("cpu_energy_j")) << job;
-    EXPECT_NEAR(std::stod(stored.at("cpu_energy_j")), ledger_cpu_j(exporter.port, job), 2 * kStepS * 40.0) << job;
+    EXPECT_NEAR(std::stod(stored.at("cpu_energy_j")), ledger.cpu_j, 2 * kStepS * 40.0) << job;
   }
   // The busy job used about one CPU of the node's busy time: a good part of the 40 W.
-  EXPECT_GT(ledger_cpu_j(exporter.port, alone), 0.1 * 40 * 3) << testing::read_file(tmp.file("exporter.err"));
-  EXPECT_EQ(ledger_steps(exporter.port, alone).count("batch"), 1u);
-  EXPECT_EQ(ledger_steps(exporter.port, shared).count("0"), 1u);
+  const JobLedgerReply alone_ledger = ledger_of(exporter.port, alone);
+  EXPECT_GT(alone_ledger.cpu_j, 0.1 * 40 * 3) << testing::read_file(tmp.file("exporter.err"));
+  EXPECT_EQ(alone_ledger.steps.count("batch"), 1u);
+  EXPECT_EQ(ledger_of(exporter.port, shared).steps.count("0"), 1u);
   // ~3 s of gpu0 shared half and half at first, then whole GPU-seconds: at
   // least the alone job's half of gpu0 for its 3 s.
-  EXPECT_GT(total(ledger_steps(exporter.port, alone)), 0.5 * kGpu0W * 2.0);
+  EXPECT_GT(total(alone_ledger.steps), 0.5 * kGpu0W * 2.0);
   EXPECT_EQ(state_of(slurm, cancelled), "CANCELLED");
   EXPECT_EQ(state_of(slurm, across_restart), "COMPLETED");
 

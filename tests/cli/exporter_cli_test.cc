@@ -140,16 +140,6 @@ TEST(ExporterCliTest, CountsEachJobsCo2eWithACarbonRegion) {
 }
 
 // Polls the exporter until `until` holds for its text (at most ~10 s).
-std::string scrape_until(const std::string& url, const std::function<bool(const std::string&)>& until) {
-  std::string text;
-  for (int i = 0; i < 100; ++i) {
-    text = testing::run_process({"curl", "-s", url}).out;
-    if (until(text)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return text;
-}
-
 // A lease taken through a real jouled shows up with its holder's user and
 // job, goes when the lease ends, and a jouled that dies reads as down.
 TEST(ExporterCliTest, ShowsWhoHoldsAGpusLimitThroughJouled) {
@@ -179,7 +169,7 @@ TEST(ExporterCliTest, ShowsWhoHoldsAGpusLimitThroughJouled) {
   {
     daemon::DaemonClient client(socket);
     client.call({{"op", "set_power_limit"}, {"gpu", 1}, {"limit_w", 150}});
-    text = scrape_until(exporter.url, has_lease);
+    text = testing::http_get_until(exporter.url, has_lease);
     const std::optional<JobIdentity> my_job = identify_job(static_cast<uint32_t>(getpid()));
     ASSERT_TRUE(my_job);
     EXPECT_EQ(value_of(text, "joule_gpu_lease_power_limit_watts",
@@ -190,11 +180,11 @@ TEST(ExporterCliTest, ShowsWhoHoldsAGpusLimitThroughJouled) {
     EXPECT_EQ(value_of(text, "joule_jouled_up", "Hostname"), 1) << text;
   }  // the connection ends, and with it the lease
 
-  text = scrape_until(exporter.url, [&](const std::string& t) { return !has_lease(t); });
+  text = testing::http_get_until(exporter.url, [&](const std::string& t) { return !has_lease(t); });
   EXPECT_FALSE(has_lease(text)) << text;
   kill(jouled, SIGTERM);
   EXPECT_EQ(testing::wait_process(jouled, 10.0), 0) << testing::read_file(tmp.file("jouled.err"));
-  text = scrape_until(exporter.url, [](const std::string& t) { return value_of(t, "joule_jouled_up", "Hostname") == 0; });
+  text = testing::http_get_until(exporter.url, [](const std::string& t) { return value_of(t, "joule_jouled_up", "Hostname") == 0; });
   EXPECT_EQ(value_of(text, "joule_jouled_up", "Hostname"), 0) << text;
   EXPECT_NE(value_of(text, "DCGM_FI_DEV_POWER_USAGE", "gpu=\"1\""), -1) << "the GPUs are still served\n" << text;
   kill(exporter.pid, SIGTERM);
@@ -219,11 +209,11 @@ TEST(ExporterCliTest, KeepsServingWhenAGpuIsLost) {
   const auto up = [](const std::string& text, const char* gpu) {
     return value_of(text, "joule_gpu_up", std::string("gpu=\"") + gpu + "\"");
   };
-  const std::string before = scrape_until(exporter.url, [&](const std::string& t) {
+  const std::string before = testing::http_get_until(exporter.url, [&](const std::string& t) {
     return value_of(t, "joule_gpu_energy_joules_total", "gpu=\"1\"") > 0;
   });
   EXPECT_EQ(up(before, "1"), 1) << before;
-  const std::string lost = scrape_until(exporter.url, [&](const std::string& t) { return up(t, "1") == 0; });
+  const std::string lost = testing::http_get_until(exporter.url, [&](const std::string& t) { return up(t, "1") == 0; });
   ASSERT_EQ(up(lost, "1"), 0) << lost;
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   const std::string after = testing::run_process({"curl", "-s", exporter.url}).out;
@@ -295,7 +285,7 @@ TEST(ExporterCliTest, WithoutAUsableDriverServesNoGpuAndSaysWhy) {
     const int port = testing::wait_for_port_file(port_file);
     ASSERT_NE(port, 0) << testing::read_file(tmp.file("err"));
     const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
-    const std::string text = scrape_until(url, [](const std::string& t) {
+    const std::string text = testing::http_get_until(url, [](const std::string& t) {
       return value_of(t, "joule_exporter_accounting_steps_total", "Hostname") >= 2;
     });
     EXPECT_EQ(value_of(text, "joule_nvml_up", "Hostname"), 0) << text;
@@ -333,7 +323,7 @@ TEST(ExporterCliTest, SimulatedGpusOnlyWithBackendSimAndSaidSo) {
   const int port = testing::wait_for_port_file(port_file);
   ASSERT_NE(port, 0) << testing::read_file(tmp.file("err"));
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
-  const std::string text = scrape_until(url, [](const std::string& t) {
+  const std::string text = testing::http_get_until(url, [](const std::string& t) {
     return value_of(t, "joule_gpu_energy_joules_total", "gpu=\"1\"") > 0;
   });
   EXPECT_GT(value_of(text, "joule_gpu_energy_joules_total", "gpu=\"1\""), 0) << text;
@@ -368,7 +358,7 @@ TEST(ExporterCliTest, WithALedgerTheNextStartGoesOnFromTheTotalsOfTheLast) {
     return found ? std::stod(job[1].str()) : -1.0;
   };
   RunningExporter first = start_exporter(tmp, fake, {"--jouled-socket", "", "--ledger", ledger});
-  const std::string before = scrape_until(first.url, [&](const std::string& t) { return job_energy(t) > 100; });
+  const std::string before = testing::http_get_until(first.url, [&](const std::string& t) { return job_energy(t) > 100; });
   kill(first.pid, SIGTERM);
   ASSERT_EQ(testing::wait_process(first.pid, 10.0), 0) << testing::read_file(tmp.file("err"));
   const double saved_j = job_energy(before);
@@ -500,7 +490,7 @@ TEST(ExporterCliTest, ServesAmdGpusUnderDcgmAndAmdNamesOnAnAmdNode) {
            "error function=rsmi_dev_power_ave_get device=0 code=2\n");
   const RunningExporter exporter = start_exporter_with(
       tmp, {{"JOULE_NVML_LIBRARY", kNoNvml}, {"JOULE_ROCM_SMI_LIBRARY", fake.library_path}}, {"--jouled-socket", ""});
-  const std::string first = scrape_until(exporter.url, [](const std::string& t) {
+  const std::string first = testing::http_get_until(exporter.url, [](const std::string& t) {
     return value_of(t, "joule_gpu_energy_joules_total", "gpu=\"0\"") > 0;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
@@ -570,7 +560,7 @@ TEST(ExporterCliTest, SplitsASharedGpuByTheDriversPerProcessUtilisation) {
                        sleepers[0], sleepers[1]));
   const RunningExporter exporter = start_exporter(tmp, fake, {"--jouled-socket", ""});
   testing::ProcessReaper reaper(exporter.pid);
-  const std::string text = scrape_until(exporter.url, [&](const std::string& t) {
+  const std::string text = testing::http_get_until(exporter.url, [&](const std::string& t) {
     return value_of(t, "joule_job_gpu_energy_joules_total", "joule_job=\"slurm/102\"") > 200;
   });
   const double one_j = value_of(text, "joule_job_gpu_energy_joules_total", "joule_job=\"slurm/101\"");
@@ -599,7 +589,7 @@ TEST(ExporterCliTest, ServesAMixedNodeWithEachGpuLabelledByItsVendor) {
   const RunningExporter exporter = start_exporter_with(
       tmp, {{"JOULE_NVML_LIBRARY", nvml.library_path}, {"JOULE_ROCM_SMI_LIBRARY", rocm.library_path}},
       {"--jouled-socket", "", "--gpus", "0,2"});
-  const std::string text = scrape_until(exporter.url, [&](const std::string& t) {
+  const std::string text = testing::http_get_until(exporter.url, [&](const std::string& t) {
     return value_of(t, "joule_job_gpu_energy_joules_total", my_job_label()) > 0;
   });
   EXPECT_EQ(value_of(text, "DCGM_FI_DEV_POWER_USAGE", "gpu=\"0\""), 300) << text;
@@ -647,7 +637,7 @@ TEST(ExporterCliTest, ARocmSmiThatFailsToInitialiseGivesNoAmdGpu) {
         tmp, {{"JOULE_NVML_LIBRARY", with_nvidia ? nvml.library_path : kNoNvml},
               {"JOULE_ROCM_SMI_LIBRARY", rocm.library_path}},
         {"--jouled-socket", ""});
-    const std::string text = scrape_until(exporter.url, [](const std::string& t) {
+    const std::string text = testing::http_get_until(exporter.url, [](const std::string& t) {
       return value_of(t, "joule_exporter_accounting_steps_total", "Hostname") >= 2;
     });
     EXPECT_EQ(value_of(text, "joule_rocm_smi_up", "Hostname"), 0) << text;
@@ -686,12 +676,12 @@ TEST(ExporterCliTest, KeepsServingWhenAnAmdGpuIsLost) {
   const auto up = [](const std::string& text, const char* gpu) {
     return value_of(text, "joule_gpu_up", std::string("gpu=\"") + gpu + "\"");
   };
-  const std::string before = scrape_until(exporter.url, [&](const std::string& t) {
+  const std::string before = testing::http_get_until(exporter.url, [&](const std::string& t) {
     return value_of(t, "joule_gpu_energy_joules_total", "gpu=\"1\"") > 0;
   });
   EXPECT_EQ(up(before, "1"), 1) << before;
   EXPECT_EQ(value_of(before, "gpu_power_usage", "gpu_id=\"1\""), 200) << before;
-  const std::string lost = scrape_until(exporter.url, [&](const std::string& t) { return up(t, "1") == 0; });
+  const std::string lost = testing::http_get_until(exporter.url, [&](const std::string& t) { return up(t, "1") == 0; });
   ASSERT_EQ(up(lost, "1"), 0) << lost;
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   const std::string after = testing::run_process({"curl", "-s", exporter.url}).out;

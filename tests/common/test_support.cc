@@ -139,6 +139,22 @@ RunResult run_process(const std::vector<std::string>& argv, const std::map<std::
   return result;
 }
 
+std::string http_get(const std::string& url, double timeout_s) {
+  std::ostringstream seconds;
+  seconds << timeout_s;
+  return run_process({"curl", "-s", "--max-time", seconds.str(), url}, {}, timeout_s + 5.0).out;
+}
+
+std::string http_get_until(const std::string& url, const std::function<bool(const std::string&)>& done) {
+  std::string body;
+  for (int i = 0; i < 100; ++i) {
+    body = http_get(url);
+    if (done(body)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return body;
+}
+
 std::string chromium_body_tag(const std::string& html_path, const TempDir& dir, const std::string& window_size) {
   const char* chromium = "/usr/bin/chromium";
   if (access(chromium, X_OK) != 0) return "";

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -65,6 +66,12 @@ const std::map<std::string, std::string>& simulated_only_env();
 // waiting at most timeout_s before killing it.
 RunResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
                       double timeout_s = 60.0);
+
+// The body of an HTTP GET of url through curl ("" when nothing answered
+// within timeout_s).
+std::string http_get(const std::string& url, double timeout_s = 5.0);
+// GETs url every 100 ms until done(body) holds, 100 times at most; the last body.
+std::string http_get_until(const std::string& url, const std::function<bool(const std::string&)>& done);
 
 // Opens an HTML page in headless Chromium (a profile under dir) and returns
 // its <body ...> tag after the page's scripts ran (the reports mark there how

@@ -144,22 +144,12 @@ TEST(PodResourcesTest, AMissingOrSilentSocketIsAnErrorWithinTheTimeout) {
 
 std::string scrape(const std::string& url, double* took_s = nullptr) {
   const auto start = std::chrono::steady_clock::now();
-  std::string text = testing::run_process({"curl", "-s", "--max-time", "5", url}).out;
+  std::string text = testing::http_get(url);
   if (took_s) *took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return text;
 }
 
 // Scrapes until `ok` holds (at most 10 s); the last text.
-std::string scrape_until(const std::string& url, const std::function<bool(const std::string&)>& ok) {
-  std::string text;
-  for (int i = 0; i < 100; ++i) {
-    text = scrape(url);
-    if (ok(text)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return text;
-}
-
 bool has_line(const std::string& text, const std::string& family, const std::vector<std::string>& parts) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
@@ -191,7 +181,7 @@ TEST(PodResourcesTest, TheExporterLabelsGpusWithThePodsHoldingThemAsTheyComeAndG
   ASSERT_NE(port, 0) << testing::read_file(tmp.file("err"));
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
   const std::string trainer = R"(namespace="ml",pod="trainer-0",container="pytorch")";
-  std::string text = scrape_until(url, [&](const std::string& t) {
+  std::string text = testing::http_get_until(url, [&](const std::string& t) {
     return has_line(t, "joule_pod_gpu_energy_joules_total", {trainer, "gpu=\"0\""});
   });
   EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"0\"", trainer})) << text;
@@ -200,7 +190,7 @@ TEST(PodResourcesTest, TheExporterLabelsGpusWithThePodsHoldingThemAsTheyComeAndG
 
   // The trainer ends, a notebook takes the other GPU.
   kubelet->set_pods({{"ml", "notebook", "jupyter", "nvidia.com/gpu", {kGpu1}}});
-  text = scrape_until(url, [&](const std::string& t) {
+  text = testing::http_get_until(url, [&](const std::string& t) {
     return has_line(t, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"1\"", "pod=\"notebook\""});
   });
   EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_POWER_USAGE", {"gpu=\"1\"", "pod=\"notebook\""})) << text;
@@ -211,7 +201,7 @@ TEST(PodResourcesTest, TheExporterLabelsGpusWithThePodsHoldingThemAsTheyComeAndG
   // place: said in a metric, and the scrapes do not wait for it.
   kubelet.reset();
   std::filesystem::remove(socket);
-  text = scrape_until(url, [&](const std::string& t) { return has_line(t, "joule_kubelet_up", {"} 0"}); });
+  text = testing::http_get_until(url, [&](const std::string& t) { return has_line(t, "joule_kubelet_up", {"} 0"}); });
   EXPECT_TRUE(has_line(text, "joule_kubelet_down_info", {"no such socket"})) << text;
   EXPECT_FALSE(has_line(text, "DCGM_FI_DEV_POWER_USAGE", {"pod="})) << text;
   SilentSocket silent(socket);
