@@ -37,7 +37,8 @@ import joule.distributed
 
 class RecordingMonitor:
     """A leader's joule.Monitor that keeps the settled Measurement of each
-    window and the instants (time.monotonic) its edges were made at."""
+    window and the instants (time.monotonic) its edges were made at.
+    (bench/gpu_window_bias.py uses it too.)"""
 
     def __init__(self, inner):
         self.inner = inner
@@ -59,6 +60,25 @@ class RecordingMonitor:
         settled = self.inner.settle(m, timeout_s)
         self.settled[settled.name] = settled
         return settled
+
+
+def record_leader(monitor):
+    """Puts a RecordingMonitor in place of a DistributedMonitor's leader
+    monitor (joule.distributed settles every window there); None on the
+    other ranks. The leader's report is made by a binding that takes the
+    Monitor itself, not a wrapper: it is handed the inner one."""
+    if not monitor.leader or monitor.monitor is None:
+        return None
+    recorder = RecordingMonitor(monitor.monitor)
+    monitor.monitor = recorder
+    leader_message = joule.distributed._joule.cluster_leader_message
+    if not getattr(leader_message, "unwraps_recorder", False):
+        def unwrapped(m, *rest, **kw):
+            return leader_message(getattr(m, "inner", m), *rest, **kw)
+
+        unwrapped.unwraps_recorder = True
+        joule.distributed._joule.cluster_leader_message = unwrapped
+    return recorder
 
 
 class ContinuousCounters:
@@ -170,9 +190,7 @@ def main():
         recorder = monitor
     else:
         monitor = joule.distributed.DistributedMonitor(timeout_s=120)
-        recorder = RecordingMonitor(monitor.monitor) if monitor.leader and monitor.monitor is not None else None
-        if recorder is not None:
-            monitor.monitor = recorder
+        recorder = record_leader(monitor)
     if args.prime and recorder is not None:
         recorder.begin_window("prime")
         recorder.end_window("prime")

@@ -37,23 +37,7 @@ import torch
 import joule
 import joule.distributed
 import joule.torch
-
-
-class RecordingMonitor:
-    """Wraps the leader's joule.Monitor and keeps each window's settled
-    Measurement (joule.distributed settles every window on its leader)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.settled = {}
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def settle(self, m, timeout_s=1.0):
-        settled = self.inner.settle(m, timeout_s)
-        self.settled[settled.name] = settled
-        return settled
+from gpu_first_window import RecordingMonitor, record_leader, sources  # this folder's
 
 
 class CounterSteps:
@@ -87,10 +71,6 @@ class CounterSteps:
         self.stop.set()
         for t in self.threads:
             t.join()
-
-
-def sources(m):
-    return [{"method": s.method, "scale": s.calibration_scale, "anchored": s.counter_anchored} for s in m.gpu_sources]
 
 
 def main():
@@ -162,13 +142,7 @@ def main():
         monitor = recorder
     else:
         monitor = joule.distributed.DistributedMonitor(synchronize=synchronize, timeout_s=120)
-        recorder = RecordingMonitor(monitor.monitor) if monitor.leader and monitor.monitor is not None else None
-        if recorder is not None:
-            monitor.monitor = recorder
-            # The leader's report is made from the Monitor itself (a binding that takes no wrapper).
-            leader_message = joule.distributed._joule.cluster_leader_message
-            joule.distributed._joule.cluster_leader_message = (
-                lambda m, *rest, **kw: leader_message(getattr(m, "inner", m), *rest, **kw))
+        recorder = record_leader(monitor)
     offset_s = recorder.monotonic_offset_s if recorder is not None else None
     made_s = time.monotonic()
 
