@@ -22,8 +22,7 @@ class PyRegionRecorder {
  public:
   explicit PyRegionRecorder(PyMonitor& monitor)
       : synchronized_(static_cast<bool>(monitor.synchronize())),
-        clock_(monitor.monitor().sampler().shared_clock()),
-        recorder_(clock_, monitor.synchronize()) {}
+        recorder_(monitor.monitor().sampler().shared_clock(), monitor.synchronize()) {}
   // With a synchronize, an edge waits for the GPU: release the GIL (the
   // synchronize takes it back for the Python call). Without, an edge is a
   // clock read: keep it.
@@ -39,7 +38,7 @@ class PyRegionRecorder {
     if (at_s) return concurrent ? recorder_.end_concurrent_at(name, *at_s) : recorder_.end_at(name, *at_s);
     edge([&] { concurrent ? recorder_.end_concurrent(name) : recorder_.end(name); });
   }
-  double clock_s() const { return clock_->now_s(); }
+  double clock_s() const { return recorder_.clock_s(); }
   const joule::attribution::RegionRecorder& recorder() const { return recorder_; }
   bool synchronized() const { return synchronized_; }
 
@@ -52,7 +51,6 @@ class PyRegionRecorder {
   }
 
   bool synchronized_;
-  std::shared_ptr<const joule::Clock> clock_;
   joule::attribution::RegionRecorder recorder_;
 };
 
