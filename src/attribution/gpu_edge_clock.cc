@@ -17,11 +17,30 @@ GpuEdgeClock::GpuEdgeClock(RegionRecorder& recorder, GpuEvents& events, GpuEdgeC
   anchor();
 }
 
-void GpuEdgeClock::edge(bool begin, const std::string& name) {
+void GpuEdgeClock::edge(Kind kind, const std::string& name) {
   const GpuEvents::Event event = take_event();
   events_.record(event);
-  pending_.push_back({begin, name, event});
+  pending_.push_back({kind, name, event});
   if (pending_.size() >= options_.drain_every) read_passed(false);
+}
+
+template <typename Edges>
+bool GpuEdgeClock::insert_end_before_last(Edges& edges, const std::string& name) {
+  // Concurrent edges after it stay after it: their order does not matter.
+  for (auto it = edges.end(); it != edges.begin();) {
+    --it;
+    if (concurrent(it->kind)) continue;
+    auto end = *it;  // its event (pending) or its instant (read): both edges share it
+    end.kind = Kind::kEnd;
+    end.name = name;
+    edges.insert(it, std::move(end));
+    return true;
+  }
+  return false;
+}
+
+bool GpuEdgeClock::end_before_last(const std::string& name) {
+  return insert_end_before_last(pending_, name) || insert_end_before_last(read_, name);
 }
 
 void GpuEdgeClock::flush() {
@@ -30,18 +49,40 @@ void GpuEdgeClock::flush() {
   anchor();
   std::vector<Read> read;
   read.swap(read_);
-  for (const Read& r : read) {
-    double at_s = to_clock_s(r.gpu_s);
-    if (at_s < last_edge_s_) {  // the line between anchors put it a hair before the edge before
-      ++reordered_edges_;
-      at_s = last_edge_s_;
+  for (const Read& r : read) hand_over(r);
+}
+
+void GpuEdgeClock::hand_over(const Read& read) {
+  double at_s = to_clock_s(read.gpu_s);
+  switch (read.kind) {
+    case Kind::kBeginConcurrent:
+      open_concurrent_[read.name].insert(at_s);
+      recorder_.begin_concurrent_at(read.name, at_s);
+      return;
+    case Kind::kEndConcurrent: {
+      // On the GPU an end follows its begin (the communication waits for the
+      // stream it began on), but chained float milliseconds may put it a
+      // hair before: never before the earliest open call's.
+      std::multiset<double>& open = open_concurrent_[read.name];
+      if (!open.empty()) {
+        at_s = std::max(at_s, *open.begin());
+        open.erase(open.begin());
+      }
+      recorder_.end_concurrent_at(read.name, at_s);
+      return;
     }
-    last_edge_s_ = at_s;
-    if (r.begin) {
-      recorder_.begin_at(r.name, at_s);
-    } else {
-      recorder_.end_at(r.name, at_s);
-    }
+    case Kind::kBegin:
+    case Kind::kEnd:
+      if (at_s < last_edge_s_) {  // the line between anchors put it a hair before the edge before
+        ++reordered_edges_;
+        at_s = last_edge_s_;
+      }
+      last_edge_s_ = at_s;
+      if (read.kind == Kind::kBegin) {
+        recorder_.begin_at(read.name, at_s);
+      } else {
+        recorder_.end_at(read.name, at_s);
+      }
   }
 }
 
@@ -50,13 +91,14 @@ void GpuEdgeClock::read_passed(bool wait) {
   while (!pending_.empty()) {
     Pending& p = pending_.front();
     if (!wait && !events_.reached(p.event)) return;
-    read_.push_back({p.begin, std::move(p.name), link(p.event)});
+    read_.push_back({p.kind, std::move(p.name), link(p.event)});
     pending_.pop_front();
   }
 }
 
 double GpuEdgeClock::link(GpuEvents::Event event) {
   const auto [previous, previous_s] = *chain_;
+  if (previous == event) return previous_s;  // two edges at one instant (end_before_last)
   const double gpu_s = previous_s + events_.elapsed_s(previous, event);
   pool_.push_back(previous);
   chain_ = {event, gpu_s};

@@ -1,11 +1,12 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 // A driver's shared library loaded at run time with dlopen, for the backends
-// that never link against their driver (nvml, rocm): the load, and its
+// that never link against their driver (nvml, rocm) and for attribution's
+// events over the CUDA runtime a process has loaded: the load, and its
 // functions resolved by name into the backend's function table, each either
 // required (the load fails, naming the function and the library) or optional
 // (left null and listed as missing: it only disables what needs it). Header
-// only and private to the device layer.
+// only and private to joule's sources.
 #pragma once
 
 #include <dlfcn.h>

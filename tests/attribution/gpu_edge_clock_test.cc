@@ -11,6 +11,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -161,6 +162,78 @@ TEST(GpuEdgeClockTest, EdgesKeepTheirOrderAcrossFlushesAndBadNestingIsRefused) {
   for (std::size_t i = 1; i < intervals.size(); ++i) EXPECT_GE(intervals[i].begin_s, intervals[i - 1].end_s);
   edges.end("never-begun");
   EXPECT_THROW(edges.flush(), UsageError);  // the recorder's own check, at the hand-over
+}
+
+// DDP's shape: a bucket's all-reduce begins inside backward, a second one at
+// the edge where a layer begins, and backward's end is found late (after
+// that layer's begin was recorded) and goes before it.
+void record_overlapped_step(GpuEdgeClock& edges, SimulatedGpuEvents& gpu) {
+  edges.begin("backward");
+  gpu.queue(0.002);
+  edges.begin_concurrent("allreduce");
+  gpu.queue(0.002);
+  edges.begin("layer");
+  edges.begin_concurrent("allreduce");
+  EXPECT_TRUE(edges.end_before_last("backward"));
+  gpu.queue(0.002);
+  edges.end("layer");
+  edges.end_concurrent("allreduce");
+  edges.end_concurrent("allreduce");
+}
+
+void expect_overlapped_step(const RegionRecorder& recorder, double from_s, double to_s) {
+  EXPECT_EQ(recorder.open_regions(), 0u);
+  EXPECT_EQ(recorder.open_concurrent_calls(), 0u);
+  const auto intervals = recorder.intervals_within(from_s, to_s);
+  std::unordered_map<std::string, double> length_s;
+  std::size_t concurrent_calls = 0;
+  for (const RegionInterval& i : intervals) {
+    length_s[recorder.names().at(i.region)] += i.end_s - i.begin_s;
+    concurrent_calls += i.concurrent;
+  }
+  EXPECT_NEAR(length_s["backward"], 0.004, 1e-6);  // ended where the layer began
+  EXPECT_NEAR(length_s["layer"], 0.002, 1e-6);
+  EXPECT_EQ(concurrent_calls, 2u);
+  EXPECT_NEAR(length_s["allreduce"], 0.004 + 0.002, 1e-6);  // 4 ms and 2 ms: its own instants, not moved
+}
+
+TEST(GpuEdgeClockTest, ConcurrentCallsKeepTheirInstantsAndALateEndGoesBeforeTheLastEdge) {
+  auto clock = std::make_shared<VirtualClock>(1.0);
+  SimulatedGpuEvents gpu(clock, 20.0);
+  RegionRecorder recorder(clock);
+  GpuEdgeClock edges(recorder, gpu);
+  const double from_s = clock->now_s();
+  record_overlapped_step(edges, gpu);  // every edge still queued when the end comes late
+  clock->advance_s(1.0);  // anchors a second apart: their brackets barely move the rate
+  edges.flush();
+  expect_overlapped_step(recorder, from_s, clock->now_s());
+}
+
+TEST(GpuEdgeClockTest, ALateEndFindsItsEdgeAlreadyReadFromTheGpu) {
+  auto clock = std::make_shared<VirtualClock>(1.0);
+  SimulatedGpuEvents gpu(clock, 0.0);
+  RegionRecorder recorder(clock);
+  GpuEdgeClock edges(recorder, gpu, {.drain_every = 1});  // every edge the GPU has passed is read at once
+  EXPECT_FALSE(edges.end_before_last("nothing"));         // no nested edge yet
+  const double from_s = clock->now_s();
+  edges.begin("backward");
+  gpu.queue(0.004);
+  clock->advance_s(0.005);
+  edges.begin("layer");
+  clock->advance_s(0.001);  // the GPU passed "layer": read before the late end comes
+  edges.begin_concurrent("allreduce");
+  EXPECT_TRUE(edges.end_before_last("backward"));
+  gpu.queue(0.002);
+  edges.end("layer");
+  edges.end_concurrent("allreduce");
+  clock->advance_s(1.0);
+  edges.flush();
+  EXPECT_EQ(recorder.open_regions(), 0u);
+  const auto intervals = recorder.intervals_within(from_s, clock->now_s());
+  ASSERT_EQ(intervals.size(), 3u);
+  EXPECT_EQ(recorder.names().at(intervals[0].region), "backward");
+  EXPECT_NEAR(intervals[0].end_s - intervals[0].begin_s, 0.005, 1e-6);  // up to the layer's begin
+  EXPECT_FALSE(edges.end_before_last("backward"));  // everything handed over
 }
 
 TEST(GpuEdgeClockTest, OptionsOutOfRangeAreRefused) {

@@ -15,17 +15,24 @@
 // float's milliseconds, where one from a far reference would not be. Events
 // are reused: every drain_every edges the ones the GPU has passed are read.
 //
+// Concurrent regions (work on another stream: a DDP all-reduce) record their
+// calls the same way; they are handed over at their own instants, never moved
+// up to the nested edge before them, and an end never before the earliest
+// open call's begin (RegionRecorder's concurrent edges).
+//
 // joule links no GPU runtime: the GPU's calls are behind GpuEvents, which
 // joule/attribution/libtorch_events.h implements with CUDA for LibTorch
-// programs (the tests, with a simulated GPU). joule.torch's GpuClock does the
-// same for Python's hooks.
+// programs, cuda_runtime_events.h with the CUDA runtime a process has loaded
+// (joule.torch's hooks), and the tests with a simulated GPU.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "joule/attribution/regions.h"
@@ -61,8 +68,14 @@ class GpuEdgeClock {
   GpuEdgeClock(const GpuEdgeClock&) = delete;
   GpuEdgeClock& operator=(const GpuEdgeClock&) = delete;
 
-  void begin(const std::string& name) { edge(true, name); }
-  void end(const std::string& name) { edge(false, name); }
+  void begin(const std::string& name) { edge(Kind::kBegin, name); }
+  void end(const std::string& name) { edge(Kind::kEnd, name); }
+  void begin_concurrent(const std::string& name) { edge(Kind::kBeginConcurrent, name); }
+  void end_concurrent(const std::string& name) { edge(Kind::kEndConcurrent, name); }
+  // Ends name at the instant of the last nested edge, just before it: an
+  // edge found late (a hook torch runs after another on the same gradient).
+  // False if there is no nested edge not yet handed over.
+  bool end_before_last(const std::string& name);
   // Waits for the GPU, anchors, and hands every edge so far to the recorder
   // (whose begin_at/end_at check their order and nesting). Before attributing.
   void flush();
@@ -75,17 +88,24 @@ class GpuEdgeClock {
   std::size_t reordered_edges() const { return reordered_edges_; }
 
  private:
+  enum class Kind { kBegin, kEnd, kBeginConcurrent, kEndConcurrent };
+  static bool concurrent(Kind kind) { return kind == Kind::kBeginConcurrent || kind == Kind::kEndConcurrent; }
   struct Pending {
-    bool begin;
+    Kind kind;
     std::string name;
     GpuEvents::Event event;
   };
   struct Read {
-    bool begin;
+    Kind kind;
     std::string name;
     double gpu_s;  // since the first anchor
   };
-  void edge(bool begin, const std::string& name);
+  // Inserts an end of name before the last nested edge of edges, at its
+  // instant; false if there is none.
+  template <typename Edges>
+  static bool insert_end_before_last(Edges& edges, const std::string& name);
+  void edge(Kind kind, const std::string& name);
+  void hand_over(const Read& read);
   void read_passed(bool wait);
   double link(GpuEvents::Event event);
   void anchor();
@@ -101,8 +121,10 @@ class GpuEdgeClock {
   // The last event read and its GPU seconds since the first anchor.
   std::optional<std::pair<GpuEvents::Event, double>> chain_;
   std::vector<double> anchor_gpu_s_, anchor_clock_s_, anchor_half_s_;
-  double last_edge_s_ = -1e300;
+  double last_edge_s_ = -1e300;  // of the nested edges handed over
   std::size_t reordered_edges_ = 0;
+  // Per concurrent region, the instants of its open calls' begins handed over.
+  std::unordered_map<std::string, std::multiset<double>> open_concurrent_;
 };
 
 // A region on an edge clock for as long as it lives.

@@ -1,0 +1,78 @@
+// SPDX-FileCopyrightText: 2026 the joule developers
+// SPDX-License-Identifier: Apache-2.0
+// CudaRuntimeEvents against tests/fake_cudart (a libcudart.so.13 whose GPU
+// passes each event 2 ms after its record and whose clock runs 0.1% slow):
+// it finds the runtime only once the process has loaded one, records on the
+// stream its owner names, and a GpuEdgeClock over it places regions where
+// the simulated GPU ran them.
+#include "joule/attribution/cuda_runtime_events.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "joule/clock.h"
+#include "joule/error.h"
+
+namespace joule::attribution {
+namespace {
+
+TEST(CudaRuntimeEventsTest, FindsTheLoadedRuntimeAndRecordsOnTheOwnersStream) {
+  // Nothing has loaded a CUDA runtime yet: a clear error, not a load of our own.
+  ASSERT_FALSE(CudaRuntimeEvents::loaded_runtime());
+  try {
+    CudaRuntimeEvents events([](int) { return std::uintptr_t{0}; });
+    FAIL() << "made without a runtime";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA runtime (libcudart.so) is loaded"), std::string::npos) << e.what();
+  }
+
+  void* fake = dlopen(JOULE_FAKE_CUDART_PATH, RTLD_NOW | RTLD_GLOBAL);  // as PyTorch's import would
+  ASSERT_NE(fake, nullptr) << dlerror();
+  ASSERT_EQ(CudaRuntimeEvents::loaded_runtime(), std::string(JOULE_FAKE_CUDART_PATH));
+  const auto last_stream = reinterpret_cast<std::uintptr_t (*)()>(dlsym(fake, "fake_cudart_last_stream"));
+  const auto live_events = reinterpret_cast<std::size_t (*)()>(dlsym(fake, "fake_cudart_live_events"));
+  ASSERT_TRUE(last_stream && live_events);
+
+  {
+    int asked_device = -1;
+    CudaRuntimeEvents events([&](int device) {
+      asked_device = device;
+      return std::uintptr_t{0xC0FFEE};
+    });
+    EXPECT_EQ(events.runtime_path(), JOULE_FAKE_CUDART_PATH);
+    auto clock = std::make_shared<SteadyClock>();
+    RegionRecorder recorder(clock);
+    GpuEdgeClock edges(recorder, events);
+    EXPECT_EQ(asked_device, 0);
+    EXPECT_EQ(last_stream(), 0xC0FFEEu);
+
+    const double from_s = recorder.clock_s();
+    double host_s = 0.0;  // the host's time between each pair of edges
+    for (int i = 0; i < 20; ++i) {
+      const double t0 = recorder.clock_s();
+      edges.begin("work");
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      edges.end("work");
+      host_s += recorder.clock_s() - t0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    edges.flush();
+    const auto intervals = recorder.intervals_within(from_s, recorder.clock_s() + 1.0);
+    ASSERT_EQ(intervals.size(), 20u);
+    double gpu_s = 0.0;
+    for (const RegionInterval& i : intervals) gpu_s += i.end_s - i.begin_s;
+    // Each span is the host's between its records (the GPU lags by a constant
+    // 2 ms), mapped back to the host's clock: its 0.1% slow clock taken out.
+    EXPECT_NEAR(gpu_s, host_s, 20 * 60e-6) << gpu_s << " vs " << host_s;
+    EXPECT_NEAR(edges.drift_ppm(), 1e6 * (1 / 0.999 - 1), 100.0);
+    EXPECT_GT(live_events(), 0u);
+  }
+  EXPECT_EQ(live_events(), 0u);  // every event it made is destroyed with it
+}
+
+}  // namespace
+}  // namespace joule::attribution
