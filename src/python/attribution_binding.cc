@@ -1,12 +1,15 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 // joule._joule's regions and their energy: RegionRecorder and Region on a
-// Monitor's clock, attribute() and fit_sample_response() over a settled
-// window, the Attribution they give, and its HTML page.
+// Monitor's clock, GpuEdgeClock (edges as GPU events) with its events,
+// attribute() and fit_sample_response() over a settled window, the
+// Attribution they give, and its HTML page.
 #include "module_support.h"
 
 #include "joule/analyze/attribution_report.h"
 #include "joule/attribution/attribution.h"
+#include "joule/attribution/cuda_runtime_events.h"
+#include "joule/attribution/gpu_edge_clock.h"
 #include "joule/attribution/regions.h"
 #include "joule/attribution/window.h"
 
@@ -40,6 +43,7 @@ class PyRegionRecorder {
   }
   double clock_s() const { return recorder_.clock_s(); }
   const joule::attribution::RegionRecorder& recorder() const { return recorder_; }
+  joule::attribution::RegionRecorder& recorder() { return recorder_; }
   bool synchronized() const { return synchronized_; }
 
  private:
@@ -71,6 +75,56 @@ class PyRegion {
  private:
   PyRegionRecorder& recorder_;
   std::string name_;
+};
+
+using joule::attribution::CudaRuntimeEvents;
+using joule::attribution::GpuEdgeClock;
+using joule::attribution::GpuEvents;
+
+// GpuEvents through a Python object with new(), record(e), done(e),
+// elapsed_s(a, b) and synchronize() (joule.torch.CudaEvents: torch.cuda.Event;
+// the tests' stand-ins). Its events live here, numbered by the clock.
+class PythonEvents final : public GpuEvents {
+ public:
+  explicit PythonEvents(const py::object& events)
+      : new_(events.attr("new")),
+        record_(events.attr("record")),
+        done_(events.attr("done")),
+        elapsed_s_(events.attr("elapsed_s")),
+        synchronize_(events.attr("synchronize")) {}
+  Event create() override {
+    events_.push_back(new_());
+    return events_.size() - 1;
+  }
+  void record(Event event) override { record_(events_.at(event)); }
+  bool reached(Event event) override { return done_(events_.at(event)).cast<bool>(); }
+  double elapsed_s(Event earlier, Event later) override {
+    return elapsed_s_(events_.at(earlier), events_.at(later)).cast<double>();
+  }
+  void synchronize() override { synchronize_(); }
+
+ private:
+  py::object new_, record_, done_, elapsed_s_, synchronize_;
+  std::vector<py::object> events_;
+};
+
+// joule.GpuEdgeClock: the recorder's edges as GPU events, over either a
+// CudaRuntimeEvents (an edge is C++ down to cudaEventRecord) or a Python
+// events object. Every call keeps the GIL: the hooks that call it run on
+// several threads (autograd's), and the GIL is what orders them.
+class PyGpuEdgeClock {
+ public:
+  PyGpuEdgeClock(PyRegionRecorder& recorder, const py::object& events, int anchor_tries, std::size_t drain_every)
+      : python_events_(py::isinstance<CudaRuntimeEvents>(events) ? nullptr : std::make_unique<PythonEvents>(events)),
+        clock_(recorder.recorder(),
+               python_events_ ? static_cast<GpuEvents&>(*python_events_) : events.cast<CudaRuntimeEvents&>(),
+               {.anchor_tries = anchor_tries, .drain_every = drain_every}) {}
+  GpuEdgeClock& clock() { return clock_; }
+  const GpuEdgeClock& clock() const { return clock_; }
+
+ private:
+  std::unique_ptr<PythonEvents> python_events_;
+  GpuEdgeClock clock_;
 };
 
 py::dict region_energy_dict(const joule::attribution::RegionEnergy& r) {
@@ -154,6 +208,52 @@ void bind_attribution(py::module_& m) {
         return "<RegionRecorder " + std::to_string(self.recorder().names().size()) + " regions, " +
                std::to_string(self.recorder().open_regions()) + " open>";
       });
+
+  py::class_<CudaRuntimeEvents>(m, "CudaRuntimeEvents")
+      .def(py::init([](py::function current_stream) {
+             return std::make_unique<CudaRuntimeEvents>([current_stream](int device) {
+               py::gil_scoped_acquire gil;
+               return current_stream(device).cast<std::uintptr_t>();
+             });
+           }),
+           "current_stream"_a,
+           "GPU events over the CUDA runtime this process has loaded (PyTorch's libcudart): each edge one "
+           "cudaEventRecord on current_stream(device), the handle (an int) of the stream work on the calling "
+           "thread's current device is queued on now (torch._C._cuda_getCurrentRawStream). DeviceError where no "
+           "CUDA runtime is loaded.")
+      .def_property_readonly("runtime_path", &CudaRuntimeEvents::runtime_path)
+      .def_static("loaded_runtime", &CudaRuntimeEvents::loaded_runtime,
+                  "The path of the CUDA runtime loaded in this process, or None.");
+
+  py::class_<PyGpuEdgeClock>(m, "GpuEdgeClock")
+      .def(py::init<PyRegionRecorder&, const py::object&, int, std::size_t>(), "recorder"_a, "events"_a,
+           "anchor_tries"_a = 16, "drain_every"_a = 1024, py::keep_alive<1, 2>(), py::keep_alive<1, 3>(),
+           "Region edges on the GPU's clock for a RegionRecorder: each edge records an event of `events` (a "
+           "CudaRuntimeEvents, or an object with new(), record(e), done(e), elapsed_s(a, b), synchronize()) and "
+           "waits for nothing; flush() waits for the GPU and hands the edges to the recorder at their GPU "
+           "instants mapped to its clock (anchors at creation and at each flush, drift taken out).")
+      .def("begin", [](PyGpuEdgeClock& self, const std::string& name) { self.clock().begin(name); }, "name"_a)
+      .def("end", [](PyGpuEdgeClock& self, const std::string& name) { self.clock().end(name); }, "name"_a)
+      .def(
+          "begin_concurrent", [](PyGpuEdgeClock& self, const std::string& name) { self.clock().begin_concurrent(name); },
+          "name"_a, "A call of a concurrent region (work on another stream) begins here.")
+      .def(
+          "end_concurrent", [](PyGpuEdgeClock& self, const std::string& name) { self.clock().end_concurrent(name); },
+          "name"_a, "The earliest open call of concurrent region `name` ends here (never before it began).")
+      .def(
+          "end_before_last",
+          [](PyGpuEdgeClock& self, const std::string& name) { return self.clock().end_before_last(name); }, "name"_a,
+          "Ends `name` at the instant of the last nested edge, just before it (an edge found late); False if "
+          "every nested edge was handed over already.")
+      .def("flush", [](PyGpuEdgeClock& self) { self.clock().flush(); },
+           "Waits for the GPU, anchors, and hands every edge recorded so far to the recorder.")
+      .def_property_readonly("uncertainty_s", [](const PyGpuEdgeClock& self) { return self.clock().uncertainty_s(); },
+                             "How far a mapped edge may be off the recorder's clock (the widest anchor's half-width).")
+      .def_property_readonly("drift_ppm", [](const PyGpuEdgeClock& self) { return self.clock().drift_ppm(); },
+                             "How much faster the recorder's clock ran than the GPU's, first to last anchor (ppm).")
+      .def_property_readonly("reordered_edges",
+                             [](const PyGpuEdgeClock& self) { return self.clock().reordered_edges(); },
+                             "Edges the mapping put before the edge before them (moved up to it).");
 
   using joule::attribution::Attribution;
   using joule::attribution::RegionEnergy;

@@ -5,6 +5,7 @@ joule.attribute, joule.torch.attribute and joule.attribution, on simulated
 GPUs (650 W each, sampled every 10 ms) and CPU torch."""
 import json
 import math
+import os
 import re
 import time
 
@@ -382,3 +383,62 @@ def test_a_measured_sample_response_goes_into_the_fit(monitor):
         joule.fit_sample_response(monitor, settled, recorder)
     with pytest.raises(joule.UsageError, match="GPU 5 does not exist"):
         joule.fit_sample_response(monitor, settled, recorder, gpu=5, region="work")
+
+
+# In a fresh interpreter: the CUDA runtime found only once loaded, then a
+# whole session's edges recorded from C++ through it (tests/fake_cudart: its
+# GPU passes each event 2 ms after its record, its clock 0.1% slow).
+_CUDA_RUNTIME_SESSION = r"""
+import ctypes, os, sys, time
+import torch
+import joule, joule.torch
+from joule.torch.regions import RegionAttribution
+
+assert joule.CudaRuntimeEvents.loaded_runtime() is None
+try:
+    joule.CudaRuntimeEvents(lambda device: 0)
+    sys.exit("made without a runtime")
+except joule.DeviceError as e:
+    assert "no CUDA runtime (libcudart.so) is loaded" in str(e), e
+assert joule.torch.clocks.cuda_runtime_events() is None  # CPU torch: the fallback is CudaEvents
+
+fake = ctypes.CDLL(os.environ["JOULE_TEST_FAKE_CUDART"], mode=ctypes.RTLD_GLOBAL)
+fake.fake_cudart_last_stream.restype = ctypes.c_size_t
+assert joule.CudaRuntimeEvents.loaded_runtime() == os.environ["JOULE_TEST_FAKE_CUDART"]
+asked = []
+events = joule.CudaRuntimeEvents(lambda device: asked.append(device) or 0xBEEF)
+
+monitor = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+with RegionAttribution(model, monitor, events=events) as session:
+    assert type(session.edges).__name__ == "GpuEdgeClock"
+    with monitor.window("train") as w:
+        for _ in range(100):
+            with session.region("data"):
+                time.sleep(0.002)
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+[a] = session.result(w.settled(timeout_s=5.0), bootstrap_rounds=0)
+calls = {r.name: r.calls for r in a.regions}
+# The GPU runs 2 ms behind the host: the last step's modules may begin after the window closed.
+assert set(calls) == {"data", "0.forward", "1.forward", "2.forward", "0.backward", "1.backward", "2.backward"}
+assert all(99 <= n <= 100 for n in calls.values()), calls
+data = next(r for r in a.regions if r.name == "data")
+assert 100 * 0.002 <= data.gpu_time_s < 100 * 0.004, data.gpu_time_s
+assert set(asked) == {0} and fake.fake_cudart_last_stream() == 0xBEEF
+assert session.clock_uncertainty_s < 0.005
+print("ok")
+"""
+
+
+def test_a_session_records_its_edges_through_the_loaded_cuda_runtime(monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    fake = os.environ.get("JOULE_TEST_FAKE_CUDART")
+    if not fake:
+        pytest.skip("JOULE_TEST_FAKE_CUDART is not set (ctest sets it)")
+    done = subprocess.run([sys.executable, "-c", _CUDA_RUNTIME_SESSION], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
