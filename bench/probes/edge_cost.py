@@ -6,7 +6,9 @@ piece by piece (where the depth-2 overhead of bench/README.md section 16
 goes). Changes no GPU setting.
 
 Each piece is timed over N calls back to back, in microseconds per call:
-a CUDA event record, a GpuClock edge (pool, record, queue), a session edge
+a CUDA event record through torch, a GpuClock edge (joule.GpuEdgeClock:
+pool, record, queue) with its default events (the CUDA runtime, recorded from
+C++) and with torch's events (the fallback, through Python), a session edge
 (GpuClock plus the session's nesting bookkeeping), a tensor hook and a
 graph-node pre-hook registered on a fresh autograd graph, and a forward
 through a Linear with and without joule's forward hooks.
@@ -41,10 +43,16 @@ def main():
     event = torch.cuda.Event(enable_timing=True)
     rows = {"CUDA event record": per_call_us(event.record, n)}
 
-    recorder = joule.RegionRecorder(monitor)
-    clock = joule.torch.GpuClock(recorder)
-    rows["GpuClock edge (begin+end)/2"] = per_call_us(lambda: (clock.begin("a"), clock.end("a")), n // 2) / 2
-    clock.flush()
+    runtime = joule.torch.clocks.cuda_runtime_events()
+    print(f"CUDA runtime: {runtime.runtime_path if runtime else 'not reachable from C++'}")
+    for label, events in (("CUDA runtime from C++", runtime), ("torch events", joule.torch.CudaEvents())):
+        if events is None:
+            continue
+        recorder = joule.RegionRecorder(monitor)
+        clock = joule.torch.GpuClock(recorder, events=events)
+        rows[f"GpuClock edge, {label} (begin+end)/2"] = per_call_us(
+            lambda: (clock.begin("a"), clock.end("a")), n // 2) / 2
+        clock.flush()
 
     layer = torch.nn.Linear(64, 64).cuda()
     model = torch.nn.Sequential(layer)
