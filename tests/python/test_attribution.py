@@ -222,6 +222,23 @@ def test_gpu_clock_hands_concurrent_edges_over_at_their_own_instants(monitor):
     assert re.search(r" [+-]\d+\.\d W ", row), row
 
 
+def test_only_a_module_whose_inputs_need_no_gradient_gets_hooks_on_its_parameters(monitor):
+    # Its backward ends when its parameters' gradients are computed; every
+    # other module's ends on its inputs', and hooks on its parameters would be
+    # a Python call per parameter per step for nothing.
+    model = small_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with joule.torch.attribute(model, monitor, optimizer=opt, clock="host") as session:
+        with monitor.window("train") as w:
+            train(model, opt, session)
+        assert all(p._backward_hooks for p in model[0].parameters())  # the first layer: its input is data
+        for later in (model[2], model[3]):
+            assert not any(p._backward_hooks for p in later.parameters())
+    a = session.result(w.settled(timeout_s=5.0), bootstrap_rounds=0)[0]
+    assert {r.name: r.calls for r in a.regions}["0.backward"] == STEPS
+    assert not any(p._backward_hooks for p in model.parameters())
+
+
 def test_attributing_an_unsettled_window_is_a_usage_error(monitor):
     recorder = joule.RegionRecorder(monitor)
     monitor.begin_window("w")

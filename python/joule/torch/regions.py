@@ -268,6 +268,10 @@ class RegionAttribution:
         params = [p for p in module.parameters() if p.requires_grad]
         calls: List[_BackwardCall] = []  # begun in forward_pre, finished in forward_post (a stack: re-entry)
         params_waiting: "collections.deque" = collections.deque()  # calls ending on parameter gradients, in order
+        # Hooks on the parameters' gradients, put on at the first call whose
+        # inputs need no gradient (the first layer): elsewhere each would be a
+        # Python call per parameter per backward for nothing.
+        param_hooks: List[Any] = []
 
         def forward_pre(mod, args):
             call = None
@@ -298,6 +302,9 @@ class RegionAttribution:
                     return None
                 call.waiting = len(params)
                 params_waiting.append([call, set()])
+                if not param_hooks:  # the first call that needs them: every later backward calls them
+                    param_hooks.extend(p.register_hook(param_done(index)) for index, p in enumerate(params))
+                    self._handles.extend(param_hooks)
             # On the node that made the output (its pre-hooks run after every
             # tensor hook on its gradient, so the backward that ends there, the
             # next module's, ends first); on the tensor itself for a leaf.
@@ -322,9 +329,6 @@ class RegionAttribution:
 
         self._handles.append(module.register_forward_pre_hook(forward_pre))
         self._handles.append(module.register_forward_hook(forward_post))
-        if self.phases:
-            for index, p in enumerate(params):
-                self._handles.append(p.register_hook(param_done(index)))
         self._params_waiting.append(params_waiting)
 
     def _wrap_step(self) -> None:
