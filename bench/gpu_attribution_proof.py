@@ -317,28 +317,55 @@ def leave_one_out(monitor, model, args):
     """Each module's energy per step in the mix: the step's energy per step
     minus that of the step without it (each looped --loo-seconds in a window).
     Independent of the attribution, and of how a module behaves alone (under
-    the power limit a matmul alone is throttled, between lighter kernels not)."""
+    the power limit a matmul alone is throttled, between lighter kernels not).
+
+    --loo-repeats K: the full step and every step-without-one measured K
+    times in turn (the full step also once more at the end), so each truth
+    has K values, each against the mean of the full steps around it: their
+    spread is the truth's own error. --loo-pairs: the steps without each pair
+    too, once a round: a pair's truth against the sum of its two truths is the
+    pair's interaction. The extra figures go under "_"-prefixed keys."""
     token = torch.zeros(1, device="cuda")
+    names = [n for n, _ in model.named_children()]
 
     def per_step(net):
         run_for(lambda: net(token), 1.0)  # warm
         calls, energy, _, _ = measured_window(monitor, "loo", lambda: net(token), args.loo_seconds, args.gpu)
         return energy / calls
 
-    before = per_step(model)
-    without = {}
-    for name in [n for n, _ in model.named_children()]:
-        rest = torch.nn.Sequential(collections.OrderedDict((n, m) for n, m in model.named_children() if n != name))
-        without[name] = per_step(rest)
-    after = per_step(model)
-    # The full step measured before and after: how far a truth (a difference
-    # of two such windows) may be off.
-    full, error = (before + after) / 2, abs(after - before)
-    out = {"error_j": error}
-    for name, rest_j in without.items():
-        out[name] = full - rest_j
-        print(f"in the mix {name:12s}: {out[name]:8.4f} J/step (step {before:.4f} J then {after:.4f} J: "
-              f"truths +-{error:.4f} J)", flush=True)
+    def without(*left_out):
+        return torch.nn.Sequential(collections.OrderedDict(
+            (n, m) for n, m in model.named_children() if n not in left_out))
+
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]] if args.loo_pairs else []
+    fulls, alone_out, pair_out = [], {n: [] for n in names}, {p: [] for p in pairs}
+    for _ in range(args.loo_repeats):
+        fulls.append(per_step(model))
+        for name in names:
+            alone_out[name].append(per_step(without(name)))
+        for pair in pairs:
+            pair_out[pair].append(per_step(without(*pair)))
+    fulls.append(per_step(model))
+    # The full step measured around the rest: how far a truth (a difference
+    # of two such windows) may be off from the GPU's drift alone.
+    full, error = statistics.mean(fulls), max(fulls) - min(fulls)
+    around = [(fulls[k] + fulls[k + 1]) / 2 for k in range(args.loo_repeats)]
+    out = {"error_j": error, "_full_step_j": fulls, "_repeats_j": {}, "_spread_j": {}}
+    for name in names:
+        values = [f - w for f, w in zip(around, alone_out[name])]
+        out[name] = statistics.mean(values)
+        out["_repeats_j"][name] = values
+        out["_spread_j"][name] = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+        print(f"in the mix {name:12s}: {out[name]:8.4f} J/step (repeats {', '.join(f'{v:.4f}' for v in values)}; "
+              f"full step {', '.join(f'{f:.4f}' for f in fulls)} J: truths +-{error:.4f} J)", flush=True)
+    if pairs:
+        out["_pairs"] = {}
+        for a, b in pairs:
+            pair_j = statistics.mean(f - w for f, w in zip(around, pair_out[(a, b)]))
+            out["_pairs"][f"{a}+{b}"] = {"pair_j": pair_j, "sum_j": out[a] + out[b],
+                                         "interaction_j": pair_j - out[a] - out[b]}
+            print(f"in the mix {a}+{b}: {pair_j:.4f} J/step against {out[a] + out[b]:.4f} J/step for the two "
+                  f"alone: interaction {pair_j - out[a] - out[b]:+.4f} J", flush=True)
     return out
 
 
@@ -545,6 +572,8 @@ def parse_args():
     p.add_argument("--sample-cover-ms", type=float, default=None, help="None: found by the fit")
     p.add_argument("--loo-seconds", type=float, default=5.0,
                    help="per leave-one-out window (the truths in the mix); 0: skip")
+    p.add_argument("--loo-repeats", type=int, default=1, help="rounds of leave-one-out windows (the truths' spread)")
+    p.add_argument("--loo-pairs", action="store_true", help="also leave out each pair of regions (their interaction)")
     p.add_argument("--response-seconds", type=float, default=40.0,
                    help="measure the samples' response first (joule.torch.measure_sample_response) and attribute "
                         "with it; 0: the boxcar found by the fit")
