@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-#include "device/shared_library.h"
+#include "common/shared_library.h"
 #include "joule/error.h"
 
 namespace joule::attribution {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "device/nvml/nvml_abi.h"
-#include "device/shared_library.h"
+#include "common/shared_library.h"
 #include "joule/error.h"
 
 namespace joule::nvml {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "device/shared_library.h"
+#include "common/shared_library.h"
 #include "joule/error.h"
 
 // ROCm 6 added the current (not averaged) socket power; ROCm SMI 5.2's header

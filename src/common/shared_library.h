@@ -6,7 +6,7 @@
 // functions resolved by name into the backend's function table, each either
 // required (the load fails, naming the function and the library) or optional
 // (left null and listed as missing: it only disables what needs it). Header
-// only and private to joule's sources.
+// only and private to joule's sources (src/).
 #pragma once
 
 #include <dlfcn.h>
