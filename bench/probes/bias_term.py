@@ -18,7 +18,9 @@ its 90% block-bootstrap interval (1 s blocks), the split model's, their
 difference, and whether the truth lies inside the interval widened by that
 difference (in quadrature and added).
 
-Usage: bias_term.py [--parts K] RUN_DIR [RUN_DIR ...]
+Usage: bias_term.py [--parts K | --merge A+B] RUN_DIR [RUN_DIR ...]
+  --merge sleep+launch_storm: the two fitted as one region (one power), the
+  others' errors and intervals against the same fit with every region its own
   e.g. bench/results/2026-11-26-h200-attribution-proof/proof-response
 """
 import argparse
@@ -188,6 +190,55 @@ def profiled(path, stretches, rounds=200, seed=1):
     return inside, n
 
 
+def merged(path, group, rounds=200, seed=1):
+    """The constant model with the regions of `group` sharing one power (one
+    column: a region too short for the response to resolve, joined to its
+    neighbour), against the same fit with every region its own: the other
+    regions' errors against their truths, and whether each truth lies in its
+    90% block-bootstrap interval. Returns (inside, n) for the regions with
+    >= 5% of the energy in the merged fit (the group counted as one)."""
+    run = Run(path, 1)
+    names = [n.removesuffix(".forward") for n in run.names]
+    missing = [g for g in group if g not in names]
+    if missing:
+        raise SystemExit(f"{path}: no region {', '.join(missing)} (regions: {', '.join(names)})")
+    columns = [n for n in names if n not in group] + ["+".join(group)]
+    m = np.zeros((len(names) + 1, len(columns) + 1))
+    for r, n in enumerate(names):
+        m[r, columns.index("+".join(group) if n in group else n)] = 1
+    m[-1, -1] = 1
+
+    def per_call(weights, mapping):
+        a, b = np.tensordot(weights, run.xtx, 1), weights @ run.xty
+        beta = mapping @ np.linalg.lstsq(mapping.T @ a @ mapping, mapping.T @ b, rcond=None)[0]
+        parts = beta * run.seconds
+        energy = parts[:-1] * run.energy_j / parts.sum() / run.steps
+        return np.array([energy[[r for r, n in enumerate(names) if n in c.split("+")]].sum() for c in columns])
+
+    rng = np.random.default_rng(seed)
+    draws = [np.bincount(rng.integers(0, run.blocks, run.blocks), minlength=run.blocks).astype(float)
+             for _ in range(rounds)]
+    fits = {}
+    for label, mapping in (("each its own", np.eye(len(names) + 1)), ("merged", m)):
+        boot = np.array([per_call(w, mapping) for w in draws])
+        fits[label] = (per_call(np.ones(run.blocks), mapping), *np.percentile(boot, [5, 95], axis=0))
+    print(f"{path}: {'+'.join(group)} as one region")
+    inside = n = 0
+    for i, c in enumerate(columns):
+        truth = sum(run.truth[x] for x in c.split("+"))
+        cells = []
+        for label, (est, low, high) in fits.items():
+            ok = low[i] <= truth <= high[i]
+            cells.append(f"{label} {est[i]:.3f} ({100 * (est[i] / truth - 1):+6.1f}%) [{low[i]:.3f}, {high[i]:.3f}] "
+                         f"{'in ' if ok else 'OUT'}")
+        share = fits["merged"][0][i] * run.steps / run.energy_j
+        if share >= 0.05:
+            n += 1
+            inside += fits["merged"][1][i] <= truth <= fits["merged"][2][i]
+        print(f"  {c:20s} {100 * share:5.1f}% truth {truth:.3f} | " + " | ".join(cells))
+    return inside, n
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", type=int, default=2)
@@ -198,7 +249,16 @@ def main():
                         help="instead: intervals with the response's time scale refitted in every bootstrap round")
     parser.add_argument("--profile-stretch", action="store_true",
                         help="instead: the residual and the errors for the response stretched 0.85-1.15x")
+    parser.add_argument("--merge", default=None, metavar="A+B",
+                        help="instead: the regions A and B (and more, joined by +) fitted as one")
     args = parser.parse_args()
+    if args.merge:
+        inside = n = 0
+        for path in args.runs:
+            i, k = merged(path, args.merge.split("+"))
+            inside, n = inside + i, n + k
+        print(f"regions with >= 5% of the energy, merged: truth inside the 90% interval {inside}/{n}")
+        return
     if args.profiled:
         inside = n = 0
         for path in args.runs:
