@@ -7,7 +7,9 @@
 // are pointers, errors ints (0 success, 600 not ready). It also tells the
 // tests what it was asked (fake_cudart_*): the last stream an event was
 // recorded on, and how many events exist.
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <thread>
