@@ -11,8 +11,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 packages=(
-  # toolchain and build
-  build-essential cmake pkg-config git
+  # toolchain and build (ccache: scripts/test.sh reuses earlier compiles)
+  build-essential cmake pkg-config git ccache
   # libraries joule links
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libtomlplusplus-dev libpcg-cpp-dev
   # the least-squares fits of energy attribution

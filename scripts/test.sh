@@ -7,8 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${JOULE_BUILD_DIR:-build}
 jobs=${JOULE_JOBS:-2}
+# Compiles go through ccache where it is installed: a clean clone then reuses
+# what an earlier run on this machine compiled (the build is half the run).
+# Paths under the clone are made relative, so clones in other places share it.
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 # Debian's python3 (with python3-torch), whatever else is first on PATH.
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE=/usr/bin/python3
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE=/usr/bin/python3 "${launcher[@]}"
 cmake --build "$build_dir" -j "$jobs"
 # Here the real PostgreSQL and Prometheus must start: a test that cannot
 # start one fails instead of skipping.
