@@ -12,7 +12,11 @@ seconds=${1:-15}
 out=${2:-build/fuzz}
 shift $(($# < 2 ? $# : 2))
 mkdir -p "$out"
-cxx=("${FUZZ_CXX:-clang++-14}" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+compiler=("${FUZZ_CXX:-clang++-14}")
+# Through ccache where it is installed (scripts/test.sh: a clean clone reuses
+# an earlier run's compiles; it links straight through).
+command -v ccache >/dev/null && compiler=(ccache "${compiler[@]}")
+cxx=("${compiler[@]}" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
      -Iinclude -Isrc)
 
 # Writes one line per source of fuzzer NAME: the command that compiles it
