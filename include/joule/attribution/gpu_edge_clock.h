@@ -1,7 +1,8 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// Region edges on the GPU's clock for C++ training loops (LibTorch): each
-// edge records a GPU event on the current stream and waits for nothing;
+// Region edges on the GPU's clock for training loops (LibTorch's, and
+// joule.torch's hooks through the Python module): each edge records a GPU
+// event on the current stream and waits for nothing;
 // flush() hands the edges to a RegionRecorder at their GPU instants, mapped
 // onto the recorder's (the monitor's) clock.
 //
