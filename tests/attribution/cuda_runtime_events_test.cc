@@ -68,8 +68,10 @@ TEST(CudaRuntimeEventsTest, FindsTheLoadedRuntimeAndRecordsOnTheOwnersStream) {
     double gpu_s = 0.0;
     for (const RegionInterval& i : intervals) gpu_s += i.end_s - i.begin_s;
     // Each span is the host's between its records (the GPU lags by a constant
-    // 2 ms), mapped back to the host's clock: its 0.1% slow clock taken out.
-    EXPECT_NEAR(gpu_s, host_s, 20 * 60e-6) << gpu_s << " vs " << host_s;
+    // 2 ms), mapped back to the host's clock; the host's own span also holds
+    // the record calls (and, on a loaded host, whatever preempted them).
+    EXPECT_LE(gpu_s, host_s + 20e-6) << gpu_s << " vs " << host_s;
+    EXPECT_GE(gpu_s, host_s - 20 * 200e-6) << gpu_s << " vs " << host_s;
     // The rate comes from two anchors ~0.1 s apart, each placed within its
     // bracket (wider on a loaded host): that bounds how far it may be off.
     const double rate_error_ppm = 1e6 * 2 * edges.uncertainty_s() / (flushed_s - made_s) + 20;

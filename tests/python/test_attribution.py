@@ -442,7 +442,7 @@ calls = {r.name: r.calls for r in a.regions}
 assert set(calls) == {"data", "0.forward", "1.forward", "2.forward", "0.backward", "1.backward", "2.backward"}
 assert all(99 <= n <= 100 for n in calls.values()), calls
 data = next(r for r in a.regions if r.name == "data")
-assert 100 * 0.002 <= data.gpu_time_s < 100 * 0.004, data.gpu_time_s
+assert 100 * 0.002 <= data.gpu_time_s < 100 * 0.010, data.gpu_time_s  # a 2 ms sleep, overshooting on a loaded host
 assert set(asked) == {0} and fake.fake_cudart_last_stream() == 0xBEEF
 assert session.clock_uncertainty_s < 0.005
 print("ok")
