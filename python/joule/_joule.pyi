@@ -1,6 +1,6 @@
 # SPDX-FileCopyrightText: 2026 the joule developers
 # SPDX-License-Identifier: Apache-2.0
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import joule.meter
 
@@ -50,7 +50,12 @@ class Monitor:
         gpus: Sequence[int] = ...,
         interval_ms: float = 100.0,
         synchronize: Optional[Callable[[], None]] = None,
+        # "auto": the response joule ships for each GPU's model and driver;
+        # None: samples read linearly between counter steps; or one for every GPU.
+        sample_response: Union[str, None, "SampleResponse"] = "auto",
     ) -> None: ...
+    # How the monitor obtains GPU gpu's energy, in words.
+    def energy_method(self, gpu: int) -> str: ...
     def begin_window(self, name: str) -> None: ...
     def end_window(self, name: str) -> Measurement: ...
     def settle(self, measurement: Measurement, timeout_s: float = 1.0) -> Measurement: ...
