@@ -388,6 +388,20 @@ def fit_sample_response(
     max_lag_ms: int = 60,
 ) -> SampleResponse: ...
 
+# The response joule ships for a GPU model and driver branch (Monitor's "auto"), or None.
+def builtin_sample_response(gpu_name: str, driver_version: str) -> Optional[SampleResponse]: ...
+# The share of a counter step's energy before edge_s, from (stamp, watts) samples
+# read through their response (what an anchored window edge does); None where
+# the samples do not cover the step.
+def step_share_before(
+    samples: Sequence[Tuple[float, float]],
+    response: SampleResponse,
+    step_begin_s: float,
+    step_end_s: float,
+    step_energy_j: float,
+    edge_s: float,
+) -> Optional[float]: ...
+
 # The HTML page of a window's attribution (joule.attribution.to_html writes it).
 def attribution_page(title: str, attributions: list[Attribution], gpu_labels: list[str] = ...) -> str: ...
 
