@@ -5,11 +5,16 @@
 item 5), against a continuous counter reference. Read-only: changes no GPU
 setting.
 
-Two joule.Monitors on one GPU in one process, over the same windows: A with
-sample_response="auto" (joule's built-in measured response for this GPU model
-and driver, where it has one) and B with sample_response=None (the plain
-linear reading of the power samples between counter steps). Each window's
-edges are made on A, then at once on B.
+Two joule.Monitors on one GPU in one process, over the same windows, each
+window's edges made on A, then at once on B. B reads the power samples
+linearly between a counter step and an edge (joule's method). A did the same
+split through the samples' measured response (--a-response auto, with joule
+at commit ed5ae18, where Monitor(sample_response=...) existed; the results of
+2026-11-30 in bench/results/2026-11-30-h200-short-windows are of that); the
+split was worse against the counter and was taken out (bench/README.md
+section 3), so without --a-response A is a second monitor like B: a control.
+--mode onoff and flat also keep monitor A's power samples ("samples") for
+bench/probes/step_split.py.
 
   --mode resnet  torchvision's ResNet-50 (random weights, synthetic batch of 64
                  3x224x224 images on the GPU, 1000 classes, SGD, bf16
@@ -61,7 +66,7 @@ bench/short_windows_analysis.py reads the JSON:
   steps      [[(after_s, before_s, counter_mJ), ...]]: the counter steps
 
   bench/gpu_install.sh dist /tmp/joule-venv
-  /tmp/joule-venv/bin/python bench/gpu_short_windows.py --mode resnet --out resnet-1.json
+  /tmp/joule-venv/bin/python bench/gpu_short_windows.py --mode resnet --group-stall-ms 250 450 --steady-tail 8 --out resnet-1.json
   /tmp/joule-venv/bin/python bench/gpu_short_windows.py --mode onoff --out onoff-1.json
   python3 bench/short_windows_analysis.py resnet-1.json onoff-1.json
 """
@@ -82,6 +87,8 @@ from gpu_window_bias import CounterSteps  # this folder's
 
 
 def make_monitor(gpu, synchronize, response):
+    if response is None:
+        return joule.Monitor(backend="nvml", gpus=[gpu], interval_ms=100.0, synchronize=synchronize)
     try:
         return joule.Monitor(backend="nvml", gpus=[gpu], interval_ms=100.0, synchronize=synchronize,
                              sample_response=response)
@@ -89,7 +96,8 @@ def make_monitor(gpu, synchronize, response):
         if "sample_response" in str(e).split("Invoked with")[0]:
             raise
         sys.exit(f"gpu_short_windows.py: this joule ({joule.__version__}, {joule.__file__}) has no "
-                 f"joule.Monitor(sample_response=...): install one that has it (issue 53 item 5).\n{e}")
+                 f"joule.Monitor(sample_response=...): it was in commit ed5ae18 only (bench/README.md "
+                 f"section 3); leave out --a-response for two alike monitors.\n{e}")
 
 
 def wait_for_grid(monitor, timeout_s=10.0):
@@ -322,6 +330,9 @@ def main():
     parser.add_argument("--size", type=int, default=8192, help="onoff: the matrices' size")
     parser.add_argument("--switch-interval-ms", type=float, default=1.0,
                         help="sys.setswitchinterval: how long the counter thread may wait for the GIL (Python: 5)")
+    parser.add_argument("--a-response", choices=["auto"], default=None,
+                        help="monitor A with sample_response=\"auto\" (joule at commit ed5ae18 only); without "
+                             "it A reads as B does: a control of two monitors alike")
     parser.add_argument("--response-json", help="A: a joule.SampleResponse(**dict) from this JSON, not \"auto\"")
     parser.add_argument("--out", required=True, help="the windows and the counter steps (JSON)")
     args = parser.parse_args()
@@ -336,7 +347,7 @@ def main():
     reference = CounterSteps([handle])
     time.sleep(1.0)  # steps before the first edge
 
-    response_a = "auto"
+    response_a = args.a_response
     if args.response_json:
         with open(args.response_json) as f:
             d = json.load(f)

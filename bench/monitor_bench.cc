@@ -8,13 +8,11 @@
 // Set JOULE_BENCH_NVML=1 to add the real GPUs (read-only).
 #include <benchmark/benchmark.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <map>
 
 #include "bench_support.h"
 #include "joule/measure/monitor.h"
-#include "joule/measure/sample_response.h"
 
 namespace {
 
@@ -47,23 +45,6 @@ void BM_SynchronousCounterWindow(benchmark::State& state, const std::string& bac
   state.counters["gpus"] = static_cast<double>(gpus.size());
 }
 
-// One window edge split through an H200's response (sample_response.h): what
-// settling a window adds per edge and GPU where a response is in use.
-void BM_StepSplitThroughResponse(benchmark::State& state) {
-  const joule::PowerSampleResponse response = *joule::builtin_sample_response("NVIDIA H200", "580.159.04");
-  std::vector<joule::StampedPower> samples;
-  for (int k = 0; k < 500; ++k) {
-    const double t_s = 0.02 * k;
-    samples.push_back({t_s, (k / 7) % 2 == 0 ? 600.0 : 120.0});  // on/off every 140 ms
-  }
-  double edge_s = 2.0;
-  for (auto _ : state) {
-    const joule::CounterStep step{std::floor(edge_s * 10.0) / 10.0, std::floor(edge_s * 10.0) / 10.0 + 0.1, 36.0};
-    benchmark::DoNotOptimize(joule::step_share_before(samples, response, step, edge_s));
-    edge_s = edge_s > 8.0 ? 2.0 : edge_s + 0.0137;  // edges anywhere in their steps
-  }
-}
-
 void BM_PowerRead(benchmark::State& state, const std::string& backend) {
   Gpu& gpu = *device_sets().at(backend).front();
   for (auto _ : state) benchmark::DoNotOptimize(gpu.power_mw());
@@ -94,7 +75,6 @@ int main(int argc, char** argv) {
           ->Iterations(100);
     }
   }
-  benchmark::RegisterBenchmark("BM_StepSplitThroughResponse", BM_StepSplitThroughResponse);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

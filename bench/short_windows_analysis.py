@@ -85,7 +85,10 @@ class PhaseCounter(Counter):
     counter steps, and a counter step's energy is shared out inside it by
     that level model (so the reference is the counter's at every step). Its
     uncertainty at t: the placement, plus the part of the step's residual
-    (counter less model) that could fall on the wrong side of t."""
+    (counter less model) that could fall on the wrong side of t. The levels
+    switch at the load's own times (the work's), while the counter lags the
+    work by ~16 ms as the samples do (bench/probes/step_split.py): inside a
+    step this reference sits between the two timings."""
 
     def __init__(self, steps, phases):
         super().__init__(steps)

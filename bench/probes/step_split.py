@@ -9,26 +9,33 @@ take [t(k-1), t(k+1)] as one step of known energy and t(k) as the edge: the
 truth is the share the counter itself gives, (C(k) - C(k-1)) / (C(k+1) -
 C(k-1)), up to the placement of t(k) (the reads around it).
 
-Each edge is split two ways on the same real samples:
-  response  joule.step_share_before with joule's built-in response for the
-            file's GPU and driver (what Monitor(sample_response="auto") does);
-  linear    the reading of a monitor without a response: the samples'
-            integral from the steadier side, or shared in proportion where
-            both sides are steady (src/measure/window_energy.cc, replayed).
+Each edge is split on the same real samples:
+  linear    joule's reading: the samples' integral from the steadier side,
+            or shared in proportion where both sides are steady
+            (src/measure/window_energy.cc, replayed);
+  shifted   the samples shared in proportion, their stamps moved by
+            -20 to +10 ms: where the counter's timing lies against them;
+  response  joule.step_share_before with joule's built-in response (the split
+            through the samples' measured response), where the joule
+            imported has it: commit ed5ae18 only, since it was worse.
 The error is in joules (share error times the two steps' energy). Edges are
 grouped by whether the load switched inside the pseudo-step ("phases" of the
 file: onoff, flat).
 
-  PYTHONPATH=build/python python3 bench/probes/step_split.py bench/results/2026-11-30-h200-short-windows/flat-5.json
+  python3 bench/probes/step_split.py bench/results/2026-11-30-h200-short-windows/flat-5.json
 """
 import bisect
 import json
 import statistics
 import sys
 
-import joule
+try:
+    import joule
+except ImportError:  # the response column needs it; the rest does not
+    joule = None
 
 STEADY_J = 0.5  # window_energy.cc: kSteadyJ
+SHIFTS_MS = (-20, -15, -10, -5, 0, 5, 10)  # moved earlier (negative) or later
 
 
 def integral(samples, stamps, t0, t1):
@@ -61,9 +68,9 @@ def main():
     for path in sys.argv[1:]:
         data = json.load(open(path))
         setup = data["setup"]
-        response = joule.builtin_sample_response(setup["name"], setup["driver"])
-        if response is None:
-            sys.exit(f"{path}: joule ships no response for {setup['name']} (driver {setup['driver']})")
+        response = None
+        if joule is not None and hasattr(joule, "step_share_before"):
+            response = joule.builtin_sample_response(setup["name"], setup["driver"])
         samples = sorted(tuple(s) for s in data["samples"])
         stamps = [s[1] for s in samples]
         pairs = [(s[1], s[2]) for s in samples]
@@ -79,7 +86,7 @@ def main():
                 continue
             energy = c[k + 1] - c[k - 1]
             truth = (c[k] - c[k - 1]) / energy
-            share = joule.step_share_before(pairs, response, a, b, energy, edge)
+            share = joule.step_share_before(pairs, response, a, b, energy, edge) if response else None
             step, before, after, both_steady, from_before = linear_share(samples, stamps, a, b, edge)
             if both_steady:
                 linear_j = c[k - 1] + before / step * energy
@@ -88,25 +95,32 @@ def main():
             else:
                 linear_j = c[k + 1] - after
             switched = bisect.bisect_right(switches, b) > bisect.bisect_left(switches, a)
+            shifted = {}
+            for shift_ms in SHIFTS_MS:
+                d = shift_ms / 1e3
+                moved = [(x + d, y + d, p) for x, y, p in samples[max(0, bisect.bisect_left(stamps, a - 0.1)):
+                                                                  bisect.bisect_right(stamps, b + 0.1)]]
+                moved_stamps = [m[1] for m in moved]
+                part = integral(moved, moved_stamps, a, edge) / integral(moved, moved_stamps, a, b)
+                shifted[shift_ms] = abs((part - truth) * energy)
             rows.append({"switched": switched, "placement_j": half[k] * (c[k + 1] - c[k - 1]) / (b - a),
                          "response_j": None if share is None else (share - truth) * energy,
-                         "linear_j": linear_j - c[k]})
-        print(f"{path}: {setup['name']}, driver {setup['driver']}, {len(rows)} edges (counter steps), "
-              f"response {response.first_lag_ms}-{response.first_lag_ms + len(response.response_ms) - 1} ms")
-        print("| edges | n | placement of the truth, mean J | response: mean abs J (max) | linear: mean abs J (max) "
-              "| response closer |")
-        print("|---|---|---|---|---|---|")
+                         "linear_j": linear_j - c[k], "shifted_j": shifted})
+        print(f"{path}: {setup['name']}, driver {setup['driver']}, {len(rows)} edges (counter steps)")
+        shifts = " | ".join(f"{m:+d} ms" for m in SHIFTS_MS)
+        print(f"| edges | n | placement of the truth, mean J | linear: mean abs J (max) | response: mean abs J (max) "
+              f"| proportional, samples moved: {shifts} |")
+        print("|---|---|---|---|---|" + "---|" * len(SHIFTS_MS))
         for label, sel in (("all", rows), ("a switch inside", [r for r in rows if r["switched"]]),
                            ("no switch", [r for r in rows if not r["switched"]])):
-            sel = [r for r in sel if r["response_j"] is not None]
             if not sel:
                 continue
-            resp = [abs(r["response_j"]) for r in sel]
             lin = [abs(r["linear_j"]) for r in sel]
-            closer = sum(x < y for x, y in zip(resp, lin))
+            resp = [abs(r["response_j"]) for r in sel if r["response_j"] is not None]
+            resp_cell = f"{statistics.mean(resp):.2f} ({max(resp):.1f})" if resp else "-"
+            moved = " | ".join(f"{statistics.mean(r['shifted_j'][m] for r in sel):.2f}" for m in SHIFTS_MS)
             print(f"| {label} | {len(sel)} | {statistics.mean(r['placement_j'] for r in sel):.2f} | "
-                  f"{statistics.mean(resp):.2f} ({max(resp):.1f}) | {statistics.mean(lin):.2f} ({max(lin):.1f}) | "
-                  f"{closer}/{len(sel)} |")
+                  f"{statistics.mean(lin):.2f} ({max(lin):.1f}) | {resp_cell} | {moved} |")
         print()
 
 

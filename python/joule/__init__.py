@@ -42,10 +42,8 @@ from ._joule import (  # noqa: F401
     SampleResponse,
     UsageError,
     attribute,
-    builtin_sample_response,
     devices,
     fit_sample_response,
-    step_share_before,
 )
 from ._carbon import Carbon, carbon_regions, carbon_table_path  # noqa: F401  (the packaged table first)
 from ._joule import __version__  # noqa: F401  (the joule program's and the C++ library's)
@@ -72,12 +70,10 @@ __all__ = [
     "UsageError",
     "Window",
     "attribute",
-    "builtin_sample_response",
     "carbon_regions",
     "carbon_table_path",
     "devices",
     "fit_sample_response",
-    "step_share_before",
 ]
 
 # Pure Python, imported on first use so that `import joule` costs nothing more.

@@ -1,6 +1,6 @@
 # SPDX-FileCopyrightText: 2026 the joule developers
 # SPDX-License-Identifier: Apache-2.0
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import joule.meter
 
@@ -50,9 +50,6 @@ class Monitor:
         gpus: Sequence[int] = ...,
         interval_ms: float = 100.0,
         synchronize: Optional[Callable[[], None]] = None,
-        # "auto": the response joule ships for each GPU's model and driver;
-        # None: samples read linearly between counter steps; or one for every GPU.
-        sample_response: Union[str, None, "SampleResponse"] = "auto",
     ) -> None: ...
     # How the monitor obtains GPU gpu's energy, in words.
     def energy_method(self, gpu: int) -> str: ...
@@ -387,20 +384,6 @@ def fit_sample_response(
     min_lag_ms: int = -20,
     max_lag_ms: int = 60,
 ) -> SampleResponse: ...
-
-# The response joule ships for a GPU model and driver branch (Monitor's "auto"), or None.
-def builtin_sample_response(gpu_name: str, driver_version: str) -> Optional[SampleResponse]: ...
-# The share of a counter step's energy before edge_s, from (stamp, watts) samples
-# read through their response (what an anchored window edge does); None where
-# the samples do not cover the step.
-def step_share_before(
-    samples: Sequence[Tuple[float, float]],
-    response: SampleResponse,
-    step_begin_s: float,
-    step_end_s: float,
-    step_energy_j: float,
-    edge_s: float,
-) -> Optional[float]: ...
 
 # The HTML page of a window's attribution (joule.attribution.to_html writes it).
 def attribution_page(title: str, attributions: list[Attribution], gpu_labels: list[str] = ...) -> str: ...

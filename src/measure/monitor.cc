@@ -39,23 +39,8 @@ Monitor::Monitor(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std::shared
   sampler_.prepare_counter_anchors();
 }
 
-namespace {
-
-MonitorOptions with_builtin_responses(const Devices& devices, MonitorOptions options) {
-  if (!options.builtin_sample_responses) return options;
-  auto& responses = options.sampler.sample_responses;
-  responses.resize(std::max(responses.size(), devices.gpus.size()));
-  for (std::size_t i = 0; i < devices.gpus.size(); ++i) {
-    if (!responses[i]) responses[i] = builtin_sample_response(devices.gpus[i]->name(), devices.driver_version);
-  }
-  return options;
-}
-
-}  // namespace
-
 Monitor::Monitor(const Devices& devices, MonitorOptions options)
-    : Monitor(devices.gpus, devices.cpu_zones, SteadyClock::instance(),
-              with_builtin_responses(devices, std::move(options))) {}
+    : Monitor(devices.gpus, devices.cpu_zones, SteadyClock::instance(), std::move(options)) {}
 
 Monitor::~Monitor() { sampler_.stop(); }
 

@@ -54,14 +54,6 @@ SamplerCore::SamplerCore(std::vector<std::shared_ptr<Gpu>> gpus, std::vector<std
   if (options_.background_thread && clock_->is_virtual()) {
     throw UsageError("a sampler on a virtual clock cannot run a background thread; call sample_now()");
   }
-  if (options_.sample_responses.size() > gpus_.size()) {
-    throw UsageError(fmt::format("{} sample responses for {} GPUs", options_.sample_responses.size(), gpus_.size()));
-  }
-  for (std::size_t i = 0; i < options_.sample_responses.size(); ++i) {
-    if (!options_.sample_responses[i]) continue;
-    check_sample_response(*options_.sample_responses[i]);
-    gpu_tracks_[i].response = options_.sample_responses[i];
-  }
   std::vector<bool> anchored(gpus_.size(), false);
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     GpuReader& reader = gpu_readers_[i];

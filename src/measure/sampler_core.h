@@ -87,10 +87,6 @@ class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
     std::deque<CounterPoint> pending_counters;  // read, but the data does not reach them yet
     std::optional<std::string> method_note;  // e.g. why samples stopped being used
     std::optional<std::string> counter_note;  // why the counter no longer calibrates
-    // How its samples respond (SamplerOptions::sample_responses), and the
-    // samples around an edge copied for the split (kept to reuse its room).
-    std::optional<PowerSampleResponse> response;
-    mutable std::vector<StampedPower> near_edge;
   };
   // A point read this tick, published under one lock with the others.
   struct NewPoint {
@@ -179,13 +175,8 @@ class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
     double needs_data_until_s = 0.0;
     std::pair<double, double> anchors_used;
     bool trusted = true;  // false: the anchors disagree with the samples; use neither
-    bool from_response = false;  // the step split at the edge through the samples' response
   };
   AnchoredEnergy anchored_energy(const GpuTrack& track, const CounterAnchors::Lookup& anchors, double time_s) const;
-  // The counter at time_s from the two steps around it, split through the
-  // samples' response; nullopt where the samples do not cover the step.
-  std::optional<double> counter_through_response(const GpuTrack& track, const CounterAnchor& before,
-                                                 const CounterAnchor& after, double time_s) const;
   // integral_at times the GPU's counter calibration.
   static double scaled_integral_j(const GpuTrack& track, double time_s) {
     return track.scale * integral_at(track.points, time_s);

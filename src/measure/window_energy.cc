@@ -110,15 +110,10 @@ EnergyEstimate SamplerCore::gpu_energy_locked(std::size_t gpu, double begin_s, d
   if (begin.status != Status::kReady || end.status != Status::kReady) return estimate;
   const AnchoredEnergy at_begin = anchored_energy(track, begin, begin_s);
   const AnchoredEnergy at_end = anchored_energy(track, end, end_s);
-  // Both edges on the same anchors: the counter cancels, the samples remain
-  // (unless each splits the step through the response: then the counter
-  // gives the step's energy, the response the part between the edges).
-  if (!at_begin.trusted || !at_end.trusted) return estimate;
-  if (at_begin.anchors_used == at_end.anchors_used && !(at_begin.from_response && at_end.from_response)) {
-    return estimate;
-  }
+  // Both edges on the same anchors: the counter cancels, the samples remain.
+  if (!at_begin.trusted || !at_end.trusted || at_begin.anchors_used == at_end.anchors_used) return estimate;
   estimate.energy_j = at_end.counter_j - at_begin.counter_j;
-  estimate.needs_data_until_s = std::max({end_s, at_begin.needs_data_until_s, at_end.needs_data_until_s});
+  estimate.needs_data_until_s = std::max(end_s, at_end.needs_data_until_s);
   estimate.settled = covered_s >= estimate.needs_data_until_s;
   estimate.counter_anchored = true;
   return estimate;
@@ -162,14 +157,6 @@ SamplerCore::AnchoredEnergy SamplerCore::anchored_energy(const GpuTrack& track, 
     const double bound_after_j = error_bound_j(time_s, after->step_s);
     result.needs_data_until_s = after->step_s;
     result.anchors_used = {before->step_s, after->step_s};
-    if (track.response) {
-      if (const std::optional<double> counter_j = counter_through_response(track, *before, *after, time_s)) {
-        result.counter_j = *counter_j;
-        result.from_response = true;
-        result.needs_data_until_s = response_reach_s(*track.response, before->step_s, after->step_s).last_stamp_s;
-        return result;
-      }
-    }
     if (bound_before_j <= kSteadyJ && bound_after_j <= kSteadyJ) {
       const double share = step_samples_j > 0 ? (at_edge_j - at_before_j) / step_samples_j : 0.0;
       result.counter_j = before->counter_j + share * (after->counter_j - before->counter_j);
@@ -190,25 +177,6 @@ SamplerCore::AnchoredEnergy SamplerCore::anchored_energy(const GpuTrack& track, 
     result.anchors_used = {after->step_s, after->step_s};
   }
   return result;
-}
-
-std::optional<double> SamplerCore::counter_through_response(const GpuTrack& track, const CounterAnchor& before,
-                                                          const CounterAnchor& after, double time_s) const {
-  const PowerSampleResponse& response = *track.response;
-  // The samples whose response reaches into the step, and a few around them.
-  const SampleReach reach = response_reach_s(response, before.step_s, after.step_s);
-  constexpr double kAroundS = 0.1;
-  const auto& points = track.points;
-  auto it = std::lower_bound(points.begin(), points.end(), reach.first_stamp_s - kAroundS,
-                             [](const PowerPoint& p, double t) { return p.time_s < t; });
-  track.near_edge.clear();
-  for (; it != points.end() && it->time_s <= reach.last_stamp_s + kAroundS; ++it) {
-    if (it->segment == Segment::kStep) track.near_edge.push_back({it->time_s, track.scale * it->power_w});
-  }
-  const CounterStep step{before.step_s, after.step_s, after.counter_j - before.counter_j};
-  const std::optional<double> share = step_share_before(track.near_edge, response, step, time_s);
-  if (!share) return std::nullopt;
-  return before.counter_j + *share * step.energy_j;
 }
 
 EnergyEstimate SamplerCore::cpu_energy_locked(std::size_t zone, double begin_s, double end_s,
@@ -273,9 +241,6 @@ std::string SamplerCore::gpu_method_description(std::size_t gpu) const {
     // Anchored, or no longer and why (a counter that failed or never stepped).
     const std::string note = anchors_->describe(gpu);
     if (anchors_->anchored(gpu) || note.find("windows not anchored:") == 0) text += "; " + note;
-    if (anchors_->anchored(gpu) && track.response && track.method == GpuEnergyMethod::kPowerSamples) {
-      text += "; edges split counter steps through " + track.response->source;
-    }
   }
   return text;
 }

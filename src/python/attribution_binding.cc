@@ -12,7 +12,6 @@
 #include "joule/attribution/gpu_edge_clock.h"
 #include "joule/attribution/regions.h"
 #include "joule/attribution/window.h"
-#include "joule/measure/sample_response.h"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -345,48 +344,6 @@ void bind_attribution(py::module_& m) {
                repr_number(r.lag90_ms, 3) + " ms (10/50/90%) before the stamp, " + std::to_string(r.samples) +
                " samples, residual " + repr_number(r.residual_rms_w, 3) + " W>";
       });
-
-  // The measure layer's view of a response (its weights and first lag).
-  const auto power_response = [](const SampleResponse& r) {
-    joule::PowerSampleResponse out{r.response_ms, r.first_lag_ms, "the sample response given"};
-    joule::check_sample_response(out);
-    return out;
-  };
-  m.def(
-      "builtin_sample_response",
-      [](const std::string& gpu_name, const std::string& driver_version) -> std::optional<SampleResponse> {
-        const auto builtin = joule::builtin_sample_response(gpu_name, driver_version);
-        if (!builtin) return std::nullopt;
-        SampleResponse r;
-        r.response_ms = builtin->weights_ms;
-        r.first_lag_ms = builtin->first_lag_ms;
-        return r;
-      },
-      "gpu_name"_a, "driver_version"_a,
-      "The sample response joule ships for this GPU model and driver branch (what Monitor(sample_response=\"auto\") "
-      "uses), or None.");
-  m.def(
-      "step_share_before",
-      [power_response](const std::vector<std::pair<double, double>>& samples, const SampleResponse& response,
-                       double step_begin_s, double step_end_s, double step_energy_j,
-                       double edge_s) -> std::optional<double> {
-        std::vector<joule::StampedPower> stamped;
-        for (const auto& [time_s, power_w] : samples) {
-          if (!std::isfinite(time_s) || !std::isfinite(power_w)) {
-            throw joule::UsageError("step_share_before: a sample's time or power is not finite");
-          }
-          if (!stamped.empty() && time_s <= stamped.back().time_s) {
-            throw joule::UsageError("step_share_before: samples must come in increasing time");
-          }
-          stamped.push_back({time_s, power_w});
-        }
-        return joule::step_share_before(stamped, power_response(response),
-                                        {step_begin_s, step_end_s, step_energy_j}, edge_s);
-      },
-      "samples"_a, "response"_a, "step_begin_s"_a, "step_end_s"_a, "step_energy_j"_a, "edge_s"_a,
-      "The share of an energy-counter step's energy spent before edge_s, read from power samples ((stamp, watts), "
-      "oldest first) through their response, as a monitor's anchored window edge does; None where the samples do "
-      "not cover the step.");
 
   m.def(
       "fit_sample_response",

@@ -170,12 +170,9 @@ PYBIND11_MODULE(_joule, m) {
 
   py::class_<PyMonitor>(m, "Monitor")
       .def(py::init<const std::string&, const std::string&, const std::vector<unsigned>&, double,
-                    std::optional<py::function>, const py::object&>(),
+                    std::optional<py::function>>(),
            "backend"_a = "auto", "sim"_a = "", "gpus"_a = std::vector<unsigned>{}, "interval_ms"_a = 100.0,
-           "synchronize"_a = py::none(), "sample_response"_a = "auto",
-           "sample_response: \"auto\" (a response joule ships for the GPU's model and driver, where it has one), "
-           "None (samples read linearly between counter steps) or a joule.SampleResponse for every GPU: how a "
-           "window's edge splits the energy-counter step around it (docs/measurement.md).")
+           "synchronize"_a = py::none())
       .def(
           "energy_method", [](PyMonitor& self, std::size_t gpu) {
             if (gpu >= self.monitor().gpus().size()) {
@@ -184,7 +181,8 @@ PYBIND11_MODULE(_joule, m) {
             }
             return outside_text(self.monitor().sampler().gpu_method_description(gpu));
           },
-          "gpu"_a, "How the monitor obtains GPU gpu's energy, in words (the method joule measure prints).")
+          "gpu"_a, "How the monitor obtains GPU gpu's energy, in words (the method joule measure prints): whether "
+          "its windows are pinned to counter steps yet, and if not, why.")
       // The edges keep the GIL: they take a microsecond and wait for no
       // driver call (the sampling threads, which never take the GIL, make
       // them), and releasing and taking it back would cost more than the

@@ -6,9 +6,7 @@
 #include <sstream>
 
 #include "joule/common/utf8.h"
-#include "joule/attribution/window.h"
 #include "joule/device/discovery.h"
-#include "joule/error.h"
 
 namespace joule::python {
 
@@ -25,29 +23,6 @@ joule::Devices open_devices(const std::string& backend, const std::string& sim, 
     if (PyErr_WarnEx(PyExc_RuntimeWarning, why.c_str(), 1) != 0) throw py::error_already_set();
   }
   return devices;
-}
-
-void PyMonitor::set_sample_responses(const py::object& given, joule::MonitorOptions& options) const {
-  if (given.is_none()) {
-    options.builtin_sample_responses = false;
-    return;
-  }
-  if (py::isinstance<py::str>(given)) {
-    const auto word = given.cast<std::string>();
-    if (word == "auto") return;
-    throw joule::UsageError("sample_response: '" + outside_text(word) +
-                            "' is not a choice (give \"auto\", None or a joule.SampleResponse)");
-  }
-  const auto* measured = py::isinstance<joule::attribution::SampleResponse>(given)
-                             ? &given.cast<const joule::attribution::SampleResponse&>()
-                             : nullptr;
-  if (measured == nullptr) {
-    throw joule::UsageError("sample_response: a " + py::type::of(given).attr("__name__").cast<std::string>() +
-                            " is not a choice (give \"auto\", None or a joule.SampleResponse)");
-  }
-  const joule::PowerSampleResponse response{measured->response_ms, measured->first_lag_ms, "the sample response given"};
-  joule::check_sample_response(response);
-  options.sampler.sample_responses.assign(devices_.gpus.size(), response);
 }
 
 std::string outside_text(const std::string& text) { return joule::valid_utf8_or_printable(text); }

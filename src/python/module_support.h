@@ -44,18 +44,13 @@ py::object python_of(const nlohmann::json& json);
 // A Monitor over the devices it found, owning both.
 class PyMonitor {
  public:
-  // sample_response: "auto" (joule's measured response for each GPU's model
-  // and driver, where it ships one), None (none: samples read linearly), or
-  // a joule.SampleResponse for every GPU.
   PyMonitor(const std::string& backend, const std::string& sim, const std::vector<unsigned>& gpus, double interval_ms,
-            std::optional<py::function> synchronize, const py::object& sample_response = py::str("auto"))
-      : PyMonitor(open_devices(backend, sim, gpus), interval_ms, std::move(synchronize), sample_response) {}
-  PyMonitor(joule::Devices devices, double interval_ms, std::optional<py::function> synchronize,
-            const py::object& sample_response = py::str("auto"))
+            std::optional<py::function> synchronize)
+      : PyMonitor(open_devices(backend, sim, gpus), interval_ms, std::move(synchronize)) {}
+  PyMonitor(joule::Devices devices, double interval_ms, std::optional<py::function> synchronize)
       : devices_(std::move(devices)) {
     joule::MonitorOptions options;
     options.sampler.interval_s = joule::sampling_interval_s(interval_ms);
-    set_sample_responses(sample_response, options);
     if (synchronize) {
       // Called from begin/end_window, which keep the GIL (below); taken
       // again in case a C++ caller released it.
@@ -79,8 +74,6 @@ class PyMonitor {
   const std::function<void()>& synchronize() const { return synchronize_call_; }
 
  private:
-  void set_sample_responses(const py::object& given, joule::MonitorOptions& options) const;
-
   joule::Devices devices_;
   std::shared_ptr<py::function> synchronize_;
   std::function<void()> synchronize_call_;

@@ -166,32 +166,23 @@ def test_windows_anchored_to_the_energy_counter(monkeypatch, tmp_path):
         del monitor
 
 
-def test_a_monitor_takes_a_sample_response_and_says_where_it_splits_counter_steps(monkeypatch, tmp_path):
-    """sample_response: "auto" (none ships for a fake H100), None, or a
-    joule.SampleResponse for every GPU, said in energy_method once the GPU's
-    windows are pinned to counter steps; anything else is refused by name."""
+def test_a_monitor_says_how_it_obtains_each_gpus_energy(monkeypatch, tmp_path):
+    """Monitor.energy_method(gpu): the method in words, this monitor's (its
+    calibration, whether its windows are pinned to counter steps yet); a GPU
+    it lacks is refused by name."""
     use_fake_h100(monkeypatch, tmp_path, "energy_update_ms=100 energy_call_ms=4")
-    given = joule.Monitor(sample_response=joule.SampleResponse([0.25, 0.5, 0.25], first_lag_ms=5))
-    auto, off = joule.Monitor(), joule.Monitor(sample_response=None)
+    monitor = joule.Monitor()
     try:
-        for attempt in range(14):  # bounded: a loaded machine can delay the grid search
-            with given.window(f"w{attempt}"):
-                time.sleep(0.2)
-            if "windows pinned" in given.energy_method(0) and "split counter steps" in given.energy_method(0):
+        assert monitor.energy_method(0).startswith("driver power samples every 20 ms")
+        for _ in range(50):  # bounded: a loaded machine can delay the grid search
+            if "windows anchored to energy-counter steps" in monitor.energy_method(0):
                 break
-        assert given.energy_method(0).endswith("edges split counter steps through the sample response given")
-        assert "split counter steps" not in auto.energy_method(0)
-        assert "split counter steps" not in off.energy_method(0)
+            time.sleep(0.1)
+        assert "windows anchored to energy-counter steps every" in monitor.energy_method(0)
+        with pytest.raises(joule.UsageError, match=re.escape("energy_method: GPU 1 does not exist (the monitor has 1)")):
+            monitor.energy_method(1)
     finally:
-        del given, auto, off
-    with pytest.raises(joule.UsageError, match=re.escape("sample_response: 'linear' is not a choice")):
-        joule.Monitor(backend="sim", sample_response="linear")
-    with pytest.raises(joule.UsageError, match=re.escape("sample_response: a float is not a choice")):
-        joule.Monitor(backend="sim", sample_response=0.5)
-    with pytest.raises(joule.UsageError, match=re.escape("sample response: weight 1 is -0.5")):
-        joule.Monitor(backend="sim", sample_response=joule.SampleResponse([1.0, -0.5]))
-    with pytest.raises(joule.UsageError, match="energy_method: GPU 3 does not exist"):
-        joule.Monitor(backend="sim").energy_method(3)
+        del monitor
 
 
 def test_errors_are_python_exceptions_with_the_same_message(simulated):

@@ -64,10 +64,6 @@ struct MonitorOptions {
   // Called before the clock is read at each window edge, e.g. a CUDA device
   // synchronise so that queued kernels are counted in the right window.
   std::function<void()> synchronize;
-  // Monitor(const Devices&) only: each GPU whose sample response is not
-  // given (SamplerOptions::sample_responses) gets the one joule ships for its
-  // model and driver branch, where there is one (builtin_sample_response).
-  bool builtin_sample_responses = true;
 };
 
 class Monitor {

@@ -47,7 +47,6 @@
 #include "joule/device/cpu_energy.h"
 #include "joule/device/gpu.h"
 #include "joule/measure/counter_anchors.h"
-#include "joule/measure/sample_response.h"
 #include "joule/measure/timeline.h"
 
 namespace joule {
@@ -93,13 +92,6 @@ struct SamplerOptions {
   // Windows on GPUs with power samples and an energy counter are pinned to the
   // counter's steps near their edges (counter_anchors.h); reads are rationed.
   CounterAnchorOptions counter_anchors;
-  // How each GPU's power samples respond to its power (by the GPU's position
-  // in gpus(); missing or empty: not known). Where known, an anchored
-  // window's edge takes its share of the counter step around it from the
-  // samples read through the response rather than linearly
-  // (sample_response.h); such a window settles once the samples reach the
-  // response's oldest lag past the step (~60 ms on an H200).
-  std::vector<std::optional<PowerSampleResponse>> sample_responses;
   // false: integrate one power reading per tick even where the driver keeps
   // samples (the method of joule 0.1; for comparisons).
   bool use_power_samples = true;
