@@ -40,6 +40,10 @@ def train(model, opt, session, steps=STEPS):
     x, y = torch.randn(64, 32), torch.randint(0, 10, (64,))
     for _ in range(steps):
         with session.region("data"):
+            # A data loader's wait: the window then spans >= 0.25 s, >= 25 of
+            # the simulated GPUs' 10 ms samples for ~11 unknowns, however fast
+            # the model's steps (the C++ edges made 50 of them take ~0.1 s).
+            time.sleep(0.005)
             batch = x * 1.0
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(batch), y).backward()
