@@ -64,6 +64,8 @@ bench/short_windows_analysis.py reads the JSON:
              phases' starts and ends); stalls [[start, end]]; phases
              [[start, end, busy]]
   steps      [[(after_s, before_s, counter_mJ), ...]]: the counter steps
+  samples    onoff, flat: monitor A's power samples [begin_s, end_s, power_w]
+             on time.monotonic (Monitor.observed_power), for probes/step_split.py
 
   bench/gpu_install.sh dist /tmp/joule-venv
   /tmp/joule-venv/bin/python bench/gpu_short_windows.py --mode resnet --group-stall-ms 250 450 --steady-tail 8 --out resnet-1.json

@@ -60,8 +60,8 @@ def linear_share(samples, stamps, a, b, t):
     step = integral(samples, stamps, a, b)
     before, after = integral(samples, stamps, a, t), integral(samples, stamps, t, b)
     bound_before = power_range(samples, stamps, a, t) * (t - a)
-    bound_after = power_range(samples, stamps, t, b) * (t - b)
-    return step, before, after, (bound_before <= STEADY_J and abs(bound_after) <= STEADY_J), bound_before <= abs(bound_after)
+    bound_after = power_range(samples, stamps, t, b) * (b - t)
+    return step, before, after, bound_before <= STEADY_J and bound_after <= STEADY_J, bound_before <= bound_after
 
 
 def main():
