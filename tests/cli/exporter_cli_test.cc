@@ -47,6 +47,9 @@ constexpr const char* kNoRocmSmi = "/nonexistent/librocm_smi64.so.1";
 RunningExporter start_exporter_with(const TempDir& tmp, std::map<std::string, std::string> env,
                                     std::vector<std::string> extra = {}) {
   const std::string port_file = tmp.file("port");
+  // An exporter started before in this directory left its port here: read
+  // before this one writes its own, it sent the test to a closed port.
+  std::filesystem::remove(port_file);
   std::vector<std::string> args = {JOULE_BINARY, "exporter", "--listen", "127.0.0.1:0", "--port-file", port_file,
                                    "--interval-s", "0.2"};
   args.insert(args.end(), extra.begin(), extra.end());
