@@ -66,14 +66,19 @@ py::dict gpu_info(joule::Gpu& gpu, const joule::Devices& devices) {
   return info;
 }
 
+// A UsageError naming the call (`what`) where the monitor has no GPU `gpu`.
+void require_gpu(const joule::Monitor& monitor, std::size_t gpu, const char* what) {
+  if (gpu >= monitor.gpus().size()) {
+    throw joule::UsageError(std::string(what) + ": GPU " + std::to_string(gpu) + " does not exist (the monitor has " +
+                            std::to_string(monitor.gpus().size()) + ")");
+  }
+}
+
 // The simulated GPUs `gpu` names (all when none), every one checked before
 // any load changes: a real GPU is never touched, and a mix is refused whole.
 std::vector<joule::SimGpu*> simulated_gpus(const joule::Monitor& monitor, std::optional<std::size_t> gpu) {
   const auto& gpus = monitor.gpus();
-  if (gpu && *gpu >= gpus.size()) {
-    throw joule::UsageError("set_simulated_load: GPU " + std::to_string(*gpu) + " does not exist (the monitor has " +
-                            std::to_string(gpus.size()) + ")");
-  }
+  if (gpu) require_gpu(monitor, *gpu, "set_simulated_load");
   std::vector<joule::SimGpu*> out;
   for (std::size_t i = gpu.value_or(0); i < (gpu ? *gpu + 1 : gpus.size()); ++i) {
     auto* sim = dynamic_cast<joule::SimGpu*>(gpus[i].get());
@@ -175,10 +180,7 @@ PYBIND11_MODULE(_joule, m) {
            "synchronize"_a = py::none())
       .def(
           "energy_method", [](PyMonitor& self, std::size_t gpu) {
-            if (gpu >= self.monitor().gpus().size()) {
-              throw joule::UsageError("energy_method: GPU " + std::to_string(gpu) + " does not exist (the monitor has " +
-                                      std::to_string(self.monitor().gpus().size()) + ")");
-            }
+            require_gpu(self.monitor(), gpu, "energy_method");
             return outside_text(self.monitor().sampler().gpu_method_description(gpu));
           },
           "gpu"_a, "How the monitor obtains GPU gpu's energy, in words (the method joule measure prints): whether "
@@ -299,9 +301,7 @@ PYBIND11_MODULE(_joule, m) {
       .def(
           "observed_power",
           [](PyMonitor& self, std::size_t gpu, double begin_s, double end_s) {
-            if (gpu >= self.monitor().gpus().size()) {
-              throw joule::UsageError("observed_power: GPU " + std::to_string(gpu) + " does not exist");
-            }
+            require_gpu(self.monitor(), gpu, "observed_power");
             py::list out;
             for (const auto& o : self.monitor().sampler().observed_power(gpu, begin_s, end_s)) {
               out.append(py::make_tuple(o.begin_s, o.end_s, o.power_w));
