@@ -112,28 +112,15 @@ def wait_for_grid(monitor, timeout_s=10.0):
 
 
 def describe(monitor, response, windows, key, source_repr):
-    """What a monitor says about how it reads the GPU: Monitor.energy_method(0) where
-    there is one (the monitor's own method, in words), the method Monitor.gpus
-    describes (joule's default options), any sample-response attribute, and
+    """What a monitor says about how it reads the GPU: its own method in
+    words (Monitor.energy_method), the GPUs as Monitor.gpus lists them, and
     the methods its windows gave."""
-    out = {"sample_response": response if response is None or isinstance(response, str) else repr(response)}
-    try:
-        out["method_description"] = monitor.energy_method(0)
-    except (AttributeError, TypeError) as e:  # a joule without it
-        out["method_description_error"] = repr(e)
-    try:
-        gpus = monitor.gpus
-        out["energy_method"] = [g.get("energy_method") for g in gpus]
-        out["gpus"] = [{k: v for k, v in g.items() if k != "capabilities"} for g in gpus]
-    except Exception as e:  # noqa: BLE001  (a description only)
-        out["gpus_error"] = repr(e)
-    for name in ("sample_response", "sample_responses", "description"):
-        value = getattr(monitor, name, None)
-        if value is not None and not callable(value):
-            out[f"monitor.{name}"] = value if isinstance(value, (str, int, float, bool, list, dict)) else repr(value)
-    out["methods_seen"] = sorted({w[key]["method"] for w in windows if w[key].get("method")})
-    out["first_source"] = source_repr
-    return out
+    return {"sample_response": response if response is None or isinstance(response, str) else repr(response),
+            "method_description": monitor.energy_method(0),
+            "energy_method": [g.get("energy_method") for g in monitor.gpus],
+            "gpus": [{k: v for k, v in g.items() if k != "capabilities"} for g in monitor.gpus],
+            "methods_seen": sorted({w[key]["method"] for w in windows if w[key].get("method")}),
+            "first_source": source_repr}
 
 
 class Pair:
