@@ -574,10 +574,13 @@ TEST(SweepCliTest, LargeGridsSayHowManyRunsAndWantYes) {
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
 }
 
-// Polls the store until a run is 'running' (the sweep's command started).
-bool wait_for_running_run(const std::string& store, double timeout_s) {
+// Polls until a run is 'running' in the store and its command has started:
+// the command creates `started_marker` as it starts. A run is 'running' in the
+// store a little before its command is spawned, and a signal in between stops
+// the sweep with the run "not started" (a true outcome, not this test's).
+bool wait_for_running_run(const std::string& store, const std::string& started_marker, double timeout_s) {
   for (int i = 0; i < timeout_s * 100; ++i) {
-    if (std::filesystem::exists(store) &&
+    if (std::filesystem::exists(started_marker) && std::filesystem::exists(store) &&
         store_rows(store, "SELECT COUNT(*) FROM runs WHERE status = 'running'") == std::vector<std::string>{"1"}) {
       return true;
     }
@@ -601,14 +604,17 @@ TEST_P(SweepCliOnFakeDriverTest, SigintAndSigtermMarkTheRunInterruptedAndRestore
   env["JOULE_CONTROL"] = "direct";
   std::string values;
   for (int i = 0; i < 1001; ++i) values += (i ? ", " : "") + std::to_string(i);
-  write_file(tmp.file("s.toml"), "command = \"exec sleep 20\"\n[grid]\npower_limit = [250]\nx = [" + values + "]\n");
+  const std::string started_marker = tmp.file("started");
+  write_file(tmp.file("s.toml"), "command = \"touch '" + started_marker + "' && exec sleep 20\"\n[grid]\npower_limit = [250]\nx = [" +
+                                     values + "]\n");
   for (const int signal_number : {SIGINT, SIGTERM}) {
     std::filesystem::remove(tmp.file("s.sqlite"));
     std::filesystem::remove(fake.log_path);
+    std::filesystem::remove(started_marker);
     const pid_t pid = testing::start_process(
         {JOULE_BINARY, "sweep", tmp.file("s.toml"), "--backend", driver.name, "--yes"}, env, tmp.file("out"),
         tmp.file("err"));
-    ASSERT_TRUE(wait_for_running_run(tmp.file("s.sqlite"), 8)) << testing::read_file(tmp.file("err"));
+    ASSERT_TRUE(wait_for_running_run(tmp.file("s.sqlite"), started_marker, 8)) << testing::read_file(tmp.file("err"));
     if (signal_number == SIGINT) {
       // A second sweep on the same store is refused: it would take the
       // first one's run for a killed one.
