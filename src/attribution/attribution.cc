@@ -187,7 +187,7 @@ class RowBuilder {
       }
       return;
     }
-    if (profile_.empty()) return add_span(o.begin_s, o.end_s, 1.0);
+    if (profile_.empty() || o.counter) return add_span(o.begin_s, o.end_s, 1.0);
     const double slice_s = (o.end_s - o.begin_s) / static_cast<double>(profile_.size());
     for (std::size_t i = 0; i < profile_.size(); ++i) {
       const double from_s = o.begin_s + static_cast<double>(i) * slice_s;

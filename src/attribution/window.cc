@@ -150,7 +150,7 @@ std::vector<std::vector<double>> response_rounds(const Eigen::MatrixXd& a, const
 Attribution fit_with_response(const std::vector<ObservedPower>& observed, std::span<const RegionInterval> intervals,
                               const std::vector<std::string>& names, double length_s, double begin_s,
                               double window_energy_j, AttributionOptions options, const std::vector<double>& weights,
-                              int first_lag_ms) {
+                              int first_lag_ms, std::span<const PowerObservation> extra) {
   std::vector<double> oldest_first(weights.rbegin(), weights.rend());
   double sum = 0.0;
   for (double w : oldest_first) {
@@ -160,8 +160,10 @@ Attribution fit_with_response(const std::vector<ObservedPower>& observed, std::s
   if (!(sum > 0.0)) throw UsageError("sample response: the weights do not sum to a positive number");
   for (double& w : oldest_first) w /= sum;
   options.span_profile = oldest_first;
-  return attribute(observations_with(observed, begin_s, begin_s + length_s, oldest_first.size(), first_lag_ms),
-                   intervals, names, 0.0, length_s, window_energy_j, options);
+  std::vector<PowerObservation> all =
+      observations_with(observed, begin_s, begin_s + length_s, oldest_first.size(), first_lag_ms);
+  all.insert(all.end(), extra.begin(), extra.end());
+  return attribute(all, intervals, names, 0.0, length_s, window_energy_j, options);
 }
 
 // The fit with the response, each region's interval widened by how far the
@@ -169,9 +171,10 @@ Attribution fit_with_response(const std::vector<ObservedPower>& observed, std::s
 Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
                                     std::span<const RegionInterval> intervals, const std::vector<std::string>& names,
                                     double length_s, double begin_s, double window_energy_j,
-                                    const AttributionOptions& options, const SampleResponse& response) {
+                                    const AttributionOptions& options, const SampleResponse& response,
+                                    std::span<const PowerObservation> extra) {
   Attribution out = fit_with_response(observed, intervals, names, length_s, begin_s, window_energy_j, options,
-                                      response.response_ms, response.first_lag_ms);
+                                      response.response_ms, response.first_lag_ms, extra);
   out.notes.push_back(fmt::format("samples weighed by the measured response (from {} to {} ms before the stamp)",
                                   response.first_lag_ms,
                                   response.first_lag_ms + static_cast<int>(response.response_ms.size())));
@@ -187,7 +190,7 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
   std::vector<std::vector<double>> energies(out.regions.size());  // per region, over the rounds
   for (const std::vector<double>& round : response.rounds) {
     const Attribution alt = fit_with_response(observed, intervals, names, length_s, begin_s, window_energy_j, quick,
-                                              round, response.rounds_first_lag_ms);
+                                              round, response.rounds_first_lag_ms, extra);
     for (std::size_t r = 0; r < out.regions.size(); ++r) {
       if (alt.regions[r].resolved) energies[r].push_back(alt.regions[r].energy_j);
     }
@@ -206,6 +209,79 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
   out.notes.push_back(fmt::format("intervals include the response's uncertainty ({} refits with bootstrapped responses)",
                                   response.rounds.size()));
   return out;
+}
+
+// The energy counter's increments between consecutive values read within
+// [begin_s, end_s]: each the exact mean of the power the GPU sensed over its
+// span (a read missed makes one span of two steps).
+std::vector<ObservedPower> counter_increments(const Sampler& sampler, std::size_t gpu, double begin_s, double end_s) {
+  constexpr double kMaxSpanS = 1.0;  // a longer gap says little about any region
+  const std::vector<CounterAnchor> values = sampler.counter_values(gpu, begin_s, end_s);
+  std::vector<ObservedPower> out;
+  for (std::size_t i = 1; i < values.size(); ++i) {
+    const double span_s = values[i].step_s - values[i - 1].step_s;
+    const double energy_j = values[i].counter_j - values[i - 1].counter_j;
+    if (!(span_s > 0.0 && span_s <= kMaxSpanS && energy_j >= 0.0)) continue;
+    out.push_back({values[i - 1].step_s, values[i].step_s, energy_j / span_s});
+  }
+  return out;
+}
+
+// Counter increments as observations: on the window's scale, lag_s earlier
+// (the counter counts work when the GPU senses its power, after it ran),
+// those inside the window, each with the given weight.
+std::vector<PowerObservation> counter_observations(const std::vector<ObservedPower>& increments, double begin_s,
+                                                   double length_s, double lag_s, double weight) {
+  std::vector<PowerObservation> out;
+  for (const ObservedPower& o : increments) {
+    const double from_s = o.begin_s - lag_s - begin_s, to_s = o.end_s - lag_s - begin_s;
+    if (from_s >= 0.0 && to_s <= length_s) out.push_back({from_s, to_s, o.power_w, weight, true});
+  }
+  return out;
+}
+
+// The counter's increments weighted against the samples (weight 1) by the
+// inverse square of each kind's residual alone, at the lag given or found,
+// and a note that says so; empty where too few lie in the window.
+struct CounterPart {
+  std::vector<PowerObservation> observations;
+  std::string note;
+};
+CounterPart counter_part(const std::vector<ObservedPower>& increments, std::span<const RegionInterval> intervals,
+                         const std::vector<std::string>& names, double begin_s, double length_s,
+                         double window_energy_j, const AttributionOptions& options, std::optional<double> lag_s,
+                         double samples_rms_w) {
+  constexpr std::size_t kMinIncrements = 3;
+  AttributionOptions quick = options;
+  quick.bootstrap_rounds = 0;
+  quick.span_profile.clear();
+  const auto counter_rms_w = [&](double lag) {
+    const std::vector<PowerObservation> alone = counter_observations(increments, begin_s, length_s, lag, 1.0);
+    if (alone.size() < kMinIncrements) return std::numeric_limits<double>::infinity();
+    return attribute(alone, intervals, names, 0.0, length_s, window_energy_j, quick).residual_rms_w;
+  };
+  double chosen_s = lag_s.value_or(0.0);
+  if (!lag_s) {
+    double best_rms_w = std::numeric_limits<double>::infinity();
+    for (int ms = kMinCounterLagMs; ms <= kMaxCounterLagMs; ++ms) {
+      const double rms_w = counter_rms_w(1e-3 * ms);
+      if (rms_w < best_rms_w) best_rms_w = rms_w, chosen_s = 1e-3 * ms;
+    }
+  }
+  const double rms_w = counter_rms_w(chosen_s);
+  if (!std::isfinite(rms_w)) return {};
+  // Exact integrals fit a right model to their own rounding: a floor keeps
+  // the samples in the fit (and the normal equations conditioned).
+  const double samples_w = std::max(samples_rms_w, 1e-3);
+  const double weight = std::pow(samples_w / std::max({rms_w, 0.01 * samples_w, 1e-3}), 2);
+  CounterPart part;
+  part.observations = counter_observations(increments, begin_s, length_s, chosen_s, weight);
+  part.note = fmt::format(
+      "{} energy-counter increments fitted with the samples: the counter taken {:.0f} ms behind the work ({}), "
+      "each weighted {:.3g} x a sample (residuals alone: counter {:.3g} W, samples {:.3g} W)",
+      part.observations.size(), 1e3 * chosen_s, lag_s ? "given" : "the least residual of those tried", weight,
+      rms_w, samples_rms_w);
+  return part;
 }
 
 // The samples' typical interval (their median span), 0 without samples.
@@ -254,25 +330,50 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
   if (samples.delay_s && !std::isfinite(*samples.delay_s)) {
     throw UsageError(fmt::format("sample delay {} s: must be finite", *samples.delay_s));
   }
+  if (samples.counter_lag_s && !std::isfinite(*samples.counter_lag_s)) {
+    throw UsageError(fmt::format("counter lag {} s: must be finite", *samples.counter_lag_s));
+  }
   const std::vector<ObservedPower> observed = sampler.observed_power(gpu, begin_s, end_s);
   std::vector<RegionInterval> intervals = regions.intervals_within(begin_s, end_s);
   for (RegionInterval& v : intervals) {
     v.begin_s -= begin_s;
     v.end_s -= begin_s;
   }
+  const double length_s = end_s - begin_s;
+  const std::vector<ObservedPower> increments =
+      samples.counter_increments ? counter_increments(sampler, gpu, begin_s, end_s) : std::vector<ObservedPower>{};
+  AttributionOptions quick = options;  // for fits whose intervals are not reported
+  quick.bootstrap_rounds = 0;
+  // The counter's part, weighted against the samples' residual alone.
+  const auto counter_with = [&](double samples_rms_w) {
+    if (increments.empty()) return CounterPart{};
+    return counter_part(increments, intervals, regions.names(), begin_s, length_s, window_energy_j, options,
+                        samples.counter_lag_s, samples_rms_w);
+  };
   if (samples.response) {
     if (samples.cover_s || samples.delay_s) {
       throw UsageError("sample model: a measured response replaces the cover and the delay: give one or the other");
     }
-    return attribute_with_response(observed, intervals, regions.names(), end_s - begin_s, begin_s, window_energy_j,
-                                   options, *samples.response);
+    const SampleResponse& response = *samples.response;
+    const CounterPart counter =
+        counter_with(increments.empty() ? 0.0
+                                        : fit_with_response(observed, intervals, regions.names(), length_s, begin_s,
+                                                            window_energy_j, quick, response.response_ms,
+                                                            response.first_lag_ms, {})
+                                              .residual_rms_w);
+    Attribution out = attribute_with_response(observed, intervals, regions.names(), length_s, begin_s,
+                                              window_energy_j, options, response, counter.observations);
+    if (!counter.note.empty()) out.notes.push_back(counter.note);
+    return out;
   }
-  const auto fit = [&](double cover_s, double delay_s, const AttributionOptions& with) {
+  const auto fit = [&](double cover_s, double delay_s, const AttributionOptions& with,
+                       std::span<const PowerObservation> extra = {}) {
     // A sample moved past the window's edge by its delay saw time whose
     // regions are not known here: only the ones inside count.
     std::vector<PowerObservation> inside = observations_of(observed, begin_s, cover_s, delay_s);
-    std::erase_if(inside, [&](const PowerObservation& o) { return o.begin_s < 0.0 || o.end_s > end_s - begin_s; });
-    return attribute(inside, intervals, regions.names(), 0.0, end_s - begin_s, window_energy_j, with);
+    std::erase_if(inside, [&](const PowerObservation& o) { return o.begin_s < 0.0 || o.end_s > length_s; });
+    inside.insert(inside.end(), extra.begin(), extra.end());
+    return attribute(inside, intervals, regions.names(), 0.0, length_s, window_energy_j, with);
   };
   double cover_s = samples.cover_s.value_or(0.0);
   double delay_s = samples.delay_s.value_or(0.0);
@@ -281,8 +382,6 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
   const int interval_ms = static_cast<int>(std::floor(1e3 * interval_s + 1e-6));
   if ((!samples.cover_s || !samples.delay_s) && interval_ms >= 1) {
     // Whole milliseconds, each fitted without intervals.
-    AttributionOptions quick = options;
-    quick.bootstrap_rounds = 0;
     const auto ms_or = [](const std::optional<double>& given_s, int first_ms, int last_ms) {
       if (!given_s) return std::pair{first_ms, last_ms};
       const int ms = static_cast<int>(std::lround(1e3 * *given_s));
@@ -298,8 +397,10 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
                          1e3 * cover_s, 1e3 * interval_s, 1e3 * delay_s,
                          samples.cover_s ? "delays" : samples.delay_s ? "covers" : "covers and delays");
   }
-  Attribution result = fit(cover_s, delay_s, options);
+  const CounterPart counter = counter_with(increments.empty() ? 0.0 : fit(cover_s, delay_s, quick).residual_rms_w);
+  Attribution result = fit(cover_s, delay_s, options, counter.observations);
   if (!chosen.empty()) result.notes.push_back(chosen);
+  if (!counter.note.empty()) result.notes.push_back(counter.note);
   return result;
 }
 

@@ -288,6 +288,7 @@ void CounterAnchors::plan_locked(GpuState& g, double now_s) {
     return;
   }
   plan_edges_locked(g, now_s);
+  if (every_step_readers_.load(std::memory_order_relaxed) > 0) plan_every_step_locked(g, now_s);
   plan_check_locked(g, now_s);
 }
 
@@ -389,6 +390,15 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
 }
 
 void CounterAnchors::keep_from(double since_s) { keep_from_s_.store(since_s); }
+
+void CounterAnchors::read_every_step(bool on) {
+  if (on) {
+    every_step_readers_.fetch_add(1);
+  } else if (every_step_readers_.fetch_sub(1) <= 0) {
+    every_step_readers_.fetch_add(1);
+    throw UsageError("CounterAnchors::read_every_step(false) without a read_every_step(true) before it");
+  }
+}
 
 bool CounterAnchors::anchored(std::size_t gpu) const {
   std::lock_guard lock(mutex_);

@@ -74,6 +74,19 @@ void CounterAnchors::plan_edges_locked(GpuState& g, double now_s) {
 
 }
 
+void CounterAnchors::plan_every_step_locked(GpuState& g, double now_s) {
+  if (g.mode != Mode::kLocked && g.mode != Mode::kCheck) return;  // a fast counter, or no grid yet
+  // The next interval and the one after, so that a read is planned while
+  // the one before it runs; a grid not known to the margin there waits for
+  // its check (a read in the wrong interval would be discarded anyway).
+  const int64_t first = readable_from(g, now_s);
+  for (const int64_t step : {first, first + 1}) {
+    if (grid_error_s(g, step + 1) > options_.margin_s) break;
+    if (has_anchor(g, step) || std::binary_search(g.planned.begin(), g.planned.end(), step)) continue;
+    g.planned.insert(std::upper_bound(g.planned.begin(), g.planned.end(), step), step);
+  }
+}
+
 void CounterAnchors::apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made) {
   g.planned.erase(std::remove(g.planned.begin(), g.planned.end(), step), g.planned.end());
   if (g.mode == Mode::kOff || g.mode == Mode::kSearch) return;  // the grid was lost meanwhile
@@ -255,6 +268,19 @@ std::pair<CounterAnchors::Lookup, CounterAnchors::Lookup> CounterAnchors::window
                                                                                  double end_s) const {
   std::lock_guard lock(mutex_);
   return window_locked(gpus_.at(gpu), begin_s, end_s);
+}
+
+std::vector<CounterAnchor> CounterAnchors::anchors_within(std::size_t gpu, double begin_s, double end_s) const {
+  std::lock_guard lock(mutex_);
+  const GpuState& g = gpus_.at(gpu);
+  std::vector<CounterAnchor> out;
+  auto it = std::lower_bound(g.anchors.begin(), g.anchors.end(), begin_s,
+                             [](const Anchor& a, double t) { return a.step_s < t; });
+  for (; it != g.anchors.end() && it->step_s <= end_s; ++it) {
+    if (!out.empty() && it->epoch != out.front().epoch) break;  // a restart: values from another origin
+    out.push_back(CounterAnchor{it->step_s, it->counter_j, it->epoch});
+  }
+  return out;
 }
 
 void CounterAnchors::windows(double begin_s, double end_s, std::vector<std::pair<Lookup, Lookup>>& out) const {

@@ -103,6 +103,10 @@ bool Sampler::wait_settled(double begin_s, double end_s, double timeout_s) {
 void Sampler::note_window_edge(double time_s) { core_->note_window_edge(time_s); }
 void Sampler::prepare_counter_anchors() { core_->prepare_counter_anchors(); }
 void Sampler::poll_counter_anchors() { core_->poll_counter_anchors(); }
+void Sampler::read_counter_every_step(bool on) { core_->read_counter_every_step(on); }
+std::vector<CounterAnchor> Sampler::counter_values(std::size_t gpu, double begin_s, double end_s) const {
+  return core_->counter_values(gpu, begin_s, end_s);
+}
 void Sampler::pin_history(double since_s) { core_->pin_history(since_s); }
 Timeline& Sampler::timeline() { return core_->timeline(); }
 const Timeline& Sampler::timeline() const { return core_->timeline(); }

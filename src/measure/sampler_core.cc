@@ -286,6 +286,12 @@ void SamplerCore::note_window_edge(double time_s) {
   if (anchors_) anchors_->note_edge(time_s);
 }
 
+std::vector<CounterAnchor> SamplerCore::counter_values(std::size_t gpu, double begin_s, double end_s) const {
+  if (gpu >= gpus_.size()) throw UsageError(fmt::format("counter values: GPU {} does not exist", gpu));
+  if (!anchors_) return {};
+  return anchors_->anchors_within(gpu, begin_s, end_s);
+}
+
 void SamplerCore::poll_counter_anchors() {
   if (anchors_) anchors_->poll();
 }

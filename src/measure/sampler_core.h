@@ -62,6 +62,10 @@ class SamplerCore : public std::enable_shared_from_this<SamplerCore> {
     if (anchors_) anchors_->prepare();
   }
   void poll_counter_anchors();
+  void read_counter_every_step(bool on) {
+    if (anchors_) anchors_->read_every_step(on);
+  }
+  std::vector<CounterAnchor> counter_values(std::size_t gpu, double begin_s, double end_s) const;
   void pin_history(double since_s);
   Timeline& timeline() { return timeline_; }
   const Timeline& timeline() const { return timeline_; }

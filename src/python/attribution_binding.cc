@@ -364,7 +364,7 @@ void bind_attribution(py::module_& m) {
       [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
          std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
          std::uint64_t seed, std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
-         std::optional<SampleResponse> sample_response) {
+         std::optional<SampleResponse> sample_response, bool counter_increments, std::optional<double> counter_lag_ms) {
         joule::attribution::AttributionOptions options;
         options.baseline_w = baseline_w;
         options.bootstrap_rounds = bootstrap_rounds;
@@ -375,17 +375,20 @@ void bind_attribution(py::module_& m) {
         if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
         if (sample_delay_ms) samples.delay_s = *sample_delay_ms / 1000.0;
         samples.response = sample_response;
+        samples.counter_increments = counter_increments;
+        if (counter_lag_ms) samples.counter_lag_s = *counter_lag_ms / 1000.0;
         py::gil_scoped_release release;
         return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
                                                     samples);
       },
       "monitor"_a, "measurement"_a, "recorder"_a, "baseline_w"_a = py::none(), "bootstrap_rounds"_a = 200,
       "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1, "sample_cover_ms"_a = py::none(),
-      "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(),
+      "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(), "counter_increments"_a = true,
+      "counter_lag_ms"_a = py::none(),
       "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
       "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages; "
       "sample_delay_ms: how long after that span it is stamped (None: found by the fit); sample_response (from "
-      "fit_sample_response) replaces both with the measured response. Do not record on the recorder meanwhile (the fit runs without the GIL).");
+      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit). Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   m.def(
       "attribution_page",

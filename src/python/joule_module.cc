@@ -185,6 +185,12 @@ PYBIND11_MODULE(_joule, m) {
           },
           "gpu"_a, "How the monitor obtains GPU gpu's energy, in words (the method joule measure prints): whether "
           "its windows are pinned to counter steps yet, and if not, why.")
+      .def(
+          "read_counter_every_step",
+          [](PyMonitor& self, bool on) { self.monitor().sampler().read_counter_every_step(on); }, "on"_a,
+          "While on, every GPU whose windows are pinned to its energy counter's steps has the counter read once a "
+          "step (~10 reads a second, ~4% of a core on an H100), and joule.attribute fits the counter's increments "
+          "with the samples. Counted: each True wants its own False.")
       // The edges keep the GIL: they take a microsecond and wait for no
       // driver call (the sampling threads, which never take the GIL, make
       // them), and releasing and taking it back would cost more than the

@@ -209,7 +209,10 @@ TEST(AttributionWindowTest, AWindowInsideTheRunCutsTheRegionsAtItsEdges) {
 // as an H100's seem to be. On the fake ROCm SMI an MI300X: no samples, the
 // current socket power read at each tick (a point), a 1 ms energy counter.
 struct FakeGpuRig {
-  FakeGpuRig(const testing::FakeDriver& driver, const std::string& profile) {
+  // anchored: the sampler pins windows to the fake's 100 ms counter steps,
+  // its anchors polled every 0.5 ms of virtual time (as its thread would).
+  FakeGpuRig(const testing::FakeDriver& driver, const std::string& profile, bool anchored = false)
+      : poll_anchors(anchored) {
     testing::write_file(tmp.file("profile.txt"), profile);
     const std::string h100_sources =
         " energy_update_ms=100 energy_call_ms=4 power_update_ms=100 usage_window_ms=1000 sample_ms=20"
@@ -221,8 +224,9 @@ struct FakeGpuRig {
     set_fake_time = driver.helper<void (*)(double)>(fake, "set_time_s");
     SamplerOptions options;
     options.background_thread = false;
-    options.counter_anchors.enabled = false;
+    options.counter_anchors.enabled = anchored;
     options.history_s = 1e6;
+    options.counter_anchors.history_s = 1e6;
     options.power_samples_drain_s = 0.1;
     sampler = std::make_unique<Sampler>(std::move(gpus), std::vector<std::shared_ptr<CpuEnergyZone>>{}, clock,
                                         options);
@@ -230,10 +234,19 @@ struct FakeGpuRig {
   }
   // Moves both clocks to t, ticking the sampler every 100 ms on the way.
   void advance_to(double t) {
-    for (; next_tick_s <= t; next_tick_s += 0.1) {
-      clock->set_s(next_tick_s);
-      set_fake_time(next_tick_s);
-      sampler->sample_now();
+    for (;;) {
+      const double next_s = std::min(next_tick_s, poll_anchors ? next_poll_s : next_tick_s);
+      if (next_s > t) break;
+      clock->set_s(next_s);
+      set_fake_time(next_s);
+      if (poll_anchors && next_s == next_poll_s) {
+        sampler->poll_counter_anchors();
+        next_poll_s += 0.0005;
+      }
+      if (next_s == next_tick_s) {
+        sampler->sample_now();
+        next_tick_s += 0.1;
+      }
     }
     clock->set_s(t);
     set_fake_time(t);
@@ -271,7 +284,9 @@ struct FakeGpuRig {
   std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();
   std::unique_ptr<Sampler> sampler;
   RegionRecorder recorder{clock};
+  bool poll_anchors = false;
   double next_tick_s = 0.1;
+  double next_poll_s = 0.0005;
 };
 
 // The same through the NVML backend, on the fake H100 in virtual time: a
@@ -404,6 +419,76 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
   measured.cover_s = 0.01;  // a boxcar and a response at once
   EXPECT_THROW(attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured), UsageError);
   EXPECT_THROW(fit_sample_response(sampler, 0, recorder, "nope", 0.0, 40.0), UsageError);
+}
+
+// Counter increments as observations (issue 53 item 4), on the fake H100
+// with windows pinned to its 100 ms counter steps and the counter read once
+// a step (Sampler::read_counter_every_step). Its counter counts the work
+// when it runs, so the lag found is ~0. With the samples' model right, the
+// increments keep the regions where they were; with it wrong (samples taken
+// to average their whole 20 ms), the exact integrals take most of its bias
+// out. Without the every-step reads the window has no increments to fit.
+TEST(AttributionWindowTest, CounterIncrementsAreFittedWithTheSamplesAndTakeOutAWrongSampleModelsBias) {
+  constexpr int kSteps = 1800;  // 30 s
+  std::string profile;
+  for (int i = 0; i < kSteps + 200; ++i) profile += FakeGpuRig::kStep;
+  FakeGpuRig h100(testing::fake_nvml_driver(), profile, /*anchored=*/true);
+  ASSERT_NE(h100.set_fake_time, nullptr);
+  Sampler& sampler = *h100.sampler;
+  sampler.note_window_edge(0.0);  // brings the counter's grid up
+  const double begin_s = h100.play_steps(0.0, 100);  // ~1.7 s
+  sampler.read_counter_every_step(true);
+  const double end_s = h100.play_steps(begin_s, kSteps);
+  sampler.read_counter_every_step(false);
+  h100.advance_to(end_s + 0.5);
+  EXPECT_THROW(sampler.read_counter_every_step(false), UsageError);  // one off per on
+  const std::vector<CounterAnchor> values = sampler.counter_values(0, begin_s, end_s);
+  ASSERT_GE(values.size(), 280u) << sampler.gpu_method_description(0);  // ~10 a second
+  for (std::size_t i = 1; i < values.size(); ++i) {
+    EXPECT_NEAR(values[i].step_s - values[i - 1].step_s, 0.1, 1e-3) << i;  // every step, none missed
+  }
+  const double window_j = kSteps * FakeGpuRig::kStepJ;
+  const std::map<std::string, double> truth_w = {{"matmul", 650.0}, {"elementwise", 300.0}, {"step", 420.0}};
+  const auto worst_error = [&](const Attribution& a) {
+    double worst = 0.0;
+    for (const auto& [name, power_w] : truth_w) {
+      EXPECT_TRUE(h100.region(a, name).resolved) << name;
+      worst = std::max(worst, std::abs(h100.region(a, name).power_w / power_w - 1.0));
+    }
+    return worst;
+  };
+  const auto has_counter_note = [](const Attribution& a, const std::string& text) {
+    return std::any_of(a.notes.begin(), a.notes.end(), [&](const std::string& n) {
+      return n.find("energy-counter increments fitted with the samples") != n.npos && n.find(text) != n.npos;
+    });
+  };
+  SampleModel right = boxcar(0.010, 0.0), wrong = boxcar(0.0, 0.0);
+  const Attribution right_with = attribute_gpu(sampler, 0, h100.recorder, begin_s, end_s, window_j, {}, right);
+  const Attribution wrong_with = attribute_gpu(sampler, 0, h100.recorder, begin_s, end_s, window_j, {}, wrong);
+  right.counter_increments = wrong.counter_increments = false;
+  const Attribution right_alone = attribute_gpu(sampler, 0, h100.recorder, begin_s, end_s, window_j, {}, right);
+  const Attribution wrong_alone = attribute_gpu(sampler, 0, h100.recorder, begin_s, end_s, window_j, {}, wrong);
+  std::printf("[ figures  ] largest region power error: right model %.2f%% alone, %.2f%% with the counter; wrong "
+              "model %.1f%% alone, %.2f%% with the counter\n",
+              100 * worst_error(right_alone), 100 * worst_error(right_with), 100 * worst_error(wrong_alone),
+              100 * worst_error(wrong_with));
+  std::printf("[ figures  ] %s\n", wrong_with.notes.back().c_str());
+  EXPECT_LT(worst_error(right_with), 0.02);
+  EXPECT_GT(worst_error(wrong_alone), 0.2);
+  EXPECT_LT(worst_error(wrong_with), 0.25 * worst_error(wrong_alone));
+  EXPECT_TRUE(has_counter_note(right_with, "the counter taken 0 ms behind the work")) << ::testing::PrintToString(right_with.notes);
+  EXPECT_FALSE(has_counter_note(right_alone, ""));
+  EXPECT_GT(right_with.observations, right_alone.observations + 250);
+  // A lag given is used as given.
+  SampleModel lagged = boxcar(0.010, 0.0);
+  lagged.counter_lag_s = 0.02;
+  EXPECT_TRUE(has_counter_note(attribute_gpu(sampler, 0, h100.recorder, begin_s, end_s, window_j, {}, lagged),
+                               "20 ms behind the work (given)"));
+  lagged.counter_lag_s = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(attribute_gpu(sampler, 0, h100.recorder, begin_s, end_s, window_j, {}, lagged), UsageError);
+  // Before the every-step reads: the grid's search and the first edge's
+  // reads only.
+  EXPECT_LE(sampler.counter_values(0, 0.0, begin_s).size(), 4u);
 }
 
 // On each driver, the samples joule has (NVML's 20 ms samples; ROCm SMI's

@@ -87,6 +87,9 @@ struct PowerObservation {
   double end_s = 0.0;
   double power_w = 0.0;
   double weight = 1.0;  // relative inverse variance
+  // An energy counter's increment: the plain mean over its span, which
+  // AttributionOptions::span_profile (a sample's response) does not weigh.
+  bool counter = false;
 };
 
 struct AttributionOptions {

@@ -75,7 +75,20 @@ struct SampleModel {
   std::optional<double> delay_s;
   // A measured response instead of a boxcar (cover_s and delay_s unset then).
   std::optional<SampleResponse> response;
+  // The energy counter's increments within the window, where the sampler
+  // read it once a step (Sampler::read_counter_every_step), are fitted with
+  // the samples: exact integrals over ~100 ms, each weighted against the
+  // samples by the inverse square of its own kind's residual. Fewer than
+  // three values read: the samples alone.
+  bool counter_increments = true;
+  // How long after the work the counter counts it (it integrates the power
+  // as the GPU senses it). None: found in whole milliseconds from
+  // kMinCounterLagMs to kMaxCounterLagMs, as the lag whose counter-only fit
+  // leaves the least residual.
+  std::optional<double> counter_lag_s;
 };
+inline constexpr int kMinCounterLagMs = -10;
+inline constexpr int kMaxCounterLagMs = 60;
 
 // One GPU's share of a window, by region. Times are on the window's own
 // scale (seconds from its beginning: the fit's precision does not depend on

@@ -152,6 +152,15 @@ class CounterAnchors {
   // Keep anchors from since_s on (the oldest open window's start), beyond
   // history_s; +infinity releases the pin.
   void keep_from(double since_s);
+  // While on, every GPU read by grid has its counter read once in every
+  // step interval, beyond the ration: the anchors become an attribution's
+  // counter increments (attribution/window.h). ~10 reads a second on an
+  // H100, ~4% of a core. Counted: each on wants its own off.
+  void read_every_step(bool on);
+  // The anchors of gpu whose instants lie within [begin_s, end_s], in time
+  // order and in one epoch (those after a restart of the counter are left
+  // out), without waiting for planned reads.
+  std::vector<CounterAnchor> anchors_within(std::size_t gpu, double begin_s, double end_s) const;
 
   enum class Status {
     kReady,    // anchor holds the value to use
@@ -330,6 +339,8 @@ class CounterAnchors {
   // --- grid_anchors.cc: anchors on the grid, made and looked up ---
   // The reads new edges want (the part of plan_locked for anchors).
   void plan_edges_locked(GpuState& g, double now_s);
+  // The next step intervals to read while read_every_step is on.
+  void plan_every_step_locked(GpuState& g, double now_s);
   void apply_anchor_read_locked(GpuState& g, int64_t step, const Read& read, bool& made);
   // Stores the counter's value at step; false when it contradicts the
   // anchors held (values must grow from step to step: the grid is wrong).
@@ -395,6 +406,7 @@ class CounterAnchors {
   std::atomic<uint64_t> reads_{0}, anchors_made_{0}, rationed_{0}, relocks_{0}, held_up_{0}, edges_missed_{0};
   std::atomic<double> thread_cpu_s_{0.0};
   std::atomic<double> keep_from_s_{std::numeric_limits<double>::infinity()};
+  std::atomic<int> every_step_readers_{0};  // read_every_step(true) less read_every_step(false)
 };
 
 }  // namespace joule

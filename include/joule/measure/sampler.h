@@ -216,6 +216,15 @@ class Sampler {
   // Call it every millisecond or so of the clock (see counter_anchors.h).
   void poll_counter_anchors();
 
+  // While on (counted: each on wants its own off), every GPU whose windows
+  // are anchored to its counter's step grid has the counter read once a step
+  // (CounterAnchors::read_every_step): ~10 reads a second, ~4% of a core on
+  // an H100. counter_values gives the values read within a span, in time
+  // order (empty for a GPU not anchored): an attribution's counter
+  // increments (attribution/window.h).
+  void read_counter_every_step(bool on);
+  std::vector<CounterAnchor> counter_values(std::size_t gpu, double begin_s, double end_s) const;
+
   // Keep energy history from since_s on (the oldest open window's start);
   // +infinity releases the pin.
   void pin_history(double since_s);

@@ -124,7 +124,7 @@ class RegionAttribution:
     def __init__(self, model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
                  optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
                  events: Optional[Any] = None, ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None,
-                 allreduce: bool = False) -> None:
+                 allreduce: bool = False, read_counter: bool = False) -> None:
         if depth < 0:
             raise ValueError("joule.torch.attribute: depth must be >= 0")
         if clock is None:
@@ -140,6 +140,8 @@ class RegionAttribution:
             ddp = model
         self.ddp = ddp
         self.allreduce = allreduce
+        self.read_counter = read_counter
+        self._reading_counter = False  # this session turned the monitor's every-step counter reads on
         self._root = model.module if model is ddp else model  # the user's module paths, not "module.*"
         self._comm: Optional[_CommRecording] = None  # while this session records the all-reduce
         self.monitor = monitor
@@ -191,6 +193,9 @@ class RegionAttribution:
                 self._wrap_step()
             if self.ddp is not None and self.allreduce:
                 self._record_allreduce()
+            if self.read_counter:
+                self.monitor.read_counter_every_step(True)
+                self._reading_counter = True
         except BaseException:
             self._remove()
             raise
@@ -367,6 +372,9 @@ class RegionAttribution:
         self._comm = recording
 
     def _remove(self) -> None:
+        if self._reading_counter:
+            self.monitor.read_counter_every_step(False)
+            self._reading_counter = False
         if self._comm is not None:  # DDP keeps the hook: it goes on communicating, recording nothing
             self._comm.edges = None
             self._comm = None
@@ -405,7 +413,7 @@ class _SessionRegion:
 def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
               optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
               ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None,
-              allreduce: bool = False) -> RegionAttribution:
+              allreduce: bool = False, read_counter: bool = False) -> RegionAttribution:
     """Records a model's regions for energy attribution: a context manager
     (see RegionAttribution). phases=False records forward regions only;
     clock "gpu" (default with CUDA: CUDA events) or "host". A
@@ -413,6 +421,9 @@ def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phas
     hooked by the wrapped module's paths; allreduce=True also records its
     gradient all-reduce as the concurrent region "allreduce", through a
     Python comm hook that DDP keeps for good (it slows every later step:
-    docs/attribution.md, "Concurrent regions")."""
+    docs/attribution.md, "Concurrent regions"). read_counter=True reads
+    the energy counter once a step while the session records
+    (Monitor.read_counter_every_step), and result() fits its increments
+    with the samples."""
     return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer, clock=clock, ddp=ddp,
-                             allreduce=allreduce)
+                             allreduce=allreduce, read_counter=read_counter)
