@@ -396,7 +396,7 @@ void CounterAnchors::read_every_step(bool on) {
     every_step_readers_.fetch_add(1);
   } else if (every_step_readers_.fetch_sub(1) <= 0) {
     every_step_readers_.fetch_add(1);
-    throw UsageError("CounterAnchors::read_every_step(false) without a read_every_step(true) before it");
+    throw UsageError("counter reads every step: turned off more often than turned on");
   }
 }
 

@@ -185,6 +185,57 @@ def test_a_monitor_says_how_it_obtains_each_gpus_energy(monkeypatch, tmp_path):
         del monitor
 
 
+def test_the_counter_read_every_step_goes_into_an_attribution(monkeypatch, tmp_path):
+    """Monitor.read_counter_every_step on a fake H100 (counter steps every
+    100 ms): while on, the counter is read once a step and joule.attribute
+    fits its increments with the samples (a note says how many;
+    counter_increments=False leaves them out). Each True wants its own
+    False, and joule.torch.attribute(read_counter=True) turns it off again
+    when its session ends."""
+    use_fake_h100(monkeypatch, tmp_path, "energy_update_ms=100 energy_call_ms=4")
+    monitor = joule.Monitor()
+    try:
+        for _ in range(50):  # bounded: a loaded machine can delay the grid search
+            if "windows anchored to energy-counter steps" in monitor.energy_method(0):
+                break
+            time.sleep(0.1)
+        recorder = joule.RegionRecorder(monitor)
+        monitor.read_counter_every_step(True)
+        monitor.begin_window("w")
+        stop = time.monotonic() + 3.0
+        while time.monotonic() < stop:
+            with recorder.region("a"):
+                time.sleep(0.013)
+            with recorder.region("b"):
+                time.sleep(0.007)
+        m = monitor.end_window("w")
+        monitor.read_counter_every_step(False)
+        off_too_often = "counter reads every step: turned off more often than turned on"
+        with pytest.raises(joule.UsageError, match=off_too_often):
+            monitor.read_counter_every_step(False)
+        m = monitor.settle(m, timeout_s=5.0)
+        fitted = joule.attribute(monitor, m, recorder, bootstrap_rounds=0)[0]
+        notes = [n for n in fitted.notes if "energy-counter increments fitted with the samples" in n]
+        assert notes, fitted.notes
+        increments = int(notes[0].split()[0])
+        assert increments >= 15, notes  # ~30 in 3 s; fewer where a loaded machine delays reads
+        alone = joule.attribute(monitor, m, recorder, bootstrap_rounds=0, counter_increments=False)[0]
+        assert not any("energy-counter increments" in n for n in alone.notes), alone.notes
+        assert fitted.observations == alone.observations + increments
+        lagged = joule.attribute(monitor, m, recorder, bootstrap_rounds=0, counter_lag_ms=20)[0]
+        assert any("20 ms behind the work (given)" in n for n in lagged.notes), lagged.notes
+
+        torch = pytest.importorskip("torch")
+        from joule.torch import attribute as torch_attribute
+        model = torch.nn.Linear(4, 4)
+        with torch_attribute(model, monitor, clock="host", read_counter=True):
+            model(torch.zeros(1, 4))
+        with pytest.raises(joule.UsageError, match=off_too_often):
+            monitor.read_counter_every_step(False)
+    finally:
+        del monitor
+
+
 def test_errors_are_python_exceptions_with_the_same_message(simulated):
     monitor = joule.Monitor()
     with pytest.raises(joule.UsageError, match="measurement window 'nope' is not open"):
