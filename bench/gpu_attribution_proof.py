@@ -261,7 +261,8 @@ def mixed_run(monitor, model, args):
     checkpoints = sorted(c for c in args.checkpoints if c < args.seconds)
     names = [f"mixed-{c:g}s" for c in checkpoints] + ["mixed"]
     ended, steps = [], 0
-    with joule.torch.attribute(model, monitor, depth=1, phases=False, clock=args.clock) as session:
+    with joule.torch.attribute(model, monitor, depth=1, phases=False, clock=args.clock,
+                               read_counter=args.read_counter) as session:
         model(token)  # the first call outside any window: hooks, events
         torch.cuda.synchronize()
         for name in reversed(names):  # the full window first: it pins the history the others need
@@ -577,6 +578,10 @@ def parse_args():
     p.add_argument("--response-seconds", type=float, default=40.0,
                    help="measure the samples' response first (joule.torch.measure_sample_response) and attribute "
                         "with it; 0: the boxcar found by the fit")
+    p.add_argument("--read-counter", action="store_true",
+                   help="read the energy counter once a step during the mixed run (joule.torch.attribute("
+                        "read_counter=True)), fit its increments with the samples, and compare the full window "
+                        "with and without them (result.json: variants)")
     p.add_argument("--baseline-from-idle", action="store_true",
                    help="give the measured idle power as baseline_w instead of estimating it")
     p.add_argument("--min-share", type=float, default=0.05)
@@ -612,6 +617,7 @@ def main():
     # Everything that reads the mixed run's power data, before the monitor's history moves past it.
     attributed, errors = attribute_all(session, windows, args, idle_w if args.baseline_from_idle else None)
     boxcar_a = session.result(windows[-1][2], bootstrap_rounds=0)[args.gpu] if args.response is not None else None
+    variants_a = counter_variants(session, windows[-1][2], args) if args.read_counter else {}
     write_raw(monitor, session, windows[-1][2], args)
     with torch.no_grad():
         in_mix = leave_one_out(monitor, model, args) if args.loo_seconds > 0 else None
@@ -621,6 +627,11 @@ def main():
         for row in boxcar["rows"]:
             print(f"boxcar model: {row['region']:12s} {100 * row['error']:+7.1f}% (alone), "
                   f"{100 * row.get('error_in_mix', math.nan):+7.1f}% (in the mix)", flush=True)
+    variants = {}
+    for key, a in variants_a.items():  # the full window with and without the counter's increments
+        variants[key] = {"notes": list(a.notes), "observations": a.observations, "rows": compare(a, truth, in_mix)}
+        print(f"{key}: " + ", ".join(f"{r['region']} {100 * r.get('error_in_mix', math.nan):+.1f}%"
+                                     for r in variants[key]["rows"]) + " (in the mix)", flush=True)
     for w in attributed:
         w["rows"] = compare(w["attribution"], truth, in_mix)
         w["checks"] = checks(w["attribution"], w["rows"], args)
@@ -629,6 +640,7 @@ def main():
         "monitor_gpus": monitor.gpus, "clock_uncertainty_s": getattr(session, "clock_uncertainty_s", None),
         "session_notes": list(getattr(session, "notes", [])), "calibration": calibration, "step_ms": step_ms,
         "idle_w": idle_w, "truth": truth, "in_mix": in_mix, "errors": errors, "boxcar": boxcar,
+        "variants": variants,
         "sample_response": args.response.to_dict() if args.response is not None else None,
         "windows": [window_report(w) for w in attributed], "convergence": convergence_rows(attributed),
     }
@@ -641,6 +653,23 @@ def main():
         return
     report.update(summarise(attributed, full, args))
     write_outputs(args, report, full, attributed)
+
+
+def counter_variants(session, m, args):
+    """The full window attributed with and without the counter's increments, by the response (where measured)
+    and by the boxcar found by the fit: {name: Attribution}."""
+    out = {}
+    models = [("response", {"sample_response": args.response})] if args.response is not None else []
+    models.append(("boxcar", {"sample_cover_ms": args.sample_cover_ms}))
+    for model, options in models:
+        for counter in (True, False):
+            key = f"{model}, {'with' if counter else 'without'} the counter"
+            try:
+                out[key] = session.result(m, bootstrap_rounds=args.bootstrap_rounds, confidence=args.confidence,
+                                          counter_increments=counter, **options)[args.gpu]
+            except Exception as e:  # noqa: BLE001 - reported, the rest goes on
+                print(f"{key}: failed: {e!r}", flush=True)
+    return out
 
 
 def write_raw(monitor, session, m, args):
