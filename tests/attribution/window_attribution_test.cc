@@ -440,7 +440,8 @@ TEST(AttributionWindowTest, CounterIncrementsAreFittedWithTheSamplesAndTakeOutAW
   sampler.read_counter_every_step(true);
   const double end_s = h100.play_steps(begin_s, kSteps);
   sampler.read_counter_every_step(false);
-  h100.advance_to(end_s + 0.5);
+  const double after_s = h100.play_steps(end_s, 150);  // ~2.5 s without the every-step reads
+  h100.advance_to(after_s + 0.5);
   EXPECT_THROW(sampler.read_counter_every_step(false), UsageError);  // one off per on
   const std::vector<CounterAnchor> values = sampler.counter_values(0, begin_s, end_s);
   ASSERT_GE(values.size(), 280u) << sampler.gpu_method_description(0);  // ~10 a second
@@ -489,6 +490,7 @@ TEST(AttributionWindowTest, CounterIncrementsAreFittedWithTheSamplesAndTakeOutAW
   // Before the every-step reads: the grid's search and the first edge's
   // reads only.
   EXPECT_LE(sampler.counter_values(0, 0.0, begin_s).size(), 4u);
+  EXPECT_LE(sampler.counter_values(0, end_s + 0.2, after_s).size(), 2u);  // and none once turned off
 }
 
 // On each driver, the samples joule has (NVML's 20 ms samples; ROCm SMI's
