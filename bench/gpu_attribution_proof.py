@@ -678,6 +678,7 @@ def write_raw(monitor, session, m, args):
     os.makedirs(args.out_dir, exist_ok=True)
     raw = {"gpu": torch.cuda.get_device_name(args.gpu), "begin_s": m.begin_s, "end_s": m.end_s,
            "energy_j": gpu_energy(m, args.gpu), "samples": monitor.observed_power(args.gpu, m.begin_s, m.end_s),
+           "counter": monitor.counter_values(args.gpu, m.begin_s, m.end_s),
            "intervals": session.recorder.intervals(m.begin_s, m.end_s)}
     with open(os.path.join(args.out_dir, "raw.json"), "w") as f:
         json.dump(raw, f)

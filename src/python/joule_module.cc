@@ -319,6 +319,20 @@ PYBIND11_MODULE(_joule, m) {
           "tuples on the monitor's clock: each driver sample's span, or each sampled interval. What "
           "joule.attribute fits; for your own analysis.")
       .def(
+          "counter_values",
+          [](PyMonitor& self, std::size_t gpu, double begin_s, double end_s) {
+            require_gpu(self.monitor(), gpu, "counter_values");
+            py::list out;
+            for (const auto& v : self.monitor().sampler().counter_values(gpu, begin_s, end_s)) {
+              out.append(py::make_tuple(v.step_s, v.counter_j));
+            }
+            return out;
+          },
+          "gpu"_a, "begin_s"_a, "end_s"_a,
+          "The GPU's energy-counter values read within [begin_s, end_s], as (time_s, energy_j) tuples on the "
+          "monitor's clock, each at the counter step it shows (once a step while read_counter_every_step is on; "
+          "otherwise those read for window edges). The increments joule.attribute fits; for your own analysis.")
+      .def(
           "set_simulated_load",
           [](PyMonitor& self, double load, std::optional<std::size_t> gpu) {
             const auto gpus = simulated_gpus(self.monitor(), gpu);

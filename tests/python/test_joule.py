@@ -214,11 +214,17 @@ def test_the_counter_read_every_step_goes_into_an_attribution(monkeypatch, tmp_p
         with pytest.raises(joule.UsageError, match=off_too_often):
             monitor.read_counter_every_step(False)
         m = monitor.settle(m, timeout_s=5.0)
+        values = monitor.counter_values(0, m.begin_s, m.end_s)
+        assert len(values) >= 16, values
+        assert all(b[0] > a[0] and b[1] >= a[1] for a, b in zip(values, values[1:])), values
+        with pytest.raises(joule.UsageError, match=re.escape("counter_values: GPU 1 does not exist")):
+            monitor.counter_values(1, m.begin_s, m.end_s)
         fitted = joule.attribute(monitor, m, recorder, bootstrap_rounds=0)[0]
         notes = [n for n in fitted.notes if "energy-counter increments fitted with the samples" in n]
         assert notes, fitted.notes
         increments = int(notes[0].split()[0])
         assert increments >= 15, notes  # ~30 in 3 s; fewer where a loaded machine delays reads
+        assert increments <= len(values) - 1
         alone = joule.attribute(monitor, m, recorder, bootstrap_rounds=0, counter_increments=False)[0]
         assert not any("energy-counter increments" in n for n in alone.notes), alone.notes
         assert fitted.observations == alone.observations + increments
