@@ -27,7 +27,9 @@ typedef struct joule_session joule_session;
  *                    "confirming_rounds": 20, "stretches_per_visit": 2, "confidence": 0.95,
  *                    "knob": "power_limit", "step_mhz": 90, "min_clock_fraction": 0.5}}
  * ("knob": "sm_clock" or "memory_clock" turns clock caps instead of limits.)
- * Returns NULL on failure. */
+ * "read_counter_every_step": true reads each GPU's energy counter once a
+ * step for the session's life (~4% of a core on an H100), for
+ * joule_attribute_window to fit. Returns NULL on failure. */
 joule_session* joule_session_open(const char* options_json);
 void joule_session_close(joule_session* session);
 
@@ -84,7 +86,11 @@ int joule_clock_s(joule_session* session, double* now_s);
  * "sample_delay_ms": 5} (without them the samples' cover, and how late
  * their stamps are, are found by the fit); or a measured response instead:
  * "sample_response_ms": [weights, newest first],
- * "sample_response_first_lag_ms": 9 (docs/attribution.md). */
+ * "sample_response_first_lag_ms": 9 (docs/attribution.md). The energy
+ * counter's increments, where the session read it once a step (session
+ * option "read_counter_every_step": true), are fitted with the samples:
+ * "counter_increments": false leaves them out, "counter_lag_ms": 16 gives
+ * how far the counter lags the work (without it, found by the fit). */
 int joule_attribute_window(joule_session* session, const char* window_name, const char* options_json, char* out,
                            size_t out_len);
 /* Training-loop callbacks of the power-limit optimizer (no-ops without one). */

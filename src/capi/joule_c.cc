@@ -102,6 +102,7 @@ joule_session* joule_session_open(const char* options_json) {
     joule::MonitorOptions monitor_options;
     monitor_options.sampler.interval_s = joule::sampling_interval_s(o.value("interval_ms", 100.0));
     session->monitor = std::make_unique<joule::Monitor>(session->devices, monitor_options);
+    if (o.value("read_counter_every_step", false)) session->monitor->sampler().read_counter_every_step(true);
     if (o.contains("power_limit")) {
       const auto& p = o["power_limit"];
       joule::PowerLimitOptimizerOptions options;
@@ -243,6 +244,8 @@ int joule_attribute_window(joule_session* session, const char* window_name, cons
       response.first_lag_ms = o.value("sample_response_first_lag_ms", 0);
       samples.response = std::move(response);
     }
+    samples.counter_increments = o.value("counter_increments", samples.counter_increments);
+    if (o.contains("counter_lag_ms")) samples.counter_lag_s = o["counter_lag_ms"].get<double>() / 1000.0;
     nlohmann::json gpus = nlohmann::json::array();
     for (const auto& a : joule::attribution::attribute_window(*session->monitor, ended, *session->regions, options,
                                                               samples)) {

@@ -108,16 +108,24 @@ struct Rig {
   std::shared_ptr<ScriptedGpu> gpu;
   std::unique_ptr<Sampler> sampler;
   RegionRecorder recorder{clock};
+  bool poll_anchors = false;
   double next_tick_s = 0.1;
+  double next_poll_s = 0.0005;
 
-  Rig(int steps, uint64_t seed) : run(steps, seed) {
+  // lag_s: the GPU senses its power that late (samples and counter alike,
+  // as an H200's); anchored: its 100 ms counter steps are found and read,
+  // polled every 0.5 ms of virtual time.
+  Rig(int steps, uint64_t seed, double lag_s = 0.0, bool anchored = false) : run(steps, seed), poll_anchors(anchored) {
     gpu = std::make_shared<ScriptedGpu>(
-        0, clock, [this](double t) { return run.script.power_at(t); },
-        [this](double t0, double t1) { return run.script.energy_to(t1) - run.script.energy_to(t0); });
+        0, clock, [this, lag_s](double t) { return run.script.power_at(t - lag_s); },
+        [this, lag_s](double t0, double t1) { return run.script.energy_to(t1 - lag_s) - run.script.energy_to(t0 - lag_s); });
     gpu->sample_period_s = 0.02;
+    gpu->counter_update_s = 0.1;
+    gpu->counter_phase_s = 0.0371;
     SamplerOptions options;
     options.background_thread = false;
-    options.counter_anchors.enabled = false;
+    options.counter_anchors.enabled = anchored;
+    options.counter_anchors.history_s = 1e6;
     options.history_s = 1e6;
     sampler = std::make_unique<Sampler>(std::vector<std::shared_ptr<Gpu>>{gpu},
                                         std::vector<std::shared_ptr<CpuEnergyZone>>{}, clock, options);
@@ -125,10 +133,18 @@ struct Rig {
   }
   // Moves the clock to t, ticking the sampler every 100 ms on the way.
   void advance_to(double t) {
-    while (next_tick_s <= t) {
-      clock->set_s(next_tick_s);
-      sampler->sample_now();
-      next_tick_s += 0.1;
+    for (;;) {
+      const double next_s = std::min(next_tick_s, poll_anchors ? next_poll_s : next_tick_s);
+      if (next_s > t) break;
+      clock->set_s(next_s);
+      if (poll_anchors && next_s == next_poll_s) {
+        sampler->poll_counter_anchors();
+        next_poll_s += 0.0005;
+      }
+      if (next_s == next_tick_s) {
+        sampler->sample_now();
+        next_tick_s += 0.1;
+      }
     }
     clock->set_s(t);
   }
@@ -491,6 +507,35 @@ TEST(AttributionWindowTest, CounterIncrementsAreFittedWithTheSamplesAndTakeOutAW
   // reads only.
   EXPECT_LE(sampler.counter_values(0, 0.0, begin_s).size(), 4u);
   EXPECT_LE(sampler.counter_values(0, end_s + 0.2, after_s).size(), 2u);  // and none once turned off
+}
+
+// A GPU that senses its power 15 ms after the work, samples and counter
+// alike (as an H200 does): the samples' boxcar is found 15 ms late, and the
+// counter's increments are placed where the samples read as stamped put the
+// work, 15 ms behind it; the regions come out right with them.
+TEST(AttributionWindowTest, CounterIncrementsOfAGpuThatSensesItsPowerLateLagLikeItsSamples) {
+  constexpr int kSteps = 2000;  // ~34 s, steps jittering 5%
+  Rig rig(kSteps, 11, /*lag_s=*/0.015, /*anchored=*/true);
+  rig.sampler->note_window_edge(0.0);  // brings the counter's grid up in the idle half second
+  rig.sampler->read_counter_every_step(true);
+  rig.play();
+  const double begin_s = 0.5, end_s = rig.run.end_s;
+  const double window_j = rig.run.script.energy_to(end_s - 0.015) - rig.run.script.energy_to(begin_s - 0.015);
+  const Attribution a = attribute_gpu(*rig.sampler, 0, rig.recorder, begin_s, end_s, window_j);
+  const auto note = std::find_if(a.notes.begin(), a.notes.end(), [](const std::string& n) {
+    return n.find("energy-counter increments fitted with the samples") != n.npos;
+  });
+  ASSERT_NE(note, a.notes.end()) << ::testing::PrintToString(a.notes);
+  std::printf("[ figures  ] %s\n", note->c_str());
+  const auto taken = note->find("the counter taken ");
+  ASSERT_NE(taken, std::string::npos);
+  EXPECT_NEAR(std::stod(note->substr(taken + 18)), 15.0, 1.0) << *note;
+  for (const std::string name : {"matmul", "elementwise"}) {
+    const double truth_j = rig.run.true_energy_j.at(name);
+    std::printf("[ figures  ] %s: %+.2f%% of its energy\n", name.c_str(),
+                100 * (rig.region(a, name).energy_j / truth_j - 1));
+    EXPECT_NEAR(rig.region(a, name).energy_j, truth_j, 0.02 * truth_j) << name;
+  }
 }
 
 // On each driver, the samples joule has (NVML's 20 ms samples; ROCm SMI's

@@ -154,7 +154,19 @@ TEST(JouleCTest, RegionsSplitASettledWindowPerGpu) {
   EXPECT_NEAR(parts_j, window_j, 1e-6 * window_j);
   EXPECT_NEAR(gpu0["window_energy_j"].get<double>(), window_j, 1e-9 * window_j);
   EXPECT_EQ(joule_attribute_window(s, "train", "{not json", out.data(), out.size()), -1);
+  // The counter's options: simulated GPUs have no counter steps, so no
+  // increments either way; a lag that is no number is refused.
+  ASSERT_EQ(joule_attribute_window(s, "train", R"({"bootstrap_rounds": 0, "counter_increments": false, "counter_lag_ms": 16})",
+                                   out.data(), out.size()),
+            0)
+      << joule_last_error();
+  EXPECT_EQ(nlohmann::json::parse(out.data())[0]["notes"].dump().find("energy-counter"), std::string::npos);
+  EXPECT_EQ(joule_attribute_window(s, "train", R"({"counter_lag_ms": "16"})", out.data(), out.size()), -1);
+  EXPECT_EQ(joule_attribute_window(s, "train", R"({"counter_lag_ms": 1e999})", out.data(), out.size()), -1);
   joule_session_close(s);
+  joule_session* reading = joule_session_open(R"({"read_counter_every_step": true})");
+  ASSERT_NE(reading, nullptr) << joule_last_error();
+  joule_session_close(reading);
 }
 
 // Edges measured elsewhere (a GPU's timestamps mapped to the session's

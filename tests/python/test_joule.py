@@ -5,6 +5,7 @@
 Run by CTest with PYTHONPATH pointing at the build tree's package and
 JOULE_TEST_FAKE_NVML at the fake libnvidia-ml.so.1.
 """
+import gc
 import json
 import os
 import subprocess
@@ -231,15 +232,17 @@ def test_the_counter_read_every_step_goes_into_an_attribution(monkeypatch, tmp_p
         lagged = joule.attribute(monitor, m, recorder, bootstrap_rounds=0, counter_lag_ms=20)[0]
         assert any("20 ms behind the work (given)" in n for n in lagged.notes), lagged.notes
 
-        torch = pytest.importorskip("torch")
-        from joule.torch import attribute as torch_attribute
         model = torch.nn.Linear(4, 4)
-        with torch_attribute(model, monitor, clock="host", read_counter=True):
+        with joule.torch.attribute(model, monitor, clock="host", read_counter=True) as session:
             model(torch.zeros(1, 4))
         with pytest.raises(joule.UsageError, match=off_too_often):
             monitor.read_counter_every_step(False)
     finally:
+        # Whatever holds the monitor (the recorder, the session) goes with it:
+        # it keeps the fake NVML's configuration alive into the next test.
+        recorder = session = None
         del monitor
+        gc.collect()
 
 
 def test_errors_are_python_exceptions_with_the_same_message(simulated):
