@@ -347,8 +347,11 @@ std::optional<CounterAnchors::Action> CounterAnchors::next_action_locked(double 
     }
     const bool bringing_up = searching_gpu_ == i;
     // A GPU is brought up at its first window edge, or when its Monitor is
-    // made (prepare()): no cost for a sampler that never has windows.
-    const bool searching = g.mode == Mode::kSearch && g.last_edge_s > kNever &&
+    // made (prepare()): no cost for a sampler that never has windows. A
+    // search that failed waits out its pause.
+    const bool paused = g.mode == Mode::kSearch && now_s < g.search_after_s;
+    if (paused && g.last_edge_s > kNever) wake_s = std::min(wake_s, g.search_after_s);
+    const bool searching = g.mode == Mode::kSearch && g.last_edge_s > kNever && !paused &&
                            (bringing_up || searching_gpu_ == kNoGpu) && (g.previous || !early_soon);
     const bool checking = g.mode == Mode::kCheck && now_s >= g.check_from_s &&
                           (bringing_up || checking_gpu_ == i || checking_gpu_ == kNoGpu);

@@ -45,6 +45,12 @@ constexpr double kEarlyReadLatenessS = 0.2;
 // once older than history_s).
 constexpr std::size_t kMaxUnplacedReads = 64;
 constexpr double kLockPointSpan = 120.0;
+// A search that saw no two steps (another reader holding the driver, a
+// counter stalled) pauses this long before it starts over, twice as long
+// after each failure, up to the most: a search reads back to back for up to
+// a second, so at the most ~1.7% of a core while it keeps failing.
+constexpr double kFirstSearchPauseS = 2.0;
+constexpr double kMaxSearchPauseS = 60.0;
 // Reads per poll() call at most, so a broken clock cannot spin it.
 constexpr int kMaxReadsPerPoll = 256;
 // A counter read at the edges (reads_at_edges): it is read this many times

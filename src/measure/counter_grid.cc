@@ -105,10 +105,23 @@ double CounterAnchors::grid_error_s(const GpuState& g, int64_t step) const {
 void CounterAnchors::advance_grid_state_locked(GpuState& g, double now_s) {
   if (g.mode == Mode::kSearch) {
     if (now_s > g.scan_until_s) {  // false while NaN: the search has not started
-      turn_off_locked(g);
-      g.note = fmt::format("windows not anchored: the energy counter did not show two steps within {:.1f} s",
-                           2 * options_.max_period_s);
+      // No two steps seen: another reader holding the driver, a stalled
+      // counter. The search pauses (twice as long each time, up to
+      // kMaxSearchPauseS) and starts over; meanwhile edges keep the sample
+      // integral without waiting, as during a search, and the next GPU may
+      // search.
+      const double pause_s = std::min(kMaxSearchPauseS, kFirstSearchPauseS * std::ldexp(1.0, g.failed_searches));
+      ++g.failed_searches;
+      g.search_after_s = now_s + pause_s;
+      g.previous.reset();
+      g.found_steps_s.clear();
+      g.scan_until_s = std::numeric_limits<double>::quiet_NaN();
       g.waiting.clear();
+      if (searching_gpu_ == static_cast<std::size_t>(&g - gpus_.data())) searching_gpu_ = kNoGpu;
+      g.note = fmt::format(
+          "windows not anchored yet: the energy counter did not show two steps within {:.1f} s ({} {}); searching "
+          "again in {:.0f} s",
+          2 * options_.max_period_s, g.failed_searches, g.failed_searches == 1 ? "search" : "searches", pause_s);
       return;
     }
   }
@@ -189,6 +202,7 @@ void CounterAnchors::apply_grid_read_locked(GpuState& g, const Read& read, doubl
     g.locks = {{0, g.found_steps_s[0]}, {1, g.found_steps_s[1]}};
     g.period_error_s = 2 * placement_error_s(g);
     g.mode = Mode::kLocked;
+    g.failed_searches = 0;
     schedule_check_locked(g);
     return;
   }

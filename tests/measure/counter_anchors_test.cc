@@ -188,12 +188,33 @@ TEST(CounterAnchorsTest, ACounterThatMovesAtEveryReadIsNotAnchored) {
   EXPECT_EQ(rig.anchors->window(0, 2.0, 2.0).first.status, CounterAnchors::Status::kNone);
 }
 
-TEST(CounterAnchorsTest, ACounterWithoutStepsWithinTheLongestPeriodIsNotAnchored) {
-  Rig rig(5.0);
-  rig.anchors->note_edge(0.5);
-  rig.run_to(3.0);
-  EXPECT_FALSE(rig.anchors->anchored(0));
-  EXPECT_NE(rig.anchors->describe(0).find("did not show two steps"), std::string::npos) << rig.anchors->describe(0);
+// A search that sees no two steps within the longest period (on an H200:
+// another process reading the counter back to back beside a load, 2 of 16
+// monitors) pauses, then starts over, each pause twice the last; meanwhile
+// edges keep their samples without waiting. Once the counter steps again,
+// the next search finds the grid.
+TEST(CounterAnchorsTest, ASearchThatSeesNoTwoStepsPausesAndStartsOver) {
+  Rig rig(5.0);  // no two steps within a search's second
+  rig.anchors->note_edge(0.0);  // the search: from 0 to ~1.05 s
+  rig.run_to(1.2);
+  EXPECT_NE(rig.anchors->describe(0).find("did not show two steps within 1.0 s (1 search); searching again in 2 s"),
+            std::string::npos)
+      << rig.anchors->describe(0);
+  const uint64_t reads = rig.anchors->stats().reads;
+  rig.run_to(3.0);  // the pause, to ~3.05 s: no reads
+  EXPECT_EQ(rig.anchors->stats().reads, reads);
+  EXPECT_EQ(rig.anchors->window(0, 2.0, 2.0).first.status, CounterAnchors::Status::kNone);  // not pending
+  rig.run_to(5.0);  // the second search (~3.05-4.1 s) fails too: a longer pause
+  EXPECT_GT(rig.anchors->stats().reads, reads);
+  EXPECT_NE(rig.anchors->describe(0).find("(2 searches); searching again in 4 s"), std::string::npos)
+      << rig.anchors->describe(0);
+  rig.gpu->counter_update_s = kPeriodS;  // the other reader let go
+  rig.run_to(10.0);
+  EXPECT_NE(rig.anchors->describe(0).find("windows anchored to energy-counter steps every 100.0"), std::string::npos)
+      << rig.anchors->describe(0);
+  rig.anchors->note_edge(10.0);
+  rig.run_to(10.5);
+  EXPECT_EQ(rig.anchors->window(0, 10.0, 10.0).first.status, CounterAnchors::Status::kReady);
 }
 
 TEST(CounterAnchorsTest, EdgesBeyondTheRationGetTheNearerSideOrNone) {

@@ -259,6 +259,9 @@ class CounterAnchors {
     int64_t check_step = 0;
     double check_from_s = 0.0;
     int failed_checks = 0;
+    // Searches that saw no two steps in a row, and when the next may start.
+    int failed_searches = 0;
+    double search_after_s = -std::numeric_limits<double>::infinity();
     // The grid: step k at origin_s + k * period_s; grid counts the searches
     // (each numbers its steps afresh).
     int64_t grid = 0;
