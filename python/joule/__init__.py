@@ -42,6 +42,7 @@ from ._joule import (  # noqa: F401
     SampleResponse,
     UsageError,
     attribute,
+    attribute_data,
     devices,
     fit_sample_response,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "UsageError",
     "Window",
     "attribute",
+    "attribute_data",
     "carbon_regions",
     "carbon_table_path",
     "devices",

@@ -347,6 +347,28 @@ def attribute(
     counter_lag_ms: Optional[float] = None,
 ) -> list[Attribution]: ...
 
+# attribute() from data kept from a run (e.g. to refit it offline): samples
+# as Monitor.observed_power gives them, counter as Monitor.counter_values,
+# intervals as RegionRecorder.intervals (a fifth element True: concurrent).
+def attribute_data(
+    samples: list[tuple[float, float, float]],
+    counter: list[tuple[float, float]],
+    intervals: list[tuple],
+    begin_s: float,
+    end_s: float,
+    energy_j: float,
+    baseline_w: Optional[float] = None,
+    bootstrap_rounds: int = 200,
+    confidence: float = 0.9,
+    block_s: float = 1.0,
+    seed: int = 1,
+    sample_cover_ms: Optional[float] = None,
+    sample_delay_ms: Optional[float] = None,
+    sample_response: Optional[SampleResponse] = None,
+    counter_increments: bool = True,
+    counter_lag_ms: Optional[float] = None,
+) -> Attribution: ...
+
 # How a GPU's power samples respond to its power (joule.torch.measure_sample_response runs the window).
 class SampleResponse:
     def __init__(

@@ -225,11 +225,12 @@ double mean_lag_s(const SampleResponse& response) {
 // The energy counter's increments between consecutive values read within
 // [begin_s, end_s]: each the exact mean of the power the GPU sensed over its
 // span (a read missed makes one span of two steps).
-std::vector<ObservedPower> counter_increments(const Sampler& sampler, std::size_t gpu, double begin_s, double end_s) {
+std::vector<ObservedPower> counter_increments(const std::vector<CounterAnchor>& values, double begin_s, double end_s) {
   constexpr double kMaxSpanS = 1.0;  // a longer gap says little about any region
-  const std::vector<CounterAnchor> values = sampler.counter_values(gpu, begin_s, end_s);
   std::vector<ObservedPower> out;
   for (std::size_t i = 1; i < values.size(); ++i) {
+    if (values[i - 1].step_s < begin_s || values[i].step_s > end_s) continue;
+    if (values[i].epoch != values[i - 1].epoch) continue;  // a restart between them
     const double span_s = values[i].step_s - values[i - 1].step_s;
     const double energy_j = values[i].counter_j - values[i - 1].counter_j;
     if (!(span_s > 0.0 && span_s <= kMaxSpanS && energy_j >= 0.0)) continue;
@@ -260,8 +261,9 @@ std::vector<PowerObservation> counter_observations(const std::vector<ObservedPow
 // matches the samples read so: bench/README.md section 3), unless the
 // counter's own fit is clearly better elsewhere. A step that repeats makes
 // the counter's residual nearly periodic in the lag (an H200's 25 ms step:
-// within 5% over 0-60 ms), so its minimum alone says little; a counter that
-// counts the work as it runs (the fake H100's) shows a clear one.
+// within 5% over 0-60 ms), so its minimum alone says little (and recurs a
+// step period apart: the one nearest the samples' lag is taken); a counter
+// that counts the work as it runs (the fake H100's) shows a clear one.
 struct CounterPart {
   std::vector<PowerObservation> observations;
   std::string note;
@@ -271,6 +273,7 @@ CounterPart counter_part(const std::vector<ObservedPower>& increments, std::span
                          double window_energy_j, const AttributionOptions& options, std::optional<double> lag_s,
                          double samples_lag_s, double samples_rms_w) {
   constexpr double kClearlyBetter = 0.9;  // a residual this much below the samples' lag's moves the lag
+  constexpr double kAsGood = 1.02;        // residuals this close to the least are as good
   constexpr std::size_t kMinIncrements = 3;
   AttributionOptions quick = options;
   quick.bootstrap_rounds = 0;
@@ -283,15 +286,24 @@ CounterPart counter_part(const std::vector<ObservedPower>& increments, std::span
   double chosen_s = lag_s.value_or(0.0);
   std::string how = "given";
   if (!lag_s) {
-    double best_s = 0.0, best_rms_w = std::numeric_limits<double>::infinity();
-    for (int ms = kMinCounterLagMs; ms <= kMaxCounterLagMs; ++ms) {
-      const double rms_w = counter_rms_w(1e-3 * ms);
-      if (rms_w < best_rms_w) best_rms_w = rms_w, best_s = 1e-3 * ms;
-    }
+    std::vector<double> rms_w_at;  // per whole ms from kMinCounterLagMs
+    for (int ms = kMinCounterLagMs; ms <= kMaxCounterLagMs; ++ms) rms_w_at.push_back(counter_rms_w(1e-3 * ms));
+    const double least_rms_w = *std::min_element(rms_w_at.begin(), rms_w_at.end());
     const double prior_s = 1e-3 * std::round(1e3 * samples_lag_s);
+    // Of the lags as good as the least (a repeating step's aliases, a step
+    // period apart), the one nearest the samples'.
+    double best_s = 0.0, best_rms_w = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < rms_w_at.size(); ++i) {
+      const double at_s = 1e-3 * (kMinCounterLagMs + static_cast<int>(i));
+      if (rms_w_at[i] <= kAsGood * least_rms_w &&
+          (!std::isfinite(best_rms_w) || std::abs(at_s - prior_s) < std::abs(best_s - prior_s))) {
+        best_s = at_s, best_rms_w = rms_w_at[i];
+      }
+    }
     const bool moved = best_rms_w < kClearlyBetter * counter_rms_w(prior_s);
     chosen_s = moved ? best_s : prior_s;
-    how = moved ? fmt::format("its own least residual, clearly below that at the samples' lag, {:.0f} ms",
+    how = moved ? fmt::format("the counter's own least residual, of equal ones the nearest the samples' lag, "
+                              "{:.0f} ms, where it is clearly higher",
                               1e3 * prior_s)
                 : "the samples' lag; the counter's own residual is no clearer";
   }
@@ -350,6 +362,18 @@ void require_settled(const Measurement& m) {
 Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionRecorder& regions, double begin_s,
                           double end_s, double window_energy_j, const AttributionOptions& options,
                           SampleModel samples) {
+  return attribute_observed(sampler.observed_power(gpu, begin_s, end_s),
+                            samples.counter_increments ? sampler.counter_values(gpu, begin_s, end_s)
+                                                       : std::vector<CounterAnchor>{},
+                            regions.intervals_within(begin_s, end_s), regions.names(), begin_s, end_s,
+                            window_energy_j, options, std::move(samples));
+}
+
+Attribution attribute_observed(const std::vector<ObservedPower>& observed,
+                               const std::vector<CounterAnchor>& counter_values,
+                               std::vector<RegionInterval> intervals, const std::vector<std::string>& names,
+                               double begin_s, double end_s, double window_energy_j,
+                               const AttributionOptions& options, SampleModel samples) {
   if (samples.cover_s && (!(*samples.cover_s >= 0.0) || !std::isfinite(*samples.cover_s))) {
     throw UsageError(fmt::format("sample cover {} s: must be 0 (the whole interval) or positive", *samples.cover_s));
   }
@@ -359,22 +383,28 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
   if (samples.counter_lag_s && !std::isfinite(*samples.counter_lag_s)) {
     throw UsageError(fmt::format("counter lag {} s: must be finite", *samples.counter_lag_s));
   }
-  const std::vector<ObservedPower> observed = sampler.observed_power(gpu, begin_s, end_s);
-  std::vector<RegionInterval> intervals = regions.intervals_within(begin_s, end_s);
-  for (RegionInterval& v : intervals) {
-    v.begin_s -= begin_s;
-    v.end_s -= begin_s;
+  if (!(std::isfinite(begin_s) && std::isfinite(end_s) && end_s > begin_s)) {
+    throw UsageError(fmt::format("attribution: the window [{}, {}] s is not an interval", begin_s, end_s));
   }
+  for (RegionInterval& v : intervals) {  // cut to the window, on its own scale
+    if (v.region >= names.size()) {
+      throw UsageError(fmt::format("attribution: an interval names region {} of {}", v.region, names.size()));
+    }
+    v.begin_s = std::max(v.begin_s, begin_s) - begin_s;
+    v.end_s = std::min(v.end_s, end_s) - begin_s;
+  }
+  std::erase_if(intervals, [](const RegionInterval& v) { return !(v.end_s > v.begin_s); });
   const double length_s = end_s - begin_s;
-  const std::vector<ObservedPower> increments =
-      samples.counter_increments ? counter_increments(sampler, gpu, begin_s, end_s) : std::vector<ObservedPower>{};
+  const std::vector<ObservedPower> increments = samples.counter_increments
+                                                    ? counter_increments(counter_values, begin_s, end_s)
+                                                    : std::vector<ObservedPower>{};
   AttributionOptions quick = options;  // for fits whose intervals are not reported
   quick.bootstrap_rounds = 0;
   // The counter's part, weighted against the samples' residual alone.
   // samples_lag_s: how far behind the work the samples read as stamped are.
   const auto counter_with = [&](double samples_lag_s, double samples_rms_w) {
     if (increments.empty()) return CounterPart{};
-    return counter_part(increments, intervals, regions.names(), begin_s, length_s, window_energy_j, options,
+    return counter_part(increments, intervals, names, begin_s, length_s, window_energy_j, options,
                         samples.counter_lag_s, samples_lag_s, samples_rms_w);
   };
   if (samples.response) {
@@ -385,10 +415,10 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
     const CounterPart counter = counter_with(
         mean_lag_s(response) - 0.5 * sample_interval_s(observed),
         increments.empty() ? 0.0
-                           : fit_with_response(observed, intervals, regions.names(), length_s, begin_s,
+                           : fit_with_response(observed, intervals, names, length_s, begin_s,
                                                window_energy_j, quick, response.response_ms, response.first_lag_ms, {})
                                  .residual_rms_w);
-    Attribution out = attribute_with_response(observed, intervals, regions.names(), length_s, begin_s,
+    Attribution out = attribute_with_response(observed, intervals, names, length_s, begin_s,
                                               window_energy_j, options, response, counter.observations);
     if (!counter.note.empty()) out.notes.push_back(counter.note);
     return out;
@@ -400,7 +430,7 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
     std::vector<PowerObservation> inside = observations_of(observed, begin_s, cover_s, delay_s);
     std::erase_if(inside, [&](const PowerObservation& o) { return o.begin_s < 0.0 || o.end_s > length_s; });
     inside.insert(inside.end(), extra.begin(), extra.end());
-    return attribute(inside, intervals, regions.names(), 0.0, length_s, window_energy_j, with);
+    return attribute(inside, intervals, names, 0.0, length_s, window_energy_j, with);
   };
   double cover_s = samples.cover_s.value_or(0.0);
   double delay_s = samples.delay_s.value_or(0.0);

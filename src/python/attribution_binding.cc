@@ -391,6 +391,62 @@ void bind_attribution(py::module_& m) {
       "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit). Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   m.def(
+      "attribute_data",
+      [](const std::vector<std::tuple<double, double, double>>& samples,
+         const std::vector<std::tuple<double, double>>& counter, const py::list& intervals, double begin_s,
+         double end_s, double energy_j, std::optional<double> baseline_w, int bootstrap_rounds, double confidence,
+         double block_s, std::uint64_t seed, std::optional<double> sample_cover_ms,
+         std::optional<double> sample_delay_ms, std::optional<SampleResponse> sample_response,
+         bool counter_increments, std::optional<double> counter_lag_ms) {
+        std::vector<joule::ObservedPower> observed;
+        for (const auto& [b, e, w] : samples) observed.push_back({b, e, w});
+        std::vector<joule::CounterAnchor> values;
+        for (const auto& [t, j] : counter) values.push_back({t, j, 0});
+        // (name, begin_s, end_s, resumed[, concurrent]) as RegionRecorder.intervals gives them.
+        std::vector<std::string> names;
+        std::vector<joule::attribution::RegionInterval> pieces;
+        for (const py::handle& item : intervals) {
+          const auto t = item.cast<py::tuple>();
+          if (t.size() != 4 && t.size() != 5) {
+            throw joule::UsageError("attribute_data: an interval is (name, begin_s, end_s, resumed[, concurrent])");
+          }
+          const auto name = t[0].cast<std::string>();
+          const auto at = std::find(names.begin(), names.end(), name);
+          joule::attribution::RegionInterval v;
+          v.region = static_cast<std::size_t>(at - names.begin());
+          if (at == names.end()) names.push_back(name);
+          v.begin_s = t[1].cast<double>();
+          v.end_s = t[2].cast<double>();
+          v.resumed = t[3].cast<bool>();
+          v.concurrent = t.size() == 5 && t[4].cast<bool>();
+          pieces.push_back(v);
+        }
+        joule::attribution::AttributionOptions options;
+        options.baseline_w = baseline_w;
+        options.bootstrap_rounds = bootstrap_rounds;
+        options.confidence = confidence;
+        options.block_s = block_s;
+        options.seed = seed;
+        joule::attribution::SampleModel model;
+        if (sample_cover_ms) model.cover_s = *sample_cover_ms / 1000.0;
+        if (sample_delay_ms) model.delay_s = *sample_delay_ms / 1000.0;
+        model.response = sample_response;
+        model.counter_increments = counter_increments;
+        if (counter_lag_ms) model.counter_lag_s = *counter_lag_ms / 1000.0;
+        py::gil_scoped_release release;
+        return joule::attribution::attribute_observed(observed, values, std::move(pieces), names, begin_s, end_s,
+                                                      energy_j, options, model);
+      },
+      "samples"_a, "counter"_a, "intervals"_a, "begin_s"_a, "end_s"_a, "energy_j"_a, "baseline_w"_a = py::none(),
+      "bootstrap_rounds"_a = 200, "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1,
+      "sample_cover_ms"_a = py::none(), "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(),
+      "counter_increments"_a = true, "counter_lag_ms"_a = py::none(),
+      "attribute() from data kept from a run, e.g. to refit it offline: samples as Monitor.observed_power gives "
+      "them, counter as Monitor.counter_values does ([] for none), intervals as RegionRecorder.intervals does "
+      "(a fifth element True marks a concurrent region's), the window [begin_s, end_s] on their clock and its "
+      "measured energy_j; the options as attribute's. One Attribution.");
+
+  m.def(
       "attribution_page",
       [](const std::string& title, const std::vector<joule::attribution::Attribution>& gpus,
          const std::vector<std::string>& gpu_labels) { return joule::attribution_page(title, gpus, gpu_labels); },

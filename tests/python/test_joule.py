@@ -231,6 +231,17 @@ def test_the_counter_read_every_step_goes_into_an_attribution(monkeypatch, tmp_p
         assert fitted.observations == alone.observations + increments
         lagged = joule.attribute(monitor, m, recorder, bootstrap_rounds=0, counter_lag_ms=20)[0]
         assert any("20 ms behind the work (given)" in n for n in lagged.notes), lagged.notes
+        # The same from the data kept, as a refit offline would have them.
+        kept = joule.attribute_data(monitor.observed_power(0, m.begin_s, m.end_s), values,
+                                    recorder.intervals(m.begin_s, m.end_s), m.begin_s, m.end_s, m.gpu_energy_j[0],
+                                    bootstrap_rounds=0)
+        assert [r.name for r in kept.regions] == [r.name for r in fitted.regions]
+        assert [r.energy_j for r in kept.regions] == pytest.approx([r.energy_j for r in fitted.regions], rel=1e-9)
+        assert kept.notes == fitted.notes
+        with pytest.raises(joule.UsageError, match=re.escape("attribute_data: an interval is (name, begin_s")):
+            joule.attribute_data([], [], [("a", 0.0, 1.0)], 0.0, 1.0, 1.0)
+        with pytest.raises(joule.UsageError, match="is not an interval"):
+            joule.attribute_data([], [], [], 1.0, 1.0, 1.0)
 
         model = torch.nn.Linear(4, 4)
         with joule.torch.attribute(model, monitor, clock="host", read_counter=True) as session:

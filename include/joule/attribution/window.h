@@ -97,6 +97,17 @@ Attribution attribute_gpu(const Sampler& sampler, std::size_t gpu, const RegionR
                           double end_s, double window_energy_j, const AttributionOptions& options = {},
                           SampleModel samples = {});
 
+// The same from the data themselves (what attribute_gpu reads from a
+// sampler; e.g. kept from a run for refitting offline), on one clock: the
+// samples as Sampler::observed_power gives them, the counter's values as
+// Sampler::counter_values does (empty: none), the regions' intervals cut to
+// [begin_s, end_s] here, each naming one of names.
+Attribution attribute_observed(const std::vector<ObservedPower>& observed,
+                               const std::vector<CounterAnchor>& counter_values,
+                               std::vector<RegionInterval> intervals, const std::vector<std::string>& names,
+                               double begin_s, double end_s, double window_energy_j,
+                               const AttributionOptions& options = {}, SampleModel samples = {});
+
 // Every GPU of a window that ended on monitor; settle it first (Monitor::settle)
 // so that its energy is final and the samples reach its end.
 std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& settled, const RegionRecorder& regions,
