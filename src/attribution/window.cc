@@ -252,18 +252,44 @@ std::vector<PowerObservation> counter_observations(const std::vector<ObservedPow
   return out;
 }
 
+// The counter's lag, where not given: where the samples, read as joule
+// stamps them (each over the interval before its stamp), put the work (on
+// an H200 the counter matches the samples read so: bench/README.md section
+// 3), unless the counter's own fit is clearly better elsewhere. A step that
+// repeats makes the counter's residual nearly periodic in the lag (an
+// H200's 25 ms step: 5.3-7.8 W over 0-30 ms), so its minimum alone says
+// little, and recurs a step period apart: of equal minima the one nearest
+// the samples' lag is taken. A counter that counts the work as it runs (the
+// fake H100's) shows one clear minimum. rms_w_of(lag_s): the counter's own
+// residual there. Returns the lag and why, in words.
+template <typename RmsOf>
+std::pair<double, std::string> chosen_counter_lag(double samples_lag_s, RmsOf&& rms_w_of) {
+  constexpr double kClearlyBetter = 0.9;  // a residual this much below the samples' lag's moves the lag
+  constexpr double kAsGood = 1.02;        // residuals this close to the least are as good
+  std::vector<double> rms_w_at;           // per whole ms from kMinCounterLagMs
+  for (int ms = kMinCounterLagMs; ms <= kMaxCounterLagMs; ++ms) rms_w_at.push_back(rms_w_of(1e-3 * ms));
+  const double least_rms_w = *std::min_element(rms_w_at.begin(), rms_w_at.end());
+  const double prior_s = 1e-3 * std::round(1e3 * samples_lag_s);
+  double best_s = 0.0, best_rms_w = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < rms_w_at.size(); ++i) {
+    const double at_s = 1e-3 * (kMinCounterLagMs + static_cast<int>(i));
+    if (rms_w_at[i] <= kAsGood * least_rms_w &&
+        (!std::isfinite(best_rms_w) || std::abs(at_s - prior_s) < std::abs(best_s - prior_s))) {
+      best_s = at_s, best_rms_w = rms_w_at[i];
+    }
+  }
+  if (best_rms_w < kClearlyBetter * rms_w_of(prior_s)) {
+    return {best_s, fmt::format("the counter's own least residual, of equal ones the nearest the samples' lag, "
+                                "{:.0f} ms, where it is clearly higher",
+                                1e3 * prior_s)};
+  }
+  return {prior_s, "the samples' lag; the counter's own residual is no clearer"};
+}
+
 // The counter's increments weighted against the samples (weight 1) by the
-// inverse square of each kind's residual alone, at the lag given or chosen,
-// and a note that says so; empty where too few lie in the window.
-//
-// The lag chosen: where the samples, read as joule stamps them (each over
-// the interval before its stamp), put the work (on an H200 the counter
-// matches the samples read so: bench/README.md section 3), unless the
-// counter's own fit is clearly better elsewhere. A step that repeats makes
-// the counter's residual nearly periodic in the lag (an H200's 25 ms step:
-// within 5% over 0-60 ms), so its minimum alone says little (and recurs a
-// step period apart: the one nearest the samples' lag is taken); a counter
-// that counts the work as it runs (the fake H100's) shows a clear one.
+// inverse square of each kind's residual alone, at the lag given or chosen
+// (chosen_counter_lag), and a note that says so; empty where too few lie in
+// the window.
 struct CounterPart {
   std::vector<PowerObservation> observations;
   std::string note;
@@ -272,41 +298,16 @@ CounterPart counter_part(const std::vector<ObservedPower>& increments, std::span
                          const std::vector<std::string>& names, double begin_s, double length_s,
                          double window_energy_j, const AttributionOptions& options, std::optional<double> lag_s,
                          double samples_lag_s, double samples_rms_w) {
-  constexpr double kClearlyBetter = 0.9;  // a residual this much below the samples' lag's moves the lag
-  constexpr double kAsGood = 1.02;        // residuals this close to the least are as good
   constexpr std::size_t kMinIncrements = 3;
   AttributionOptions quick = options;
   quick.bootstrap_rounds = 0;
-  quick.span_profile.clear();
   const auto counter_rms_w = [&](double lag) {
     const std::vector<PowerObservation> alone = counter_observations(increments, begin_s, length_s, lag, 1.0);
     if (alone.size() < kMinIncrements) return std::numeric_limits<double>::infinity();
     return attribute(alone, intervals, names, 0.0, length_s, window_energy_j, quick).residual_rms_w;
   };
-  double chosen_s = lag_s.value_or(0.0);
-  std::string how = "given";
-  if (!lag_s) {
-    std::vector<double> rms_w_at;  // per whole ms from kMinCounterLagMs
-    for (int ms = kMinCounterLagMs; ms <= kMaxCounterLagMs; ++ms) rms_w_at.push_back(counter_rms_w(1e-3 * ms));
-    const double least_rms_w = *std::min_element(rms_w_at.begin(), rms_w_at.end());
-    const double prior_s = 1e-3 * std::round(1e3 * samples_lag_s);
-    // Of the lags as good as the least (a repeating step's aliases, a step
-    // period apart), the one nearest the samples'.
-    double best_s = 0.0, best_rms_w = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < rms_w_at.size(); ++i) {
-      const double at_s = 1e-3 * (kMinCounterLagMs + static_cast<int>(i));
-      if (rms_w_at[i] <= kAsGood * least_rms_w &&
-          (!std::isfinite(best_rms_w) || std::abs(at_s - prior_s) < std::abs(best_s - prior_s))) {
-        best_s = at_s, best_rms_w = rms_w_at[i];
-      }
-    }
-    const bool moved = best_rms_w < kClearlyBetter * counter_rms_w(prior_s);
-    chosen_s = moved ? best_s : prior_s;
-    how = moved ? fmt::format("the counter's own least residual, of equal ones the nearest the samples' lag, "
-                              "{:.0f} ms, where it is clearly higher",
-                              1e3 * prior_s)
-                : "the samples' lag; the counter's own residual is no clearer";
-  }
+  const auto [chosen_s, how] =
+      lag_s ? std::pair<double, std::string>{*lag_s, "given"} : chosen_counter_lag(samples_lag_s, counter_rms_w);
   const double rms_w = counter_rms_w(chosen_s);
   if (!std::isfinite(rms_w)) return {};
   // Exact integrals fit a right model to their own rounding: a floor keeps

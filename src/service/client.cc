@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 namespace joule::service {
 namespace {
@@ -27,9 +29,24 @@ std::string percent_encoded(const std::string& text) {
 
 }  // namespace
 
+// A kept-alive connection idle this long is closed before the next request
+// rather than reused: a server closes idle connections (joule serve after
+// its read timeout, 4 s by default), and one that closes while a request is
+// on its way leaves the request unanswered, with no way to tell whether it
+// was carried out.
+constexpr double kMaxIdleReuseS = 1.0;
+
+// Only requests that may be repeated are sent again when the connection
+// broke under them (GET reads; PUT replaces): a POST that got no answer
+// might have been carried out, so its error is the caller's.
+bool repeatable(const std::string& method, httplib::Error error) {
+  return (method == "GET" || method == "PUT") && (error == httplib::Error::Read || error == httplib::Error::Write);
+}
+
 struct BatchSizeClient::Impl {
   std::string url;
   httplib::Client http;
+  std::optional<std::chrono::steady_clock::time_point> last_answer;  // on the kept-alive connection
 
   Impl(const std::string& u, double timeout_s, std::optional<std::string> token) : url(u), http(u) {
     if (!http.is_valid()) throw ServiceError(0, fmt::format("'{}' is not a service URL (http://HOST:PORT)", u));
@@ -50,9 +67,17 @@ struct BatchSizeClient::Impl {
   nlohmann::json call(const std::string& method, const std::string& path, const nlohmann::json* body,
                       int* status = nullptr) {
     const std::string text = body ? body->dump() : std::string();
-    httplib::Result result = method == "GET"    ? http.Get(path)
-                             : method == "PUT"  ? http.Put(path, text, "application/json")
-                                                : http.Post(path, text, "application/json");
+    const auto idle = std::chrono::duration<double>(kMaxIdleReuseS);
+    if (last_answer && std::chrono::steady_clock::now() - *last_answer > idle) http.stop();  // a new connection
+    const auto send = [&] {
+      return method == "GET"   ? http.Get(path)
+             : method == "PUT" ? http.Put(path, text, "application/json")
+                               : http.Post(path, text, "application/json");
+    };
+    httplib::Result result = send();
+    if (!result && repeatable(method, result.error())) result = send();  // on a new connection
+    last_answer.reset();
+    if (result) last_answer = std::chrono::steady_clock::now();
     if (!result) {
       throw ServiceError(0, fmt::format("{} {}{}: no answer ({})", method, url, path, httplib::to_string(result.error())));
     }

@@ -32,7 +32,11 @@ class BatchSizeClient {
   // url: http://HOST:PORT (a path prefix is not supported). timeout_s bounds
   // every request. token: sent as "Authorization: Bearer TOKEN" (a service
   // on another machine needs one; see joule tokens); nullopt: the value of
-  // $JOULE_SERVICE_TOKEN when set, else none; "": none.
+  // $JOULE_SERVICE_TOKEN when set, else none; "": none. One connection is
+  // kept alive between requests, but not reused after a second idle (a
+  // server closing it as a request goes out leaves the request unanswered);
+  // a GET or PUT whose connection broke under it is sent once more, a POST
+  // (which may have been carried out) is not. Not for several threads at once.
   explicit BatchSizeClient(const std::string& url, double timeout_s = 10.0,
                            std::optional<std::string> token = std::nullopt);
   ~BatchSizeClient();
