@@ -7,7 +7,9 @@ raw.json (samples, counter values, region pieces) and result.json (the
 measured response, the truths in the mix) and attributes the full window
 through joule.attribute_data: by the response and by the boxcar, each with
 and without the increments, then by the response with the counter placed at
-given lags. Prints each region's error against its truth in the mix.
+given lags, and by four boxcars that do not describe the samples, with and
+without the increments. Prints each region's error against its truth in the
+mix.
 No GPU; joule importable (here: PYTHONPATH=build/python).
 
     PYTHONPATH=build/python python3 bench/probes/counter_refit.py bench/results/2026-11-30-h200-counter-increments
@@ -59,6 +61,11 @@ def main():
         line(label, fit(**options))
     for lag in (float(x) for x in args.lags_ms.split(",") if x):
         line(f"response, counter {lag:g} ms late", fit(sample_response=response, counter_lag_ms=lag))
+    # Boxcars that do not describe the samples (cover/delay in ms): do the increments undo them?
+    for cover, delay in ((20, 0), (10, 0), (20, 10), (5, 30)):
+        for counter in (False, True):
+            line(f"boxcar {cover}/{delay} ms, {'with the counter' if counter else 'without'}",
+                 fit(sample_cover_ms=cover, sample_delay_ms=delay, counter_increments=counter))
 
 
 if __name__ == "__main__":
