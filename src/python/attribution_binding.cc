@@ -146,6 +146,28 @@ py::dict attribution_dict(const joule::attribution::Attribution& a) {
                   "residual_rms_w"_a = a.residual_rms_w, "notes"_a = a.notes, "simulated"_a = a.simulated);
 }
 
+// The fit's options from the keyword arguments attribute() and
+// attribute_data() share (milliseconds to seconds).
+std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleModel> fit_options(
+    std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s, std::uint64_t seed,
+    std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
+    std::optional<joule::attribution::SampleResponse> sample_response, bool counter_increments,
+    std::optional<double> counter_lag_ms) {
+  joule::attribution::AttributionOptions options;
+  options.baseline_w = baseline_w;
+  options.bootstrap_rounds = bootstrap_rounds;
+  options.confidence = confidence;
+  options.block_s = block_s;
+  options.seed = seed;
+  joule::attribution::SampleModel samples;
+  if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
+  if (sample_delay_ms) samples.delay_s = *sample_delay_ms / 1000.0;
+  samples.response = std::move(sample_response);
+  samples.counter_increments = counter_increments;
+  if (counter_lag_ms) samples.counter_lag_s = *counter_lag_ms / 1000.0;
+  return {std::move(options), std::move(samples)};
+}
+
 }  // namespace
 
 void bind_attribution(py::module_& m) {
@@ -365,18 +387,9 @@ void bind_attribution(py::module_& m) {
          std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
          std::uint64_t seed, std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
          std::optional<SampleResponse> sample_response, bool counter_increments, std::optional<double> counter_lag_ms) {
-        joule::attribution::AttributionOptions options;
-        options.baseline_w = baseline_w;
-        options.bootstrap_rounds = bootstrap_rounds;
-        options.confidence = confidence;
-        options.block_s = block_s;
-        options.seed = seed;
-        joule::attribution::SampleModel samples;
-        if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
-        if (sample_delay_ms) samples.delay_s = *sample_delay_ms / 1000.0;
-        samples.response = sample_response;
-        samples.counter_increments = counter_increments;
-        if (counter_lag_ms) samples.counter_lag_s = *counter_lag_ms / 1000.0;
+        const auto [options, samples] =
+            fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms, sample_delay_ms,
+                        std::move(sample_response), counter_increments, counter_lag_ms);
         py::gil_scoped_release release;
         return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
                                                     samples);
@@ -421,18 +434,9 @@ void bind_attribution(py::module_& m) {
           v.concurrent = t.size() == 5 && t[4].cast<bool>();
           pieces.push_back(v);
         }
-        joule::attribution::AttributionOptions options;
-        options.baseline_w = baseline_w;
-        options.bootstrap_rounds = bootstrap_rounds;
-        options.confidence = confidence;
-        options.block_s = block_s;
-        options.seed = seed;
-        joule::attribution::SampleModel model;
-        if (sample_cover_ms) model.cover_s = *sample_cover_ms / 1000.0;
-        if (sample_delay_ms) model.delay_s = *sample_delay_ms / 1000.0;
-        model.response = sample_response;
-        model.counter_increments = counter_increments;
-        if (counter_lag_ms) model.counter_lag_s = *counter_lag_ms / 1000.0;
+        const auto [options, model] =
+            fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms, sample_delay_ms,
+                        std::move(sample_response), counter_increments, counter_lag_ms);
         py::gil_scoped_release release;
         return joule::attribution::attribute_observed(observed, values, std::move(pieces), names, begin_s, end_s,
                                                       energy_j, options, model);
