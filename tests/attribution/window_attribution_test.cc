@@ -102,26 +102,54 @@ struct Run {
   }
 };
 
+// Virtual time for a sampler without a thread: ticks every 100 ms and,
+// where its windows are anchored, the anchors polled every 0.5 ms (as their
+// thread would). advance_to moves the time (set_time_s: every clock that
+// follows it) to t, doing each on the way.
+struct VirtualTicks {
+  bool poll_anchors = false;
+  double next_tick_s = 0.1;
+  double next_poll_s = 0.0005;
+
+  template <typename SetTime>
+  void advance_to(double t, Sampler& sampler, SetTime&& set_time_s) {
+    for (;;) {
+      const double next_s = std::min(next_tick_s, poll_anchors ? next_poll_s : next_tick_s);
+      if (next_s > t) break;
+      set_time_s(next_s);
+      if (poll_anchors && next_s == next_poll_s) {
+        sampler.poll_counter_anchors();
+        next_poll_s += 0.0005;
+      }
+      if (next_s == next_tick_s) {
+        sampler.sample_now();
+        next_tick_s += 0.1;
+      }
+    }
+    set_time_s(t);
+  }
+};
+
 struct Rig {
   std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();
   Run run;
   std::shared_ptr<ScriptedGpu> gpu;
   std::unique_ptr<Sampler> sampler;
   RegionRecorder recorder{clock};
-  bool poll_anchors = false;
-  double next_tick_s = 0.1;
-  double next_poll_s = 0.0005;
+  VirtualTicks ticks;
 
   // lag_s: the GPU senses its power that late (samples and counter alike,
-  // as an H200's); anchored: its 100 ms counter steps are found and read,
-  // polled every 0.5 ms of virtual time.
-  Rig(int steps, uint64_t seed, double lag_s = 0.0, bool anchored = false) : run(steps, seed), poll_anchors(anchored) {
+  // as an H200's); anchored: its counter steps every 100 ms, and the steps
+  // are found and read.
+  Rig(int steps, uint64_t seed, double lag_s = 0.0, bool anchored = false) : run(steps, seed), ticks{anchored} {
     gpu = std::make_shared<ScriptedGpu>(
         0, clock, [this, lag_s](double t) { return run.script.power_at(t - lag_s); },
         [this, lag_s](double t0, double t1) { return run.script.energy_to(t1 - lag_s) - run.script.energy_to(t0 - lag_s); });
     gpu->sample_period_s = 0.02;
-    gpu->counter_update_s = 0.1;
-    gpu->counter_phase_s = 0.0371;
+    if (anchored) {
+      gpu->counter_update_s = 0.1;
+      gpu->counter_phase_s = 0.0371;
+    }
     SamplerOptions options;
     options.background_thread = false;
     options.counter_anchors.enabled = anchored;
@@ -131,22 +159,8 @@ struct Rig {
                                         std::vector<std::shared_ptr<CpuEnergyZone>>{}, clock, options);
     sampler->start();
   }
-  // Moves the clock to t, ticking the sampler every 100 ms on the way.
   void advance_to(double t) {
-    for (;;) {
-      const double next_s = std::min(next_tick_s, poll_anchors ? next_poll_s : next_tick_s);
-      if (next_s > t) break;
-      clock->set_s(next_s);
-      if (poll_anchors && next_s == next_poll_s) {
-        sampler->poll_counter_anchors();
-        next_poll_s += 0.0005;
-      }
-      if (next_s == next_tick_s) {
-        sampler->sample_now();
-        next_tick_s += 0.1;
-      }
-    }
-    clock->set_s(t);
+    ticks.advance_to(t, *sampler, [this](double s) { clock->set_s(s); });
   }
   void play() {
     for (const auto& [t, edge] : run.edges) {
@@ -228,7 +242,7 @@ struct FakeGpuRig {
   // anchored: the sampler pins windows to the fake's 100 ms counter steps,
   // its anchors polled every 0.5 ms of virtual time (as its thread would).
   FakeGpuRig(const testing::FakeDriver& driver, const std::string& profile, bool anchored = false)
-      : poll_anchors(anchored) {
+      : ticks{anchored} {
     testing::write_file(tmp.file("profile.txt"), profile);
     const std::string h100_sources =
         " energy_update_ms=100 energy_call_ms=4 power_update_ms=100 usage_window_ms=1000 sample_ms=20"
@@ -248,24 +262,12 @@ struct FakeGpuRig {
                                         options);
     sampler->start();
   }
-  // Moves both clocks to t, ticking the sampler every 100 ms on the way.
+  // Both clocks, the rig's and the fake's.
   void advance_to(double t) {
-    for (;;) {
-      const double next_s = std::min(next_tick_s, poll_anchors ? next_poll_s : next_tick_s);
-      if (next_s > t) break;
-      clock->set_s(next_s);
-      set_fake_time(next_s);
-      if (poll_anchors && next_s == next_poll_s) {
-        sampler->poll_counter_anchors();
-        next_poll_s += 0.0005;
-      }
-      if (next_s == next_tick_s) {
-        sampler->sample_now();
-        next_tick_s += 0.1;
-      }
-    }
-    clock->set_s(t);
-    set_fake_time(t);
+    ticks.advance_to(t, *sampler, [this](double s) {
+      clock->set_s(s);
+      set_fake_time(s);
+    });
   }
   // kStep's regions, steps times from t; returns the time after them.
   double play_steps(double t, int steps) {
@@ -300,9 +302,7 @@ struct FakeGpuRig {
   std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();
   std::unique_ptr<Sampler> sampler;
   RegionRecorder recorder{clock};
-  bool poll_anchors = false;
-  double next_tick_s = 0.1;
-  double next_poll_s = 0.0005;
+  VirtualTicks ticks;
 };
 
 // The same through the NVML backend, on the fake H100 in virtual time: a
@@ -549,7 +549,7 @@ TEST_P(AttributionOnFakeDriverTest, TheDriversSamplesRecoverEachRegionsPower) {
   // Ticks 10 us off the 100 ms grid: a point read exactly on a region's edge
   // (8.8 s is 520 steps and 12 ms) falls on either side of it as the fake's
   // profile and the recorder round, an outlier of hundreds of watts.
-  rig.next_tick_s += 1e-5;
+  rig.ticks.next_tick_s += 1e-5;
   constexpr int kSteps = 1800;  // 30 s
   const double end_s = rig.play_steps(0.0, kSteps);
   rig.advance_to(end_s + 0.5);
