@@ -226,21 +226,68 @@ def test_gpu_clock_hands_concurrent_edges_over_at_their_own_instants(monitor):
     assert re.search(r" [+-]\d+\.\d W ", row), row
 
 
-def test_only_a_module_whose_inputs_need_no_gradient_gets_hooks_on_its_parameters(monitor):
-    # Its backward ends when its parameters' gradients are computed; every
-    # other module's ends on its inputs', and hooks on its parameters would be
-    # a Python call per parameter per step for nothing.
+def step_pieces(recorder, names):
+    """The pieces of one training step's regions, from the last "data" on."""
+    pieces = recorder.intervals(0.0, 1e12)
+    last_data = max(i for i, p in enumerate(pieces) if p[0] == "data")
+    return [p for p in pieces[last_data:] if p[0] in names]
+
+
+def test_backward_regions_follow_each_other_and_the_last_ends_with_autograd(monitor):
+    # One autograd hook per call: a module's backward begins when its
+    # output's gradient arrives and lasts until the next one's begins; the
+    # first layer's ends when autograd is done. No hook on any parameter.
     model = small_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with joule.torch.attribute(model, monitor, optimizer=opt, clock="host") as session:
         with monitor.window("train") as w:
             train(model, opt, session)
-        assert all(p._backward_hooks for p in model[0].parameters())  # the first layer: its input is data
-        for later in (model[2], model[3]):
-            assert not any(p._backward_hooks for p in later.parameters())
+        assert not any(p._backward_hooks for p in model.parameters())
+    assert session.notes == []
+    backward = [f"{i}.backward" for i in (3, 2, 1, 0)]
+    pieces = step_pieces(session.recorder, set(backward) | {"optimizer.step"})
+    assert [p[0] for p in pieces] == backward + ["optimizer.step"], pieces
+    assert not any(p[3] for p in pieces)  # none resumed: nothing nests in them
+    for earlier, later in zip(pieces, pieces[1:]):
+        assert 0.0 <= later[1] - earlier[2] < 0.002, (earlier, later)  # an end, then the next begin
     a = session.result(w.settled(timeout_s=5.0), bootstrap_rounds=0)[0]
-    assert {r.name: r.calls for r in a.regions}["0.backward"] == STEPS
-    assert not any(p._backward_hooks for p in model.parameters())
+    assert all({r.name: r.calls for r in a.regions}[name] == STEPS for name in backward)
+
+
+def test_a_region_of_yours_around_a_whole_step_ends_after_what_ended_in_it(monitor):
+    # Its end follows the first layer's backward end (autograd's callback)
+    # directly: it goes after it, not before (which the recorder refuses).
+    model = small_model()
+    with joule.torch.attribute(model, monitor, clock="host") as session:
+        for _ in range(3):
+            with session.region("step"):
+                model(torch.randn(4, 32)).sum().backward()
+    pieces = session.recorder.intervals(0.0, 1e12)
+    assert [p[0] for p in pieces if p[0].endswith(".backward")][-4:] == [f"{i}.backward" for i in (3, 2, 1, 0)]
+    assert [p[0] for p in pieces[-2:]] == ["0.backward", "step"] and pieces[-1][1] == pieces[-2][2], pieces
+    assert session.notes == [] and session.recorder.open_regions == 0
+
+
+def test_a_backward_pass_that_raises_leaves_no_region_open_into_the_next_step(monitor):
+    model = small_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(64, 32), torch.randint(0, 10, (64,))
+
+    def fails(grad):
+        raise RuntimeError("a hook of yours failed")
+
+    with joule.torch.attribute(model, monitor, optimizer=opt, clock="host") as session:
+        hidden = model[1](model[0](x))
+        hidden.register_hook(fails)  # after 3, 2 and 1's backward began, before 0's
+        with pytest.raises(RuntimeError, match="a hook of yours failed"):
+            torch.nn.functional.cross_entropy(model[3](model[2](hidden)), y).backward()
+        train(model, opt, session, steps=3)
+    assert any("did not finish" in n for n in session.notes), session.notes
+    assert session.recorder.open_regions == 0
+    pieces = session.recorder.intervals(0.0, 1e12)
+    assert not any(p[3] for p in pieces if p[0].endswith(".backward")), pieces  # no forward inside a backward
+    assert [p[0] for p in step_pieces(session.recorder, {"3.backward", "0.backward", "optimizer.step"})] == \
+        ["3.backward", "0.backward", "optimizer.step"]
 
 
 def test_attributing_an_unsettled_window_is_a_usage_error(monitor):

@@ -3,7 +3,6 @@
 """joule.torch.attribute: a model's modules (and the optimizer, the data
 loading, DDP's all-reduce) as regions of a window, their edges on the GPU's
 clock, and each region's energy from the fit."""
-import collections
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 import torch
@@ -28,30 +27,16 @@ def _tensors(value) -> List["torch.Tensor"]:
 _CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict)
 
 
-class _BackwardCall:
-    """One forward call's backward region: it begins when the gradient of
-    any of the call's outputs is computed (its backward can start), and ends
-    when the gradients of all its inputs that need one are (or, with none,
-    of all its parameters)."""
+# The autograd pass running on this thread (-1: none); None where torch does
+# not say (before 2.0).
+_graph_task = getattr(torch._C, "_current_graph_task_id", lambda: None)
 
-    __slots__ = ("session", "name", "waiting", "started", "ended")
 
-    def __init__(self, session: "RegionAttribution", name: str, waiting: int) -> None:
-        self.session, self.name, self.waiting = session, name, waiting
-        self.started = self.ended = False
-
-    def start(self, grad=None):
-        if not self.started:
-            self.started = True
-            self.session._begin(self.name)
-        return None
-
-    def done(self, grad=None):
-        self.waiting -= 1
-        if self.waiting == 0 and self.started and not self.ended:
-            self.ended = True
-            self.session._end(self.name)
-        return None
+def _outside_backward() -> bool:
+    """No autograd pass runs on this thread; where torch does not say, grad
+    mode on (autograd turns it off for a pass that makes no graph)."""
+    task = _graph_task()
+    return task == -1 if task is not None else torch.is_grad_enabled()
 
 
 class RegionAttribution:
@@ -85,18 +70,19 @@ class RegionAttribution:
     closely). clock="host": edges are host instants, the GPU's only with a
     Monitor made with a synchronize (a sync per edge).
 
-    Backward regions hang on the autograd graph: a pre-hook on the node that
-    made the call's output begins it, hooks on its inputs (put on before the
-    module runs, so an in-place op inside it or after it changes nothing) end it;
-    a call whose inputs need no gradient (the first layer) ends when its
-    parameters' gradients are computed. An input that other modules use too
-    (a residual branch's) ends the backward when its whole gradient is
-    summed, so the region then includes the other users' backward; nested
-    regions that autograd interleaves are closed around each other and notes
-    says where. A call whose forward returns no tensor requiring grad (a
-    dict, a dataclass), or with neither inputs nor parameters requiring
-    grad, gets no backward region (its time counts as idle) and a line in
-    notes. phases=False records forward regions only.
+    Backward regions take one autograd hook per call: a pre-hook on the
+node that made the call's output (put on in its forward hook, so an
+in-place op after the module changes nothing) begins the call's backward
+when that output's gradient arrives, and the backward region open until
+then ends there. So in backward the regions follow each other with no gap:
+a module's backward lasts until the next hooked module's begins, and what
+autograd runs between them (a residual add's backward, a functional op
+between modules) counts to it; the last one ends when autograd has
+finished (a callback queued on its engine), parameter gradients included.
+A call whose forward returns no tensor requiring grad (a dict, a
+dataclass, a frozen layer's output) gets no backward region (its backward
+time counts to the region before it) and a line in notes. phases=False
+records forward regions only.
 
     On exit every hook is removed and the optimizer's step restored; regions
     left open (an exception in forward) are closed. result(measurement,
@@ -156,7 +142,8 @@ class RegionAttribution:
         self.notes: List[str] = []
         self._noted: set = set()
         self._open: List[str] = []  # mirrors the recorder's stack
-        self._params_waiting: List[Any] = []  # per hooked module: its calls ending on parameter gradients
+        self._backward: Optional[str] = None  # the backward region open, during autograd's pass
+        self._backward_task: Optional[int] = None  # that pass's graph task (None where torch does not say)
         self._handles: List[Any] = []
         self._step = None  # the optimizer's own step, while wrapped
 
@@ -239,6 +226,11 @@ class RegionAttribution:
         self._last_edge = (begin, name)
 
     def _begin(self, name: str) -> None:
+        if self._backward is not None and _outside_backward():  # its pass raised: it never ended
+            self._backward_abandoned()
+        self._push(name)
+
+    def _push(self, name: str) -> None:
         if name in self._open:  # left open (an exception, a backward that never came): close it first
             self._note(f"reopened {name}", f"{name}: began again while still open; the open call was closed")
             self._end(name)
@@ -250,7 +242,7 @@ class RegionAttribution:
             self._note(f"not open {name}", f"{name}: ended without having begun; that edge was skipped")
             return
         inner = self._open[self._open.index(name) + 1:]
-        if inner == [name_ for begun, name_ in [self._last_edge] if begun] and self.edges.end_before_last(name):
+        if len(inner) == 1 and self._last_edge == (True, inner[0]) and self.edges.end_before_last(name):
             # The one inside began at the last edge, with no work since: this
             # end was found late (torch ran the begin's hook first on the same
             # gradient) and goes just before it.
@@ -270,71 +262,61 @@ class RegionAttribution:
 
     def _hook(self, path: str, module: "torch.nn.Module") -> None:
         forward, backward = f"{path}.forward", f"{path}.backward"
-        params = [p for p in module.parameters() if p.requires_grad]
-        calls: List[_BackwardCall] = []  # begun in forward_pre, finished in forward_post (a stack: re-entry)
-        params_waiting: "collections.deque" = collections.deque()  # calls ending on parameter gradients, in order
-        # Hooks on the parameters' gradients, put on at the first call whose
-        # inputs need no gradient (the first layer): elsewhere each would be a
-        # Python call per parameter per backward for nothing.
-        param_hooks: List[Any] = []
+
+        def begin_backward(*_grads):
+            self._begin_backward(backward)
 
         def forward_pre(mod, args):
-            call = None
-            if self.phases and torch.is_grad_enabled():
-                inputs = [t for t in _tensors(args) if t.requires_grad]
-                call = _BackwardCall(self, backward, len(inputs))
-                for t in inputs:  # before the module runs: an in-place op on them cannot move the hook
-                    t.register_hook(call.done)
-            calls.append(call)
             self._begin(forward)
 
         def forward_post(mod, args, output):
             self._end(forward)
-            call = calls.pop() if calls else None
-            if call is None:
+            if not self.phases or not torch.is_grad_enabled():
                 return None
             outputs = [t for t in _tensors(output) if t.requires_grad]
             if not outputs:
                 self._note(f"no output {path}", f"{backward}: not recorded (forward returns no tensor requiring "
                            f"grad that the hooks see: {type(output).__name__})")
-                call.started = True  # nothing will begin it
-                call.ended = True
-                return None
-            if call.waiting == 0:
-                if not params:
-                    self._note(f"no grad {path}", f"{backward}: not recorded (neither its inputs nor its "
-                               "parameters require grad)")
-                    return None
-                call.waiting = len(params)
-                params_waiting.append([call, set()])
-                if not param_hooks:  # the first call that needs them: every later backward calls them
-                    param_hooks.extend(p.register_hook(param_done(index)) for index, p in enumerate(params))
-                    self._handles.extend(param_hooks)
-            # On the node that made the output (its pre-hooks run after every
-            # tensor hook on its gradient, so the backward that ends there, the
-            # next module's, ends first); on the tensor itself for a leaf.
+            # On the node that made the output: its pre-hooks run once the
+            # gradient of every output of that node is summed. On the tensor
+            # itself for a leaf (a module returning a parameter).
             for t in outputs:
                 if t.grad_fn is not None:
-                    t.grad_fn.register_prehook(call.start)
+                    t.grad_fn.register_prehook(begin_backward)
                 else:
-                    t.register_hook(call.start)
+                    t.register_hook(begin_backward)
             return None
-
-        def param_done(index):
-            def hook(grad):
-                if params_waiting:
-                    call, seen = params_waiting[0]
-                    seen.add(index)
-                    if len(seen) == len(params):
-                        params_waiting.popleft()
-                        call.waiting = 1
-                        call.done()
-                return None
-            return hook
 
         self._handles.append(module.register_forward_pre_hook(forward_pre))
         self._handles.append(module.register_forward_hook(forward_post))
-        self._params_waiting.append(params_waiting)
+
+    def _begin_backward(self, name: str) -> None:
+        """The gradient of a call's output arrived: its backward begins, the
+        one open ends (a call with several outputs: at the first)."""
+        task = _graph_task()
+        if self._backward is not None and task != self._backward_task:
+            self._backward_abandoned()
+        if self._backward == name:
+            return
+        if self._backward is None:  # the first in this pass: end the last one when autograd is done
+            torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
+            self._backward_task = task
+        else:
+            self._end(self._backward)
+        self._backward = name
+        self._push(name)
+
+    def _end_backward(self) -> None:
+        if self._backward is not None:
+            name, self._backward = self._backward, None
+            self._end(name)
+
+    def _backward_abandoned(self) -> None:
+        """A backward pass that never finished (it raised): its last region
+        ends at the first edge after it."""
+        self._note("abandoned backward", f"{self._backward}: its backward pass did not finish (an exception?); "
+                   "the region ended at the next edge")
+        self._end_backward()
 
     def _wrap_step(self) -> None:
         optimizer = self.optimizer
@@ -388,13 +370,11 @@ class RegionAttribution:
             else:
                 del self.optimizer.step
             self._step = None
+        self._backward = None
         while self._open:
             name = self._open[-1]
             self._note(f"left open {name}", f"{name}: still open when the session ended; closed there")
             self._end(name)
-        for waiting in self._params_waiting:
-            waiting.clear()
-        self._params_waiting.clear()
 
 
 class _SessionRegion:
