@@ -137,6 +137,8 @@ records forward regions only.
         self.clock = clock
         self.recorder = RegionRecorder(monitor)
         self.edges: Any = None  # GpuClock or HostClock, made on entry
+        self._record_begin: Any = None  # its begin and end
+        self._record_end: Any = None
         self._events = events
         self._last_edge: Optional[Tuple[bool, str]] = None
         self.notes: List[str] = []
@@ -174,6 +176,7 @@ records forward regions only.
     def __enter__(self) -> "RegionAttribution":
         try:
             self.edges = GpuClock(self.recorder, events=self._events) if self.clock == "gpu" else HostClock(self.recorder)
+            self._record_begin, self._record_end = self.edges.begin, self.edges.end  # looked up once: every edge
             for path, module in self.modules():
                 self._hook(path, module)
             if self.optimizer is not None:
@@ -222,7 +225,7 @@ records forward regions only.
             self.notes.append(text)
 
     def _edge(self, begin: bool, name: str) -> None:
-        (self.edges.begin if begin else self.edges.end)(name)
+        (self._record_begin if begin else self._record_end)(name)
         self._last_edge = (begin, name)
 
     def _begin(self, name: str) -> None:
@@ -238,6 +241,10 @@ records forward regions only.
         self._open.append(name)
 
     def _end(self, name: str) -> None:
+        if self._open and self._open[-1] == name:  # the innermost: every hook's end but a late one
+            self._edge(False, name)
+            self._open.pop()
+            return
         if name not in self._open:
             self._note(f"not open {name}", f"{name}: ended without having begun; that edge was skipped")
             return
@@ -263,14 +270,16 @@ records forward regions only.
     def _hook(self, path: str, module: "torch.nn.Module") -> None:
         forward, backward = f"{path}.forward", f"{path}.backward"
 
+        begin, end, begin_phase = self._begin, self._end, self._begin_backward  # bound once: hooks run every step
+
         def begin_backward(*_grads):
-            self._begin_backward(backward)
+            begin_phase(backward)
 
         def forward_pre(mod, args):
-            self._begin(forward)
+            begin(forward)
 
         def forward_post(mod, args, output):
-            self._end(forward)
+            end(forward)
             if not self.phases or not torch.is_grad_enabled():
                 return None
             outputs = [t for t in _tensors(output) if t.requires_grad]
