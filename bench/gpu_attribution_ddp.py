@@ -117,6 +117,7 @@ def main():
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--tokens", type=int, default=512)
+    p.add_argument("--depth", type=int, default=1, help="the modules' depth (1: each block and the head)")
     p.add_argument("--overhead-blocks", type=int, default=6)
     p.add_argument("--block", type=int, default=15)
     args = p.parse_args()
@@ -135,18 +136,21 @@ def main():
     # so first DDP's built-in all-reduce against sessions without the
     # all-reduce's recording, then, the hook registered, plain steps (the hook
     # only communicating) against full sessions.
+    def session_of(**options):
+        return joule.torch.attribute(ddp, monitor, depth=args.depth, optimizer=opt, **options)
+
     builtin, modules, hooked, recorded = [], [], [], []
     host_edges, forward_only = [], []  # where the modules' cost goes: CUDA events, backward hooks
     for _ in range(args.overhead_blocks):
         builtin += timed(ddp, opt, x, NoRegion(), args.block)
-        with joule.torch.attribute(ddp, monitor, optimizer=opt, allreduce=False) as session:
+        with session_of(allreduce=False) as session:
             modules += timed(ddp, opt, x, session.region, args.block)
-        with joule.torch.attribute(ddp, monitor, optimizer=opt, allreduce=False, clock="host") as session:
+        with session_of(allreduce=False, clock="host") as session:
             host_edges += timed(ddp, opt, x, session.region, args.block)
-        with joule.torch.attribute(ddp, monitor, optimizer=opt, allreduce=False, phases=False) as session:
+        with session_of(allreduce=False, phases=False) as session:
             forward_only += timed(ddp, opt, x, session.region, args.block)
     for _ in range(args.overhead_blocks):
-        with joule.torch.attribute(ddp, monitor, optimizer=opt) as session:
+        with session_of(allreduce=True) as session:
             recorded += timed(ddp, opt, x, session.region, args.block)
         hooked += timed(ddp, opt, x, NoRegion(), args.block)
     base = statistics.median(builtin)
@@ -157,7 +161,7 @@ def main():
 
     steps = agreed_steps(ddp, opt, x, args.seconds)
     dist.barrier()
-    with joule.torch.attribute(ddp, monitor, optimizer=opt) as session:
+    with session_of(allreduce=True) as session:
         with monitor.window("ddp") as w:
             times = timed(ddp, opt, x, session.region, steps)
     settled = w.settled(timeout_s=10.0)

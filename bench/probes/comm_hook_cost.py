@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
+"""Read-only: what a DDP communication hook costs a step (issue 53, item 3:
+the all-reduce recorded for <= 1%). Changes no GPU setting.
+
+    torchrun --standalone --nproc-per-node 2 bench/probes/comm_hook_cost.py [--blocks 8] [--block 15]
+
+The Transformer blocks of gpu_attribution_ddp.py, one DDP model per kind
+(DDP keeps a comm hook for good), blocks of steps interleaved, medians:
+  built-in            DDP's own all-reduce (no hook)
+  built-in hook       _register_builtin_comm_hook(ALLREDUCE): DDP's C++ hook
+  default_hooks       default_hooks.allreduce_hook: torch's Python hook
+  joule (idle)        joule.torch.register_comm_hook outside a session
+  direct              a Python hook calling the process group's allreduce itself
+                      (AVG where NCCL, else divide and SUM) and a then() that unwraps
+  direct + edges      the same recording both edges on a joule.GpuEdgeClock
+"""
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import joule  # noqa: E402
+import joule.torch  # noqa: E402
+from gpu_attribution_ddp import Blocks, NoRegion, timed  # noqa: E402  (bench/)
+
+
+def direct_hook(edges):
+    avg = dist.get_backend() == "nccl"
+
+    def hook(pg, bucket):
+        tensor = bucket.buffer()
+        if edges is not None:
+            edges.begin_concurrent("allreduce")
+        if avg:
+            opts = dist.AllreduceOptions()
+            opts.reduceOp = dist.ReduceOp.AVG
+            fut = pg.allreduce([tensor], opts).get_future()
+        else:
+            tensor.div_(pg.size())
+            fut = pg.allreduce([tensor]).get_future()
+
+        def unwrap(f):
+            if edges is not None:
+                edges.end_concurrent("allreduce")
+            return f.value()[0]
+
+        return fut.then(unwrap)
+
+    return hook
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--blocks", type=int, default=8)
+    p.add_argument("--block", type=int, default=15)
+    p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--width", type=int, default=1024)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=512)
+    args = p.parse_args()
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    dist.init_process_group("nccl")
+    gpu = int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count()
+    torch.cuda.set_device(gpu)
+    monitor = joule.Monitor(gpus=[gpu], interval_ms=100)
+    recorder = joule.RegionRecorder(monitor)
+    clock = joule.torch.GpuClock(recorder)
+    x = torch.randn(args.batch, args.tokens, args.width, device="cuda")
+
+    def model():
+        torch.manual_seed(0)
+        ddp = torch.nn.parallel.DistributedDataParallel(Blocks(args).cuda(), device_ids=[gpu])
+        return ddp, torch.optim.AdamW(ddp.parameters(), lr=1e-4)
+
+    kinds = {}
+    kinds["built-in"] = model()
+    kinds["built-in hook"] = model()
+    kinds["built-in hook"][0]._register_builtin_comm_hook(dist.BuiltinCommHookType.ALLREDUCE)
+    kinds["default_hooks"] = model()
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    kinds["default_hooks"][0].register_comm_hook(dist.group.WORLD, default_hooks.allreduce_hook)
+    kinds["joule (idle)"] = model()
+    joule.torch.register_comm_hook(kinds["joule (idle)"][0])
+    kinds["direct"] = model()
+    kinds["direct"][0].register_comm_hook(dist.group.WORLD, direct_hook(None))
+    kinds["direct + edges"] = model()
+    kinds["direct + edges"][0].register_comm_hook(dist.group.WORLD, direct_hook(clock))
+    for ddp, opt in kinds.values():
+        timed(ddp, opt, x, NoRegion(), 5)
+    clock.flush()
+    # The same gradients from each kind (AVG and divide-then-sum agree).
+    grads = {}
+    for kind, (ddp, opt) in kinds.items():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            ddp(x * (1.0 + dist.get_rank())).float().pow(2).mean().backward()
+        grads[kind] = ddp.module.head.weight.grad.detach().clone()
+    clock.flush()
+    results = {k: [] for k in kinds}
+    for _ in range(args.blocks):
+        for kind, (ddp, opt) in kinds.items():
+            results[kind].extend(timed(ddp, opt, x, NoRegion(), args.block))
+        clock.flush()
+    if dist.get_rank() == 0:
+        base = statistics.median(results["built-in"])
+        print(f"{dist.get_world_size()} ranks; edges recorded: {len(recorder.intervals(0.0, 1e12))}")
+        for kind, times in results.items():
+            t = statistics.median(times)
+            diff = (grads[kind] - grads["built-in"]).abs().max().item()
+            print(f"{kind:16s} {1e3 * t:7.2f} ms {100 * (t / base - 1):+6.2f}%  grad diff vs built-in {diff:.2e}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

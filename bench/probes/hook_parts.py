@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
+"""Read-only: what each piece of a recorded step's hooks costs on this host
+(issue 53, item 3), on the GPT of gpu_attribution_models.py at --depth.
+Changes no GPU setting.
+
+Blocks of steps of each kind, interleaved; per kind the median host time to
+queue a step and the median step, against plain steps:
+  empty hooks          a forward pre-hook and a forward hook that do nothing
+  forward wrapper      instead of hooks, module.forward wrapped (torch's fast call path)
+  + GPU edges          the hooks record an edge each on a joule.GpuEdgeClock, nothing else
+  + tensor hooks       empty hooks that also put torch's Tensor.register_hook on each
+                       input and a node pre-hook on each output (what a session registers)
+  + node pre-hooks     the same with a pre-hook on each input's node instead of a tensor hook
+  + one node pre-hook  empty hooks that put a node pre-hook on each output only
+  joule, forward only / joule, phases / joule, phases, host edges: a session
+  joule before, phases  the same with joule.torch.regions_before, where it was put
+                        beside regions.py (an older regions.py, for a side-by-side)
+
+  /tmp/joule-venv/bin/python bench/probes/hook_parts.py [--model gpt|resnet50] [--depth 2] [--blocks 8] [--block 10]
+      [--kinds "plain,joule, phases"...] [--rounds N] [--switch-interval S]
+  torchrun --standalone --nproc-per-node 2 bench/probes/hook_parts.py --ddp ...   (the model in DDP; rank 0 prints)
+"""
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import threading
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import joule  # noqa: E402
+import joule.torch  # noqa: E402
+from gpu_attribution_models import gpt_workload, no_region, resnet_workload  # noqa: E402  (bench/)
+from hook_cost import timed  # noqa: E402  (bench/probes/)
+
+
+def _noop(*_args):
+    return None
+
+
+def _inputs(args):
+    return [t for t in args if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def _outputs(out):
+    out = out if isinstance(out, tuple) else (out,)
+    return [t for t in out if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+@contextlib.contextmanager
+def hooked(modules, pre, post):
+    handles = []
+    for path, m in modules:
+        handles.append(m.register_forward_pre_hook(pre(path)))
+        handles.append(m.register_forward_hook(post(path)))
+    try:
+        yield None
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextlib.contextmanager
+def wrapped(modules):
+    for _, m in modules:
+        inner = m.forward
+
+        def forward(*args, __inner=inner, **kwargs):
+            return __inner(*args, **kwargs)
+
+        m.forward = forward
+    try:
+        yield None
+    finally:
+        for _, m in modules:
+            del m.forward
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=("gpt", "resnet50"), default="gpt")
+    p.add_argument("--depth", type=int, default=2)
+    p.add_argument("--blocks", type=int, default=8)
+    p.add_argument("--block", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=1, help="the whole comparison, this many times")
+    p.add_argument("--kinds", help="the kinds to compare, separated by ';' (default: all)")
+    p.add_argument("--ddp", action="store_true", help="the model in DistributedDataParallel (under torchrun)")
+    p.add_argument("--switch-interval", type=float, help="sys.setswitchinterval (the GIL's), seconds")
+    args = p.parse_args()
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
+    gpu, rank = 0, 0
+    if args.ddp:
+        import torch.distributed as dist
+        dist.init_process_group("nccl")
+        rank, gpu = dist.get_rank(), int(os.environ.get("LOCAL_RANK", 0))
+        torch.cuda.set_device(gpu)
+    work = gpt_workload(8, 12, 1024, 16, 1024, 32000) if args.model == "gpt" else resnet_workload(128)
+    if args.ddp:
+        work.model = torch.nn.parallel.DistributedDataParallel(work.model, device_ids=[gpu])
+    monitor = joule.Monitor(gpus=[gpu], interval_ms=100)
+    modules = joule.torch.attribute(work.model, monitor, depth=args.depth).modules()
+    recorder = joule.RegionRecorder(monitor)
+    clock = joule.torch.GpuClock(recorder)
+    say = print if rank == 0 else (lambda *a, **k: None)
+    say(f"{args.model}{' in DDP' if args.ddp else ''}: {len(modules)} modules at depth {args.depth}; edges from "
+        f"{type(clock).__name__}; switch interval {sys.getswitchinterval()} s; Python threads: "
+        f"{[t.name for t in threading.enumerate()]}")
+    timed(work, no_region, 10)  # warm-up
+
+    def edges_pre(path):
+        return lambda m, a: clock.begin(path)
+
+    def edges_post(path):
+        return lambda m, a, o: clock.end(path)
+
+    def tensor_pre(path):
+        def pre(m, a):
+            for t in _inputs(a):
+                t.register_hook(_noop)
+        return pre
+
+    def node_pre(path):
+        def pre(m, a):
+            for t in _inputs(a):
+                (t.grad_fn.register_prehook if t.grad_fn is not None else t.register_hook)(_noop)
+        return pre
+
+    def out_post(path):
+        def post(m, a, o):
+            for t in _outputs(o):
+                if t.grad_fn is not None:
+                    t.grad_fn.register_prehook(_noop)
+        return post
+
+    def session(phases, clock_kind="gpu"):
+        return joule.torch.attribute(work.model, monitor, depth=args.depth, phases=phases, optimizer=work.opt,
+                                     clock=clock_kind)
+
+    kinds = {
+        "plain": lambda: contextlib.nullcontext(),
+        "empty hooks": lambda: hooked(modules, lambda p: _noop, lambda p: _noop),
+        "forward wrapper": lambda: wrapped(modules),
+        "hooks + GPU edges": lambda: hooked(modules, edges_pre, edges_post),
+        "hooks + tensor hooks": lambda: hooked(modules, tensor_pre, out_post),
+        "hooks + node pre-hooks": lambda: hooked(modules, node_pre, out_post),
+        "hooks + one node pre-hook": lambda: hooked(modules, lambda p: _noop, out_post),
+        "joule, forward only": lambda: session(False),
+        "joule, phases": lambda: session(True),
+        "joule, phases, host edges": lambda: session(True, "host"),
+    }
+    try:
+        from joule.torch import regions_before
+        kinds["joule before, phases"] = lambda: regions_before.RegionAttribution(
+            work.model, monitor, depth=args.depth, phases=True, optimizer=work.opt, clock="gpu")
+    except ImportError:
+        pass
+    if args.kinds:
+        kinds = {k: kinds[k] for k in args.kinds.split(";")}
+    for _ in range(args.rounds):
+        compare(work, kinds, clock, args, say)
+
+
+def compare(work, kinds, clock, args, say):
+    results = {k: ([], []) for k in kinds}
+    for _ in range(args.blocks):
+        for kind, make in kinds.items():
+            with make() as s:
+                host, total = timed(work, s.region if s is not None else no_region, args.block)
+            clock.flush()
+            results[kind][0].extend(host)
+            results[kind][1].extend(total)
+    base_host, base_total = (statistics.median(x) for x in results["plain"])
+    say(f"{'kind':28s} {'host/step':>10s} {'step':>9s} {'host +':>9s} {'step +':>8s}")
+    for kind, (host, total) in results.items():
+        h, t = statistics.median(host), statistics.median(total)
+        say(f"{kind:28s} {1e3 * h:8.2f} ms {1e3 * t:7.2f} ms {1e3 * (h - base_host):+7.2f} ms "
+            f"{100 * (t / base_total - 1):+7.2f}%")
+
+
+if __name__ == "__main__":
+    main()
