@@ -10,8 +10,11 @@
     cost = client.report(a.recurrence_id, energy_j, time_s, reached_target=True)
 
 Standard library only (http.client + json). One connection is kept alive
-between requests and reopened when the service closed it. A client is not
-meant to be shared between threads: give each thread its own.
+between requests, and a new one opened when the service closed it or it was
+idle for over a second. A GET or PUT whose connection broke under it is sent
+once more; a POST is not (the service may have carried it out) and raises
+ServiceError. A client is not meant to be shared between threads: give each
+thread its own.
 """
 from __future__ import annotations
 
@@ -20,8 +23,15 @@ import http.client
 import json
 import math
 import os
+import time
 import urllib.parse
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+# As the C++ client (src/service/client.cc): a connection idle this long is
+# not reused (joule serve closes idle ones after 4 s), and only requests that
+# do the same when sent twice are sent again on a connection that broke.
+_MAX_IDLE_REUSE_S = 1.0
+_RESENDABLE = ("GET", "PUT")
 
 DEFAULT_URL = "http://127.0.0.1:8321"
 
@@ -88,7 +98,7 @@ class BatchSizeClient:
         self.timeout_s = timeout_s
         self._token = os.environ.get("JOULE_SERVICE_TOKEN", "") if token is None else token
         self._connection: Optional[http.client.HTTPConnection] = None
-        self._reused = False  # the connection has answered a request before
+        self._answered_at: Optional[float] = None  # when the connection last answered (monotonic s)
 
     # -- plumbing ---------------------------------------------------------
 
@@ -97,6 +107,7 @@ class BatchSizeClient:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        self._answered_at = None
 
     def __enter__(self) -> "BatchSizeClient":
         return self
@@ -105,9 +116,11 @@ class BatchSizeClient:
         self.close()
 
     def _send(self, method: str, path: str, body: Optional[bytes]) -> http.client.HTTPResponse:
+        if self._answered_at is not None and time.monotonic() - self._answered_at > _MAX_IDLE_REUSE_S:
+            self.close()  # the service may be closing it right now
         if self._connection is None:
             self._connection = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
-            self._reused = False
+            self._answered_at = None
         headers = {"Content-Type": "application/json"} if body is not None else {}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
@@ -122,15 +135,17 @@ class BatchSizeClient:
             try:
                 response = self._send(method, path, data)
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                if not self._reused:
+                if self._answered_at is None or method not in _RESENDABLE:
                     raise
-                # The service closed an idle kept-alive connection before
-                # reading the request: one more try on a fresh connection.
+                # The service closed a kept-alive connection under the
+                # request: a GET or PUT once more on a fresh connection. Not
+                # a POST: the service may have carried it out (a report
+                # counted twice, a recurrence begun twice).
                 self.close()
                 response = self._send(method, path, data)
             status = response.status
             text = response.read()
-            self._reused = True
+            self._answered_at = time.monotonic()
             if response.will_close:
                 self.close()
         except (OSError, http.client.HTTPException) as e:
