@@ -90,7 +90,10 @@ int joule_clock_s(joule_session* session, double* now_s);
  * counter's increments, where the session read it once a step (session
  * option "read_counter_every_step": true), are fitted with the samples:
  * "counter_increments": false leaves them out, "counter_lag_ms": 16 gives
- * how far the counter lags the work (without it, found by the fit). */
+ * how far the counter lags the work (without it, found by the fit). With a
+ * measured response the intervals carry the model's own bias, 7.5% of each
+ * region's energy (1 sigma) unless "model_bias" (a share, 0 to 1) says
+ * otherwise; 0 leaves the statistical interval alone. */
 int joule_attribute_window(joule_session* session, const char* window_name, const char* options_json, char* out,
                            size_t out_len);
 /* Training-loop callbacks of the power-limit optimizer (no-ops without one). */

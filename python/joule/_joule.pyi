@@ -345,6 +345,7 @@ def attribute(
     sample_response: Optional[SampleResponse] = None,
     counter_increments: bool = True,
     counter_lag_ms: Optional[float] = None,
+    model_bias: Optional[float] = None,
 ) -> list[Attribution]: ...
 
 # attribute() from data kept from a run (e.g. to refit it offline): samples
@@ -367,6 +368,7 @@ def attribute_data(
     sample_response: Optional[SampleResponse] = None,
     counter_increments: bool = True,
     counter_lag_ms: Optional[float] = None,
+    model_bias: Optional[float] = None,
 ) -> Attribution: ...
 
 # How a GPU's power samples respond to its power (joule.torch.measure_sample_response runs the window).

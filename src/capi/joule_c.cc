@@ -246,6 +246,7 @@ int joule_attribute_window(joule_session* session, const char* window_name, cons
     }
     samples.counter_increments = o.value("counter_increments", samples.counter_increments);
     if (o.contains("counter_lag_ms")) samples.counter_lag_s = o["counter_lag_ms"].get<double>() / 1000.0;
+    if (o.contains("model_bias")) samples.model_bias = o["model_bias"].get<double>();
     nlohmann::json gpus = nlohmann::json::array();
     for (const auto& a : joule::attribution::attribute_window(*session->monitor, ended, *session->regions, options,
                                                               samples)) {

@@ -152,7 +152,7 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
     std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s, std::uint64_t seed,
     std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
     std::optional<joule::attribution::SampleResponse> sample_response, bool counter_increments,
-    std::optional<double> counter_lag_ms) {
+    std::optional<double> counter_lag_ms, std::optional<double> model_bias) {
   joule::attribution::AttributionOptions options;
   options.baseline_w = baseline_w;
   options.bootstrap_rounds = bootstrap_rounds;
@@ -165,6 +165,7 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
   samples.response = std::move(sample_response);
   samples.counter_increments = counter_increments;
   if (counter_lag_ms) samples.counter_lag_s = *counter_lag_ms / 1000.0;
+  samples.model_bias = model_bias;
   return {std::move(options), std::move(samples)};
 }
 
@@ -386,10 +387,11 @@ void bind_attribution(py::module_& m) {
       [](PyMonitor& monitor, const joule::Measurement& measurement, const PyRegionRecorder& recorder,
          std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
          std::uint64_t seed, std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
-         std::optional<SampleResponse> sample_response, bool counter_increments, std::optional<double> counter_lag_ms) {
+         std::optional<SampleResponse> sample_response, bool counter_increments, std::optional<double> counter_lag_ms,
+         std::optional<double> model_bias) {
         const auto [options, samples] =
             fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms, sample_delay_ms,
-                        std::move(sample_response), counter_increments, counter_lag_ms);
+                        std::move(sample_response), counter_increments, counter_lag_ms, model_bias);
         py::gil_scoped_release release;
         return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
                                                     samples);
@@ -397,11 +399,11 @@ void bind_attribution(py::module_& m) {
       "monitor"_a, "measurement"_a, "recorder"_a, "baseline_w"_a = py::none(), "bootstrap_rounds"_a = 200,
       "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1, "sample_cover_ms"_a = py::none(),
       "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(), "counter_increments"_a = true,
-      "counter_lag_ms"_a = py::none(),
+      "counter_lag_ms"_a = py::none(), "model_bias"_a = py::none(),
       "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
       "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages; "
       "sample_delay_ms: how long after that span it is stamped (None: found by the fit); sample_response (from "
-      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit). Do not record on the recorder meanwhile (the fit runs without the GIL).");
+      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone). Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   m.def(
       "attribute_data",
@@ -410,7 +412,7 @@ void bind_attribution(py::module_& m) {
          double end_s, double energy_j, std::optional<double> baseline_w, int bootstrap_rounds, double confidence,
          double block_s, std::uint64_t seed, std::optional<double> sample_cover_ms,
          std::optional<double> sample_delay_ms, std::optional<SampleResponse> sample_response,
-         bool counter_increments, std::optional<double> counter_lag_ms) {
+         bool counter_increments, std::optional<double> counter_lag_ms, std::optional<double> model_bias) {
         std::vector<joule::ObservedPower> observed;
         for (const auto& [b, e, w] : samples) observed.push_back({b, e, w});
         std::vector<joule::CounterAnchor> values;
@@ -436,7 +438,7 @@ void bind_attribution(py::module_& m) {
         }
         const auto [options, model] =
             fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms, sample_delay_ms,
-                        std::move(sample_response), counter_increments, counter_lag_ms);
+                        std::move(sample_response), counter_increments, counter_lag_ms, model_bias);
         py::gil_scoped_release release;
         return joule::attribution::attribute_observed(observed, values, std::move(pieces), names, begin_s, end_s,
                                                       energy_j, options, model);
@@ -444,7 +446,7 @@ void bind_attribution(py::module_& m) {
       "samples"_a, "counter"_a, "intervals"_a, "begin_s"_a, "end_s"_a, "energy_j"_a, "baseline_w"_a = py::none(),
       "bootstrap_rounds"_a = 200, "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1,
       "sample_cover_ms"_a = py::none(), "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(),
-      "counter_increments"_a = true, "counter_lag_ms"_a = py::none(),
+      "counter_increments"_a = true, "counter_lag_ms"_a = py::none(), "model_bias"_a = py::none(),
       "attribute() from data kept from a run, e.g. to refit it offline: samples as Monitor.observed_power gives "
       "them, counter as Monitor.counter_values does ([] for none), intervals as RegionRecorder.intervals does "
       "(a fifth element True marks a concurrent region's), the window [begin_s, end_s] on their clock and its "

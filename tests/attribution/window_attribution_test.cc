@@ -25,6 +25,7 @@
 #include "common/fake_drivers.h"
 #include "common/test_support.h"
 #include "joule/clock.h"
+#include "joule/common/root_sum_square.h"
 #include "joule/error.h"
 #include "joule/measure/sampler.h"
 
@@ -428,10 +429,34 @@ TEST(AttributionWindowTest, AMeasuredSampleResponseRecoversTheRegions) {
                          [](const std::string& n) { return n.find("the response's uncertainty (20 refits") != n.npos; }),
             a.notes.end())
       << ::testing::PrintToString(a.notes);
-  EXPECT_NE(std::find_if(a.notes.begin(), a.notes.end(),
-                         [](const std::string& n) { return n.find("statistical error only") != n.npos; }),
-            a.notes.end())
-      << ::testing::PrintToString(a.notes);
+  const auto has_note = [](const Attribution& of, const std::string& text) {
+    return std::find_if(of.notes.begin(), of.notes.end(),
+                        [&](const std::string& n) { return n.find(text) != n.npos; }) != of.notes.end();
+  };
+  EXPECT_TRUE(has_note(a, "the model's own bias, 7.5% of each region's energy")) << ::testing::PrintToString(a.notes);
+  // The model's bias widens each interval in quadrature, by z(90%) x 7.5% of
+  // the region's energy, from the statistical one a bias of 0 leaves.
+  measured.model_bias = 0.0;
+  const Attribution statistical = attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured);
+  EXPECT_TRUE(has_note(statistical, "statistical error only")) << ::testing::PrintToString(statistical.notes);
+  for (const std::string name : {"matmul", "elementwise"}) {
+    const RegionEnergy& wide = h100.region(a, name);
+    const RegionEnergy& bare = h100.region(statistical, name);
+    ASSERT_TRUE(wide.resolved && std::isfinite(bare.energy_low_j)) << wide.name;
+    ASSERT_EQ(wide.energy_j, bare.energy_j) << wide.name;
+    const double more_j = 1.6448536269514722 * kProofModelBias * wide.energy_j;
+    EXPECT_NEAR(wide.energy_j - wide.energy_low_j, joule::root_sum_square(bare.energy_j - bare.energy_low_j, more_j),
+                1e-9 * wide.energy_j) << wide.name;
+    EXPECT_NEAR(wide.energy_high_j - wide.energy_j, joule::root_sum_square(bare.energy_high_j - bare.energy_j, more_j),
+                1e-9 * wide.energy_j) << wide.name;
+    EXPECT_NEAR(wide.energy_std_j, joule::root_sum_square(bare.energy_std_j, kProofModelBias * wide.energy_j),
+                1e-9 * wide.energy_j) << wide.name;
+  }
+  for (double refused : {-0.01, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    measured.model_bias = refused;
+    EXPECT_THROW(attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured), UsageError) << refused;
+  }
+  measured.model_bias.reset();
   measured.cover_s = 0.01;  // a boxcar and a response at once
   EXPECT_THROW(attribute_gpu(sampler, 0, recorder, steps_begin_s, t, window_j, {}, measured), UsageError);
   EXPECT_THROW(fit_sample_response(sampler, 0, recorder, "nope", 0.0, 40.0), UsageError);

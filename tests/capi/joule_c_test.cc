@@ -163,6 +163,14 @@ TEST(JouleCTest, RegionsSplitASettledWindowPerGpu) {
   EXPECT_EQ(nlohmann::json::parse(out.data())[0]["notes"].dump().find("energy-counter"), std::string::npos);
   EXPECT_EQ(joule_attribute_window(s, "train", R"({"counter_lag_ms": "16"})", out.data(), out.size()), -1);
   EXPECT_EQ(joule_attribute_window(s, "train", R"({"counter_lag_ms": 1e999})", out.data(), out.size()), -1);
+  // The model's bias (applied with a measured response): a share of each region's energy, within [0, 1].
+  EXPECT_EQ(joule_attribute_window(s, "train", R"({"bootstrap_rounds": 0, "model_bias": 0.1})", out.data(), out.size()),
+            0)
+      << joule_last_error();
+  EXPECT_EQ(joule_attribute_window(s, "train", R"({"model_bias": -0.1})", out.data(), out.size()), -1);
+  EXPECT_NE(std::string(joule_last_error()).find("model bias -0.1: must be within [0, 1]"), std::string::npos)
+      << joule_last_error();
+  EXPECT_EQ(joule_attribute_window(s, "train", R"({"model_bias": "0.1"})", out.data(), out.size()), -1);
   joule_session_close(s);
   joule_session* reading = joule_session_open(R"({"read_counter_every_step": true})");
   ASSERT_NE(reading, nullptr) << joule_last_error();

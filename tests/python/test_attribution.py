@@ -445,6 +445,19 @@ def test_a_measured_sample_response_goes_into_the_fit(monitor):
     [a, _] = joule.attribute(monitor, settled, recorder, bootstrap_rounds=0, sample_response=response)
     assert any("measured response (from 2 to 5 ms before the stamp)" in n for n in a.notes), a.notes
     assert a.regions[0].calls == 40 and a.regions[0].resolved
+    # The model's own bias, carried into the interval: by default the proofs' 7.5% (1 sigma).
+    fit = dict(bootstrap_rounds=50, block_s=0.05, sample_response=response)
+    [wide, _] = joule.attribute(monitor, settled, recorder, **fit)
+    [bare, _] = joule.attribute(monitor, settled, recorder, model_bias=0.0, **fit)
+    assert any("the model's own bias, 7.5% of each region's energy" in n for n in wide.notes), wide.notes
+    assert any("statistical error only (model bias 0)" in n for n in bare.notes), bare.notes
+    w, b = wide.regions[0], bare.regions[0]
+    assert w.energy_j == b.energy_j
+    more_j = 1.6448536269514722 * 0.075 * w.energy_j
+    assert w.energy_high_j - w.energy_j == pytest.approx(math.sqrt((b.energy_high_j - b.energy_j) ** 2 + more_j ** 2))
+    assert w.energy_j - w.energy_low_j == pytest.approx(math.sqrt((b.energy_j - b.energy_low_j) ** 2 + more_j ** 2))
+    with pytest.raises(joule.UsageError, match="model bias -0.1: must be within"):
+        joule.attribute(monitor, settled, recorder, sample_response=response, model_bias=-0.1)
     with pytest.raises(joule.UsageError, match="replaces the cover and the delay"):
         joule.attribute(monitor, settled, recorder, sample_response=response, sample_cover_ms=10)
     with pytest.raises(joule.UsageError, match="no region 'high'"):
