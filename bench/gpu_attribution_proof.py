@@ -300,7 +300,11 @@ def attribute_all(session, windows, args, baseline_w):
         try:
             a = session.result(m, **options)[args.gpu]
         except Exception as e:  # noqa: BLE001 - a window that cannot be attributed is a result too
-            print(f"attributing {m.name} failed: {e!r}", flush=True)
+            samples = session.monitor.observed_power(args.gpu, m.begin_s, m.end_s)
+            print(f"attributing {m.name} failed: {e!r} ({len(samples)} samples in [{m.begin_s:.3f}, {m.end_s:.3f}] s, "
+                  f"first at {samples[0][0] if samples else float('nan'):.3f} s, clock now "
+                  f"{session.recorder.clock_s():.3f} s; warnings: {m.warnings}, sources: {m.gpu_sources})",
+                  flush=True)
             errors.append({"window": m.name, "error": repr(e)})
             continue
         print(f"attributed {m.name} ({steps} steps) in {time.perf_counter() - t:.1f} s", flush=True)

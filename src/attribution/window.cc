@@ -330,11 +330,23 @@ CounterPart counter_part(const std::vector<ObservedPower>& increments, std::span
                          double window_energy_j, const AttributionOptions& options, std::optional<double> lag_s,
                          double samples_lag_s, double samples_rms_w) {
   constexpr std::size_t kMinIncrements = 3;
+  // The counter alone must determine every region that ran and the
+  // baseline to have a residual of its own. A window whose only values are
+  // other windows' edges (no every-step reads) has a few increments.
+  std::vector<bool> ran(names.size(), false);
+  for (const RegionInterval& v : intervals) ran[v.region] = true;
+  const std::size_t unknowns = static_cast<std::size_t>(std::count(ran.begin(), ran.end(), true)) + 1;
+  const std::size_t needed = std::max(kMinIncrements, unknowns + 1);
+  if (increments.size() < needed) {
+    return {{}, fmt::format("{} energy-counter increments in the window, too few to fit alone ({} unknowns): the "
+                            "samples alone",
+                            increments.size(), unknowns)};
+  }
   AttributionOptions quick = options;
   quick.bootstrap_rounds = 0;
   const auto counter_rms_w = [&](double lag) {
     const std::vector<PowerObservation> alone = counter_observations(increments, begin_s, length_s, lag, 1.0);
-    if (alone.size() < kMinIncrements) return std::numeric_limits<double>::infinity();
+    if (alone.size() < needed) return std::numeric_limits<double>::infinity();
     return attribute(alone, intervals, names, 0.0, length_s, window_energy_j, quick).residual_rms_w;
   };
   const auto [chosen_s, how] =

@@ -532,6 +532,18 @@ TEST(AttributionWindowTest, CounterIncrementsAreFittedWithTheSamplesAndTakeOutAW
   // reads only.
   EXPECT_LE(sampler.counter_values(0, 0.0, begin_s).size(), 4u);
   EXPECT_LE(sampler.counter_values(0, end_s + 0.2, after_s).size(), 2u);  // and none once turned off
+  // A window holding only a few values (as other windows' edges leave in a
+  // longer one, without the every-step reads): three increments cannot fit
+  // three regions and the baseline alone, so the samples are fitted alone.
+  const std::vector<CounterAnchor> few(values.begin(), values.begin() + 4);
+  const Attribution sparse =
+      attribute_observed(sampler.observed_power(0, begin_s, end_s), few, h100.recorder.intervals_within(begin_s, end_s),
+                         h100.recorder.names(), begin_s, end_s, window_j, {}, boxcar(0.010, 0.0));
+  EXPECT_LT(worst_error(sparse), 0.02);
+  EXPECT_EQ(sparse.observations, right_alone.observations);
+  EXPECT_TRUE(std::any_of(sparse.notes.begin(), sparse.notes.end(), [](const std::string& n) {
+    return n.find("3 energy-counter increments in the window, too few to fit alone (4 unknowns)") != n.npos;
+  })) << ::testing::PrintToString(sparse.notes);
 }
 
 // A GPU that senses its power 15 ms after the work, samples and counter
