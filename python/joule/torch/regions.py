@@ -71,18 +71,18 @@ class RegionAttribution:
     Monitor made with a synchronize (a sync per edge).
 
     Backward regions take one autograd hook per call: a pre-hook on the
-node that made the call's output (put on in its forward hook, so an
-in-place op after the module changes nothing) begins the call's backward
-when that output's gradient arrives, and the backward region open until
-then ends there. So in backward the regions follow each other with no gap:
-a module's backward lasts until the next hooked module's begins, and what
-autograd runs between them (a residual add's backward, a functional op
-between modules) counts to it; the last one ends when autograd has
-finished (a callback queued on its engine), parameter gradients included.
-A call whose forward returns no tensor requiring grad (a dict, a
-dataclass, a frozen layer's output) gets no backward region (its backward
-time counts to the region before it) and a line in notes. phases=False
-records forward regions only.
+    node that made the call's output (put on in its forward hook, so an
+    in-place op after the module changes nothing) begins the call's backward
+    when that output's gradient arrives, and the backward region open until
+    then ends there. So in backward the regions follow each other with no gap:
+    a module's backward lasts until the next hooked module's begins, and what
+    autograd runs between them (a residual add's backward, a functional op
+    between modules) counts to it; the last one ends when autograd has
+    finished (a callback queued on its engine), parameter gradients included.
+    A call whose forward returns no tensor requiring grad (a dict, a
+    dataclass, a frozen layer's output) gets no backward region (its backward
+    time counts to the region before it) and a line in notes. phases=False
+    records forward regions only.
 
     On exit every hook is removed and the optimizer's step restored; regions
     left open (an exception in forward) are closed. result(measurement,
