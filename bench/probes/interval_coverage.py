@@ -76,7 +76,8 @@ def run_rows(path, segments):
     parts = []
     for k in range(segments):
         b = raw["begin_s"] + k * span_s
-        parts.append(refit(raw, response, b, b + span_s, raw["energy_j"] * sampled_energy_j(raw, b, b + span_s) / whole_j, 0))
+        energy_j = raw["energy_j"] * sampled_energy_j(raw, b, b + span_s) / whole_j
+        parts.append(refit(raw, response, b, b + span_s, energy_j, 0))
     rows = []
     for g in full.regions:
         name = g.name.split(".")[0]  # the proof's regions are "<kernel>.forward"
@@ -104,7 +105,7 @@ def main():
                   f"{'holds' if holds else 'misses'}  joule's default {'holds' if default else 'misses'}  "
                   f"segments' sd {100 * row.seg_sd:4.1f}%")
     print(f"statistical intervals alone: {sum(r.holds()[0] for r in rows)} of {len(rows)} hold the truth")
-    print(f"joule's default (model bias {100 * DEFAULT_BIAS:g}%, pooled from these runs): "
+    print(f"joule's default (model bias {100 * DEFAULT_BIAS:g}%, pooled from the five runs of 2026-11-26, -29): "
           f"{sum(r.default_low <= r.truth_j <= r.default_high for r in rows)} of {len(rows)}")
 
     def bias_of(rs):
