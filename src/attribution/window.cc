@@ -337,6 +337,7 @@ CounterPart counter_part(const std::vector<ObservedPower>& increments, std::span
   for (const RegionInterval& v : intervals) ran[v.region] = true;
   const std::size_t unknowns = static_cast<std::size_t>(std::count(ran.begin(), ran.end(), true)) + 1;
   const std::size_t needed = std::max(kMinIncrements, unknowns + 1);
+  if (increments.size() < kMinIncrements) return {};  // a window's own edges: nothing to say
   if (increments.size() < needed) {
     return {{}, fmt::format("{} energy-counter increments in the window, too few to fit alone ({} unknowns): the "
                             "samples alone",
