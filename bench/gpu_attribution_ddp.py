@@ -51,6 +51,15 @@ class Blocks(torch.nn.Module):
         return self.head(x)
 
 
+def add_blocks_arguments(parser):
+    """The Transformer blocks' and the batch's sizes (Blocks, build)."""
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--heads", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=512)
+
+
 def build(args, gpu):
     torch.manual_seed(0)
     ddp = torch.nn.parallel.DistributedDataParallel(Blocks(args).cuda(), device_ids=[gpu])
@@ -112,11 +121,7 @@ def main():
     p.add_argument("--out-dir", required=True)
     p.add_argument("--seconds", type=float, default=30.0)
     p.add_argument("--response", help="a proof run's result.json (its sample_response); none: measure 40 s")
-    p.add_argument("--layers", type=int, default=12)
-    p.add_argument("--width", type=int, default=1024)
-    p.add_argument("--heads", type=int, default=16)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--tokens", type=int, default=512)
+    add_blocks_arguments(p)
     p.add_argument("--depth", type=int, default=1, help="the modules' depth (1: each block and the head)")
     p.add_argument("--overhead-blocks", type=int, default=6)
     p.add_argument("--block", type=int, default=15)

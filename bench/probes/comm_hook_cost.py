@@ -27,7 +27,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import joule  # noqa: E402
 import joule.torch  # noqa: E402
-from gpu_attribution_ddp import Blocks, NoRegion, timed  # noqa: E402  (bench/)
+from gpu_attribution_ddp import Blocks, NoRegion, add_blocks_arguments, timed  # noqa: E402  (bench/)
 
 
 def direct_hook(edges):
@@ -59,11 +59,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--blocks", type=int, default=8)
     p.add_argument("--block", type=int, default=15)
-    p.add_argument("--layers", type=int, default=12)
-    p.add_argument("--width", type=int, default=1024)
-    p.add_argument("--heads", type=int, default=16)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--tokens", type=int, default=512)
+    add_blocks_arguments(p)
     args = p.parse_args()
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     dist.init_process_group("nccl")

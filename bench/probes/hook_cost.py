@@ -45,6 +45,27 @@ def timed(work, region, n):
     return host, total
 
 
+def compare(work, kinds, blocks, block, say=print, after_block=lambda: None):
+    """Blocks of `block` steps of each kind, interleaved `blocks` times; per
+    kind the median host time to queue a step and the median step, against
+    "plain". kinds: {name: () -> a context manager yielding a session (its
+    region() marks the step's data and loss) or None}."""
+    results = {k: ([], []) for k in kinds}
+    for _ in range(blocks):
+        for kind, make in kinds.items():
+            with make() as s:
+                host, total = timed(work, s.region if s is not None else no_region, block)
+            after_block()
+            results[kind][0].extend(host)
+            results[kind][1].extend(total)
+    base_host, base_total = (statistics.median(x) for x in results["plain"])
+    say(f"{'kind':28s} {'host/step':>10s} {'step':>9s} {'host +':>9s} {'step +':>8s}")
+    for kind, (host, total) in results.items():
+        h, t = statistics.median(host), statistics.median(total)
+        say(f"{kind:28s} {1e3 * h:8.2f} ms {1e3 * t:7.2f} ms {1e3 * (h - base_host):+7.2f} ms "
+            f"{100 * (t / base_total - 1):+7.2f}%")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--depth", type=int, default=2)
@@ -60,21 +81,11 @@ def main():
                                      clock=clock)
 
     d = args.depth
-    kinds = {"plain": None, f"depth {d}, forward only": (False, "gpu"), f"depth {d}, phases": (True, "gpu"),
-             f"depth {d}, forward only, host edges": (False, "host"), f"depth {d}, phases, host edges": (True, "host")}
-    results = {k: ([], []) for k in kinds}
-    for _ in range(args.blocks):
-        for kind, how in kinds.items():
-            with session(*how) if how is not None else contextlib.nullcontext() as s:
-                host, total = timed(work, s.region if s is not None else no_region, args.block)
-            results[kind][0].extend(host)
-            results[kind][1].extend(total)
-    base_host, base_total = (statistics.median(x) for x in results["plain"])
-    print(f"{'kind':28s} {'host/step':>10s} {'step':>9s} {'host +':>9s} {'step +':>8s}")
-    for kind, (host, total) in results.items():
-        h, t = statistics.median(host), statistics.median(total)
-        print(f"{kind:28s} {1e3 * h:8.2f} ms {1e3 * t:7.2f} ms {1e3 * (h - base_host):+7.2f} ms "
-              f"{100 * (t / base_total - 1):+7.2f}%")
+    kinds = {"plain": contextlib.nullcontext, f"depth {d}, forward only": lambda: session(False),
+             f"depth {d}, phases": lambda: session(True),
+             f"depth {d}, forward only, host edges": lambda: session(False, "host"),
+             f"depth {d}, phases, host edges": lambda: session(True, "host")}
+    compare(work, kinds, args.blocks, args.block)
 
     profile = cProfile.Profile()
     with session(True) as s:

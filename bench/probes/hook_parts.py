@@ -25,7 +25,6 @@ queue a step and the median step, against plain steps:
 import argparse
 import contextlib
 import os
-import statistics
 import sys
 import threading
 
@@ -35,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import joule  # noqa: E402
 import joule.torch  # noqa: E402
 from gpu_attribution_models import gpt_workload, no_region, resnet_workload  # noqa: E402  (bench/)
-from hook_cost import timed  # noqa: E402  (bench/probes/)
+from hook_cost import compare, timed  # noqa: E402  (bench/probes/)
 
 
 def _noop(*_args):
@@ -142,7 +141,7 @@ def main():
                                      clock=clock_kind)
 
     kinds = {
-        "plain": lambda: contextlib.nullcontext(),
+        "plain": contextlib.nullcontext,
         "empty hooks": lambda: hooked(modules, lambda p: _noop, lambda p: _noop),
         "forward wrapper": lambda: wrapped(modules),
         "hooks + GPU edges": lambda: hooked(modules, edges_pre, edges_post),
@@ -162,24 +161,7 @@ def main():
     if args.kinds:
         kinds = {k: kinds[k] for k in args.kinds.split(";")}
     for _ in range(args.rounds):
-        compare(work, kinds, clock, args, say)
-
-
-def compare(work, kinds, clock, args, say):
-    results = {k: ([], []) for k in kinds}
-    for _ in range(args.blocks):
-        for kind, make in kinds.items():
-            with make() as s:
-                host, total = timed(work, s.region if s is not None else no_region, args.block)
-            clock.flush()
-            results[kind][0].extend(host)
-            results[kind][1].extend(total)
-    base_host, base_total = (statistics.median(x) for x in results["plain"])
-    say(f"{'kind':28s} {'host/step':>10s} {'step':>9s} {'host +':>9s} {'step +':>8s}")
-    for kind, (host, total) in results.items():
-        h, t = statistics.median(host), statistics.median(total)
-        say(f"{kind:28s} {1e3 * h:8.2f} ms {1e3 * t:7.2f} ms {1e3 * (h - base_host):+7.2f} ms "
-            f"{100 * (t / base_total - 1):+7.2f}%")
+        compare(work, kinds, args.blocks, args.block, say=say, after_block=clock.flush)
 
 
 if __name__ == "__main__":
