@@ -241,11 +241,14 @@ class RegionRecorder:
 
 class CudaRuntimeEvents:
     # Events over the CUDA runtime this process loaded (PyTorch's), each recorded from C++ on
-    # current_stream(device) (a stream handle, e.g. torch._C._cuda_getCurrentRawStream).
-    # DeviceError where no CUDA runtime is loaded.
-    def __init__(self, current_stream: Callable[[int], int]) -> None: ...
+    # PyTorch's current stream: from its C shim (current_stream None) or current_stream(device)
+    # (a stream handle, e.g. torch._C._cuda_getCurrentRawStream). DeviceError where no CUDA
+    # runtime is loaded, or with None where the shim is not.
+    def __init__(self, current_stream: Optional[Callable[[int], int]] = None) -> None: ...
     @property
     def runtime_path(self) -> str: ...
+    @property
+    def stream_source(self) -> str: ...
     @staticmethod
     def loaded_runtime() -> Optional[str]: ...
 

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "common/shared_library.h"
@@ -19,13 +21,26 @@ namespace {
 constexpr int kCudaSuccess = 0;
 constexpr int kCudaErrorNotReady = 600;
 
-int find_cudart(dl_phdr_info* info, std::size_t, void* found) {
+// A shared object loaded in this process whose file name begins with prefix.
+struct LoadedSearch {
+  std::string_view prefix;
+  std::optional<std::string> path;
+};
+
+int find_loaded(dl_phdr_info* info, std::size_t, void* search_ptr) {
+  auto& search = *static_cast<LoadedSearch*>(search_ptr);
   const std::string_view path = info->dlpi_name != nullptr ? info->dlpi_name : "";
   const std::size_t slash = path.rfind('/');
   const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  if (name.rfind("libcudart.so", 0) != 0) return 0;
-  *static_cast<std::optional<std::string>*>(found) = std::string(path);
+  if (name.rfind(search.prefix, 0) != 0) return 0;
+  search.path = std::string(path);
   return 1;  // stops the iteration
+}
+
+std::optional<std::string> loaded_library(std::string_view prefix) {
+  LoadedSearch search{.prefix = prefix, .path = std::nullopt};
+  dl_iterate_phdr(find_loaded, &search);
+  return search.path;
 }
 
 }  // namespace
@@ -57,13 +72,28 @@ struct CudaRuntimeEvents::Runtime {
   const char* (*get_error_string)(int error) = nullptr;
 };
 
-std::optional<std::string> CudaRuntimeEvents::loaded_runtime() {
-  std::optional<std::string> found;
-  dl_iterate_phdr(find_cudart, &found);
-  return found;
+std::optional<std::string> CudaRuntimeEvents::loaded_runtime() { return loaded_library("libcudart.so"); }
+
+std::optional<CudaRuntimeEvents::CurrentStream> CudaRuntimeEvents::torch_current_stream() {
+  const std::optional<std::string> path = loaded_library("libtorch_cuda.so");
+  if (!path) return std::nullopt;
+  auto library = std::make_shared<SharedLibrary>("PyTorch CUDA", *path, "is PyTorch's CUDA library loaded?");
+  // torch's stable C shim (AOTITorchError is an int32_t, 0 on success).
+  std::int32_t (*current_stream)(std::int32_t device, void** stream) = nullptr;
+  library->resolve_optional(current_stream, "aoti_torch_get_current_cuda_stream");
+  if (current_stream == nullptr) return std::nullopt;  // an older PyTorch, without the shim
+  return [library, current_stream](int device) {
+    void* stream = nullptr;
+    if (const std::int32_t status = current_stream(device, &stream); status != 0) {
+      throw DeviceError(DeviceErrc::kDriver,
+                        fmt::format("aoti_torch_get_current_cuda_stream({}) failed (error {})", device, status));
+    }
+    return reinterpret_cast<std::uintptr_t>(stream);
+  };
 }
 
-CudaRuntimeEvents::CudaRuntimeEvents(CurrentStream current_stream) : current_stream_(std::move(current_stream)) {
+CudaRuntimeEvents::CudaRuntimeEvents(CurrentStream current_stream, std::string stream_source)
+    : current_stream_(std::move(current_stream)), stream_source_(std::move(stream_source)) {
   const std::optional<std::string> path = loaded_runtime();
   if (!path) {
     throw DeviceError(DeviceErrc::kDriver,

@@ -233,17 +233,32 @@ void bind_attribution(py::module_& m) {
       });
 
   py::class_<CudaRuntimeEvents>(m, "CudaRuntimeEvents")
-      .def(py::init([](py::function current_stream) {
-             return std::make_unique<CudaRuntimeEvents>([current_stream](int device) {
-               py::gil_scoped_acquire gil;
-               return current_stream(device).cast<std::uintptr_t>();
-             });
+      .def(py::init([](const py::object& current_stream) {
+             if (current_stream.is_none()) {
+               std::optional<CudaRuntimeEvents::CurrentStream> from_torch = CudaRuntimeEvents::torch_current_stream();
+               if (!from_torch) {
+                 throw joule::DeviceError(joule::DeviceErrc::kDriver,
+                                          "PyTorch's C shim for its current stream (aoti_torch_get_current_cuda_stream "
+                                          "in libtorch_cuda.so) is not loaded: pass current_stream");
+               }
+               return std::make_unique<CudaRuntimeEvents>(std::move(*from_torch), "torch");
+             }
+             return std::make_unique<CudaRuntimeEvents>(
+                 [get = py::function(current_stream)](int device) {
+                   py::gil_scoped_acquire gil;
+                   return get(device).cast<std::uintptr_t>();
+                 },
+                 "python");
            }),
-           "current_stream"_a,
+           "current_stream"_a = py::none(),
            "GPU events over the CUDA runtime this process has loaded (PyTorch's libcudart): each edge one "
-           "cudaEventRecord on current_stream(device), the handle (an int) of the stream work on the calling "
-           "thread's current device is queued on now (torch._C._cuda_getCurrentRawStream). DeviceError where no "
-           "CUDA runtime is loaded.")
+           "cudaEventRecord on the stream work on the calling thread's current device is queued on now. "
+           "current_stream: None asks PyTorch from C (its stable C shim in libtorch_cuda.so: no Python per edge); "
+           "or a callable giving that stream's handle (an int) for a device (torch._C._cuda_getCurrentRawStream), "
+           "called with the GIL per edge. DeviceError where no CUDA runtime is loaded, or with None where the "
+           "shim is not.")
+      .def_property_readonly("stream_source", &CudaRuntimeEvents::stream_source,
+                             "Where each edge's stream comes from: 'torch' (PyTorch's C shim) or 'python'.")
       .def_property_readonly("runtime_path", &CudaRuntimeEvents::runtime_path)
       .def_static("loaded_runtime", &CudaRuntimeEvents::loaded_runtime,
                   "The path of the CUDA runtime loaded in this process, or None.");

@@ -4,7 +4,8 @@
 // passes each event 2 ms after its record and whose clock runs 0.1% slow):
 // it finds the runtime only once the process has loaded one, records on the
 // stream its owner names, and a GpuEdgeClock over it places regions where
-// the simulated GPU ran them.
+// the simulated GPU ran them; and it takes PyTorch's current stream from
+// torch's C shim (tests/fake_cudart/fake_torch_cuda.cc) once that is loaded.
 #include "joule/attribution/cuda_runtime_events.h"
 
 #include <dlfcn.h>
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <thread>
 
 #include "joule/clock.h"
@@ -79,6 +81,42 @@ TEST(CudaRuntimeEventsTest, FindsTheLoadedRuntimeAndRecordsOnTheOwnersStream) {
     EXPECT_GT(live_events(), 0u);
   }
   EXPECT_EQ(live_events(), 0u);  // every event it made is destroyed with it
+}
+
+// PyTorch's current stream from C: found only once libtorch_cuda.so is
+// loaded (tests/fake_cudart's stand-in), then each edge asks it, with no
+// callback of the owner's.
+TEST(CudaRuntimeEventsTest, AsksPyTorchsCShimForTheCurrentStreamOnceItIsLoaded) {
+  EXPECT_FALSE(CudaRuntimeEvents::torch_current_stream());
+  void* fake = dlopen(JOULE_FAKE_TORCH_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);  // as a dependency of torch's _C
+  ASSERT_NE(fake, nullptr) << dlerror();
+  const auto set_stream = reinterpret_cast<void (*)(std::uintptr_t)>(dlsym(fake, "fake_torch_cuda_set_stream"));
+  const auto calls = reinterpret_cast<long (*)()>(dlsym(fake, "fake_torch_cuda_stream_calls"));
+  ASSERT_TRUE(set_stream && calls);
+
+  std::optional<CudaRuntimeEvents::CurrentStream> current = CudaRuntimeEvents::torch_current_stream();
+  ASSERT_TRUE(current);
+  set_stream(0xAB);
+  EXPECT_EQ((*current)(0), 0xABu);
+  set_stream(0xCD);  // a stream guard changed it: asked again, not kept
+  EXPECT_EQ((*current)(0), 0xCDu);
+  EXPECT_EQ(calls(), 2);
+  try {
+    (*current)(3);
+    FAIL() << "no error for a device the shim refused";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("aoti_torch_get_current_cuda_stream(3) failed"), std::string::npos)
+        << e.what();
+  }
+
+  void* runtime = dlopen(JOULE_FAKE_CUDART_PATH, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(runtime, nullptr) << dlerror();
+  const auto last_stream = reinterpret_cast<std::uintptr_t (*)()>(dlsym(runtime, "fake_cudart_last_stream"));
+  CudaRuntimeEvents events(std::move(*current), "torch");
+  EXPECT_EQ(events.stream_source(), "torch");
+  events.record(events.create());
+  EXPECT_EQ(last_stream(), 0xCDu);
+  EXPECT_EQ(calls(), 4);
 }
 
 }  // namespace

@@ -467,8 +467,9 @@ def test_a_measured_sample_response_goes_into_the_fit(monitor):
 
 
 # In a fresh interpreter: the CUDA runtime found only once loaded, then a
-# whole session's edges recorded from C++ through it (tests/fake_cudart: its
-# GPU passes each event 2 ms after its record, its clock 0.1% slow).
+# whole session's edges recorded from C++ through it, on the stream PyTorch's
+# C shim names (tests/fake_cudart: its GPU passes each event 2 ms after its
+# record, its clock 0.1% slow; fake_torch_cuda.cc: the shim).
 _CUDA_RUNTIME_SESSION = r"""
 import ctypes, os, sys, time
 import torch
@@ -486,8 +487,25 @@ assert joule.torch.clocks.cuda_runtime_events() is None  # CPU torch: the fallba
 fake = ctypes.CDLL(os.environ["JOULE_TEST_FAKE_CUDART"], mode=ctypes.RTLD_GLOBAL)
 fake.fake_cudart_last_stream.restype = ctypes.c_size_t
 assert joule.CudaRuntimeEvents.loaded_runtime() == os.environ["JOULE_TEST_FAKE_CUDART"]
+# The stream through Python: a callable asked at every edge.
 asked = []
 events = joule.CudaRuntimeEvents(lambda device: asked.append(device) or 0xBEEF)
+assert events.stream_source == "python"
+clock = joule.GpuEdgeClock(joule.RegionRecorder(joule.Monitor(backend="sim", sim="count=1")), events)
+clock.begin("x")
+clock.end("x")
+assert set(asked) == {0} and fake.fake_cudart_last_stream() == 0xBEEF
+# From PyTorch's C shim once its libtorch_cuda is loaded: no Python per edge.
+try:
+    joule.CudaRuntimeEvents()
+    sys.exit("made without PyTorch's C shim")
+except joule.DeviceError as e:
+    assert "aoti_torch_get_current_cuda_stream" in str(e), e
+shim = ctypes.CDLL(os.environ["JOULE_TEST_FAKE_TORCH_CUDA"])
+shim.fake_torch_cuda_set_stream(ctypes.c_size_t(0xCAFE))
+shim.fake_torch_cuda_stream_calls.restype = ctypes.c_long
+events = joule.CudaRuntimeEvents()
+assert events.stream_source == "torch"
 
 monitor = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
 torch.manual_seed(0)
@@ -507,7 +525,8 @@ assert set(calls) == {"data", "0.forward", "1.forward", "2.forward", "0.backward
 assert all(99 <= n <= 100 for n in calls.values()), calls
 data = next(r for r in a.regions if r.name == "data")
 assert 100 * 0.002 <= data.gpu_time_s < 100 * 0.010, data.gpu_time_s  # a 2 ms sleep, overshooting on a loaded host
-assert set(asked) == {0} and fake.fake_cudart_last_stream() == 0xBEEF
+assert fake.fake_cudart_last_stream() == 0xCAFE and shim.fake_torch_cuda_stream_calls() >= 800  # 8+ edges a step
+assert set(asked) == {0}  # the Python callable was not asked again
 assert session.clock_uncertainty_s < 0.005
 print("ok")
 """
@@ -518,8 +537,7 @@ def test_a_session_records_its_edges_through_the_loaded_cuda_runtime(monkeypatch
     import sys
 
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
-    fake = os.environ.get("JOULE_TEST_FAKE_CUDART")
-    if not fake:
-        pytest.skip("JOULE_TEST_FAKE_CUDART is not set (ctest sets it)")
+    if not (os.environ.get("JOULE_TEST_FAKE_CUDART") and os.environ.get("JOULE_TEST_FAKE_TORCH_CUDA")):
+        pytest.skip("JOULE_TEST_FAKE_CUDART or JOULE_TEST_FAKE_TORCH_CUDA is not set (ctest sets them)")
     done = subprocess.run([sys.executable, "-c", _CUDA_RUNTIME_SESSION], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr

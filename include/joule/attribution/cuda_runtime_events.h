@@ -6,7 +6,8 @@
 // through Python (joule.torch's hooks; bench/README.md section 16b).
 //
 // Each edge is recorded on the stream its owner says work is queued on now
-// (current_stream: PyTorch's current stream of the device), on the device
+// (current_stream: PyTorch's current stream of the device, best from
+// torch_current_stream()), on the device
 // current on the calling thread. Events are created on first use and kept
 // for reuse by the clock; all are destroyed with this object.
 #pragma once
@@ -29,10 +30,16 @@ class CudaRuntimeEvents final : public GpuEvents {
 
   // The path of the CUDA runtime (libcudart.so*) loaded in this process, if any.
   static std::optional<std::string> loaded_runtime();
+  // PyTorch's current stream from C (torch's stable C shim,
+  // aoti_torch_get_current_cuda_stream, in the libtorch_cuda.so this process
+  // has loaded): no Python and no GIL per edge. None where that library is
+  // not loaded or lacks the shim (an older PyTorch).
+  static std::optional<CurrentStream> torch_current_stream();
 
   // Resolves the loaded runtime's event calls; DeviceError(kDriver) where no
-  // runtime is loaded or it lacks one of them.
-  explicit CudaRuntimeEvents(CurrentStream current_stream);
+  // runtime is loaded or it lacks one of them. stream_source names where
+  // current_stream asks ("torch": torch_current_stream()).
+  explicit CudaRuntimeEvents(CurrentStream current_stream, std::string stream_source = "custom");
   ~CudaRuntimeEvents() override;
   CudaRuntimeEvents(const CudaRuntimeEvents&) = delete;
   CudaRuntimeEvents& operator=(const CudaRuntimeEvents&) = delete;
@@ -44,6 +51,7 @@ class CudaRuntimeEvents final : public GpuEvents {
   void synchronize() override;
 
   const std::string& runtime_path() const;
+  const std::string& stream_source() const { return stream_source_; }
 
  private:
   struct Runtime;
@@ -51,6 +59,7 @@ class CudaRuntimeEvents final : public GpuEvents {
 
   std::unique_ptr<Runtime> runtime_;
   CurrentStream current_stream_;
+  std::string stream_source_;
   std::vector<void*> events_;
 };
 

@@ -55,7 +55,9 @@ class CudaEvents:
 def cuda_runtime_events():
     """GPU events over the CUDA runtime PyTorch loaded, recorded from C++ on
     torch's current stream (joule.CudaRuntimeEvents: an edge costs one
-    cudaEventRecord, not a torch.cuda.Event through Python); None where that
+    cudaEventRecord, not a torch.cuda.Event through Python). The stream comes
+    from PyTorch's C shim where its libtorch_cuda has one (no Python per
+    edge), else from torch._C._cuda_getCurrentRawStream. None where the
     runtime cannot be reached (then CudaEvents does the same through torch)."""
     from .. import _joule
 
@@ -63,6 +65,10 @@ def cuda_runtime_events():
     if current_stream is None or not torch.cuda.is_available():
         return None
     torch.cuda.init()  # loads the runtime
+    try:
+        return _joule.CudaRuntimeEvents()
+    except _joule.DeviceError:
+        pass
     try:
         return _joule.CudaRuntimeEvents(current_stream)
     except _joule.DeviceError:
