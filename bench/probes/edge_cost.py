@@ -8,8 +8,10 @@ goes). Changes no GPU setting.
 Each piece is timed over N calls back to back, in microseconds per call:
 a CUDA event record through torch, a GpuClock edge (joule.GpuEdgeClock:
 pool, record, queue) with its default events (the CUDA runtime, recorded from
-C++) and with torch's events (the fallback, through Python), a session edge
-(GpuClock plus the session's nesting bookkeeping), a tensor hook and a
+C++ on the stream PyTorch's C shim names), the same asking Python for the
+stream at every edge (before the shim), and with torch's events (the
+fallback, through Python), a session edge (GpuClock plus the session's
+nesting, C++ since joule._joule.TorchHooks), a tensor hook and a
 graph-node pre-hook registered on a fresh autograd graph, and a forward
 through a Linear with and without joule's forward hooks.
 
@@ -44,8 +46,11 @@ def main():
     rows = {"CUDA event record": per_call_us(event.record, n)}
 
     runtime = joule.torch.clocks.cuda_runtime_events()
-    print(f"CUDA runtime: {runtime.runtime_path if runtime else 'not reachable from C++'}")
-    for label, events in (("CUDA runtime from C++", runtime), ("torch events", joule.torch.CudaEvents())):
+    print(f"CUDA runtime: {runtime.runtime_path if runtime else 'not reachable from C++'}"
+          f"{f', stream from {runtime.stream_source}' if runtime else ''}")
+    python_stream = joule.CudaRuntimeEvents(torch._C._cuda_getCurrentRawStream) if runtime else None
+    for label, events in (("CUDA runtime from C++", runtime), ("the same, stream through Python", python_stream),
+                          ("torch events", joule.torch.CudaEvents())):
         if events is None:
             continue
         recorder = joule.RegionRecorder(monitor)

@@ -171,6 +171,11 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
 
 }  // namespace
 
+joule::attribution::EdgeSink* joule::python::native_edge_sink(const py::handle& edges) {
+  if (!py::isinstance<PyGpuEdgeClock>(edges)) return nullptr;
+  return &edges.cast<PyGpuEdgeClock&>().clock();
+}
+
 void bind_attribution(py::module_& m) {
   // Energy per region (issue 32): regions recorded on the monitor's clock,
   // attributed over a settled window from the sampler's power data.

@@ -347,6 +347,7 @@ PYBIND11_MODULE(_joule, m) {
           "load outside [0, 1] or not finite, and for a GPU that is not simulated (nothing is changed then).");
 
   bind_attribution(m);  // after Monitor and Measurement, which its signatures name
+  bind_torch_hooks(m);
   bind_optimizers(m);
   bind_cluster(m);
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "joule/attribution/region_nesting.h"
 #include "joule/control/devices.h"
 #include "joule/measure/monitor.h"
 
@@ -40,6 +41,10 @@ std::string repr_number(double x, int digits);
 
 // JSON as Python objects (dict, list, ...), through the json module.
 py::object python_of(const nlohmann::json& json);
+
+// The C++ sink inside edges where it is a joule.GpuEdgeClock, else null
+// (attribution_binding.cc).
+joule::attribution::EdgeSink* native_edge_sink(const py::handle& edges);
 
 // A Monitor over the devices it found, owning both.
 class PyMonitor {
@@ -88,3 +93,4 @@ void bind_carbon(pybind11::module_& m);        // carbon_binding.cc: joule.Carbo
 void bind_attribution(pybind11::module_& m);   // attribution_binding.cc: regions and their energy
 void bind_optimizers(pybind11::module_& m);    // optimizer_binding.cc: the power-limit and batch-size optimizers
 void bind_cluster(pybind11::module_& m);       // cluster_binding.cc: one job on many nodes
+void bind_torch_hooks(pybind11::module_& m);   // torch_hooks_binding.cc: joule.torch's hooks, in C++

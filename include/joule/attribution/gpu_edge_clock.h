@@ -36,6 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "joule/attribution/region_nesting.h"
 #include "joule/attribution/regions.h"
 
 namespace joule::attribution {
@@ -62,21 +63,21 @@ struct GpuEdgeClockOptions {
   std::size_t drain_every = 1024;  // edges between reads of the events passed
 };
 
-class GpuEdgeClock {
+class GpuEdgeClock final : public EdgeSink {
  public:
   // Takes the first anchor (a synchronize and anchor_tries round trips).
   GpuEdgeClock(RegionRecorder& recorder, GpuEvents& events, GpuEdgeClockOptions options = {});
   GpuEdgeClock(const GpuEdgeClock&) = delete;
   GpuEdgeClock& operator=(const GpuEdgeClock&) = delete;
 
-  void begin(const std::string& name) { edge(Kind::kBegin, name); }
-  void end(const std::string& name) { edge(Kind::kEnd, name); }
+  void begin(const std::string& name) override { edge(Kind::kBegin, name); }
+  void end(const std::string& name) override { edge(Kind::kEnd, name); }
   void begin_concurrent(const std::string& name) { edge(Kind::kBeginConcurrent, name); }
   void end_concurrent(const std::string& name) { edge(Kind::kEndConcurrent, name); }
   // Ends name at the instant of the last nested edge, just before it: an
   // edge found late (a hook torch runs after another on the same gradient).
   // False if there is no nested edge not yet handed over.
-  bool end_before_last(const std::string& name);
+  bool end_before_last(const std::string& name) override;
   // Waits for the GPU, anchors, and hands every edge so far to the recorder
   // (whose begin_at/end_at check their order and nesting). Before attributing.
   void flush();

@@ -13,30 +13,7 @@ from .ddp import ALLREDUCE, _CommRecording, register_comm_hook
 if TYPE_CHECKING:
     from .._joule import Monitor
 
-def _tensors(value) -> List["torch.Tensor"]:
-    """The tensors a module's forward took or returned, as torch's backward
-    hooks see them: a tensor, or the tensors of a tuple (not nested, not in
-    dicts or lists)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, tuple):
-        return [v for v in value if isinstance(v, torch.Tensor)]
-    return []
-
-
 _CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict)
-
-
-# The autograd pass running on this thread (-1: none); None where torch does
-# not say (before 2.0).
-_graph_task = getattr(torch._C, "_current_graph_task_id", lambda: None)
-
-
-def _outside_backward() -> bool:
-    """No autograd pass runs on this thread; where torch does not say, grad
-    mode on (autograd turns it off for a pass that makes no graph)."""
-    task = _graph_task()
-    return task == -1 if task is not None else torch.is_grad_enabled()
 
 
 class RegionAttribution:
@@ -83,6 +60,11 @@ class RegionAttribution:
     dataclass, a frozen layer's output) gets no backward region (its backward
     time counts to the region before it) and a line in notes. phases=False
     records forward regions only.
+
+    The hooks are C++ objects (joule._joule.TorchHooks) that torch calls
+    directly: an edge runs no Python of joule's, and with the default GPU
+    clock it is C++ down to cudaEventRecord, on the stream PyTorch's C shim
+    names.
 
     On exit every hook is removed and the optimizer's step restored; regions
     left open (an exception in forward) are closed. result(measurement,
@@ -137,15 +119,8 @@ class RegionAttribution:
         self.clock = clock
         self.recorder = RegionRecorder(monitor)
         self.edges: Any = None  # GpuClock or HostClock, made on entry
-        self._record_begin: Any = None  # its begin and end
-        self._record_end: Any = None
+        self._hooks: Any = None  # joule._joule.TorchHooks over the edges, made on entry: the nesting and the hooks
         self._events = events
-        self._last_edge: Optional[Tuple[bool, str]] = None
-        self.notes: List[str] = []
-        self._noted: set = set()
-        self._open: List[str] = []  # mirrors the recorder's stack
-        self._backward: Optional[str] = None  # the backward region open, during autograd's pass
-        self._backward_task: Optional[int] = None  # that pass's graph task (None where torch does not say)
         self._handles: List[Any] = []
         self._step = None  # the optimizer's own step, while wrapped
 
@@ -174,9 +149,14 @@ class RegionAttribution:
         return out
 
     def __enter__(self) -> "RegionAttribution":
+        from .._joule import TorchHooks
+
         try:
             self.edges = GpuClock(self.recorder, events=self._events) if self.clock == "gpu" else HostClock(self.recorder)
-            self._record_begin, self._record_end = self.edges.begin, self.edges.end  # looked up once: every edge
+            self._hooks = TorchHooks(self.edges, is_grad_enabled=torch.is_grad_enabled,
+                                     graph_task=getattr(torch._C, "_current_graph_task_id", None),
+                                     queue_callback=torch.autograd.Variable._execution_engine.queue_callback,
+                                     tensor_type=torch.Tensor)
             for path, module in self.modules():
                 self._hook(path, module)
             if self.optimizer is not None:
@@ -219,113 +199,24 @@ class RegionAttribution:
 
     # -- recording --------------------------------------------------------
 
-    def _note(self, key: str, text: str) -> None:
-        if key not in self._noted:
-            self._noted.add(key)
-            self.notes.append(text)
+    @property
+    def notes(self) -> List[str]:
+        """What the recording repaired or left out, one line each."""
+        return list(self._hooks.notes) if self._hooks is not None else []
 
-    def _edge(self, begin: bool, name: str) -> None:
-        (self._record_begin if begin else self._record_end)(name)
-        self._last_edge = (begin, name)
+    def _note(self, key: str, text: str) -> None:
+        self._hooks.note(key, text)
 
     def _begin(self, name: str) -> None:
-        if self._backward is not None and _outside_backward():  # its pass raised: it never ended
-            self._backward_abandoned()
-        self._push(name)
-
-    def _push(self, name: str) -> None:
-        if name in self._open:  # left open (an exception, a backward that never came): close it first
-            self._note(f"reopened {name}", f"{name}: began again while still open; the open call was closed")
-            self._end(name)
-        self._edge(True, name)
-        self._open.append(name)
+        self._hooks.begin(name)
 
     def _end(self, name: str) -> None:
-        if self._open and self._open[-1] == name:  # the innermost: every hook's end but a late one
-            self._edge(False, name)
-            self._open.pop()
-            return
-        if name not in self._open:
-            self._note(f"not open {name}", f"{name}: ended without having begun; that edge was skipped")
-            return
-        inner = self._open[self._open.index(name) + 1:]
-        if len(inner) == 1 and self._last_edge == (True, inner[0]) and self.edges.end_before_last(name):
-            # The one inside began at the last edge, with no work since: this
-            # end was found late (torch ran the begin's hook first on the same
-            # gradient) and goes just before it.
-            self._open.remove(name)
-            return
-        if inner:  # interleaved (autograd ran branches around each other)
-            self._note(f"interleaved {name}", f"{name} ended while {', '.join(inner)} inside it ran: "
-                       "those were closed and begun again (each such call counts twice)")
-        for other in reversed(inner):
-            self._edge(False, other)
-            self._open.pop()
-        self._edge(False, name)
-        self._open.pop()
-        for other in inner:
-            self._edge(True, other)
-            self._open.append(other)
+        self._hooks.end(name)
 
     def _hook(self, path: str, module: "torch.nn.Module") -> None:
-        forward, backward = f"{path}.forward", f"{path}.backward"
-
-        begin, end, begin_phase = self._begin, self._end, self._begin_backward  # bound once: hooks run every step
-
-        def begin_backward(*_grads):
-            begin_phase(backward)
-
-        def forward_pre(mod, args):
-            begin(forward)
-
-        def forward_post(mod, args, output):
-            end(forward)
-            if not self.phases or not torch.is_grad_enabled():
-                return None
-            outputs = [t for t in _tensors(output) if t.requires_grad]
-            if not outputs:
-                self._note(f"no output {path}", f"{backward}: not recorded (forward returns no tensor requiring "
-                           f"grad that the hooks see: {type(output).__name__})")
-            # On the node that made the output: its pre-hooks run once the
-            # gradient of every output of that node is summed. On the tensor
-            # itself for a leaf (a module returning a parameter).
-            for t in outputs:
-                if t.grad_fn is not None:
-                    t.grad_fn.register_prehook(begin_backward)
-                else:
-                    t.register_hook(begin_backward)
-            return None
-
-        self._handles.append(module.register_forward_pre_hook(forward_pre))
-        self._handles.append(module.register_forward_hook(forward_post))
-
-    def _begin_backward(self, name: str) -> None:
-        """The gradient of a call's output arrived: its backward begins, the
-        one open ends (a call with several outputs: at the first)."""
-        task = _graph_task()
-        if self._backward is not None and task != self._backward_task:
-            self._backward_abandoned()
-        if self._backward == name:
-            return
-        if self._backward is None:  # the first in this pass: end the last one when autograd is done
-            torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
-            self._backward_task = task
-        else:
-            self._end(self._backward)
-        self._backward = name
-        self._push(name)
-
-    def _end_backward(self) -> None:
-        if self._backward is not None:
-            name, self._backward = self._backward, None
-            self._end(name)
-
-    def _backward_abandoned(self) -> None:
-        """A backward pass that never finished (it raised): its last region
-        ends at the first edge after it."""
-        self._note("abandoned backward", f"{self._backward}: its backward pass did not finish (an exception?); "
-                   "the region ended at the next edge")
-        self._end_backward()
+        pre, post = self._hooks.forward_hooks(path, self.phases)  # C++: no Python frame of ours per edge
+        self._handles.append(module.register_forward_pre_hook(pre))
+        self._handles.append(module.register_forward_hook(post))
 
     def _wrap_step(self) -> None:
         optimizer = self.optimizer
@@ -379,11 +270,8 @@ class RegionAttribution:
             else:
                 del self.optimizer.step
             self._step = None
-        self._backward = None
-        while self._open:
-            name = self._open[-1]
-            self._note(f"left open {name}", f"{name}: still open when the session ended; closed there")
-            self._end(name)
+        if self._hooks is not None:
+            self._hooks.close_all()
 
 
 class _SessionRegion:
