@@ -1,15 +1,18 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// Where a LibTorch training step's energy goes: the step's phases recorded as
-// regions (joule::attribution::RegionRecorder), then the window's energy
-// split among them per GPU (attribute_window), printed as a table and
-// written as JSON. A small MLP on synthetic data, so it runs anywhere: on
-// the CPU with host edges; on CUDA with each edge a CUDA event on the GPU's
-// clock (GpuEdgeClock, joule/attribution/libtorch_events.h: nothing waits
-// for the GPU until the window ends), where the CUDA headers are at hand,
-// else with a sync per edge. On simulated GPUs every region draws the same
-// power, so only the bookkeeping shows; docs/attribution.md says how to run
-// it on a real GPU (with a measured sample response).
+// Where a LibTorch training step's energy goes, layer by layer: each layer's
+// forward and backward recorded as regions (joule::attribution::
+// LibTorchRegions: a layer's call wrapped, its backward from a C++ hook on
+// the autograd node that made its output), the data's copy, the loss and the
+// optimizer's step as blocks, then the window's energy split among them per
+// GPU (attribute_window), printed as a table and written as JSON. A small MLP
+// on synthetic data, so it runs anywhere: on the CPU with host edges; on CUDA
+// with each edge a CUDA event on the GPU's clock (GpuEdgeClock,
+// joule/attribution/libtorch_events.h: nothing waits for the GPU until the
+// window ends), where the CUDA headers are at hand, else with a sync per
+// edge. On simulated GPUs every region draws the same power, so only the
+// bookkeeping shows; docs/attribution.md says how to run it on a real GPU
+// (with a measured sample response).
 //
 //   build/bin/joule_example_libtorch_attribute [SECONDS] [OUT.json] [sync|events] [WIDTH]
 // ("sync": host edges after a sync each even where CUDA events could be used,
@@ -25,9 +28,11 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "joule/attribution/gpu_edge_clock.h"
 #include "joule/attribution/json.h"
+#include "joule/attribution/libtorch_regions.h"
 #include "joule/attribution/window.h"
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
@@ -40,18 +45,19 @@
 
 namespace {
 
+using joule::attribution::LibTorchRegions;
+
 // Where the edges go: CUDA events on the GPU's clock, or host instants.
 class Edges {
  public:
-  Edges(joule::attribution::RegionRecorder& recorder, bool cuda) : recorder_(recorder) {
+  Edges(joule::attribution::RegionRecorder& recorder, bool cuda) : host_(recorder) {
 #ifdef JOULE_EXAMPLE_CUDA_EVENTS
     if (cuda) gpu_ = std::make_unique<joule::attribution::GpuEdgeClock>(recorder, events_);
 #else
     (void)cuda;
 #endif
   }
-  void begin(const std::string& name) { gpu_ ? gpu_->begin(name) : recorder_.begin(name); }
-  void end(const std::string& name) { gpu_ ? gpu_->end(name) : recorder_.end(name); }
+  joule::attribution::EdgeSink& sink() { return gpu_ ? static_cast<joule::attribution::EdgeSink&>(*gpu_) : host_; }
   // Hands the GPU's edges to the recorder (waits for the GPU once).
   void flush() {
     if (gpu_) gpu_->flush();
@@ -59,23 +65,25 @@ class Edges {
   bool on_gpu_clock() const { return gpu_ != nullptr; }
 
  private:
-  joule::attribution::RegionRecorder& recorder_;
+  joule::attribution::RecorderEdges host_;
 #ifdef JOULE_EXAMPLE_CUDA_EVENTS
   joule::attribution::LibTorchCudaEvents events_;
 #endif
   std::unique_ptr<joule::attribution::GpuEdgeClock> gpu_;
 };
 
-// `with`-style region: begins on construction, ends on destruction.
-class Region {
+// A block of yours as a region: begins on construction, ends on destruction.
+class Block {
  public:
-  Region(Edges& edges, std::string name) : edges_(edges), name_(std::move(name)) { edges_.begin(name_); }
-  ~Region() { edges_.end(name_); }
-  Region(const Region&) = delete;
-  Region& operator=(const Region&) = delete;
+  Block(LibTorchRegions& regions, std::string name) : regions_(regions), name_(std::move(name)) {
+    regions_.begin(name_);
+  }
+  ~Block() { regions_.end(name_); }
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
 
  private:
-  Edges& edges_;
+  LibTorchRegions& regions_;
   std::string name_;
 };
 
@@ -128,38 +136,41 @@ int main(int argc, char** argv) {
   // On the monitor's clock; host edges wait for the GPU where it runs the work.
   joule::attribution::RegionRecorder recorder(monitor.sampler().shared_clock(),
                                               cuda_events ? std::function<void()>{} : synchronize);
-  Edges regions(recorder, cuda_events);
+  Edges edges(recorder, cuda_events);
+  LibTorchRegions regions(edges.sink());
+  std::vector<LibTorchRegions::Module> layers;  // "0", "1", ...: each layer's forward and backward
+  for (std::size_t i = 0; i < model->size(); ++i) layers.push_back(regions.module(std::to_string(i)));
 
   monitor.begin_window("train");
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   int steps = 0;
   while (std::chrono::steady_clock::now() < until) {
-    torch::Tensor batch, target, loss;
+    torch::Tensor h, target, loss;
     {
-      Region r(regions, "data");
-      batch = x.to(device);
+      Block b(regions, "data");
+      h = x.to(device);
       target = y.to(device);
     }
+    std::size_t i = 0;
+    for (auto& layer : *model) h = layers[i++]([&] { return layer.forward(h); });
     {
-      Region r(regions, "forward");
-      loss = torch::nn::functional::cross_entropy(model->forward(batch), target);
+      Block b(regions, "loss");
+      loss = torch::nn::functional::cross_entropy(h, target);
     }
+    sgd.zero_grad();
+    loss.backward();  // "<layer>.backward" regions, last layer first
     {
-      Region r(regions, "backward");
-      sgd.zero_grad();
-      loss.backward();
-    }
-    {
-      Region r(regions, "optimizer");
+      Block b(regions, "optimizer");
       sgd.step();
     }
     ++steps;
   }
   const joule::Measurement settled = monitor.settle(monitor.end_window("train"), 5.0);
-  regions.flush();
+  edges.flush();
+  for (const std::string& note : regions.notes()) std::printf("recording: %s\n", note.c_str());
   std::printf("%d steps in %.2f s on %zu%s GPU(s), region edges %s\n", steps, settled.elapsed_s,
               devices.gpus.size(), devices.simulated() ? " SIMULATED" : "",
-              regions.on_gpu_clock() ? "from CUDA events" : device.is_cuda() ? "after a sync each" : "on the host");
+              edges.on_gpu_clock() ? "from CUDA events" : device.is_cuda() ? "after a sync each" : "on the host");
   const auto attributions = joule::attribution::attribute_window(monitor, settled, recorder);
   nlohmann::json all = nlohmann::json::array();
   for (std::size_t gpu = 0; gpu < attributions.size(); ++gpu) {

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "joule/attribution/regions.h"
+
 namespace joule::attribution {
 
 // Where the edges go: a GpuEdgeClock, or host instants (joule.torch's HostClock).
@@ -40,6 +42,20 @@ class EdgeSink {
   // Ends name at the instant of the last nested edge, just before it; false
   // if there is none left to move (GpuEdgeClock::end_before_last).
   virtual bool end_before_last(const std::string& name) = 0;
+};
+
+// Edges at host instants, straight to a RegionRecorder (after its
+// synchronize, if it has one). An end found late cannot move: the recorder
+// has the edge before it already.
+class RecorderEdges final : public EdgeSink {
+ public:
+  explicit RecorderEdges(RegionRecorder& recorder) : recorder_(recorder) {}
+  void begin(const std::string& name) override { recorder_.begin(name); }
+  void end(const std::string& name) override { recorder_.end(name); }
+  bool end_before_last(const std::string&) override { return false; }
+
+ private:
+  RegionRecorder& recorder_;
 };
 
 class RegionNesting {
