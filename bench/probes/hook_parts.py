@@ -17,6 +17,9 @@ queue a step and the median step, against plain steps:
   joule, forward only / joule, phases / joule, phases, host edges: a session
   joule before, phases  the same with joule.torch.regions_before, where it was put
                         beside regions.py (an older regions.py, for a side-by-side)
+  hooks + one C++ node pre-hook / wrapper + one C++ node pre-hook (--cpp-prehook): empty
+                        forward hooks (or the forward wrapper) putting an empty C++ autograd
+                        pre-hook (cpp_prehook.py, compiled against this PyTorch) on each output
 
   /tmp/joule-venv/bin/python bench/probes/hook_parts.py [--model gpt|resnet50] [--depth 2] [--blocks 8] [--block 10]
       [--kinds "plain,joule, phases"...] [--rounds N] [--switch-interval S]
@@ -64,12 +67,19 @@ def hooked(modules, pre, post):
 
 
 @contextlib.contextmanager
-def wrapped(modules):
+def wrapped(modules, on_output=None):
     for _, m in modules:
         inner = m.forward
 
-        def forward(*args, __inner=inner, **kwargs):
-            return __inner(*args, **kwargs)
+        if on_output is None:
+            def forward(*args, __inner=inner, **kwargs):
+                return __inner(*args, **kwargs)
+        else:
+            def forward(*args, __inner=inner, **kwargs):
+                out = __inner(*args, **kwargs)
+                for t in _outputs(out):
+                    on_output(t)
+                return out
 
         m.forward = forward
     try:
@@ -89,6 +99,8 @@ def main():
     p.add_argument("--kinds", help="the kinds to compare, separated by ';' (default: all)")
     p.add_argument("--ddp", action="store_true", help="the model in DistributedDataParallel (under torchrun)")
     p.add_argument("--switch-interval", type=float, help="sys.setswitchinterval (the GIL's), seconds")
+    p.add_argument("--cpp-prehook", action="store_true",
+                   help="also the kinds with an empty C++ node pre-hook (cpp_prehook.py compiles it here)")
     args = p.parse_args()
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
@@ -152,6 +164,19 @@ def main():
         "joule, phases": lambda: session(True),
         "joule, phases, host edges": lambda: session(True, "host"),
     }
+    if args.cpp_prehook:
+        from cpp_prehook import load  # noqa: E402  (bench/probes/)
+
+        ext = load()
+
+        def out_post_cpp(path):
+            def post(m, a, o):
+                for t in _outputs(o):
+                    ext.add_prehook(t)
+            return post
+
+        kinds["hooks + one C++ node pre-hook"] = lambda: hooked(modules, lambda p: _noop, out_post_cpp)
+        kinds["wrapper + one C++ node pre-hook"] = lambda: wrapped(modules, ext.add_prehook)
     try:
         from joule.torch import regions_before
         kinds["joule before, phases"] = lambda: regions_before.RegionAttribution(
