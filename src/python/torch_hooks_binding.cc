@@ -51,16 +51,18 @@ struct Session {
         queue_callback(std::move(queue_callback_fn)),
         tensor_type(std::move(tensor)) {}
 
-  // No autograd pass runs on this thread; where torch does not say (before
-  // 2.0), grad mode on (autograd turns it off for a pass that makes no graph).
-  bool outside_backward() const {
-    return graph_task.is_none() ? is_grad_enabled().cast<bool>() : graph_task().cast<std::int64_t>() == -1;
-  }
+  // The autograd pass running on this thread (-1: none; None where torch does not say).
   std::optional<std::int64_t> pass() const {
     if (graph_task.is_none()) return std::nullopt;
     return graph_task().cast<std::int64_t>();
   }
-  void begin(const std::string& name) { nesting.begin(name, nesting.backward_open() && outside_backward()); }
+  void begin(const std::string& name) {
+    const auto outside = [&] {
+      const std::optional<std::int64_t> running = pass();
+      return RegionNesting::outside_backward(running, !running && is_grad_enabled().cast<bool>());
+    };
+    nesting.begin(name, nesting.backward_open() && outside());
+  }
 
   py::object edges;  // kept alive: the nesting's sink may be inside it
   std::unique_ptr<PythonEdgeSink> python_sink;

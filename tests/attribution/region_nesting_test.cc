@@ -125,6 +125,11 @@ TEST(RegionNestingTest, APassThatRaisedEndsItsRegionAtTheNextEdgeFromOutsideOrFr
   EXPECT_TRUE(nesting.begin_backward("b.backward", 2));
   EXPECT_TRUE(nesting.begin_backward("b.backward", 3)) << "another pass: the first of its own";
   EXPECT_EQ(sink.edges, (Edges{"+b.backward", "-b.backward", "+b.backward"}));
+  // Outside a pass: torch's id -1; before 2.0 (no id), grad mode on.
+  EXPECT_TRUE(RegionNesting::outside_backward(-1, false));
+  EXPECT_FALSE(RegionNesting::outside_backward(4, true));
+  EXPECT_TRUE(RegionNesting::outside_backward(std::nullopt, true));
+  EXPECT_FALSE(RegionNesting::outside_backward(std::nullopt, false));
   // Where torch does not say which pass (before 2.0), passes are not told apart.
   RegionNesting old_torch(sink);
   EXPECT_TRUE(old_torch.begin_backward("c.backward", std::nullopt));

@@ -96,7 +96,8 @@ class LibTorchRegions {
     explicit Shared(EdgeSink& edges) : nesting(edges) {}
     void begin(const std::string& name) {
       std::lock_guard lock(mutex);
-      nesting.begin(name, nesting.backward_open() && outside_backward());
+      nesting.begin(name, nesting.backward_open() &&
+                              RegionNesting::outside_backward(pass(), torch::GradMode::is_enabled()));
     }
     void end(const std::string& name) {
       std::lock_guard lock(mutex);
@@ -138,12 +139,6 @@ class LibTorchRegions {
 #else
     return std::nullopt;
 #endif
-  }
-  // No pass runs on this thread; before 2.0, grad mode on (a pass that makes
-  // no graph turns it off).
-  static bool outside_backward() {
-    const std::optional<std::int64_t> running = pass();
-    return running ? *running == -1 : torch::GradMode::is_enabled();
   }
 
   std::shared_ptr<Shared> shared_;

@@ -64,10 +64,16 @@ class RegionNesting {
   RegionNesting(const RegionNesting&) = delete;
   RegionNesting& operator=(const RegionNesting&) = delete;
 
+  // Whether no autograd pass runs on the calling thread: torch's id of the
+  // pass running (-1: none), or where torch does not say (before 2.0: None)
+  // grad mode on (autograd turns it off for a pass that makes no graph).
+  static bool outside_backward(std::optional<std::int64_t> pass, bool grad_enabled) {
+    return pass ? *pass == -1 : grad_enabled;
+  }
+
   // A region begins or ends outside autograd's pass (a module's forward, the
-  // optimizer's step, a block of the user's). outside_backward: no autograd
-  // pass runs on this thread now, so a backward region still open is one
-  // whose pass raised.
+  // optimizer's step, a block of the user's). outside_backward (above): a
+  // backward region still open then is one whose pass raised.
   void begin(const std::string& name, bool outside_backward);
   void end(const std::string& name);
 
