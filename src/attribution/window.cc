@@ -213,9 +213,10 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
                                     std::span<const PowerObservation> extra) {
   Attribution out = fit_with_response(observed, intervals, names, length_s, begin_s, window_energy_j, options,
                                       response.response_ms, response.first_lag_ms, extra);
-  out.notes.push_back(fmt::format("samples weighed by the measured response (from {} to {} ms before the stamp)",
+  out.notes.push_back(fmt::format("samples weighed by the measured response (from {} to {} ms before the stamp){}",
                                   response.first_lag_ms,
-                                  response.first_lag_ms + static_cast<int>(response.response_ms.size())));
+                                  response.first_lag_ms + static_cast<int>(response.response_ms.size()),
+                                  response.source.empty() ? "" : ", " + response.source));
   if (response.rounds.empty()) return out;
   AttributionOptions quick = options;
   quick.bootstrap_rounds = 0;

@@ -41,6 +41,9 @@ struct SampleResponse {
   // region's interval by how far they move it (empty: no widening).
   std::vector<std::vector<double>> rounds;
   int rounds_first_lag_ms = 0;
+  // Where it came from, for the attribution's note (a SampleResponseStore's
+  // file); empty: measured in this process or given by hand.
+  std::string source;
 };
 // Lags from min_lag_ms (negative: after the stamp) to max_lag_ms are fitted;
 // the response is then cut to the lags holding all but 1% of it.
