@@ -110,7 +110,7 @@ def agreed_steps(ddp, opt, x, seconds):
 
 def load_response(path, monitor):
     if not path:
-        return joule.torch.measure_sample_response(monitor, seconds=40.0)
+        return joule.torch.measure_sample_response(monitor, seconds=40.0, keep=False)
     r = json.load(open(path))["sample_response"]
     return joule.SampleResponse(r["response_ms"], r["first_lag_ms"], r.get("rounds", []),
                                 r.get("rounds_first_lag_ms", 0))

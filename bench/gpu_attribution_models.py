@@ -402,7 +402,7 @@ def main():
     monitor = joule.Monitor(interval_ms=100)
     args.response = None
     if args.response_seconds > 0 and not args.skip_attribution:
-        args.response = joule.torch.measure_sample_response(monitor, seconds=args.response_seconds)
+        args.response = joule.torch.measure_sample_response(monitor, seconds=args.response_seconds, keep=False)
         print(f"sample response: {args.response!r}", flush=True)
         env["sample_response"] = args.response.to_dict()
     overhead_rows, sections = [], []

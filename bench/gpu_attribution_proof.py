@@ -611,7 +611,7 @@ def main():
     if args.response_seconds > 0:
         response_raw = {}
         args.response = joule.torch.measure_sample_response(monitor, seconds=args.response_seconds, gpu=args.gpu,
-                                                            raw=response_raw)
+                                                            raw=response_raw, keep=False)
         os.makedirs(args.out_dir, exist_ok=True)
         with open(os.path.join(args.out_dir, "response-raw.json"), "w") as f:
             json.dump(response_raw, f)
@@ -620,7 +620,8 @@ def main():
         windows, session = mixed_run(monitor, model, args)
     # Everything that reads the mixed run's power data, before the monitor's history moves past it.
     attributed, errors = attribute_all(session, windows, args, idle_w if args.baseline_from_idle else None)
-    boxcar_a = session.result(windows[-1][2], bootstrap_rounds=0)[args.gpu] if args.response is not None else None
+    boxcar_a = (session.result(windows[-1][2], bootstrap_rounds=0, stored_response=False)[args.gpu]
+                if args.response is not None else None)
     variants_a = counter_variants(session, windows[-1][2], args) if args.read_counter else {}
     write_raw(monitor, session, windows[-1][2], args)
     with torch.no_grad():

@@ -32,7 +32,7 @@ def record(args):
 
     monitor = joule.Monitor(interval_ms=100)
     raw = {}
-    response = joule.torch.measure_sample_response(monitor, seconds=args.seconds, seed=args.seed, raw=raw)
+    response = joule.torch.measure_sample_response(monitor, seconds=args.seconds, seed=args.seed, raw=raw, keep=False)
     data = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "response": response.to_dict(), **raw}
     with open(args.out, "w") as f:
         json.dump(data, f)

@@ -40,8 +40,8 @@ from ._joule import (  # noqa: F401
     RegionEnergy,
     RegionRecorder,
     SampleResponse,
+    SampleResponseStore,
     UsageError,
-    attribute,
     attribute_data,
     devices,
     fit_sample_response,
@@ -49,6 +49,7 @@ from ._joule import (  # noqa: F401
 from ._carbon import Carbon, carbon_regions, carbon_table_path  # noqa: F401  (the packaged table first)
 from ._joule import __version__  # noqa: F401  (the joule program's and the C++ library's)
 from .meter import Window  # noqa: F401  (Monitor.window() and joule.window() both give one)
+from .sample_response import attribute  # noqa: F401  (with the response kept for the GPU model and driver)
 
 __all__ = [
     "Attribution",
@@ -67,6 +68,7 @@ __all__ = [
     "RegionEnergy",
     "RegionRecorder",
     "SampleResponse",
+    "SampleResponseStore",
     "ServiceError",
     "UsageError",
     "Window",
@@ -81,7 +83,7 @@ __all__ = [
 # Pure Python, imported on first use so that `import joule` costs nothing more.
 _SERVICE_NAMES = ("BatchSizeClient", "ServiceError")
 # Submodules reachable as joule.<name> without importing them first (not in __all__).
-_SUBMODULES = ("attribution", "hf", "lightning", "meter", "trackers")
+_SUBMODULES = ("attribution", "hf", "lightning", "meter", "sample_response", "trackers")
 
 
 def __getattr__(name):

@@ -58,18 +58,23 @@ void check_weights(const std::vector<double>& weights, const std::string& where,
 }
 
 void check_lag(int lag_ms, const std::string& where, const std::string& field) {
-  if (std::abs(lag_ms) > kMaxLagMs) refuse(where, fmt::format("'{}' is {} ms, beyond +-{} ms", field, lag_ms, kMaxLagMs));
+  if (std::abs(lag_ms) > kMaxLagMs) {
+    refuse(where, fmt::format("'{}' is {} ms, beyond +-{} ms", field, lag_ms, kMaxLagMs));
+  }
 }
 
 void check(const SampleResponse& r, const std::string& where) {
   check_weights(r.response_ms, where, "response_ms");
   check_lag(r.first_lag_ms, where, "first_lag_ms");
-  if (r.rounds.size() > kMaxRounds) refuse(where, fmt::format("'rounds' holds {} refits, over {}", r.rounds.size(), kMaxRounds));
+  if (r.rounds.size() > kMaxRounds) {
+    refuse(where, fmt::format("'rounds' holds {} refits, over {}", r.rounds.size(), kMaxRounds));
+  }
   for (const auto& round : r.rounds) check_weights(round, where, "rounds");
   check_lag(r.rounds_first_lag_ms, where, "rounds_first_lag_ms");
-  const std::pair<const char*, double> figures[] = {
-      {"low_w", r.low_w},       {"high_w", r.high_w},     {"residual_rms_w", r.residual_rms_w}, {"lag10_ms", r.lag10_ms},
-      {"lag50_ms", r.lag50_ms}, {"lag90_ms", r.lag90_ms}, {"smoothing", r.smoothing}};
+  const std::pair<const char*, double> figures[] = {{"low_w", r.low_w},       {"high_w", r.high_w},
+                                                     {"residual_rms_w", r.residual_rms_w},
+                                                     {"lag10_ms", r.lag10_ms}, {"lag50_ms", r.lag50_ms},
+                                                     {"lag90_ms", r.lag90_ms}, {"smoothing", r.smoothing}};
   for (const auto& [field, value] : figures) {
     if (!std::isfinite(value) || std::abs(value) > 1e6) refuse(where, fmt::format("'{}' is {}", field, value));
   }
@@ -106,7 +111,9 @@ void SampleResponseStore::save(const GpuModel& gpu, const SampleResponse& respon
   check(response, "to store for " + gpu.name);
   std::error_code error;
   std::filesystem::create_directories(dir_, error);
-  if (error) throw Error(fmt::format("cannot make the sample response directory '{}': {}", dir_.string(), error.message()));
+  if (error) {
+    throw Error(fmt::format("cannot make the sample response directory '{}': {}", dir_.string(), error.message()));
+  }
   const nlohmann::json j = {{"format", kFormat},
                             {"gpu_name", gpu.name},
                             {"driver_version", gpu.driver_version},

@@ -11,6 +11,7 @@
 #include "joule/attribution/cuda_runtime_events.h"
 #include "joule/attribution/gpu_edge_clock.h"
 #include "joule/attribution/regions.h"
+#include "joule/attribution/response_store.h"
 #include "joule/attribution/window.h"
 
 namespace py = pybind11;
@@ -367,6 +368,9 @@ void bind_attribution(py::module_& m) {
       .def_readonly("smoothing", &SampleResponse::smoothing)
       .def_readonly("response_ms", &SampleResponse::response_ms)
       .def_readonly("first_lag_ms", &SampleResponse::first_lag_ms)
+      .def_property_readonly(
+          "source", [](const SampleResponse& r) { return r.source; },
+          "Where it came from (a SampleResponseStore's file); '' for one measured here or given by hand.")
       .def_readonly("low_w", &SampleResponse::low_w)
       .def_readonly("high_w", &SampleResponse::high_w)
       .def_readonly("residual_rms_w", &SampleResponse::residual_rms_w)
@@ -387,6 +391,44 @@ void bind_attribution(py::module_& m) {
                repr_number(r.lag90_ms, 3) + " ms (10/50/90%) before the stamp, " + std::to_string(r.samples) +
                " samples, residual " + repr_number(r.residual_rms_w, 3) + " W>";
       });
+
+  using joule::attribution::GpuModel;
+  using joule::attribution::SampleResponseStore;
+  py::class_<SampleResponseStore>(m, "SampleResponseStore")
+      .def(py::init([](const std::optional<std::string>& dir) {
+             return dir ? SampleResponseStore(*dir) : SampleResponseStore();
+           }),
+           "dir"_a = py::none(),
+           "Measured sample responses kept per GPU model and driver, one JSON file each in `dir` (None: "
+           "$JOULE_SAMPLE_RESPONSE_DIR, else $XDG_CACHE_HOME/joule/sample-response, else "
+           "~/.cache/joule/sample-response). joule.torch.measure_sample_response keeps what it measures here and "
+           "joule.attribute uses it for that model and driver.")
+      .def(
+          "save",
+          [](const SampleResponseStore& self, const std::string& gpu_name, const std::string& driver_version,
+             const SampleResponse& response, const std::string& measured_at) {
+            self.save(GpuModel{gpu_name, driver_version}, response, measured_at);
+          },
+          "gpu_name"_a, "driver_version"_a, "response"_a, "measured_at"_a,
+          "Keeps response for this GPU model and driver (replacing one kept before); measured_at: when (ISO 8601). "
+          "UsageError for a response that fails the checks a load makes.")
+      .def(
+          "load",
+          [](const SampleResponseStore& self, const std::string& gpu_name, const std::string& driver_version) {
+            return self.load(GpuModel{gpu_name, driver_version});
+          },
+          "gpu_name"_a, "driver_version"_a,
+          "The response kept for this GPU model and driver (its source says which file), or None. UsageError "
+          "naming the file for one that is damaged.")
+      .def("drivers_for", &SampleResponseStore::drivers_for, "gpu_name"_a,
+           "The drivers a response is kept for with this GPU name, sorted.")
+      .def(
+          "path_for",
+          [](const SampleResponseStore& self, const std::string& gpu_name, const std::string& driver_version) {
+            return self.path_for(GpuModel{gpu_name, driver_version}).string();
+          },
+          "gpu_name"_a, "driver_version"_a)
+      .def_property_readonly("dir", [](const SampleResponseStore& self) { return self.dir().string(); });
 
   m.def(
       "fit_sample_response",

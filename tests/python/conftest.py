@@ -73,6 +73,13 @@ def serve(tmp_path, *extra):
         log.close()
 
 
+@pytest.fixture(autouse=True)
+def _own_sample_response_store(monkeypatch, tmp_path):
+    """Every test keeps sample responses in a directory of its own, never in
+    the user's cache (joule.SampleResponseStore)."""
+    monkeypatch.setenv("JOULE_SAMPLE_RESPONSE_DIR", str(tmp_path / "sample-responses"))
+
+
 def fake_a40_environment(directory, gpus=2, extra=""):
     """Environment variables that make joule see `gpus` fake A40s (limits
     200-300 W) drawing 400 W, so every limit caps the power, through the fake

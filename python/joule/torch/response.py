@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .._joule import Monitor
 
 def measure_sample_response(monitor: "Monitor", seconds: float = 40.0, gpu: int = 0, seed: int = 1,
-                            max_segment_ms: float = 40.0, raw: Optional[Dict[str, Any]] = None):
+                            max_segment_ms: float = 40.0, raw: Optional[Dict[str, Any]] = None, keep: bool = True):
     """How this GPU's power samples respond to its power, for
     joule.attribute(sample_response=...) and RegionAttribution.result: the
     GPU alternates a memory-bound elementwise chain ("high", ~600 W on an
@@ -21,14 +21,17 @@ def measure_sample_response(monitor: "Monitor", seconds: float = 40.0, gpu: int 
     and a near-idle spin for random lengths (1 ms to max_segment_ms each, so
     no period aliases with the sampling) for `seconds`, recorded on the GPU's
     clock, and joule.fit_sample_response fits the response lag by lag.
-    Read-only: it only runs kernels. Keep the result per GPU model and driver
-    (SampleResponse.to_dict(), joule.SampleResponse(response_ms, first_lag_ms)).
-    raw (a dict) receives the window's samples and segments for your own fits.
+    Read-only: it only runs kernels. keep: the result is kept for the GPU's
+    model and driver (joule.SampleResponseStore, joule.sample_response), and
+    joule.attribute uses it there from then on, in any process; not on
+    simulated GPUs. raw (a dict) receives the window's samples and segments
+    for your own fits.
     """
     import random
     import time
 
     from .. import RegionRecorder, fit_sample_response
+    from ..sample_response import keep_sample_response
 
     device = torch.device("cuda", gpu)
     x = torch.ones(128 * 1024 * 1024, device=device, dtype=torch.bfloat16)  # 256 MiB
@@ -54,7 +57,10 @@ def measure_sample_response(monitor: "Monitor", seconds: float = 40.0, gpu: int 
         raw.update(begin_s=settled.begin_s, end_s=settled.end_s,
                    samples=monitor.observed_power(gpu, settled.begin_s, settled.end_s),
                    intervals=recorder.intervals(settled.begin_s, settled.end_s))
-    return fit_sample_response(monitor, settled, recorder, gpu=gpu)
+    response = fit_sample_response(monitor, settled, recorder, gpu=gpu)
+    if keep:
+        keep_sample_response(monitor, response, gpu=gpu)
+    return response
 
 
 def _time_kernels(op) -> Tuple[float, float]:
