@@ -33,9 +33,11 @@
 #include "joule/attribution/gpu_edge_clock.h"
 #include "joule/attribution/json.h"
 #include "joule/attribution/libtorch_regions.h"
+#include "joule/attribution/response_store.h"
 #include "joule/attribution/window.h"
 #include "joule/control/devices.h"
 #include "joule/device/discovery.h"
+#include "joule/error.h"
 #include "joule/measure/monitor.h"
 
 #if __has_include(<cuda_runtime_api.h>) && __has_include(<ATen/cuda/CUDAContext.h>)
@@ -99,6 +101,20 @@ void print_table(const joule::attribution::Attribution& a, std::size_t gpu) {
   std::printf("  %-10s %6s %10.1f %12s %6.1f%%\n", "(idle)", "", 1e3 * a.idle_time_s, "",
               a.window_energy_j > 0 ? 100.0 * a.idle_energy_j / a.window_energy_j : 0.0);
   for (const auto& note : a.notes) std::printf("  note: %s\n", note.c_str());
+}
+
+// The sample response kept for this GPU model and driver (measured once with
+// joule.torch.measure_sample_response, from Python), where there is one:
+// docs/attribution.md, "The samples' response". Else the boxcar.
+joule::attribution::SampleModel kept_sample_model(const joule::Devices& devices) {
+  joule::attribution::SampleModel model;
+  if (devices.simulated() || devices.gpus.empty()) return model;
+  try {
+    model.response = joule::attribution::SampleResponseStore().load({devices.gpus[0]->name(), devices.driver_version});
+  } catch (const joule::UsageError& e) {
+    std::fprintf(stderr, "%s: not used\n", e.what());
+  }
+  return model;
 }
 
 }  // namespace
@@ -171,7 +187,8 @@ int main(int argc, char** argv) {
   std::printf("%d steps in %.2f s on %zu%s GPU(s), region edges %s\n", steps, settled.elapsed_s,
               devices.gpus.size(), devices.simulated() ? " SIMULATED" : "",
               edges.on_gpu_clock() ? "from CUDA events" : device.is_cuda() ? "after a sync each" : "on the host");
-  const auto attributions = joule::attribution::attribute_window(monitor, settled, recorder);
+  const auto attributions =
+      joule::attribution::attribute_window(monitor, settled, recorder, {}, kept_sample_model(devices));
   nlohmann::json all = nlohmann::json::array();
   for (std::size_t gpu = 0; gpu < attributions.size(); ++gpu) {
     print_table(attributions[gpu], gpu);
