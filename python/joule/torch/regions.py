@@ -191,7 +191,9 @@ class RegionAttribution:
 
     def result(self, measurement, **options) -> list:
         """joule.attribute(monitor, measurement, recorder, **options): one
-        joule.Attribution per GPU. Settle the measurement first."""
+        joule.Attribution per GPU, with the sample response kept for this
+        GPU model and driver where no sample model is given
+        (joule.sample_response). Settle the measurement first."""
         from .. import attribute
 
         self.flush()
