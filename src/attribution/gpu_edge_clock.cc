@@ -24,6 +24,14 @@ void GpuEdgeClock::edge(Kind kind, const std::string& name) {
   if (pending_.size() >= options_.drain_every) read_passed(false);
 }
 
+void GpuEdgeClock::end_and_begin(const std::string& ended, const std::string& begun) {
+  const GpuEvents::Event event = take_event();
+  events_.record(event);
+  pending_.push_back({Kind::kEnd, ended, event});  // link() gives the second the first's instant
+  pending_.push_back({Kind::kBegin, begun, event});
+  if (pending_.size() >= options_.drain_every) read_passed(false);
+}
+
 template <typename Edges>
 bool GpuEdgeClock::insert_end_before_last(Edges& edges, const std::string& name) {
   // Concurrent edges after it stay after it: their order does not matter.

@@ -74,6 +74,16 @@ bool RegionNesting::begin_backward(const std::string& name, std::optional<std::i
   const bool first = !backward_;
   if (first) {
     backward_pass_ = pass;
+  } else if (!open_.empty() && open_.back() == *backward_ &&
+             std::find(open_.begin(), open_.end(), name) == open_.end()) {
+    // The common case: the open one is innermost, this one is not open: one
+    // instant for both edges.
+    sink_.end_and_begin(*backward_, name);
+    open_.back() = name;
+    last_was_begin_ = true;
+    last_name_ = name;
+    backward_ = name;
+    return false;
   } else {
     end(*backward_);
   }

@@ -52,6 +52,7 @@ class SimulatedGpuEvents final : public GpuEvents {
     clock_->advance_s(done_s - clock_->now_s());
   }
   std::size_t events() const { return passed_at_s_.size(); }
+  std::size_t records() const { return records_; }
   double passed_at_s(Event event) const { return passed_at_s_.at(event); }
 
  private:
@@ -234,6 +235,36 @@ TEST(GpuEdgeClockTest, ALateEndFindsItsEdgeAlreadyReadFromTheGpu) {
   EXPECT_EQ(recorder.names().at(intervals[0].region), "backward");
   EXPECT_NEAR(intervals[0].end_s - intervals[0].begin_s, 0.005, 1e-6);  // up to the layer's begin
   EXPECT_FALSE(edges.end_before_last("backward"));  // everything handed over
+}
+
+// A backward region handing over to the next: one event for the end and the
+// begin, read once, at one instant; the durations on either side exact.
+TEST(GpuEdgeClockTest, AnEndAndTheNextBeginShareOneEventAndOneInstant) {
+  auto clock = std::make_shared<VirtualClock>(1.0);
+  SimulatedGpuEvents gpu(clock, 0.0);
+  RegionRecorder recorder(clock);
+  GpuEdgeClock edges(recorder, gpu, {.drain_every = 2});  // read as it goes: the shared event goes back to the pool
+  const double from_s = clock->now_s();
+  const std::size_t before = gpu.records();
+  for (int i = 0; i < 50; ++i) {
+    edges.begin("a.backward");
+    gpu.queue(0.002);
+    clock->advance_s(0.0001);
+    edges.end_and_begin("a.backward", "b.backward");
+    gpu.queue(0.003);
+    clock->advance_s(0.0001);
+    edges.end("b.backward");
+    clock->advance_s(0.006);
+  }
+  EXPECT_EQ(gpu.records() - before, 150u);  // three events a step for four edges
+  edges.flush();
+  const auto intervals = recorder.intervals_within(from_s, clock->now_s());
+  ASSERT_EQ(intervals.size(), 100u);
+  for (std::size_t i = 0; i < intervals.size(); i += 2) {
+    EXPECT_EQ(intervals[i].end_s, intervals[i + 1].begin_s) << i;
+    EXPECT_NEAR(intervals[i].end_s - intervals[i].begin_s, 0.002, 1e-6) << i;
+    EXPECT_NEAR(intervals[i + 1].end_s - intervals[i + 1].begin_s, 0.003, 1e-6) << i;
+  }
 }
 
 TEST(GpuEdgeClockTest, OptionsOutOfRangeAreRefused) {

@@ -15,11 +15,15 @@ namespace {
 
 using Edges = std::vector<std::string>;
 
-// "+name" a begin, "-name" an end, "<name" an end put before the last edge.
+// "+name" a begin, "-name" an end, "<name" an end put before the last edge,
+// "-a+b" an end and a begin at one instant.
 class WrittenSink final : public EdgeSink {
  public:
   void begin(const std::string& name) override { edges.push_back("+" + name); }
   void end(const std::string& name) override { edges.push_back("-" + name); }
+  void end_and_begin(const std::string& ended, const std::string& begun) override {
+    edges.push_back("-" + ended + "+" + begun);
+  }
   bool end_before_last(const std::string& name) override {
     if (!can_move_up) return false;
     edges.push_back("<" + name);
@@ -104,9 +108,17 @@ TEST(RegionNestingTest, BackwardRegionsFollowEachOtherAndTheLastEndsWithThePass)
   nesting.end_backward();
   nesting.end_backward();  // nothing open any more: no edge
   nesting.end("step");
-  EXPECT_EQ(sink.edges,
-            (Edges{"+step", "+head.backward", "-head.backward", "+body.backward", "-body.backward", "-step"}));
+  EXPECT_EQ(sink.edges, (Edges{"+step", "+head.backward", "-head.backward+body.backward", "-body.backward", "-step"}));
   EXPECT_TRUE(nesting.notes().empty());
+
+  // A region of yours begun inside the pass (a checkpointed forward) and
+  // still open: no shared instant; the open one's end goes before that
+  // begin (nothing ran between them), then the next begins.
+  sink.edges.clear();
+  EXPECT_TRUE(nesting.begin_backward("a.backward", 8));
+  nesting.begin("recompute", false);
+  EXPECT_FALSE(nesting.begin_backward("b.backward", 8));
+  EXPECT_EQ(sink.edges, (Edges{"+a.backward", "+recompute", "<a.backward", "+b.backward"}));
 }
 
 TEST(RegionNestingTest, APassThatRaisedEndsItsRegionAtTheNextEdgeFromOutsideOrFromAnotherPass) {

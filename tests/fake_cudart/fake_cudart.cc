@@ -6,7 +6,7 @@
 // host's (the drift a GpuEdgeClock takes out). The runtime's C ABI: handles
 // are pointers, errors ints (0 success, 600 not ready). It also tells the
 // tests what it was asked (fake_cudart_*): the last stream an event was
-// recorded on, and how many events exist.
+// recorded on, how many records it took, and how many events exist.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -32,6 +32,7 @@ std::mutex mutex;
 std::unordered_set<Event*> live;
 double busy_until_s = 0.0;
 std::uintptr_t last_stream = 0;
+std::size_t records = 0;
 int last_error = kSuccess;
 
 double now_s() {
@@ -67,6 +68,7 @@ __attribute__((visibility("default"))) int cudaEventRecord(void* event, void* st
   e->recorded = true;
   e->passed_at_s = busy_until_s;
   last_stream = reinterpret_cast<std::uintptr_t>(stream);
+  ++records;
   return kSuccess;
 }
 
@@ -120,6 +122,11 @@ __attribute__((visibility("default"))) const char* cudaGetErrorString(int error)
 __attribute__((visibility("default"))) std::uintptr_t fake_cudart_last_stream() {
   std::lock_guard lock(mutex);
   return last_stream;
+}
+
+__attribute__((visibility("default"))) std::size_t fake_cudart_records() {
+  std::lock_guard lock(mutex);
+  return records;
 }
 
 __attribute__((visibility("default"))) std::size_t fake_cudart_live_events() {

@@ -511,13 +511,18 @@ monitor = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
 x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+fake.fake_cudart_records.restype = ctypes.c_size_t
 with RegionAttribution(model, monitor, events=events) as session:
     assert type(session.edges).__name__ == "GpuEdgeClock"
     with monitor.window("train") as w:
+        records = fake.fake_cudart_records()
         for _ in range(100):
             with session.region("data"):
                 time.sleep(0.002)
             torch.nn.functional.cross_entropy(model(x), y).backward()
+        # An event an edge, but one where a backward region hands over to the next:
+        # data 2, forward 3 x 2, backward 1 + 2 hand-overs + the pass's end.
+        assert fake.fake_cudart_records() - records == 100 * 12, fake.fake_cudart_records() - records
 [a] = session.result(w.settled(timeout_s=5.0), bootstrap_rounds=0)
 calls = {r.name: r.calls for r in a.regions}
 # The GPU runs 2 ms behind the host: the last step's modules may begin after the window closed.

@@ -78,6 +78,8 @@ class GpuEdgeClock final : public EdgeSink {
   // edge found late (a hook torch runs after another on the same gradient).
   // False if there is no nested edge not yet handed over.
   bool end_before_last(const std::string& name) override;
+  // Both edges on one event: the work between them is none.
+  void end_and_begin(const std::string& ended, const std::string& begun) override;
   // Waits for the GPU, anchors, and hands every edge so far to the recorder
   // (whose begin_at/end_at check their order and nesting). Before attributing.
   void flush();

@@ -42,6 +42,13 @@ class EdgeSink {
   // Ends name at the instant of the last nested edge, just before it; false
   // if there is none left to move (GpuEdgeClock::end_before_last).
   virtual bool end_before_last(const std::string& name) = 0;
+  // One region ends and the next begins at the same instant, with nothing
+  // between them (a backward region handing over to the next): a sink that
+  // records events may record one for both.
+  virtual void end_and_begin(const std::string& ended, const std::string& begun) {
+    end(ended);
+    begin(begun);
+  }
 };
 
 // Edges at host instants, straight to a RegionRecorder (after its
