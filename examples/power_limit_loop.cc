@@ -35,8 +35,10 @@ int main() {
   joule::PowerLimitOptimizer optimizer(monitor, options);  // prints the table when it decides
 
   // Profiling visits every limit twice (its cost's spread is measured, not
-  // assumed), then again those still undecided: a few epochs of 30 steps.
-  for (int epoch = 0; epoch < 10; ++epoch) {
+  // assumed), then again those still undecided: a few epochs of 30 steps,
+  // more where a busy machine's timing noise leaves limits undecided longer.
+  constexpr int kEpochs = 20;
+  for (int epoch = 0; epoch < kEpochs; ++epoch) {
     optimizer.on_epoch_begin();
     for (int step = 0; step < 30; ++step) {
       optimizer.on_step_begin();
@@ -45,6 +47,10 @@ int main() {
     }
     optimizer.on_epoch_end();
   }
-  if (const auto limit = optimizer.chosen_limit_w()) fmt::print("training continues at {:.0f} W\n", *limit);
+  if (const auto limit = optimizer.chosen_limit_w()) {
+    fmt::print("training continues at {:.0f} W\n", *limit);
+  } else {
+    fmt::print("still profiling after {} epochs: no limit chosen yet\n", kEpochs);
+  }
   return 0;  // the optimizer's destructor restores the original limits
 }
