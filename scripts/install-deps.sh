@@ -24,6 +24,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # the Python module and its tests (Debian's python3, pybind11, PyTorch for CPU)
   python3 python3-dev pybind11-dev python3-torch python3-pytest python3-numpy
+  # joule.torch builds its C++ DDP comm hook against PyTorch at first use (torch.utils.cpp_extension: ninja)
+  ninja-build
   python3-pip python3-setuptools python3-venv
   # the recurring example (examples/recurring) trains on Fashion-MNIST, from its idx files
   dataset-fashion-mnist

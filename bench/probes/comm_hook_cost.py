@@ -11,7 +11,10 @@ The Transformer blocks of gpu_attribution_ddp.py, one DDP model per kind
   built-in            DDP's own all-reduce (no hook)
   built-in hook       _register_builtin_comm_hook(ALLREDUCE): DDP's C++ hook
   default_hooks       default_hooks.allreduce_hook: torch's Python hook
-  joule (idle)        joule.torch.register_comm_hook outside a session
+  joule C++ (idle)    joule.torch.register_comm_hook (its C++ hook, built at first use) outside a session
+  joule C++ + edges   the same while a session records (edges on a joule.GpuEdgeClock)
+  joule Py (idle)     joule.torch.register_comm_hook(native=False): its Python hook, outside a session
+  joule Py + edges    the same while a session records
   direct              a Python hook calling the process group's allreduce itself
                       (AVG where NCCL, else divide and SUM) and a then() that unwraps
   direct + edges      the same recording both edges on a joule.GpuEdgeClock
@@ -82,8 +85,11 @@ def main():
     kinds["default_hooks"] = model()
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     kinds["default_hooks"][0].register_comm_hook(dist.group.WORLD, default_hooks.allreduce_hook)
-    kinds["joule (idle)"] = model()
-    joule.torch.register_comm_hook(kinds["joule (idle)"][0])
+    for kind, native in (("joule C++", True), ("joule Py", False)):
+        kinds[kind + " (idle)"] = model()
+        joule.torch.register_comm_hook(kinds[kind + " (idle)"][0], native=native)
+        kinds[kind + " + edges"] = model()
+        joule.torch.register_comm_hook(kinds[kind + " + edges"][0], native=native).edges = clock
     kinds["direct"] = model()
     kinds["direct"][0].register_comm_hook(dist.group.WORLD, direct_hook(None))
     kinds["direct + edges"] = model()

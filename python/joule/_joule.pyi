@@ -252,6 +252,13 @@ class CudaRuntimeEvents:
     @staticmethod
     def loaded_runtime() -> Optional[str]: ...
 
+class ConcurrentEdges:
+    # A session's clock (a GpuEdgeClock, or an object with begin_concurrent and end_concurrent)
+    # behind the C table of joule/torch/_native/concurrent_edges.h, for the comm hook built at first use.
+    def __init__(self, edges: Any) -> None: ...
+    @property
+    def capsule(self) -> Any: ...  # named "joule._joule.concurrent_edges"; valid while this object lives
+
 class TorchHooks:
     # joule.torch.attribute's hooks in C++ over edges (a GpuEdgeClock, or an object with begin,
     # end and end_before_last); torch reached through the callables given.

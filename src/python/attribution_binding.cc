@@ -172,7 +172,7 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
 
 }  // namespace
 
-joule::attribution::EdgeSink* joule::python::native_edge_sink(const py::handle& edges) {
+joule::attribution::GpuEdgeClock* joule::python::native_edge_sink(const py::handle& edges) {
   if (!py::isinstance<PyGpuEdgeClock>(edges)) return nullptr;
   return &edges.cast<PyGpuEdgeClock&>().clock();
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "joule/attribution/gpu_edge_clock.h"
 #include "joule/attribution/region_nesting.h"
 #include "joule/control/devices.h"
 #include "joule/measure/monitor.h"
@@ -42,9 +43,9 @@ std::string repr_number(double x, int digits);
 // JSON as Python objects (dict, list, ...), through the json module.
 py::object python_of(const nlohmann::json& json);
 
-// The C++ sink inside edges where it is a joule.GpuEdgeClock, else null
+// The C++ clock inside edges where it is a joule.GpuEdgeClock, else null
 // (attribution_binding.cc).
-joule::attribution::EdgeSink* native_edge_sink(const py::handle& edges);
+joule::attribution::GpuEdgeClock* native_edge_sink(const py::handle& edges);
 
 // A Monitor over the devices it found, owning both.
 class PyMonitor {

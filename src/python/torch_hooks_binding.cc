@@ -10,11 +10,15 @@
 // module builds and imports without torch.
 #include "module_support.h"
 
+#include <cstring>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "concurrent_edges.h"
+#include "joule/attribution/gpu_edge_clock.h"
 #include "joule/attribution/region_nesting.h"
 
 namespace py = pybind11;
@@ -45,7 +49,7 @@ struct Session {
       : edges(edges_object),
         python_sink(joule::python::native_edge_sink(edges_object) ? nullptr
                                                                    : std::make_unique<PythonEdgeSink>(edges_object)),
-        nesting(python_sink ? *python_sink : *joule::python::native_edge_sink(edges_object)),
+        nesting(python_sink ? static_cast<EdgeSink&>(*python_sink) : *joule::python::native_edge_sink(edges_object)),
         is_grad_enabled(std::move(is_grad_enabled_fn)),
         graph_task(std::move(graph_task_fn)),
         queue_callback(std::move(queue_callback_fn)),
@@ -120,12 +124,68 @@ struct ForwardHook {
   }
 };
 
+// A session's clock behind the C table of concurrent_edges.h: the DDP comm
+// hook built against the user's PyTorch records the all-reduce through it,
+// on whatever thread runs the hook (autograd's, or Gloo's for the end).
+// Each edge takes the GIL, which every other caller of the clock holds.
+class ConcurrentEdges {
+ public:
+  explicit ConcurrentEdges(const py::object& edges)
+      : edges_(edges), native_(joule::python::native_edge_sink(edges)), table_{} {
+    if (!native_) begin_ = edges.attr("begin_concurrent"), end_ = edges.attr("end_concurrent");
+    table_.version = JOULE_CONCURRENT_EDGES_VERSION;
+    table_.edges = this;
+    table_.begin = [](void* self, const char* region, char* error, std::size_t size) {
+      return static_cast<ConcurrentEdges*>(self)->edge(true, region, error, size);
+    };
+    table_.end = [](void* self, const char* region, char* error, std::size_t size) {
+      return static_cast<ConcurrentEdges*>(self)->edge(false, region, error, size);
+    };
+  }
+  // The table in a capsule named JOULE_CONCURRENT_EDGES_CAPSULE; valid while
+  // this object lives (the capsule holds no reference: keep this object).
+  py::capsule capsule() { return py::capsule(&table_, JOULE_CONCURRENT_EDGES_CAPSULE); }
+
+ private:
+  int edge(bool begin, const char* region, char* error, std::size_t error_size) noexcept {
+    try {
+      py::gil_scoped_acquire gil;
+      const std::string name(region);
+      if (native_) {
+        begin ? native_->begin_concurrent(name) : native_->end_concurrent(name);
+      } else {
+        (begin ? begin_ : end_)(name);
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      if (error_size > 0) {
+        std::strncpy(error, e.what(), error_size - 1);
+        error[error_size - 1] = '\0';
+      }
+      return 1;
+    }
+  }
+
+  py::object edges_;  // kept alive: native_ is inside it
+  joule::attribution::GpuEdgeClock* native_;
+  py::object begin_, end_;  // a Python clock's (joule.torch's HostClock)
+  joule_concurrent_edges table_;
+};
+
 }  // namespace
 
 void bind_torch_hooks(py::module_& m) {
   py::class_<BackwardHook>(m, "_BackwardHook").def("__call__", &BackwardHook::call);
   py::class_<ForwardPreHook>(m, "_ForwardPreHook").def("__call__", &ForwardPreHook::call);
   py::class_<ForwardHook>(m, "_ForwardHook").def("__call__", &ForwardHook::call);
+
+  py::class_<ConcurrentEdges>(m, "ConcurrentEdges")
+      .def(py::init<const py::object&>(), "edges"_a,
+           "A session's clock (a GpuEdgeClock, or an object with begin_concurrent(name) and end_concurrent(name)) "
+           "behind a C table for C++ built apart from joule (joule/torch/_native/concurrent_edges.h).")
+      .def_property_readonly("capsule", &ConcurrentEdges::capsule,
+                             "The table in a capsule named \"" JOULE_CONCURRENT_EDGES_CAPSULE "\", valid while this "
+                             "object lives.");
 
   py::class_<Session, std::shared_ptr<Session>>(m, "TorchHooks")
       .def(py::init([](const py::object& edges, py::object is_grad_enabled, py::object graph_task,

@@ -80,6 +80,14 @@ def _own_sample_response_store(monkeypatch, tmp_path):
     monkeypatch.setenv("JOULE_SAMPLE_RESPONSE_DIR", str(tmp_path / "sample-responses"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_torch_extensions(tmp_path_factory):
+    """joule.torch's C++ comm hook is built once per test session, in a
+    directory of the session's, never in the user's torch extension cache
+    ($TORCH_EXTENSIONS_DIR, which the tests' child processes inherit)."""
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(tmp_path_factory.mktemp("torch-extensions"))
+
+
 def fake_a40_environment(directory, gpus=2, extra=""):
     """Environment variables that make joule see `gpus` fake A40s (limits
     200-300 W) drawing 400 W, so every limit caps the power, through the fake

@@ -3,10 +3,13 @@
 """joule.torch.attribute on a DistributedDataParallel model (issue 32): a
 real torch.distributed job (Gloo, CPU) of 2 processes on this machine, each
 a rank running this file as a script with its own simulated GPU. The
-gradient all-reduce is recorded as the concurrent region "allreduce" when
-asked (allreduce=True), one call per bucket per step, the recording hook
-leaves the gradients as DDP's own all-reduce does, and unasked no hook is
-registered."""
+gradient all-reduce is recorded as the concurrent region "allreduce", one
+call per bucket per step, by joule's C++ comm hook (built against this
+PyTorch by the first rank to ask) or a Python hook of the user's, leaving
+the gradients as DDP's own all-reduce does; with allreduce=False no hook is
+registered. Where the C++ hook cannot be built (no ninja), the all-reduce is
+not recorded by default, and allreduce=True records it through Python with a
+warning."""
 import json
 import os
 import socket
@@ -28,14 +31,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_ranks(tmp_path, limit_s=60.0):
+# The first run builds the C++ hook (~40 s on 2 idle cores; CI's are busy).
+def run_ranks(tmp_path, ranks=2, mode="ranks", path=None, limit_s=300.0):
     port = free_port()
     processes = []
-    for rank in range(2):
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
+    for rank in range(ranks):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(ranks),
                    JOULE_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1", JOULE_POWERCAP_ROOT="/nonexistent")
+        if path is not None:
+            env["PATH"] = path
         log = open(tmp_path / f"rank{rank}.log", "w")
-        processes.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), str(tmp_path)], env=env,
+        processes.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), str(tmp_path), mode], env=env,
                                           stdout=log, stderr=subprocess.STDOUT))
     start = time.monotonic()
     for p in processes:
@@ -45,8 +51,8 @@ def run_ranks(tmp_path, limit_s=60.0):
             for q in processes:
                 q.kill()
             pytest.fail(f"the job did not end within {limit_s} s: " + logs(tmp_path))
-    assert [p.returncode for p in processes] == [0, 0], logs(tmp_path)
-    return [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
+    assert [p.returncode for p in processes] == [0] * ranks, logs(tmp_path)
+    return [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(ranks)]
 
 
 def logs(tmp_path) -> str:
@@ -58,19 +64,23 @@ def test_ddp_allreduce_is_recorded_per_bucket_and_leaves_the_gradients_alone(tmp
     results = run_ranks(tmp_path)
     print(f"2 ranks in {time.monotonic() - start:.1f} s")
     for rank, r in enumerate(results):
-        # Joule's default hook (DDP's allreduce_hook) and a hook of the user's
-        # registered through joule: the gradients of every step as plain DDP's.
+        # By default joule's C++ hook records DDP's own all-reduce; a hook of
+        # the user's registered through joule records through Python. The
+        # gradients of every step as plain DDP's, in sessions and outside.
+        assert r["native_hook"], r
         assert r["same_gradients_default"] and r["same_gradients_own_hook"], rank
+        assert r["same_gradients_outside"] and r["same_gradients_again"], rank
         buckets = r["buckets_per_step"]
         assert len(buckets) == STEPS and buckets[-1] > 1, buckets
-        expected_calls = sum(buckets)
-        for key in ("default", "own_hook"):
+        # DDP hands the first step's gradients over in one bucket, then rebuilds its buckets.
+        expected_calls = {"default": sum(buckets), "own_hook": sum(buckets), "again": STEPS * buckets[-1]}
+        for key in ("default", "again", "own_hook"):
             a = r[key]
             assert "allreduce" in a["names"], a["names"]
             assert a["concurrent_regions"] == ["allreduce"]
             assert a["open_concurrent_calls"] == 0
             region = a["allreduce"]
-            assert region["concurrent"] and region["calls"] == expected_calls, (key, region, buckets)
+            assert region["concurrent"] and region["calls"] == expected_calls[key], (key, region, buckets)
             # Sane times: each call spans a few to hundreds of microseconds, within the window.
             assert 0.0 < region["gpu_time_s"] < a["window_s"], region
             assert a["parts_j"] == pytest.approx(a["window_energy_j"], rel=1e-9)
@@ -79,10 +89,26 @@ def test_ddp_allreduce_is_recorded_per_bucket_and_leaves_the_gradients_alone(tmp
         assert "allreduce" not in r["foreign"]["names"]
         assert any("already has a communication hook" in n for n in r["foreign"]["notes"]), r["foreign"]["notes"]
         assert r["foreign"]["same_gradients"]
-        # Not asked for: no hook, no all-reduce region, the modules recorded as ever.
+        # allreduce=False: no hook, no all-reduce region, the modules recorded as ever.
         assert not r["not_asked"]["joule_hook"] and "allreduce" not in r["not_asked"]["names"]
         assert any(n.endswith(".forward") for n in r["not_asked"]["names"]), r["not_asked"]["names"]
         assert r["not_asked"]["same_gradients"]
+
+
+def test_without_ninja_the_allreduce_is_recorded_only_when_asked_and_then_through_python(tmp_path):
+    # The interpreter by its full path, and a PATH without ninja: the C++ hook cannot be built.
+    [r] = run_ranks(tmp_path, ranks=1, mode="no-ninja", path="/nonexistent")
+    default = r["default"]
+    assert not default["joule_hook"] and "allreduce" not in default["names"], default
+    assert any(n.startswith("allreduce: not recorded") and "ninja is not on PATH" in n and "allreduce=True" in n
+               for n in default["notes"]), default["notes"]
+    asked = r["asked"]
+    assert asked["joule_hook"] and not asked["native"], asked
+    assert any("cannot be built here" in w and "Python comm hook" in w for w in asked["warnings"]), asked["warnings"]
+    # Every bucket of every step: one in the first, as many as later in each other.
+    calls = asked["allreduce"]["calls"]
+    assert (calls - 1) % (STEPS - 1) == 0 and calls > STEPS, asked
+    assert asked["same_gradients"]
 
 
 # -- one rank ---------------------------------------------------------------
@@ -117,10 +143,10 @@ def train(ddp, batches, session=None, on_step=None):
     return grads
 
 
-def attributed(ddp, batches, monitor, on_step=None):
+def attributed(ddp, batches, monitor, on_step=None, allreduce=None):
     import joule.torch
 
-    with joule.torch.attribute(ddp, monitor, clock="host", allreduce=True) as session:
+    with joule.torch.attribute(ddp, monitor, clock="host", allreduce=allreduce) as session:
         with monitor.window("train") as w:
             grads = train(ddp, batches, session, on_step)
     [a] = session.result(monitor.settle(w.measurement, timeout_s=5.0), bootstrap_rounds=0)
@@ -139,13 +165,11 @@ def same(a, b) -> bool:
     return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-def rank_main(out_dir: str) -> None:
+def rank_main(out_dir: str, mode: str) -> None:
     import torch
     import torch.distributed as dist
-    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
     import joule
-    import joule.torch
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -154,9 +178,32 @@ def rank_main(out_dir: str) -> None:
                for _ in range(STEPS)]
     monitor = joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
 
-    plain = train(make_ddp(), batches)
-    grads, default = attributed(make_ddp(), batches, monitor)
-    result = {"same_gradients_default": same(plain, grads), "default": default}
+    if mode == "no-ninja":
+        result = without_ninja(batches, monitor)
+    else:
+        result = ranks(batches, monitor)
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump(result, f)
+    dist.destroy_process_group()
+
+
+def ranks(batches, monitor):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    import joule.torch
+
+    reference = make_ddp()  # plain DDP, trained three times over the batches
+    plain = train(reference, batches)
+    plain_again = [train(reference, batches) for _ in range(2)]
+    # The default: joule's C++ hook, in a session, outside one (it only
+    # communicates), and in a second session.
+    default_ddp = make_ddp()
+    grads, default = attributed(default_ddp, batches, monitor)
+    result = {"same_gradients_default": same(plain, grads), "default": default,
+              "native_hook": default_ddp._joule_comm.native}
+    result["same_gradients_outside"] = same(plain_again[0], train(default_ddp, batches))
+    grads, result["again"] = attributed(default_ddp, batches, monitor)
+    result["same_gradients_again"] = same(plain_again[1], grads)
 
     # The user's own hook (counting buckets, then DDP's all-reduce), registered through joule.
     step_of = [0]
@@ -178,18 +225,37 @@ def rank_main(out_dir: str) -> None:
     grads, result["foreign"] = attributed(foreign, batches, monitor)
     result["foreign"]["same_gradients"] = same(plain, grads)
 
-    # Without allreduce=True: DDP keeps its built-in all-reduce (no comm hook
-    # of joule's, which would cost every later step) and no all-reduce is recorded.
+    # allreduce=False: DDP keeps its built-in all-reduce (no comm hook of
+    # joule's, which DDP would keep for good) and no all-reduce is recorded.
     untouched = make_ddp()
-    with joule.torch.attribute(untouched, monitor, clock="host") as session:
+    with joule.torch.attribute(untouched, monitor, clock="host", allreduce=False) as session:
         grads = train(untouched, batches, session)
     result["not_asked"] = {"joule_hook": getattr(untouched, "_joule_comm", None) is not None,
                            "names": session.recorder.names, "same_gradients": same(plain, grads)}
+    return result
 
-    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-        json.dump(result, f)
-    dist.destroy_process_group()
+
+def without_ninja(batches, monitor):
+    """One rank with no ninja on PATH: the default records no all-reduce,
+    allreduce=True through the Python hook, with a warning."""
+    import warnings
+
+    import joule.torch
+
+    plain = train(make_ddp(), batches)
+    default_ddp = make_ddp()
+    with joule.torch.attribute(default_ddp, monitor, clock="host") as session:
+        train(default_ddp, batches, session)
+    result = {"default": {"joule_hook": getattr(default_ddp, "_joule_comm", None) is not None,
+                          "names": session.recorder.names, "notes": session.notes}}
+    asked = make_ddp()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        grads, summary = attributed(asked, batches, monitor, allreduce=True)
+    summary.update(joule_hook=getattr(asked, "_joule_comm", None) is not None, native=asked._joule_comm.native,
+                   warnings=[str(w.message) for w in caught], same_gradients=same(plain, grads))
+    return {"default": result["default"], "asked": summary}
 
 
 if __name__ == "__main__":
-    rank_main(sys.argv[1])
+    rank_main(sys.argv[1], sys.argv[2])

@@ -28,7 +28,7 @@ beside the service's client, and is named here as before.
 from ..recurrence import BatchSizeRecurrence  # noqa: F401
 from .callbacks import TrainingCallbacks, synchronizer  # noqa: F401
 from .clocks import CudaEvents, GpuClock, HostClock  # noqa: F401
-from .ddp import ALLREDUCE, register_comm_hook  # noqa: F401
+from .ddp import ALLREDUCE, native_comm_hook, register_comm_hook  # noqa: F401
 from .regions import RegionAttribution, attribute  # noqa: F401
 from .response import measure_sample_response  # noqa: F401
 

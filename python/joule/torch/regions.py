@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 import torch
 
 from .clocks import GpuClock, HostClock
-from .ddp import ALLREDUCE, _CommRecording, register_comm_hook
+from .ddp import ALLREDUCE, _CommRecording, native_comm_hook, register_comm_hook
 
 if TYPE_CHECKING:
     from .._joule import Monitor
@@ -73,13 +73,16 @@ class RegionAttribution:
 
     torch.distributed: with a DistributedDataParallel model (or ddp=, the
     DDP wrapping `model`), its modules are hooked by their paths in the
-    wrapped module. With allreduce=True each bucket's gradient all-reduce is
-    also recorded as a call of the concurrent region "allreduce" (it
-    overlaps backward on its own stream; the fit takes the power it adds):
-    see register_comm_hook, which this calls with DDP's own all-reduce
-    unless you called it first. Opt-in because DDP keeps a comm hook for
-    good and a Python one costs every later step (+9-16% of a 42 ms step
-    on two H200s, outside sessions too; bench/README.md section 16).
+    wrapped module. Each bucket's gradient all-reduce is also recorded as
+    a call of the concurrent region "allreduce" (it overlaps backward on its
+    own stream; the fit takes the power it adds) through a comm hook DDP
+    keeps for good: register_comm_hook, which this calls with DDP's own
+    all-reduce unless you called it first. By default (allreduce=None) only
+    through joule's C++ hook, built against your PyTorch at first use (~30 s
+    once; +0.x% of a DDP step on two H200s, bench/README.md section 16i);
+    where it cannot be built, not at all, with a note saying why.
+    allreduce=True records it then through a Python hook (+5-8% of every
+    later step, outside sessions too); allreduce=False never registers one.
     It begins when DDP hands the bucket over (an edge on the current stream:
     when backward got there) and ends in the future's then-callback: with
     NCCL on a stream that waited for the communication (when it finished on
@@ -92,7 +95,7 @@ class RegionAttribution:
     def __init__(self, model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
                  optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
                  events: Optional[Any] = None, ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None,
-                 allreduce: bool = False, read_counter: bool = False) -> None:
+                 allreduce: Optional[bool] = None, read_counter: bool = False) -> None:
         if depth < 0:
             raise ValueError("joule.torch.attribute: depth must be >= 0")
         if clock is None:
@@ -161,7 +164,7 @@ class RegionAttribution:
                 self._hook(path, module)
             if self.optimizer is not None:
                 self._wrap_step()
-            if self.ddp is not None and self.allreduce:
+            if self.ddp is not None and self.allreduce is not False:
                 self._record_allreduce()
             if self.read_counter:
                 self.monitor.read_counter_every_step(True)
@@ -239,6 +242,13 @@ class RegionAttribution:
         """Has the DDP model's comm hook record into this session's edges."""
         recording = getattr(self.ddp, "_joule_comm", None)
         if recording is None:
+            if self.allreduce is None:  # the default: only at the C++ hook's cost
+                try:
+                    native_comm_hook()
+                except RuntimeError as e:
+                    self._note("allreduce", f"{ALLREDUCE}: not recorded: {e} (allreduce=True records it through a "
+                               "Python comm hook, which costs each later DDP step 5-8%)")
+                    return
             try:
                 recording = register_comm_hook(self.ddp)
             except RuntimeError as e:
@@ -292,14 +302,16 @@ class _SessionRegion:
 def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phases: bool = True,
               optimizer: Optional["torch.optim.Optimizer"] = None, clock: Optional[str] = None,
               ddp: Optional["torch.nn.parallel.DistributedDataParallel"] = None,
-              allreduce: bool = False, read_counter: bool = False) -> RegionAttribution:
+              allreduce: Optional[bool] = None, read_counter: bool = False) -> RegionAttribution:
     """Records a model's regions for energy attribution: a context manager
     (see RegionAttribution). phases=False records forward regions only;
     clock "gpu" (default with CUDA: CUDA events) or "host". A
     DistributedDataParallel model (or ddp=, the DDP wrapping `model`) is
-    hooked by the wrapped module's paths; allreduce=True also records its
-    gradient all-reduce as the concurrent region "allreduce", through a
-    Python comm hook that DDP keeps for good (it slows every later step:
+    hooked by the wrapped module's paths, and its gradient all-reduce is
+    recorded as the concurrent region "allreduce" through a C++ comm hook
+    built at first use, which DDP keeps for good (allreduce=True: through a
+    Python one where that cannot be built; False: never; see
+    RegionAttribution and
     docs/attribution.md, "Concurrent regions"). read_counter=True reads
     the energy counter once a step while the session records
     (Monitor.read_counter_every_step), and result() fits its increments
