@@ -22,7 +22,10 @@ queue a step and the median step, against plain steps:
                         pre-hook (cpp_prehook.py, compiled against this PyTorch) on each output
 
   /tmp/joule-venv/bin/python bench/probes/hook_parts.py [--model gpt|resnet50] [--depth 2] [--blocks 8] [--block 10]
-      [--kinds "plain,joule, phases"...] [--rounds N] [--switch-interval S]
+      [--kinds "plain,joule, phases"...] [--rounds N] [--switch-interval S] [--profile KIND [--profile-steps N]]
+
+--profile KIND: instead, torch.profiler over --profile-steps steps of "plain" and of KIND (host
+side: torch's ops and the CUDA runtime's calls), and the ops whose host time per step grew most.
   torchrun --standalone --nproc-per-node 2 bench/probes/hook_parts.py --ddp ...   (the model in DDP; rank 0 prints)
 """
 import argparse
@@ -99,6 +102,8 @@ def main():
     p.add_argument("--kinds", help="the kinds to compare, separated by ';' (default: all)")
     p.add_argument("--ddp", action="store_true", help="the model in DistributedDataParallel (under torchrun)")
     p.add_argument("--switch-interval", type=float, help="sys.setswitchinterval (the GIL's), seconds")
+    p.add_argument("--profile", metavar="KIND", help="profile plain steps and KIND's (see above)")
+    p.add_argument("--profile-steps", type=int, default=20)
     p.add_argument("--cpp-prehook", action="store_true",
                    help="also the kinds with an empty C++ node pre-hook (cpp_prehook.py compiles it here)")
     args = p.parse_args()
@@ -183,10 +188,37 @@ def main():
             work.model, monitor, depth=args.depth, phases=True, optimizer=work.opt, clock="gpu")
     except ImportError:
         pass
+    if args.profile:
+        return profile(work, kinds, args.profile, args.profile_steps, say)
     if args.kinds:
         kinds = {k: kinds[k] for k in args.kinds.split(";")}
     for _ in range(args.rounds):
         compare(work, kinds, args.blocks, args.block, say=say, after_block=clock.flush)
+
+
+def profile(work, kinds, kind, steps, say, top=30):
+    """The host's time per step by op (self time), plain against `kind`: the
+    ops that grew most, and the totals."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    per_step = {}
+    for name in ("plain", kind):
+        with kinds[name]() as s:
+            region = s.region if s is not None else no_region
+            timed(work, region, 5)
+            with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                host, _ = timed(work, region, steps)
+        per_step[name] = {e.key: (e.count / steps, e.self_cpu_time_total / steps) for e in prof.key_averages()}
+        say(f"{name}: host {1e3 * sum(host) / steps:.2f} ms a step under the profiler; ops' self time "
+            f"{sum(t for _, t in per_step[name].values()) / 1e3:.2f} ms a step")
+    plain, hooked_ = per_step["plain"], per_step[kind]
+    grown = sorted(set(plain) | set(hooked_), key=lambda k: hooked_.get(k, (0, 0))[1] - plain.get(k, (0, 0))[1],
+                   reverse=True)
+    say(f"{'op':48s} {'calls/step':>16s} {'self us/step':>20s} {'grew us':>9s}")
+    for key in grown[:top]:
+        (cp, tp), (ck, tk) = plain.get(key, (0, 0)), hooked_.get(key, (0, 0))
+        say(f"{key[:48]:48s} {cp:7.1f} -> {ck:6.1f} {tp:9.1f} -> {tk:8.1f} {tk - tp:+9.1f}")
 
 
 if __name__ == "__main__":
