@@ -4,11 +4,13 @@
 """Read-only: what a DDP communication hook costs a step (issue 53, item 3:
 the all-reduce recorded for <= 1%). Changes no GPU setting.
 
-    torchrun --standalone --nproc-per-node 2 bench/probes/comm_hook_cost.py [--blocks 8] [--block 15]
+    torchrun --standalone --nproc-per-node 2 bench/probes/comm_hook_cost.py [--blocks 8] [--block 15] [--rounds N]
+        [--kinds "built-in;built-in (twin);..."]
 
 The Transformer blocks of gpu_attribution_ddp.py, one DDP model per kind
 (DDP keeps a comm hook for good), blocks of steps interleaved, medians:
   built-in            DDP's own all-reduce (no hook)
+  built-in (twin)     a second such model: how far two models of one kind differ here
   built-in hook       _register_builtin_comm_hook(ALLREDUCE): DDP's C++ hook
   default_hooks       default_hooks.allreduce_hook: torch's Python hook
   joule C++ (idle)    joule.torch.register_comm_hook (its C++ hook, built at first use) outside a session
@@ -62,6 +64,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--blocks", type=int, default=8)
     p.add_argument("--block", type=int, default=15)
+    p.add_argument("--rounds", type=int, default=1, help="the whole comparison, this many times")
+    p.add_argument("--kinds", help="the kinds to compare, separated by ';' (default: all; built-in always)")
     add_blocks_arguments(p)
     args = p.parse_args()
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
@@ -80,6 +84,7 @@ def main():
 
     kinds = {}
     kinds["built-in"] = model()
+    kinds["built-in (twin)"] = model()
     kinds["built-in hook"] = model()
     kinds["built-in hook"][0]._register_builtin_comm_hook(dist.BuiltinCommHookType.ALLREDUCE)
     kinds["default_hooks"] = model()
@@ -94,6 +99,8 @@ def main():
     kinds["direct"][0].register_comm_hook(dist.group.WORLD, direct_hook(None))
     kinds["direct + edges"] = model()
     kinds["direct + edges"][0].register_comm_hook(dist.group.WORLD, direct_hook(clock))
+    if args.kinds:
+        kinds = {k: kinds[k] for k in ["built-in"] + [k for k in args.kinds.split(";") if k != "built-in"]}
     for ddp, opt in kinds.values():
         timed(ddp, opt, x, NoRegion(), 5)
     clock.flush()
@@ -105,18 +112,21 @@ def main():
             ddp(x * (1.0 + dist.get_rank())).float().pow(2).mean().backward()
         grads[kind] = ddp.module.head.weight.grad.detach().clone()
     clock.flush()
-    results = {k: [] for k in kinds}
-    for _ in range(args.blocks):
-        for kind, (ddp, opt) in kinds.items():
-            results[kind].extend(timed(ddp, opt, x, NoRegion(), args.block))
-        clock.flush()
-    if dist.get_rank() == 0:
-        base = statistics.median(results["built-in"])
-        print(f"{dist.get_world_size()} ranks; edges recorded: {len(recorder.intervals(0.0, 1e12))}")
-        for kind, times in results.items():
-            t = statistics.median(times)
-            diff = (grads[kind] - grads["built-in"]).abs().max().item()
-            print(f"{kind:16s} {1e3 * t:7.2f} ms {100 * (t / base - 1):+6.2f}%  grad diff vs built-in {diff:.2e}")
+    for round_ in range(args.rounds):
+        results = {k: [] for k in kinds}
+        for _ in range(args.blocks):
+            for kind, (ddp, opt) in kinds.items():
+                results[kind].extend(timed(ddp, opt, x, NoRegion(), args.block))
+            clock.flush()
+        if dist.get_rank() == 0:
+            base = statistics.median(results["built-in"])
+            print(f"round {round_ + 1}: {dist.get_world_size()} ranks; edges recorded so far: "
+                  f"{len(recorder.intervals(0.0, 1e12))}")
+            for kind, times in results.items():
+                t = statistics.median(times)
+                diff = (grads[kind] - grads["built-in"]).abs().max().item()
+                print(f"{kind:18s} {1e3 * t:7.2f} ms {100 * (t / base - 1):+6.2f}%  grad diff vs built-in {diff:.2e}",
+                      flush=True)
     dist.destroy_process_group()
 
 
