@@ -18,6 +18,7 @@ GpuEdgeClock::GpuEdgeClock(RegionRecorder& recorder, GpuEvents& events, GpuEdgeC
 }
 
 void GpuEdgeClock::edge(Kind kind, const std::string& name) {
+  const std::lock_guard<std::mutex> lock(mutex_);
   const GpuEvents::Event event = take_event();
   events_.record(event);
   pending_.push_back({kind, name, event});
@@ -25,6 +26,7 @@ void GpuEdgeClock::edge(Kind kind, const std::string& name) {
 }
 
 void GpuEdgeClock::end_and_begin(const std::string& ended, const std::string& begun) {
+  const std::lock_guard<std::mutex> lock(mutex_);
   const GpuEvents::Event event = take_event();
   events_.record(event);
   pending_.push_back({Kind::kEnd, ended, event});  // link() gives the second the first's instant
@@ -48,10 +50,12 @@ bool GpuEdgeClock::insert_end_before_last(Edges& edges, const std::string& name)
 }
 
 bool GpuEdgeClock::end_before_last(const std::string& name) {
+  const std::lock_guard<std::mutex> lock(mutex_);
   return insert_end_before_last(pending_, name) || insert_end_before_last(read_, name);
 }
 
 void GpuEdgeClock::flush() {
+  const std::lock_guard<std::mutex> lock(mutex_);
   events_.synchronize();
   read_passed(true);
   anchor();
@@ -158,10 +162,12 @@ double GpuEdgeClock::to_clock_s(double gpu_s) const {
 }
 
 double GpuEdgeClock::uncertainty_s() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
   return *std::max_element(anchor_half_s_.begin(), anchor_half_s_.end());
 }
 
 double GpuEdgeClock::drift_ppm() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
   if (anchor_gpu_s_.size() < 2) return 0.0;
   const double gpu_s = anchor_gpu_s_.back() - anchor_gpu_s_.front();
   const double clock_s = anchor_clock_s_.back() - anchor_clock_s_.front();

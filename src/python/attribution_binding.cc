@@ -119,13 +119,18 @@ class PyGpuEdgeClock {
       : python_events_(py::isinstance<CudaRuntimeEvents>(events) ? nullptr : std::make_unique<PythonEvents>(events)),
         clock_(recorder.recorder(),
                python_events_ ? static_cast<GpuEvents&>(*python_events_) : events.cast<CudaRuntimeEvents&>(),
-               {.anchor_tries = anchor_tries, .drain_every = drain_every}) {}
+               {.anchor_tries = anchor_tries, .drain_every = drain_every}),
+        gil_free_(!python_events_ && events.cast<CudaRuntimeEvents&>().stream_source() == "torch") {}
   GpuEdgeClock& clock() { return clock_; }
   const GpuEdgeClock& clock() const { return clock_; }
+  // Whether an edge runs no Python (events and their stream from C): then a
+  // thread without the GIL may record one, under the clock's own lock.
+  bool gil_free() const { return gil_free_; }
 
  private:
   std::unique_ptr<PythonEvents> python_events_;
   GpuEdgeClock clock_;
+  bool gil_free_;
 };
 
 py::dict region_energy_dict(const joule::attribution::RegionEnergy& r) {
@@ -174,6 +179,11 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
 
 joule::attribution::GpuEdgeClock* joule::python::native_edge_sink(const py::handle& edges) {
   if (!py::isinstance<PyGpuEdgeClock>(edges)) return nullptr;
+  return &edges.cast<PyGpuEdgeClock&>().clock();
+}
+
+joule::attribution::GpuEdgeClock* joule::python::gil_free_edge_clock(const py::handle& edges) {
+  if (!py::isinstance<PyGpuEdgeClock>(edges) || !edges.cast<PyGpuEdgeClock&>().gil_free()) return nullptr;
   return &edges.cast<PyGpuEdgeClock&>().clock();
 }
 

@@ -126,12 +126,16 @@ struct ForwardHook {
 
 // A session's clock behind the C table of concurrent_edges.h: the DDP comm
 // hook built against the user's PyTorch records the all-reduce through it,
-// on whatever thread runs the hook (autograd's, or Gloo's for the end).
-// Each edge takes the GIL, which every other caller of the clock holds.
+// on whatever thread runs the hook (autograd's, or Gloo's for the end). A
+// GpuEdgeClock whose edges run no Python is called without the GIL (it
+// locks itself); any other clock under the GIL, which its other callers hold.
 class ConcurrentEdges {
  public:
   explicit ConcurrentEdges(const py::object& edges)
-      : edges_(edges), native_(joule::python::native_edge_sink(edges)), table_{} {
+      : edges_(edges),
+        gil_free_(joule::python::gil_free_edge_clock(edges)),
+        native_(joule::python::native_edge_sink(edges)),
+        table_{} {
     if (!native_) begin_ = edges.attr("begin_concurrent"), end_ = edges.attr("end_concurrent");
     table_.version = JOULE_CONCURRENT_EDGES_VERSION;
     table_.edges = this;
@@ -149,8 +153,12 @@ class ConcurrentEdges {
  private:
   int edge(bool begin, const char* region, char* error, std::size_t error_size) noexcept {
     try {
-      py::gil_scoped_acquire gil;
       const std::string name(region);
+      if (gil_free_) {
+        begin ? gil_free_->begin_concurrent(name) : gil_free_->end_concurrent(name);
+        return 0;
+      }
+      py::gil_scoped_acquire gil;
       if (native_) {
         begin ? native_->begin_concurrent(name) : native_->end_concurrent(name);
       } else {
@@ -166,7 +174,8 @@ class ConcurrentEdges {
     }
   }
 
-  py::object edges_;  // kept alive: native_ is inside it
+  py::object edges_;  // kept alive: the clocks below are inside it
+  joule::attribution::GpuEdgeClock* gil_free_;
   joule::attribution::GpuEdgeClock* native_;
   py::object begin_, end_;  // a Python clock's (joule.torch's HostClock)
   joule_concurrent_edges table_;

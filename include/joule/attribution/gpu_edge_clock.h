@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -63,6 +64,8 @@ struct GpuEdgeClockOptions {
   std::size_t drain_every = 1024;  // edges between reads of the events passed
 };
 
+// Thread-safe: edges may come from several threads at once (autograd's, a
+// communication hook's), each call under the clock's own lock.
 class GpuEdgeClock final : public EdgeSink {
  public:
   // Takes the first anchor (a synchronize and anchor_tries round trips).
@@ -89,7 +92,10 @@ class GpuEdgeClock final : public EdgeSink {
   // How much faster the recorder's clock ran than the GPU's, first to last anchor.
   double drift_ppm() const;
   // Edges the mapping put before the edge before them (moved up to it).
-  std::size_t reordered_edges() const { return reordered_edges_; }
+  std::size_t reordered_edges() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return reordered_edges_;
+  }
 
  private:
   enum class Kind { kBegin, kEnd, kBeginConcurrent, kEndConcurrent };
@@ -116,6 +122,7 @@ class GpuEdgeClock final : public EdgeSink {
   GpuEvents::Event take_event();
   double to_clock_s(double gpu_s) const;
 
+  mutable std::mutex mutex_;  // every public call holds it
   RegionRecorder& recorder_;
   GpuEvents& events_;
   GpuEdgeClockOptions options_;

@@ -8,8 +8,8 @@
 // the bucket over and one when the all-reduce's future completes (with NCCL
 // on a stream that waited for the communication). It reaches the session
 // through the C table of concurrent_edges.h, so nothing of joule's C++ ABI
-// meets torch's. No Python runs at a bucket outside a session; inside one,
-// each edge takes the GIL (the table does) for a few microseconds.
+// meets torch's. No Python runs at a bucket: with joule's GPU clock over
+// PyTorch's C shim an edge takes no GIL either (other clocks take it).
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/extension.h>
@@ -32,6 +32,7 @@ class TORCH_API Reducer {
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -44,14 +45,24 @@ namespace py = pybind11;
 namespace {
 
 // Where the hook records: the open session's table, or none. A call's end is
-// recorded only in the session its begin went to. The table, its owner and
-// the session's number change under the GIL (record_into comes from Python)
-// and are read under it; outside a session a bucket reads one atomic flag.
+// recorded only in the session its begin went to. Outside a session a
+// bucket reads one atomic flag; inside, the table is called under this
+// object's lock, which record_into takes without the GIL (the table takes
+// the GIL itself where the session's clock needs it).
 class Recording {
  public:
   explicit Recording(std::string region) : region_(std::move(region)) {}
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+  ~Recording() {
+    if (owner_ != nullptr) {
+      const py::gil_scoped_acquire gil;
+      Py_DECREF(owner_);
+    }
+  }
 
-  // Records into the table in `edges` (a joule._joule.ConcurrentEdges), or stops with None.
+  // Records into the table in `edges` (a joule._joule.ConcurrentEdges), or
+  // stops with None. Called from Python.
   void record_into(const py::object& edges) {
     const joule_concurrent_edges* table = nullptr;
     if (!edges.is_none()) {
@@ -65,10 +76,18 @@ class Recording {
                                     "(rebuild it: remove torch's extension cache)");
       }
     }
-    table_ = table;
-    owner_ = edges;
-    ++session_;
-    recording_.store(table != nullptr, std::memory_order_release);
+    PyObject* incoming = table != nullptr ? edges.inc_ref().ptr() : nullptr;  // keeps the table alive
+    PyObject* outgoing = nullptr;
+    {
+      const py::gil_scoped_release no_gil;
+      const std::lock_guard<std::mutex> lock(mutex_);
+      table_ = table;
+      outgoing = owner_;
+      owner_ = incoming;
+      ++session_;
+      recording_.store(table != nullptr, std::memory_order_release);
+    }
+    Py_XDECREF(outgoing);
   }
 
   // The session a begin went to (0: none recorded).
@@ -80,7 +99,7 @@ class Recording {
  private:
   std::uint64_t edge(bool begin, std::uint64_t session) {
     if (!recording_.load(std::memory_order_acquire)) return 0;
-    const py::gil_scoped_acquire gil;
+    const std::lock_guard<std::mutex> lock(mutex_);
     if (table_ == nullptr || (!begin && session != session_)) return 0;
     std::array<char, 512> error{};
     const int failed = (begin ? table_->begin : table_->end)(table_->edges, region_.c_str(), error.data(), error.size());
@@ -90,8 +109,9 @@ class Recording {
 
   const std::string region_;
   std::atomic<bool> recording_{false};
+  std::mutex mutex_;
   const joule_concurrent_edges* table_ = nullptr;
-  py::object owner_;  // keeps the table alive
+  PyObject* owner_ = nullptr;  // a reference to the table's owner
   std::uint64_t session_ = 1;
 };
 

@@ -24,9 +24,9 @@ typedef struct joule_concurrent_edges {
   void* edges;      /* the session's clock, opaque: the first argument of begin and end */
   /* A call of concurrent region `region` begins (end: the earliest open call
      ends) on the calling thread's current stream or the host's clock, as the
-     session's clock records. Any thread; each takes Python's GIL. 0 on
-     success, else nonzero with a NUL-terminated message in error (cut to
-     error_size bytes). */
+     session's clock records. Any thread, without the GIL (taken inside
+     where the clock needs it). 0 on success, else nonzero with a
+     NUL-terminated message in error (cut to error_size bytes). */
   int (*begin)(void* edges, const char* region, char* error, size_t error_size);
   int (*end)(void* edges, const char* region, char* error, size_t error_size);
 } joule_concurrent_edges;
