@@ -15,6 +15,8 @@ The Transformer blocks of gpu_attribution_ddp.py, one DDP model per kind
   default_hooks       default_hooks.allreduce_hook: torch's Python hook
   joule C++ (idle)    joule.torch.register_comm_hook (its C++ hook, built at first use) outside a session
   joule C++ + edges   the same while a session records (edges on a joule.GpuEdgeClock)
+  joule C++ + no-op edges  the same recording into a Python object whose methods do nothing
+                      (the GIL and a Python call an edge, and the future's then())
   joule Py (idle)     joule.torch.register_comm_hook(native=False): its Python hook, outside a session
   joule Py + edges    the same while a session records
   direct              a Python hook calling the process group's allreduce itself
@@ -60,6 +62,14 @@ def direct_hook(edges):
     return hook
 
 
+class NoopEdges:
+    def begin_concurrent(self, name):
+        pass
+
+    def end_concurrent(self, name):
+        pass
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--blocks", type=int, default=8)
@@ -95,6 +105,8 @@ def main():
         joule.torch.register_comm_hook(kinds[kind + " (idle)"][0], native=native)
         kinds[kind + " + edges"] = model()
         joule.torch.register_comm_hook(kinds[kind + " + edges"][0], native=native).edges = clock
+    kinds["joule C++ + no-op edges"] = model()
+    joule.torch.register_comm_hook(kinds["joule C++ + no-op edges"][0], native=True).edges = NoopEdges()
     kinds["direct"] = model()
     kinds["direct"][0].register_comm_hook(dist.group.WORLD, direct_hook(None))
     kinds["direct + edges"] = model()

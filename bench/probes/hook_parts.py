@@ -96,6 +96,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=("gpt", "resnet50"), default="gpt")
     p.add_argument("--depth", type=int, default=2)
+    p.add_argument("--batch", type=int, help="the batch (default: the GPT's 8, ResNet-50's 128)")
     p.add_argument("--blocks", type=int, default=8)
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--rounds", type=int, default=1, help="the whole comparison, this many times")
@@ -115,7 +116,10 @@ def main():
         dist.init_process_group("nccl")
         rank, gpu = dist.get_rank(), int(os.environ.get("LOCAL_RANK", 0))
         torch.cuda.set_device(gpu)
-    work = gpt_workload(8, 12, 1024, 16, 1024, 32000) if args.model == "gpt" else resnet_workload(128)
+    if args.model == "gpt":
+        work = gpt_workload(args.batch or 8, 12, 1024, 16, 1024, 32000)
+    else:
+        work = resnet_workload(args.batch or 128)
     if args.ddp:
         work.model = torch.nn.parallel.DistributedDataParallel(work.model, device_ids=[gpu])
     monitor = joule.Monitor(gpus=[gpu], interval_ms=100)
