@@ -123,7 +123,6 @@ class RecordedAllreduce final : public c10d::CommHookInterface {
       : group_(std::move(group)), recording_(std::move(recording)) {}
 
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
-    const std::uint64_t session = recording_->begin();
     std::vector<at::Tensor> tensors = {bucket.getBufferRef()};
     c10d::AllreduceOptions options;
     if (tensors[0].is_cuda() && group_->getBackendName().find("nccl") != std::string::npos) {
@@ -135,6 +134,11 @@ class RecordedAllreduce final : public c10d::CommHookInterface {
       tensors[0] /= group_->getSize();  // as DDP's built-in ALLREDUCE hook: the mean, without overflow in fp16
     }
     c10::intrusive_ptr<c10::ivalue::Future> communicated = group_->allreduce(tensors, options)->getFuture();
+    // The begin edge after the launch, so that its host time does not delay
+    // the all-reduce (under DDP the host is on the step's critical path). On
+    // the current stream it marks the same point of backward: NCCL's launch
+    // queued only a marker there (with Gloo: after the division).
+    const std::uint64_t session = recording_->begin();
     if (session == 0) return communicated;
     return communicated->then(
         [recording = recording_, session](c10::ivalue::Future& done) {
