@@ -4,7 +4,8 @@
 that records its edges, then runs the all-reduce DDP would have run. DDP's
 own all-reduce is recorded by a C++ hook built against this PyTorch at first
 use (_native/comm_hook.cc); a hook of yours, or where no compiler is at hand,
-by a Python one, which costs each DDP step 5-8% (bench/README.md, 16e)."""
+by a Python one, which costs each DDP step 5-17%
+(bench/README.md, sections 16e and 16i)."""
 import hashlib
 import os
 import sys
@@ -108,7 +109,7 @@ def register_comm_hook(ddp: "torch.nn.parallel.DistributedDataParallel", state: 
             if native:
                 raise
             warnings.warn(f"{e}; the all-reduce is recorded through a Python comm hook, which costs each DDP "
-                          "step 5-8%", RuntimeWarning, stacklevel=2)
+                          "step 5-17%", RuntimeWarning, stacklevel=2)
         else:
             recording = _CommRecording(module.Recording(ALLREDUCE))
             group = ddp.process_group if state is None else state

@@ -78,10 +78,11 @@ class RegionAttribution:
     own stream; the fit takes the power it adds) through a comm hook DDP
     keeps for good: register_comm_hook, which this calls with DDP's own
     all-reduce unless you called it first. By default (allreduce=None) only
-    through joule's C++ hook, built against your PyTorch at first use (~30 s
-    once; +0.x% of a DDP step on two H200s, bench/README.md section 16i);
+    through joule's C++ hook, built against your PyTorch at first use (~35 s
+    once; +0.2% of a DDP step in the median round on two H200s, within the
+    lease's noise: bench/README.md section 16i);
     where it cannot be built, not at all, with a note saying why.
-    allreduce=True records it then through a Python hook (+5-8% of every
+    allreduce=True records it then through a Python hook (+5-17% of every
     later step, outside sessions too); allreduce=False never registers one.
     It begins when DDP hands the bucket over (an edge on the current stream:
     when backward got there) and ends in the future's then-callback: with
@@ -247,7 +248,7 @@ class RegionAttribution:
                     native_comm_hook()
                 except RuntimeError as e:
                     self._note("allreduce", f"{ALLREDUCE}: not recorded: {e} (allreduce=True records it through a "
-                               "Python comm hook, which costs each later DDP step 5-8%)")
+                               "Python comm hook, which costs each later DDP step 5-17%)")
                     return
             try:
                 recording = register_comm_hook(self.ddp)

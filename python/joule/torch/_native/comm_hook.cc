@@ -102,7 +102,8 @@ class Recording {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (table_ == nullptr || (!begin && session != session_)) return 0;
     std::array<char, 512> error{};
-    const int failed = (begin ? table_->begin : table_->end)(table_->edges, region_.c_str(), error.data(), error.size());
+    const auto call = begin ? table_->begin : table_->end;
+    const int failed = call(table_->edges, region_.c_str(), error.data(), error.size());
     if (failed) throw std::runtime_error(std::string("joule comm hook: ") + error.data());
     return session_;
   }
