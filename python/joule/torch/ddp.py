@@ -114,8 +114,9 @@ def register_comm_hook(ddp: "torch.nn.parallel.DistributedDataParallel", state: 
             recording = _CommRecording(module.Recording(ALLREDUCE))
             group = ddp.process_group if state is None else state
             module.register(ddp.reducer, group, recording._native)
-            if getattr(ddp, "logger", None) is not None:  # what DDP's logging data names
-                ddp.logger._set_comm_hook_name("joule.torch allreduce (C++)")
+            name_hook = getattr(getattr(ddp, "logger", None), "_set_comm_hook_name", None)
+            if name_hook is not None:  # what DDP's logging data names
+                name_hook("joule.torch allreduce (C++)")
             ddp._joule_comm = recording
             return recording
     return _register_python_hook(ddp, state, hook)

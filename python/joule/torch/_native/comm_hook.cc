@@ -4,12 +4,13 @@
 // joule.torch builds this file against the user's PyTorch at first use
 // (torch.utils.cpp_extension; joule's own module is built without torch).
 // The hook averages the gradients as DDP does without a hook (NCCL's AVG,
-// else divide by the group's size and sum) and, while a session records, an edge when DDP hands
-// the bucket over and one when the all-reduce's future completes (with NCCL
-// on a stream that waited for the communication). It reaches the session
-// through the C table of concurrent_edges.h, so nothing of joule's C++ ABI
-// meets torch's. No Python runs at a bucket: with joule's GPU clock over
-// PyTorch's C shim an edge takes no GIL either (other clocks take it).
+// else divide by the group's size and sum) and, while a session records,
+// records an edge as it launches the all-reduce and one when the
+// all-reduce's future completes (with NCCL on a stream that waited for the
+// communication). It reaches the session through the C table of
+// concurrent_edges.h, so nothing of joule's C++ ABI meets torch's. No Python
+// runs at a bucket: with joule's GPU clock over PyTorch's C shim an edge
+// takes no GIL either (other clocks take it).
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/extension.h>
@@ -18,8 +19,8 @@
 #else
 // Debian's libtorch-dev leaves out headers reducer.hpp includes (distributed
 // autograd's). The hook needs one member of the Reducer, declared here as
-// torch declares it; a torch where it differs fails to load this module, and
-// joule.torch falls back to its Python hook.
+// torch declares it; a torch where it differs fails to load this module,
+// and joule.torch says so (see native_comm_hook in ddp.py).
 namespace c10d {
 class TORCH_API Reducer {
  public:
