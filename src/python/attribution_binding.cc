@@ -182,9 +182,8 @@ joule::attribution::GpuEdgeClock* joule::python::native_edge_sink(const py::hand
   return &edges.cast<PyGpuEdgeClock&>().clock();
 }
 
-joule::attribution::GpuEdgeClock* joule::python::gil_free_edge_clock(const py::handle& edges) {
-  if (!py::isinstance<PyGpuEdgeClock>(edges) || !edges.cast<PyGpuEdgeClock&>().gil_free()) return nullptr;
-  return &edges.cast<PyGpuEdgeClock&>().clock();
+bool joule::python::edges_run_no_python(const py::handle& edges) {
+  return py::isinstance<PyGpuEdgeClock>(edges) && edges.cast<PyGpuEdgeClock&>().gil_free();
 }
 
 void bind_attribution(py::module_& m) {

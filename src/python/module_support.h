@@ -46,9 +46,10 @@ py::object python_of(const nlohmann::json& json);
 // The C++ clock inside edges where it is a joule.GpuEdgeClock, else null
 // (attribution_binding.cc).
 joule::attribution::GpuEdgeClock* native_edge_sink(const py::handle& edges);
-// The same where its edges run no Python (CudaRuntimeEvents with the stream
-// from PyTorch's C shim): any thread may record one without the GIL.
-joule::attribution::GpuEdgeClock* gil_free_edge_clock(const py::handle& edges);
+// Whether edges is a joule.GpuEdgeClock whose edges run no Python
+// (CudaRuntimeEvents with the stream from PyTorch's C shim): any thread may
+// then record one without the GIL.
+bool edges_run_no_python(const py::handle& edges);
 
 // A Monitor over the devices it found, owning both.
 class PyMonitor {

@@ -133,8 +133,8 @@ class ConcurrentEdges {
  public:
   explicit ConcurrentEdges(const py::object& edges)
       : edges_(edges),
-        gil_free_(joule::python::gil_free_edge_clock(edges)),
         native_(joule::python::native_edge_sink(edges)),
+        gil_free_(joule::python::edges_run_no_python(edges)),
         table_{} {
     if (!native_) begin_ = edges.attr("begin_concurrent"), end_ = edges.attr("end_concurrent");
     table_.version = JOULE_CONCURRENT_EDGES_VERSION;
@@ -155,14 +155,10 @@ class ConcurrentEdges {
     try {
       const std::string name(region);
       if (gil_free_) {
-        begin ? gil_free_->begin_concurrent(name) : gil_free_->end_concurrent(name);
-        return 0;
-      }
-      py::gil_scoped_acquire gil;
-      if (native_) {
-        begin ? native_->begin_concurrent(name) : native_->end_concurrent(name);
+        record(begin, name);
       } else {
-        (begin ? begin_ : end_)(name);
+        const py::gil_scoped_acquire gil;
+        record(begin, name);
       }
       return 0;
     } catch (const std::exception& e) {
@@ -174,9 +170,17 @@ class ConcurrentEdges {
     }
   }
 
-  py::object edges_;  // kept alive: the clocks below are inside it
-  joule::attribution::GpuEdgeClock* gil_free_;
+  void record(bool begin, const std::string& name) {
+    if (native_) {
+      begin ? native_->begin_concurrent(name) : native_->end_concurrent(name);
+    } else {
+      (begin ? begin_ : end_)(name);
+    }
+  }
+
+  py::object edges_;  // kept alive: native_ is inside it
   joule::attribution::GpuEdgeClock* native_;
+  bool gil_free_;  // native_ records without Python: called without the GIL
   py::object begin_, end_;  // a Python clock's (joule.torch's HostClock)
   joule_concurrent_edges table_;
 };

@@ -80,8 +80,8 @@ class RegionAttribution:
     all-reduce unless you called it first. By default (allreduce=None) only
     through joule's C++ hook, built against your PyTorch at first use (~35 s
     once; +0.2% of a DDP step in the median round on two H200s, within the
-    lease's noise: bench/README.md section 16i);
-    where it cannot be built, not at all, with a note saying why.
+    lease's noise: bench/README.md section 16i); where it cannot be built,
+    not at all, with a note saying why.
     allreduce=True records it then through a Python hook (+5-17% of every
     later step, outside sessions too); allreduce=False never registers one.
     It begins when DDP hands the bucket over (an edge on the current stream:
@@ -312,10 +312,9 @@ def attribute(model: "torch.nn.Module", monitor: "Monitor", depth: int = 1, phas
     recorded as the concurrent region "allreduce" through a C++ comm hook
     built at first use, which DDP keeps for good (allreduce=True: through a
     Python one where that cannot be built; False: never; see
-    RegionAttribution and
-    docs/attribution.md, "Concurrent regions"). read_counter=True reads
-    the energy counter once a step while the session records
-    (Monitor.read_counter_every_step), and result() fits its increments
-    with the samples."""
+    RegionAttribution and docs/attribution.md, "Concurrent regions").
+    read_counter=True reads the energy counter once a step while the
+    session records (Monitor.read_counter_every_step), and result() fits
+    its increments with the samples."""
     return RegionAttribution(model, monitor, depth=depth, phases=phases, optimizer=optimizer, clock=clock, ddp=ddp,
                              allreduce=allreduce, read_counter=read_counter)
