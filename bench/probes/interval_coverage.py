@@ -80,7 +80,7 @@ def run_rows(path, segments):
         parts.append(refit(raw, response, b, b + span_s, energy_j, 0))
     rows = []
     for g in full.regions:
-        name = g.name.split(".")[0]  # the proof's regions are "<kernel>.forward"
+        name = g.name[:-len(".forward")] if g.name.endswith(".forward") else g.name  # "<path>.forward"
         if name not in truth or g.share < 0.05 or not g.resolved:
             continue
         seg = [next(x for x in p.regions if x.name == g.name).energy_per_call_j for p in parts]

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
+"""Energy per region of two real models against leave-one-out truths on a
+real GPU: do joule's intervals hold the truth there, as they do on the
+synthetic proof (issue 53, item 1; bench/README.md section 16j)? Read-only:
+changes no GPU setting.
+
+The models, in inference (eval, no_grad, bf16), regions at depth 1 with
+phases=False (one "<path>.forward" region per child):
+
+  resnet50  ResNet-50 (bench/ddp_train.py's, the same network as
+            torchvision's), channels_last, batch --resnet-batch of 224 x 224.
+            Regions: the stem's layers, the 16 bottlenecks, the pool, the fc.
+  gpt       bench/gpt_model.py's SmallGPT, --gpt-layers blocks of
+            --gpt-width, batch --gpt-batch x --gpt-tokens tokens. Regions:
+            tok_emb, pos_emb, blocks.0..N-1, ln_f, head.
+
+The controlled variants: a region whose output has its input's shape (a
+bottleneck without a downsample, a GPT block) can be left out, replaced by
+torch.nn.Identity, and the rest of the step does the same work. Its truth in
+the mix is the step's energy per step less that of the step without it (each
+looped --loo-seconds in a synchronised monitor window, counter-anchored);
+--loo-repeats rounds, the full step measured before, between and after them,
+so each truth has a spread (its own error). The others (the stem, the head)
+are attributed but have no truth.
+
+Per run (--runs, seeds 1..K): --seconds of steps back to back inside
+joule.torch.attribute and one window, attributed with the measured sample
+response twice: joule's default intervals (the model's bias carried) and the
+statistical ones alone (model_bias=0). Per region with a truth: the error and
+whether each interval holds the truth.
+
+The sample response is measured once (--response-seconds) or read from
+--response (a result.json or response.json of an earlier run): the same GPU
+model and driver.
+
+Writes to --out-dir: response.json, per run <model>-run<K>/result.json and
+raw.json (the layout of gpu_attribution_proof.py's, so
+bench/probes/interval_coverage.py refits them), and summary.md / summary.json
+over all runs.
+
+  python3 bench/gpu_attribution_real_truths.py --models resnet50,gpt --runs 3 --out-dir truths
+(joule installed first: bench/gpu_install.sh dist /tmp/joule-venv; about 2.5 min a model a run)
+"""
+import argparse
+import contextlib
+import json
+import math
+import os
+import statistics
+import time
+import types
+
+import torch
+
+import joule
+import joule.attribution
+import joule.torch
+import gpu_attribution_proof as proof  # beside this file
+from ddp_train import builtin_resnet50
+from gpt_model import SmallGPT
+
+SUFFIX = ".forward"
+
+
+# -- the models and what can be left out --------------------------------------------
+
+def resnet50(args):
+    model = builtin_resnet50().cuda().to(memory_format=torch.channels_last, dtype=torch.bfloat16).eval()
+    x = torch.randn(args.resnet_batch, 3, 224, 224, device="cuda", dtype=torch.bfloat16)
+    removable = [name for name, m in model.named_children() if getattr(m, "downsample", False) is None]
+    return model, x.to(memory_format=torch.channels_last), removable
+
+
+def gpt(args):
+    model = SmallGPT(args.gpt_vocab, args.gpt_tokens, args.gpt_width, args.gpt_width // 64, args.gpt_layers)
+    model = model.cuda().to(torch.bfloat16).eval()
+    x = torch.randint(0, args.gpt_vocab, (args.gpt_batch, args.gpt_tokens), device="cuda")
+    return model, x, [f"blocks.{i}" for i in range(args.gpt_layers)]
+
+
+MODELS = {"resnet50": resnet50, "gpt": gpt}
+
+
+@contextlib.contextmanager
+def left_out(model, path):
+    """The module at `path` replaced by Identity for the block's duration."""
+    parent_path, _, key = path.rpartition(".")
+    parent = model.get_submodule(parent_path) if parent_path else model
+    kept = getattr(parent, key)
+    setattr(parent, key, torch.nn.Identity())
+    try:
+        yield
+    finally:
+        setattr(parent, key, kept)
+
+
+def truths_in_mix(monitor, model, x, removable, args):
+    """Per removable region: J per step in the mix (the mean over rounds), its
+    rounds, and their standard error; the full step's measurements."""
+    def per_step():
+        proof.run_for(lambda: model(x), 1.0)  # warm (a changed graph: allocator, kernels' caches)
+        calls, energy, _, _ = proof.measured_window(monitor, "loo", lambda: model(x), args.loo_seconds, args.gpu)
+        return energy / calls
+
+    fulls, without = [], {p: [] for p in removable}
+    for _ in range(args.loo_repeats):
+        fulls.append(per_step())
+        for path in removable:
+            with left_out(model, path):
+                without[path].append(per_step())
+    fulls.append(per_step())
+    around = [(fulls[k] + fulls[k + 1]) / 2 for k in range(args.loo_repeats)]
+    out = {"error_j": max(fulls) - min(fulls), "_full_step_j": fulls, "_repeats_j": {}, "_spread_j": {}}
+    for path in removable:
+        values = [f - w for f, w in zip(around, without[path])]
+        out[path] = statistics.fmean(values)
+        out["_repeats_j"][path] = values
+        out["_spread_j"][path] = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+    print(f"truths: full step {', '.join(f'{f:.3f}' for f in fulls)} J; " +
+          ", ".join(f"{p} {out[p]:.4f}" for p in removable) + " J/step", flush=True)
+    return out
+
+
+# -- one run ------------------------------------------------------------------------
+
+def mixed_window(monitor, model, x, args, name):
+    """--seconds of steps inside a session and one window: (steps, settled measurement, session)."""
+    with joule.torch.attribute(model, monitor, depth=1, phases=False, clock="gpu") as session:
+        proof.run_for(lambda: model(x), 2.0)  # warm, hooked
+        torch.cuda.synchronize()
+        monitor.begin_window(name)
+        steps = proof.run_for(lambda: model(x), args.seconds)
+        torch.cuda.synchronize()
+        m = monitor.end_window(name)
+    return steps, monitor.settle(m, timeout_s=5.0), session
+
+
+def interval(r):
+    return r.energy_low_j / r.calls, r.energy_high_j / r.calls
+
+
+def rows_of(default, statistical, truth, truth_spread):
+    """Per region with a truth: the estimate, both intervals, the truth and whether each holds it."""
+    rows = []
+    for r, s in zip(default.regions, statistical.regions):
+        path = r.name[:-len(SUFFIX)] if r.name.endswith(SUFFIX) else r.name
+        if path not in truth or r.calls == 0:
+            continue
+        true, est = truth[path], r.energy_per_call_j
+        low, high = interval(r)
+        s_low, s_high = interval(s)
+        rows.append({"region": path, "share": r.share, "resolved": r.resolved, "calls": r.calls,
+                     "energy_per_call_j": est, "truth_j": true, "truth_se_j": truth_spread.get(path, math.nan),
+                     "error": est / true - 1, "low_j": low, "high_j": high, "half_width": (high - low) / 2 / est,
+                     "inside": bool(low <= true <= high), "statistical_low_j": s_low, "statistical_high_j": s_high,
+                     "statistical_inside": bool(s_low <= true <= s_high), "power_w": r.power_w,
+                     "gpu_ms_per_call": 1e3 * r.gpu_time_s / r.calls})
+    return rows
+
+
+def one_run(monitor, model_name, k, response, args):
+    torch.manual_seed(k)
+    model, x, removable = MODELS[model_name](args)
+    out_dir = os.path.join(args.out_dir, f"{model_name}-run{k}")
+    os.makedirs(out_dir, exist_ok=True)
+    with torch.no_grad():
+        step_ms = proof.gpu_ms(lambda: model(x))
+        print(f"{model_name} run {k}: step {step_ms:.2f} ms, {len(removable)} regions to leave out", flush=True)
+        steps, m, session = mixed_window(monitor, model, x, args, f"{model_name}-run{k}")
+        options = {"sample_response": response, "bootstrap_rounds": args.bootstrap_rounds}
+        default = session.result(m, **options)[args.gpu]
+        statistical = session.result(m, model_bias=0.0, **options)[args.gpu]
+        proof.write_raw(monitor, session, m, types.SimpleNamespace(out_dir=out_dir, gpu=args.gpu))
+        print(f"{model_name} run {k}: {steps} steps in {m.elapsed_s:.1f} s, {proof.gpu_energy(m, args.gpu):.0f} J",
+              flush=True)
+        truth = truths_in_mix(monitor, model, x, removable, args)
+    rows = rows_of(default, statistical, truth, truth["_spread_j"])
+    result = {"gpu": torch.cuda.get_device_name(args.gpu), "torch": torch.__version__, "model": model_name,
+              "run": k, "args": {key: v for key, v in vars(args).items() if key != "response"},
+              "step_ms": step_ms, "steps": steps, "elapsed_s": m.elapsed_s, "energy_j": proof.gpu_energy(m, args.gpu),
+              "session_notes": session.notes, "sample_response": response.to_dict(), "in_mix": truth, "rows": rows,
+              "attribution": default.to_dict(), "statistical": statistical.to_dict()}
+    with open(os.path.join(out_dir, "result.json"), "w") as f:
+        json.dump(result, f, indent=1, default=str)
+    print(joule.attribution.format_table(default, gpu_label=f"{model_name} run {k}"), flush=True)
+    for r in rows:
+        print(f"  {r['region']:10s} {100 * r['share']:5.1f}%  error {100 * r['error']:+6.1f}%  "
+              f"default +-{100 * r['half_width']:4.1f}% {'holds' if r['inside'] else 'MISSES'}  "
+              f"statistical {'holds' if r['statistical_inside'] else 'misses'}", flush=True)
+    return rows
+
+
+# -- all runs -----------------------------------------------------------------------
+
+def summary(runs, args):
+    """Coverage of the regions with >= --min-share of the energy, per model and over all."""
+    lines, report = ["| model | runs | regions (>= 5%) | default holds | statistical holds | median half-width | "
+                     "worst error |", "|---|---|---|---|---|---|---|"], {}
+    groups = {m: [r for (name, _), rows in runs.items() if name == m for r in rows] for m in args.models}
+    groups["all"] = [r for rows in runs.values() for r in rows]
+    for name, rows in groups.items():
+        large = [r for r in rows if r["share"] >= args.min_share and r["resolved"]]
+        if not large:
+            continue
+        report[name] = {"regions": len(large), "default_holds": sum(r["inside"] for r in large),
+                        "statistical_holds": sum(r["statistical_inside"] for r in large),
+                        "median_half_width": statistics.median(r["half_width"] for r in large),
+                        "worst_error": max(abs(r["error"]) for r in large)}
+        s = report[name]
+        lines.append(f"| {name} | {sum(1 for (m, _) in runs if name in (m, 'all'))} | {s['regions']} | "
+                     f"{s['default_holds']} ({100 * s['default_holds'] / s['regions']:.0f}%) | "
+                     f"{s['statistical_holds']} | {100 * s['median_half_width']:.1f}% | "
+                     f"{100 * s['worst_error']:.1f}% |")
+    with open(os.path.join(args.out_dir, "summary.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(args.out_dir, "summary.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    print("\n".join(lines), flush=True)
+
+
+def sample_response(monitor, args):
+    if args.response:
+        with open(args.response) as f:
+            d = json.load(f)
+        d = d.get("sample_response", d)
+        return joule.SampleResponse(d["response_ms"], d["first_lag_ms"], d.get("rounds", []),
+                                    d.get("rounds_first_lag_ms", 0))
+    response = joule.torch.measure_sample_response(monitor, seconds=args.response_seconds, gpu=args.gpu, keep=False)
+    print(f"sample response: {response!r}", flush=True)
+    with open(os.path.join(args.out_dir, "response.json"), "w") as f:
+        json.dump(response.to_dict(), f)
+    return response
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out-dir", default="attribution-truths")
+    p.add_argument("--models", type=lambda s: s.split(","), default=["resnet50", "gpt"])
+    p.add_argument("--runs", type=int, default=3, help="runs per model (seeds 1..K)")
+    p.add_argument("--first-run", type=int, default=1, help="the first run's seed")
+    p.add_argument("--seconds", type=float, default=40.0, help="the attributed window")
+    p.add_argument("--loo-seconds", type=float, default=3.0, help="each leave-one-out window")
+    p.add_argument("--loo-repeats", type=int, default=2)
+    p.add_argument("--response", default=None, help="a sample response's JSON (else measured)")
+    p.add_argument("--response-seconds", type=float, default=30.0)
+    p.add_argument("--bootstrap-rounds", type=int, default=200)
+    p.add_argument("--min-share", type=float, default=0.05)
+    p.add_argument("--resnet-batch", type=int, default=256)
+    p.add_argument("--gpt-batch", type=int, default=16)
+    p.add_argument("--gpt-tokens", type=int, default=1024)
+    p.add_argument("--gpt-width", type=int, default=1024)
+    p.add_argument("--gpt-layers", type=int, default=8)
+    p.add_argument("--gpt-vocab", type=int, default=32768)
+    p.add_argument("--gpu", type=int, default=0)
+    args = p.parse_args()
+    unknown = set(args.models) - set(MODELS)
+    if unknown:
+        p.error(f"--models: unknown {sorted(unknown)} (known: {', '.join(MODELS)})")
+    return args
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    torch.cuda.set_device(args.gpu)
+    torch.backends.cudnn.benchmark = False  # the same kernels in every variant of the step
+    monitor = joule.Monitor(interval_ms=100)
+    response = sample_response(monitor, args)
+    runs = {}
+    for model_name in args.models:
+        for k in range(args.first_run, args.first_run + args.runs):
+            t = time.perf_counter()
+            runs[(model_name, k)] = one_run(monitor, model_name, k, response, args)
+            torch.cuda.empty_cache()
+            print(f"{model_name} run {k} took {time.perf_counter() - t:.0f} s", flush=True)
+    summary(runs, args)
+
+
+if __name__ == "__main__":
+    main()
