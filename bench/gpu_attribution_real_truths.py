@@ -27,8 +27,9 @@ are attributed but have no truth.
 
 Per run (--runs, seeds 1..K): --seconds of steps back to back inside
 joule.torch.attribute and one window, attributed with the measured sample
-response twice: joule's default intervals (the model's bias carried) and the
-statistical ones alone (model_bias=0). Per region with a truth: the error and
+response three ways: joule's defaults (the model's bias carried), the
+statistical intervals alone (model_bias=0), and the idle power measured first
+(--idle-seconds) given as baseline_w. Per region with a truth: the error and
 whether each interval holds the truth.
 
 The sample response is measured once (--response-seconds) or read from
@@ -137,30 +138,34 @@ def mixed_window(monitor, model, x, args, name):
     return steps, monitor.settle(m, timeout_s=5.0), session
 
 
-def interval(r):
-    return r.energy_low_j / r.calls, r.energy_high_j / r.calls
+# How each run is attributed: joule's defaults (the model's bias carried), the
+# statistical interval alone, and with the idle power measured before the run
+# given as the baseline.
+VARIANTS = ("default", "statistical", "idle_baseline")
 
 
-def rows_of(default, statistical, truth, truth_spread):
-    """Per region with a truth: the estimate, both intervals, the truth and whether each holds it."""
+def rows_of(attributions, truth):
+    """Per region with a truth, per variant: the estimate, its interval, the error and whether it holds the truth."""
     rows = []
-    for r, s in zip(default.regions, statistical.regions):
+    for parts in zip(*(attributions[v].regions for v in VARIANTS)):
+        r = parts[0]
         path = r.name[:-len(SUFFIX)] if r.name.endswith(SUFFIX) else r.name
         if path not in truth or r.calls == 0:
             continue
-        true, est = truth[path], r.energy_per_call_j
-        low, high = interval(r)
-        s_low, s_high = interval(s)
-        rows.append({"region": path, "share": r.share, "resolved": r.resolved, "calls": r.calls,
-                     "energy_per_call_j": est, "truth_j": true, "truth_se_j": truth_spread.get(path, math.nan),
-                     "error": est / true - 1, "low_j": low, "high_j": high, "half_width": (high - low) / 2 / est,
-                     "inside": bool(low <= true <= high), "statistical_low_j": s_low, "statistical_high_j": s_high,
-                     "statistical_inside": bool(s_low <= true <= s_high), "power_w": r.power_w,
-                     "gpu_ms_per_call": 1e3 * r.gpu_time_s / r.calls})
+        true = truth[path]
+        row = {"region": path, "truth_share": true / statistics.fmean(truth["_full_step_j"]), "calls": r.calls,
+               "truth_j": true,
+               "truth_se_j": truth["_spread_j"][path], "gpu_ms_per_call": 1e3 * r.gpu_time_s / r.calls}
+        for variant, g in zip(VARIANTS, parts):
+            est, low, high = g.energy_per_call_j, g.energy_low_j / g.calls, g.energy_high_j / g.calls
+            row[variant] = {"energy_per_call_j": est, "error": est / true - 1, "low_j": low, "high_j": high,
+                            "half_width": (high - low) / 2 / abs(est), "inside": bool(low <= true <= high),
+                            "power_w": g.power_w, "share": g.share}
+        rows.append(row)
     return rows
 
 
-def one_run(monitor, model_name, k, response, args):
+def one_run(monitor, model_name, k, response, idle_w, args):
     torch.manual_seed(k)
     model, x, removable = MODELS[model_name](args)
     out_dir = os.path.join(args.out_dir, f"{model_name}-run{k}")
@@ -170,49 +175,52 @@ def one_run(monitor, model_name, k, response, args):
         print(f"{model_name} run {k}: step {step_ms:.2f} ms, {len(removable)} regions to leave out", flush=True)
         steps, m, session = mixed_window(monitor, model, x, args, f"{model_name}-run{k}")
         options = {"sample_response": response, "bootstrap_rounds": args.bootstrap_rounds}
-        default = session.result(m, **options)[args.gpu]
-        statistical = session.result(m, model_bias=0.0, **options)[args.gpu]
+        attributions = {"default": session.result(m, **options)[args.gpu],
+                        "statistical": session.result(m, model_bias=0.0, **options)[args.gpu],
+                        "idle_baseline": session.result(m, baseline_w=idle_w, **options)[args.gpu]}
         proof.write_raw(monitor, session, m, types.SimpleNamespace(out_dir=out_dir, gpu=args.gpu))
         print(f"{model_name} run {k}: {steps} steps in {m.elapsed_s:.1f} s, {proof.gpu_energy(m, args.gpu):.0f} J",
               flush=True)
         truth = truths_in_mix(monitor, model, x, removable, args)
-    rows = rows_of(default, statistical, truth, truth["_spread_j"])
+    rows = rows_of(attributions, truth)
     result = {"gpu": torch.cuda.get_device_name(args.gpu), "torch": torch.__version__, "model": model_name,
               "run": k, "args": {key: v for key, v in vars(args).items() if key != "response"},
               "step_ms": step_ms, "steps": steps, "elapsed_s": m.elapsed_s, "energy_j": proof.gpu_energy(m, args.gpu),
               "session_notes": session.notes, "sample_response": response.to_dict(), "in_mix": truth, "rows": rows,
-              "attribution": default.to_dict(), "statistical": statistical.to_dict()}
+              "idle_w": idle_w, "attributions": {v: a.to_dict() for v, a in attributions.items()}}
     with open(os.path.join(out_dir, "result.json"), "w") as f:
         json.dump(result, f, indent=1, default=str)
-    print(joule.attribution.format_table(default, gpu_label=f"{model_name} run {k}"), flush=True)
+    print(joule.attribution.format_table(attributions["default"], gpu_label=f"{model_name} run {k}"), flush=True)
     for r in rows:
-        print(f"  {r['region']:10s} {100 * r['share']:5.1f}%  error {100 * r['error']:+6.1f}%  "
-              f"default +-{100 * r['half_width']:4.1f}% {'holds' if r['inside'] else 'MISSES'}  "
-              f"statistical {'holds' if r['statistical_inside'] else 'misses'}", flush=True)
+        print(f"  {r['region']:10s} {100 * r['truth_share']:5.1f}%  truth {r['truth_j']:.4f} J  " + "  ".join(
+            f"{v} {100 * r[v]['error']:+6.1f}% +-{100 * r[v]['half_width']:5.1f}% {'holds' if r[v]['inside'] else 'MISSES'}"
+            for v in VARIANTS), flush=True)
     return rows
 
 
 # -- all runs -----------------------------------------------------------------------
 
 def summary(runs, args):
-    """Coverage of the regions with >= --min-share of the energy, per model and over all."""
-    lines, report = ["| model | runs | regions (>= 5%) | default holds | statistical holds | median half-width | "
-                     "worst error |", "|---|---|---|---|---|---|---|"], {}
+    """Per model and over all, per variant: of the regions whose truth is >= --min-share of the step's energy, how many
+    intervals hold the truth, their median half-width and the median and worst error."""
+    lines = ["| model | variant | regions | intervals that hold | median half-width | median error | worst error |",
+             "|---|---|---|---|---|---|---|"]
+    report = {}
     groups = {m: [r for (name, _), rows in runs.items() if name == m for r in rows] for m in args.models}
     groups["all"] = [r for rows in runs.values() for r in rows]
     for name, rows in groups.items():
-        large = [r for r in rows if r["share"] >= args.min_share and r["resolved"]]
-        if not large:
-            continue
-        report[name] = {"regions": len(large), "default_holds": sum(r["inside"] for r in large),
-                        "statistical_holds": sum(r["statistical_inside"] for r in large),
-                        "median_half_width": statistics.median(r["half_width"] for r in large),
-                        "worst_error": max(abs(r["error"]) for r in large)}
-        s = report[name]
-        lines.append(f"| {name} | {sum(1 for (m, _) in runs if name in (m, 'all'))} | {s['regions']} | "
-                     f"{s['default_holds']} ({100 * s['default_holds'] / s['regions']:.0f}%) | "
-                     f"{s['statistical_holds']} | {100 * s['median_half_width']:.1f}% | "
-                     f"{100 * s['worst_error']:.1f}% |")
+        for v in VARIANTS:
+            large = [r[v] for r in rows if r["truth_share"] >= args.min_share]
+            if not large:
+                continue
+            s = {"regions": len(large), "hold": sum(r["inside"] for r in large),
+                 "median_half_width": statistics.median(r["half_width"] for r in large),
+                 "median_error": statistics.median(abs(r["error"]) for r in large),
+                 "worst_error": max(abs(r["error"]) for r in large)}
+            report.setdefault(name, {})[v] = s
+            lines.append(f"| {name} | {v} | {s['regions']} | {s['hold']} ({100 * s['hold'] / s['regions']:.0f}%) | "
+                         f"{100 * s['median_half_width']:.1f}% | {100 * s['median_error']:.1f}% | "
+                         f"{100 * s['worst_error']:.1f}% |")
     with open(os.path.join(args.out_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(args.out_dir, "summary.json"), "w") as f:
@@ -245,6 +253,7 @@ def parse_args():
     p.add_argument("--loo-repeats", type=int, default=2)
     p.add_argument("--response", default=None, help="a sample response's JSON (else measured)")
     p.add_argument("--response-seconds", type=float, default=30.0)
+    p.add_argument("--idle-seconds", type=float, default=3.0, help="the idle power, measured once first")
     p.add_argument("--bootstrap-rounds", type=int, default=200)
     p.add_argument("--min-share", type=float, default=0.05)
     p.add_argument("--resnet-batch", type=int, default=256)
@@ -268,11 +277,13 @@ def main():
     torch.backends.cudnn.benchmark = False  # the same kernels in every variant of the step
     monitor = joule.Monitor(interval_ms=100)
     response = sample_response(monitor, args)
+    idle_w = proof.idle_power(monitor, args.idle_seconds, args.gpu)
+    print(f"idle: {idle_w:.1f} W", flush=True)
     runs = {}
     for model_name in args.models:
         for k in range(args.first_run, args.first_run + args.runs):
             t = time.perf_counter()
-            runs[(model_name, k)] = one_run(monitor, model_name, k, response, args)
+            runs[(model_name, k)] = one_run(monitor, model_name, k, response, idle_w, args)
             torch.cuda.empty_cache()
             print(f"{model_name} run {k} took {time.perf_counter() - t:.0f} s", flush=True)
     summary(runs, args)
