@@ -193,8 +193,8 @@ def one_run(monitor, model_name, k, response, idle_w, args):
     print(joule.attribution.format_table(attributions["default"], gpu_label=f"{model_name} run {k}"), flush=True)
     for r in rows:
         print(f"  {r['region']:10s} {100 * r['truth_share']:5.1f}%  truth {r['truth_j']:.4f} J  " + "  ".join(
-            f"{v} {100 * r[v]['error']:+6.1f}% +-{100 * r[v]['half_width']:5.1f}% {'holds' if r[v]['inside'] else 'MISSES'}"
-            for v in VARIANTS), flush=True)
+            f"{v} {100 * r[v]['error']:+6.1f}% +-{100 * r[v]['half_width']:5.1f}% "
+            f"{'holds' if r[v]['inside'] else 'MISSES'}" for v in VARIANTS), flush=True)
     return rows
 
 
