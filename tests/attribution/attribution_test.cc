@@ -327,6 +327,43 @@ TEST(AttributionTest, BaselineNotSeparatedWhenRegionsCoverAllTimeUnlessGiven) {
   }
 }
 
+// A sliver of idle time between back-to-back regions (0.4% of the step) is
+// too little to fit the idle power from: counted at 0 W, not separated, and
+// said so, while the regions keep their own powers; given, it separates.
+TEST(AttributionTest, ASliverOfIdleTimeIsNotFittedAsTheBaseline) {
+  StepSpec spec = with_gap();
+  spec.parts.back().duration_s = 0.05e-3;
+  const SyntheticRun run(spec, 3000, 7);
+  const std::vector<PowerObservation> obs = observe(run, Kind::kAverages, 7);
+  const Attribution a = fit(run, obs, spec);
+  EXPECT_FALSE(a.baseline_estimated);
+  EXPECT_FALSE(a.baseline_separated);
+  EXPECT_EQ(a.baseline_w, 0.0);
+  EXPECT_GT(a.idle_time_s, 0.0);
+  EXPECT_LT(a.idle_time_s, 0.01 * run.end_s);
+  EXPECT_TRUE(has_note(a, "too little to fit the idle power from"));
+  double parts_j = a.idle_energy_j;
+  for (const auto& g : a.regions) parts_j += g.energy_j;
+  EXPECT_NEAR(parts_j, a.window_energy_j, 1e-9 * a.window_energy_j);
+  AttributionOptions given;
+  given.baseline_w = 90.0;
+  const Attribution separated = fit(run, obs, spec, given);
+  EXPECT_TRUE(separated.baseline_separated);
+  EXPECT_EQ(separated.baseline_w, 90.0);
+  // Counting the sliver at 0 W costs the regions next to nothing against
+  // knowing its power.
+  for (std::size_t r : {kMatmul, kElementwise, kReduction}) {
+    SCOPED_TRACE(spec.names[r]);
+    ASSERT_TRUE(a.regions[r].resolved);
+    const double error = a.regions[r].energy_j / run.true_energy_j[r] - 1.0;
+    const double error_given = separated.regions[r].energy_j / run.true_energy_j[r] - 1.0;
+    EXPECT_LT(std::abs(error), std::abs(error_given) + 0.01);
+    std::printf("[ figures  ] %s: %+.2f%% with the sliver at 0 W, %+.2f%% with the idle power given\n",
+                spec.names[r].c_str(), 100.0 * error, 100.0 * error_given);
+  }
+  EXPECT_FALSE(has_note(separated, "baseline not separated"));
+}
+
 // The 0.6 ms reduction and the 0.3 ms launch storm (3.7% and 0.9% of the
 // energy): point samples hit them in 3.6% and 1.8% of samples, so 6000 steps
 // (100 s, ~5000 samples) resolve both to within 5%, where 100 steps (1.7 s)
