@@ -42,6 +42,7 @@ bench/probes/interval_coverage.py refits them), and summary.md / summary.json
 over all runs.
 
   python3 bench/gpu_attribution_real_truths.py --models resnet50,gpt --runs 3 --out-dir truths
+  python3 bench/gpu_attribution_real_truths.py --summarise truths/*-run* --out-dir all   # no GPU
 (joule installed first: bench/gpu_install.sh dist /tmp/joule-venv; about 2.5 min a model a run)
 """
 import argparse
@@ -263,6 +264,7 @@ def parse_args():
     p.add_argument("--gpt-layers", type=int, default=8)
     p.add_argument("--gpt-vocab", type=int, default=32768)
     p.add_argument("--gpu", type=int, default=0)
+    p.add_argument("--summarise", nargs="+", metavar="RUN_DIR", help="summarise stored runs instead (no GPU)")
     args = p.parse_args()
     unknown = set(args.models) - set(MODELS)
     if unknown:
@@ -270,9 +272,22 @@ def parse_args():
     return args
 
 
+def summarise_stored(args):
+    """--summarise: the summary of stored runs (their result.json) into --out-dir, no GPU."""
+    runs = {}
+    for path in args.summarise:
+        with open(os.path.join(path, "result.json")) as f:
+            r = json.load(f)
+        runs[(r["model"], path)] = r["rows"]
+    args.models = sorted({m for m, _ in runs})
+    summary(runs, args)
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
+    if args.summarise:
+        return summarise_stored(args)
     torch.cuda.set_device(args.gpu)
     torch.backends.cudnn.benchmark = False  # the same kernels in every variant of the step
     monitor = joule.Monitor(interval_ms=100)

@@ -22,7 +22,9 @@ error against its truth and whether the interval holds it. Then:
   PYTHONPATH=build/python python3 bench/probes/interval_coverage.py RUN_DIR [RUN_DIR ...]
 """
 import argparse
+import gzip
 import json
+import os
 import math
 import statistics
 
@@ -63,7 +65,8 @@ class Row:
 
 def run_rows(path, segments):
     """The Rows of one run."""
-    raw = json.load(open(f"{path}/raw.json"))
+    gz = os.path.join(path, "raw.json.gz")
+    raw = json.load(gzip.open(gz) if os.path.exists(gz) else open(os.path.join(path, "raw.json")))
     result = json.load(open(f"{path}/result.json"))
     r = result["sample_response"]
     response = joule.SampleResponse(r["response_ms"], r["first_lag_ms"], r.get("rounds", []),
@@ -78,10 +81,17 @@ def run_rows(path, segments):
         b = raw["begin_s"] + k * span_s
         energy_j = raw["energy_j"] * sampled_energy_j(raw, b, b + span_s) / whole_j
         parts.append(refit(raw, response, b, b + span_s, energy_j, 0))
+    full_step_j = truth.get("_full_step_j")
+
+    def share(name):  # the truth's share of the step where the full step was measured, else the estimate's
+        if full_step_j:
+            return truth[name] / statistics.fmean(full_step_j)
+        return next(g.share for g in full.regions if g.name.endswith(".forward") and g.name[:-8] == name)
+
     rows = []
     for g in full.regions:
         name = g.name[:-len(".forward")] if g.name.endswith(".forward") else g.name  # "<path>.forward"
-        if name not in truth or g.share < 0.05 or not g.resolved:
+        if name not in truth or share(name) < 0.05 or not g.resolved:
             continue
         seg = [next(x for x in p.regions if x.name == g.name).energy_per_call_j for p in parts]
         with_bias = next(x for x in default.regions if x.name == g.name)
