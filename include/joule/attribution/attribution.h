@@ -95,8 +95,9 @@ struct PowerObservation {
 struct AttributionOptions {
   // The idle power, where known (measured before the loop). Without it, it is
   // estimated where the data identify it (time with no region running was
-  // observed), else not separated: power_w is absolute, the baseline 0, and
-  // a note says so.
+  // observed, at least 1% of the window: slivers between back-to-back
+  // regions would make it take up the model's error), else not separated:
+  // power_w is absolute, the baseline 0, and a note says so.
   std::optional<double> baseline_w;
   int bootstrap_rounds = 200;  // 0: no intervals
   double confidence = 0.9;     // of the reported interval
