@@ -564,8 +564,8 @@ void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Tot
       else if (s.high - s.low > g.energy_j)
         out.notes.push_back(
             fmt::format("region '{}': its {:.0f}% interval [{:.4g}, {:.4g}] J is wider than its estimate "
-                        "{:.4g} J: too rarely sampled to resolve (a longer run narrows it slowly, longer calls such as "
-                        "a larger batch's fast: docs/attribution.md, 'Real models')",
+                        "{:.4g} J: too rarely sampled to resolve (a longer run narrows it slowly; longer calls, such "
+                        "as a larger batch's, fast: docs/attribution.md, 'Real models')",
                         g.name, 100.0 * options.confidence, s.low, s.high, g.energy_j));
     }
     if (g.resolved && power_w < 0.0 && g.concurrent) {
