@@ -70,15 +70,10 @@ def _interval(energy_j: float, low_j: float, high_j: float) -> str:
     return f"{'-' if below >= 0 else '+'}{_percent(abs(below))} {'+' if above >= 0 else '-'}{_percent(abs(above))}"
 
 
-def format_table(attribution, gpu_label: Optional[str] = None) -> str:
-    """A text table of one GPU's Attribution: region, calls, GPU time,
-    energy, energy per call, share of the window's energy, mean power while
-    the region runs (baseline included; a concurrent region's, e.g. the DDP
-    all-reduce, is the power it adds, signed: "+35.0 W"), the energy's
-    interval relative to it (+-x%, or -x% +y%); an idle row; a footer."""
-    header = ("region", "calls", "GPU time", "energy", "energy/call", "share", "power", "interval")
+def _region_rows(regions) -> List[tuple]:
+    """format_table's rows of regions (or totals), by energy, largest first."""
     rows: List[tuple] = []
-    for r in sorted(attribution.regions, key=lambda r: -r.energy_j if _finite(r.energy_j) else math.inf):
+    for r in sorted(regions, key=lambda r: -r.energy_j if _finite(r.energy_j) else math.inf):
         rows.append((
             r.name + ("" if r.resolved else " *"),
             str(r.calls),
@@ -89,6 +84,19 @@ def format_table(attribution, gpu_label: Optional[str] = None) -> str:
             _region_power(r),
             _interval(r.energy_j, r.energy_low_j, r.energy_high_j),
         ))
+    return rows
+
+
+def format_table(attribution, gpu_label: Optional[str] = None) -> str:
+    """A text table of one GPU's Attribution: region, calls, GPU time,
+    energy, energy per call, share of the window's energy, mean power while
+    the region runs (baseline included; a concurrent region's, e.g. the DDP
+    all-reduce, is the power it adds, signed: "+35.0 W"), the energy's
+    interval relative to it (+-x%, or -x% +y%); an idle row; a footer; the
+    totals (Attribution.totals: a module's forward and backward) in the same
+    columns."""
+    header = ("region", "calls", "GPU time", "energy", "energy/call", "share", "power", "interval")
+    rows = _region_rows(attribution.regions)
     window = attribution.window_energy_j
     idle_share = attribution.idle_energy_j / window if window > 0 else math.nan
     rows.append((
@@ -97,7 +105,8 @@ def format_table(attribution, gpu_label: Optional[str] = None) -> str:
         _power(attribution.baseline_w) if attribution.baseline_separated else "-",
         "-",  # the baseline's band is in the footer
     ))
-    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+    total_rows = _region_rows(getattr(attribution, "totals", []))
+    widths = [max(len(row[i]) for row in rows + total_rows + [header]) for i in range(len(header))]
 
     def line(row) -> str:
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
@@ -125,6 +134,9 @@ def format_table(attribution, gpu_label: Optional[str] = None) -> str:
     out.append(f"scale: {attribution.scale:.4f} (measured energy / the fit's integral)")
     if any(not r.resolved for r in attribution.regions):
         out.append("*: the data do not determine this region's power (see the notes)")
+    if total_rows:
+        out += ["", "totals (each the sum of its regions, the interval the sum's):"]
+        out.extend(line(row) for row in total_rows)
     for note in attribution.notes:
         out.append(f"note: {note}")
     return "\n".join(out) + "\n"

@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "joule/attribution/attribution.h"
 #include "joule/attribution/spread.h"
+#include "joule/attribution/totals.h"
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
@@ -641,6 +642,7 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
                       double window_energy_j, const AttributionOptions& options) {
   check_arguments(window_begin_s, window_end_s, window_energy_j, options);
   const Layout layout = checked_intervals(intervals, region_names, window_begin_s, window_end_s);
+  const std::vector<std::vector<std::size_t>> members = checked_totals(options.totals, region_names);
   const std::vector<std::size_t> order = checked_order(observations, window_begin_s, window_end_s);
   const std::size_t regions = region_names.size();
   const double window_s = window_end_s - window_begin_s;
@@ -678,6 +680,7 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
   if (options.bootstrap_rounds > 0 && sums.blocks >= 2) rounds = bootstrap(sums, e, t, window_energy_j, fitted);
   if (e.baseline_estimated) set_baseline_interval(out, rounds.baseline_w, options);
   fill_regions(out, fit, e, t, rounds.energy_j, region_names, options);
+  out.totals = sum_regions(out, options.totals, members, rounds.energy_j, options.confidence);
   return out;
 }
 

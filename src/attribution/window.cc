@@ -181,27 +181,54 @@ double two_sided_normal_quantile(double confidence) {
   return 0.5 * (low + high);
 }
 
+// A resolved part's interval and standard deviation widened by a spread of
+// sd_j (1 sigma) in quadrature.
+void widen_by_sd(RegionEnergy& g, double sd_j, double z) {
+  if (!g.resolved || !std::isfinite(g.energy_low_j)) return;  // no interval to widen
+  g.energy_low_j = g.energy_j - widened(g.energy_j - g.energy_low_j, z * sd_j);
+  g.energy_high_j = g.energy_j + widened(g.energy_high_j - g.energy_j, z * sd_j);
+  g.energy_std_j = widened(g.energy_std_j, sd_j);
+}
+
 // The model's own bias (SampleModel::model_bias) carried into each resolved
-// region's interval and standard deviation; a note says what the intervals
-// hold.
-void carry_model_bias(Attribution& a, double bias, double confidence) {
+// region's interval and standard deviation, and each total's (its parts'
+// biases taken as independent); a note says what the intervals hold.
+void carry_model_bias(Attribution& a, double bias, double confidence, const std::vector<RegionTotal>& totals) {
   if (bias == 0.0) {
     a.notes.push_back("intervals hold the statistical error only (model bias 0): against real GPUs' truths the model "
                       "itself was off by up to 17% per region (docs/attribution.md, 'The GPU proof')");
     return;
   }
   const double z = two_sided_normal_quantile(confidence);
-  for (RegionEnergy& g : a.regions) {
-    if (!g.resolved || !std::isfinite(g.energy_low_j)) continue;  // no interval to widen
-    const double sd_j = bias * std::abs(g.energy_j);
-    g.energy_low_j = g.energy_j - widened(g.energy_j - g.energy_low_j, z * sd_j);
-    g.energy_high_j = g.energy_j + widened(g.energy_high_j - g.energy_j, z * sd_j);
-    g.energy_std_j = widened(g.energy_std_j, sd_j);
+  for (RegionEnergy& g : a.regions) widen_by_sd(g, bias * std::abs(g.energy_j), z);
+  for (std::size_t i = 0; i < a.totals.size(); ++i) {
+    double squares_j2 = 0.0;
+    for (const RegionEnergy& g : a.regions) {
+      const auto& parts = totals[i].regions;
+      if (std::find(parts.begin(), parts.end(), g.name) != parts.end()) squares_j2 += g.energy_j * g.energy_j;
+    }
+    widen_by_sd(a.totals[i], bias * std::sqrt(squares_j2), z);
   }
   a.notes.push_back(fmt::format(
       "intervals include the model's own bias, {:.1f}% of each region's energy (1 sigma; measured against "
       "leave-one-out truths on an H100 and an H200: docs/attribution.md, 'Intervals that hold')",
       100.0 * bias));
+}
+
+// Each resolved part's interval widened by how far refits move it (its
+// energies over them, per part), the two spreads added in quadrature.
+void widen_by_refits(std::vector<RegionEnergy>& parts, const std::vector<std::vector<double>>& energies,
+                     double confidence) {
+  for (std::size_t r = 0; r < parts.size(); ++r) {
+    RegionEnergy& g = parts[r];
+    if (!g.resolved || energies[r].size() < 2) continue;
+    const Spread s = spread_of(energies[r], confidence);  // every refit resolved: none missing
+    const double below = std::max(0.0, g.energy_j - s.low);
+    const double above = std::max(0.0, s.high - g.energy_j);
+    g.energy_low_j = g.energy_j - widened(g.energy_j - g.energy_low_j, below);
+    g.energy_high_j = g.energy_j + widened(g.energy_high_j - g.energy_j, above);
+    g.energy_std_j = widened(g.energy_std_j, s.std);
+  }
 }
 
 // The fit with the response, each region's interval widened by how far the
@@ -221,23 +248,19 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
   AttributionOptions quick = options;
   quick.bootstrap_rounds = 0;
   std::vector<std::vector<double>> energies(out.regions.size());  // per region, over the rounds
+  std::vector<std::vector<double>> total_energies(out.totals.size());
   for (const std::vector<double>& round : response.rounds) {
     const Attribution alt = fit_with_response(observed, intervals, names, length_s, begin_s, window_energy_j, quick,
                                               round, response.rounds_first_lag_ms, extra);
     for (std::size_t r = 0; r < out.regions.size(); ++r) {
       if (alt.regions[r].resolved) energies[r].push_back(alt.regions[r].energy_j);
     }
+    for (std::size_t i = 0; i < out.totals.size(); ++i) {
+      if (alt.totals[i].resolved) total_energies[i].push_back(alt.totals[i].energy_j);
+    }
   }
-  for (std::size_t r = 0; r < out.regions.size(); ++r) {
-    RegionEnergy& g = out.regions[r];
-    if (!g.resolved || energies[r].size() < 2) continue;
-    const Spread s = spread_of(energies[r], options.confidence);  // every round resolved: none missing
-    const double below = std::max(0.0, g.energy_j - s.low);
-    const double above = std::max(0.0, s.high - g.energy_j);
-    g.energy_low_j = g.energy_j - widened(g.energy_j - g.energy_low_j, below);
-    g.energy_high_j = g.energy_j + widened(g.energy_high_j - g.energy_j, above);
-    g.energy_std_j = widened(g.energy_std_j, s.std);
-  }
+  widen_by_refits(out.regions, energies, options.confidence);
+  widen_by_refits(out.totals, total_energies, options.confidence);
   out.notes.push_back(fmt::format("intervals include the response's uncertainty ({} refits with bootstrapped responses)",
                                   response.rounds.size()));
   return out;
@@ -470,7 +493,7 @@ Attribution attribute_observed(const std::vector<ObservedPower>& observed,
                                  .residual_rms_w);
     Attribution out = attribute_with_response(observed, intervals, names, length_s, begin_s,
                                               window_energy_j, options, response, counter.observations);
-    carry_model_bias(out, samples.model_bias.value_or(kProofModelBias), options.confidence);
+    carry_model_bias(out, samples.model_bias.value_or(kProofModelBias), options.confidence, options.totals);
     if (!counter.note.empty()) out.notes.push_back(counter.note);
     return out;
   }

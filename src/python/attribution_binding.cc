@@ -142,9 +142,11 @@ py::dict region_energy_dict(const joule::attribution::RegionEnergy& r) {
 }
 
 py::dict attribution_dict(const joule::attribution::Attribution& a) {
-  py::list regions;
+  py::list regions, totals;
   for (const auto& r : a.regions) regions.append(region_energy_dict(r));
-  return py::dict("regions"_a = regions, "baseline_w"_a = a.baseline_w, "baseline_low_w"_a = a.baseline_low_w,
+  for (const auto& r : a.totals) totals.append(region_energy_dict(r));
+  return py::dict("regions"_a = regions, "totals"_a = totals, "baseline_w"_a = a.baseline_w,
+                  "baseline_low_w"_a = a.baseline_low_w,
                   "baseline_high_w"_a = a.baseline_high_w, "baseline_estimated"_a = a.baseline_estimated,
                   "baseline_separated"_a = a.baseline_separated, "idle_time_s"_a = a.idle_time_s,
                   "idle_energy_j"_a = a.idle_energy_j, "window_energy_j"_a = a.window_energy_j,
@@ -158,13 +160,17 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
     std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s, std::uint64_t seed,
     std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
     std::optional<joule::attribution::SampleResponse> sample_response, bool counter_increments,
-    std::optional<double> counter_lag_ms, std::optional<double> model_bias) {
+    std::optional<double> counter_lag_ms, std::optional<double> model_bias, const py::object& totals) {
   joule::attribution::AttributionOptions options;
   options.baseline_w = baseline_w;
   options.bootstrap_rounds = bootstrap_rounds;
   options.confidence = confidence;
   options.block_s = block_s;
   options.seed = seed;
+  if (!totals.is_none()) {  // {name: [region, ...]}, in its order
+    for (const auto& [name, regions] : totals.cast<py::dict>())
+      options.totals.push_back({name.cast<std::string>(), regions.cast<std::vector<std::string>>()});
+  }
   joule::attribution::SampleModel samples;
   if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
   if (sample_delay_ms) samples.delay_s = *sample_delay_ms / 1000.0;
@@ -334,6 +340,7 @@ void bind_attribution(py::module_& m) {
 
   py::class_<Attribution>(m, "Attribution")
       .def_readonly("regions", &Attribution::regions)
+      .def_readonly("totals", &Attribution::totals)
       .def_readonly("baseline_w", &Attribution::baseline_w)
       .def_readonly("baseline_low_w", &Attribution::baseline_low_w)
       .def_readonly("baseline_high_w", &Attribution::baseline_high_w)
@@ -459,10 +466,10 @@ void bind_attribution(py::module_& m) {
          std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
          std::uint64_t seed, std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
          std::optional<SampleResponse> sample_response, bool counter_increments, std::optional<double> counter_lag_ms,
-         std::optional<double> model_bias) {
+         std::optional<double> model_bias, const py::object& totals) {
         const auto [options, samples] =
             fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms, sample_delay_ms,
-                        std::move(sample_response), counter_increments, counter_lag_ms, model_bias);
+                        std::move(sample_response), counter_increments, counter_lag_ms, model_bias, totals);
         py::gil_scoped_release release;
         return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
                                                     samples);
@@ -470,11 +477,11 @@ void bind_attribution(py::module_& m) {
       "monitor"_a, "measurement"_a, "recorder"_a, "baseline_w"_a = py::none(), "bootstrap_rounds"_a = 200,
       "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1, "sample_cover_ms"_a = py::none(),
       "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(), "counter_increments"_a = true,
-      "counter_lag_ms"_a = py::none(), "model_bias"_a = py::none(),
+      "counter_lag_ms"_a = py::none(), "model_bias"_a = py::none(), "totals"_a = py::none(),
       "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
       "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages; "
       "sample_delay_ms: how long after that span it is stamped (None: found by the fit); sample_response (from "
-      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone). Do not record on the recorder meanwhile (the fit runs without the GIL).");
+      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone); totals: {name: [region, ...]}, regions reported together in Attribution.totals, the interval their sum's over the same bootstrap rounds (joule.torch sessions give each module's forward and backward). Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   m.def(
       "attribute_data",
@@ -483,7 +490,8 @@ void bind_attribution(py::module_& m) {
          double end_s, double energy_j, std::optional<double> baseline_w, int bootstrap_rounds, double confidence,
          double block_s, std::uint64_t seed, std::optional<double> sample_cover_ms,
          std::optional<double> sample_delay_ms, std::optional<SampleResponse> sample_response,
-         bool counter_increments, std::optional<double> counter_lag_ms, std::optional<double> model_bias) {
+         bool counter_increments, std::optional<double> counter_lag_ms, std::optional<double> model_bias,
+         const py::object& totals) {
         std::vector<joule::ObservedPower> observed;
         for (const auto& [b, e, w] : samples) observed.push_back({b, e, w});
         std::vector<joule::CounterAnchor> values;
@@ -509,7 +517,7 @@ void bind_attribution(py::module_& m) {
         }
         const auto [options, model] =
             fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms, sample_delay_ms,
-                        std::move(sample_response), counter_increments, counter_lag_ms, model_bias);
+                        std::move(sample_response), counter_increments, counter_lag_ms, model_bias, totals);
         py::gil_scoped_release release;
         return joule::attribution::attribute_observed(observed, values, std::move(pieces), names, begin_s, end_s,
                                                       energy_j, options, model);
@@ -518,6 +526,7 @@ void bind_attribution(py::module_& m) {
       "bootstrap_rounds"_a = 200, "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1,
       "sample_cover_ms"_a = py::none(), "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(),
       "counter_increments"_a = true, "counter_lag_ms"_a = py::none(), "model_bias"_a = py::none(),
+      "totals"_a = py::none(),
       "attribute() from data kept from a run, e.g. to refit it offline: samples as Monitor.observed_power gives "
       "them, counter as Monitor.counter_values does ([] for none), intervals as RegionRecorder.intervals does "
       "(a fifth element True marks a concurrent region's), the window [begin_s, end_s] on their clock and its "

@@ -110,6 +110,61 @@ def test_torch_attribute_splits_a_training_window_among_the_models_children(moni
     assert "step" not in vars(opt) and opt.step == own_step
 
 
+def test_a_session_reports_each_modules_forward_and_backward_as_one_total(monitor):
+    model = small_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with joule.torch.attribute(model, monitor, optimizer=opt) as session:
+        with monitor.window("train") as w:
+            train(model, opt, session)
+    settled = monitor.settle(w.measurement, timeout_s=5.0)
+    a = session.result(settled, block_s=0.1, bootstrap_rounds=50)[0]
+    children = [name for name, _ in model.named_children()]
+    assert sorted(t.name for t in a.totals) == sorted(children)  # not the optimizer's step, nor "data"
+    by_name = {r.name: r for r in a.regions}
+    for t in a.totals:
+        parts = [by_name[f"{t.name}.forward"], by_name[f"{t.name}.backward"]]
+        assert t.energy_j == pytest.approx(sum(p.energy_j for p in parts), rel=1e-9)
+        assert t.gpu_time_s == pytest.approx(sum(p.gpu_time_s for p in parts), rel=1e-9)
+        assert t.calls == STEPS and t.resolved == all(p.resolved for p in parts)
+        if math.isfinite(t.energy_low_j):
+            assert t.energy_low_j <= t.energy_j <= t.energy_high_j
+    assert [d["name"] for d in a.to_dict()["totals"]] == [t.name for t in a.totals]
+    table = joule.attribution.format_table(a)
+    totals_block = table.split("totals (each the sum of its regions, the interval the sum's):\n")[1]
+    for t in a.totals:
+        assert f"\n{t.name} " in "\n" + totals_block, t.name
+    assert [d["name"] for d in json.loads(joule.attribution.to_json([a]))[0]["totals"]] == [t.name for t in a.totals]
+    # totals= replaces the modules' (None: none).
+    assert session.result(settled, bootstrap_rounds=0, totals=None)[0].totals == []
+    [everything] = session.result(settled, bootstrap_rounds=0, totals={"all": [r.name for r in a.regions]})[0].totals
+    assert everything.name == "all"
+    assert everything.energy_j == pytest.approx(sum(r.energy_j for r in a.regions), rel=1e-9)
+    with pytest.raises(joule.UsageError, match="total 'x' names region 'nope', which is not among"):
+        session.result(settled, totals={"x": ["nope"]})
+
+
+def test_a_total_carries_its_parts_model_bias_as_independent(monitor):
+    recorder = joule.RegionRecorder(monitor)
+    with monitor.window("w") as w:
+        for _ in range(40):
+            with recorder.region("a"):
+                time.sleep(0.003)
+            with recorder.region("b"):
+                time.sleep(0.003)
+            time.sleep(0.002)
+    settled = w.settled(timeout_s=5.0)
+    fit = dict(bootstrap_rounds=50, block_s=0.05, sample_response=joule.SampleResponse([0.25, 0.5, 0.25], 2),
+               totals={"a+b": ["a", "b"]})
+    [wide, _] = joule.attribute(monitor, settled, recorder, **fit)
+    [bare, _] = joule.attribute(monitor, settled, recorder, model_bias=0.0, **fit)
+    [t], [s] = wide.totals, bare.totals
+    assert t.name == "a+b" and t.resolved and t.energy_j == s.energy_j
+    assert t.energy_j == pytest.approx(sum(r.energy_j for r in wide.regions), rel=1e-12)
+    more_j = 1.6448536269514722 * 0.075 * math.sqrt(sum(r.energy_j ** 2 for r in wide.regions))
+    assert t.energy_high_j - t.energy_j == pytest.approx(math.sqrt((s.energy_high_j - s.energy_j) ** 2 + more_j ** 2))
+    assert t.energy_j - t.energy_low_j == pytest.approx(math.sqrt((s.energy_j - s.energy_low_j) ** 2 + more_j ** 2))
+
+
 def test_hooks_are_removed_and_regions_closed_when_training_raises(monitor):
     model = small_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

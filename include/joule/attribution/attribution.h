@@ -92,6 +92,14 @@ struct PowerObservation {
   bool counter = false;
 };
 
+// Regions reported together as one, by name (a module's forward and its
+// backward): Attribution::totals, their sum's interval from the same
+// bootstrap rounds as the parts' (joule/attribution/totals.h).
+struct RegionTotal {
+  std::string name;
+  std::vector<std::string> regions;
+};
+
 struct AttributionOptions {
   // The idle power, where known (measured before the loop). Without it, it is
   // estimated where the data identify it (time with no region running was
@@ -111,6 +119,7 @@ struct AttributionOptions {
   // samples respond to power unevenly over their span
   // (SampleModel::response_ms). Empty: the plain mean over the span.
   std::vector<double> span_profile;
+  std::vector<RegionTotal> totals;
 };
 
 struct RegionEnergy {
@@ -141,6 +150,9 @@ struct RegionEnergy {
 
 struct Attribution {
   std::vector<RegionEnergy> regions;  // in the order of the region names
+  // AttributionOptions::totals, in their order: calls the most of its
+  // parts', power_w the mean over their time, resolved where every part is.
+  std::vector<RegionEnergy> totals;
   double baseline_w = 0.0;
   // Where fitted, its confidence interval (bootstrap percentiles); else NaN.
   double baseline_low_w = 0.0;
@@ -165,7 +177,7 @@ struct Attribution {
 // and the idle time. Throws UsageError naming what is wrong: overlapping
 // exclusive intervals (which two), a region both concurrent and not, no observations, fewer observations than unknowns,
 // non-finite values, intervals or observations outside the window, an
-// unknown region index, bad options.
+// unknown region index, a total naming an unknown region, bad options.
 Attribution attribute(std::span<const PowerObservation> observations, std::span<const RegionInterval> intervals,
                       std::span<const std::string> region_names, double window_begin_s, double window_end_s,
                       double window_energy_j, const AttributionOptions& options = {});

@@ -197,11 +197,22 @@ class RegionAttribution:
         """joule.attribute(monitor, measurement, recorder, **options): one
         joule.Attribution per GPU, with the sample response kept for this
         GPU model and driver where no sample model is given
-        (joule.sample_response). Settle the measurement first."""
+        (joule.sample_response). Settle the measurement first. Unless
+        totals= is given, each module recorded in both phases gets a total
+        of its forward and backward (Attribution.totals, named by its path):
+        its energy with the interval of the sum, which adding the two
+        regions' intervals would not give."""
         from .. import attribute
 
         self.flush()
+        options.setdefault("totals", self.module_totals())
         return attribute(self.monitor, measurement, self.recorder, **options)
+
+    def module_totals(self) -> dict:
+        """{path: [path.forward, path.backward]} for each module recorded in both phases."""
+        names = set(self.recorder.names)
+        return {name[:-len(".forward")]: [name, name[:-len(".forward")] + ".backward"] for name in self.recorder.names
+                if name.endswith(".forward") and name[:-len(".forward")] + ".backward" in names}
 
     # -- recording --------------------------------------------------------
 
