@@ -32,6 +32,12 @@ statistical intervals alone (model_bias=0), and the idle power measured first
 (--idle-seconds) given as baseline_w. Per region with a truth: the error and
 whether each interval holds the truth.
 
+--train: training steps instead (forward, backward, an AdamW step; regions
+in both phases, the optimizer's step its own), each module judged by its
+total (Attribution.totals: its forward and backward, the interval the
+sum's). Every gradient is allocated up front and zeroed in place, so a
+left-out module's parameters are still stepped, with zero gradients.
+
 The sample response is measured once (--response-seconds) or read from
 --response (a result.json or response.json of an earlier run): the same GPU
 model and driver.
@@ -55,6 +61,7 @@ import time
 import types
 
 import torch
+import torch.nn.functional as F
 
 import joule
 import joule.attribution
@@ -66,20 +73,53 @@ from gpt_model import SmallGPT
 SUFFIX = ".forward"
 
 
-# -- the models and what can be left out --------------------------------------------
+# -- the models, their steps and what can be left out ----------------------------------
+
+class Workload:
+    """A model, its input and target, the paths of the modules that can be
+    left out, and its step: a forward in inference, or with --train a
+    forward, a backward and an AdamW step. Every parameter's gradient is
+    allocated up front and zeroed in place (set_to_none=False), so a
+    left-out module's parameters keep zero gradients and the optimizer does
+    the same work with or without it."""
+
+    def __init__(self, model, x, target, loss, removable, train):
+        self.model, self.x, self.target, self.loss, self.removable = model, x, target, loss, removable
+        self.train = train
+        self.optimizer = None
+        if train:
+            for p in model.parameters():
+                p.grad = torch.zeros_like(p)
+            self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, foreach=True)
+        model.train(train)
+
+    def step(self):
+        if not self.train:
+            return self.model(self.x)
+        self.optimizer.zero_grad(set_to_none=False)
+        self.loss(self.model(self.x), self.target).backward()
+        self.optimizer.step()
+
+    def grad_mode(self):
+        return contextlib.nullcontext() if self.train else torch.no_grad()
+
 
 def resnet50(args):
-    model = builtin_resnet50().cuda().to(memory_format=torch.channels_last, dtype=torch.bfloat16).eval()
+    model = builtin_resnet50().cuda().to(memory_format=torch.channels_last, dtype=torch.bfloat16)
     x = torch.randn(args.resnet_batch, 3, 224, 224, device="cuda", dtype=torch.bfloat16)
+    y = torch.randint(0, 1000, (args.resnet_batch,), device="cuda")
     removable = [name for name, m in model.named_children() if getattr(m, "downsample", False) is None]
-    return model, x.to(memory_format=torch.channels_last), removable
+    return Workload(model, x.to(memory_format=torch.channels_last), y,
+                    lambda out, target: F.cross_entropy(out.float(), target), removable, args.train)
 
 
 def gpt(args):
     model = SmallGPT(args.gpt_vocab, args.gpt_tokens, args.gpt_width, args.gpt_width // 64, args.gpt_layers)
-    model = model.cuda().to(torch.bfloat16).eval()
+    model = model.cuda().to(torch.bfloat16)
     x = torch.randint(0, args.gpt_vocab, (args.gpt_batch, args.gpt_tokens), device="cuda")
-    return model, x, [f"blocks.{i}" for i in range(args.gpt_layers)]
+    y = torch.randint(0, args.gpt_vocab, (args.gpt_batch, args.gpt_tokens), device="cuda")
+    return Workload(model, x, y, lambda out, target: F.cross_entropy(out.float().flatten(0, 1), target.flatten()),
+                    [f"blocks.{i}" for i in range(args.gpt_layers)], args.train)
 
 
 MODELS = {"resnet50": resnet50, "gpt": gpt}
@@ -98,14 +138,15 @@ def left_out(model, path):
         setattr(parent, key, kept)
 
 
-def truths_in_mix(monitor, model, x, removable, args):
-    """Per removable region: J per step in the mix (the mean over rounds), its
+def truths_in_mix(monitor, work, args):
+    """Per removable module: J per step in the mix (the mean over rounds), its
     rounds, and their standard error; the full step's measurements."""
     def per_step():
-        proof.run_for(lambda: model(x), 1.0)  # warm (a changed graph: allocator, kernels' caches)
-        calls, energy, _, _ = proof.measured_window(monitor, "loo", lambda: model(x), args.loo_seconds, args.gpu)
+        proof.run_for(work.step, 1.0)  # warm (a changed graph: allocator, kernels' caches)
+        calls, energy, _, _ = proof.measured_window(monitor, "loo", work.step, args.loo_seconds, args.gpu)
         return energy / calls
 
+    model, removable = work.model, work.removable
     fulls, without = [], {p: [] for p in removable}
     for _ in range(args.loo_repeats):
         fulls.append(per_step())
@@ -127,13 +168,14 @@ def truths_in_mix(monitor, model, x, removable, args):
 
 # -- one run ------------------------------------------------------------------------
 
-def mixed_window(monitor, model, x, args, name):
+def mixed_window(monitor, work, args, name):
     """--seconds of steps inside a session and one window: (steps, settled measurement, session)."""
-    with joule.torch.attribute(model, monitor, depth=1, phases=False, clock="gpu") as session:
-        proof.run_for(lambda: model(x), 2.0)  # warm, hooked
+    with joule.torch.attribute(work.model, monitor, depth=1, phases=work.train, optimizer=work.optimizer,
+                               clock="gpu") as session:
+        proof.run_for(work.step, 2.0)  # warm, hooked
         torch.cuda.synchronize()
         monitor.begin_window(name)
-        steps = proof.run_for(lambda: model(x), args.seconds)
+        steps = proof.run_for(work.step, args.seconds)
         torch.cuda.synchronize()
         m = monitor.end_window(name)
     return steps, monitor.settle(m, timeout_s=5.0), session
@@ -145,14 +187,22 @@ def mixed_window(monitor, model, x, args, name):
 VARIANTS = ("default", "statistical", "idle_baseline")
 
 
-def rows_of(attributions, truth):
-    """Per region with a truth, per variant: the estimate, its interval, the error and whether it holds the truth."""
+def estimates_by_path(a, train):
+    """What each module's truth is judged against: its total (forward and backward) in training, else its
+    forward region."""
+    if train:
+        return {t.name: t for t in a.totals}
+    return {r.name[:-len(SUFFIX)]: r for r in a.regions if r.name.endswith(SUFFIX)}
+
+
+def rows_of(attributions, truth, train):
+    """Per module with a truth, per variant: the estimate, its interval, the error and whether it holds the truth."""
     rows = []
-    for parts in zip(*(attributions[v].regions for v in VARIANTS)):
-        r = parts[0]
-        path = r.name[:-len(SUFFIX)] if r.name.endswith(SUFFIX) else r.name
+    by_variant = {v: estimates_by_path(attributions[v], train) for v in VARIANTS}
+    for path, r in by_variant["default"].items():
         if path not in truth or r.calls == 0:
             continue
+        parts = [by_variant[v][path] for v in VARIANTS]
         true = truth[path]
         row = {"region": path, "truth_share": true / statistics.fmean(truth["_full_step_j"]), "calls": r.calls,
                "truth_j": true,
@@ -168,13 +218,14 @@ def rows_of(attributions, truth):
 
 def one_run(monitor, model_name, k, response, idle_w, args):
     torch.manual_seed(k)
-    model, x, removable = MODELS[model_name](args)
+    work = MODELS[model_name](args)
     out_dir = os.path.join(args.out_dir, f"{model_name}-run{k}")
     os.makedirs(out_dir, exist_ok=True)
-    with torch.no_grad():
-        step_ms = proof.gpu_ms(lambda: model(x))
-        print(f"{model_name} run {k}: step {step_ms:.2f} ms, {len(removable)} regions to leave out", flush=True)
-        steps, m, session = mixed_window(monitor, model, x, args, f"{model_name}-run{k}")
+    with work.grad_mode():
+        step_ms = proof.gpu_ms(work.step)
+        print(f"{model_name} run {k}: step {step_ms:.2f} ms ({'training' if work.train else 'inference'}), "
+              f"{len(work.removable)} modules to leave out", flush=True)
+        steps, m, session = mixed_window(monitor, work, args, f"{model_name}-run{k}")
         options = {"sample_response": response, "bootstrap_rounds": args.bootstrap_rounds}
         attributions = {"default": session.result(m, **options)[args.gpu],
                         "statistical": session.result(m, model_bias=0.0, **options)[args.gpu],
@@ -182,8 +233,8 @@ def one_run(monitor, model_name, k, response, idle_w, args):
         proof.write_raw(monitor, session, m, types.SimpleNamespace(out_dir=out_dir, gpu=args.gpu))
         print(f"{model_name} run {k}: {steps} steps in {m.elapsed_s:.1f} s, {proof.gpu_energy(m, args.gpu):.0f} J",
               flush=True)
-        truth = truths_in_mix(monitor, model, x, removable, args)
-    rows = rows_of(attributions, truth)
+        truth = truths_in_mix(monitor, work, args)
+    rows = rows_of(attributions, truth, work.train)
     result = {"gpu": torch.cuda.get_device_name(args.gpu), "torch": torch.__version__, "model": model_name,
               "run": k, "args": {key: v for key, v in vars(args).items() if key != "response"},
               "step_ms": step_ms, "steps": steps, "elapsed_s": m.elapsed_s, "energy_j": proof.gpu_energy(m, args.gpu),
@@ -247,6 +298,8 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out-dir", default="attribution-truths")
     p.add_argument("--models", type=lambda s: s.split(","), default=["resnet50", "gpt"])
+    p.add_argument("--train", action="store_true",
+                   help="training steps (forward, backward, AdamW), each module judged by its total")
     p.add_argument("--runs", type=int, default=3, help="runs per model (seeds 1..K)")
     p.add_argument("--first-run", type=int, default=1, help="the first run's seed")
     p.add_argument("--seconds", type=float, default=40.0, help="the attributed window")
