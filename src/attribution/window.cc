@@ -15,6 +15,7 @@
 #include <string>
 
 #include "joule/attribution/spread.h"
+#include "joule/attribution/totals.h"
 #include "joule/common/root_sum_square.h"
 #include "joule/error.h"
 
@@ -193,7 +194,8 @@ void widen_by_sd(RegionEnergy& g, double sd_j, double z) {
 // The model's own bias (SampleModel::model_bias) carried into each resolved
 // region's interval and standard deviation, and each total's (its parts'
 // biases taken as independent); a note says what the intervals hold.
-void carry_model_bias(Attribution& a, double bias, double confidence, const std::vector<RegionTotal>& totals) {
+void carry_model_bias(Attribution& a, double bias, double confidence,
+                      const std::vector<std::vector<std::size_t>>& total_members) {
   if (bias == 0.0) {
     a.notes.push_back("intervals hold the statistical error only (model bias 0): against real GPUs' truths the model "
                       "itself was off by up to 17% per region (docs/attribution.md, 'The GPU proof')");
@@ -203,10 +205,7 @@ void carry_model_bias(Attribution& a, double bias, double confidence, const std:
   for (RegionEnergy& g : a.regions) widen_by_sd(g, bias * std::abs(g.energy_j), z);
   for (std::size_t i = 0; i < a.totals.size(); ++i) {
     double squares_j2 = 0.0;
-    for (const RegionEnergy& g : a.regions) {
-      const auto& parts = totals[i].regions;
-      if (std::find(parts.begin(), parts.end(), g.name) != parts.end()) squares_j2 += g.energy_j * g.energy_j;
-    }
+    for (std::size_t r : total_members[i]) squares_j2 += a.regions[r].energy_j * a.regions[r].energy_j;
     widen_by_sd(a.totals[i], bias * std::sqrt(squares_j2), z);
   }
   a.notes.push_back(fmt::format(
@@ -493,7 +492,8 @@ Attribution attribute_observed(const std::vector<ObservedPower>& observed,
                                  .residual_rms_w);
     Attribution out = attribute_with_response(observed, intervals, names, length_s, begin_s,
                                               window_energy_j, options, response, counter.observations);
-    carry_model_bias(out, samples.model_bias.value_or(kProofModelBias), options.confidence, options.totals);
+    carry_model_bias(out, samples.model_bias.value_or(kProofModelBias), options.confidence,
+                     checked_totals(options.totals, names));
     if (!counter.note.empty()) out.notes.push_back(counter.note);
     return out;
   }

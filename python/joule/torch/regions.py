@@ -210,9 +210,9 @@ class RegionAttribution:
 
     def module_totals(self) -> dict:
         """{path: [path.forward, path.backward]} for each module recorded in both phases."""
-        names = set(self.recorder.names)
-        return {name[:-len(".forward")]: [name, name[:-len(".forward")] + ".backward"] for name in self.recorder.names
-                if name.endswith(".forward") and name[:-len(".forward")] + ".backward" in names}
+        names = self.recorder.names
+        paths = [name[:-len(".forward")] for name in names if name.endswith(".forward")]
+        return {path: [f"{path}.forward", f"{path}.backward"] for path in paths if f"{path}.backward" in names}
 
     # -- recording --------------------------------------------------------
 
