@@ -351,18 +351,12 @@ def leave_one_out(monitor, model, args):
         for pair in pairs:
             pair_out[pair].append(per_step(without(*pair)))
     fulls.append(per_step(model))
-    # The full step measured around the rest: how far a truth (a difference
-    # of two such windows) may be off from the GPU's drift alone.
-    full, error = statistics.mean(fulls), max(fulls) - min(fulls)
-    around = [(fulls[k] + fulls[k + 1]) / 2 for k in range(args.loo_repeats)]
-    out = {"error_j": error, "_full_step_j": fulls, "_repeats_j": {}, "_spread_j": {}}
+    out = truths_from_rounds(fulls, alone_out)
     for name in names:
-        values = [f - w for f, w in zip(around, alone_out[name])]
-        out[name] = statistics.mean(values)
-        out["_repeats_j"][name] = values
-        out["_spread_j"][name] = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
-        print(f"in the mix {name:12s}: {out[name]:8.4f} J/step (repeats {', '.join(f'{v:.4f}' for v in values)}; "
-              f"full step {', '.join(f'{f:.4f}' for f in fulls)} J: truths +-{error:.4f} J)", flush=True)
+        print(f"in the mix {name:12s}: {out[name]:8.4f} J/step (repeats "
+              f"{', '.join(f'{v:.4f}' for v in out['_repeats_j'][name])}; full step "
+              f"{', '.join(f'{f:.4f}' for f in fulls)} J: truths +-{out['error_j']:.4f} J)", flush=True)
+    around = around_rounds(fulls)
     if pairs:
         out["_pairs"] = {}
         for a, b in pairs:
@@ -371,6 +365,29 @@ def leave_one_out(monitor, model, args):
                                          "interaction_j": pair_j - out[a] - out[b]}
             print(f"in the mix {a}+{b}: {pair_j:.4f} J/step against {out[a] + out[b]:.4f} J/step for the two "
                   f"alone: interaction {pair_j - out[a] - out[b]:+.4f} J", flush=True)
+    return out
+
+
+def around_rounds(fulls):
+    """The full step's J per step around each round: the mean of the windows before and after it."""
+    return [(fulls[k] + fulls[k + 1]) / 2 for k in range(len(fulls) - 1)]
+
+
+def truths_from_rounds(fulls, without):
+    """Truths in the mix from leave-one-out rounds: fulls, the full step's J
+    per step before each round and once after the last; without[name], the
+    step's without it, one per round. Per name: the mean over rounds of the
+    full step around the round less the step without it; "_repeats_j" those
+    values, "_spread_j" their standard error; "error_j" the full step's own
+    spread (how far a truth, a difference of two windows, may be off from the
+    GPU's drift alone)."""
+    around = around_rounds(fulls)
+    out = {"error_j": max(fulls) - min(fulls), "_full_step_j": fulls, "_repeats_j": {}, "_spread_j": {}}
+    for name, steps_j in without.items():
+        values = [f - w for f, w in zip(around, steps_j)]
+        out[name] = statistics.mean(values)
+        out["_repeats_j"][name] = values
+        out["_spread_j"][name] = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
     return out
 
 

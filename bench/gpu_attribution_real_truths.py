@@ -54,7 +54,6 @@ over all runs.
 import argparse
 import contextlib
 import json
-import math
 import os
 import statistics
 import time
@@ -161,13 +160,7 @@ def truths_in_mix(monitor, work, args):
             with left_out(model, path):
                 without[path].append(per_step())
     fulls.append(per_step())
-    around = [(fulls[k] + fulls[k + 1]) / 2 for k in range(args.loo_repeats)]
-    out = {"error_j": max(fulls) - min(fulls), "_full_step_j": fulls, "_repeats_j": {}, "_spread_j": {}}
-    for path in removable:
-        values = [f - w for f, w in zip(around, without[path])]
-        out[path] = statistics.fmean(values)
-        out["_repeats_j"][path] = values
-        out["_spread_j"][path] = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+    out = proof.truths_from_rounds(fulls, without)
     print(f"truths: full step {', '.join(f'{f:.3f}' for f in fulls)} J; " +
           ", ".join(f"{p} {out[p]:.4f}" for p in removable) + " J/step", flush=True)
     return out

@@ -39,6 +39,11 @@ def refit(raw, response, begin_s, end_s, energy_j, rounds, model_bias=0.0):
                                 bootstrap_rounds=rounds, sample_response=response, model_bias=model_bias)
 
 
+def path_of(region_name):
+    """The module path of a "<path>.forward" region (the proofs' regions are forward only)."""
+    return region_name[:-len(".forward")] if region_name.endswith(".forward") else region_name
+
+
 def sampled_energy_j(raw, begin_s, end_s):
     return sum(w * max(0.0, min(t1, end_s) - max(t0, begin_s)) for t0, t1, w in raw["samples"])
 
@@ -86,11 +91,11 @@ def run_rows(path, segments):
     def share(name):  # the truth's share of the step where the full step was measured, else the estimate's
         if full_step_j:
             return truth[name] / statistics.fmean(full_step_j)
-        return next(g.share for g in full.regions if g.name.endswith(".forward") and g.name[:-8] == name)
+        return next(g.share for g in full.regions if path_of(g.name) == name)
 
     rows = []
     for g in full.regions:
-        name = g.name[:-len(".forward")] if g.name.endswith(".forward") else g.name  # "<path>.forward"
+        name = path_of(g.name)
         if name not in truth or share(name) < 0.05 or not g.resolved:
             continue
         seg = [next(x for x in p.regions if x.name == g.name).energy_per_call_j for p in parts]
