@@ -3,6 +3,7 @@
 #include "joule/attribution/attribution.h"
 #include "joule/attribution/spread.h"
 #include "joule/attribution/totals.h"
+#include "attribution/checked_input.h"
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
@@ -37,132 +38,14 @@ constexpr double kIdleFloor = 1e-9;
 // (bench/README.md section 16j). Counted at 0 W instead, they move the parts
 // by at most their share of the time at the true idle power.
 constexpr double kMinIdleShareForBaseline = 0.01;
+// A fitted idle power at least this share of the exclusive regions' mean
+// power is unlike a GPU's idle (an H200 idles at ~18% of a training step's
+// power): most likely work left outside every region, such as a GPT's loss
+// at ~600 W (bench/README.md section 16j), which the regions then lack.
+constexpr double kBusyIdleShareOfRegions = 0.6;
 
 std::size_t packed_size(std::size_t k) { return k * (k + 1) / 2; }
 std::size_t packed_index(std::size_t a, std::size_t b) { return a >= b ? a * (a + 1) / 2 + b : b * (b + 1) / 2 + a; }
-
-void check_arguments(double begin_s, double end_s, double energy_j, const AttributionOptions& o) {
-  if (!std::isfinite(begin_s) || !std::isfinite(end_s) || !(end_s > begin_s))
-    throw UsageError(fmt::format("attribution: the window [{}, {}] s is not a finite span that ends after it begins",
-                                 begin_s, end_s));
-  if (!std::isfinite(energy_j) || energy_j < 0.0)
-    throw UsageError(
-        fmt::format("attribution: the window's energy {} J is not a finite, non-negative number", energy_j));
-  if (o.baseline_w && !(std::isfinite(*o.baseline_w) && *o.baseline_w >= 0.0))
-    throw UsageError(fmt::format("attribution: baseline_w {} W is not a finite, non-negative power", *o.baseline_w));
-  if (o.bootstrap_rounds < 0)
-    throw UsageError(fmt::format("attribution: bootstrap_rounds {} is negative", o.bootstrap_rounds));
-  if (!(o.confidence > 0.0 && o.confidence < 1.0))
-    throw UsageError(fmt::format("attribution: confidence {} is outside (0, 1)", o.confidence));
-  if (!(std::isfinite(o.block_s) && o.block_s > 0.0))
-    throw UsageError(fmt::format("attribution: block_s {} s is not a positive duration", o.block_s));
-}
-
-std::string describe(const RegionInterval& v, std::span<const std::string> names) {
-  return fmt::format("region '{}' [{:.9f}, {:.9f}) s", names[v.region], v.begin_s, v.end_s);
-}
-
-// The intervals of the fit: the exclusive ones sorted by beginning (they then
-// also end in order, which the sweep relies on), and each concurrent region's
-// calls merged into the time any of them ran (its column is whether it runs,
-// not how many calls do), sorted by beginning.
-struct Layout {
-  std::vector<RegionInterval> exclusive;
-  std::vector<RegionInterval> concurrent;
-  std::vector<bool> is_concurrent;  // per region
-};
-
-void check_interval(const RegionInterval& v, std::size_t i, std::span<const std::string> names, double begin_s,
-                    double end_s) {
-  if (v.region >= names.size())
-    throw UsageError(fmt::format("attribution: interval {} names region {}, an unknown region (there are {} region names)",
-                                 i, v.region, names.size()));
-  if (!std::isfinite(v.begin_s) || !std::isfinite(v.end_s))
-    throw UsageError(fmt::format("attribution: interval {} of region '{}' is not finite: [{}, {}] s", i,
-                                 names[v.region], v.begin_s, v.end_s));
-  if (v.end_s < v.begin_s)
-    throw UsageError(fmt::format("attribution: interval {}, {}, ends before it begins", i, describe(v, names)));
-  if (v.begin_s < begin_s || v.end_s > end_s)
-    throw UsageError(fmt::format("attribution: interval {}, {}, lies outside the window [{:.9f}, {:.9f}] s", i,
-                                 describe(v, names), begin_s, end_s));
-}
-
-bool by_beginning(const RegionInterval& a, const RegionInterval& b) {
-  return a.begin_s != b.begin_s ? a.begin_s < b.begin_s : a.end_s < b.end_s;
-}
-
-// Each region's overlapping or touching calls as one interval (sorted input).
-std::vector<RegionInterval> merged_per_region(std::vector<RegionInterval> sorted, std::size_t regions) {
-  std::vector<std::optional<std::size_t>> last(regions);  // per region, its latest piece in out
-  std::vector<RegionInterval> out;
-  for (const RegionInterval& v : sorted) {
-    std::optional<std::size_t>& at = last[v.region];
-    if (at && v.begin_s <= out[*at].end_s) {
-      out[*at].end_s = std::max(out[*at].end_s, v.end_s);
-    } else {
-      at = out.size();
-      out.push_back(v);
-    }
-  }
-  return out;  // still sorted by beginning: a merge only moves ends
-}
-
-Layout checked_intervals(std::span<const RegionInterval> intervals, std::span<const std::string> names, double begin_s,
-                         double end_s) {
-  Layout layout;
-  layout.is_concurrent.assign(names.size(), false);
-  std::vector<std::optional<std::size_t>> first(names.size());  // per region, its first interval
-  for (std::size_t i = 0; i < intervals.size(); ++i) {
-    const RegionInterval& v = intervals[i];
-    check_interval(v, i, names, begin_s, end_s);
-    if (!first[v.region]) {
-      first[v.region] = i;
-      layout.is_concurrent[v.region] = v.concurrent;
-    } else if (layout.is_concurrent[v.region] != v.concurrent) {
-      throw UsageError(fmt::format("attribution: region '{}' is concurrent in interval {} and not in interval {}: a "
-                                   "region is one or the other",
-                                   names[v.region], v.concurrent ? i : *first[v.region],
-                                   v.concurrent ? *first[v.region] : i));
-    }
-    (v.concurrent ? layout.concurrent : layout.exclusive).push_back(v);
-  }
-  std::sort(layout.exclusive.begin(), layout.exclusive.end(), by_beginning);
-  const std::vector<RegionInterval>& sorted = layout.exclusive;
-  for (std::size_t i = 1; i < sorted.size(); ++i) {
-    if (sorted[i].begin_s < sorted[i - 1].end_s)
-      throw UsageError(
-          fmt::format("attribution: intervals overlap: {} and {} (leaf regions must be exclusive: split "
-                      "nested ones into their own parts, or mark work on another stream concurrent)",
-                      describe(sorted[i - 1], names), describe(sorted[i], names)));
-  }
-  std::sort(layout.concurrent.begin(), layout.concurrent.end(), by_beginning);
-  layout.concurrent = merged_per_region(std::move(layout.concurrent), names.size());
-  return layout;
-}
-
-// The observations' indices in order of beginning, after checking each.
-std::vector<std::size_t> checked_order(std::span<const PowerObservation> observations, double begin_s, double end_s) {
-  if (observations.empty()) throw UsageError("attribution: no power observations in the window");
-  for (std::size_t i = 0; i < observations.size(); ++i) {
-    const PowerObservation& o = observations[i];
-    const auto what = [&] {
-      return fmt::format("observation {} ([{:.9f}, {:.9f}] s, {} W, weight {})", i, o.begin_s, o.end_s, o.power_w,
-                         o.weight);
-    };
-    if (!std::isfinite(o.begin_s) || !std::isfinite(o.end_s) || !std::isfinite(o.power_w) || !std::isfinite(o.weight))
-      throw UsageError(fmt::format("attribution: {} is not finite", what()));
-    if (!(o.weight > 0.0)) throw UsageError(fmt::format("attribution: {} has a weight that is not positive", what()));
-    if (o.end_s < o.begin_s) throw UsageError(fmt::format("attribution: {} ends before it begins", what()));
-    if (o.begin_s < begin_s || o.end_s > end_s)
-      throw UsageError(
-          fmt::format("attribution: {} lies outside the window [{:.9f}, {:.9f}] s", what(), begin_s, end_s));
-  }
-  std::vector<std::size_t> order(observations.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return observations[a].begin_s < observations[b].begin_s; });
-  return order;
-}
 
 // One observation's design row: for each column (the regions, then idle) the
 // share of the observation it accounts for. Observations must come in order
@@ -531,6 +414,24 @@ void note_baseline(Attribution& out, const Fit& fit, const Totals& t, std::size_
                   why));
 }
 
+void note_busy_idle(Attribution& out, const Estimate& e, const Totals& t) {
+  if (!e.baseline_estimated || !e.baseline_separated) return;
+  double time_s = 0.0, energy_j = 0.0;
+  for (std::size_t r = 0; r < t.time_s.size(); ++r) {
+    if (t.concurrent[r] || !e.resolved[r]) continue;
+    time_s += t.time_s[r];
+    energy_j += e.power_w(static_cast<Eigen::Index>(r)) * t.time_s[r];
+  }
+  if (!(time_s > 0.0 && energy_j > 0.0)) return;
+  const double regions_w = energy_j / time_s;
+  if (e.baseline_w < kBusyIdleShareOfRegions * regions_w) return;
+  out.notes.push_back(fmt::format(
+      "the idle time ({:.6g} s) is fitted at {:.4g} W, {:.0f}% of the regions' mean power ({:.4g} W): if this GPU "
+      "idles lower, that time is work left outside every region (a loss, a copy), missing from the regions; put it "
+      "in a region, or give baseline_w (docs/attribution.md, 'Real models')",
+      t.idle_time_s, e.baseline_w, 100.0 * e.baseline_w / regions_w, regions_w));
+}
+
 void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Totals& t,
                   const std::vector<std::vector<double>>& rounds, std::span<const std::string> names,
                   const AttributionOptions& options) {
@@ -672,6 +573,7 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
   out.observations = observations.size();
   out.residual_rms_w = residual_rms_w(observations, order, layout, regions, fit.coefficients, options.span_profile);
   note_baseline(out, fit, t, regions, window_s, too_short);
+  note_busy_idle(out, e, t);
   set_scale(out);
   out.idle_energy_j = e.baseline_w * t.idle_time_s * out.scale;
 

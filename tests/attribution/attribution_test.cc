@@ -364,6 +364,27 @@ TEST(AttributionTest, ASliverOfIdleTimeIsNotFittedAsTheBaseline) {
   EXPECT_FALSE(has_note(separated, "baseline not separated"));
 }
 
+// Work left outside every region (here the step's last 5 ms at 600 W, as a
+// GPT's loss was) is read as idle: the fitted idle power then sits near the
+// regions' own and a note says what it likely is; a real idle gap does not.
+TEST(AttributionTest, NotesIdleTimeThatDrawsAsMuchAsTheRegions) {
+  StepSpec busy = with_gap();
+  busy.baseline_w = 600.0;
+  const SyntheticRun run(busy, 3000, 5);
+  const Attribution a = fit(run, observe(run, Kind::kAverages, 5), busy);
+  ASSERT_TRUE(a.baseline_separated);
+  EXPECT_NEAR(a.baseline_w, 600.0, 30.0);
+  EXPECT_TRUE(has_note(a, "work left outside every region"));
+  AttributionOptions given;
+  given.baseline_w = 90.0;  // what the user measured: the note has no fitted idle power to judge
+  EXPECT_FALSE(has_note(fit(run, observe(run, Kind::kAverages, 5), busy, given), "work left outside"));
+  const StepSpec idle = with_gap();
+  const SyntheticRun idle_run(idle, 3000, 5);
+  const Attribution b = fit(idle_run, observe(idle_run, Kind::kAverages, 5), idle);
+  ASSERT_TRUE(b.baseline_separated);
+  EXPECT_FALSE(has_note(b, "work left outside"));
+}
+
 // The 0.6 ms reduction and the 0.3 ms launch storm (3.7% and 0.9% of the
 // energy): point samples hit them in 3.6% and 1.8% of samples, so 6000 steps
 // (100 s, ~5000 samples) resolve both to within 5%, where 100 steps (1.7 s)
