@@ -22,6 +22,11 @@ The Transformer blocks of gpu_attribution_ddp.py, one DDP model per kind
   direct              a Python hook calling the process group's allreduce itself
                       (AVG where NCCL, else divide and SUM) and a then() that unwraps
   direct + edges      the same recording both edges on a joule.GpuEdgeClock
+  session             each block of steps in a joule.torch.attribute session at --depth
+                      with allreduce=False: the modules' edges alone (no comm hook)
+  session + allreduce the same with the all-reduce recorded (joule's C++ comm hook): a
+                      whole session, to set against "session" and "joule C++ + edges"
+                      (section 16i's ~4.5% came from phases run one after the other)
 """
 import argparse
 import os
@@ -76,6 +81,7 @@ def main():
     p.add_argument("--block", type=int, default=15)
     p.add_argument("--rounds", type=int, default=1, help="the whole comparison, this many times")
     p.add_argument("--kinds", help="the kinds to compare, separated by ';' (default: all; built-in always)")
+    p.add_argument("--depth", type=int, default=1, help="the sessions' module depth")
     add_blocks_arguments(p)
     args = p.parse_args()
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
@@ -93,6 +99,7 @@ def main():
         return ddp, torch.optim.AdamW(ddp.parameters(), lr=1e-4)
 
     kinds = {}
+    sessions = {}  # kind -> joule.torch.attribute's options: each block of steps in a session
     kinds["built-in"] = model()
     kinds["built-in (twin)"] = model()
     kinds["built-in hook"] = model()
@@ -111,10 +118,21 @@ def main():
     kinds["direct"][0].register_comm_hook(dist.group.WORLD, direct_hook(None))
     kinds["direct + edges"] = model()
     kinds["direct + edges"][0].register_comm_hook(dist.group.WORLD, direct_hook(clock))
+    for kind, allreduce in (("session", False), ("session + allreduce", True)):
+        kinds[kind] = model()
+        sessions[kind] = {"allreduce": allreduce}
     if args.kinds:
         kinds = {k: kinds[k] for k in ["built-in"] + [k for k in args.kinds.split(";") if k != "built-in"]}
-    for ddp, opt in kinds.values():
-        timed(ddp, opt, x, NoRegion(), 5)
+
+    def block(kind, steps):
+        ddp, opt = kinds[kind]
+        if kind not in sessions:
+            return timed(ddp, opt, x, NoRegion(), steps)
+        with joule.torch.attribute(ddp, monitor, depth=args.depth, optimizer=opt, **sessions[kind]) as session:
+            return timed(ddp, opt, x, session.region, steps)
+
+    for kind in kinds:
+        block(kind, 5)  # a session's first use registers its comm hook for good
     clock.flush()
     # The same gradients from each kind (AVG and divide-then-sum agree).
     grads = {}
@@ -127,8 +145,8 @@ def main():
     for round_ in range(args.rounds):
         results = {k: [] for k in kinds}
         for _ in range(args.blocks):
-            for kind, (ddp, opt) in kinds.items():
-                results[kind].extend(timed(ddp, opt, x, NoRegion(), args.block))
+            for kind in kinds:
+                results[kind].extend(block(kind, args.block))
             clock.flush()
         if dist.get_rank() == 0:
             base = statistics.median(results["built-in"])
@@ -137,7 +155,7 @@ def main():
             for kind, times in results.items():
                 t = statistics.median(times)
                 diff = (grads[kind] - grads["built-in"]).abs().max().item()
-                print(f"{kind:18s} {1e3 * t:7.2f} ms {100 * (t / base - 1):+6.2f}%  grad diff vs built-in {diff:.2e}",
+                print(f"{kind:24s} {1e3 * t:7.2f} ms {100 * (t / base - 1):+6.2f}%  grad diff vs built-in {diff:.2e}",
                       flush=True)
     dist.destroy_process_group()
 
