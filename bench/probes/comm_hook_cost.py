@@ -8,7 +8,8 @@ the all-reduce recorded for <= 1%). Changes no GPU setting.
         [--kinds "built-in;built-in (twin);..."]
 
 The Transformer blocks of gpu_attribution_ddp.py, one DDP model per kind
-(DDP keeps a comm hook for good), blocks of steps interleaved, medians:
+(DDP keeps a comm hook for good), blocks of steps interleaved (each round of
+blocks starting with the next kind), medians:
   built-in            DDP's own all-reduce (no hook)
   built-in (twin)     a second such model: how far two models of one kind differ here
   built-in hook       _register_builtin_comm_hook(ALLREDUCE): DDP's C++ hook
@@ -144,8 +145,11 @@ def main():
     clock.flush()
     for round_ in range(args.rounds):
         results = {k: [] for k in kinds}
-        for _ in range(args.blocks):
-            for kind in kinds:
+        names = list(kinds)
+        for b in range(args.blocks):
+            # Each block starts with another kind: a kind's place in the
+            # order (right after the flush, say) costs it nothing on average.
+            for kind in names[b % len(names):] + names[:b % len(names)]:
                 results[kind].extend(block(kind, args.block))
             clock.flush()
         if dist.get_rank() == 0:
