@@ -34,9 +34,23 @@ Z90 = 1.6448536269514722  # the two-sided 90% interval of a normal
 DEFAULT_BIAS = 0.075  # joule's kProofModelBias (include/joule/attribution/window.h)
 
 
+def module_totals(raw):
+    """Training runs (regions in both phases): {path: [path.forward, path.backward]}, judged as
+    gpu_attribution_real_truths.py --train judges them; None for forward-only runs."""
+    names = {v[0] for v in raw["intervals"]}
+    paths = [n[:-len(".backward")] for n in names if n.endswith(".backward")]
+    return {p: [p + ".forward", p + ".backward"] for p in paths if p + ".forward" in names} or None
+
+
 def refit(raw, response, begin_s, end_s, energy_j, rounds, model_bias=0.0):
     return joule.attribute_data(raw["samples"], raw.get("counter", []), raw["intervals"], begin_s, end_s, energy_j,
-                                bootstrap_rounds=rounds, sample_response=response, model_bias=model_bias)
+                                bootstrap_rounds=rounds, sample_response=response, model_bias=model_bias,
+                                totals=module_totals(raw))
+
+
+def judged(a):
+    """What a run is judged by: its module totals where it has them, else its regions."""
+    return a.totals if a.totals else a.regions
 
 
 def path_of(region_name):
@@ -91,15 +105,15 @@ def run_rows(path, segments):
     def share(name):  # the truth's share of the step where the full step was measured, else the estimate's
         if full_step_j:
             return truth[name] / statistics.fmean(full_step_j)
-        return next(g.share for g in full.regions if path_of(g.name) == name)
+        return next(g.share for g in judged(full) if path_of(g.name) == name)
 
     rows = []
-    for g in full.regions:
+    for g in judged(full):
         name = path_of(g.name)
         if name not in truth or share(name) < 0.05 or not g.resolved:
             continue
-        seg = [next(x for x in p.regions if x.name == g.name).energy_per_call_j for p in parts]
-        with_bias = next(x for x in default.regions if x.name == g.name)
+        seg = [next(x for x in judged(p) if x.name == g.name).energy_per_call_j for p in parts]
+        with_bias = next(x for x in judged(default) if x.name == g.name)
         rows.append(Row(name, g, with_bias, truth[name], statistics.stdev(seg) / g.energy_per_call_j))
     return rows
 
@@ -121,7 +135,8 @@ def main():
                   f"segments' sd {100 * row.seg_sd:4.1f}%")
     print(f"statistical intervals alone: {sum(r.holds()[0] for r in rows)} of {len(rows)} hold the truth")
     print(f"joule's default (model bias {100 * DEFAULT_BIAS:g}%, pooled from the five runs of 2026-11-26, -29): "
-          f"{sum(r.default_low <= r.truth_j <= r.default_high for r in rows)} of {len(rows)}")
+          f"{sum(r.default_low <= r.truth_j <= r.default_high for r in rows)} of {len(rows)}, median half-width "
+          f"{100 * statistics.median((r.default_high - r.default_low) / 2 / r.est for r in rows):.1f}%")
 
     def bias_of(rs):
         """The root mean square of what each error has beyond its statistical sigma."""
