@@ -353,7 +353,8 @@ void bind_attribution(py::module_& m) {
       .def_readonly("scale", &Attribution::scale)
       .def_readonly("observations", &Attribution::observations)
       .def_readonly("residual_rms_w", &Attribution::residual_rms_w)
-      .def_readonly("notes", &Attribution::notes)
+      // Writable: joule.torch sessions add what they know of the modules (identical ones' spread).
+      .def_readwrite("notes", &Attribution::notes)
       .def_readonly("simulated", &Attribution::simulated)
       .def("to_dict", &attribution_dict, "Plain dicts, lists and floats (NaN kept), e.g. for json.dumps.")
       .def("__repr__", [](const Attribution& a) {

@@ -9,6 +9,7 @@ import torch
 
 from .clocks import GpuClock, HostClock
 from .ddp import ALLREDUCE, _CommRecording, native_comm_hook, register_comm_hook
+from .twins import identical_modules, spread_notes
 
 if TYPE_CHECKING:
     from .._joule import Monitor
@@ -201,12 +202,18 @@ class RegionAttribution:
         totals= is given, each module recorded in both phases gets a total
         of its forward and backward (Attribution.totals, named by its path):
         its energy with the interval of the sum, which adding the two
-        regions' intervals would not give."""
+        regions' intervals would not give. Identical modules (one type and
+        parameters, the same GPU time a call) get a note with how far their
+        energies spread (joule.torch.twins)."""
         from .. import attribute
 
         self.flush()
         options.setdefault("totals", self.module_totals())
-        return attribute(self.monitor, measurement, self.recorder, **options)
+        attributions = attribute(self.monitor, measurement, self.recorder, **options)
+        groups = identical_modules(self.modules())
+        for a in attributions:
+            a.notes = list(a.notes) + spread_notes(a, groups)
+        return attributions
 
     def module_totals(self) -> dict:
         """{path: [path.forward, path.backward]} for each module recorded in both phases."""

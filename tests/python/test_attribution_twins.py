@@ -1,0 +1,108 @@
+# SPDX-FileCopyrightText: 2026 the joule developers
+# SPDX-License-Identifier: Apache-2.0
+"""Identical modules as a check on the fit (joule.torch.twins): a session's
+result notes how far the energies of modules that do the same work spread,
+on simulated GPUs with host edges and CPU torch."""
+import re
+import statistics
+import time
+
+import pytest
+import torch
+
+import joule
+import joule.attribution
+import joule.torch
+from joule.torch.twins import identical_modules, spread_notes
+
+
+class _SlowBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, seconds):
+        ctx.seconds = seconds
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(ctx.seconds)
+        return grad, None
+
+
+class Sleepy(torch.nn.Module):
+    """A linear layer whose call lasts `seconds` of host time, forward and backward."""
+
+    def __init__(self, width, seconds):
+        super().__init__()
+        self.linear = torch.nn.Linear(width, width)
+        self.seconds = seconds
+
+    def forward(self, x):
+        time.sleep(self.seconds)
+        return _SlowBackward.apply(self.linear(x), self.seconds)
+
+
+@pytest.fixture
+def monitor(monkeypatch):
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")  # GPUs only
+    return joule.Monitor(backend="sim", sim="count=1,load=1", interval_ms=10)
+
+
+def test_modules_of_one_type_and_parameters_are_grouped():
+    a, b, wide, relu = Sleepy(8, 0.0), Sleepy(8, 0.0), Sleepy(16, 0.0), torch.nn.ReLU()
+    c = Sleepy(8, 0.0).to(torch.float64)  # the same shapes in another dtype: other work
+    groups = identical_modules([("a", a), ("relu", relu), ("b", b), ("wide", wide), ("c", c),
+                                ("relu2", torch.nn.ReLU())])
+    assert groups == [["a", "b"]]
+    assert identical_modules([("a", a), ("wide", wide)]) == []
+
+
+def test_a_session_notes_how_far_identical_modules_energies_spread(monitor):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Sleepy(16, 0.01), Sleepy(16, 0.01), Sleepy(16, 0.01),
+                                Sleepy(16, 0.03),  # the same parameters, three times the time: left out
+                                torch.nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, 16), torch.randint(0, 4, (32,))
+    with joule.torch.attribute(model, monitor, optimizer=opt, clock="host") as session:
+        with monitor.window("train") as w:
+            for _ in range(20):
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+    settled = monitor.settle(w.measurement, timeout_s=5.0)
+    a = session.result(settled, bootstrap_rounds=0)[0]
+    [note] = [n for n in a.notes if n.startswith("identical modules")]
+    members = re.match(r"identical modules \(([^:]*):", note).group(1).split(", ")
+    # Not 3 (its calls last longer), nor 4 (another type); 0, 1 and 2 unless
+    # a loaded machine stretched one's calls by more than 5%.
+    assert len(members) >= 2 and set(members) <= {"0", "1", "2"}, note
+    totals = {t.name: t for t in a.totals}
+    energies_j = [totals[name].energy_per_call_j for name in members]
+    spread = statistics.stdev(energies_j) / statistics.fmean(energies_j)
+    assert float(re.search(r"spread by ([0-9.]+)%", note).group(1)) == pytest.approx(100 * spread, abs=0.05)
+    # The note reaches what users read: the table and the JSON.
+    assert note in joule.attribution.format_table(a)
+    assert note in joule.attribution.to_json([a])
+    # Without totals the forward regions are compared.
+    [plain] = session.result(settled, bootstrap_rounds=0, totals=None)
+    assert any(re.match(r"identical modules \([0-2]\.forward, [0-2]\.forward", n) for n in plain.notes), plain.notes
+
+
+def test_no_note_without_identical_modules():
+    groups = identical_modules([("a", torch.nn.Linear(4, 4)), ("b", torch.nn.Linear(4, 8))])
+
+    class Part:
+        def __init__(self, name, energy_j, seconds):
+            self.name, self.resolved, self.calls = name, True, 10
+            self.energy_per_call_j, self.gpu_time_s = energy_j, 10 * seconds
+
+    class Result:
+        regions = [Part("a.forward", 1.0, 0.001), Part("b.forward", 2.0, 0.002)]
+        totals = []
+
+    assert groups == [] and spread_notes(Result(), groups) == []
+    # A group whose members' calls differ in time beyond 5% is no group.
+    assert spread_notes(Result(), [["a", "b"]]) == []
+    Result.regions[1].gpu_time_s = 10 * 0.00104
+    [note] = spread_notes(Result(), [["a", "b"]])
+    assert "spread by 47.1%" in note
