@@ -29,17 +29,17 @@ import math
 import statistics
 
 import joule
+from joule.torch.regions import module_totals_of
 
 Z90 = 1.6448536269514722  # the two-sided 90% interval of a normal
 DEFAULT_BIAS = 0.075  # joule's kProofModelBias (include/joule/attribution/window.h)
 
 
 def module_totals(raw):
-    """Training runs (regions in both phases): {path: [path.forward, path.backward]}, judged as
-    gpu_attribution_real_truths.py --train judges them; None for forward-only runs."""
-    names = {v[0] for v in raw["intervals"]}
-    paths = [n[:-len(".backward")] for n in names if n.endswith(".backward")]
-    return {p: [p + ".forward", p + ".backward"] for p in paths if p + ".forward" in names} or None
+    """Training runs (regions in both phases): each module's forward and backward as a session
+    totals them (joule.torch.regions.module_totals_of), as gpu_attribution_real_truths.py --train
+    judges them; None for forward-only runs."""
+    return module_totals_of(dict.fromkeys(v[0] for v in raw["intervals"])) or None
 
 
 def refit(raw, response, begin_s, end_s, energy_j, rounds, model_bias=0.0):

@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
+#include <optional>
 #include <pcg_random.hpp>
 
 #include "joule/error.h"

@@ -217,9 +217,7 @@ class RegionAttribution:
 
     def module_totals(self) -> dict:
         """{path: [path.forward, path.backward]} for each module recorded in both phases."""
-        names = self.recorder.names
-        paths = [name[:-len(".forward")] for name in names if name.endswith(".forward")]
-        return {path: [f"{path}.forward", f"{path}.backward"] for path in paths if f"{path}.backward" in names}
+        return module_totals_of(self.recorder.names)
 
     # -- recording --------------------------------------------------------
 
@@ -303,6 +301,14 @@ class RegionAttribution:
             self._step = None
         if self._hooks is not None:
             self._hooks.close_all()
+
+
+def module_totals_of(names) -> dict:
+    """{path: [path.forward, path.backward]} for each path with both regions among `names` (a
+    session's, or the names of stored intervals refitted offline), in the order of the forwards."""
+    names = list(names)
+    paths = [name[:-len(".forward")] for name in names if name.endswith(".forward")]
+    return {path: [f"{path}.forward", f"{path}.backward"] for path in paths if f"{path}.backward" in names}
 
 
 class _SessionRegion:
