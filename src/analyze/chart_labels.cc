@@ -15,7 +15,11 @@ namespace joule::chart {
 
 namespace {
 
-constexpr double kLineHeight = 13;     // 12 px text
+constexpr double kLineHeight = 13;     // 12 px text, baseline to baseline
+// Below the last baseline a 12 px line's descenders reach 3-4 px, 2 more than
+// kLineHeight leaves: without it, two labels placed edge to edge touch
+// (Chromium draws a two-line label's box 13 * 2 + 2 px tall).
+constexpr double kDescender = 2;
 constexpr double kLeaderFrom = 12;     // a label further than this from its point gets a leader
 constexpr double kCharWidth = 6.6;     // at 12 px, for layout
 constexpr double kGridStep = 10;       // the search over the whole plot
@@ -80,15 +84,16 @@ std::vector<std::string> wrap_words(const std::string& text, double max_width, d
   return lines;
 }
 
-bool LabelPlacer::free(const Box& box, bool mind_lines) const {
+bool LabelPlacer::free(const Box& box, Clearance clearance) const {
   if (box.left < area_.left + 2 || box.right > area_.right - 2 || box.top < area_.top + 1 || box.bottom > area_.bottom - 2) {
     return false;
   }
   auto covers = [&](const Box& b) { return b.overlaps(box); };
-  if (std::any_of(placed_.begin(), placed_.end(), covers) || std::any_of(obstacles_.begin(), obstacles_.end(), covers)) {
-    return false;
-  }
-  return !mind_lines || std::none_of(segments_.begin(), segments_.end(), [&](const Segment& s) {
+  auto covers_any = [&](const std::vector<Box>& boxes) { return std::any_of(boxes.begin(), boxes.end(), covers); };
+  if (covers_any(placed_)) return false;
+  if (clearance != Clearance::kLabels && covers_any(markers_)) return false;
+  if ((clearance == Clearance::kEverything || clearance == Clearance::kAllButLines) && covers_any(bars_)) return false;
+  return clearance != Clearance::kEverything || std::none_of(segments_.begin(), segments_.end(), [&](const Segment& s) {
     return box.crossed_by(s.x1, s.y1, s.x2, s.y2);
   });
 }
@@ -101,7 +106,7 @@ std::vector<Box> LabelPlacer::candidates(double x, double y, double w, double h,
     for (double dy : {-8.0 - 14 * step, 17.0 + 14 * step}) {
       for (bool left_side : {false, true}) {
         const double left = left_side ? x - 9 - w : x + 9;
-        const double bottom = y + dy + 2;
+        const double bottom = y + dy + 2 + kDescender;  // the last baseline at y + dy
         near.push_back({left, bottom - h, left + w, bottom});
       }
     }
@@ -122,18 +127,16 @@ std::string LabelPlacer::place(double x, double y, const std::string& text, cons
   const auto lines = wrap_words(text, 0.8 * (area_.right - area_.left), char_width);
   double w = 0;
   for (const auto& line : lines) w = std::max(w, text_width(line, char_width));
-  const double h = kLineHeight * static_cast<double>(lines.size());
+  const double h = kLineHeight * static_cast<double>(lines.size()) + kDescender;
   // An optional label (a point's among many) stays near its point or is left out.
   const auto places = candidates(x, y, w, h, !optional);
   std::optional<Box> chosen;
-  for (bool mind_lines : {true, false}) {
-    for (const auto& box : places) {
-      if (free(box, mind_lines)) {
-        chosen = box;
-        break;
-      }
-    }
-    if (chosen) break;
+  // An optional label keeps clear of everything but the lines or is left out.
+  const auto least = optional ? Clearance::kAllButLines : Clearance::kLabels;
+  for (Clearance clearance = Clearance::kEverything; !chosen && clearance <= least;
+       clearance = static_cast<Clearance>(static_cast<int>(clearance) + 1)) {
+    const auto it = std::find_if(places.begin(), places.end(), [&](const Box& box) { return free(box, clearance); });
+    if (it != places.end()) chosen = *it;
   }
   if (!chosen && optional) return "";
   if (!chosen) {  // nowhere free: inside the plot at least

@@ -29,27 +29,33 @@ class LabelPlacer {
   // Labels stay inside `area` (the plot), so they never cover a tick label.
   explicit LabelPlacer(Box area) : area_(area) {}
 
-  // Something a label must not cover: a marker, an error bar.
-  void avoid(const Box& box) { obstacles_.push_back(box); }
+  // Something a label must not cover: a marker.
+  void avoid(const Box& box) { markers_.push_back(box); }
+  // Something a label covers only where no place clear of it is left: an
+  // error bar (text over a bar still reads; text over text does not).
+  void avoid_where_possible(const Box& box) { bars_.push_back(box); }
   // A stretch of a data line a label should not cross where it has a choice.
   void avoid_segment(double x1, double y1, double x2, double y2) { segments_.push_back({x1, y1, x2, y2}); }
 
   // The label's SVG (its leader line first, where it has one): nearest the
   // point (x, y) first, then anywhere free in the plot. An `optional` label
   // is only tried near its point and is empty when no place there is free;
-  // any other label goes over something in a crowded plot rather than be
-  // left out.
+  // any other label gives up, in turn, keeping clear of data lines, error
+  // bars and markers, and in a plot too crowded for even that goes over
+  // another label rather than be left out.
   std::string place(double x, double y, const std::string& text, const std::string& css_class, bool optional = false);
 
  private:
   struct Segment {
     double x1, y1, x2, y2;
   };
-  bool free(const Box& box, bool mind_lines) const;
+  // What a place must keep clear of, from the most to the least.
+  enum class Clearance { kEverything, kAllButLines, kLabelsAndMarkers, kLabels };
+  bool free(const Box& box, Clearance clearance) const;
   std::vector<Box> candidates(double x, double y, double w, double h, bool whole_plot) const;
 
   Box area_;
-  std::vector<Box> placed_, obstacles_;
+  std::vector<Box> placed_, markers_, bars_;
   std::vector<Segment> segments_;
 };
 

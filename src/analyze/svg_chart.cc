@@ -353,8 +353,8 @@ void show_hidden_twins(std::vector<ChartSeries>& series, const Scale& x, const S
   }
 }
 
-// What labels keep clear of: markers and error bars always, the data lines
-// and rules where they can.
+// What labels keep clear of: markers always, error bars, the data lines and
+// rules where they can.
 void add_obstacles(chart::LabelPlacer& labels, const std::vector<ChartSeries>& series, const ChartNotes& notes,
                    const Frame& f, const Scale& x, const Scale& y) {
   for (const auto& s : series) {
@@ -367,10 +367,12 @@ void add_obstacles(chart::LabelPlacer& labels, const std::vector<ChartSeries>& s
       previous = {px, py};
       if (s.markers && !s.dashed) labels.avoid({px - 5, py - 5, px + 5, py + 5});
       if (i < s.y_ranges.size() && y.drawable(s.y_ranges[i].first) && y.drawable(s.y_ranges[i].second)) {
-        labels.avoid({px - 5, y.pixel(s.y_ranges[i].second) - 1, px + 5, y.pixel(s.y_ranges[i].first) + 1});
+        labels.avoid_where_possible(
+            {px - 5, y.pixel(s.y_ranges[i].second) - 1, px + 5, y.pixel(s.y_ranges[i].first) + 1});
       }
       if (i < s.x_ranges.size() && x.drawable(s.x_ranges[i].first) && x.drawable(s.x_ranges[i].second)) {
-        labels.avoid({x.pixel(s.x_ranges[i].first) - 1, py - 5, x.pixel(s.x_ranges[i].second) + 1, py + 5});
+        labels.avoid_where_possible(
+            {x.pixel(s.x_ranges[i].first) - 1, py - 5, x.pixel(s.x_ranges[i].second) + 1, py + 5});
       }
     }
   }
