@@ -87,15 +87,63 @@ class Steps:
         return total_j
 
 
-def test_each_region_gets_the_power_of_the_load_it_set(monitor):
+def measured_loop(monitor, seed):
+    """The loop in a window, settled, and its attribution per GPU."""
     recorder = joule.RegionRecorder(monitor)
     steps = Steps(monitor, recorder)
     steps.switch(None, 0.0)
     time.sleep(0.1)  # some idle before the loop
     with monitor.window("train") as w:
-        steps.run(LOOP_S, random.Random(32))  # random lengths: the step's phase drifts against the 20 ms samples
+        steps.run(LOOP_S, random.Random(seed))  # random lengths: the step's phase drifts against the 20 ms samples
     settled = monitor.settle(w.measurement, timeout_s=5.0)
     assert settled.settled
+    return steps, settled, joule.attribute(monitor, settled, recorder, block_s=0.25)
+
+
+def edge_skew_s(steps):
+    """How far a region's edge lies from its load change, on average: at most
+    half a bracket, and the samples' stamps pass through the wall clock in
+    whole microseconds twice (out of the GPU, into the sampler): ~2 us more."""
+    return 0.5 * sum(steps.brackets_s) / len(steps.brackets_s) + 2e-6
+
+
+def power_tolerances_w(steps, a):
+    """Per region of one GPU's attribution: (how far its power may be from
+    the model's, how far the nearest other power is).
+
+    Over a region's calls the edges' skew moves its power by at most that
+    time x the power steps at its two edges / its mean length. Twice that,
+    since the fit spreads an edge's error over the unknowns beside it."""
+    skew_s = edge_skew_s(steps)
+    powers_w = [model_power_w(load) for _, load, _ in REGIONS]
+    tolerances = {}
+    for i, (name, _, _) in enumerate(REGIONS):
+        r = next(r for r in a.regions if r.name == name)
+        # The interval is of the energy scaled to the window; as a power, unscaled like power_w.
+        low_w, high_w = (e / r.gpu_time_s / a.scale for e in (r.energy_low_j, r.energy_high_j))
+        before_w = powers_w[i - 1] if i > 0 else IDLE_W
+        after_w = powers_w[i + 1] if i + 1 < len(REGIONS) else IDLE_W
+        timing_w = 2 * skew_s * (abs(powers_w[i] - before_w) + abs(after_w - powers_w[i])) / (r.gpu_time_s / r.calls)
+        nearest_w = min(abs(p - powers_w[i]) for p in powers_w[:i] + powers_w[i + 1:] + [IDLE_W])
+        tolerances[name] = (max(r.power_w - low_w, high_w - r.power_w) + timing_w, nearest_w)
+    return tolerances
+
+
+def judgeable(steps, attributions):
+    """Whether every region's tolerance is tight enough to tell its power
+    from a neighbour's: not where another process took the cores in the
+    middle of load switches (ctest runs tests side by side)."""
+    return all(tolerance_w < 0.5 * nearest_w
+               for a in attributions for tolerance_w, nearest_w in power_tolerances_w(steps, a).values())
+
+
+def test_each_region_gets_the_power_of_the_load_it_set(monitor):
+    # A loop run while the machine was too busy to judge is run again, at
+    # most twice; the last one is judged whatever its tolerance.
+    for attempt in range(3):
+        steps, settled, attributions = measured_loop(monitor, 32 + attempt)
+        if judgeable(steps, attributions):
+            break
     [source, _] = settled.gpu_sources
     assert source.method == "power-samples"
     # The samples follow the loads: the window's energy is the loads' to within
@@ -105,14 +153,7 @@ def test_each_region_gets_the_power_of_the_load_it_set(monitor):
     for energy_j in settled.gpu_energy_j:
         assert energy_j == pytest.approx(expected_j, abs=edge_allowance_j)
 
-    attributions = joule.attribute(monitor, settled, recorder, block_s=0.25)
-    # An edge is at most half a bracket from its load change, and the samples'
-    # stamps pass through the wall clock in whole microseconds twice (out of
-    # the GPU, into the sampler): ~2 us more. Over a region's calls that moves
-    # its power by at most that time x the power steps at its two edges / its
-    # mean length. Twice that, since the fit spreads an edge's error over the
-    # unknowns beside it.
-    skew_s = 0.5 * sum(steps.brackets_s) / len(steps.brackets_s) + 2e-6
+    skew_s = edge_skew_s(steps)
     powers_w = [model_power_w(load) for _, load, _ in REGIONS]
     for gpu, a in enumerate(attributions):
         assert a.simulated and a.to_dict()["simulated"]  # the monitor's GPUs are simulated: said
@@ -120,20 +161,15 @@ def test_each_region_gets_the_power_of_the_load_it_set(monitor):
         assert a.baseline_estimated and a.baseline_separated
         assert any(f"average their last {SAMPLE_MS} ms" in note for note in a.notes), a.notes
         assert a.scale == pytest.approx(1.0, abs=0.01)  # the fit integrates to the window's energy
-        for i, (name, load, _) in enumerate(REGIONS):
+        tolerances = power_tolerances_w(steps, a)
+        for name, load, _ in REGIONS:
             r = next(r for r in a.regions if r.name == name)
             assert r.resolved and r.calls >= 100, (name, r.calls)
-            # The interval is of the energy scaled to the window; as a power, unscaled like power_w.
-            low_w, high_w = (e / r.gpu_time_s / a.scale for e in (r.energy_low_j, r.energy_high_j))
-            before_w = powers_w[i - 1] if i > 0 else IDLE_W
-            after_w = powers_w[i + 1] if i + 1 < len(REGIONS) else IDLE_W
-            timing_w = 2 * skew_s * (abs(powers_w[i] - before_w) + abs(after_w - powers_w[i])) / (r.gpu_time_s / r.calls)
-            tolerance_w = max(r.power_w - low_w, high_w - r.power_w) + timing_w
+            tolerance_w, nearest_w = tolerances[name]
             assert r.power_w == pytest.approx(model_power_w(load), abs=tolerance_w), \
-                (gpu, name, r.power_w, model_power_w(load), tolerance_w, timing_w)
+                (gpu, name, r.power_w, model_power_w(load), tolerance_w)
             # Loose for the sub-millisecond region, but never so loose that a
             # neighbour's power or the idle power would pass.
-            nearest_w = min(abs(p - powers_w[i]) for p in powers_w[:i] + powers_w[i + 1:] + [IDLE_W])
             assert tolerance_w < 0.5 * nearest_w, (name, tolerance_w, "too loose: a loaded machine?")
         idle_timing_w = 2 * skew_s * (powers_w[0] - IDLE_W + powers_w[-1] - IDLE_W) / GAP_S
         baseline_tolerance_w = max(a.baseline_w - a.baseline_low_w, a.baseline_high_w - a.baseline_w) + idle_timing_w
