@@ -193,7 +193,7 @@ struct Fit {
 
 // Weighted least squares from the normal equations n x = c. fixed_idle_w: the
 // idle power is known; its column moves to the right-hand side.
-Fit solve(Eigen::MatrixXd n, Eigen::VectorXd c, std::optional<double> fixed_idle_w) {
+Fit solve_each(Eigen::MatrixXd n, Eigen::VectorXd c, std::optional<double> fixed_idle_w) {
   const Eigen::Index k = n.rows(), idle = k - 1;
   if (fixed_idle_w) {
     c.head(idle) -= *fixed_idle_w * n.col(idle).head(idle);
@@ -225,6 +225,30 @@ Fit solve(Eigen::MatrixXd n, Eigen::VectorXd c, std::optional<double> fixed_idle
   for (Eigen::Index i = 0; i < k; ++i) {
     fit.estimable.push_back(fit.null_projection(i, i) < kNullProjection);
     fit.observed.push_back(d(i) > 0.0);
+  }
+  return fit;
+}
+
+// The same with columns that share an unknown (AttributionOptions::same_power):
+// fitted as n' = T^T n T, c' = T^T c, T mapping the unknowns onto the columns,
+// and the solution mapped back (x = T x'), so that each column, a shared
+// one included, reads as its own.
+Fit solve(const Eigen::MatrixXd& n, const Eigen::VectorXd& c, std::optional<double> fixed_idle_w,
+          const Unknowns& unknowns) {
+  const auto k = static_cast<Eigen::Index>(unknowns.of_column.size());
+  if (unknowns.count == unknowns.of_column.size()) return solve_each(n, c, fixed_idle_w);
+  Eigen::MatrixXd t = Eigen::MatrixXd::Zero(k, static_cast<Eigen::Index>(unknowns.count));
+  for (Eigen::Index column = 0; column < k; ++column) {
+    t(column, static_cast<Eigen::Index>(unknowns.of_column[static_cast<std::size_t>(column)])) = 1.0;
+  }
+  const Fit shared = solve_each(t.transpose() * n * t, t.transpose() * c, fixed_idle_w);
+  Fit fit;
+  fit.coefficients = t * shared.coefficients;
+  fit.null_projection = t * shared.null_projection * t.transpose();
+  for (Eigen::Index column = 0; column < k; ++column) {
+    const std::size_t unknown = unknowns.of_column[static_cast<std::size_t>(column)];
+    fit.estimable.push_back(shared.estimable[unknown]);
+    fit.observed.push_back(shared.observed[unknown]);
   }
   return fit;
 }
@@ -310,8 +334,8 @@ struct Rounds {
   std::vector<double> baseline_w;             // per round
 };
 
-Rounds bootstrap(const BlockSums& sums, const Estimate& estimate, const Totals& t, double window_energy_j,
-                 const AttributionOptions& options) {
+Rounds bootstrap(const BlockSums& sums, const Unknowns& unknowns, const Estimate& estimate, const Totals& t,
+                 double window_energy_j, const AttributionOptions& options) {
   const std::size_t regions = t.calls.size();
   const auto rounds = static_cast<std::size_t>(options.bootstrap_rounds);
   Rounds out{std::vector<std::vector<double>>(regions, std::vector<double>(rounds, kNaN)),
@@ -322,7 +346,7 @@ Rounds bootstrap(const BlockSums& sums, const Estimate& estimate, const Totals& 
     counts.setZero();
     for (std::size_t b = 0; b < sums.blocks; ++b) counts(rng(static_cast<std::uint32_t>(sums.blocks))) += 1.0;
     const Fit fit =
-        solve(unpack(sums.normal_matrix() * counts, sums.k), sums.rhs_matrix() * counts, options.baseline_w);
+        solve(unpack(sums.normal_matrix() * counts, sums.k), sums.rhs_matrix() * counts, options.baseline_w, unknowns);
     // A power this round lacks keeps the estimate's, for the round's scale only.
     Eigen::VectorXd power_w = estimate.power_w;
     for (std::size_t r = 0; r < regions; ++r) {
@@ -430,6 +454,14 @@ void note_busy_idle(Attribution& out, const Estimate& e, const Totals& t) {
       "idles lower, that time is work left outside every region (a loss, a copy), missing from the regions; put it "
       "in a region, or give baseline_w (docs/attribution.md, 'Real models')",
       t.idle_time_s, e.baseline_w, 100.0 * e.baseline_w / regions_w, regions_w));
+}
+
+void note_same_power(Attribution& out, const std::vector<RegionGroup>& groups) {
+  for (const RegionGroup& g : groups) {
+    out.notes.push_back(fmt::format("{} regions fitted with one power, group '{}' ({}): each is its own time at the "
+                                    "group's power",
+                                    g.regions.size(), g.name, fmt::join(g.regions, ", ")));
+  }
 }
 
 void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Totals& t,
@@ -544,6 +576,7 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
   check_arguments(window_begin_s, window_end_s, window_energy_j, options);
   const Layout layout = checked_intervals(intervals, region_names, window_begin_s, window_end_s);
   const std::vector<std::vector<std::size_t>> members = checked_totals(options.totals, region_names);
+  const Unknowns unknowns = checked_same_power(options.same_power, region_names, layout);
   const std::vector<std::size_t> order = checked_order(observations, window_begin_s, window_end_s);
   const std::size_t regions = region_names.size();
   const double window_s = window_end_s - window_begin_s;
@@ -558,7 +591,8 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
   const BlockSums sums = block_sums(observations, order, layout, regions, window_begin_s, options.block_s,
                                     options.span_profile);
   const Eigen::VectorXd all = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(sums.blocks));
-  const Fit fit = solve(unpack(sums.normal_matrix() * all, sums.k), sums.rhs_matrix() * all, fitted.baseline_w);
+  const Fit fit =
+      solve(unpack(sums.normal_matrix() * all, sums.k), sums.rhs_matrix() * all, fitted.baseline_w, unknowns);
   Estimate e = estimate_of(fit, t, fitted);
   if (too_short) e.baseline_separated = false;
 
@@ -574,12 +608,14 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
   out.residual_rms_w = residual_rms_w(observations, order, layout, regions, fit.coefficients, options.span_profile);
   note_baseline(out, fit, t, regions, window_s, too_short);
   note_busy_idle(out, e, t);
+  note_same_power(out, options.same_power);
   set_scale(out);
   out.idle_energy_j = e.baseline_w * t.idle_time_s * out.scale;
 
   note_bootstrap(out, sums, options);
   Rounds rounds;
-  if (options.bootstrap_rounds > 0 && sums.blocks >= 2) rounds = bootstrap(sums, e, t, window_energy_j, fitted);
+  if (options.bootstrap_rounds > 0 && sums.blocks >= 2)
+    rounds = bootstrap(sums, unknowns, e, t, window_energy_j, fitted);
   if (e.baseline_estimated) set_baseline_interval(out, rounds.baseline_w, options);
   fill_regions(out, fit, e, t, rounds.energy_j, region_names, options);
   out.totals = sum_regions(out, options.totals, members, rounds.energy_j, options.confidence);

@@ -105,6 +105,51 @@ Layout checked_intervals(std::span<const RegionInterval> intervals, std::span<co
   return layout;
 }
 
+Unknowns checked_same_power(const std::vector<RegionGroup>& groups, std::span<const std::string> names,
+                            const Layout& layout) {
+  constexpr std::size_t kOwn = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> group_of(names.size(), kOwn);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const RegionGroup& group = groups[g];
+    if (group.name.empty()) throw UsageError("attribution: a same-power group has no name");
+    const auto same_name = [&](const RegionGroup& other) { return other.name == group.name; };
+    if (std::count_if(groups.begin(), groups.end(), same_name) > 1)
+      throw UsageError(fmt::format("attribution: two same-power groups are named '{}'", group.name));
+    if (group.regions.empty())
+      throw UsageError(fmt::format("attribution: same-power group '{}' names no region", group.name));
+    for (const std::string& region : group.regions) {
+      const auto at = std::find(names.begin(), names.end(), region);
+      if (at == names.end())
+        throw UsageError(fmt::format("attribution: same-power group '{}' names region '{}', which is not among the "
+                                     "window's regions",
+                                     group.name, region));
+      const auto r = static_cast<std::size_t>(at - names.begin());
+      if (group_of[r] != kOwn)
+        throw UsageError(fmt::format("attribution: region '{}' is in same-power groups '{}' and '{}': one at most",
+                                     region, groups[group_of[r]].name, group.name));
+      if (layout.is_concurrent[r])
+        throw UsageError(fmt::format("attribution: same-power group '{}' names region '{}', which is concurrent: it "
+                                     "adds power to what runs with it and has no power of its own to share",
+                                     group.name, region));
+      group_of[r] = g;
+    }
+  }
+  // A group's unknown is numbered at its first region; idle (the last
+  // column) is never in a group, so it stays the last unknown.
+  Unknowns unknowns;
+  std::vector<std::size_t> unknown_of_group(groups.size(), kOwn);
+  for (std::size_t column = 0; column <= names.size(); ++column) {
+    const std::size_t g = column < names.size() ? group_of[column] : kOwn;
+    if (g == kOwn) {
+      unknowns.of_column.push_back(unknowns.count++);
+    } else {
+      if (unknown_of_group[g] == kOwn) unknown_of_group[g] = unknowns.count++;
+      unknowns.of_column.push_back(unknown_of_group[g]);
+    }
+  }
+  return unknowns;
+}
+
 std::vector<std::size_t> checked_order(std::span<const PowerObservation> observations, double begin_s, double end_s) {
   if (observations.empty()) throw UsageError("attribution: no power observations in the window");
   for (std::size_t i = 0; i < observations.size(); ++i) {

@@ -34,6 +34,18 @@ void check_arguments(double begin_s, double end_s, double energy_j, const Attrib
 Layout checked_intervals(std::span<const RegionInterval> intervals, std::span<const std::string> names, double begin_s,
                          double end_s);
 
+// Per column of the fit (the regions, then idle) the unknown it is fitted
+// with: the groups of same_power share one, every other column has its own;
+// unknowns are numbered in the order of their first column (idle stays last).
+// UsageError naming the group: no name or a repeated one, no regions, a
+// region names lacks, one in two groups, or a concurrent one.
+struct Unknowns {
+  std::vector<std::size_t> of_column;
+  std::size_t count = 0;
+};
+Unknowns checked_same_power(const std::vector<RegionGroup>& groups, std::span<const std::string> names,
+                            const Layout& layout);
+
 // The observations' indices in order of beginning, after checking each
 // (finite, a positive weight, inside the window).
 std::vector<std::size_t> checked_order(std::span<const PowerObservation> observations, double begin_s, double end_s);

@@ -100,6 +100,13 @@ struct RegionTotal {
   std::vector<std::string> regions;
 };
 
+// Regions fitted with one power (AttributionOptions::same_power): modules
+// that do the same work, such as a transformer's identical blocks.
+struct RegionGroup {
+  std::string name;
+  std::vector<std::string> regions;
+};
+
 struct AttributionOptions {
   // The idle power, where known (measured before the loop). Without it, it is
   // estimated where the data identify it (time with no region running was
@@ -120,6 +127,13 @@ struct AttributionOptions {
   // (SampleModel::response_ms). Empty: the plain mean over the span.
   std::vector<double> span_profile;
   std::vector<RegionTotal> totals;
+  // Each group's regions share one unknown, the power while any of them runs;
+  // each keeps its own time, calls and energy (its time at that power). For
+  // regions the samples cannot tell apart one by one, neighbours in time far
+  // shorter than a sample: a GPT's 8 blocks err by a fixed +-8% pattern each
+  // on its own, within 3% as one (bench/README.md section 16k). Exclusive
+  // regions only; a region is in one group at most.
+  std::vector<RegionGroup> same_power;
 };
 
 struct RegionEnergy {
