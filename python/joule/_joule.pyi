@@ -373,6 +373,8 @@ def attribute(
     counter_increments: bool = True,
     counter_lag_ms: Optional[float] = None,
     model_bias: Optional[float] = None,
+    totals: Optional[dict[str, list[str]]] = None,
+    same_power: Optional[dict[str, list[str]]] = None,
 ) -> list[Attribution]: ...
 
 # attribute() from data kept from a run (e.g. to refit it offline): samples
@@ -396,6 +398,8 @@ def attribute_data(
     counter_increments: bool = True,
     counter_lag_ms: Optional[float] = None,
     model_bias: Optional[float] = None,
+    totals: Optional[dict[str, list[str]]] = None,
+    same_power: Optional[dict[str, list[str]]] = None,
 ) -> Attribution: ...
 
 # How a GPU's power samples respond to its power (joule.torch.measure_sample_response runs the window).

@@ -160,7 +160,8 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
     std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s, std::uint64_t seed,
     std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
     std::optional<joule::attribution::SampleResponse> sample_response, bool counter_increments,
-    std::optional<double> counter_lag_ms, std::optional<double> model_bias, const py::object& totals) {
+    std::optional<double> counter_lag_ms, std::optional<double> model_bias, const py::object& totals,
+    const py::object& same_power) {
   joule::attribution::AttributionOptions options;
   options.baseline_w = baseline_w;
   options.bootstrap_rounds = bootstrap_rounds;
@@ -170,6 +171,10 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
   if (!totals.is_none()) {  // {name: [region, ...]}, in its order
     for (const auto& [name, regions] : totals.cast<py::dict>())
       options.totals.push_back({name.cast<std::string>(), regions.cast<std::vector<std::string>>()});
+  }
+  if (!same_power.is_none()) {  // {name: [region, ...]}
+    for (const auto& [name, regions] : same_power.cast<py::dict>())
+      options.same_power.push_back({name.cast<std::string>(), regions.cast<std::vector<std::string>>()});
   }
   joule::attribution::SampleModel samples;
   if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
@@ -467,10 +472,10 @@ void bind_attribution(py::module_& m) {
          std::optional<double> baseline_w, int bootstrap_rounds, double confidence, double block_s,
          std::uint64_t seed, std::optional<double> sample_cover_ms, std::optional<double> sample_delay_ms,
          std::optional<SampleResponse> sample_response, bool counter_increments, std::optional<double> counter_lag_ms,
-         std::optional<double> model_bias, const py::object& totals) {
-        const auto [options, samples] =
-            fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms, sample_delay_ms,
-                        std::move(sample_response), counter_increments, counter_lag_ms, model_bias, totals);
+         std::optional<double> model_bias, const py::object& totals, const py::object& same_power) {
+        const auto [options, samples] = fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed,
+                                                    sample_cover_ms, sample_delay_ms, std::move(sample_response),
+                                                    counter_increments, counter_lag_ms, model_bias, totals, same_power);
         py::gil_scoped_release release;
         return joule::attribution::attribute_window(monitor.monitor(), measurement, recorder.recorder(), options,
                                                     samples);
@@ -479,10 +484,11 @@ void bind_attribution(py::module_& m) {
       "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1, "sample_cover_ms"_a = py::none(),
       "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(), "counter_increments"_a = true,
       "counter_lag_ms"_a = py::none(), "model_bias"_a = py::none(), "totals"_a = py::none(),
+      "same_power"_a = py::none(),
       "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
       "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages; "
       "sample_delay_ms: how long after that span it is stamped (None: found by the fit); sample_response (from "
-      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone); totals: {name: [region, ...]}, regions reported together in Attribution.totals, the interval their sum's over the same bootstrap rounds (joule.torch sessions give each module's forward and backward). Do not record on the recorder meanwhile (the fit runs without the GIL).");
+      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone); totals: {name: [region, ...]}, regions reported together in Attribution.totals, the interval their sum's over the same bootstrap rounds (joule.torch sessions give each module's forward and backward); same_power: {name: [region, ...]}, regions fitted with one power, each its own time at it (joule.torch sessions give identical modules' forward regions, and their backward ones). Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   m.def(
       "attribute_data",
@@ -492,7 +498,7 @@ void bind_attribution(py::module_& m) {
          double block_s, std::uint64_t seed, std::optional<double> sample_cover_ms,
          std::optional<double> sample_delay_ms, std::optional<SampleResponse> sample_response,
          bool counter_increments, std::optional<double> counter_lag_ms, std::optional<double> model_bias,
-         const py::object& totals) {
+         const py::object& totals, const py::object& same_power) {
         std::vector<joule::ObservedPower> observed;
         for (const auto& [b, e, w] : samples) observed.push_back({b, e, w});
         std::vector<joule::CounterAnchor> values;
@@ -516,9 +522,9 @@ void bind_attribution(py::module_& m) {
           v.concurrent = t.size() == 5 && t[4].cast<bool>();
           pieces.push_back(v);
         }
-        const auto [options, model] =
-            fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms, sample_delay_ms,
-                        std::move(sample_response), counter_increments, counter_lag_ms, model_bias, totals);
+        const auto [options, model] = fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed,
+                                                  sample_cover_ms, sample_delay_ms, std::move(sample_response),
+                                                  counter_increments, counter_lag_ms, model_bias, totals, same_power);
         py::gil_scoped_release release;
         return joule::attribution::attribute_observed(observed, values, std::move(pieces), names, begin_s, end_s,
                                                       energy_j, options, model);
@@ -527,7 +533,7 @@ void bind_attribution(py::module_& m) {
       "bootstrap_rounds"_a = 200, "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1,
       "sample_cover_ms"_a = py::none(), "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(),
       "counter_increments"_a = true, "counter_lag_ms"_a = py::none(), "model_bias"_a = py::none(),
-      "totals"_a = py::none(),
+      "totals"_a = py::none(), "same_power"_a = py::none(),
       "attribute() from data kept from a run, e.g. to refit it offline: samples as Monitor.observed_power gives "
       "them, counter as Monitor.counter_values does ([] for none), intervals as RegionRecorder.intervals does "
       "(a fifth element True marks a concurrent region's), the window [begin_s, end_s] on their clock and its "

@@ -1,8 +1,8 @@
 # SPDX-FileCopyrightText: 2026 the joule developers
 # SPDX-License-Identifier: Apache-2.0
-"""Identical modules as a check on the fit (joule.torch.twins): a session's
-result notes how far the energies of modules that do the same work spread,
-on simulated GPUs with host edges and CPU torch."""
+"""Identical modules (joule.torch.twins): a session's result fits modules
+that do the same work with one power per phase, or, asked not to, notes how
+far their energies spread; on simulated GPUs with host edges and CPU torch."""
 import re
 import statistics
 import time
@@ -13,7 +13,7 @@ import torch
 import joule
 import joule.attribution
 import joule.torch
-from joule.torch.twins import identical_modules, spread_notes
+from joule.torch.twins import TIED_NOTE, identical_modules, same_power_groups, spread_notes, untied
 
 
 class _SlowBackward(torch.autograd.Function):
@@ -56,7 +56,9 @@ def test_modules_of_one_type_and_parameters_are_grouped():
     assert identical_modules([("a", a), ("wide", wide)]) == []
 
 
-def test_a_session_notes_how_far_identical_modules_energies_spread(monitor):
+def trained_session(monitor):
+    """Three identical modules, one with their parameters that takes three
+    times as long, another type: 20 training steps in a session."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(Sleepy(16, 0.01), Sleepy(16, 0.01), Sleepy(16, 0.01),
                                 Sleepy(16, 0.03),  # the same parameters, three times the time: left out
@@ -69,8 +71,41 @@ def test_a_session_notes_how_far_identical_modules_energies_spread(monitor):
                 opt.zero_grad()
                 torch.nn.functional.cross_entropy(model(x), y).backward()
                 opt.step()
-    settled = monitor.settle(w.measurement, timeout_s=5.0)
-    a = session.result(settled, bootstrap_rounds=0)[0]
+    return session, monitor.settle(w.measurement, timeout_s=5.0)
+
+
+def test_a_session_fits_identical_modules_with_one_power_per_phase(monitor):
+    session, settled = trained_session(monitor)
+    [a] = session.result(settled, bootstrap_rounds=0)
+    assert TIED_NOTE in a.notes
+    assert not any("spread by" in n for n in a.notes), "no spread: they share a power"
+    regions = {r.name: r for r in a.regions}
+    for phase in ("forward", "backward"):
+        [group] = [n for n in a.notes if re.match(rf"\d regions fitted with one power, group '[0-2]\.{phase}", n)]
+        members = re.search(r"\(([^)]*)\): each", group).group(1).split(", ")
+        # Not 3 (its calls last longer), nor 4 (another type); 0, 1 and 2 unless
+        # a loaded machine stretched one's calls by more than 5%.
+        assert len(members) >= 2 and set(members) <= {f"{k}.{phase}" for k in range(3)}, group
+        assert len({regions[m].power_w for m in members}) == 1
+    # Asked not to: each on its own, and the spread noted.
+    [own] = session.result(settled, bootstrap_rounds=0, tie_identical=False)
+    assert TIED_NOTE not in own.notes and not any("fitted with one power" in n for n in own.notes)
+
+
+def test_same_power_groups_take_each_phase_of_modules_called_for_the_same_time():
+    intervals = [("a.forward", 0.0, 1.0, False), ("b.forward", 1.0, 2.04, False), ("c.forward", 2.0, 3.2, False),
+                 ("a.backward", 3.0, 3.5, False), ("a.backward", 3.6, 4.0, True),  # resumed: one call of 0.9 s
+                 ("b.backward", 4.0, 4.9, False), ("d.forward", 5.0, 6.0, False)]
+    assert same_power_groups(intervals, [["a", "b", "c"], ["d", "e"]]) == {
+        "a.forward and 1 identical": ["a.forward", "b.forward"],  # c's 1.2 s is 20% longer
+        "a.backward and 1 identical": ["a.backward", "b.backward"],
+    }  # d's twin never ran: no group
+    assert untied([["a", "b", "c"], ["d", "e"]], same_power_groups(intervals, [["a", "b", "c"]])) == [["d", "e"]]
+
+
+def test_a_session_notes_how_far_identical_modules_energies_spread(monitor):
+    session, settled = trained_session(monitor)
+    a = session.result(settled, bootstrap_rounds=0, tie_identical=False)[0]
     [note] = [n for n in a.notes if n.startswith("identical modules")]
     members = re.match(r"identical modules \(([^:]*):", note).group(1).split(", ")
     # Not 3 (its calls last longer), nor 4 (another type); 0, 1 and 2 unless
@@ -84,7 +119,7 @@ def test_a_session_notes_how_far_identical_modules_energies_spread(monitor):
     assert note in joule.attribution.format_table(a)
     assert note in joule.attribution.to_json([a])
     # Without totals the forward regions are compared.
-    [plain] = session.result(settled, bootstrap_rounds=0, totals=None)
+    [plain] = session.result(settled, bootstrap_rounds=0, totals=None, tie_identical=False)
     assert any(re.match(r"identical modules \([0-2]\.forward, [0-2]\.forward", n) for n in plain.notes), plain.notes
 
 

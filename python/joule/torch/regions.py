@@ -9,7 +9,7 @@ import torch
 
 from .clocks import GpuClock, HostClock
 from .ddp import ALLREDUCE, _CommRecording, native_comm_hook, register_comm_hook
-from .twins import identical_modules, spread_notes
+from .twins import TIED_NOTE, identical_modules, same_power_groups, spread_notes, untied
 
 if TYPE_CHECKING:
     from .._joule import Monitor
@@ -194,7 +194,7 @@ class RegionAttribution:
                 self._note("reordered", f"{moved} GPU edges mapped before the edge before them were moved up to it "
                            "(events on several streams?)")
 
-    def result(self, measurement, **options) -> list:
+    def result(self, measurement, tie_identical: bool = True, **options) -> list:
         """joule.attribute(monitor, measurement, recorder, **options): one
         joule.Attribution per GPU, with the sample response kept for this
         GPU model and driver where no sample model is given
@@ -203,16 +203,24 @@ class RegionAttribution:
         of its forward and backward (Attribution.totals, named by its path):
         its energy with the interval of the sum, which adding the two
         regions' intervals would not give. Identical modules (one type and
-        parameters, the same GPU time a call) get a note with how far their
-        energies spread (joule.torch.twins)."""
+        parameters, the same GPU time a call) are fitted with one power per
+        phase unless tie_identical=False or same_power= is given
+        (joule.torch.twins); fitted on their own, they get a note with how
+        far their energies spread."""
         from .. import attribute
 
         self.flush()
         options.setdefault("totals", self.module_totals())
-        attributions = attribute(self.monitor, measurement, self.recorder, **options)
         groups = identical_modules(self.modules())
+        if tie_identical and "same_power" not in options:
+            options["same_power"] = same_power_groups(
+                self.recorder.intervals(measurement.begin_s, measurement.end_s), groups)
+        attributions = attribute(self.monitor, measurement, self.recorder, **options)
+        tied = options.get("same_power") or {}
+        notes = [TIED_NOTE] if tied else []
+        on_their_own = untied(groups, tied)
         for a in attributions:
-            a.notes = list(a.notes) + spread_notes(a, groups)
+            a.notes = list(a.notes) + notes + spread_notes(a, on_their_own)
         return attributions
 
     def module_totals(self) -> dict:

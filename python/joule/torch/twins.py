@@ -1,15 +1,19 @@
 # SPDX-FileCopyrightText: 2026 the joule developers
 # SPDX-License-Identifier: Apache-2.0
-"""Identical modules as a check on the fit that needs no truth.
+"""Identical modules: fitted with one power, or a check on the fit.
 
 Modules of one type with the same parameters, each called for the same GPU
 time, do the same work: a GPT's blocks, the bottlenecks of one ResNet stage.
-Their energies should agree, so how far the fit spreads them is an error of
-the fit on this very model (on two H200s a GPT's eight blocks spread by
-7-10% in training, where leave-one-out truths agree within a few percent:
-bench/README.md section 16j). Each group gets a note with its spread."""
+Fitted each on its own, neighbours far shorter than a sample take a fixed
+pattern of errors (a GPT's eight blocks: +-8% around their mean, up to +23%,
+where leave-one-out truths agree within ~2%); fitted with one power per phase
+(same_power_groups, joule.attribute's same_power=), each is within 3% in the
+median, 10% at worst (bench/README.md section 16k). Where they are fitted on
+their own, how far their energies spread is an error of the fit on this very
+model that needs no truth: each group gets a note with it (spread_notes)."""
+import collections
 import statistics
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 
@@ -29,6 +33,47 @@ def identical_modules(modules: Sequence[Tuple[str, "torch.nn.Module"]]) -> List[
         if params:
             groups.setdefault((type(module), params), []).append(path)
     return [paths for paths in groups.values() if len(paths) >= 2]
+
+
+def _same_time(items: list, time_s: Callable) -> list:
+    """The items whose GPU time a call is within GPU_TIME_TOLERANCE of their median."""
+    if not items:
+        return []
+    median_s = statistics.median(time_s(item) for item in items)
+    return [item for item in items if abs(time_s(item) / median_s - 1.0) <= GPU_TIME_TOLERANCE]
+
+
+def same_power_groups(intervals, groups: Sequence[Sequence[str]]) -> Dict[str, List[str]]:
+    """joule.attribute's same_power= for identical modules: per group and
+    phase, the regions of its modules recorded in that phase whose time a
+    call is within GPU_TIME_TOLERANCE of their median, where two or more are.
+    intervals: as RegionRecorder.intervals gives them."""
+    time_s, calls = collections.defaultdict(float), collections.defaultdict(int)
+    for name, begin_s, end_s, resumed, *_ in intervals:
+        time_s[name] += end_s - begin_s
+        calls[name] += not resumed
+    out = {}
+    for paths in groups:
+        for phase in ("forward", "backward"):
+            names = [f"{path}.{phase}" for path in paths if calls.get(f"{path}.{phase}")]
+            names = _same_time(names, lambda name: time_s[name] / calls[name])
+            if len(names) >= 2:
+                out[f"{names[0]} and {len(names) - 1} identical"] = names
+    return out
+
+
+# What a session's result says when it tied identical modules.
+TIED_NOTE = ("identical modules (one type and parameters, the same GPU time a call) are fitted with one power per "
+             "phase, so each is its own time at its group's power: fitted on their own, neighbours far shorter than "
+             "a sample take a fixed pattern of errors (docs/attribution.md, 'Identical modules'); "
+             "result(tie_identical=False) fits each on its own")
+
+
+def untied(groups: Sequence[Sequence[str]], same_power: Dict[str, List[str]]) -> List[Sequence[str]]:
+    """The groups none of whose modules' regions same_power ties."""
+    tied = {name for names in same_power.values() for name in names}
+    return [paths for paths in groups
+            if not any(f"{path}.{phase}" in tied for path in paths for phase in ("forward", "backward"))]
 
 
 def _members(attribution, paths: Sequence[str]) -> list:
@@ -54,8 +99,7 @@ def group_spreads(attribution, groups: Sequence[Sequence[str]]) -> List[Tuple[Li
         parts = _members(attribution, paths)
         if not parts:
             continue
-        median_s = statistics.median(p.gpu_time_s / p.calls for p in parts)
-        parts = [p for p in parts if abs(p.gpu_time_s / p.calls / median_s - 1.0) <= GPU_TIME_TOLERANCE]
+        parts = _same_time(parts, lambda p: p.gpu_time_s / p.calls)
         energies_j = [p.energy_per_call_j for p in parts]
         if len(parts) >= 2 and statistics.fmean(energies_j) > 0.0:
             out.append(([p.name for p in parts], statistics.stdev(energies_j) / statistics.fmean(energies_j)))
