@@ -84,7 +84,7 @@ def test_a_session_fits_identical_modules_with_one_power_per_phase(monitor):
         [group] = [n for n in a.notes if re.match(rf"\d regions fitted with one power, group '[0-2]\.{phase}", n)]
         members = re.search(r"\(([^)]*)\): each", group).group(1).split(", ")
         # Not 3 (its calls last longer), nor 4 (another type); 0, 1 and 2 unless
-        # a loaded machine stretched one's calls by more than 5%.
+        # a loaded machine stretched one's calls by more than 10%.
         assert len(members) >= 2 and set(members) <= {f"{k}.{phase}" for k in range(3)}, group
         assert len({regions[m].power_w for m in members}) == 1
     # Asked not to: each on its own, and the spread noted.
@@ -109,7 +109,7 @@ def test_a_session_notes_how_far_identical_modules_energies_spread(monitor):
     [note] = [n for n in a.notes if n.startswith("identical modules")]
     members = re.match(r"identical modules \(([^:]*):", note).group(1).split(", ")
     # Not 3 (its calls last longer), nor 4 (another type); 0, 1 and 2 unless
-    # a loaded machine stretched one's calls by more than 5%.
+    # a loaded machine stretched one's calls by more than 10%.
     assert len(members) >= 2 and set(members) <= {"0", "1", "2"}, note
     totals = {t.name: t for t in a.totals}
     energies_j = [totals[name].energy_per_call_j for name in members]
@@ -136,7 +136,7 @@ def test_no_note_without_identical_modules():
         totals = []
 
     assert groups == [] and spread_notes(Result(), groups) == []
-    # A group whose members' calls differ in time beyond 5% is no group.
+    # A group whose members' calls differ in time beyond 10% is no group.
     assert spread_notes(Result(), [["a", "b"]]) == []
     Result.regions[1].gpu_time_s = 10 * 0.00104
     [note] = spread_notes(Result(), [["a", "b"]])

@@ -19,8 +19,10 @@ import torch
 
 # Members whose GPU time a call is further than this from the group's median
 # are left out of it: the same parameters on different inputs (another
-# sequence length, a strided call) do different work.
-GPU_TIME_TOLERANCE = 0.05
+# sequence length, a strided call) do different work, and take far longer or
+# shorter. Identical work varies less: a GPT's last block's backward took 5%
+# less than the median of the eight (7.85 ms against 8.27 ms; on two H200s).
+GPU_TIME_TOLERANCE = 0.10
 
 
 def identical_modules(modules: Sequence[Tuple[str, "torch.nn.Module"]]) -> List[List[str]]:
