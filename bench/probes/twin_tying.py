@@ -13,10 +13,10 @@ result.json), finds the identical modules as a session does
 joule.attribute_data with joule's defaults (the measured response, the model
 bias) twice: with same_power= as a session gives it
 (joule.torch.twins.same_power_groups), and with tie_identical=False's
-nothing. Prints per run and pooled, for the tied modules whose truth is >= 5%
-of the step (a training run's modules by their forward + backward totals):
-errors (median, worst, how many within 5%) and how many 90% intervals hold
-the truth, with their median half-width.
+nothing. Prints per run and pooled, for the modules whose truth is >= 5% of
+the step (a training run's modules by their forward + backward totals), the
+tied ones and all: errors (median, worst, how many within 5%) and how many
+90% intervals hold the truth, with their median half-width.
 
   PYTHONPATH=build/python python3 bench/probes/twin_tying.py RUN_DIR [RUN_DIR ...]
 """
@@ -69,7 +69,8 @@ def judged_rows(path, monitor):
                                            totals=module_totals_of(names) or None, **options))
 
     own, as_one = fit(), fit(same_power=same_power)
-    return [(module, truth[module], own[module], as_one[module]) for module in sorted(big & tied)]
+    return [(module, truth[module], own[module], as_one[module], module in tied)
+            for module in sorted(big & set(own) & set(truth))]
 
 
 def figures(rows, k):
@@ -91,18 +92,18 @@ def main():
     for path in args.runs:
         rows = judged_rows(path, monitor)
         print(path)
-        if not rows:
-            print("  no tied module with >= 5% of the step")
-            continue
         pooled += rows
-        for module, truth_j, own, as_one in rows:
+        for module, truth_j, own, as_one, tied in rows:
             print(f"  {module:10s} truth {truth_j:7.3f} J  own {100 * (own.energy_per_call_j / truth_j - 1):+6.1f}%  "
-                  f"as one {100 * (as_one.energy_per_call_j / truth_j - 1):+6.1f}%")
-        print(f"  own:    {figures(rows, 2)}")
-        print(f"  as one: {figures(rows, 3)}")
-    if pooled:
-        print(f"all {len(pooled)} modules, own:    {figures(pooled, 2)}")
-        print(f"all {len(pooled)} modules, as one: {figures(pooled, 3)}")
+                  f"{'as one' if tied else 'alone '} {100 * (as_one.energy_per_call_j / truth_j - 1):+6.1f}%")
+        tied_rows = [r for r in rows if r[4]]
+        if tied_rows:
+            print(f"  tied modules, own:    {figures(tied_rows, 2)}")
+            print(f"  tied modules, as one: {figures(tied_rows, 3)}")
+    for what, rows in (("tied modules", [r for r in pooled if r[4]]), ("every module with >= 5%", pooled)):
+        if rows:
+            print(f"{what}, {len(rows)} in all, own:    {figures(rows, 2)}")
+            print(f"{what}, {len(rows)} in all, as one: {figures(rows, 3)}")
 
 
 if __name__ == "__main__":
