@@ -131,8 +131,8 @@ struct AttributionOptions {
   // each keeps its own time, calls and energy (its time at that power). For
   // regions the samples cannot tell apart one by one, neighbours in time far
   // shorter than a sample: a GPT's 8 blocks err by a fixed +-8% pattern each
-  // on its own, within 3% as one (bench/README.md section 16k). Exclusive
-  // regions only; a region is in one group at most.
+  // on its own, 2.9% in the median as one (bench/README.md section 16k).
+  // Exclusive regions only; a region is in one group at most.
   std::vector<RegionGroup> same_power;
 };
 
