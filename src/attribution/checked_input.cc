@@ -105,32 +105,46 @@ Layout checked_intervals(std::span<const RegionInterval> intervals, std::span<co
   return layout;
 }
 
-Unknowns checked_same_power(const std::vector<RegionGroup>& groups, std::span<const std::string> names,
-                            const Layout& layout) {
-  constexpr std::size_t kOwn = static_cast<std::size_t>(-1);
-  std::vector<std::size_t> group_of(names.size(), kOwn);
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const RegionGroup& group = groups[g];
-    if (group.name.empty()) throw UsageError("attribution: a same-power group has no name");
+std::vector<std::vector<std::size_t>> checked_region_groups(const std::vector<RegionGroup>& groups,
+                                                            std::span<const std::string> names,
+                                                            const std::string& kind) {
+  std::vector<std::vector<std::size_t>> members;
+  for (const RegionGroup& group : groups) {
+    if (group.name.empty()) throw UsageError(fmt::format("attribution: a {} has no name", kind));
     const auto same_name = [&](const RegionGroup& other) { return other.name == group.name; };
     if (std::count_if(groups.begin(), groups.end(), same_name) > 1)
-      throw UsageError(fmt::format("attribution: two same-power groups are named '{}'", group.name));
-    if (group.regions.empty())
-      throw UsageError(fmt::format("attribution: same-power group '{}' names no region", group.name));
+      throw UsageError(fmt::format("attribution: two {}s are named '{}'", kind, group.name));
+    if (group.regions.empty()) throw UsageError(fmt::format("attribution: {} '{}' names no region", kind, group.name));
+    std::vector<std::size_t> indices;
     for (const std::string& region : group.regions) {
       const auto at = std::find(names.begin(), names.end(), region);
       if (at == names.end())
-        throw UsageError(fmt::format("attribution: same-power group '{}' names region '{}', which is not among the "
-                                     "window's regions",
-                                     group.name, region));
-      const auto r = static_cast<std::size_t>(at - names.begin());
+        throw UsageError(fmt::format("attribution: {} '{}' names region '{}', which is not among the window's regions",
+                                     kind, group.name, region));
+      const auto index = static_cast<std::size_t>(at - names.begin());
+      if (std::find(indices.begin(), indices.end(), index) != indices.end())
+        throw UsageError(fmt::format("attribution: {} '{}' names region '{}' twice", kind, group.name, region));
+      indices.push_back(index);
+    }
+    members.push_back(std::move(indices));
+  }
+  return members;
+}
+
+Unknowns checked_same_power(const std::vector<RegionGroup>& groups, std::span<const std::string> names,
+                            const Layout& layout) {
+  constexpr std::size_t kOwn = static_cast<std::size_t>(-1);
+  const std::vector<std::vector<std::size_t>> members = checked_region_groups(groups, names, "same-power group");
+  std::vector<std::size_t> group_of(names.size(), kOwn);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (const std::size_t r : members[g]) {
       if (group_of[r] != kOwn)
         throw UsageError(fmt::format("attribution: region '{}' is in same-power groups '{}' and '{}': one at most",
-                                     region, groups[group_of[r]].name, group.name));
+                                     names[r], groups[group_of[r]].name, groups[g].name));
       if (layout.is_concurrent[r])
         throw UsageError(fmt::format("attribution: same-power group '{}' names region '{}', which is concurrent: it "
                                      "adds power to what runs with it and has no power of its own to share",
-                                     group.name, region));
+                                     groups[g].name, names[r]));
       group_of[r] = g;
     }
   }

@@ -34,11 +34,18 @@ void check_arguments(double begin_s, double end_s, double energy_j, const Attrib
 Layout checked_intervals(std::span<const RegionInterval> intervals, std::span<const std::string> names, double begin_s,
                          double end_s);
 
+// Each group's regions as indices into names. UsageError naming the group
+// as a `kind` ("total", "same-power group"): an empty or repeated name, no
+// regions, a region named twice or one that names lacks.
+std::vector<std::vector<std::size_t>> checked_region_groups(const std::vector<RegionGroup>& groups,
+                                                            std::span<const std::string> names,
+                                                            const std::string& kind);
+
 // Per column of the fit (the regions, then idle) the unknown it is fitted
 // with: the groups of same_power share one, every other column has its own;
 // unknowns are numbered in the order of their first column (idle stays last).
-// UsageError naming the group: no name or a repeated one, no regions, a
-// region names lacks, one in two groups, or a concurrent one.
+// UsageError as checked_region_groups's, and for a region in two groups or a
+// concurrent one.
 struct Unknowns {
   std::vector<std::size_t> of_column;
   std::size_t count = 0;

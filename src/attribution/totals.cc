@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attribution/checked_input.h"
 #include "joule/attribution/spread.h"
 #include "joule/error.h"
 
@@ -15,28 +16,7 @@ namespace joule::attribution {
 
 std::vector<std::vector<std::size_t>> checked_totals(const std::vector<RegionTotal>& totals,
                                                      std::span<const std::string> names) {
-  std::vector<std::vector<std::size_t>> members;
-  for (const RegionTotal& total : totals) {
-    if (total.name.empty()) throw UsageError("attribution: a total has no name");
-    const auto same_name = [&](const RegionTotal& other) { return other.name == total.name; };
-    if (std::count_if(totals.begin(), totals.end(), same_name) > 1)
-      throw UsageError(fmt::format("attribution: two totals are named '{}'", total.name));
-    if (total.regions.empty()) throw UsageError(fmt::format("attribution: total '{}' names no region", total.name));
-    std::vector<std::size_t> indices;
-    for (const std::string& region : total.regions) {
-      const auto at = std::find(names.begin(), names.end(), region);
-      if (at == names.end())
-        throw UsageError(fmt::format("attribution: total '{}' names region '{}', which is not among the window's "
-                                     "regions",
-                                     total.name, region));
-      const auto index = static_cast<std::size_t>(at - names.begin());
-      if (std::find(indices.begin(), indices.end(), index) != indices.end())
-        throw UsageError(fmt::format("attribution: total '{}' names region '{}' twice", total.name, region));
-      indices.push_back(index);
-    }
-    members.push_back(std::move(indices));
-  }
-  return members;
+  return checked_region_groups(totals, names, "total");
 }
 
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 // attribute(): per-region energy from coarse power data, on synthetic runs
-// whose true energies are known exactly (synthetic_steps.h).
+// whose true energies are known exactly (attribution_test_support.h).
 #include "joule/attribution/attribution.h"
 #include "joule/attribution/regions.h"
 
@@ -19,12 +19,12 @@
 
 #include "joule/clock.h"
 #include "joule/error.h"
-#include "attribution/synthetic_steps.h"
+#include "attribution/attribution_test_support.h"
 
 namespace joule::attribution {
 namespace {
 
-using namespace synthetic;  // NOLINT: the synthetic runs (synthetic_steps.h)
+using namespace test_support;  // NOLINT: synthetic runs, expect_usage_error (attribution_test_support.h)
 
 constexpr std::size_t kStorm = 0, kMatmul = 1, kElementwise = 2, kReduction = 3, kLoader = 4;
 
@@ -532,15 +532,6 @@ TEST(AttributionTest, AConcurrentRegionAlwaysWithOneRegionGetsNoEstimate) {
       << ::testing::PrintToString(a.notes);
   EXPECT_TRUE(has_note(a, "0 J is attributed to it"));
   EXPECT_NEAR(parts_sum_j(a), energy_j, 1e-9 * energy_j);
-}
-
-void expect_usage_error(const std::function<void()>& call, const std::string& text) {
-  try {
-    call();
-    ADD_FAILURE() << "no UsageError; expected one saying: " << text;
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
 }
 
 TEST(AttributionTest, RejectsBadInputNamingIt) {

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "attribution/synthetic_steps.h"
+#include "attribution/attribution_test_support.h"
 #include "joule/attribution/attribution.h"
 #include "joule/error.h"
 
 namespace joule::attribution {
 namespace {
 
-using namespace synthetic;  // NOLINT: the synthetic runs (synthetic_steps.h)
+using namespace test_support;  // NOLINT: synthetic runs, expect_usage_error (attribution_test_support.h)
 
 // An embedding, four identical blocks at 500 W, a 650 W head and an idle gap:
 // 16.5 ms a step.
@@ -81,15 +81,6 @@ TEST(SamePowerTest, TotalsOfTiedRegionsSumTheirRounds) {
               (a.regions[1].energy_high_j - a.regions[1].energy_low_j) +
                   (a.regions[2].energy_high_j - a.regions[2].energy_low_j),
               0.02 * (total.energy_high_j - total.energy_low_j));
-}
-
-void expect_usage_error(const std::function<void()>& call, const std::string& text) {
-  try {
-    call();
-    ADD_FAILURE() << "no UsageError; expected one saying: " << text;
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
 }
 
 TEST(SamePowerTest, RejectsGroupsThatCannotBeFittedNamingThem) {

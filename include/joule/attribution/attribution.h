@@ -92,20 +92,16 @@ struct PowerObservation {
   bool counter = false;
 };
 
-// Regions reported together as one, by name (a module's forward and its
-// backward): Attribution::totals, their sum's interval from the same
-// bootstrap rounds as the parts' (joule/attribution/totals.h).
-struct RegionTotal {
-  std::string name;
-  std::vector<std::string> regions;
-};
-
-// Regions fitted with one power (AttributionOptions::same_power): modules
-// that do the same work, such as a transformer's identical blocks.
+// Regions named together: reported as one (AttributionOptions::totals: a
+// module's forward and its backward, their sum's interval from the same
+// bootstrap rounds as the parts', joule/attribution/totals.h), or fitted
+// with one power (AttributionOptions::same_power: modules that do the same
+// work, such as a transformer's identical blocks).
 struct RegionGroup {
   std::string name;
   std::vector<std::string> regions;
 };
+using RegionTotal = RegionGroup;
 
 struct AttributionOptions {
   // The idle power, where known (measured before the loop). Without it, it is

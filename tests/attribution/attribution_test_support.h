@@ -1,23 +1,27 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
-// Synthetic runs for attribute()'s tests, whose true energies are known
-// exactly: a step of regions at known powers repeats with jittered durations
+// What attribute()'s tests share: synthetic runs, whose true energies are
+// known exactly, and a check of a UsageError's words. A step of regions at known powers repeats with jittered durations
 // (so its phase drifts against the sampling) and a jittered power per call;
 // the observations are exact integrals of that power: 100 ms energy-counter
 // increments, 20 ms span averages with noise, or point samples every 20 ms
 // with noise.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "joule/attribution/attribution.h"
+#include "joule/error.h"
 
-namespace joule::attribution::synthetic {
+namespace joule::attribution::test_support {
 
 // One part of the step: a region, or (no region) a gap at the baseline.
 struct Part {
@@ -127,4 +131,14 @@ inline bool has_note(const Attribution& a, const std::string& text) {
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
-}  // namespace joule::attribution::synthetic
+// The call throws a UsageError whose message holds `text`.
+inline void expect_usage_error(const std::function<void()>& call, const std::string& text) {
+  try {
+    call();
+    ADD_FAILURE() << "no UsageError; expected one saying: " << text;
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace joule::attribution::test_support
