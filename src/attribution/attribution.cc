@@ -230,25 +230,33 @@ Fit solve_each(Eigen::MatrixXd n, Eigen::VectorXd c, std::optional<double> fixed
 }
 
 // The same with columns that share an unknown (AttributionOptions::same_power):
-// fitted as n' = T^T n T, c' = T^T c, T mapping the unknowns onto the columns,
-// and the solution mapped back (x = T x'), so that each column, a shared
-// one included, reads as its own.
+// the normal equations summed over each unknown's columns (n' = T^T n T,
+// c' = T^T c, T mapping the unknowns onto the columns) and the solution read
+// back per column (x = T x'), so that each column, a shared one included,
+// reads as its own.
 Fit solve(const Eigen::MatrixXd& n, const Eigen::VectorXd& c, std::optional<double> fixed_idle_w,
           const Unknowns& unknowns) {
-  const auto k = static_cast<Eigen::Index>(unknowns.of_column.size());
   if (unknowns.count == unknowns.of_column.size()) return solve_each(n, c, fixed_idle_w);
-  Eigen::MatrixXd t = Eigen::MatrixXd::Zero(k, static_cast<Eigen::Index>(unknowns.count));
-  for (Eigen::Index column = 0; column < k; ++column) {
-    t(column, static_cast<Eigen::Index>(unknowns.of_column[static_cast<std::size_t>(column)])) = 1.0;
+  const auto m = static_cast<Eigen::Index>(unknowns.count);
+  const auto k = static_cast<Eigen::Index>(unknowns.of_column.size());
+  const auto of = [&](Eigen::Index column) {
+    return static_cast<Eigen::Index>(unknowns.of_column[static_cast<std::size_t>(column)]);
+  };
+  Eigen::MatrixXd shared_n = Eigen::MatrixXd::Zero(m, m);
+  Eigen::VectorXd shared_c = Eigen::VectorXd::Zero(m);
+  for (Eigen::Index a = 0; a < k; ++a) {
+    shared_c(of(a)) += c(a);
+    for (Eigen::Index b = 0; b < k; ++b) shared_n(of(a), of(b)) += n(a, b);
   }
-  const Fit shared = solve_each(t.transpose() * n * t, t.transpose() * c, fixed_idle_w);
+  const Fit shared = solve_each(std::move(shared_n), std::move(shared_c), fixed_idle_w);
   Fit fit;
-  fit.coefficients = t * shared.coefficients;
-  fit.null_projection = t * shared.null_projection * t.transpose();
-  for (Eigen::Index column = 0; column < k; ++column) {
-    const std::size_t unknown = unknowns.of_column[static_cast<std::size_t>(column)];
-    fit.estimable.push_back(shared.estimable[unknown]);
-    fit.observed.push_back(shared.observed[unknown]);
+  fit.coefficients.resize(k);
+  fit.null_projection.resize(k, k);
+  for (Eigen::Index a = 0; a < k; ++a) {
+    fit.coefficients(a) = shared.coefficients(of(a));
+    for (Eigen::Index b = 0; b < k; ++b) fit.null_projection(a, b) = shared.null_projection(of(a), of(b));
+    fit.estimable.push_back(shared.estimable[static_cast<std::size_t>(of(a))]);
+    fit.observed.push_back(shared.observed[static_cast<std::size_t>(of(a))]);
   }
   return fit;
 }
