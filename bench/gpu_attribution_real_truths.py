@@ -27,10 +27,12 @@ are attributed but have no truth.
 
 Per run (--runs, seeds 1..K): --seconds of steps back to back inside
 joule.torch.attribute and one window, attributed with the measured sample
-response three ways: joule's defaults (the model's bias carried), the
-statistical intervals alone (model_bias=0), and the idle power measured first
-(--idle-seconds) given as baseline_w. Per region with a truth: the error and
-whether each interval holds the truth.
+response four ways: joule's defaults (the model's bias carried, identical
+modules fitted with one power), the statistical intervals alone
+(model_bias=0), the idle power measured first (--idle-seconds) given as
+baseline_w, and each module fitted on its own (tie_identical=False; runs
+stored before 2026-12-01 lack it, and their "default" is this). Per region
+with a truth: the error and whether each interval holds the truth.
 
 --train: training steps instead (forward, backward, an AdamW step; regions
 in both phases, the optimizer's step its own), each module judged by its
@@ -189,7 +191,7 @@ def mixed_window(monitor, work, args, name):
 # How each run is attributed: joule's defaults (the model's bias carried), the
 # statistical interval alone, and with the idle power measured before the run
 # given as the baseline.
-VARIANTS = ("default", "statistical", "idle_baseline")
+VARIANTS = ("default", "statistical", "idle_baseline", "each_own")
 
 
 def estimates_by_path(a, train):
@@ -203,16 +205,17 @@ def estimates_by_path(a, train):
 def rows_of(attributions, truth, train):
     """Per module with a truth, per variant: the estimate, its interval, the error and whether it holds the truth."""
     rows = []
-    by_variant = {v: estimates_by_path(attributions[v], train) for v in VARIANTS}
+    variants = [v for v in VARIANTS if v in attributions]
+    by_variant = {v: estimates_by_path(attributions[v], train) for v in variants}
     for path, r in by_variant["default"].items():
         if path not in truth or r.calls == 0:
             continue
-        parts = [by_variant[v][path] for v in VARIANTS]
+        parts = [by_variant[v][path] for v in variants]
         true = truth[path]
         row = {"region": path, "truth_share": true / statistics.fmean(truth["_full_step_j"]), "calls": r.calls,
                "truth_j": true,
                "truth_se_j": truth["_spread_j"][path], "gpu_ms_per_call": 1e3 * r.gpu_time_s / r.calls}
-        for variant, g in zip(VARIANTS, parts):
+        for variant, g in zip(variants, parts):
             est, low, high = g.energy_per_call_j, g.energy_low_j / g.calls, g.energy_high_j / g.calls
             row[variant] = {"energy_per_call_j": est, "error": est / true - 1, "low_j": low, "high_j": high,
                             "half_width": (high - low) / 2 / abs(est), "inside": bool(low <= true <= high),
@@ -234,7 +237,8 @@ def one_run(monitor, model_name, k, response, idle_w, args):
         options = {"sample_response": response, "bootstrap_rounds": args.bootstrap_rounds}
         attributions = {"default": session.result(m, **options)[args.gpu],
                         "statistical": session.result(m, model_bias=0.0, **options)[args.gpu],
-                        "idle_baseline": session.result(m, baseline_w=idle_w, **options)[args.gpu]}
+                        "idle_baseline": session.result(m, baseline_w=idle_w, **options)[args.gpu],
+                        "each_own": session.result(m, tie_identical=False, **options)[args.gpu]}
         proof.write_raw(monitor, session, m, types.SimpleNamespace(out_dir=out_dir, gpu=args.gpu))
         print(f"{model_name} run {k}: {steps} steps in {m.elapsed_s:.1f} s, {proof.gpu_energy(m, args.gpu):.0f} J",
               flush=True)
@@ -251,7 +255,7 @@ def one_run(monitor, model_name, k, response, idle_w, args):
     for r in rows:
         print(f"  {r['region']:10s} {100 * r['truth_share']:5.1f}%  truth {r['truth_j']:.4f} J  " + "  ".join(
             f"{v} {100 * r[v]['error']:+6.1f}% +-{100 * r[v]['half_width']:5.1f}% "
-            f"{'holds' if r[v]['inside'] else 'MISSES'}" for v in VARIANTS), flush=True)
+            f"{'holds' if r[v]['inside'] else 'MISSES'}" for v in VARIANTS if v in r), flush=True)
     return rows
 
 
@@ -267,7 +271,7 @@ def summary(runs, args):
     groups["all"] = [r for rows in runs.values() for r in rows]
     for name, rows in groups.items():
         for v in VARIANTS:
-            large = [r[v] for r in rows if r["truth_share"] >= args.min_share]
+            large = [r[v] for r in rows if r["truth_share"] >= args.min_share and v in r]
             if not large:
                 continue
             s = {"regions": len(large), "hold": sum(r["inside"] for r in large),
