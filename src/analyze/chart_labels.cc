@@ -91,9 +91,9 @@ bool LabelPlacer::free(const Box& box, Clearance clearance) const {
   auto covers = [&](const Box& b) { return b.overlaps(box); };
   auto covers_any = [&](const std::vector<Box>& boxes) { return std::any_of(boxes.begin(), boxes.end(), covers); };
   if (covers_any(placed_)) return false;
-  if (clearance != Clearance::kLabels && covers_any(markers_)) return false;
-  if ((clearance == Clearance::kEverything || clearance == Clearance::kAllButLines) && covers_any(bars_)) return false;
-  return clearance != Clearance::kEverything || std::none_of(segments_.begin(), segments_.end(), [&](const Segment& s) {
+  if (clearance <= Clearance::kLabelsAndMarkers && covers_any(markers_)) return false;
+  if (clearance <= Clearance::kAllButLines && covers_any(bars_)) return false;
+  return clearance > Clearance::kEverything || std::none_of(segments_.begin(), segments_.end(), [&](const Segment& s) {
     return box.crossed_by(s.x1, s.y1, s.x2, s.y2);
   });
 }

@@ -154,6 +154,15 @@ py::dict attribution_dict(const joule::attribution::Attribution& a) {
                   "residual_rms_w"_a = a.residual_rms_w, "notes"_a = a.notes, "simulated"_a = a.simulated);
 }
 
+// {name: [region, ...]} (None: none) as RegionGroups, in its order.
+std::vector<joule::attribution::RegionGroup> region_groups(const py::object& groups) {
+  std::vector<joule::attribution::RegionGroup> out;
+  if (groups.is_none()) return out;
+  for (const auto& [name, regions] : groups.cast<py::dict>())
+    out.push_back({name.cast<std::string>(), regions.cast<std::vector<std::string>>()});
+  return out;
+}
+
 // The fit's options from the keyword arguments attribute() and
 // attribute_data() share (milliseconds to seconds).
 std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleModel> fit_options(
@@ -168,14 +177,8 @@ std::pair<joule::attribution::AttributionOptions, joule::attribution::SampleMode
   options.confidence = confidence;
   options.block_s = block_s;
   options.seed = seed;
-  if (!totals.is_none()) {  // {name: [region, ...]}, in its order
-    for (const auto& [name, regions] : totals.cast<py::dict>())
-      options.totals.push_back({name.cast<std::string>(), regions.cast<std::vector<std::string>>()});
-  }
-  if (!same_power.is_none()) {  // {name: [region, ...]}
-    for (const auto& [name, regions] : same_power.cast<py::dict>())
-      options.same_power.push_back({name.cast<std::string>(), regions.cast<std::vector<std::string>>()});
-  }
+  options.totals = region_groups(totals);
+  options.same_power = region_groups(same_power);
   joule::attribution::SampleModel samples;
   if (sample_cover_ms) samples.cover_s = *sample_cover_ms / 1000.0;
   if (sample_delay_ms) samples.delay_s = *sample_delay_ms / 1000.0;

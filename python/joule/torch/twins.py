@@ -23,6 +23,7 @@ import torch
 # shorter. Identical work varies less: a GPT's last block's backward took 5%
 # less than the median of the eight (7.85 ms against 8.27 ms; on two H200s).
 GPU_TIME_TOLERANCE = 0.10
+PHASES = ("forward", "backward")  # a module's regions: "<path>.forward", "<path>.backward"
 
 
 def identical_modules(modules: Sequence[Tuple[str, "torch.nn.Module"]]) -> List[List[str]]:
@@ -56,7 +57,7 @@ def same_power_groups(intervals, groups: Sequence[Sequence[str]]) -> Dict[str, L
         calls[name] += not resumed
     out = {}
     for paths in groups:
-        for phase in ("forward", "backward"):
+        for phase in PHASES:
             names = [f"{path}.{phase}" for path in paths if calls.get(f"{path}.{phase}")]
             names = _same_time(names, lambda name: time_s[name] / calls[name])
             if len(names) >= 2:
@@ -75,7 +76,7 @@ def untied(groups: Sequence[Sequence[str]], same_power: Dict[str, List[str]]) ->
     """The groups none of whose modules' regions same_power ties."""
     tied = {name for names in same_power.values() for name in names}
     return [paths for paths in groups
-            if not any(f"{path}.{phase}" in tied for path in paths for phase in ("forward", "backward"))]
+            if not any(f"{path}.{phase}" in tied for path in paths for phase in PHASES)]
 
 
 def _members(attribution, paths: Sequence[str]) -> list:
