@@ -34,6 +34,11 @@ baseline_w, and each module fitted on its own (tie_identical=False; runs
 stored before 2026-12-01 lack it, and their "default" is this). Per region
 with a truth: the error and whether each interval holds the truth.
 
+--loo-together: each round also leaves every such module out at once. Their
+truth together against the sum of their single truths says whether
+leave-one-out truths add up (a neighbour's interaction), and against the sum
+of their estimates whether a fit's common error is the fit's or the truths'.
+
 --train: training steps instead (forward, backward, an AdamW step; regions
 in both phases, the optimizer's step its own), each module judged by its
 total (Attribution.totals: its forward and backward, the interval the
@@ -72,6 +77,8 @@ from ddp_train import builtin_resnet50
 from gpt_model import SmallGPT
 
 SUFFIX = ".forward"
+# --loo-together: the truth of every module that can be left out, left out at once.
+TOGETHER = "_all_left_out_together"
 
 
 # -- the models, their steps and what can be left out ----------------------------------
@@ -159,11 +166,18 @@ def truths_in_mix(monitor, work, args):
 
     model, removable = work.model, work.removable
     fulls, without = [], {p: [] for p in removable}
+    if args.loo_together:
+        without[TOGETHER] = []
     for _ in range(args.loo_repeats):
         fulls.append(per_step())
         for path in removable:
             with left_out(model, path):
                 without[path].append(per_step())
+        if args.loo_together:
+            with contextlib.ExitStack() as stack:
+                for path in removable:
+                    stack.enter_context(left_out(model, path))
+                without[TOGETHER].append(per_step())
     fulls.append(per_step())
     out = proof.truths_from_rounds(fulls, without)
     print(f"truths: full step {', '.join(f'{f:.3f}' for f in fulls)} J; " +
@@ -224,6 +238,22 @@ def rows_of(attributions, truth, train):
     return rows
 
 
+def together_of(attributions, truth, train, removable):
+    """With --loo-together: the modules that can be left out, as one. Their truth left out at once against the sum
+    of their single truths (do leave-one-out truths add up?) and each variant's sum of their estimates."""
+    if TOGETHER not in truth:
+        return None
+    together_j = truth[TOGETHER]
+    out = {"modules": len(removable), "together_j": together_j, "together_se_j": truth["_spread_j"][TOGETHER],
+           "sum_of_singles_j": sum(truth[p] for p in removable),
+           "step_j": statistics.fmean(truth["_full_step_j"])}
+    for variant, a in attributions.items():
+        estimates = estimates_by_path(a, train)
+        fitted_j = sum(estimates[p].energy_per_call_j for p in removable if p in estimates)
+        out[variant] = {"fitted_j": fitted_j, "error": fitted_j / together_j - 1}
+    return out
+
+
 def one_run(monitor, model_name, k, response, idle_w, args):
     torch.manual_seed(k)
     work = MODELS[model_name](args)
@@ -244,10 +274,11 @@ def one_run(monitor, model_name, k, response, idle_w, args):
               flush=True)
         truth = truths_in_mix(monitor, work, args)
     rows = rows_of(attributions, truth, work.train)
+    together = together_of(attributions, truth, work.train, work.removable)
     result = {"gpu": torch.cuda.get_device_name(args.gpu), "torch": torch.__version__, "model": model_name,
               "run": k, "args": {key: v for key, v in vars(args).items() if key != "response"},
               "step_ms": step_ms, "steps": steps, "elapsed_s": m.elapsed_s, "energy_j": proof.gpu_energy(m, args.gpu),
-              "session_notes": session.notes, "sample_response": response.to_dict(), "in_mix": truth, "rows": rows,
+              "session_notes": session.notes, "sample_response": response.to_dict(), "in_mix": truth, "rows": rows, "together": together,
               "idle_w": idle_w, "attributions": {v: a.to_dict() for v, a in attributions.items()}}
     with open(os.path.join(out_dir, "result.json"), "w") as f:
         json.dump(result, f, indent=1, default=str)
@@ -256,12 +287,32 @@ def one_run(monitor, model_name, k, response, idle_w, args):
         print(f"  {r['region']:10s} {100 * r['truth_share']:5.1f}%  truth {r['truth_j']:.4f} J  " + "  ".join(
             f"{v} {100 * r[v]['error']:+6.1f}% +-{100 * r[v]['half_width']:5.1f}% "
             f"{'holds' if r[v]['inside'] else 'MISSES'}" for v in VARIANTS if v in r), flush=True)
-    return rows
+    if together:
+        print(f"  the {together['modules']} modules left out together: {together['together_j']:.4f} J/step "
+              f"(+-{together['together_se_j']:.4f}), their single truths sum to {together['sum_of_singles_j']:.4f} "
+              f"({100 * (together['sum_of_singles_j'] / together['together_j'] - 1):+.1f}%); fitted: " + ", ".join(
+                  f"{v} {100 * together[v]['error']:+.1f}%" for v in VARIANTS if v in together), flush=True)
+    return rows, together
 
 
 # -- all runs -----------------------------------------------------------------------
 
-def summary(runs, args):
+def together_lines(togethers):
+    """Per run made with --loo-together: the modules' truth left out together, their single truths' sum and each
+    variant's fitted sum against it."""
+    if not togethers:
+        return []
+    lines = ["", "| run | modules | together, J/step (share of the step) | sum of single truths | " +
+             " | ".join(f"fitted, {v}" for v in VARIANTS) + " |", "|---" * (4 + len(VARIANTS)) + "|"]
+    for run, t in sorted(togethers.items()):
+        fitted = " | ".join(f"{100 * t[v]['error']:+.1f}%" if v in t else "" for v in VARIANTS)
+        lines.append(f"| {run} | {t['modules']} | {t['together_j']:.3f} +- {t['together_se_j']:.3f} "
+                     f"({100 * t['together_j'] / t['step_j']:.1f}%) | "
+                     f"{100 * (t['sum_of_singles_j'] / t['together_j'] - 1):+.1f}% | {fitted} |")
+    return lines
+
+
+def summary(runs, args, togethers=None):
     """Per model and over all, per variant: of the regions whose truth is >= --min-share of the step's energy, how many
     intervals hold the truth, their median half-width and the median and worst error."""
     lines = ["| model | variant | regions | intervals that hold | median half-width | median error | worst error |",
@@ -282,6 +333,7 @@ def summary(runs, args):
             lines.append(f"| {name} | {v} | {s['regions']} | {s['hold']} ({100 * s['hold'] / s['regions']:.0f}%) | "
                          f"{100 * s['median_half_width']:.1f}% | {100 * s['median_error']:.1f}% | "
                          f"{100 * s['worst_error']:.1f}% |")
+    lines += together_lines(togethers or {})
     with open(os.path.join(args.out_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(args.out_dir, "summary.json"), "w") as f:
@@ -314,6 +366,8 @@ def parse_args():
     p.add_argument("--seconds", type=float, default=40.0, help="the attributed window")
     p.add_argument("--loo-seconds", type=float, default=3.0, help="each leave-one-out window")
     p.add_argument("--loo-repeats", type=int, default=2)
+    p.add_argument("--loo-together", action="store_true",
+                   help="also leave every such module out at once in each round: do the single truths add up?")
     p.add_argument("--response", default=None, help="a sample response's JSON (else measured)")
     p.add_argument("--response-seconds", type=float, default=30.0)
     p.add_argument("--idle-seconds", type=float, default=3.0, help="the idle power, measured once first")
@@ -336,13 +390,15 @@ def parse_args():
 
 def summarise_stored(args):
     """--summarise: the summary of stored runs (their result.json) into --out-dir, no GPU."""
-    runs = {}
+    runs, togethers = {}, {}
     for path in args.summarise:
         with open(os.path.join(path, "result.json")) as f:
             r = json.load(f)
         runs[(r["model"], path)] = r["rows"]
+        if r.get("together"):
+            togethers[f"{r['model']}-run{r['run']}"] = r["together"]
     args.models = sorted({m for m, _ in runs})
-    summary(runs, args)
+    summary(runs, args, togethers)
 
 
 def main():
@@ -356,14 +412,16 @@ def main():
     response = sample_response(monitor, args)
     idle_w = proof.idle_power(monitor, args.idle_seconds, args.gpu)
     print(f"idle: {idle_w:.1f} W", flush=True)
-    runs = {}
+    runs, togethers = {}, {}
     for model_name in args.models:
         for k in range(args.first_run, args.first_run + args.runs):
             t = time.perf_counter()
-            runs[(model_name, k)] = one_run(monitor, model_name, k, response, idle_w, args)
+            runs[(model_name, k)], together = one_run(monitor, model_name, k, response, idle_w, args)
+            if together:
+                togethers[f"{model_name}-run{k}"] = together
             torch.cuda.empty_cache()
             print(f"{model_name} run {k} took {time.perf_counter() - t:.0f} s", flush=True)
-    summary(runs, args)
+    summary(runs, args, togethers)
 
 
 if __name__ == "__main__":
