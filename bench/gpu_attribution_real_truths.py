@@ -278,8 +278,8 @@ def one_run(monitor, model_name, k, response, idle_w, args):
     result = {"gpu": torch.cuda.get_device_name(args.gpu), "torch": torch.__version__, "model": model_name,
               "run": k, "args": {key: v for key, v in vars(args).items() if key != "response"},
               "step_ms": step_ms, "steps": steps, "elapsed_s": m.elapsed_s, "energy_j": proof.gpu_energy(m, args.gpu),
-              "session_notes": session.notes, "sample_response": response.to_dict(), "in_mix": truth, "rows": rows, "together": together,
-              "idle_w": idle_w, "attributions": {v: a.to_dict() for v, a in attributions.items()}}
+              "session_notes": session.notes, "sample_response": response.to_dict(), "in_mix": truth, "rows": rows,
+              "together": together, "idle_w": idle_w, "attributions": {v: a.to_dict() for v, a in attributions.items()}}
     with open(os.path.join(out_dir, "result.json"), "w") as f:
         json.dump(result, f, indent=1, default=str)
     print(joule.attribution.format_table(attributions["default"], gpu_label=f"{model_name} run {k}"), flush=True)
@@ -314,9 +314,9 @@ def together_lines(togethers):
 
 def summary(runs, args, togethers=None):
     """Per model and over all, per variant: of the regions whose truth is >= --min-share of the step's energy, how many
-    intervals hold the truth, their median half-width and the median and worst error."""
-    lines = ["| model | variant | regions | intervals that hold | median half-width | median error | worst error |",
-             "|---|---|---|---|---|---|---|"]
+    intervals hold the truth, their median half-width, how many are within 5% and the median and worst error."""
+    lines = ["| model | variant | regions | intervals that hold | median half-width | within 5% | median error | "
+             "worst error |", "|---|---|---|---|---|---|---|---|"]
     report = {}
     groups = {m: [r for (name, _), rows in runs.items() if name == m for r in rows] for m in args.models}
     groups["all"] = [r for rows in runs.values() for r in rows]
@@ -327,11 +327,12 @@ def summary(runs, args, togethers=None):
                 continue
             s = {"regions": len(large), "hold": sum(r["inside"] for r in large),
                  "median_half_width": statistics.median(r["half_width"] for r in large),
+                 "within_5pct": sum(abs(r["error"]) <= 0.05 for r in large),
                  "median_error": statistics.median(abs(r["error"]) for r in large),
                  "worst_error": max(abs(r["error"]) for r in large)}
             report.setdefault(name, {})[v] = s
             lines.append(f"| {name} | {v} | {s['regions']} | {s['hold']} ({100 * s['hold'] / s['regions']:.0f}%) | "
-                         f"{100 * s['median_half_width']:.1f}% | {100 * s['median_error']:.1f}% | "
+                         f"{100 * s['median_half_width']:.1f}% | {s['within_5pct']} | {100 * s['median_error']:.1f}% | "
                          f"{100 * s['worst_error']:.1f}% |")
     lines += together_lines(togethers or {})
     with open(os.path.join(args.out_dir, "summary.md"), "w") as f:
@@ -396,7 +397,7 @@ def summarise_stored(args):
             r = json.load(f)
         runs[(r["model"], path)] = r["rows"]
         if r.get("together"):
-            togethers[f"{r['model']}-run{r['run']}"] = r["together"]
+            togethers[path] = r["together"]
     args.models = sorted({m for m, _ in runs})
     summary(runs, args, togethers)
 
