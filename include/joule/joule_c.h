@@ -80,7 +80,9 @@ int joule_clock_s(joule_session* session, double* now_s);
  * energy_per_call_j, share, energy_low_j, energy_high_j, energy_std_j; then
  * baseline_w and its interval, baseline_estimated, baseline_separated,
  * idle_time_s, idle_energy_j, window_energy_j, model_energy_j, scale,
- * observations, residual_rms_w, notes[]; null where there is no estimate).
+ * observations, residual_rms_w, power_ceiling_w (the GPU's highest power
+ * limit, read from it: a region fitted above 1.25 times it gets a note),
+ * notes[]; null where there is no estimate).
  * options_json (may be NULL): {"baseline_w": 90, "bootstrap_rounds": 200,
  * "confidence": 0.9, "block_s": 1.0, "seed": 1, "sample_cover_ms": 10,
  * "sample_delay_ms": 5} (without them the samples' cover, and how late

@@ -351,6 +351,9 @@ class Attribution:
     def observations(self) -> int: ...
     @property
     def residual_rms_w(self) -> float: ...
+    # The GPU's highest power limit the regions' powers were checked against (NaN: not checked).
+    @property
+    def power_ceiling_w(self) -> float: ...
     # Writable: joule.torch sessions add their notes on the modules.
     notes: list[str]
     # Plain dicts, lists and floats (NaN kept), for json.dumps.
@@ -400,6 +403,7 @@ def attribute_data(
     model_bias: Optional[float] = None,
     totals: Optional[dict[str, list[str]]] = None,
     same_power: Optional[dict[str, list[str]]] = None,
+    power_ceiling_w: Optional[float] = None,
 ) -> Attribution: ...
 
 # How a GPU's power samples respond to its power (joule.torch.measure_sample_response runs the window).

@@ -528,6 +528,20 @@ void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Tot
   }
 }
 
+// A region fitted far above anything the GPU can draw is the fit's figure:
+// it could not tell the region from its neighbours (always beside the same
+// ones, or too short for the samples), and the excess came from them.
+void note_above_ceiling(Attribution& out, std::optional<double> ceiling_w) {
+  if (!ceiling_w) return;
+  for (const RegionEnergy& g : out.regions) {
+    if (!g.resolved || g.concurrent || !(g.power_w > kImplausiblePowerShare * *ceiling_w)) continue;
+    out.notes.push_back(fmt::format("region '{}': fitted at {:.4g} W, {:.1f}x the most this GPU can draw ({:.4g} W, "
+                                    "its highest power limit): the fit could not tell it from its neighbours, whose "
+                                    "energy it took; its energy is not to be trusted, nor theirs",
+                                    g.name, g.power_w, g.power_w / *ceiling_w, *ceiling_w));
+  }
+}
+
 void note_bootstrap(Attribution& out, const BlockSums& sums, const AttributionOptions& options) {
   if (options.bootstrap_rounds == 0) {
     out.notes.push_back("no intervals: bootstrap_rounds is 0");
@@ -626,6 +640,8 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
     rounds = bootstrap(sums, unknowns, e, t, window_energy_j, fitted);
   if (e.baseline_estimated) set_baseline_interval(out, rounds.baseline_w, options);
   fill_regions(out, fit, e, t, rounds.energy_j, region_names, options);
+  out.power_ceiling_w = options.power_ceiling_w.value_or(kNaN);
+  note_above_ceiling(out, options.power_ceiling_w);
   out.totals = sum_regions(out, options.totals, members, rounds.energy_j, options.confidence);
   return out;
 }

@@ -70,6 +70,9 @@ void check_arguments(double begin_s, double end_s, double energy_j, const Attrib
     throw UsageError(fmt::format("attribution: confidence {} is outside (0, 1)", o.confidence));
   if (!(std::isfinite(o.block_s) && o.block_s > 0.0))
     throw UsageError(fmt::format("attribution: block_s {} s is not a positive duration", o.block_s));
+  if (o.power_ceiling_w && !(std::isfinite(*o.power_ceiling_w) && *o.power_ceiling_w > 0.0))
+    throw UsageError(fmt::format("attribution: power_ceiling_w {} W is not a finite, positive power",
+                                 *o.power_ceiling_w));
 }
 
 Layout checked_intervals(std::span<const RegionInterval> intervals, std::span<const std::string> names, double begin_s,

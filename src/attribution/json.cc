@@ -47,6 +47,7 @@ nlohmann::json to_json(const Attribution& a) {
           {"scale", number(a.scale)},
           {"observations", a.observations},
           {"residual_rms_w", number(a.residual_rms_w)},
+          {"power_ceiling_w", number(a.power_ceiling_w)},
           {"notes", a.notes},
           {"simulated", a.simulated}};
 }

@@ -17,6 +17,7 @@
 #include "joule/attribution/spread.h"
 #include "joule/attribution/totals.h"
 #include "joule/common/root_sum_square.h"
+#include "joule/device/power_limit_facts.h"
 #include "joule/error.h"
 
 namespace joule::attribution {
@@ -636,8 +637,13 @@ std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& s
   require_settled(settled);
   std::vector<Attribution> out;
   for (std::size_t gpu = 0; gpu < settled.gpu_energy_j.size(); ++gpu) {
+    AttributionOptions gpu_options = options;
+    if (!gpu_options.power_ceiling_w && gpu < monitor.gpus().size()) {
+      const std::optional<double> max_w = read_power_limit_facts(*monitor.gpus()[gpu]).max_w;  // read-only
+      if (max_w && std::isfinite(*max_w) && *max_w > 0.0) gpu_options.power_ceiling_w = max_w;
+    }
     out.push_back(attribute_gpu(monitor.sampler(), gpu, regions, settled.begin_s, settled.end_s(),
-                                settled.gpu_energy_j[gpu], options, samples));
+                                settled.gpu_energy_j[gpu], gpu_options, samples));
     out.back().simulated = gpu < monitor.gpus().size() && monitor.gpus()[gpu]->simulated();
   }
   return out;

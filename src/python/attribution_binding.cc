@@ -151,7 +151,8 @@ py::dict attribution_dict(const joule::attribution::Attribution& a) {
                   "baseline_separated"_a = a.baseline_separated, "idle_time_s"_a = a.idle_time_s,
                   "idle_energy_j"_a = a.idle_energy_j, "window_energy_j"_a = a.window_energy_j,
                   "model_energy_j"_a = a.model_energy_j, "scale"_a = a.scale, "observations"_a = a.observations,
-                  "residual_rms_w"_a = a.residual_rms_w, "notes"_a = a.notes, "simulated"_a = a.simulated);
+                  "residual_rms_w"_a = a.residual_rms_w, "power_ceiling_w"_a = a.power_ceiling_w, "notes"_a = a.notes,
+                  "simulated"_a = a.simulated);
 }
 
 // {name: [region, ...]} (None: none) as RegionGroups, in its order.
@@ -361,6 +362,7 @@ void bind_attribution(py::module_& m) {
       .def_readonly("scale", &Attribution::scale)
       .def_readonly("observations", &Attribution::observations)
       .def_readonly("residual_rms_w", &Attribution::residual_rms_w)
+      .def_readonly("power_ceiling_w", &Attribution::power_ceiling_w)
       // Writable: joule.torch sessions add what they know of the modules (identical ones' spread).
       .def_readwrite("notes", &Attribution::notes)
       .def_readonly("simulated", &Attribution::simulated)
@@ -491,7 +493,7 @@ void bind_attribution(py::module_& m) {
       "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
       "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages; "
       "sample_delay_ms: how long after that span it is stamped (None: found by the fit); sample_response (from "
-      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone); totals: {name: [region, ...]}, regions reported together in Attribution.totals, the interval their sum's over the same bootstrap rounds (joule.torch sessions give each module's forward and backward); same_power: {name: [region, ...]}, regions fitted with one power, each its own time at it (joule.torch sessions give identical modules' forward regions, and their backward ones). Do not record on the recorder meanwhile (the fit runs without the GIL).");
+      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone); totals: {name: [region, ...]}, regions reported together in Attribution.totals, the interval their sum's over the same bootstrap rounds (joule.torch sessions give each module's forward and backward); same_power: {name: [region, ...]}, regions fitted with one power, each its own time at it (joule.torch sessions give identical modules' forward regions, and their backward ones). Each GPU's highest power limit is read (read-only): a region fitted above 1.25 times it gets a note (Attribution.power_ceiling_w). Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   m.def(
       "attribute_data",
@@ -501,7 +503,7 @@ void bind_attribution(py::module_& m) {
          double block_s, std::uint64_t seed, std::optional<double> sample_cover_ms,
          std::optional<double> sample_delay_ms, std::optional<SampleResponse> sample_response,
          bool counter_increments, std::optional<double> counter_lag_ms, std::optional<double> model_bias,
-         const py::object& totals, const py::object& same_power) {
+         const py::object& totals, const py::object& same_power, std::optional<double> power_ceiling_w) {
         std::vector<joule::ObservedPower> observed;
         for (const auto& [b, e, w] : samples) observed.push_back({b, e, w});
         std::vector<joule::CounterAnchor> values;
@@ -525,9 +527,10 @@ void bind_attribution(py::module_& m) {
           v.concurrent = t.size() == 5 && t[4].cast<bool>();
           pieces.push_back(v);
         }
-        const auto [options, model] = fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed,
-                                                  sample_cover_ms, sample_delay_ms, std::move(sample_response),
-                                                  counter_increments, counter_lag_ms, model_bias, totals, same_power);
+        auto [options, model] = fit_options(baseline_w, bootstrap_rounds, confidence, block_s, seed, sample_cover_ms,
+                                            sample_delay_ms, std::move(sample_response), counter_increments,
+                                            counter_lag_ms, model_bias, totals, same_power);
+        options.power_ceiling_w = power_ceiling_w;
         py::gil_scoped_release release;
         return joule::attribution::attribute_observed(observed, values, std::move(pieces), names, begin_s, end_s,
                                                       energy_j, options, model);
@@ -536,11 +539,13 @@ void bind_attribution(py::module_& m) {
       "bootstrap_rounds"_a = 200, "confidence"_a = 0.9, "block_s"_a = 1.0, "seed"_a = 1,
       "sample_cover_ms"_a = py::none(), "sample_delay_ms"_a = py::none(), "sample_response"_a = py::none(),
       "counter_increments"_a = true, "counter_lag_ms"_a = py::none(), "model_bias"_a = py::none(),
-      "totals"_a = py::none(), "same_power"_a = py::none(),
+      "totals"_a = py::none(), "same_power"_a = py::none(), "power_ceiling_w"_a = py::none(),
       "attribute() from data kept from a run, e.g. to refit it offline: samples as Monitor.observed_power gives "
       "them, counter as Monitor.counter_values does ([] for none), intervals as RegionRecorder.intervals does "
       "(a fifth element True marks a concurrent region's), the window [begin_s, end_s] on their clock and its "
-      "measured energy_j; the options as attribute's. One Attribution.");
+      "measured energy_j; the options as attribute's; power_ceiling_w: the GPU's highest power limit, where "
+      "known (attribute() reads it from the GPU): a region fitted above 1.25 times it gets a note. One "
+      "Attribution.");
 
   m.def(
       "attribution_page",

@@ -55,6 +55,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -130,7 +131,16 @@ struct AttributionOptions {
   // on its own, 2.9% in the median as one (bench/README.md section 16k).
   // Exclusive regions only; a region is in one group at most.
   std::vector<RegionGroup> same_power;
+  // The most this GPU can draw beyond transients: its highest settable power
+  // limit. A region fitted above kImplausiblePowerShare of it gets a note (a
+  // figure the fit could not separate from its neighbours, not a draw). None:
+  // not checked; attribute_window reads it from each GPU.
+  std::optional<double> power_ceiling_w;
 };
+// How far above the GPU's power ceiling a region's fitted power is taken as
+// the fit's, not the GPU's: power excursions above the limit last
+// microseconds, a region's calls add up to milliseconds and more.
+inline constexpr double kImplausiblePowerShare = 1.25;
 
 struct RegionEnergy {
   std::string name;
@@ -176,6 +186,9 @@ struct Attribution {
   double scale = 1.0;               // window_energy_j / model_energy_j
   std::size_t observations = 0;
   double residual_rms_w = 0.0;  // weighted, of the observations around the fit
+  // The GPU's highest power limit the regions' powers were checked against
+  // (AttributionOptions::power_ceiling_w); NaN: not checked.
+  double power_ceiling_w = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::string> notes;
   // The power came from a simulated GPU (joule's model, not a measurement):
   // set by attribute_window from the monitor's GPU, said on every output.
