@@ -10,9 +10,11 @@ not separate says so.)
 For stored runs of bench/gpu_attribution_real_truths.py (raw.json.gz,
 result.json), refits each as a session does (the measured response, the
 model bias, identical modules as one: bench/probes/twin_tying.py) with
-power_ceiling_w=--ceiling-w, and prints the regions noted. Then, over every
-module with a truth (a training run's by its forward + backward total), the
-errors of those with a noted region against those without.
+power_ceiling_w=--ceiling-w and without, and prints the regions noted (with
+a truth: the module's error and whether its interval holds, as fitted and
+widened down to its time at the idle power). Then, over every module with a
+truth (a training run's by its forward + backward total), the errors of
+those with a noted region against those without.
 
   PYTHONPATH=build/python python3 bench/probes/power_ceiling.py --ceiling-w 700 RUN_DIR [RUN_DIR ...]
 """
@@ -36,17 +38,27 @@ def module_of(region):
 
 
 def refit(path, monitor, ceiling_w):
-    """(the attribution, its judged modules by path, the truths, the truth's share per module) as a session fits."""
+    """(the attribution with the ceiling, its judged modules by path, the same without the ceiling, the truths, the
+    truth's share per module) as a session fits."""
     raw, result, response = load(path)
     names = list(dict.fromkeys(v[0] for v in raw["intervals"]))
-    a = joule.attribute_data(raw["samples"], raw.get("counter", []), raw["intervals"], raw["begin_s"], raw["end_s"],
-                             raw["energy_j"], sample_response=response, totals=module_totals_of(names) or None,
-                             same_power=same_power_groups(raw["intervals"], groups_of(result["model"], monitor)),
-                             power_ceiling_w=ceiling_w)
+    same_power = same_power_groups(raw["intervals"], groups_of(result["model"], monitor))
+
+    def fit(ceiling):
+        return joule.attribute_data(raw["samples"], raw.get("counter", []), raw["intervals"], raw["begin_s"],
+                                    raw["end_s"], raw["energy_j"], sample_response=response,
+                                    totals=module_totals_of(names) or None, same_power=same_power,
+                                    power_ceiling_w=ceiling)
+
+    a = fit(ceiling_w)
     truth = result["in_mix"]
     step_j = statistics.fmean(truth["_full_step_j"])
     shares = {row["region"]: truth[row["region"]] / step_j for row in result["rows"]}
-    return a, judged(a), truth, shares
+    return a, judged(a), judged(fit(None)), truth, shares
+
+
+def holds(g, truth_j):
+    return g.energy_low_j <= truth_j * g.calls <= g.energy_high_j
 
 
 def main():
@@ -56,8 +68,9 @@ def main():
     args = p.parse_args()
     monitor = joule.Monitor(backend="sim", sim="count=1")
     noted_errors, other_errors, noted_regions = [], [], 0
+    hold_before = hold_after = 0
     for path in args.runs:
-        a, modules, truth, shares = refit(path, monitor, args.ceiling_w)
+        a, modules, unchecked, truth, shares = refit(path, monitor, args.ceiling_w)
         noted = [r for r in a.regions if any(n.startswith(f"region '{r.name}': fitted at") and NOTE in n
                                              for n in a.notes)]
         noted_regions += len(noted)
@@ -65,18 +78,27 @@ def main():
         for r in noted:
             module = module_of(r.name)
             judged_by = (f", module error {100 * (modules[module].energy_per_call_j / truth[module] - 1):+.1f}% "
-                         f"(truth {100 * shares[module]:.1f}% of the step)") if module in shares else ""
+                         f"(truth {100 * shares[module]:.1f}% of the step), its interval "
+                         f"{'holds' if holds(unchecked[module], truth[module]) else 'misses'} as fitted, "
+                         f"{'holds' if holds(modules[module], truth[module]) else 'misses'} widened"
+                         ) if module in shares else ""
             print(f"  {r.name:22s} {r.power_w:7.0f} W  {100 * r.share:5.1f}% of the energy{judged_by}")
         flagged = {module_of(r.name) for r in noted}
         for module in shares:
             if module in modules:
                 error = modules[module].energy_per_call_j / truth[module] - 1
                 (noted_errors if module in flagged else other_errors).append(abs(error))
+                if module in flagged:
+                    hold_before += holds(unchecked[module], truth[module])
+                    hold_after += holds(modules[module], truth[module])
     print(f"{noted_regions} regions noted in {len(args.runs)} runs")
     for what, errors in (("modules with a noted region", noted_errors), ("the other modules", other_errors)):
         if errors:
             print(f"{what}: {len(errors)}, median |error| {100 * statistics.median(errors):.1f}%, "
                   f"worst {100 * max(errors):.1f}%, {sum(e <= 0.05 for e in errors)} within 5%")
+    if noted_errors:
+        print(f"intervals of the modules with a noted region that hold the truth: {hold_before} as fitted, "
+              f"{hold_after} widened, of {len(noted_errors)}")
 
 
 if __name__ == "__main__":

@@ -530,15 +530,32 @@ void fill_regions(Attribution& out, const Fit& fit, const Estimate& e, const Tot
 
 // A region fitted far above anything the GPU can draw is the fit's figure:
 // it could not tell the region from its neighbours (always beside the same
-// ones, or too short for the samples), and the excess came from them.
-void note_above_ceiling(Attribution& out, std::optional<double> ceiling_w) {
+// ones, or too short for the samples), and the excess came from them. Its
+// interval then reaches down to its time at the idle power (0 W where not
+// separated), what the GPU surely drew then, and so does each total's with it.
+void widen_above_ceiling(Attribution& out, std::optional<double> ceiling_w,
+                         const std::vector<std::vector<std::size_t>>& total_members) {
   if (!ceiling_w) return;
-  for (const RegionEnergy& g : out.regions) {
+  const double floor_w = out.baseline_separated ? out.baseline_w : 0.0;
+  std::vector<double> lowered_j(out.regions.size(), 0.0);
+  for (std::size_t r = 0; r < out.regions.size(); ++r) {
+    RegionEnergy& g = out.regions[r];
     if (!g.resolved || g.concurrent || !(g.power_w > kImplausiblePowerShare * *ceiling_w)) continue;
+    const double floor_j = floor_w * g.gpu_time_s * out.scale;
+    if (g.energy_low_j > floor_j) {  // false for NaN: no interval to widen
+      lowered_j[r] = g.energy_low_j - floor_j;
+      g.energy_low_j = floor_j;
+    }
     out.notes.push_back(fmt::format("region '{}': fitted at {:.4g} W, {:.1f}x the most this GPU can draw ({:.4g} W, "
                                     "its highest power limit): the fit could not tell it from its neighbours, whose "
-                                    "energy it took; its energy is not to be trusted, nor theirs",
-                                    g.name, g.power_w, g.power_w / *ceiling_w, *ceiling_w));
+                                    "energy it took; its interval reaches down to its time at {:.4g} W, and its "
+                                    "neighbours' figures are not to be trusted either",
+                                    g.name, g.power_w, g.power_w / *ceiling_w, *ceiling_w, floor_w));
+  }
+  for (std::size_t i = 0; i < out.totals.size(); ++i) {
+    double lowered = 0.0;
+    for (std::size_t r : total_members[i]) lowered += lowered_j[r];
+    if (lowered > 0.0 && std::isfinite(out.totals[i].energy_low_j)) out.totals[i].energy_low_j -= lowered;
   }
 }
 
@@ -640,9 +657,9 @@ Attribution attribute(std::span<const PowerObservation> observations, std::span<
     rounds = bootstrap(sums, unknowns, e, t, window_energy_j, fitted);
   if (e.baseline_estimated) set_baseline_interval(out, rounds.baseline_w, options);
   fill_regions(out, fit, e, t, rounds.energy_j, region_names, options);
-  out.power_ceiling_w = options.power_ceiling_w.value_or(kNaN);
-  note_above_ceiling(out, options.power_ceiling_w);
   out.totals = sum_regions(out, options.totals, members, rounds.energy_j, options.confidence);
+  out.power_ceiling_w = options.power_ceiling_w.value_or(kNaN);
+  widen_above_ceiling(out, options.power_ceiling_w, members);
   return out;
 }
 

@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 the joule developers
 // SPDX-License-Identifier: Apache-2.0
 // AttributionOptions::power_ceiling_w: a region fitted far above anything the
-// GPU can draw (its highest power limit) is the fit's figure, not a draw, and
-// the result says so; attribute_window reads the ceiling from each GPU.
+// GPU can draw (its highest power limit) is the fit's figure, not a draw: the
+// result says so and its interval reaches down to what the GPU surely drew
+// then; attribute_window reads the ceiling from each GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,19 +39,34 @@ Attribution fitted(std::optional<double> ceiling_w) {
   const SyntheticRun run(spec, 1000, 3);
   AttributionOptions options;
   options.power_ceiling_w = ceiling_w;
+  options.totals = {{"tail", {"block", "burst"}}};
   return attribute(observe(run, Kind::kAverages, 3), run.intervals, spec.names, 0.0, run.end_s, run.total_j,
                    options);
 }
 
-TEST(PowerCeilingTest, ARegionFittedAboveWhatTheGpuCanDrawIsNotedAndNoOtherIs) {
+TEST(PowerCeilingTest, ARegionFittedAboveWhatTheGpuCanDrawIsNotedAndItsIntervalReachesItsIdleEnergy) {
   const Attribution a = fitted(800.0);  // the burst's 1,200 W is 1.5x: no GPU holds that
-  ASSERT_TRUE(a.regions[2].resolved);
-  EXPECT_NEAR(a.regions[2].power_w, 1200.0, 60.0);
+  const Attribution unchecked = fitted(std::nullopt);
+  const RegionEnergy& burst = a.regions[2];
+  ASSERT_TRUE(burst.resolved && a.baseline_separated);
+  EXPECT_NEAR(burst.power_w, 1200.0, 60.0);
   EXPECT_EQ(a.power_ceiling_w, 800.0);
   EXPECT_TRUE(has_note(a, "region 'burst': fitted at ")) << ::testing::PrintToString(a.notes);
   EXPECT_TRUE(has_note(a, "x the most this GPU can draw (800 W, its highest power limit)"));
   EXPECT_FALSE(has_note(a, "region 'block': fitted at"));  // 600 W of 800
   EXPECT_FALSE(has_note(a, "region 'embed': fitted at"));
+  // The burst's interval reaches down to its time at the idle power; its
+  // estimate, its top and the other regions' intervals stay as fitted.
+  const double idle_j = a.baseline_w * burst.gpu_time_s * a.scale;
+  EXPECT_NEAR(burst.energy_low_j, idle_j, 1e-9 * idle_j);
+  EXPECT_GT(unchecked.regions[2].energy_low_j, 2.0 * idle_j);
+  EXPECT_EQ(burst.energy_j, unchecked.regions[2].energy_j);
+  EXPECT_EQ(burst.energy_high_j, unchecked.regions[2].energy_high_j);
+  EXPECT_EQ(a.regions[1].energy_low_j, unchecked.regions[1].energy_low_j);
+  // A total with the burst in it is lowered by as much.
+  const double lowered_j = unchecked.regions[2].energy_low_j - burst.energy_low_j;
+  EXPECT_NEAR(a.totals[0].energy_low_j, unchecked.totals[0].energy_low_j - lowered_j, 1e-9 * a.totals[0].energy_j);
+  EXPECT_EQ(a.totals[0].energy_high_j, unchecked.totals[0].energy_high_j);
 }
 
 TEST(PowerCeilingTest, WithinAQuarterAboveTheCeilingOrWithoutOneNothingIsNoted) {
