@@ -81,7 +81,8 @@ int joule_clock_s(joule_session* session, double* now_s);
  * baseline_w and its interval, baseline_estimated, baseline_separated,
  * idle_time_s, idle_energy_j, window_energy_j, model_energy_j, scale,
  * observations, residual_rms_w, power_ceiling_w (the GPU's highest power
- * limit, read from it: a region fitted above 1.25 times it gets a note),
+ * limit, read from it: a region fitted above 1.25 times it gets a note and
+ * an interval down to its time at the idle power),
  * notes[]; null where there is no estimate).
  * options_json (may be NULL): {"baseline_w": 90, "bootstrap_rounds": 200,
  * "confidence": 0.9, "block_s": 1.0, "seed": 1, "sample_cover_ms": 10,

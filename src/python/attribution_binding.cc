@@ -493,7 +493,7 @@ void bind_attribution(py::module_& m) {
       "The energy of a settled window (monitor.settle) split among the recorder's regions and the idle time, "
       "one Attribution per GPU. sample_cover_ms: the span before its stamp a driver sample averages; "
       "sample_delay_ms: how long after that span it is stamped (None: found by the fit); sample_response (from "
-      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone); totals: {name: [region, ...]}, regions reported together in Attribution.totals, the interval their sum's over the same bootstrap rounds (joule.torch sessions give each module's forward and backward); same_power: {name: [region, ...]}, regions fitted with one power, each its own time at it (joule.torch sessions give identical modules' forward regions, and their backward ones). Each GPU's highest power limit is read (read-only): a region fitted above 1.25 times it gets a note (Attribution.power_ceiling_w). Do not record on the recorder meanwhile (the fit runs without the GIL).");
+      "fit_sample_response) replaces both with the measured response; counter_increments: fit the energy counter's increments with the samples where it was read every step (Monitor.read_counter_every_step), its lag behind the work counter_lag_ms (None: found by the fit); model_bias: with a sample_response, the model's own bias as a share of each region's energy (1 sigma), added to its interval (None: 7.5%, pooled from proof runs against their truths; 0: the statistical interval alone); totals: {name: [region, ...]}, regions reported together in Attribution.totals, the interval their sum's over the same bootstrap rounds (joule.torch sessions give each module's forward and backward); same_power: {name: [region, ...]}, regions fitted with one power, each its own time at it (joule.torch sessions give identical modules' forward regions, and their backward ones). Each GPU's highest power limit is read (read-only): a region fitted above 1.25 times it gets a note and an interval down to its time at the idle power (Attribution.power_ceiling_w). Do not record on the recorder meanwhile (the fit runs without the GIL).");
 
   m.def(
       "attribute_data",
@@ -544,8 +544,8 @@ void bind_attribution(py::module_& m) {
       "them, counter as Monitor.counter_values does ([] for none), intervals as RegionRecorder.intervals does "
       "(a fifth element True marks a concurrent region's), the window [begin_s, end_s] on their clock and its "
       "measured energy_j; the options as attribute's; power_ceiling_w: the GPU's highest power limit, where "
-      "known (attribute() reads it from the GPU): a region fitted above 1.25 times it gets a note. One "
-      "Attribution.");
+      "known (attribute() reads it from the GPU): a region fitted above 1.25 times it gets a note and an "
+      "interval down to its time at the idle power. One Attribution.");
 
   m.def(
       "attribution_page",

@@ -132,9 +132,10 @@ struct AttributionOptions {
   // Exclusive regions only; a region is in one group at most.
   std::vector<RegionGroup> same_power;
   // The most this GPU can draw beyond transients: its highest settable power
-  // limit. A region fitted above kImplausiblePowerShare of it gets a note (a
-  // figure the fit could not separate from its neighbours, not a draw). None:
-  // not checked; attribute_window reads it from each GPU.
+  // limit. A region fitted above kImplausiblePowerShare of it is a figure the
+  // fit could not separate from its neighbours, not a draw: a note says so
+  // and its interval (and its totals') reaches down to its time at the idle
+  // power. None: not checked; attribute_window reads it from each GPU.
   std::optional<double> power_ceiling_w;
 };
 // How far above the GPU's power ceiling a region's fitted power is taken as
