@@ -62,8 +62,10 @@ std::vector<RegionEnergy> sum_regions(const Attribution& a, const std::vector<Re
     g.energy_low_j = g.energy_high_j = g.energy_std_j = kNaN;
     if (g.resolved && !rounds.empty()) {
       const Spread s = spread_of(summed_rounds(members[i], rounds), confidence);
-      g.energy_low_j = s.low;
-      g.energy_high_j = s.high;
+      // Rounds that all agree (a steady simulated GPU) sum in another order
+      // than the parts: the interval still holds its estimate.
+      g.energy_low_j = std::min(s.low, g.energy_j);
+      g.energy_high_j = std::max(s.high, g.energy_j);
       g.energy_std_j = s.std;
     }
     out.push_back(std::move(g));
