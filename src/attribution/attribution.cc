@@ -540,7 +540,7 @@ void widen_above_ceiling(Attribution& out, std::optional<double> ceiling_w,
   std::vector<double> lowered_j(out.regions.size(), 0.0);
   for (std::size_t r = 0; r < out.regions.size(); ++r) {
     RegionEnergy& g = out.regions[r];
-    if (!g.resolved || g.concurrent || !(g.power_w > kImplausiblePowerShare * *ceiling_w)) continue;
+    if (!g.resolved || g.concurrent || !(g.power_w > kImplausiblePowerMultiple * *ceiling_w)) continue;
     const double floor_j = floor_w * g.gpu_time_s * out.scale;
     if (g.energy_low_j > floor_j) {  // false for NaN: no interval to widen
       lowered_j[r] = g.energy_low_j - floor_j;

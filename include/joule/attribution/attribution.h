@@ -132,7 +132,7 @@ struct AttributionOptions {
   // Exclusive regions only; a region is in one group at most.
   std::vector<RegionGroup> same_power;
   // The most this GPU can draw beyond transients: its highest settable power
-  // limit. A region fitted above kImplausiblePowerShare of it is a figure the
+  // limit. A region fitted above kImplausiblePowerMultiple times it is a figure the
   // fit could not separate from its neighbours, not a draw: a note says so
   // and its interval (and its totals') reaches down to its time at the idle
   // power. None: not checked; attribute_window reads it from each GPU.
@@ -141,7 +141,7 @@ struct AttributionOptions {
 // How far above the GPU's power ceiling a region's fitted power is taken as
 // the fit's, not the GPU's: power excursions above the limit last
 // microseconds, a region's calls add up to milliseconds and more.
-inline constexpr double kImplausiblePowerShare = 1.25;
+inline constexpr double kImplausiblePowerMultiple = 1.25;
 
 struct RegionEnergy {
   std::string name;
