@@ -219,17 +219,16 @@ def estimates_by_path(a, train):
 def rows_of(attributions, truth, train):
     """Per module with a truth, per variant: the estimate, its interval, the error and whether it holds the truth."""
     rows = []
-    variants = [v for v in VARIANTS if v in attributions]
-    by_variant = {v: estimates_by_path(attributions[v], train) for v in variants}
+    by_variant = {v: estimates_by_path(attributions[v], train) for v in VARIANTS}
     for path, r in by_variant["default"].items():
         if path not in truth or r.calls == 0:
             continue
-        parts = [by_variant[v][path] for v in variants]
+        parts = [by_variant[v][path] for v in VARIANTS]
         true = truth[path]
         row = {"region": path, "truth_share": true / statistics.fmean(truth["_full_step_j"]), "calls": r.calls,
                "truth_j": true,
                "truth_se_j": truth["_spread_j"][path], "gpu_ms_per_call": 1e3 * r.gpu_time_s / r.calls}
-        for variant, g in zip(variants, parts):
+        for variant, g in zip(VARIANTS, parts):
             est, low, high = g.energy_per_call_j, g.energy_low_j / g.calls, g.energy_high_j / g.calls
             row[variant] = {"energy_per_call_j": est, "error": est / true - 1, "low_j": low, "high_j": high,
                             "half_width": (high - low) / 2 / abs(est), "inside": bool(low <= true <= high),
@@ -286,12 +285,12 @@ def one_run(monitor, model_name, k, response, idle_w, args):
     for r in rows:
         print(f"  {r['region']:10s} {100 * r['truth_share']:5.1f}%  truth {r['truth_j']:.4f} J  " + "  ".join(
             f"{v} {100 * r[v]['error']:+6.1f}% +-{100 * r[v]['half_width']:5.1f}% "
-            f"{'holds' if r[v]['inside'] else 'MISSES'}" for v in VARIANTS if v in r), flush=True)
+            f"{'holds' if r[v]['inside'] else 'MISSES'}" for v in VARIANTS), flush=True)
     if together:
         print(f"  the {together['modules']} modules left out together: {together['together_j']:.4f} J/step "
               f"(+-{together['together_se_j']:.4f}), their single truths sum to {together['sum_of_singles_j']:.4f} "
               f"({100 * (together['sum_of_singles_j'] / together['together_j'] - 1):+.1f}%); fitted: " + ", ".join(
-                  f"{v} {100 * together[v]['error']:+.1f}%" for v in VARIANTS if v in together), flush=True)
+                  f"{v} {100 * together[v]['error']:+.1f}%" for v in VARIANTS), flush=True)
     return rows, together
 
 
@@ -305,7 +304,7 @@ def together_lines(togethers):
     lines = ["", "| run | modules | together, J/step (share of the step) | sum of single truths | " +
              " | ".join(f"fitted, {v}" for v in VARIANTS) + " |", "|---" * (4 + len(VARIANTS)) + "|"]
     for run, t in sorted(togethers.items()):
-        fitted = " | ".join(f"{100 * t[v]['error']:+.1f}%" if v in t else "" for v in VARIANTS)
+        fitted = " | ".join(f"{100 * t[v]['error']:+.1f}%" for v in VARIANTS)
         lines.append(f"| {run} | {t['modules']} | {t['together_j']:.3f} +- {t['together_se_j']:.3f} "
                      f"({100 * t['together_j'] / t['step_j']:.1f}%) | "
                      f"{100 * (t['sum_of_singles_j'] / t['together_j'] - 1):+.1f}% | {fitted} |")

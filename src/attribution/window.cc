@@ -248,8 +248,9 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
                                   response.first_lag_ms + static_cast<int>(response.response_ms.size()),
                                   response.source.empty() ? "" : ", " + response.source));
   if (response.rounds.empty()) return out;
-  AttributionOptions quick = options;
+  AttributionOptions quick = options;  // the refits give energies only: no intervals, no notes
   quick.bootstrap_rounds = 0;
+  quick.power_ceiling_w.reset();
   std::vector<std::vector<double>> energies(out.regions.size());  // per region, over the rounds
   std::vector<std::vector<double>> total_energies(out.totals.size());
   for (const std::vector<double>& round : response.rounds) {
@@ -370,8 +371,9 @@ CounterPart counter_part(const std::vector<ObservedPower>& increments, std::span
                             "samples alone",
                             increments.size(), unknowns)};
   }
-  AttributionOptions quick = options;
+  AttributionOptions quick = options;  // the refits give energies only: no intervals, no notes
   quick.bootstrap_rounds = 0;
+  quick.power_ceiling_w.reset();
   const auto counter_rms_w = [&](double lag) {
     const std::vector<PowerObservation> alone = counter_observations(increments, begin_s, length_s, lag, 1.0);
     if (alone.size() < needed) return std::numeric_limits<double>::infinity();
