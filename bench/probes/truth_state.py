@@ -70,8 +70,8 @@ class GpuStateSampler:
         """What the GPU did between two monotonic instants: means and shares of the reads."""
         reads = [s for s in self.samples if begin_s <= s[0] <= end_s]
         share = lambda mask: sum(1 for s in reads if s[4] & mask) / len(reads)  # noqa: E731
-        return {"reads": len(reads), "sm_mhz": statistics.fmean(s[1] for s in reads),
-                "power_w": statistics.fmean(s[2] for s in reads), "temperature_c": statistics.fmean(s[3] for s in reads),
+        mean = lambda i: statistics.fmean(s[i] for s in reads)  # noqa: E731
+        return {"reads": len(reads), "sm_mhz": mean(1), "power_w": mean(2), "temperature_c": mean(3),
                 "power_capped": share(SW_POWER_CAP), "slowed": share(SLOWDOWNS)}
 
     def close(self):
