@@ -22,7 +22,10 @@ torch.nn.Identity, and the rest of the step does the same work. Its truth in
 the mix is the step's energy per step less that of the step without it (each
 looped --loo-seconds in a synchronised monitor window, counter-anchored);
 --loo-repeats rounds, the full step measured before, between and after them,
-so each truth has a spread (its own error). The others (the stem, the head)
+so each truth has a spread (its own error). Where the step's energy wanders
+from window to window (ResNet-50 training on an H200: 0.43% a window at the
+same time and clock), a round's truth of a small module is off by 10-50%:
+five rounds there (bench/README.md section 16n). The others (the stem, the head)
 are attributed but have no truth.
 
 Per run (--runs, seeds 1..K): --seconds of steps back to back inside
@@ -61,6 +64,7 @@ over all runs.
 import argparse
 import contextlib
 import json
+import math
 import os
 import statistics
 import time
@@ -313,18 +317,21 @@ def together_lines(togethers):
 
 def summary(runs, args, togethers=None):
     """Per model and over all, per variant: of the regions whose truth is >= --min-share of the step's energy, how many
-    intervals hold the truth, their median half-width, how many are within 5% and the median and worst error."""
+    intervals hold the truth, their median half-width, how many are within 5% and the median and worst error; and
+    the truths' median standard error over their rounds (NaN from one round), what an error below it cannot tell."""
     lines = ["| model | variant | regions | intervals that hold | median half-width | within 5% | median error | "
-             "worst error |", "|---|---|---|---|---|---|---|---|"]
+             "worst error | truths' median standard error |", "|---|---|---|---|---|---|---|---|---|"]
     report = {}
     groups = {m: [r for (name, _), rows in runs.items() if name == m for r in rows] for m in args.models}
     groups["all"] = [r for rows in runs.values() for r in rows]
     for name, rows in groups.items():
         for v in VARIANTS:
-            large = [r[v] for r in rows if r["truth_share"] >= args.min_share and v in r]
+            large_rows = [r for r in rows if r["truth_share"] >= args.min_share and v in r]
+            large = [r[v] for r in large_rows]
             if not large:
                 continue
             s = {"regions": len(large), "hold": sum(r["inside"] for r in large),
+                 "truth_median_se": statistics.median(r.get("truth_se_j", math.nan) / r["truth_j"] for r in large_rows),
                  "median_half_width": statistics.median(r["half_width"] for r in large),
                  "within_5pct": sum(abs(r["error"]) <= 0.05 for r in large),
                  "median_error": statistics.median(abs(r["error"]) for r in large),
@@ -332,7 +339,7 @@ def summary(runs, args, togethers=None):
             report.setdefault(name, {})[v] = s
             lines.append(f"| {name} | {v} | {s['regions']} | {s['hold']} ({100 * s['hold'] / s['regions']:.0f}%) | "
                          f"{100 * s['median_half_width']:.1f}% | {s['within_5pct']} | {100 * s['median_error']:.1f}% | "
-                         f"{100 * s['worst_error']:.1f}% |")
+                         f"{100 * s['worst_error']:.1f}% | {100 * s['truth_median_se']:.1f}% |")
     lines += together_lines(togethers or {})
     with open(os.path.join(args.out_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
