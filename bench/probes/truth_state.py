@@ -110,15 +110,15 @@ def rounds_of(monitor, sampler, work, args):
 
 def truths_of(windows):
     """Per variant but FULL: per round, the full step around it less the step without (J, ms, MHz)."""
-    fulls = windows[FULL]
-    around = lambda key, k: (fulls[k][key] + fulls[k + 1][key]) / 2  # noqa: E731
+    around = {key: proof.around_rounds([w[key] for w in windows[FULL]])
+              for key in ("j_per_step", "ms_per_step", "sm_mhz", "power_capped")}
     out = {}
     for name, ws in windows.items():
         if name == FULL:
             continue
-        out[name] = [{"j": around("j_per_step", k) - w["j_per_step"], "ms": around("ms_per_step", k) - w["ms_per_step"],
-                      "mhz_gained": w["sm_mhz"] - around("sm_mhz", k),
-                      "capped_change": w["power_capped"] - around("power_capped", k)} for k, w in enumerate(ws)]
+        out[name] = [{"j": around["j_per_step"][k] - w["j_per_step"], "ms": around["ms_per_step"][k] - w["ms_per_step"],
+                      "mhz_gained": w["sm_mhz"] - around["sm_mhz"][k],
+                      "capped_change": w["power_capped"] - around["power_capped"][k]} for k, w in enumerate(ws)]
     return out
 
 

@@ -81,7 +81,7 @@ def main():
     args = p.parse_args()
     groups = dict((g.split("=")[0], g.split("=")[1].split(",")) for g in args.group)
     run = Samples(args.run_dir)
-    a, labels, y = run.design(groups)
+    a, _, y = run.design(groups)
     beta = np.linalg.lstsq(a, y, rcond=None)[0]
     truth_w = {g: run.truth_power_w(members) for g, members in groups.items()}
     print(f"{args.run_dir}: {len(y)} samples")
