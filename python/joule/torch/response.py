@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """measure_sample_response: how this GPU's power samples answer a step of
 load, measured once with the monitor's own samples."""
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -27,32 +27,11 @@ def measure_sample_response(monitor: "Monitor", seconds: float = 40.0, gpu: int 
     simulated GPUs. raw (a dict) receives the window's samples and segments
     for your own fits.
     """
-    import random
-    import time
-
-    from .. import RegionRecorder, fit_sample_response
+    from .. import fit_sample_response
     from ..sample_response import keep_sample_response
 
-    device = torch.device("cuda", gpu)
-    x = torch.ones(128 * 1024 * 1024, device=device, dtype=torch.bfloat16)  # 256 MiB
-    with torch.cuda.device(device):
-        op_ms, cycles_per_ms = _time_kernels(lambda: x.mul_(0.999).add_(0.001))
-        rng = random.Random(seed)
-        recorder = RegionRecorder(monitor)
-        edges = GpuClock(recorder)
-        with monitor.window("joule-sample-response") as w:
-            until = time.perf_counter() + seconds
-            while time.perf_counter() < until:
-                edges.begin("high")
-                for _ in range(max(1, round(rng.uniform(1, max_segment_ms) / op_ms))):
-                    x.mul_(0.999).add_(0.001)
-                edges.end("high")
-                edges.begin("low")
-                torch.cuda._sleep(int(rng.uniform(1, max_segment_ms) * cycles_per_ms))
-                edges.end("low")
-            torch.cuda.synchronize()
-        edges.flush()
-    settled = w.settled(timeout_s=5.0)
+    x = torch.ones(128 * 1024 * 1024, device=torch.device("cuda", gpu), dtype=torch.bfloat16)  # 256 MiB
+    settled, recorder = alternate(monitor, lambda: x.mul_(0.999).add_(0.001), seconds, gpu, seed, max_segment_ms)
     if raw is not None:
         raw.update(begin_s=settled.begin_s, end_s=settled.end_s,
                    samples=monitor.observed_power(gpu, settled.begin_s, settled.end_s),
@@ -61,6 +40,38 @@ def measure_sample_response(monitor: "Monitor", seconds: float = 40.0, gpu: int 
     if keep:
         keep_sample_response(monitor, response, gpu=gpu)
     return response
+
+
+def alternate(monitor: "Monitor", op: Callable[[], Any], seconds: float, gpu: int = 0, seed: int = 1,
+              max_segment_ms: float = 40.0):
+    """The window measure_sample_response fits: `op` back to back in a
+    "high" region and a near-idle spin in a "low" one, each for random
+    lengths (1 ms to max_segment_ms), for `seconds`, edges on the GPU's
+    clock. Returns the settled measurement and the recorder. Public for
+    probes of other loads (bench/probes/capped_response.py)."""
+    import random
+    import time
+
+    from .. import RegionRecorder
+
+    with torch.cuda.device(torch.device("cuda", gpu)):
+        op_ms, cycles_per_ms = _time_kernels(op)
+        rng = random.Random(seed)
+        recorder = RegionRecorder(monitor)
+        edges = GpuClock(recorder)
+        with monitor.window("joule-sample-response") as w:
+            until = time.perf_counter() + seconds
+            while time.perf_counter() < until:
+                edges.begin("high")
+                for _ in range(max(1, round(rng.uniform(1, max_segment_ms) / op_ms))):
+                    op()
+                edges.end("high")
+                edges.begin("low")
+                torch.cuda._sleep(int(rng.uniform(1, max_segment_ms) * cycles_per_ms))
+                edges.end("low")
+            torch.cuda.synchronize()
+        edges.flush()
+    return w.settled(timeout_s=5.0), recorder
 
 
 def _time_kernels(op) -> Tuple[float, float]:
