@@ -52,7 +52,7 @@ void add_measure(CommandLine& cli) {
   command->add_option("--timeline", measure.timeline_path,
                       "write every sample to this CSV file (with --mpi: one per node, PATH with the node's "
                       "name before the extension)");
-  command->add_option("--sample", measure.sample_fields, "extra fields per sample: util, clock, temp, mem (comma-separated)")
+  command->add_option("--sample", measure.sample_fields, "extra fields per sample: util, clock, temp, mem, cap (comma-separated)")
       ->delimiter(',');
   command->add_flag("--json", measure.json, "print the report as one JSON object on stdout");
   command->add_flag("--mpi", measure.mpi,

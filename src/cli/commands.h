@@ -39,7 +39,7 @@ struct MeasureOptions {
   std::string timeline_path;
   std::string output_path;  // report goes here instead of stdout/stderr
   bool json = false;
-  std::vector<std::string> sample_fields;  // util, clock, temp, mem
+  std::vector<std::string> sample_fields;  // util, clock, temp, mem, cap
   // Under mpirun/srun: every rank runs the command, each node is measured
   // once (by its lowest rank), rank 0 reports per node and in total.
   bool mpi = false;

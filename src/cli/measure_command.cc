@@ -47,8 +47,10 @@ SampledFields parse_fields(const std::vector<std::string>& names) {
       fields.temperature = true;
     } else if (name == "mem") {
       fields.memory_used = true;
+    } else if (name == "cap") {
+      fields.power_cap = true;
     } else {
-      throw UsageError(fmt::format("--sample: unknown field '{}' (expected util, clock, temp or mem)", name));
+      throw UsageError(fmt::format("--sample: unknown field '{}' (expected util, clock, temp, mem or cap)", name));
     }
   }
   return fields;

@@ -35,7 +35,8 @@ MeasureReport build_report(const std::vector<std::string>& command, int exit_sta
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     r.devices.push_back({ids[i], "gpu", gpus[i]->name(), gpus[i]->backend(), gpus[i]->simulated(),
                          m.gpu_energy_j[i], average(m.gpu_energy_j[i]), peak(i),
-                         monitor.sampler().gpu_method_description(i), m.gpu_sources.at(i).counter_anchored});
+                         monitor.sampler().gpu_method_description(i), m.gpu_sources.at(i).counter_anchored,
+                         monitor.timeline().power_capped_share(static_cast<uint32_t>(i), m.begin_s, end_s)});
   }
   std::size_t package = 0, dram = 0;
   const auto& zones = monitor.cpu_zones();
@@ -43,7 +44,7 @@ MeasureReport build_report(const std::vector<std::string>& command, int exit_sta
     const bool is_package = zones[i]->domain() == CpuDomain::kPackage;
     const double energy_j = is_package ? m.cpu_package_energy_j[package++] : m.dram_energy_j[dram++];
     r.devices.push_back({ids[gpus.size() + i], is_package ? "cpu_package" : "dram", zones[i]->name(), "rapl", false, energy_j,
-                         average(energy_j), peak(gpus.size() + i), "", false});
+                         average(energy_j), peak(gpus.size() + i), "", false, std::nullopt});
   }
   r.total_energy_j = m.total_energy_j();
   r.settled = m.settled;
@@ -80,6 +81,7 @@ nlohmann::json to_json(const MeasureReport& r) {
     if (d.kind == "gpu") {
       device["energy_method"] = json_text(d.energy_method);
       device["counter_anchored"] = d.counter_anchored;
+      if (d.power_capped_share) device["power_capped_share"] = *d.power_capped_share;
     }
     devices.push_back(std::move(device));
   }
@@ -137,6 +139,10 @@ std::string to_text(const MeasureReport& r) {
     if (!d.energy_method.empty()) {
       out += fmt::format("joule: {} energy from {}{}\n", d.id, d.energy_method,
                          d.counter_anchored ? " (this run: counter-anchored)" : "");
+    }
+    if (d.power_capped_share) {
+      out += fmt::format("joule: {} at its power cap in {:.1f}% of samples (the limit held its clocks down)\n", d.id,
+                         100.0 * *d.power_capped_share);
     }
   }
   if (r.carbon_basis && r.carbon) out += carbon_text(*r.carbon_basis, *r.carbon);

@@ -25,6 +25,8 @@ struct DeviceReport {
   double peak_power_w = 0.0;  // 0 when no sample fell inside the run
   std::string energy_method;  // GPUs: how the energy was obtained, in words
   bool counter_anchored = false;  // GPUs: the run's edges pinned to energy-counter steps
+  // GPUs with --sample cap: the share of the run's samples at the power cap.
+  std::optional<double> power_capped_share;
 };
 
 struct MeasureReport {

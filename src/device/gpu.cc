@@ -61,6 +61,11 @@ uint32_t Gpu::memory_clock_mhz() {
   throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: this backend cannot read the memory clock", index()));
 }
 
+bool Gpu::at_power_cap() {
+  throw DeviceError(DeviceErrc::kNotSupported,
+                    fmt::format("gpu{}: this backend cannot tell whether the power cap holds the clocks", index()));
+}
+
 std::vector<GpuProcess> Gpu::running_processes() {
   throw DeviceError(DeviceErrc::kNotSupported, fmt::format("gpu{}: this backend cannot list processes", index()));
 }

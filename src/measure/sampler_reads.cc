@@ -167,6 +167,7 @@ void SamplerCore::read_gpu(std::size_t i) {
   optional_read(fields.sm_clock, [&] { sample.sm_clock_mhz = static_cast<int32_t>(gpu.sm_clock_mhz()); });
   optional_read(fields.temperature, [&] { sample.temperature_c = static_cast<int32_t>(gpu.temperature_c()); });
   optional_read(fields.memory_used, [&] { sample.memory_used_bytes = static_cast<int64_t>(gpu.memory_used_bytes()); });
+  optional_read(fields.power_cap, [&] { sample.power_capped = gpu.at_power_cap() ? 1 : 0; });
   batch_.push_back(sample);
   if (reader.method == GpuEnergyMethod::kPowerReadings) {
     new_points_.push_back({i, sample.time_s, sample.power_w, Segment::kLinear});

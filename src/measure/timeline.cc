@@ -15,15 +15,16 @@ Timeline::Timeline(std::vector<std::string> device_names, std::size_t capacity)
     : device_names_(std::move(device_names)), capacity_(capacity) {}
 
 const char* Timeline::csv_header() {
-  return "time_s,device,power_w,gpu_util_percent,memory_util_percent,sm_clock_mhz,temperature_c,memory_used_bytes";
+  return "time_s,device,power_w,gpu_util_percent,memory_util_percent,sm_clock_mhz,temperature_c,memory_used_bytes,"
+         "power_capped";
 }
 
 std::string Timeline::csv_row(const TimelineSample& s) const {
   auto optional = [](int64_t value) { return value < 0 ? std::string() : std::to_string(value); };
-  return fmt::format("{:.6f},{},{:.3f},{},{},{},{},{}\n", s.time_s,
+  return fmt::format("{:.6f},{},{:.3f},{},{},{},{},{},{}\n", s.time_s,
                      s.device < device_names_.size() ? device_names_[s.device] : "?", s.power_w,
                      optional(s.gpu_util_percent), optional(s.memory_util_percent), optional(s.sm_clock_mhz),
-                     optional(s.temperature_c), optional(s.memory_used_bytes));
+                     optional(s.temperature_c), optional(s.memory_used_bytes), optional(s.power_capped));
 }
 
 void Timeline::stream_csv_to(const std::string& path) {
@@ -100,6 +101,18 @@ std::optional<double> Timeline::peak_power_w(uint32_t device, double begin_s, do
   }
   if (at_begin && (!peak || *at_begin > *peak)) peak = at_begin;
   return peak;
+}
+
+std::optional<double> Timeline::power_capped_share(uint32_t device, double begin_s, double end_s) const {
+  std::lock_guard lock(mutex_);
+  std::size_t read = 0, capped = 0;
+  for (const auto& s : samples_) {
+    if (s.device != device || s.time_s <= begin_s || s.time_s > end_s || s.power_capped < 0) continue;
+    ++read;
+    capped += s.power_capped > 0 ? 1 : 0;
+  }
+  if (read == 0) return std::nullopt;
+  return static_cast<double>(capped) / static_cast<double>(read);
 }
 
 void Timeline::write_csv(std::ostream& out) const {

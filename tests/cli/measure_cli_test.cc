@@ -92,13 +92,14 @@ TEST(MeasureCliTest, TimelineCsvHasOneRowPerDevicePerSample) {
   TempDir tmp;
   const std::string csv = tmp.file("timeline.csv");
   const auto r = run_process({JOULE_BINARY, "measure", "--interval-ms", "10", "--timeline", csv, "--sample",
-                              "util,clock,temp,mem", "--sim", "count=2,load=1", "--", "sleep", "0.3"},
+                              "util,clock,temp,mem,cap", "--sim", "count=2,load=1", "--", "sleep", "0.3"},
                              kSimEnv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = testing::read_lines(csv);
   ASSERT_GT(lines.size(), 30u);
   EXPECT_EQ(lines[0],
-            "time_s,device,power_w,gpu_util_percent,memory_util_percent,sm_clock_mhz,temperature_c,memory_used_bytes");
+            "time_s,device,power_w,gpu_util_percent,memory_util_percent,sm_clock_mhz,temperature_c,memory_used_bytes,"
+            "power_capped");
   int gpu0 = 0, gpu1 = 0;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].find(",gpu0,") != std::string::npos) ++gpu0;
@@ -106,7 +107,39 @@ TEST(MeasureCliTest, TimelineCsvHasOneRowPerDevicePerSample) {
   }
   EXPECT_EQ(gpu0, gpu1);
   EXPECT_GE(gpu0, 20);  // ~30 samples at 100 Hz in 0.3 s
-  EXPECT_NE(lines[1].find(",gpu0,650.000,100,50,1980,82,1073741824"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find(",gpu0,650.000,100,50,1980,82,1073741824,0"), std::string::npos) << lines[1];
+}
+
+TEST(MeasureCliTest, TheTimelineSaysWhenTheLimitHoldsTheGpuAtItsCap) {
+  TempDir tmp;
+  const std::string csv = tmp.file("timeline.csv");
+  // Full load wants 800 W under the 700 W limit.
+  const auto r = run_process({JOULE_BINARY, "measure", "--interval-ms", "10", "--timeline", csv, "--sample", "cap",
+                              "--sim", "count=1,load=1,full_w=800", "--", "sleep", "0.2"},
+                             kSimEnv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("joule: gpu0 at its power cap in 100.0% of samples"), std::string::npos) << r.err;
+  const auto lines = testing::read_lines(csv);
+  ASSERT_GT(lines.size(), 10u);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_NE(lines[i].find(",gpu0,700.000,,,,,,1"), std::string::npos) << lines[i];
+  }
+  // Under the limit: 0%, in the JSON too; without --sample cap the report says nothing of it.
+  const auto under = run_process({JOULE_BINARY, "measure", "--json", "--sample", "cap", "--sim", "count=1,load=1",
+                                  "--", "sleep", "0.1"},
+                                 kSimEnv);
+  ASSERT_EQ(under.exit_code, 0) << under.err;
+  EXPECT_EQ(nlohmann::json::parse(under.out)["devices"][0]["power_capped_share"], 0.0);
+  const auto unsampled = run_process({JOULE_BINARY, "measure", "--json", "--sim", "count=1,load=1,full_w=800", "--",
+                                      "sleep", "0.1"},
+                                     kSimEnv);
+  ASSERT_EQ(unsampled.exit_code, 0) << unsampled.err;
+  EXPECT_FALSE(nlohmann::json::parse(unsampled.out)["devices"][0].contains("power_capped_share"));
+  const auto unknown = run_process({JOULE_BINARY, "measure", "--sample", "cap,caps", "--sim", "count=1", "--", "true"},
+                                   kSimEnv);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown field 'caps' (expected util, clock, temp, mem or cap)"), std::string::npos)
+      << unknown.err;
 }
 
 // On each fake driver's GPUs (the fake NVML's default sources; ROCm SMI's

@@ -223,6 +223,7 @@ TEST(NvmlTest, OldDriverWithoutEnergyCounterDisablesOnlyThat) {
   const std::vector<std::string> expected_missing = {"nvmlDeviceGetArchitecture",
                                                      "nvmlDeviceGetTotalEnergyConsumption",
                                                      "nvmlDeviceGetFieldValues", "nvmlDeviceGetSamples",
+                                                     "nvmlDeviceGetCurrentClocksEventReasons",
                                                      "nvmlDeviceSetGpuLockedClocks",
                                                      "nvmlDeviceResetGpuLockedClocks",
                                                      "nvmlDeviceSetMemoryLockedClocks",
@@ -294,6 +295,40 @@ TEST(NvmlTest, SetLimitReachesTheDriverAndOutOfRangeNeverDoes) {
       "nvmlDeviceSetPowerManagementLimit device=0 limit_mw=700000",
   };
   EXPECT_EQ(testing::read_lines(fake.log_path), expected);
+}
+
+// The power cap's clock-event reason, through the name drivers since 535 give
+// it and through the older name where only that one is exported.
+TEST(NvmlTest, AtPowerCapFollowsTheLimitInForceOnNewAndOldDrivers) {
+  for (const bool old_driver : {false, true}) {
+    SCOPED_TRACE(old_driver ? "old driver" : "driver 580");
+    TempDir tmp;
+    const auto fake = use_fake_nvml(tmp, "device power_w=560 min_limit_w=200 max_limit_w=700\n"
+                                         "device power_w=900 min_limit_w=200 max_limit_w=700\n", old_driver);
+    NvmlDevices devices = open_nvml_gpus(fake.library_path);
+    Gpu& drawing_560_w = *devices.gpus[0];
+    EXPECT_FALSE(drawing_560_w.at_power_cap());
+    EXPECT_TRUE(devices.gpus[1]->at_power_cap());  // wants 900 W under a 700 W limit
+    drawing_560_w.set_power_limit_mw(300'000);
+    EXPECT_TRUE(drawing_560_w.at_power_cap());
+    EXPECT_EQ(drawing_560_w.power_mw(), 300'000u);
+    drawing_560_w.restore_default_power_limit();
+    EXPECT_FALSE(drawing_560_w.at_power_cap());
+  }
+}
+
+TEST(NvmlTest, AnInjectedClockEventReasonsErrorIsTyped) {
+  TempDir tmp;
+  const auto fake = use_fake_nvml(tmp, "device power_w=560\n"
+                                       "error function=nvmlDeviceGetCurrentClocksEventReasons device=0 code=3\n");
+  NvmlDevices devices = open_nvml_gpus(fake.library_path);
+  try {
+    devices.gpus[0]->at_power_cap();
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.code(), DeviceErrc::kNotSupported);
+    EXPECT_NE(std::string(e.what()).find("nvmlDeviceGetCurrentClocksEventReasons"), std::string::npos);
+  }
 }
 
 constexpr const char* kClockedH100 =

@@ -140,6 +140,24 @@ TEST(SimGpuTest, EnergyIntegratesPowerOverVirtualTimeAcrossChanges) {
   EXPECT_EQ(gpu.power_limit_mw(), 700'000u);
 }
 
+TEST(SimGpuTest, AtPowerCapWhileTheLimitLowersTheDraw) {
+  auto clock = std::make_shared<VirtualClock>();
+  SimGpu gpu(0, SimGpuModel{}, clock);  // full load 650 W, limit 700 W
+  EXPECT_FALSE(gpu.at_power_cap());     // idle
+  gpu.set_load(1.0);
+  EXPECT_FALSE(gpu.at_power_cap());
+  gpu.set_power_limit_mw(650'000);  // exactly its draw: the limit takes nothing
+  EXPECT_FALSE(gpu.at_power_cap());
+  gpu.set_power_limit_mw(649'000);
+  EXPECT_TRUE(gpu.at_power_cap());
+  gpu.set_load(0.5);  // 360 W under the 649 W limit
+  EXPECT_FALSE(gpu.at_power_cap());
+  SimGpuModel measured;
+  measured.measured = {{300'000, {250.0, 0.8}}, {700'000, {600.0, 1.0}}};
+  EXPECT_TRUE(measured.power_capped(1.0, SimGpuModel::Settings{300}));
+  EXPECT_FALSE(measured.power_capped(1.0, SimGpuModel::Settings{700}));
+}
+
 // Buffered power samples, as a driver keeps them: each the exact mean over a
 // span that ends at every change, so a 2 ms stall is not smeared into the
 // steps beside it; none unless the model keeps them.

@@ -270,6 +270,12 @@ const ScriptedPower::Era& ScriptedPower::era_at(double t_s) const {
 
 double ScriptedPower::power_at_w(double t_s) { return profile_.level_w(t_s, era_at(t_s).draw); }
 
+bool ScriptedPower::capped_at(double t_s) {
+  Draw unlimited = era_at(t_s).draw;
+  unlimited.cap_w = Draw{}.cap_w;
+  return profile_.level_w(t_s, unlimited) > power_at_w(t_s);
+}
+
 double ScriptedPower::energy_j(double t_s) {
   if (t_s < 0) return power_at_w(0.0) * t_s;
   const Era era = era_at(t_s);

@@ -131,6 +131,8 @@ class ScriptedPower {
   void change(double now_s, const Draw& draw);
 
   double power_at_w(double t_s);
+  // Whether the power limit in force at t_s lowers the profile's level there.
+  bool capped_at(double t_s);
   // Energy since 0 at t_s; before 0 (only prefilled samples look there) the
   // device drew its power at 0.
   double energy_j(double t_s);

@@ -580,6 +580,22 @@ FAKE_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, 
   return 0;
 }
 
+// The clock-event reasons: the power cap's bit while the limit in force
+// lowers the profile's level (no other reason is modelled).
+FAKE_API nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long* reasons) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetCurrentClocksThrottleReasons");
+  *reasons = d->power.capped_at(s.now_s()) ? joule::nvml::kClocksEventSwPowerCap : 0;
+  return 0;
+}
+
+#ifndef JOULE_FAKE_NVML_OLD_DRIVER  // the name drivers 535 and later give it
+FAKE_API nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long* reasons) {
+  FAKE_DEVICE_CALL("nvmlDeviceGetCurrentClocksEventReasons");
+  *reasons = d->power.capped_at(s.now_s()) ? joule::nvml::kClocksEventSwPowerCap : 0;
+  return 0;
+}
+#endif
+
 FAKE_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   FAKE_DEVICE_CALL("nvmlDeviceGetMemoryInfo");
   memory->total = d->mem_total;

@@ -152,18 +152,35 @@ TEST(SamplerTest, OptionalFieldsGoToTheTimeline) {
   auto clock = std::make_shared<VirtualClock>();
   auto gpu = std::make_shared<ScriptedGpu>(0, clock, [](double) { return 123.0; });
   SamplerOptions options = manual(0.1);
-  options.fields = {true, true, true, true};
+  options.fields = {true, true, true, true, true};
   Sampler sampler({gpu}, {}, clock, options);
   sampler.start();
   run_until(sampler, *clock, 0.3);
   const auto samples = sampler.timeline().samples();
   ASSERT_EQ(samples.size(), 4u);
+  EXPECT_EQ(samples[3].power_capped, -1);  // this GPU cannot tell: that field alone is dropped
   EXPECT_DOUBLE_EQ(samples[3].power_w, 123.0);
   EXPECT_EQ(samples[3].gpu_util_percent, 50);
   EXPECT_EQ(samples[3].memory_util_percent, 25);
   EXPECT_EQ(samples[3].sm_clock_mhz, 1500);
   EXPECT_EQ(samples[3].temperature_c, 50);
   EXPECT_EQ(samples[3].memory_used_bytes, 1 << 20);
+}
+
+TEST(SamplerTest, ThePowerCapStateFollowsTheLimitTickByTick) {
+  auto clock = std::make_shared<VirtualClock>();
+  auto gpu = std::make_shared<SimGpu>(0, SimGpuModel{}, clock);  // full load 650 W
+  gpu->set_load(1.0);
+  SamplerOptions options = manual(0.1);
+  options.fields.power_cap = true;
+  Sampler sampler({gpu}, {}, clock, options);
+  sampler.start();
+  run_until(sampler, *clock, 0.25);
+  gpu->set_power_limit_mw(400'000);
+  run_until(sampler, *clock, 0.55);
+  std::vector<int> capped;
+  for (const TimelineSample& s : sampler.timeline().samples()) capped.push_back(s.power_capped);
+  EXPECT_EQ(capped, (std::vector<int>{0, 0, 0, 1, 1, 1}));
 }
 
 TEST(SamplerTest, RejectsBadOptions) {

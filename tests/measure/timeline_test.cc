@@ -17,6 +17,7 @@ TEST(TimelineTest, WritesOneCsvRowPerSampleWithEmptyUnsampledFields) {
   a.power_w = 123.4567;
   a.gpu_util_percent = 90;
   a.memory_util_percent = 30;
+  a.power_capped = 1;
   timeline.add(a);
   TimelineSample b;
   b.time_s = 0.6;
@@ -26,9 +27,26 @@ TEST(TimelineTest, WritesOneCsvRowPerSampleWithEmptyUnsampledFields) {
   std::ostringstream out;
   timeline.write_csv(out);
   EXPECT_EQ(out.str(),
-            "time_s,device,power_w,gpu_util_percent,memory_util_percent,sm_clock_mhz,temperature_c,memory_used_bytes\n"
-            "0.500000,gpu0,123.457,90,30,,,\n"
-            "0.600000,cpu0-package,40.000,,,,,\n");
+            "time_s,device,power_w,gpu_util_percent,memory_util_percent,sm_clock_mhz,temperature_c,memory_used_bytes,"
+            "power_capped\n"
+            "0.500000,gpu0,123.457,90,30,,,,1\n"
+            "0.600000,cpu0-package,40.000,,,,,,\n");
+}
+
+TEST(TimelineTest, PowerCappedShareCountsOnlySamplesWhoseStateWasRead) {
+  Timeline timeline({"gpu0", "gpu1"});
+  const int8_t states[] = {1, 1, -1, 0, 1, 0};  // at 0.0, 0.1, ... 0.5 s
+  for (int i = 0; i < 6; ++i) {
+    TimelineSample s;
+    s.time_s = 0.1 * i;
+    s.power_capped = states[i];
+    timeline.add(s);
+  }
+  // (0.05, 0.45]: 1, unread, 0, 1.
+  EXPECT_DOUBLE_EQ(timeline.power_capped_share(0, 0.05, 0.45).value(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(timeline.power_capped_share(0, 0.25, 1.0).value(), 1.0 / 3.0);
+  EXPECT_FALSE(timeline.power_capped_share(0, 0.15, 0.25).has_value());  // only the unread one
+  EXPECT_FALSE(timeline.power_capped_share(1, 0.0, 1.0).has_value());
 }
 
 TEST(TimelineTest, CapacityDropsTheOldestButTheStreamKeepsEverything) {

@@ -68,6 +68,7 @@ class DaemonControlledGpu final : public Gpu {
   uint32_t sm_clock_mhz() override { return inner_->sm_clock_mhz(); }
   uint32_t memory_clock_mhz() override { return inner_->memory_clock_mhz(); }
   uint32_t temperature_c() override { return inner_->temperature_c(); }
+  bool at_power_cap() override { return inner_->at_power_cap(); }
   uint64_t memory_used_bytes() override { return inner_->memory_used_bytes(); }
   std::vector<GpuProcess> running_processes() override { return inner_->running_processes(); }
   void set_power_limit_mw(uint32_t limit_mw) override;

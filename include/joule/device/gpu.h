@@ -169,6 +169,12 @@ class Gpu {
   // Throws DeviceError; the default says the backend cannot tell.
   virtual uint32_t memory_clock_mhz();
   virtual uint32_t temperature_c() = 0;
+  // Whether the driver holds the clocks down now to keep the power at the
+  // limit (NVML's clock-event reason "SW power cap"). Under the cap, what a
+  // piece of work draws and what leaving it out saves can differ
+  // (docs/attribution.md). Throws DeviceError; the default says the backend
+  // cannot tell.
+  virtual bool at_power_cap();
   virtual uint64_t memory_used_bytes() = 0;
   // The processes using the GPU now, by pid, each once. Throws DeviceError;
   // the default says the backend cannot tell.

@@ -83,6 +83,8 @@ struct SimGpuModel {
   double relative_speed(double load, double limit_w) const { return relative_speed(load, Settings{limit_w}); }
   double power_w(double load, const Settings& settings) const;
   double relative_speed(double load, const Settings& settings) const;
+  // Whether the power limit lowers the draw at this load (the GPU at its cap).
+  bool power_capped(double load, const Settings& settings) const;
   // The SM clock the GPU runs at, as a fraction of max_sm_clock_mhz.
   double sm_clock_fraction(double load, const Settings& settings) const;
   std::vector<uint32_t> supported_clocks_mhz(ClockDomain domain) const;
@@ -122,6 +124,7 @@ class SimGpu final : public Gpu {
   uint32_t sm_clock_mhz() override;
   uint32_t memory_clock_mhz() override;
   uint32_t temperature_c() override;
+  bool at_power_cap() override;
   uint64_t memory_used_bytes() override { return model_.memory_used_bytes; }
   std::vector<GpuProcess> running_processes() override;
   // One sample per process set by set_process_utilization, stamped with the

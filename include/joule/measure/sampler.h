@@ -57,6 +57,7 @@ struct SampledFields {
   bool sm_clock = false;
   bool temperature = false;
   bool memory_used = false;
+  bool power_cap = false;  // whether the power cap holds the clocks (Gpu::at_power_cap)
 };
 
 // How a GPU's energy is obtained (see the top of this file).

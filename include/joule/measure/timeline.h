@@ -18,6 +18,10 @@ namespace joule {
 struct TimelineSample {
   double time_s = 0.0;
   uint32_t device = 0;  // index into Timeline::device_names()
+  // Optional, beside device where the row has room (a million rows held):
+  // 1 where the driver held the clocks at the power cap (Gpu::at_power_cap),
+  // 0 where not, negative when not sampled or not readable.
+  int8_t power_capped = -1;
   double power_w = 0.0;
   // Optional fields; negative when not sampled or not readable.
   int32_t gpu_util_percent = -1;
@@ -50,6 +54,9 @@ class Timeline {
   // Largest power of device among held samples in (begin_s, end_s] and the
   // last sample at or before begin_s.
   std::optional<double> peak_power_w(uint32_t device, double begin_s, double end_s) const;
+  // The share of device's held samples in (begin_s, end_s] taken at the power
+  // cap, among those whose cap state was read; none where none was.
+  std::optional<double> power_capped_share(uint32_t device, double begin_s, double end_s) const;
 
   static const char* csv_header();
   void write_csv(std::ostream& out) const;

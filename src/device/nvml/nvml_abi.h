@@ -100,6 +100,10 @@ nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsig
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization);
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int clock_type, unsigned int* clock_mhz);
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned int* temp_c);
+// The reasons the clocks are held where they are, a bit mask; the second name
+// is the first's before driver 535 (drivers since export both).
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long* reasons);
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long* reasons);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
                                                      nvmlProcessInfo_t* infos);
@@ -149,6 +153,7 @@ inline constexpr int kValueTypeUnsignedInt = 1;           // NVML_VALUE_TYPE_UNS
 inline constexpr int kClockSm = 1;                       // NVML_CLOCK_SM
 inline constexpr int kClockMem = 2;                      // NVML_CLOCK_MEM
 inline constexpr int kTemperatureGpu = 0;                // NVML_TEMPERATURE_GPU
+inline constexpr unsigned long long kClocksEventSwPowerCap = 0x4;  // nvmlClocksEventReasonSwPowerCap
 inline constexpr unsigned int kArchitectureUnknown = 0xffffffff;
 inline constexpr unsigned long long kValueNotAvailable = ~0ull;  // NVML_VALUE_NOT_AVAILABLE
 

@@ -227,6 +227,16 @@ uint32_t NvmlGpu::temperature_c() {
   return celsius;
 }
 
+bool NvmlGpu::at_power_cap() {
+  unsigned long long reasons = 0;
+  if (fn_.nvmlDeviceGetCurrentClocksEventReasons) {
+    JOULE_NVML_CALL(nvmlDeviceGetCurrentClocksEventReasons, &reasons);
+  } else {
+    JOULE_NVML_CALL(nvmlDeviceGetCurrentClocksThrottleReasons, &reasons);
+  }
+  return (reasons & kClocksEventSwPowerCap) != 0;
+}
+
 uint64_t NvmlGpu::memory_used_bytes() {
   nvmlMemory_t memory{};
   JOULE_NVML_CALL(nvmlDeviceGetMemoryInfo, &memory);

@@ -45,6 +45,7 @@ class NvmlGpu final : public Gpu {
   uint32_t sm_clock_mhz() override;
   uint32_t memory_clock_mhz() override;
   uint32_t temperature_c() override;
+  bool at_power_cap() override;
   uint64_t memory_used_bytes() override;
   std::vector<GpuProcess> running_processes() override;
   ProcessUtilizationSamples process_utilization(uint64_t since_unix_us) override;

@@ -39,6 +39,8 @@ namespace joule::nvml {
   X(nvmlDeviceGetUtilizationRates)                \
   X(nvmlDeviceGetClockInfo)                       \
   X(nvmlDeviceGetTemperature)                     \
+  X(nvmlDeviceGetCurrentClocksEventReasons)       \
+  X(nvmlDeviceGetCurrentClocksThrottleReasons)    \
   X(nvmlDeviceGetMemoryInfo)                      \
   X(nvmlDeviceGetComputeRunningProcesses_v3)      \
   X(nvmlDeviceGetGraphicsRunningProcesses_v3)     \

@@ -73,6 +73,15 @@ double SimGpuModel::power_w(double load, const Settings& s) const {
   return std::min(idle_power_w + dynamic_w, s.limit_w);
 }
 
+bool SimGpuModel::power_capped(double load, const Settings& s) const {
+  // A limit the load's demand never reaches (a measured table's draw goes no
+  // higher than at its largest limit).
+  Settings unlimited = s;
+  unlimited.limit_w = std::max(full_load_power_w, max_limit_mw / 1000.0);
+  constexpr double kCapToleranceW = 1e-6;
+  return power_w(load, s) < power_w(load, unlimited) - kCapToleranceW;
+}
+
 double SimGpuModel::relative_speed(double load, const Settings& s) const {
   const double demand_w = idle_power_w + std::clamp(load, 0.0, 1.0) * (full_load_power_w - idle_power_w);
   // An idle GPU is not slowed by a limit (nothing to run), only by a clock cap.
@@ -240,6 +249,11 @@ void SimGpu::reset_clock_lock(ClockDomain domain) {
   std::lock_guard lock(mutex_);
   begin_change_locked();
   (domain == ClockDomain::kSm ? sm_lock_ : memory_lock_).reset();
+}
+
+bool SimGpu::at_power_cap() {
+  std::lock_guard lock(mutex_);
+  return model_.power_capped(load_, settings_locked());
 }
 
 uint32_t SimGpu::temperature_c() { return static_cast<uint32_t>(std::lround(30.0 + power_mw() / 1000.0 * 0.08)); }
