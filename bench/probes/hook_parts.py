@@ -23,7 +23,12 @@ queue a step and the median step, against plain steps:
 
   /tmp/joule-venv/bin/python bench/probes/hook_parts.py [--model gpt|resnet50] [--depth 2] [--blocks 8] [--block 10]
       [--kinds "plain,joule, phases"...] [--rounds N] [--switch-interval S] [--profile KIND [--profile-steps N]]
+      [--split [--queue N]]
 
+--split: instead, blocks of each kind (interleaved) with the host's time split by phase: the
+batch, the forward (to the loss), backward() (until autograd has queued the pass) and the
+optimizer; the GPU's wait after the step; and the same steps run --queue at a time with no sync
+between them (the throughput where the host may run ahead), against plain.
 --profile KIND: instead, torch.profiler over --profile-steps steps of "plain" and of KIND (host
 side: torch's ops and the CUDA runtime's calls), and the ops whose host time per step grew most.
   torchrun --standalone --nproc-per-node 2 bench/probes/hook_parts.py --ddp ...   (the model in DDP; rank 0 prints)
@@ -31,15 +36,17 @@ side: torch's ops and the CUDA runtime's calls), and the ops whose host time per
 import argparse
 import contextlib
 import os
+import statistics
 import sys
 import threading
+import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import joule  # noqa: E402
 import joule.torch  # noqa: E402
-from gpu_attribution_models import gpt_workload, no_region, resnet_workload  # noqa: E402  (bench/)
+from gpu_attribution_models import gpt_workload, no_region, resnet_workload, step  # noqa: E402  (bench/)
 from hook_cost import compare, timed  # noqa: E402  (bench/probes/)
 
 
@@ -105,6 +112,8 @@ def main():
     p.add_argument("--switch-interval", type=float, help="sys.setswitchinterval (the GIL's), seconds")
     p.add_argument("--profile", metavar="KIND", help="profile plain steps and KIND's (see above)")
     p.add_argument("--profile-steps", type=int, default=20)
+    p.add_argument("--split", action="store_true", help="the host's time by phase, and queued steps (see above)")
+    p.add_argument("--queue", type=int, default=10, help="with --split, steps run without a sync between them")
     p.add_argument("--cpp-prehook", action="store_true",
                    help="also the kinds with an empty C++ node pre-hook (cpp_prehook.py compiles it here)")
     args = p.parse_args()
@@ -196,8 +205,66 @@ def main():
         return profile(work, kinds, args.profile, args.profile_steps, say)
     if args.kinds:
         kinds = {k: kinds[k] for k in args.kinds.split(";")}
+    if args.split:
+        for _ in range(args.rounds):
+            split(work, kinds, args.blocks, args.block, args.queue, say, after_block=clock.flush)
+        return None
     for _ in range(args.rounds):
         compare(work, kinds, args.blocks, args.block, say=say, after_block=clock.flush)
+
+
+PHASES = ("batch", "forward", "backward", "optimizer", "GPU after", "step", "queued step")
+
+
+def split_step(work, region):
+    """One step of gpu_attribution_models.step, the host's time at each phase's
+    end: seconds for the batch, the forward, backward() and the optimizer, then
+    the wait for the GPU and the whole step."""
+    t = [time.perf_counter()]
+    with region("data"):
+        x, y = work.batch()
+    t.append(time.perf_counter())
+    work.opt.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = work.model(x)
+        with region("loss"):
+            loss = work.loss_fn(out, y)
+    t.append(time.perf_counter())
+    loss.backward()
+    t.append(time.perf_counter())
+    work.opt.step()
+    t.append(time.perf_counter())
+    torch.cuda.synchronize()
+    t.append(time.perf_counter())
+    return [b - a for a, b in zip(t, t[1:])] + [t[-1] - t[0]]
+
+
+def split(work, kinds, blocks, block, queue, say, after_block=lambda: None):
+    """Per kind, the median of each phase's host time (PHASES) and of the step
+    timed alone, and the mean step of runs of `queue` steps with no sync
+    between them; blocks of each kind interleaved."""
+    results = {k: [[] for _ in PHASES] for k in kinds}
+    for _ in range(blocks):
+        for kind, make in kinds.items():
+            with make() as s:
+                region = s.region if s is not None else no_region
+                for _ in range(block):
+                    for column, seconds in zip(results[kind], split_step(work, region)):
+                        column.append(seconds)
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(queue):
+                    step(work, region)
+                torch.cuda.synchronize()
+                results[kind][-1].append((time.perf_counter() - t0) / queue)
+            after_block()
+    base = [statistics.median(c) for c in results["plain"]]
+    say("ms per step: median host time of each phase; the step alone; runs of %d steps, no sync between" % queue)
+    say(f"{'kind':28s} " + " ".join(f"{p:>11s}" for p in PHASES) + f" {'step +':>8s} {'queued +':>9s}")
+    for kind, columns in results.items():
+        m = [statistics.median(c) for c in columns]
+        say(f"{kind:28s} " + " ".join(f"{1e3 * x:11.2f}" for x in m) +
+            f" {100 * (m[-2] / base[-2] - 1):+7.2f}% {100 * (m[-1] / base[-1] - 1):+8.2f}%")
 
 
 def profile(work, kinds, kind, steps, say, top=30):
