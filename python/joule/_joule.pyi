@@ -354,6 +354,10 @@ class Attribution:
     # The GPU's highest power limit the regions' powers were checked against (NaN: not checked).
     @property
     def power_ceiling_w(self) -> float: ...
+    # The share of the window's samples with the GPU at its power cap (NaN: not read;
+    # a Monitor reads it where the GPU tells). From 0.5 on, a note says what that means.
+    @property
+    def power_capped_share(self) -> float: ...
     # Writable: joule.torch sessions add their notes on the modules.
     notes: list[str]
     # Plain dicts, lists and floats (NaN kept), for json.dumps.

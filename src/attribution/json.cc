@@ -48,6 +48,7 @@ nlohmann::json to_json(const Attribution& a) {
           {"observations", a.observations},
           {"residual_rms_w", number(a.residual_rms_w)},
           {"power_ceiling_w", number(a.power_ceiling_w)},
+          {"power_capped_share", number(a.power_capped_share)},
           {"notes", a.notes},
           {"simulated", a.simulated}};
 }

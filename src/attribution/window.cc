@@ -634,6 +634,22 @@ SampleResponse fit_sample_response(Monitor& monitor, const Measurement& settled,
                              min_lag_ms, max_lag_ms);
 }
 
+namespace {
+
+// The GPU's time at its power cap over the window, where the sampler read it.
+void note_power_cap(Attribution& a, std::optional<double> capped_share) {
+  if (!capped_share) return;
+  a.power_capped_share = *capped_share;
+  if (*capped_share < kMostlyCappedShare) return;
+  a.notes.push_back(fmt::format(
+      "the GPU was at its power cap in {:.0f}% of the samples: a region's figure is what it drew as the step ran; "
+      "leaving it out lets the limiter spread the step's power anew, so it can save more or less than its figure "
+      "(measure a change as a change; docs/attribution.md)",
+      100.0 * *capped_share));
+}
+
+}  // namespace
+
 std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& settled, const RegionRecorder& regions,
                                           const AttributionOptions& options, SampleModel samples) {
   require_settled(settled);
@@ -647,6 +663,8 @@ std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& s
     out.push_back(attribute_gpu(monitor.sampler(), gpu, regions, settled.begin_s, settled.end_s(),
                                 settled.gpu_energy_j[gpu], gpu_options, samples));
     out.back().simulated = gpu < monitor.gpus().size() && monitor.gpus()[gpu]->simulated();
+    note_power_cap(out.back(), monitor.timeline().power_capped_share(static_cast<uint32_t>(gpu), settled.begin_s,
+                                                                     settled.end_s()));
   }
   return out;
 }

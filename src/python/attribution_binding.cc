@@ -151,7 +151,8 @@ py::dict attribution_dict(const joule::attribution::Attribution& a) {
                   "baseline_separated"_a = a.baseline_separated, "idle_time_s"_a = a.idle_time_s,
                   "idle_energy_j"_a = a.idle_energy_j, "window_energy_j"_a = a.window_energy_j,
                   "model_energy_j"_a = a.model_energy_j, "scale"_a = a.scale, "observations"_a = a.observations,
-                  "residual_rms_w"_a = a.residual_rms_w, "power_ceiling_w"_a = a.power_ceiling_w, "notes"_a = a.notes,
+                  "residual_rms_w"_a = a.residual_rms_w, "power_ceiling_w"_a = a.power_ceiling_w,
+                  "power_capped_share"_a = a.power_capped_share, "notes"_a = a.notes,
                   "simulated"_a = a.simulated);
 }
 
@@ -363,6 +364,7 @@ void bind_attribution(py::module_& m) {
       .def_readonly("observations", &Attribution::observations)
       .def_readonly("residual_rms_w", &Attribution::residual_rms_w)
       .def_readonly("power_ceiling_w", &Attribution::power_ceiling_w)
+      .def_readonly("power_capped_share", &Attribution::power_capped_share)
       // Writable: joule.torch sessions add what they know of the modules (identical ones' spread).
       .def_readwrite("notes", &Attribution::notes)
       .def_readonly("simulated", &Attribution::simulated)

@@ -61,6 +61,10 @@ class PyMonitor {
       : devices_(std::move(devices)) {
     joule::MonitorOptions options;
     options.sampler.interval_s = joule::sampling_interval_s(interval_ms);
+    // Whether the power limit holds the clocks (1.5 us a read on an H200,
+    // dropped for a GPU that cannot tell): attribution says when a window
+    // ran mostly at the cap.
+    options.sampler.fields.power_cap = true;
     if (synchronize) {
       // Called from begin/end_window, which keep the GIL (below); taken
       // again in case a C++ caller released it.

@@ -382,6 +382,27 @@ def test_attribution_of_explicit_regions_with_a_given_baseline(monitor, tmp_path
     assert page.count(">work<") >= 1 and "100 W (given)" in page
 
 
+@pytest.mark.parametrize("max_w, capped", [(550, True), (700, False)])
+def test_an_attribution_says_when_the_gpu_sat_at_its_power_cap(monkeypatch, tmp_path, max_w, capped):
+    # 650 W asked of each simulated GPU: held at a 550 W limit, under a 700 W one.
+    monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
+    monitor = joule.Monitor(backend="sim", sim=f"count=1,load=1,max_w={max_w}", interval_ms=10)
+    recorder = joule.RegionRecorder(monitor)
+    with monitor.window("w") as w:
+        for _ in range(30):
+            with recorder.region("work"):
+                time.sleep(0.004)
+            time.sleep(0.003)
+    [a] = joule.attribute(monitor, w.settled(timeout_s=5.0), recorder, bootstrap_rounds=0)
+    assert a.power_capped_share == (1.0 if capped else 0.0)
+    assert a.to_dict()["power_capped_share"] == a.power_capped_share
+    assert any("at its power cap in 100% of the samples" in n for n in a.notes) == capped, a.notes
+    monitor.write_timeline_csv(str(tmp_path / "timeline.csv"))
+    header, *rows = (tmp_path / "timeline.csv").read_text().splitlines()
+    column = header.split(",").index("power_capped")
+    assert rows and {r.split(",")[column] for r in rows} == {"1" if capped else "0"}
+
+
 def test_recorder_edges_call_the_monitors_synchronize(monkeypatch):
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
     calls = []

@@ -142,6 +142,10 @@ struct AttributionOptions {
 // the fit's, not the GPU's: power excursions above the limit last
 // microseconds, a region's calls add up to milliseconds and more.
 inline constexpr double kImplausiblePowerMultiple = 1.25;
+// From this share of a window's samples at the power cap on, the limiter
+// decides how the step's power is spread: leaving a region out lets it spread
+// the power anew (bench/README.md sections 16n and 16o).
+inline constexpr double kMostlyCappedShare = 0.5;
 
 struct RegionEnergy {
   std::string name;
@@ -190,6 +194,11 @@ struct Attribution {
   // The GPU's highest power limit the regions' powers were checked against
   // (AttributionOptions::power_ceiling_w); NaN: not checked.
   double power_ceiling_w = std::numeric_limits<double>::quiet_NaN();
+  // The share of the window's samples taken while the power limit held the
+  // GPU's clocks down (SampledFields::power_cap); NaN: the state was not read.
+  // Set by attribute_window; from kMostlyCappedShare on, a note says that a
+  // region's figure is what it drew, not what leaving it out saves.
+  double power_capped_share = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::string> notes;
   // The power came from a simulated GPU (joule's model, not a measurement):
   // set by attribute_window from the monitor's GPU, said on every output.
