@@ -357,14 +357,21 @@ def test_attributing_an_unsettled_window_is_a_usage_error(monitor):
         joule.attribute(monitor, m, recorder)
 
 
-def test_attribution_of_explicit_regions_with_a_given_baseline(monitor, tmp_path):
+def recorded_work(monitor, steps):
+    """A window of `steps` calls of region "work" (4 ms) with 3 ms gaps: the
+    settled window and the recorder."""
     recorder = joule.RegionRecorder(monitor)
     with monitor.window("w") as w:
-        for _ in range(40):
+        for _ in range(steps):
             with recorder.region("work"):
                 time.sleep(0.004)
             time.sleep(0.003)
-    [a, _] = joule.attribute(monitor, w.settled(timeout_s=5.0), recorder, baseline_w=100.0, bootstrap_rounds=0)
+    return w.settled(timeout_s=5.0), recorder
+
+
+def test_attribution_of_explicit_regions_with_a_given_baseline(monitor, tmp_path):
+    window, recorder = recorded_work(monitor, 40)
+    [a, _] = joule.attribute(monitor, window, recorder, baseline_w=100.0, bootstrap_rounds=0)
     assert a.baseline_w == 100.0 and a.baseline_separated and not a.baseline_estimated
     [work] = a.regions
     assert work.name == "work" and work.calls == 40 and work.resolved
@@ -387,13 +394,7 @@ def test_an_attribution_says_when_the_gpu_sat_at_its_power_cap(monkeypatch, tmp_
     # 650 W asked of each simulated GPU: held at a 550 W limit, under a 700 W one.
     monkeypatch.setenv("JOULE_POWERCAP_ROOT", "/nonexistent")
     monitor = joule.Monitor(backend="sim", sim=f"count=1,load=1,max_w={max_w}", interval_ms=10)
-    recorder = joule.RegionRecorder(monitor)
-    with monitor.window("w") as w:
-        for _ in range(30):
-            with recorder.region("work"):
-                time.sleep(0.004)
-            time.sleep(0.003)
-    [a] = joule.attribute(monitor, w.settled(timeout_s=5.0), recorder, bootstrap_rounds=0)
+    [a] = joule.attribute(monitor, *recorded_work(monitor, 30), bootstrap_rounds=0)
     assert a.power_capped_share == (1.0 if capped else 0.0)
     assert a.to_dict()["power_capped_share"] == a.power_capped_share
     assert any("at its power cap in 100% of the samples" in n for n in a.notes) == capped, a.notes
