@@ -147,6 +147,18 @@ double CudaRuntimeEvents::elapsed_s(Event earlier, Event later) {
   return static_cast<double>(ms) / 1e3;
 }
 
+std::optional<double> CudaRuntimeEvents::elapsed_if_reached_s(Event earlier, Event later) {
+  float ms = 0.0f;
+  const int status =
+      runtime_->event_elapsed_time(&ms, reinterpret_cast<void*>(earlier), reinterpret_cast<void*>(later));
+  if (status == kCudaErrorNotReady) {
+    runtime_->get_last_error();  // not an error: clear it
+    return std::nullopt;
+  }
+  check(status, "cudaEventElapsedTime");
+  return static_cast<double>(ms) / 1e3;
+}
+
 void CudaRuntimeEvents::synchronize() { check(runtime_->device_synchronize(), "cudaDeviceSynchronize"); }
 
 const std::string& CudaRuntimeEvents::runtime_path() const { return runtime_->library.path(); }

@@ -83,6 +83,46 @@ TEST(CudaRuntimeEventsTest, FindsTheLoadedRuntimeAndRecordsOnTheOwnersStream) {
   EXPECT_EQ(live_events(), 0u);  // every event it made is destroyed with it
 }
 
+// A clock reads its queue of events with one runtime call each: the elapsed
+// time's own "not ready" ends a drain at the first event the GPU has not
+// passed, with no cudaEventQuery before it (bench/README.md section 16p).
+TEST(CudaRuntimeEventsTest, ReadsEachPassedEventWithOneCallAndStopsAtTheFirstNotPassed) {
+  void* fake = dlopen(JOULE_FAKE_CUDART_PATH, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(fake, nullptr) << dlerror();
+  const auto queries = reinterpret_cast<std::size_t (*)()>(dlsym(fake, "fake_cudart_queries"));
+  ASSERT_TRUE(queries);
+  CudaRuntimeEvents events([](int) { return std::uintptr_t{0}; });
+  const std::size_t queries_before = queries();
+
+  const GpuEvents::Event first = events.create(), second = events.create();
+  events.record(first);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));  // the fake GPU passes an event 2 ms after its record
+  events.record(second);
+  EXPECT_EQ(events.elapsed_if_reached_s(first, second), std::nullopt);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  const std::optional<double> apart_s = events.elapsed_if_reached_s(first, second);
+  ASSERT_TRUE(apart_s);
+  EXPECT_GE(*apart_s, 0.999 * 0.003 - 1e-6);
+  EXPECT_NEAR(*apart_s, events.elapsed_s(first, second), 1e-9);
+
+  auto clock = std::make_shared<SteadyClock>();
+  RegionRecorder recorder(clock);
+  GpuEdgeClockOptions options;
+  options.drain_every = 4;  // drains between the edges, some events not yet passed
+  GpuEdgeClock edges(recorder, events, options);
+  const double from_s = recorder.clock_s();
+  for (int i = 0; i < 20; ++i) {
+    edges.begin("work");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    edges.end("work");
+  }
+  edges.flush();
+  const auto intervals = recorder.intervals_within(from_s, recorder.clock_s() + 1.0);
+  ASSERT_EQ(intervals.size(), 20u);
+  for (std::size_t i = 1; i < intervals.size(); ++i) EXPECT_GE(intervals[i].begin_s, intervals[i - 1].end_s);
+  EXPECT_EQ(queries(), queries_before);
+}
+
 // PyTorch's current stream from C: found only once libtorch_cuda.so is
 // loaded (tests/fake_cudart's stand-in), then each edge asks it, with no
 // callback of the owner's.

@@ -6,7 +6,7 @@
 // host's (the drift a GpuEdgeClock takes out). The runtime's C ABI: handles
 // are pointers, errors ints (0 success, 600 not ready). It also tells the
 // tests what it was asked (fake_cudart_*): the last stream an event was
-// recorded on, how many records it took, and how many events exist.
+// recorded on, how many records and queries it took, and how many events exist.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -33,6 +33,7 @@ std::unordered_set<Event*> live;
 double busy_until_s = 0.0;
 std::uintptr_t last_stream = 0;
 std::size_t records = 0;
+std::size_t queries = 0;  // cudaEventQuery calls
 int last_error = kSuccess;
 
 double now_s() {
@@ -76,6 +77,7 @@ __attribute__((visibility("default"))) int cudaEventQuery(void* event) {
   std::lock_guard lock(mutex);
   auto* e = static_cast<Event*>(event);
   if (live.count(e) == 0) return fail(kInvalidResourceHandle);
+  ++queries;
   return now_s() >= e->passed_at_s ? kSuccess : fail(kNotReady);
 }
 
@@ -127,6 +129,11 @@ __attribute__((visibility("default"))) std::uintptr_t fake_cudart_last_stream() 
 __attribute__((visibility("default"))) std::size_t fake_cudart_records() {
   std::lock_guard lock(mutex);
   return records;
+}
+
+__attribute__((visibility("default"))) std::size_t fake_cudart_queries() {
+  std::lock_guard lock(mutex);
+  return queries;
 }
 
 __attribute__((visibility("default"))) std::size_t fake_cudart_live_events() {

@@ -48,6 +48,8 @@ class CudaRuntimeEvents final : public GpuEvents {
   void record(Event event) override;
   bool reached(Event event) override;
   double elapsed_s(Event earlier, Event later) override;
+  // cudaEventElapsedTime alone: its "not ready" is the answer, no query first.
+  std::optional<double> elapsed_if_reached_s(Event earlier, Event later) override;
   void synchronize() override;
 
   const std::string& runtime_path() const;

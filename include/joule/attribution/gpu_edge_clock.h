@@ -55,6 +55,14 @@ class GpuEvents {
   virtual bool reached(Event event) = 0;
   // GPU seconds from earlier to later, both reached.
   virtual double elapsed_s(Event earlier, Event later) = 0;
+  // The same where the GPU has passed later (earlier already passed), none
+  // if not yet: how the clock reads its queue. By default reached() then
+  // elapsed_s(); a runtime whose elapsed time says "not ready" itself
+  // answers in one call.
+  virtual std::optional<double> elapsed_if_reached_s(Event earlier, Event later) {
+    if (!reached(later)) return std::nullopt;
+    return elapsed_s(earlier, later);
+  }
   // Waits until the GPU has done all work queued so far.
   virtual void synchronize() = 0;
 };
@@ -117,7 +125,9 @@ class GpuEdgeClock final : public EdgeSink {
   void edge(Kind kind, const std::string& name);
   void hand_over(const Read& read);
   void read_passed(bool wait);
-  double link(GpuEvents::Event event);
+  // The event's GPU time, chained from the one before; with wait false,
+  // none if the GPU has not passed it yet.
+  std::optional<double> link(GpuEvents::Event event, bool wait);
   void anchor();
   GpuEvents::Event take_event();
   double to_clock_s(double gpu_s) const;
