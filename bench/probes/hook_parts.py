@@ -28,13 +28,15 @@ queue a step and the median step, against plain steps:
 --split: instead, blocks of each kind (interleaved) with the host's time split by phase: the
 batch, the forward (to the loss), backward() (until autograd has queued the pass) and the
 optimizer; the GPU's wait after the step; and the same steps run --queue at a time with no sync
-between them (the throughput where the host may run ahead), against plain.
+between them (the throughput where the host may run ahead; the median run and the slowest),
+against plain; and the interpreter's garbage collections during each kind's steps.
 --profile KIND: instead, torch.profiler over --profile-steps steps of "plain" and of KIND (host
 side: torch's ops and the CUDA runtime's calls), and the ops whose host time per step grew most.
   torchrun --standalone --nproc-per-node 2 bench/probes/hook_parts.py --ddp ...   (the model in DDP; rank 0 prints)
 """
 import argparse
 import contextlib
+import gc
 import os
 import statistics
 import sys
@@ -239,15 +241,44 @@ def split_step(work, region):
     return [b - a for a, b in zip(t, t[1:])] + [t[-1] - t[0]]
 
 
+class CollectorLog:
+    """The interpreter's garbage collections while each kind's steps run: per
+    kind and generation, how many and their seconds in all (gc.callbacks)."""
+
+    def __init__(self):
+        self.kind, self._start = None, None
+        self.by_kind = {}
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter()
+        elif self._start is not None and self.kind is not None:
+            counts = self.by_kind.setdefault(self.kind, [[0, 0.0] for _ in range(3)])
+            counts[info["generation"]][0] += 1
+            counts[info["generation"]][1] += time.perf_counter() - self._start
+
+    def close(self):
+        gc.callbacks.remove(self._callback)
+
+    def line(self, kind, steps):
+        counts = self.by_kind.get(kind, [[0, 0.0] for _ in range(3)])
+        return f"{kind:28s} " + "  ".join(f"gen{g} {n:5d} {1e3 * sec:8.2f} ms" for g, (n, sec) in enumerate(counts)) + \
+            f"  ({steps} steps)"
+
+
 def split(work, kinds, blocks, block, queue, say, after_block=lambda: None):
     """Per kind, the median of each phase's host time (PHASES) and of the step
-    timed alone, and the mean step of runs of `queue` steps with no sync
-    between them; blocks of each kind interleaved."""
+    timed alone, and the median of the mean steps of runs of `queue` steps
+    with no sync between them (and the slowest run's); blocks of each kind
+    interleaved; the collections that ran during each kind's steps."""
     results = {k: [[] for _ in PHASES] for k in kinds}
+    collector = CollectorLog()
     for _ in range(blocks):
         for kind, make in kinds.items():
             with make() as s:
                 region = s.region if s is not None else no_region
+                collector.kind = kind
                 for _ in range(block):
                     for column, seconds in zip(results[kind], split_step(work, region)):
                         column.append(seconds)
@@ -257,14 +288,21 @@ def split(work, kinds, blocks, block, queue, say, after_block=lambda: None):
                     step(work, region)
                 torch.cuda.synchronize()
                 results[kind][-1].append((time.perf_counter() - t0) / queue)
+                collector.kind = None
             after_block()
+    collector.close()
     base = [statistics.median(c) for c in results["plain"]]
     say("ms per step: median host time of each phase; the step alone; runs of %d steps, no sync between" % queue)
-    say(f"{'kind':28s} " + " ".join(f"{p:>11s}" for p in PHASES) + f" {'step +':>8s} {'queued +':>9s}")
+    say(f"{'kind':28s} " + " ".join(f"{p:>11s}" for p in PHASES) + f" {'step +':>8s} {'queued +':>9s}"
+        f" {'slowest run':>12s}")
     for kind, columns in results.items():
         m = [statistics.median(c) for c in columns]
         say(f"{kind:28s} " + " ".join(f"{1e3 * x:11.2f}" for x in m) +
-            f" {100 * (m[-2] / base[-2] - 1):+7.2f}% {100 * (m[-1] / base[-1] - 1):+8.2f}%")
+            f" {100 * (m[-2] / base[-2] - 1):+7.2f}% {100 * (m[-1] / base[-1] - 1):+8.2f}%"
+            f" {1e3 * max(columns[-1]):9.2f} ms")
+    say("the interpreter's collections during each kind's steps (alone and queued):")
+    for kind in kinds:
+        say(collector.line(kind, blocks * (block + queue)))
 
 
 def profile(work, kinds, kind, steps, say, top=30):
