@@ -21,8 +21,9 @@ std::string describe(const RegionInterval& v, std::span<const std::string> names
 void check_interval(const RegionInterval& v, std::size_t i, std::span<const std::string> names, double begin_s,
                     double end_s) {
   if (v.region >= names.size())
-    throw UsageError(fmt::format("attribution: interval {} names region {}, an unknown region (there are {} region names)",
-                                 i, v.region, names.size()));
+    throw UsageError(fmt::format(
+        "attribution: interval {} names region {}, an unknown region (there are {} region names)", i, v.region,
+        names.size()));
   if (!std::isfinite(v.begin_s) || !std::isfinite(v.end_s))
     throw UsageError(fmt::format("attribution: interval {} of region '{}' is not finite: [{}, {}] s", i,
                                  names[v.region], v.begin_s, v.end_s));

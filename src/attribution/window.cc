@@ -265,8 +265,8 @@ Attribution attribute_with_response(const std::vector<ObservedPower>& observed,
   }
   widen_by_refits(out.regions, energies, options.confidence);
   widen_by_refits(out.totals, total_energies, options.confidence);
-  out.notes.push_back(fmt::format("intervals include the response's uncertainty ({} refits with bootstrapped responses)",
-                                  response.rounds.size()));
+  out.notes.push_back(fmt::format(
+      "intervals include the response's uncertainty ({} refits with bootstrapped responses)", response.rounds.size()));
   return out;
 }
 
@@ -429,6 +429,18 @@ void require_settled(const Measurement& m) {
   if (!m.settled) {
     throw UsageError(fmt::format("window '{}' is not settled: settle it before attributing its energy", m.name));
   }
+}
+
+// The GPU's time at its power cap over the window, where the sampler read it.
+void note_power_cap(Attribution& a, std::optional<double> capped_share) {
+  if (!capped_share) return;
+  a.power_capped_share = *capped_share;
+  if (*capped_share < kMostlyCappedShare) return;
+  a.notes.push_back(fmt::format(
+      "the GPU was at its power cap in {:.0f}% of the samples: a region's figure is what it drew as the step ran; "
+      "leaving it out lets the limiter spread the step's power anew, so it can save more or less than its figure "
+      "(measure a change as a change; docs/attribution.md)",
+      100.0 * *capped_share));
 }
 
 }  // namespace
@@ -633,22 +645,6 @@ SampleResponse fit_sample_response(Monitor& monitor, const Measurement& settled,
   return fit_sample_response(monitor.sampler(), gpu, regions, high_region, settled.begin_s, settled.end_s(),
                              min_lag_ms, max_lag_ms);
 }
-
-namespace {
-
-// The GPU's time at its power cap over the window, where the sampler read it.
-void note_power_cap(Attribution& a, std::optional<double> capped_share) {
-  if (!capped_share) return;
-  a.power_capped_share = *capped_share;
-  if (*capped_share < kMostlyCappedShare) return;
-  a.notes.push_back(fmt::format(
-      "the GPU was at its power cap in {:.0f}% of the samples: a region's figure is what it drew as the step ran; "
-      "leaving it out lets the limiter spread the step's power anew, so it can save more or less than its figure "
-      "(measure a change as a change; docs/attribution.md)",
-      100.0 * *capped_share));
-}
-
-}  // namespace
 
 std::vector<Attribution> attribute_window(Monitor& monitor, const Measurement& settled, const RegionRecorder& regions,
                                           const AttributionOptions& options, SampleModel samples) {
