@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import joule  # noqa: E402
 import joule.torch  # noqa: E402
 from gpt_model import SmallGPT  # noqa: E402  (bench/)
+from hook_parts import hooked  # noqa: E402  (bench/probes/)
 from joule.torch.regions import RegionAttribution  # noqa: E402
 
 PHASES = ("forward", "backward", "optimizer", "step")
@@ -49,19 +50,6 @@ PHASES = ("forward", "backward", "optimizer", "step")
 
 def _noop(*_args):
     return None
-
-
-@contextlib.contextmanager
-def hooked(modules, pre, post):
-    handles = []
-    for path, m in modules:
-        handles.append(m.register_forward_pre_hook(pre(path)))
-        handles.append(m.register_forward_hook(post(path)))
-    try:
-        yield None
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def node_prehook(_path):
