@@ -22,9 +22,9 @@ cudaEventRecord on the idle GPU's current stream; read-only), --events host
                              compiled here against this PyTorch): no Python handle, no GIL in backward
   ... (gc off)               (--gc) plain and joule, phases with the interpreter's collector off
 
-  PYTHONPATH=build/python python3 bench/probes/hook_host_cpu.py --events fake \\
-      --fake-cudart build/tests/fake_cudart/libcudart.so.13 \\
-      --fake-torch-cuda build/tests/fake_cudart/libtorch_cuda.so
+  PYTHONPATH=build/python python3 bench/probes/hook_host_cpu.py [--events fake|cuda|host] [--blocks 20]
+      [--block 20] [--kinds "empty hooks;joule, phases"] [--cpp-prehook] [--gc]
+(--events fake loads build/tests/fake_cudart's libraries: --fake-cudart, --fake-torch-cuda)
 """
 import argparse
 import contextlib
@@ -42,20 +42,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import joule  # noqa: E402
 import joule.torch  # noqa: E402
 from gpt_model import SmallGPT  # noqa: E402  (bench/)
-from hook_parts import hooked  # noqa: E402  (bench/probes/)
+from hook_parts import _noop, _outputs, hooked  # noqa: E402  (bench/probes/)
 from joule.torch.regions import RegionAttribution  # noqa: E402
 
 PHASES = ("forward", "backward", "optimizer", "step")
 
 
-def _noop(*_args):
-    return None
-
-
 def node_prehook(_path):
     def post(_m, _a, out):
-        for t in out if isinstance(out, tuple) else (out,):
-            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+        for t in _outputs(out):
+            if t.grad_fn is not None:
                 t.grad_fn.register_prehook(_noop)
     return post
 
@@ -111,9 +107,6 @@ def main():
     p.add_argument("--kinds", help="kinds separated by ';' (default: all)")
     p.add_argument("--cpp-prehook", action="store_true", help="also the kind with an empty C++ node pre-hook")
     p.add_argument("--gc", action="store_true", help="also plain and joule, phases with the collector off")
-    p.add_argument("--steps", type=int,
-                   help="instead, 3 steps then this many more of the one kind --kinds names, and nothing "
-                        "printed (for an instruction count: bench/probes/hook_host_instructions.sh)")
     args = p.parse_args()
     torch.set_num_threads(1)  # a step of microsecond ops: threads would only add noise
     torch.manual_seed(0)
@@ -152,23 +145,14 @@ def main():
 
         def cpp_post(_path):
             def post(_m, _a, out):
-                for t in out if isinstance(out, tuple) else (out,):
-                    if isinstance(t, torch.Tensor):
-                        ext.add_prehook(t)
+                for t in _outputs(out):
+                    ext.add_prehook(t)
             return post
 
         kinds["hooks + one C++ node pre-hook"] = lambda: hooked(modules, lambda p: _noop, cpp_post)
     if args.gc:
         kinds["plain (gc off)"] = lambda: collector_off(contextlib.nullcontext())
         kinds["joule, phases (gc off)"] = lambda: collector_off(session(True))
-    if args.steps is not None:
-        with kinds[args.kinds]() as s:
-            region = s.region if isinstance(s, RegionAttribution) else no_region
-            for _ in range(3):  # the session's first steps (its hooks' first calls) in both counts
-                timed_step(model, opt, x, y, region)
-            for _ in range(args.steps):
-                timed_step(model, opt, x, y, region)
-        return
     if args.kinds:
         kinds = {k: kinds[k] for k in ["plain"] + [k for k in args.kinds.split(";") if k != "plain"]}
     print(f"torch {torch.__version__}, CPU, 1 thread; GPT {args.layers} layers, width {args.width}, "
@@ -183,9 +167,7 @@ def main():
                 for _ in range(args.block):
                     for column, seconds in zip(results[kind], timed_step(model, opt, x, y, region)):
                         column.append(seconds)
-            if isinstance(s, RegionAttribution):
-                s.flush()
-            clock.flush()
+            clock.flush()  # the edges-only kind's clock (a session flushes its own on exit)
     base = [statistics.median(c) for c in results["plain"]]
     calls = len(modules)
     print("us per step, medians (and per module of the", calls, "at this depth, against plain)")
